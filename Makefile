@@ -1,0 +1,165 @@
+# kvsim — build, run and test.
+#
+#   make            build bin/kvsim and bin/kvcal (CUDA parts whenever the toolkit is found)
+#   make run        install missing packages, build, run the default comparison
+#   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
+#   make bench      benchmarks (tables on stdout); make check-long: slow tests
+#   make deps       install missing Debian packages (root) or print the command
+#   make install    PREFIX=/usr/local
+#
+# Switches: NO_CUDA=1 (no CUDA even if found), CUDA_ARCH=90 (target sm_90),
+#           SANITIZE=address,undefined, DEBUG=1, CUDA_HOME=/usr/local/cuda.
+
+SHELL      := /bin/bash
+PREFIX     ?= /usr/local
+CC         ?= cc
+BUILD      ?= build
+CUDA_HOME  ?= /usr/local/cuda
+CUDA_ARCH  ?=
+PKGS       := libcjson gsl sqlite3
+DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev
+
+# ---- dependency detection (pkg-config, evaluated once) ----
+PKG_OK     := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+BLAS_OK    := $(shell pkg-config --exists openblas 2>/dev/null && echo yes)
+URING_OK   := $(shell pkg-config --exists liburing 2>/dev/null && echo yes)
+
+ifeq ($(NO_CUDA),1)
+  NVCC :=
+else
+  NVCC := $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+endif
+ifneq ($(NVCC),)
+  CUDA_ROOT := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+  CUBLAS_OK := $(shell test -f $(CUDA_ROOT)/include/cublas_v2.h && ls $(CUDA_ROOT)/lib64/libcublas.so* >/dev/null 2>&1 && echo yes)
+endif
+HAVE_CUDA := $(if $(and $(NVCC),$(CUBLAS_OK)),1,)
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation \
+               -I. -Isim -Icalibrate -Ikernels -Itraces -Ipolicies -Iresults $(PKG_CFLAGS)
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g3
+else
+  OPT := -O2 -g
+endif
+CFLAGS  ?=
+CFLAGS  += $(CFLAGS_BASE) $(OPT)
+LDLIBS  := $(PKG_LIBS) -lm -lpthread
+ifneq ($(SANITIZE),)
+  CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=$(SANITIZE)
+  BUILD   := $(BUILD)/san
+endif
+ifeq ($(BLAS_OK),yes)
+  CFLAGS += -DKV_HAVE_BLAS $(shell pkg-config --cflags openblas)
+  LDLIBS += $(shell pkg-config --libs openblas)
+endif
+ifeq ($(URING_OK),yes)
+  CFLAGS += -DKV_HAVE_URING
+  LDLIBS += $(shell pkg-config --libs liburing)
+endif
+ifeq ($(HAVE_CUDA),1)
+  CFLAGS += -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include
+  LDLIBS += -L$(CUDA_ROOT)/lib64 -Wl,-rpath,$(CUDA_ROOT)/lib64 -lcublas -lcudart -lstdc++
+  NVFLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror,-fPIC -Ikernels -Isim \
+             $(if $(CUDA_ARCH),-gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH),)
+endif
+
+# ---- sources: every .c in the module folders; mains and tests apart ----
+MAINS     := sim/kvsim_main.c calibrate/kvcal_main.c
+LIB_SRC   := $(filter-out $(MAINS),$(wildcard sim/*.c calibrate/*.c kernels/*.c traces/*.c policies/*.c results/*.c))
+CU_SRC    := $(if $(HAVE_CUDA),$(wildcard kernels/*.cu),)
+TEST_SRC  := $(wildcard tests/test_*.c) tests/harness.c
+EMBED_SRC := $(BUILD)/gen/embedded.c $(BUILD)/gen/gitrev.c
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+LIB       := $(BUILD)/libkvsim.a
+EMBEDDED  := configs/models.json configs/hardware.json
+
+.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san
+.DEFAULT_GOAL := all
+
+all: found bin/kvsim bin/kvcal
+
+found:
+	@printf 'kvsim build: %s cjson/gsl/sqlite3 %s openblas %s liburing %s CUDA%s\n' \
+	  "$(if $(PKG_OK),✓,✗)" "$(if $(BLAS_OK),✓,✗ (cpu GEMMs use the C path))" \
+	  "$(if $(URING_OK),✓,✗ (SSD probes use threads))" \
+	  "$(if $(HAVE_CUDA),✓,✗)" "$(if $(HAVE_CUDA), $(CUDA_ROOT)$(if $(CUDA_ARCH), sm_$(CUDA_ARCH)),$(if $(filter 1,$(NO_CUDA)), (NO_CUDA=1), (nvcc/cuBLAS not found)))"
+	@$(if $(PKG_OK),true,echo "missing: $(PKGS) — run 'make deps'"; false)
+	@$(if $(SANITIZE),echo "sanitizers: $(SANITIZE) (objects in $(BUILD))",true)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# The git revision, rewritten only when it changes (so results name the code that made them).
+GIT_REV := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(BUILD)/gen/gitrev.c: FORCE
+	@mkdir -p $(dir $@)
+	@echo 'const char *kv_git_rev(void) { return "$(GIT_REV)"; }' > $@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+FORCE:
+
+# Catalogs are compiled into the binaries so they run from anywhere; --models/--hardware override.
+$(BUILD)/gen/embedded.c: $(EMBEDDED) tools/embed.sh
+	@mkdir -p $(dir $@)
+	bash tools/embed.sh $@ $(EMBEDDED)
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+bin/kvsim: $(BUILD)/sim/kvsim_main.o $(LIB)
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bin/kvcal: $(BUILD)/calibrate/kvcal_main.o $(LIB)
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/kvtest: $(TEST_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
+
+# ---- the two README commands ----
+run: deps
+	@$(MAKE) --no-print-directory all
+	bin/kvsim run-default --out results/default
+
+test-plain: all $(BUILD)/kvtest
+	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
+	bash tests/cli_test.sh
+
+test: test-plain
+ifeq ($(SANITIZE),)
+	@echo "== the same suite under SANITIZE=address,undefined =="
+	@$(MAKE) --no-print-directory test-plain SANITIZE=address,undefined
+endif
+
+bench: all
+	bash tests/bench.sh
+
+check-long: all $(BUILD)/kvtest
+	KVSIM_LONG=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
+
+gpu-check:
+	bash tools/gpu_check.sh
+
+deps:
+	@bash tools/deps.sh $(DEB_PKGS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim/configs
+	install -m 755 bin/kvsim bin/kvcal $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/kvsim/configs/
+
+clean:
+	rm -rf build bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,104 @@
+/* store.h — the SQLite cost store (DESIGN §3): runs with their metadata and the timed points of
+ * each op, the contract between kvcal (writer) and kvsim (reader, via cost.c).
+ *
+ * Schema (PRAGMA application_id = 0x4b56534d 'KVSM', PRAGMA user_version = STORE_SCHEMA_VERSION):
+ *   run(id INTEGER PRIMARY KEY, backend TEXT, device TEXT, host TEXT, driver TEXT, cuda TEXT,
+ *       git_rev TEXT, started_at TEXT, finished_at TEXT, model TEXT, dtype TEXT, tp INTEGER,
+ *       quick INTEGER, notes TEXT, complete INTEGER)      -- complete = 1 only after end_run commit
+ *   point(run_id, op, model, dtype, tp, p1, p2, p3, n, median_ns, p10_ns, p90_ns,
+ *         UNIQUE(run_id, op, model, dtype, tp, p1, p2, p3))
+ *   view newest_run(device, model, dtype, tp, op, run_id): per key the newest complete run,
+ *         measured backends (cpu, cuda) ranked above spec.
+ * IO ops (ops.h cost_op_is_io) are stored with model = '' and tp = 1.
+ *
+ * Invariants: a run's points are written in one transaction (begin_run .. end_run); a crash or
+ * an interrupted kvcal leaves either the whole run or nothing. Opening a file that is not a
+ * kvsim store (other application_id, newer user_version, not SQLite at all) is refused with a
+ * message naming the file and what was found. Errors carry SQLite's message.
+ */
+#ifndef KV_STORE_H
+#define KV_STORE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ops.h"
+#include "util.h"
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_APPLICATION_ID 0x4b56534d
+
+typedef struct sqlite3 sqlite3;
+
+typedef struct CostStore {
+    sqlite3 *db;
+    char path[4096];
+    int in_run;
+} CostStore;
+
+typedef struct StoreRunMeta {
+    int64_t id;            /* filled by begin_run / list */
+    char backend[16];      /* "cpu" | "cuda" | "spec" | "import" */
+    char device[128];      /* GPU catalog name for spec, reported device name otherwise */
+    char host[128];
+    char driver[64];
+    char cuda[64];
+    char git_rev[64];
+    char started_at[32];   /* ISO 8601 UTC */
+    char finished_at[32];
+    char model[64];
+    char dtype[8];
+    int tp;
+    int quick;
+    int complete;
+    char notes[512];
+} StoreRunMeta;
+
+typedef struct StorePoint {
+    CostOp op;
+    char model[64];
+    char dtype[8];
+    int tp;
+    int64_t p1, p2, p3;
+    int n;
+    double median_ns, p10_ns, p90_ns;
+} StorePoint;
+
+/* create != 0: create the file and schema if absent. Refuses foreign or corrupt files. */
+int store_open(CostStore *s, const char *path, int create, KvErr *e);
+void store_close(CostStore *s);
+
+/* Writing a run: begin (BEGIN IMMEDIATE, insert run row, id returned), add points, end
+ * (commit != 0: mark complete and COMMIT; 0: ROLLBACK). */
+int store_begin_run(CostStore *s, StoreRunMeta *meta, KvErr *e);
+int store_add_point(CostStore *s, int64_t run_id, const StorePoint *p, KvErr *e);
+int store_end_run(CostStore *s, int64_t run_id, int commit, KvErr *e);
+
+/* Runs, oldest first. Callback returns non-zero to stop. */
+typedef int (*StoreRunFn)(void *ctx, const StoreRunMeta *r);
+int store_list_runs(CostStore *s, StoreRunFn fn, void *ctx, KvErr *e);
+int store_get_run(CostStore *s, int64_t run_id, StoreRunMeta *out, KvErr *e);
+
+/* Points of one run, optionally one op (op < 0: all), ordered by op, model, dtype, tp, p1, p2, p3. */
+typedef int (*StorePointFn)(void *ctx, const StorePoint *p);
+int store_run_points(CostStore *s, int64_t run_id, int op, StorePointFn fn, void *ctx, KvErr *e);
+
+/* The run to read for a key: newest complete run for (device, model, dtype, tp, op), measured
+ * before spec. 0 and *run_id = 0 when none. */
+int store_pick_run(CostStore *s, const char *device, const char *model, const char *dtype, int tp,
+                   CostOp op, int64_t *run_id, KvErr *e);
+
+/* Deterministic SQL text dump of the whole store (schema + INSERTs ordered by keys), suitable for
+ * committing to the repository; import executes such a dump into a store, refusing one whose
+ * user_version is newer, and remapping run ids so existing runs are kept. */
+int store_dump_sql(CostStore *s, FILE *out, KvErr *e);
+int store_import_sql(CostStore *s, const char *sql_text, const char *origin, KvErr *e);
+
+/* Export (CSV header: run_id,backend,device,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns;
+ * JSON: {"runs":[{...meta, "points":[...]}]}). run_id 0: all runs. */
+int store_export_csv(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
+int store_export_json(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
+/* Import a CSV in the export format (one new run per distinct source run_id). */
+int store_import_csv(CostStore *s, const char *csv_text, const char *origin, KvErr *e);
+
+#endif

@@ -1,0 +1,104 @@
+/* hw.h — the hardware catalog (configs/hardware.json): GPUs, host links, SSDs, NICs, and named
+ * platforms composing them. Every bandwidth, size and latency in the file carries its unit
+ * (units.h); here everything is in bytes, bytes per second and nanoseconds.
+ *
+ * Not responsible for: costs of ops (spec.c derives them), simulated state (sim/cluster).
+ * Invariants after a successful load: every platform's references resolve; rates > 0; sizes > 0.
+ */
+#ifndef KV_HW_H
+#define KV_HW_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+typedef struct GpuSpec {
+    char name[64];             /* catalog key, e.g. "A100-40GB", "H100-SXM", "H200" */
+    char full_name[128];       /* e.g. "NVIDIA H200 SXM 141GB" */
+    double fp16_flops;         /* dense FP16/BF16 tensor FLOP/s */
+    double fp8_flops;          /* 0 when unsupported */
+    double fp32_flops;         /* non-tensor */
+    uint64_t mem_bytes;        /* HBM capacity */
+    double mem_bw_bytes_per_s; /* HBM bandwidth */
+    double gpu_link_bytes_per_s; /* NVLink (per direction) between GPUs of a node; 0: over PCIe */
+    int sm_count;              /* 0 if unknown */
+    char pcie[16];             /* default host link name, e.g. "pcie4" */
+    char source[512];
+} GpuSpec;
+
+typedef struct LinkSpec {
+    char name[64];             /* e.g. "pcie4", "pcie5" */
+    double theoretical_bytes_per_s; /* per direction */
+    double h2d_bytes_per_s;    /* measured pinned, one way */
+    double d2h_bytes_per_s;
+    double h2d_bidir_bytes_per_s; /* H2D while D2H is busy (the both-ways penalty) */
+    double d2h_bidir_bytes_per_s;
+    double pageable_factor;    /* pageable / pinned bandwidth ratio */
+    int64_t latency_ns;        /* per transfer setup */
+    char source[512];
+} LinkSpec;
+
+typedef struct SsdSpec {
+    char name[64];
+    double read_bytes_per_s;   /* sequential, one drive */
+    double write_bytes_per_s;
+    int64_t read_latency_ns;   /* per IO at low queue depth */
+    int64_t write_latency_ns;
+    uint64_t capacity_bytes;
+    double read_iops;          /* 4 KiB random, 0 if unknown */
+    char source[512];
+} SsdSpec;
+
+typedef struct NicSpec {
+    char name[64];             /* e.g. "10GbE", "100G-IB" */
+    double line_bytes_per_s;
+    double bytes_per_s;        /* effective (measured or estimated goodput) */
+    int64_t latency_ns;
+    char source[512];
+} NicSpec;
+
+typedef struct PlatformSpec {
+    char name[64];             /* e.g. "hcache-a100", "cacheflow-h100-10g", "h200" */
+    char description[256];
+    int gpu;                   /* index into HwCatalog.gpus */
+    int gpus_per_node;
+    int link;                  /* index into links */
+    int ssd;                   /* index into ssds, -1 when no SSD array */
+    int n_ssd;
+    uint64_t stripe_chunk_bytes;
+    uint64_t dram_bytes;       /* host DRAM available as a KV/hidden-state tier */
+    double dram_bytes_per_s;   /* host memory copy bandwidth (0: not limiting) */
+    int nic;                   /* index into nics, -1 when no remote store */
+    uint64_t remote_bytes;     /* remote store capacity (0: unlimited when nic >= 0) */
+    char source[512];          /* which paper/setup it reproduces */
+} PlatformSpec;
+
+typedef struct HwCatalog {
+    GpuSpec *gpus;
+    int n_gpus;
+    LinkSpec *links;
+    int n_links;
+    SsdSpec *ssds;
+    int n_ssds;
+    NicSpec *nics;
+    int n_nics;
+    PlatformSpec *platforms;
+    int n_platforms;
+    char origin[512];
+} HwCatalog;
+
+/* Parse from JSON text; errors name origin and the JSON path ("configs/hardware.json:
+ * gpus[2].mem: expected a size with a unit such as \"80 GB\", got \"80\""). */
+int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, KvErr *e);
+/* Load from override path, $KVSIM_CONFIG_DIR/hardware.json or the embedded default. */
+int hw_catalog_load(HwCatalog *c, const char *override_path, KvErr *e);
+void hw_catalog_free(HwCatalog *c);
+
+/* Lookups by name, case-insensitive; on failure the message lists every known name. */
+const GpuSpec *hw_find_gpu(const HwCatalog *c, const char *name, KvErr *e);
+const LinkSpec *hw_find_link(const HwCatalog *c, const char *name, KvErr *e);
+const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e);
+const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e);
+const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e);
+
+#endif

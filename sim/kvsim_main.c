@@ -1,0 +1,15 @@
+/* kvsim_main.c — the kvsim command line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        printf("usage: kvsim COMMAND ...\n");
+        return argc < 2 ? 2 : 0;
+    }
+    fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,128 @@
+/* model.h — the model catalog (configs/models.json) and everything derived from an architecture:
+ * bytes of state per token (KV, hidden states, stage-boundary activations), weight bytes per GPU,
+ * FLOPs and bytes moved of every op of ops.h, for a dtype and a TP × PP layout.
+ *
+ * Not responsible for: timing (cost.c, spec.c) or hardware (hw.c).
+ *
+ * Conventions (POLICIES.md "Shared arithmetic"): D hidden, L layers, h query heads, h_kv KV heads,
+ * d_h head dim, I FFN intermediate, b bytes per element.
+ *  - KV bytes per token per layer = 2·h_kv·d_h·b; hidden-state bytes per token per layer = D·b.
+ *  - Under TP = T: query heads h/T per GPU; KV heads max(1, h_kv/T) per GPU (replicated when
+ *    T > h_kv); FFN intermediate I/T; MoE experts keep their count, each expert's intermediate /T.
+ *  - Under PP = S: layers split as evenly as possible, earlier stages take the remainder
+ *    (stage s holds layers [first, first+count)).
+ *  - FLOPs count a multiply-add as 2. Causal attention of n new tokens after c cached ones:
+ *    QKᵀ and AV over sum_{i=1..n} (c+i) keys = n·c + n(n+1)/2 pairs, each 2·d_h FLOPs per head
+ *    per matrix → 4·h·d_h·(n·c + n(n+1)/2).
+ * All functions are pure; a ModelSpec is const after loading.
+ */
+#ifndef KV_MODEL_H
+#define KV_MODEL_H
+
+#include <stdint.h>
+
+#include "ops.h"
+#include "util.h"
+
+typedef enum KvDtype { KV_DT_FP32, KV_DT_FP16, KV_DT_BF16, KV_DT_FP8, KV_DT_INT8, KV_DT_INT4, KV_DT_COUNT } KvDtype;
+
+const char *kv_dtype_name(KvDtype d);          /* "fp16", ... */
+int kv_dtype_parse(const char *s, KvDtype *out, KvErr *e); /* lists the known names on error */
+double kv_dtype_bytes(KvDtype d);              /* 4, 2, 2, 1, 1, 0.5 */
+
+typedef enum ModelArch { MODEL_DENSE, MODEL_MOE } ModelArch;
+typedef enum ModelNorm { NORM_RMS, NORM_LAYER } ModelNorm;
+typedef enum ModelPos { POS_ROPE, POS_LEARNED } ModelPos;
+
+typedef struct ModelSpec {
+    char name[64];
+    char hf_id[128];
+    ModelArch arch;
+    int hidden;          /* D */
+    int layers;          /* L */
+    int heads;           /* h */
+    int kv_heads;        /* h_kv */
+    int head_dim;        /* d_h (may differ from D/h, e.g. Qwen3-30B-A3B, Gemma-2) */
+    int intermediate;    /* I of dense FFN layers */
+    int vocab;
+    int max_pos;
+    int gated_ffn;       /* 1: SwiGLU/GeGLU (3 matrices), 0: 2 matrices (OPT) */
+    ModelNorm norm;
+    int norms_per_layer; /* 2 pre-norm; Gemma-2 has 4 */
+    ModelPos pos;
+    int tied_embeddings;
+    int attn_bias;       /* biases on q,k,v,o */
+    int ffn_bias;
+    int n_experts;       /* MoE: routed experts (0 for dense) */
+    int experts_per_tok;
+    int moe_intermediate;
+    int shared_experts;
+    int dense_layers;    /* MoE models: first k layers dense */
+    int sliding_window;  /* 0 none; Gemma-2 alternates local (window) and global layers */
+    int64_t published_params; /* from the catalog, for checks (0 if not given) */
+    int64_t published_active_params;
+} ModelSpec;
+
+typedef struct ModelCatalog {
+    ModelSpec *models;
+    int n;
+    char origin[512]; /* file path or "embedded" */
+} ModelCatalog;
+
+/* Parse a catalog from JSON text (origin names it in errors: "configs/models.json: [3].hidden_size:
+ * expected a positive integer"). Validates every field (positive sizes, heads divisible by kv_heads,
+ * experts_per_tok <= n_experts, ...). */
+int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e);
+/* Load from override path, $KVSIM_CONFIG_DIR/models.json or the embedded default. */
+int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e);
+void model_catalog_free(ModelCatalog *c);
+/* Case-insensitive exact name; on failure the message lists every known name. */
+const ModelSpec *model_find(const ModelCatalog *c, const char *name, KvErr *e);
+
+typedef struct ModelLayout {
+    const ModelSpec *m;
+    KvDtype dtype;
+    int tp; /* T >= 1 */
+    int pp; /* S >= 1, S <= L */
+} ModelLayout;
+
+/* Checks T, S against the model (S <= L, T <= h, h % T == 0). */
+int model_layout_check(const ModelLayout *ly, KvErr *e);
+
+/* Layers held by stage s: first layer index and count. */
+void model_stage_layers(const ModelLayout *ly, int stage, int *first, int *count);
+
+/* Parameter counts (whole model, dtype-independent). */
+int64_t model_params_total(const ModelSpec *m);
+int64_t model_params_active(const ModelSpec *m);      /* MoE: routed experts_per_tok only */
+int64_t model_layer_params(const ModelSpec *m, int layer);        /* all experts */
+int64_t model_layer_params_active(const ModelSpec *m, int layer);
+
+/* Bytes of state per token, for the whole model (all layers, all GPUs). */
+uint64_t model_kv_bytes_per_token(const ModelLayout *ly);
+uint64_t model_hidden_bytes_per_token(const ModelLayout *ly);
+/* Per layer (whole layer, summed over the TP group; KV heads replicated under TP are counted once). */
+uint64_t model_kv_bytes_per_token_layer(const ModelLayout *ly);
+uint64_t model_hidden_bytes_per_token_layer(const ModelLayout *ly);
+/* Per layer and per GPU of the TP group (KV: its heads; hidden: the full D, every GPU needs it). */
+uint64_t model_kv_bytes_per_token_layer_gpu(const ModelLayout *ly);
+/* The activation entering one pipeline stage (= one hidden-state vector per token). */
+uint64_t model_boundary_bytes_per_token(const ModelLayout *ly);
+
+/* Weight bytes held by one GPU: its stage's layers / T (+ embedding on the first stage, lm_head on
+ * the last; tied embeddings counted once when S == 1). The maximum over stages. */
+uint64_t model_weight_bytes_per_gpu(const ModelLayout *ly);
+
+/* FLOPs of one op for one layer on one GPU of the TP group (ops.h parameters: p1, p2).
+ * IO ops return 0. OP_LAYER_PREFILL = sum of the layer's ops. */
+double model_op_flops(const ModelLayout *ly, CostOp op, int64_t p1, int64_t p2);
+/* Bytes the op reads + writes in device memory (weights + activations + KV), for the roofline. */
+double model_op_bytes(const ModelLayout *ly, CostOp op, int64_t p1, int64_t p2);
+/* GEMM shape (M×N×K) of a projection op for `tokens` rows, per GPU; MoE up/down use per-expert
+ * N/K with M = tokens·experts_per_tok/n_experts rows on average. Returns 0 for non-GEMM ops. */
+int model_gemm_shape(const ModelLayout *ly, CostOp op, int64_t tokens, int64_t *M, int64_t *N, int64_t *K);
+
+/* Whole-model FLOPs to prefill n new tokens after c cached ones (all layers, all GPUs, no lm_head). */
+double model_prefill_flops(const ModelLayout *ly, int64_t n, int64_t c);
+
+#endif

@@ -1,0 +1,65 @@
+/* util.h — error reporting, files written atomically, small JSON helpers shared by every module.
+ *
+ * Responsible for: the KvErr message carrier (library code never prints or exits; it fills a
+ * KvErr and returns -1 or NULL), reading whole files, writing files via temp + rename so a good
+ * result is never replaced by a half-written one, and the catalog loader (embedded defaults with
+ * a file or directory override).
+ * Not responsible for: parsing domain objects (model.c, hw.c, traces/).
+ * Invariant: every function that takes a KvErr* leaves a message in it exactly when it fails.
+ */
+#ifndef KV_UTIL_H
+#define KV_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct KvErr {
+    char msg[1024];
+} KvErr;
+
+/* Format a message into e (if non-NULL); returns -1 so callers can `return kv_err(e, ...)`. */
+int kv_err(KvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepend context ("file.json: ") to an existing message; returns -1. */
+int kv_err_prefix(KvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Read a whole file, NUL-terminated. Caller frees. NULL + message on failure. */
+char *kv_read_file(const char *path, size_t *len, KvErr *e);
+
+/* Write data to path atomically: path.tmp.PID, fsync, rename. */
+int kv_write_atomic(const char *path, const void *data, size_t len, KvErr *e);
+
+/* An atomic writer for streamed output: open gives a FILE* on a temp file; commit renames it over
+ * path, abort removes it. */
+typedef struct KvAtomicFile {
+    FILE *f;
+    char path[4096];
+    char tmp[4200];
+} KvAtomicFile;
+int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e);
+int kv_atomic_commit(KvAtomicFile *af, KvErr *e);
+void kv_atomic_abort(KvAtomicFile *af);
+
+/* mkdir -p */
+int kv_mkdirs(const char *dir, KvErr *e);
+
+/* Catalog text: if override is a path, read it; else if $KVSIM_CONFIG_DIR/name exists, read that;
+ * else the copy embedded at build time (name is e.g. "configs/models.json"). *origin receives a
+ * static description ("embedded" or the path). Caller frees the result. */
+char *kv_catalog_text(const char *name, const char *override, char *origin, size_t origin_len, KvErr *e);
+
+/* The build's git revision (or "unknown"). */
+const char *kv_git_rev(void);
+
+/* Parse helpers for CLI values: integers with an optional K/M/G suffix (powers of 1000 unless the
+ * suffix has an i: Ki/Mi/Gi), strict (whole string). Return -1 with message on bad input. */
+int kv_parse_i64(const char *s, int64_t *out, KvErr *e);
+int kv_parse_double(const char *s, double *out, KvErr *e);
+
+/* Minimum/maximum of int64s. */
+static inline int64_t kv_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t kv_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+#define KV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

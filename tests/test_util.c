@@ -1,0 +1,78 @@
+/* test_util.c — util.c: atomic writes, file reading, number parsing, catalog text lookup. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "util.h"
+
+TEST(util_atomic_write_replaces_whole_file)
+{
+    KvErr e;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/out.txt", test_tmpdir(t));
+    CHECK(kv_write_atomic(path, "first", 5, &e) == 0);
+    CHECK(kv_write_atomic(path, "second!", 7, &e) == 0);
+    size_t n = 0;
+    char *s = kv_read_file(path, &n, &e);
+    CHECK(s != NULL);
+    CHECK_EQ_U(n, 7);
+    CHECK_STR(s, "second!");
+    free(s);
+}
+
+TEST(util_atomic_abort_keeps_old_file)
+{
+    KvErr e;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/keep.txt", test_tmpdir(t));
+    CHECK(kv_write_atomic(path, "good", 4, &e) == 0);
+    KvAtomicFile af;
+    CHECK(kv_atomic_open(&af, path, &e) == 0);
+    fputs("half", af.f);
+    kv_atomic_abort(&af);
+    char *s = kv_read_file(path, NULL, &e);
+    CHECK_STR(s, "good");
+    free(s);
+    CHECK(access(af.tmp, F_OK) != 0);
+}
+
+TEST(util_atomic_write_unwritable_dir_fails_cleanly)
+{
+    KvErr e = {{0}};
+    CHECK(kv_write_atomic("/nonexistent-dir/x.json", "x", 1, &e) == -1);
+    CHECK_CONTAINS(e.msg, "/nonexistent-dir/x.json");
+}
+
+TEST(util_read_missing_file_names_it)
+{
+    KvErr e = {{0}};
+    CHECK(kv_read_file("/no/such/file.csv", NULL, &e) == NULL);
+    CHECK_CONTAINS(e.msg, "/no/such/file.csv");
+}
+
+TEST(util_parse_i64)
+{
+    KvErr e;
+    int64_t v;
+    CHECK(kv_parse_i64("42", &v, &e) == 0 && v == 42);
+    CHECK(kv_parse_i64("10M", &v, &e) == 0 && v == 10000000);
+    CHECK(kv_parse_i64("64Ki", &v, &e) == 0 && v == 65536);
+    CHECK(kv_parse_i64("2GiB", &v, &e) == 0 && v == 2147483648LL);
+    CHECK(kv_parse_i64("1.5K", &v, &e) == 0 && v == 1500);
+    CHECK(kv_parse_i64("1.5", &v, &e) == -1);
+    CHECK(kv_parse_i64("12x", &v, &e) == -1);
+    CHECK_CONTAINS(e.msg, "12x");
+    CHECK(kv_parse_i64("", &v, &e) == -1);
+}
+
+TEST(util_mkdirs)
+{
+    KvErr e;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/a/b/c", test_tmpdir(t));
+    CHECK(kv_mkdirs(path, &e) == 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(kv_mkdirs(path, &e) == 0);
+}
