@@ -11,6 +11,7 @@
 #           SANITIZE=address,undefined, DEBUG=1, CUDA_HOME=/usr/local/cuda.
 
 SHELL      := /bin/bash
+comma      := ,
 PREFIX     ?= /usr/local
 CC         ?= cc
 BUILD      ?= build
@@ -64,7 +65,7 @@ ifeq ($(HAVE_CUDA),1)
   CFLAGS += -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include
   LDLIBS += -L$(CUDA_ROOT)/lib64 -Wl,-rpath,$(CUDA_ROOT)/lib64 -lcublas -lcudart -lstdc++
   NVFLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror,-fPIC -Ikernels -Isim \
-             $(if $(CUDA_ARCH),-gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH),)
+             $(if $(CUDA_ARCH),-gencode arch=compute_$(CUDA_ARCH)$(comma)code=sm_$(CUDA_ARCH))
 endif
 
 # ---- sources: every .c in the module folders; mains and tests apart ----

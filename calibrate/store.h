@@ -34,6 +34,8 @@ typedef struct CostStore {
     sqlite3 *db;
     char path[4096];
     int in_run;
+    int64_t run_id;                  /* the open run while in_run (added: add_point checks it) */
+    struct sqlite3_stmt *ins_point;  /* cached INSERT for add_point, finalized by end_run/close */
 } CostStore;
 
 typedef struct StoreRunMeta {
@@ -100,5 +102,23 @@ int store_export_csv(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
 int store_export_json(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
 /* Import a CSV in the export format (one new run per distinct source run_id). */
 int store_import_csv(CostStore *s, const char *csv_text, const char *origin, KvErr *e);
+
+/* --- additions (store.c) --- */
+
+/* What an import did. A dump's run whose metadata equals a run already in the store (every
+ * field but id) is skipped, so importing the same dump twice adds nothing. */
+typedef struct StoreImportStats {
+    int runs_added;
+    int runs_skipped;
+    int64_t points_added;
+} StoreImportStats;
+int store_import_sql_stats(CostStore *s, const char *sql_text, const char *origin, StoreImportStats *st,
+                           KvErr *e);
+int store_import_csv_stats(CostStore *s, const char *csv_text, const char *origin, StoreImportStats *st,
+                           KvErr *e);
+/* The dump of one run (run_id 0: the whole store, same as store_dump_sql). */
+int store_dump_sql_run(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
+/* Number of points of a run (op < 0: all ops). 0 for a run that does not exist. */
+int store_count_points(CostStore *s, int64_t run_id, int op, int64_t *n, KvErr *e);
 
 #endif

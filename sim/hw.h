@@ -4,6 +4,24 @@
  *
  * Not responsible for: costs of ops (spec.c derives them), simulated state (sim/cluster).
  * Invariants after a successful load: every platform's references resolve; rates > 0; sizes > 0.
+ * Exceptions, all meaning "none": GpuSpec.fp8_flops, gpu_link_bytes_per_s and sm_count may be 0;
+ * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic -1 = absent
+ * (then n_ssd = 0 and stripe_chunk_bytes = 0). Names are unique per section, compared without
+ * case; GpuSpec.pcie holds the canonical name of an existing link. Every entry has a source, and
+ * every GPU, link, SSD and NIC a basis (which numbers are vendor_spec/measured/derived/estimate).
+ *
+ * File format (configs/hardware.json), one object: {"about": "...", "gpus": [...], "links": [...],
+ * "ssds": [...], "nics": [...], "platforms": [...]}; a missing section is empty; unknown or
+ * repeated keys are refused. Quantities are strings with units; a few are plain numbers.
+ *  gpus:  name, full_name, fp16, fp8?, fp32 (FLOP/s), mem (size), mem_bw, gpu_link? (rate),
+ *         sm_count? (integer), pcie (link name), basis, source, note?
+ *  links: name, theoretical, h2d, d2h, h2d_bidir, d2h_bidir (rates), pageable_factor (number in
+ *         (0,1]), latency (duration), basis, source, note?
+ *  ssds:  name, full_name?, read, write (rates), read_latency, write_latency (durations),
+ *         capacity (size), read_iops? (number), basis, source, note?
+ *  nics:  name, line, effective (rates, effective <= line), latency (duration), basis, source, note?
+ *  platforms: name, description, gpu, gpus_per_node, link, ssd?, n_ssd?, stripe_chunk?, dram,
+ *         dram_bw?, nic?, remote?, source, note?   (? = optional; null counts as absent)
  */
 #ifndef KV_HW_H
 #define KV_HW_H
@@ -24,6 +42,8 @@ typedef struct GpuSpec {
     int sm_count;              /* 0 if unknown */
     char pcie[16];             /* default host link name, e.g. "pcie4" */
     char source[512];
+    char basis[512];           /* which values are vendor_spec / measured / derived / estimate */
+    char note[512];            /* "" when none */
 } GpuSpec;
 
 typedef struct LinkSpec {
@@ -36,6 +56,8 @@ typedef struct LinkSpec {
     double pageable_factor;    /* pageable / pinned bandwidth ratio */
     int64_t latency_ns;        /* per transfer setup */
     char source[512];
+    char basis[512];
+    char note[512];
 } LinkSpec;
 
 typedef struct SsdSpec {
@@ -47,6 +69,9 @@ typedef struct SsdSpec {
     uint64_t capacity_bytes;
     double read_iops;          /* 4 KiB random, 0 if unknown */
     char source[512];
+    char basis[512];
+    char note[512];
+    char full_name[128];       /* e.g. "Samsung PM9A3 U.2 7.68 TB"; "" when not given */
 } SsdSpec;
 
 typedef struct NicSpec {
@@ -55,6 +80,8 @@ typedef struct NicSpec {
     double bytes_per_s;        /* effective (measured or estimated goodput) */
     int64_t latency_ns;
     char source[512];
+    char basis[512];
+    char note[512];
 } NicSpec;
 
 typedef struct PlatformSpec {
@@ -71,6 +98,7 @@ typedef struct PlatformSpec {
     int nic;                   /* index into nics, -1 when no remote store */
     uint64_t remote_bytes;     /* remote store capacity (0: unlimited when nic >= 0) */
     char source[512];          /* which paper/setup it reproduces */
+    char note[512];            /* "" when none */
 } PlatformSpec;
 
 typedef struct HwCatalog {

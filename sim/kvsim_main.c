@@ -1,15 +1,352 @@
-/* kvsim_main.c — the kvsim command line. */
-#include <stdio.h>
+/* kvsim_main.c — the kvsim command line: list the catalogs, run one policy or compare several on
+ * the same trace and seed, write summary.json + requests.csv and print the Markdown table.
+ * Only this file (and kvcal_main.c) prints and exits; everything else returns a status. */
+#include <cJSON.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "util.h"
+#include "hw.h"
+#include "model.h"
+#include "policy.h"
+#include "report.h"
+#include "sim.h"
+#include "trace.h"
+#include "units.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kvsim COMMAND [options]\n"
+            "\n"
+            "commands:\n"
+            "  list {policies|models|platforms|gpus|traces}   show the catalogs\n"
+            "  run --policy P [options] --out DIR             simulate one policy\n"
+            "  compare --policies a,b,c [options] --out DIR   simulate several on the same trace and seed\n"
+            "\n"
+            "options (run, compare):\n"
+            "  --model M          model (default Llama-2-7B)         --platform X   platform (default hcache-a100)\n"
+            "  --trace T          generator or file (default sharegpt4)\n"
+            "  --requests N       stop after N requests              --seed S       random seed (default 1)\n"
+            "  --tp N, --pp N     parallel layout                    --costs FILE   cost store (default: spec)\n"
+            "  --config FILE      JSON object of settings            --set KEY=VALUE  any setting (repeatable)\n"
+            "  --out DIR          results directory (summary.json, requests.csv, table.md)\n"
+            "  --quiet            no progress line\n"
+            "\n"
+            "settings (--set KEY=VALUE or --config):\n");
+    sim_config_print_keys(out);
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    if (argc < 3 || !strcmp(argv[2], "--help")) {
+        printf("usage: kvsim list {policies|models|platforms|gpus|traces}\n");
+        return argc < 3 ? 2 : 0;
+    }
+    KvErr e;
+    const char *what = argv[2];
+    if (!strcmp(what, "policies")) {
+        for (int i = 0; i < policy_count(); i++) printf("%-14s %s\n", policy_at(i)->name, policy_at(i)->summary);
+        return 0;
+    }
+    if (!strcmp(what, "traces")) {
+        for (int i = 0; i < trace_generator_count(); i++)
+            printf("%-12s %s\n", trace_generator_name(i), trace_generator_summary(i));
+        printf("(or a file: canonical CSV, Mooncake JSONL, Vidur/Splitwise CSV)\n");
+        return 0;
+    }
+    if (!strcmp(what, "models")) {
+        ModelCatalog mc;
+        if (model_catalog_load(&mc, NULL, &e) != 0) {
+            fprintf(stderr, "kvsim: %s\n", e.msg);
+            return 1;
+        }
+        printf("%-16s %5s %6s %5s %4s %5s %12s %14s %8s\n", "model", "arch", "layers", "hidden", "h", "h_kv", "params",
+               "KV B/token", "KV/hid");
+        for (int i = 0; i < mc.n; i++) {
+            const ModelSpec *m = &mc.models[i];
+            ModelLayout ly = {m, KV_DT_FP16, 1, 1};
+            printf("%-16s %5s %6d %5d %4d %5d %11.2fB %14llu %8.3f\n", m->name, m->arch == MODEL_MOE ? "moe" : "dense",
+                   m->layers, m->hidden, m->heads, m->kv_heads, (double)model_params_total(m) / 1e9,
+                   (unsigned long long)model_kv_bytes_per_token(&ly),
+                   (double)model_kv_bytes_per_token(&ly) / (double)model_hidden_bytes_per_token(&ly));
+        }
+        model_catalog_free(&mc);
+        return 0;
+    }
+    HwCatalog hw;
+    if (!strcmp(what, "platforms") || !strcmp(what, "gpus")) {
+        if (hw_catalog_load(&hw, NULL, &e) != 0) {
+            fprintf(stderr, "kvsim: %s\n", e.msg);
+            return 1;
+        }
+        if (!strcmp(what, "gpus")) {
+            for (int i = 0; i < hw.n_gpus; i++) {
+                const GpuSpec *g = &hw.gpus[i];
+                printf("%-12s %7.1f TFLOP/s %6.0f GB %6.0f GB/s  %s\n", g->name, g->fp16_flops / 1e12,
+                       (double)g->mem_bytes / 1e9, g->mem_bw_bytes_per_s / 1e9, g->full_name);
+            }
+        } else {
+            for (int i = 0; i < hw.n_platforms; i++) {
+                const PlatformSpec *p = &hw.platforms[i];
+                char ssd[96] = "no SSD", nic[96] = "no remote store";
+                if (p->ssd >= 0) snprintf(ssd, sizeof ssd, "%d× %s", p->n_ssd, hw.ssds[p->ssd].name);
+                if (p->nic >= 0) snprintf(nic, sizeof nic, "%s", hw.nics[p->nic].name);
+                printf("%-20s %d× %-10s %-6s %-16s %-10s  %s\n", p->name, p->gpus_per_node, hw.gpus[p->gpu].name,
+                       hw.links[p->link].name, ssd, nic, p->description);
+            }
+        }
+        hw_catalog_free(&hw);
+        return 0;
+    }
+    fprintf(stderr, "kvsim list: unknown catalog '%s' (policies, models, platforms, gpus, traces)\n", what);
+    return 2;
+}
+
+static int load_config_file(SimConfig *c, const char *path, KvErr *e)
+{
+    char *text = kv_read_file(path, NULL, e);
+    if (!text) return -1;
+    cJSON *root = cJSON_Parse(text);
+    if (!root || !cJSON_IsObject(root)) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1;
+        if (at && root == NULL)
+            for (const char *p = text; p < at && *p; p++) line += *p == '\n';
+        kv_err(e, "%s: line %d: expected a JSON object of settings", path, line);
+        cJSON_Delete(root);
+        free(text);
+        return -1;
+    }
+    int rc = 0;
+    for (cJSON *it = root->child; it && rc == 0; it = it->next) {
+        char val[4096];
+        if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
+        else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
+        else if (cJSON_IsNumber(it)) snprintf(val, sizeof val, "%.17g", it->valuedouble);
+        else {
+            rc = kv_err(e, "%s: \"%s\": expected a string, number or boolean", path, it->string);
+            break;
+        }
+        if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", path, it->string);
+    }
+    cJSON_Delete(root);
+    free(text);
+    return rc;
+}
+
+typedef struct {
+    int tty;
+    double last_line;
+    const char *policy;
+    int printed;
+} Progress;
+
+static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
+{
+    Progress *p = ctx;
+    if (p->tty) {
+        if (frac >= 0) fprintf(stderr, "\r  %-12s %5.1f%%  %llu requests  %.0f s simulated   ", p->policy, 100 * frac,
+                               (unsigned long long)done, (double)sim_ns / 1e9);
+        else fprintf(stderr, "\r  %-12s %llu requests  %.0f s simulated   ", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
+        p->printed = 1;
+    } else if (p->last_line++ >= 4) { /* every ~5 s when not a terminal */
+        p->last_line = 0;
+        fprintf(stderr, "  %s: %llu requests, %.0f s simulated\n", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
+    }
+}
+
+static int cmd_run(int argc, char **argv, int compare)
+{
+    SimConfig cfg;
+    sim_config_defaults(&cfg);
+    char policies[512] = "";
+    const char *out = NULL;
+    KvErr e;
+    /* --config first so that other options override it */
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--config")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "kvsim: --config needs a file\n");
+                return 2;
+            }
+            if (load_config_file(&cfg, argv[i + 1], &e) != 0) {
+                fprintf(stderr, "kvsim: %s\n", e.msg);
+                return 1;
+            }
+        }
+    static const struct {
+        const char *opt, *key;
+    } direct[] = {{"--model", "model"},     {"--platform", "platform"}, {"--trace", "trace"}, {"--requests", "requests"},
+                  {"--seed", "seed"},       {"--tp", "tp"},             {"--pp", "pp"},       {"--costs", "costs"},
+                  {"--replicas", "replicas"}, {"--dtype", "dtype"}};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--quiet")) {
+            cfg.quiet = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "kvsim: option %s needs a value (kvsim %s --help)\n", a, argv[1]);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--config")) continue;
+        if (!strcmp(a, "--out")) {
+            out = v;
+            continue;
+        }
+        if ((!compare && !strcmp(a, "--policy")) || (compare && !strcmp(a, "--policies"))) {
+            snprintf(policies, sizeof policies, "%s", v);
+            continue;
+        }
+        if (!strcmp(a, "--set")) {
+            const char *eq = strchr(v, '=');
+            if (!eq) {
+                fprintf(stderr, "kvsim: --set %s: expected KEY=VALUE\n", v);
+                return 2;
+            }
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
+            if (sim_config_set(&cfg, key, eq + 1, &e) != 0) {
+                fprintf(stderr, "kvsim: --set: %s\n", e.msg);
+                return 2;
+            }
+            continue;
+        }
+        size_t k = 0;
+        for (; k < KV_ARRAY_LEN(direct); k++)
+            if (!strcmp(a, direct[k].opt)) break;
+        if (k == KV_ARRAY_LEN(direct)) {
+            fprintf(stderr, "kvsim %s: unknown option '%s' (kvsim %s --help)\n", argv[1], a, argv[1]);
+            return 2;
+        }
+        if (sim_config_set(&cfg, direct[k].key, v, &e) != 0) {
+            fprintf(stderr, "kvsim: %s: %s\n", a, e.msg);
+            return 2;
+        }
+    }
+    if (!policies[0]) snprintf(policies, sizeof policies, "%s", compare ? "recompute,kv-offload" : cfg.policy);
+    if (!out) {
+        fprintf(stderr, "kvsim %s: --out DIR is required\n", argv[1]);
+        return 2;
+    }
+    /* validate every policy name before running anything */
+    char names[16][32];
+    int np = 0;
+    for (char *tok = policies; *tok && np < 16;) {
+        size_t len = strcspn(tok, ",");
+        snprintf(names[np], sizeof names[np], "%.*s", (int)len, tok);
+        if (!policy_find(names[np], &e)) {
+            fprintf(stderr, "kvsim: %s\n", e.msg);
+            return 2;
+        }
+        np++;
+        tok += len;
+        if (*tok == ',') tok++;
+    }
+    SimWorld w;
+    if (sim_world_open(&w, &cfg, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        return 1;
+    }
+    if (kv_mkdirs(out, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        sim_world_close(&w);
+        return 1;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/requests.csv", out);
+    ReqCsv csv;
+    if (report_csv_open(&csv, path, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        sim_world_close(&w);
+        return 1;
+    }
+    SimResult res[16];
+    memset(res, 0, sizeof res);
+    int rc = 0, done = 0;
+    char trace_desc[1024] = "";
+    for (int i = 0; i < np && rc == 0; i++) {
+        csv.policy = names[i];
+        Progress pg = {isatty(2), 0, names[i], 0};
+        if (sim_run(&w, names[i], report_csv_row, &csv, cfg.quiet ? NULL : progress, &pg, &res[i], &e) != 0) {
+            if (pg.printed) fputc('\n', stderr);
+            fprintf(stderr, "kvsim: %s: %s\n", names[i], e.msg);
+            rc = 1;
+            break;
+        }
+        if (pg.printed) fputc('\n', stderr);
+        done++;
+        if (!cfg.quiet)
+            fprintf(stderr, "  %-12s %llu requests, %.1f s simulated in %.2f s (%.0f× real time, %llu events)\n", names[i],
+                    (unsigned long long)res[i].requests, (double)res[i].sim_end_ns / 1e9, res[i].wall_s,
+                    res[i].wall_s > 0 ? (double)res[i].sim_end_ns / 1e9 / res[i].wall_s : 0,
+                    (unsigned long long)res[i].events);
+    }
+    if (rc == 0) {
+        /* the trace description, from a fresh open (cheap) */
+        TraceOptions to = {0};
+        to.source = cfg.trace;
+        to.format = cfg.trace_format;
+        to.seed = cfg.seed;
+        to.session_rate_per_s = cfg.session_rate;
+        to.time_scale = cfg.time_scale > 0 ? cfg.time_scale : 1;
+        to.think_ns = cfg.think_ns;
+        to.max_requests = cfg.requests;
+        TraceSource *ts = trace_open(&to, &e);
+        if (ts) {
+            snprintf(trace_desc, sizeof trace_desc, "%s", trace_describe(ts));
+            trace_close(ts);
+        }
+        snprintf(path, sizeof path, "%s/summary.json", out);
+        if (report_csv_commit(&csv, &e) != 0 || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
+            fprintf(stderr, "kvsim: %s\n", e.msg);
+            rc = 1;
+        }
+    } else {
+        report_csv_abort(&csv);
+    }
+    if (rc == 0) {
+        report_markdown(stdout, &w, res, done);
+        snprintf(path, sizeof path, "%s/table.md", out);
+        KvAtomicFile af;
+        if (kv_atomic_open(&af, path, &e) == 0) {
+            report_markdown(af.f, &w, res, done);
+            if (kv_atomic_commit(&af, &e) != 0) rc = 1;
+        } else {
+            rc = 1;
+        }
+        if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
+        else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md)\n", out);
+    }
+    for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
+    sim_world_close(&w);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: kvsim COMMAND ...\n");
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
-    fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("kvsim %s\n", kv_git_rev());
+        return 0;
+    }
+    if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
+    if (!strcmp(cmd, "run")) return cmd_run(argc, argv, 0);
+    if (!strcmp(cmd, "compare")) return cmd_run(argc, argv, 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare; kvsim --help)\n", cmd);
     return 2;
 }

@@ -51,8 +51,8 @@ typedef struct ModelSpec {
     int norms_per_layer; /* 2 pre-norm; Gemma-2 has 4 */
     ModelPos pos;
     int tied_embeddings;
-    int attn_bias;       /* biases on q,k,v,o */
-    int ffn_bias;
+    int attn_bias;       /* biases on q,k,v */
+    int ffn_bias;        /* biases on the FFN matrices (OPT) */
     int n_experts;       /* MoE: routed experts (0 for dense) */
     int experts_per_tok;
     int moe_intermediate;
@@ -61,6 +61,10 @@ typedef struct ModelSpec {
     int sliding_window;  /* 0 none; Gemma-2 alternates local (window) and global layers */
     int64_t published_params; /* from the catalog, for checks (0 if not given) */
     int64_t published_active_params;
+    /* Added after the first version of this header (model.c owns them): */
+    int attn_out_bias;   /* bias on the output projection o (OPT yes; Qwen2.5 has q,k,v biases only) */
+    int qk_norm;         /* per-head RMSNorm on q and k (Qwen3): 2·d_h parameters per layer */
+    int pos_offset;      /* learned positions: extra table rows beyond max_pos (OPT: 2) */
 } ModelSpec;
 
 typedef struct ModelCatalog {
@@ -92,6 +96,9 @@ int model_layout_check(const ModelLayout *ly, KvErr *e);
 /* Layers held by stage s: first layer index and count. */
 void model_stage_layers(const ModelLayout *ly, int stage, int *first, int *count);
 
+/* KV heads held by one GPU of the TP group: h_kv/T, or 1 when T > h_kv (replicated). */
+int model_kv_heads_per_gpu(const ModelLayout *ly);
+
 /* Parameter counts (whole model, dtype-independent). */
 int64_t model_params_total(const ModelSpec *m);
 int64_t model_params_active(const ModelSpec *m);      /* MoE: routed experts_per_tok only */
@@ -112,6 +119,8 @@ uint64_t model_boundary_bytes_per_token(const ModelLayout *ly);
 /* Weight bytes held by one GPU: its stage's layers / T (+ embedding on the first stage, lm_head on
  * the last; tied embeddings counted once when S == 1). The maximum over stages. */
 uint64_t model_weight_bytes_per_gpu(const ModelLayout *ly);
+/* The same for one stage (0 <= stage < S). */
+uint64_t model_stage_weight_bytes_per_gpu(const ModelLayout *ly, int stage);
 
 /* FLOPs of one op for one layer on one GPU of the TP group (ops.h parameters: p1, p2).
  * IO ops return 0. OP_LAYER_PREFILL = sum of the layer's ops. */
@@ -121,6 +130,10 @@ double model_op_bytes(const ModelLayout *ly, CostOp op, int64_t p1, int64_t p2);
 /* GEMM shape (M×N×K) of a projection op for `tokens` rows, per GPU; MoE up/down use per-expert
  * N/K with M = tokens·experts_per_tok/n_experts rows on average. Returns 0 for non-GEMM ops. */
 int model_gemm_shape(const ModelLayout *ly, CostOp op, int64_t tokens, int64_t *M, int64_t *N, int64_t *K);
+
+/* FLOPs of layer `layer` (0-based) on one GPU to prefill n new tokens after c cached ones: like
+ * OP_LAYER_PREFILL but exact for that layer (dense vs MoE layers, Gemma-2's sliding-window layers). */
+double model_layer_prefill_flops(const ModelLayout *ly, int layer, int64_t n, int64_t c);
 
 /* Whole-model FLOPs to prefill n new tokens after c cached ones (all layers, all GPUs, no lm_head). */
 double model_prefill_flops(const ModelLayout *ly, int64_t n, int64_t c);

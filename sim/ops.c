@@ -28,6 +28,8 @@ static const struct {
     [OP_NORM] = {"norm", 1, 0},
     [OP_ACT] = {"act", 1, 0},
     [OP_ROPE] = {"rope", 1, 0},
+    [OP_ALLREDUCE] = {"allreduce", 1, 0},
+    [OP_ALLGATHER] = {"allgather", 1, 0},
 };
 
 const char *cost_op_name(CostOp op) { return (unsigned)op < OP_COUNT ? g_ops[op].name : NULL; }

@@ -17,6 +17,8 @@
  * | net            | bytes         | -                   | -      | latency + bytes / bandwidth |
  * | quant, dequant | tokens        | -                   | -      | per layer, KV of `tokens` tokens |
  * | norm, act, rope| tokens        | -                   | -      | layer elementwise parts |
+ * | allreduce      | tokens        | -                   | -      | layer: TP all-reduces of the activations (T > 1) |
+ * | allgather      | tokens        | -                   | -      | layer: TP all-gather of a hidden state (T > 1) |
  *
  * Values are nanoseconds (median, p10, p90) over n repetitions.
  */
@@ -44,6 +46,8 @@ typedef enum CostOp {
     OP_NORM,
     OP_ACT,
     OP_ROPE,
+    OP_ALLREDUCE,
+    OP_ALLGATHER,
     OP_COUNT
 } CostOp;
 

@@ -1,0 +1,329 @@
+/* spec.c — roofline cost curves from the catalogs; see spec.h.
+ *
+ * Every efficiency below is a fit to a public measurement, named next to the number
+ * (facts collected in shared/docs/REFERENCE.md §B–C). Where no measurement exists the number is
+ * marked ESTIMATE; `kvcal spec --explain` prints this table.
+ *
+ * GEMM efficiency vs M (rows = tokens): the shape of the curve is the H100 bf16 cuBLAS table of
+ * XLA's sm_90 cost model at N = K = 4096 (M 256: 41.7 %, 512: 65.1 %, 1024: 74.7 %, 2048: 76.2 %,
+ * 4096: 79.2 % of 989 TFLOP/s), interpolated in log2(M). Below M = 256 a tensor-core tile costs the
+ * same however few rows it holds, so efficiency falls in proportion to M. Per GPU the curve is scaled
+ * by the ratio of its maximum achievable matmul FLOP/s (MAMF, ml-engineering's table) to H100's
+ * (80.3 %). Small-M GEMMs are bound by streaming the weights; that side of the roofline uses HBM
+ * bandwidth × 0.69 (H100 fp16 matmuls at M = 1..16, N = K = 8192 reach 2.3–36.7 TFLOP/s, i.e.
+ * ~2.3 TB/s of weights, 69 % of 3.35 TB/s).
+ *
+ * Attention: flash-style kernels reach a fraction of peak that depends on the GPU generation
+ * (A100: FlashAttention-2 forward at hd128, 156 TFLOP/s causal … 187 non-causal of 312 → 0.55;
+ * H100: FlashAttention-3 fp16 forward 661–740 TFLOP/s non-causal of 989, causal lower → 0.60;
+ * RTX 4090: 151 TFLOP/s causal hd128 against the 165 TFLOP/s fp32-accumulate peak → 0.80 (the
+ * kernel uses fp16 accumulation partly; capped)). The ramp n/(n + 64) over new tokens models
+ * under-filled query tiles (ESTIMATE: 64 = half a 128-row tile). Decode attention is bound by
+ * reading the KV cache (HBM × 0.69).
+ *
+ * Launch overhead 4 µs per kernel (ESTIMATE; typical cuBLAS/flash kernel launch on a busy stream).
+ * TP collectives: ring all-reduce 2·(T−1)/T·bytes over the GPU link per direction + 10 µs each
+ * (ESTIMATE for NCCL latency at these sizes); two all-reduces per layer (after attention and FFN).
+ * Host link: measured pinned bandwidth from the catalog + the link's latency. SSD: per-drive
+ * sequential bandwidth × qd/(qd + 1) (ESTIMATE: NVMe reaches its sequential rate at queue depth
+ * ≥ 8 with large IOs) striped over n drives, + read latency. Network: NIC goodput + latency.
+ */
+#include "spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SPEC_LAUNCH_NS 4000.0
+#define SPEC_COLLECTIVE_LAT_NS 10000.0
+#define SPEC_MEM_EFF 0.69
+
+/* MAMF fractions (max achievable bf16 matmul / dense peak) and attention fractions per GPU. */
+typedef struct {
+    const char *prefix;
+    double mamf;      /* fraction of dense fp16 peak */
+    double attn;      /* flash attention fraction of peak at long sequences */
+    const char *note;
+} GpuEff;
+
+static const GpuEff g_eff[] = {
+    {"A100-40GB", 0.869, 0.55, "MAMF A100 SXM 271.2/312 (ml-engineering); FA2 fwd hd128 156-187 TFLOP/s"},
+    {"A100-80GB", 0.869, 0.55, "as A100-40GB (same SXM compute)"},
+    {"A100", 0.811, 0.55, "MAMF A100 PCIe 252.9/312"},
+    {"H100-PCIe", 0.803, 0.60, "ESTIMATE: H100 SXM's fractions"},
+    {"H100", 0.803, 0.60, "MAMF H100 SXM 794.5/989; FA3 fp16 fwd 661-740 TFLOP/s (causal lower)"},
+    {"H200", 0.803, 0.60, "H100 compute (H200 = H100 SXM compute, more HBM): H100 SXM fractions"},
+    {"B200", 0.776, 0.55, "MAMF B200 1745/2250; attention ESTIMATE"},
+    {"L40S", 0.75, 0.55, "ESTIMATE: no public MAMF/flash figure found"},
+    {"RTX4090", 0.80, 0.80, "ESTIMATE MAMF; flash fwd causal hd128 151 TFLOP/s (apache/tvm table)"},
+};
+
+static const GpuEff *gpu_eff(const GpuSpec *gpu)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_eff); i++)
+        if (strncasecmp(gpu->name, g_eff[i].prefix, strlen(g_eff[i].prefix)) == 0) return &g_eff[i];
+    static const GpuEff def = {"", 0.78, 0.55, "ESTIMATE: unlisted GPU, mid-range fractions"};
+    return &def;
+}
+
+/* XLA sm_90 table, N = K = 4096: (log2 M, fraction of 989 TFLOP/s) */
+static const double g_gemm_shape[][2] = {{8, 0.417}, {9, 0.651}, {10, 0.747}, {11, 0.762}, {12, 0.792}};
+#define H100_MAMF 0.803
+
+double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
+{
+    if (M < 1) M = 1;
+    double lm = log2((double)M), f;
+    size_t n = KV_ARRAY_LEN(g_gemm_shape);
+    if (lm <= g_gemm_shape[0][0]) {
+        f = g_gemm_shape[0][1] * (double)M / 256.0;
+    } else if (lm >= g_gemm_shape[n - 1][0]) {
+        f = g_gemm_shape[n - 1][1];
+    } else {
+        size_t i = 0;
+        while (lm > g_gemm_shape[i + 1][0]) i++;
+        double w = (lm - g_gemm_shape[i][0]) / (g_gemm_shape[i + 1][0] - g_gemm_shape[i][0]);
+        f = g_gemm_shape[i][1] + w * (g_gemm_shape[i + 1][1] - g_gemm_shape[i][1]);
+    }
+    double mamf = gpu_eff(gpu)->mamf;
+    f *= mamf / H100_MAMF;
+    return f < mamf ? f : mamf;
+}
+
+double spec_attn_efficiency(const GpuSpec *gpu, int64_t new_tokens)
+{
+    double n = (double)(new_tokens < 1 ? 1 : new_tokens);
+    return gpu_eff(gpu)->attn * n / (n + 64.0);
+}
+
+double spec_mem_efficiency(const GpuSpec *gpu)
+{
+    (void)gpu;
+    return SPEC_MEM_EFF;
+}
+
+static double roofline(const GpuSpec *gpu, double flops, double eff, double bytes)
+{
+    double tc = flops > 0 ? flops / (gpu->fp16_flops * eff) : 0;
+    double tm = bytes > 0 ? bytes / (gpu->mem_bw_bytes_per_s * SPEC_MEM_EFF) : 0;
+    return (tc > tm ? tc : tm) * 1e9 + SPEC_LAUNCH_NS;
+}
+
+static double gemm_ns(const SpecInputs *in, CostOp op, int64_t tokens)
+{
+    int64_t M, N, K;
+    if (!model_gemm_shape(in->ly, op, tokens, &M, &N, &K)) M = tokens;
+    double flops = model_op_flops(in->ly, op, tokens, 0);
+    double bytes = model_op_bytes(in->ly, op, tokens, 0);
+    return roofline(in->gpu, flops, spec_gemm_efficiency(in->gpu, M), bytes);
+}
+
+static double collective_ns(const SpecInputs *in, int64_t tokens, double factor)
+{
+    int T = in->ly->tp;
+    if (T <= 1) return 0;
+    double bw = in->gpu->gpu_link_bytes_per_s;
+    if (bw <= 0) bw = in->link ? in->link->h2d_bytes_per_s : 25e9; /* no NVLink: over PCIe */
+    double bytes = (double)tokens * in->ly->m->hidden * kv_dtype_bytes(in->ly->dtype);
+    return factor * (double)(T - 1) / T * bytes / bw * 1e9 + SPEC_COLLECTIVE_LAT_NS;
+}
+
+double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+{
+    const GpuSpec *g = in->gpu;
+    switch (op) {
+    case OP_GEMM_QKV:
+    case OP_GEMM_O:
+    case OP_GEMM_FFN_UP:
+    case OP_GEMM_FFN_DOWN:
+    case OP_GEMM_KV_PROJ:
+        return gemm_ns(in, op, p1);
+    case OP_ATTN_PREFILL:
+        return roofline(g, model_op_flops(in->ly, op, p1, p2), spec_attn_efficiency(g, p1),
+                        model_op_bytes(in->ly, op, p1, p2));
+    case OP_ATTN_DECODE:
+        /* bound by reading the batch's KV; compute at the attention fraction without ramp */
+        return roofline(g, model_op_flops(in->ly, op, p1, p2), gpu_eff(g)->attn, model_op_bytes(in->ly, op, p1, p2));
+    case OP_NORM:
+    case OP_ACT:
+    case OP_ROPE:
+    case OP_QUANT:
+    case OP_DEQUANT:
+        return roofline(g, 0, 1, model_op_bytes(in->ly, op, p1, p2));
+    case OP_ALLREDUCE:
+        return 2 * collective_ns(in, p1, 2.0);
+    case OP_ALLGATHER:
+        return collective_ns(in, p1, 1.0);
+    case OP_LAYER_PREFILL: {
+        int64_t n = p1, c = p2;
+        double t = gemm_ns(in, OP_GEMM_QKV, n) + gemm_ns(in, OP_GEMM_O, n) + gemm_ns(in, OP_GEMM_FFN_UP, n) +
+                   gemm_ns(in, OP_GEMM_FFN_DOWN, n) + spec_op_ns(in, OP_ATTN_PREFILL, n, c, 0) +
+                   in->ly->m->norms_per_layer * spec_op_ns(in, OP_NORM, n, 0, 0) + spec_op_ns(in, OP_ACT, n, 0, 0);
+        if (in->ly->m->pos == POS_ROPE) t += spec_op_ns(in, OP_ROPE, n, 0, 0);
+        return t + spec_op_ns(in, OP_ALLREDUCE, n, 0, 0);
+    }
+    case OP_H2D:
+        return in->link ? in->link->latency_ns + (double)p1 / in->link->h2d_bytes_per_s * 1e9 : 0;
+    case OP_D2H:
+        return in->link ? in->link->latency_ns + (double)p1 / in->link->d2h_bytes_per_s * 1e9 : 0;
+    case OP_H2D_BIDIR:
+        return in->link ? in->link->latency_ns + (double)p1 / in->link->h2d_bidir_bytes_per_s * 1e9 : 0;
+    case OP_D2H_BIDIR:
+        return in->link ? in->link->latency_ns + (double)p1 / in->link->d2h_bidir_bytes_per_s * 1e9 : 0;
+    case OP_SSD_READ:
+    case OP_SSD_WRITE: {
+        if (!in->ssd || p3 < 1) return 0;
+        double qd = (double)(p2 < 1 ? 1 : p2);
+        double bw = (op == OP_SSD_READ ? in->ssd->read_bytes_per_s : in->ssd->write_bytes_per_s) * (double)p3 * qd / (qd + 1);
+        int64_t lat = op == OP_SSD_READ ? in->ssd->read_latency_ns : in->ssd->write_latency_ns;
+        return (double)lat + (double)p1 / bw * 1e9;
+    }
+    case OP_NET:
+        return in->nic ? in->nic->latency_ns + (double)p1 / in->nic->bytes_per_s * 1e9 : 0;
+    case OP_COUNT:
+        break;
+    }
+    return 0;
+}
+
+void spec_inputs_from_platform(SpecInputs *in, const HwCatalog *hw, const PlatformSpec *p, const ModelLayout *ly)
+{
+    memset(in, 0, sizeof *in);
+    in->ly = ly;
+    in->gpu = &hw->gpus[p->gpu];
+    in->link = &hw->links[p->link];
+    if (p->ssd >= 0 && p->n_ssd > 0) {
+        in->ssd = &hw->ssds[p->ssd];
+        in->n_ssd = p->n_ssd;
+    }
+    if (p->nic >= 0) in->nic = &hw->nics[p->nic];
+}
+
+/* ---- the grid ---- */
+
+/* tokens: 1, 2, 3, 4, 6, 8, ..., 98304, 131072 (powers of two and 1.5× between) */
+static int token_grid(int64_t *out, int64_t lo_min)
+{
+    int n = 0;
+    if (lo_min <= 0) out[n++] = 0;
+    out[n++] = 1;
+    for (int64_t p = 2; p <= 131072; p *= 2) {
+        out[n++] = p;
+        if (p >= 2 && p * 3 / 2 <= 131072 && p != 131072) out[n++] = p * 3 / 2;
+    }
+    return n;
+}
+
+static int ctx_grid(int64_t *out)
+{
+    int n = 0;
+    out[n++] = 0;
+    for (int64_t p = 256; p <= 131072; p *= 2) {
+        out[n++] = p;
+        if (p < 131072) out[n++] = p * 3 / 2;
+    }
+    return n;
+}
+
+typedef struct {
+    const SpecInputs *in;
+    SpecEmitFn emit;
+    void *ctx;
+    char model[64];
+    char dtype[8];
+} Gen;
+
+static int put(Gen *g, CostOp op, int64_t p1, int64_t p2, int64_t p3, KvErr *e)
+{
+    StorePoint p = {.op = op, .tp = cost_op_is_io(op) ? 1 : g->in->ly->tp, .p1 = p1, .p2 = p2, .p3 = p3, .n = 1};
+    snprintf(p.model, sizeof p.model, "%s", cost_op_is_io(op) ? "" : g->model);
+    snprintf(p.dtype, sizeof p.dtype, "%s", g->dtype);
+    p.median_ns = spec_op_ns(g->in, op, p1, p2, p3);
+    p.p10_ns = p.p90_ns = p.median_ns;
+    return g->emit(g->ctx, &p, e);
+}
+
+int spec_generate(const SpecInputs *in, SpecEmitFn emit, void *ctx, KvErr *e)
+{
+    if (!in->ly || !in->ly->m || !in->gpu) return kv_err(e, "spec: model layout and GPU are required");
+    if (model_layout_check(in->ly, e) != 0) return -1;
+    Gen g = {.in = in, .emit = emit, .ctx = ctx};
+    snprintf(g.model, sizeof g.model, "%s", in->ly->m->name);
+    snprintf(g.dtype, sizeof g.dtype, "%s", kv_dtype_name(in->ly->dtype));
+    int64_t tok[64], ctxs[64];
+    int nt = token_grid(tok, 1), nc = ctx_grid(ctxs);
+    static const CostOp one_d[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
+                                   OP_NORM, OP_ACT, OP_ROPE, OP_QUANT, OP_DEQUANT, OP_ALLREDUCE, OP_ALLGATHER};
+    for (size_t k = 0; k < KV_ARRAY_LEN(one_d); k++)
+        for (int i = 0; i < nt; i++)
+            if (put(&g, one_d[k], tok[i], 0, 0, e) != 0) return -1;
+    static const CostOp two_d[] = {OP_ATTN_PREFILL, OP_LAYER_PREFILL};
+    for (size_t k = 0; k < KV_ARRAY_LEN(two_d); k++)
+        for (int i = 0; i < nt; i++)
+            for (int j = 0; j < nc; j++)
+                if (put(&g, two_d[k], tok[i], ctxs[j], 0, e) != 0) return -1;
+    /* decode: batch 1..512 × total context 1Ki..32Mi tokens */
+    for (int64_t b = 1; b <= 512; b *= 2)
+        for (int64_t c = 1024; c <= (1LL << 25); c *= 2)
+            if (put(&g, OP_ATTN_DECODE, b, c, 0, e) != 0) return -1;
+    /* IO: 4 KiB .. 64 GiB */
+    static const CostOp link_ops[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
+    if (in->link)
+        for (size_t k = 0; k < KV_ARRAY_LEN(link_ops); k++)
+            for (int64_t b = 4096; b <= (1LL << 36); b *= 2)
+                if (put(&g, link_ops[k], b, 0, 0, e) != 0) return -1;
+    if (in->ssd) {
+        static const int64_t qds[] = {1, 4, 8, 16, 32, 64};
+        for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)
+            for (int64_t b = 4096; b <= (1LL << 36); b *= 2)
+                for (size_t q = 0; q < KV_ARRAY_LEN(qds); q++)
+                    for (int64_t n = 1; n <= in->n_ssd; n++)
+                        if (put(&g, (CostOp)op, b, qds[q], n, e) != 0) return -1;
+    }
+    if (in->nic)
+        for (int64_t b = 4096; b <= (1LL << 36); b *= 2)
+            if (put(&g, OP_NET, b, 0, 0, e) != 0) return -1;
+    return 0;
+}
+
+/* ---- in-memory cost model ---- */
+
+typedef struct {
+    CostPoint *pts[OP_COUNT];
+    size_t n[OP_COUNT], cap[OP_COUNT];
+} Collect;
+
+static int collect(void *ctx, const StorePoint *p, KvErr *e)
+{
+    Collect *c = ctx;
+    int op = p->op;
+    if (c->n[op] == c->cap[op]) {
+        size_t nc = c->cap[op] ? c->cap[op] * 2 : 64;
+        CostPoint *np = realloc(c->pts[op], nc * sizeof *np);
+        if (!np) return kv_err(e, "spec: out of memory");
+        c->pts[op] = np;
+        c->cap[op] = nc;
+    }
+    c->pts[op][c->n[op]++] = (CostPoint){.op = p->op, .p = {p->p1, p->p2, p->p3}, .median_ns = p->median_ns};
+    return 0;
+}
+
+int spec_cost_model(CostModel *cm, const SpecInputs *in, KvErr *e)
+{
+    cost_model_init(cm, in->gpu ? in->gpu->name : "", in->ly && in->ly->m ? in->ly->m->name : "",
+                    in->ly ? kv_dtype_name(in->ly->dtype) : "", in->ly ? in->ly->tp : 1);
+    Collect c;
+    memset(&c, 0, sizeof c);
+    int rc = spec_generate(in, collect, &c, e);
+    for (int op = 0; op < OP_COUNT && rc == 0; op++)
+        if (c.n[op]) rc = cost_model_set_op(cm, (CostOp)op, c.pts[op], c.n[op], 0, "spec", e);
+    for (int op = 0; op < OP_COUNT; op++) free(c.pts[op]);
+    if (rc != 0) {
+        cost_model_free(cm);
+        return -1;
+    }
+    snprintf(cm->source, sizeof cm->source, "spec roofline (in memory): %s, %s %s, tp %d", cm->device, cm->model,
+             cm->dtype, cm->tp);
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* spec.h — the spec backend: cost curves derived from datasheets with a roofline,
+ *   t = max(flops / (peak · eff_compute(shape)), bytes / (bw · eff_mem)) + launch overhead,
+ * whose efficiency curves are fitted to public measurements (each constant in spec.c sits next to
+ * its source). It fills the same op tables as the measured backends, so any catalogued GPU can be
+ * simulated without owning one; measured runs always win over spec runs when both are stored.
+ *
+ * Not responsible for: storing (store.c) or reading (cost.c) the points.
+ */
+#ifndef KV_SPEC_H
+#define KV_SPEC_H
+
+#include "cost.h"
+#include "hw.h"
+#include "model.h"
+#include "store.h"
+
+typedef struct SpecInputs {
+    const ModelLayout *ly;
+    const GpuSpec *gpu;
+    const LinkSpec *link; /* host link; NULL: no h2d/d2h curves */
+    const SsdSpec *ssd;   /* NULL: no ssd curves */
+    int n_ssd;
+    const NicSpec *nic;   /* NULL: no net curve */
+} SpecInputs;
+
+/* Fill inputs from a platform (its GPU, link, SSD array, NIC) and a layout. */
+void spec_inputs_from_platform(SpecInputs *in, const HwCatalog *hw, const PlatformSpec *p, const ModelLayout *ly);
+
+typedef int (*SpecEmitFn)(void *ctx, const StorePoint *p, KvErr *e);
+/* Emit every point of every op on the spec grid, in a fixed order (deterministic). */
+int spec_generate(const SpecInputs *in, SpecEmitFn emit, void *ctx, KvErr *e);
+/* The same points straight into an in-memory cost model (the embedded default of kvsim). */
+int spec_cost_model(CostModel *cm, const SpecInputs *in, KvErr *e);
+
+/* The fitted curves, exposed for tests and for `kvcal spec --explain`. */
+double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M);
+double spec_attn_efficiency(const GpuSpec *gpu, int64_t new_tokens);
+double spec_mem_efficiency(const GpuSpec *gpu);
+/* Time of one op at one shape (what spec_generate samples). */
+double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3);
+
+#endif

@@ -1,0 +1,241 @@
+/* report.c — summary.json, requests.csv and the Markdown table; see report.h.
+ *
+ * Metric definitions (also in the README):
+ *  - ttft = first token time − release time; split queue (release → admission), restore
+ *    (admission → the last restored state is in place), prefill (the rest: new input + overhead).
+ *  - tbt = gap between consecutive output tokens of a request (all gaps of all requests).
+ *  - restore throughput = restored history tokens / summed restoration time of the requests that
+ *    restored anything.
+ *  - lower-bound ratio = a request's restoration time / its bound with all compute and IO used
+ *    perfectly (T_comp·T_io/(T_comp+T_io); T_comp alone when nothing was saved).
+ *  - slo attainment = share of requests with ttft <= slo_ttft and mean tbt <= slo_tbt.
+ */
+#include "report.h"
+
+#include <cJSON.h>
+#include <string.h>
+
+int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
+{
+    memset(c, 0, sizeof *c);
+    if (kv_atomic_open(&c->af, path, e) != 0) return -1;
+    fputs("policy,request,session,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
+          "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
+          "restore_lower_bound_s\n",
+          c->af.f);
+    return 0;
+}
+
+int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
+{
+    ReqCsv *c = ctx;
+    int n = fprintf(c->af.f, "%s,%llu,%llu,%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
+                    c->policy, (unsigned long long)r->id, (unsigned long long)r->session, r->turn, r->replica,
+                    (double)r->arrival_ns / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
+                    (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
+                    (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,
+                    (double)r->prefill_ns / 1e9, (double)r->ttft_ns / 1e9, r->tbt_mean_ns / 1e9,
+                    (double)r->tbt_max_ns / 1e9, (double)r->done_ns / 1e9, r->lb_restore_ns / 1e9);
+    if (n < 0) return kv_err(e, "%s: write failed", c->af.path);
+    c->rows++;
+    return 0;
+}
+
+int report_csv_commit(ReqCsv *c, KvErr *e) { return kv_atomic_commit(&c->af, e); }
+void report_csv_abort(ReqCsv *c) { kv_atomic_abort(&c->af); }
+
+static cJSON *dist_s(const Hist *h)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "mean", hist_mean(h) / 1e9);
+    cJSON_AddNumberToObject(o, "p50", hist_percentile(h, 0.50) / 1e9);
+    cJSON_AddNumberToObject(o, "p90", hist_percentile(h, 0.90) / 1e9);
+    cJSON_AddNumberToObject(o, "p99", hist_percentile(h, 0.99) / 1e9);
+    cJSON_AddNumberToObject(o, "max", (double)h->max / 1e9);
+    cJSON_AddNumberToObject(o, "n", (double)h->n);
+    return o;
+}
+
+static cJSON *config_json(const SimConfig *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", c->model);
+    cJSON_AddStringToObject(o, "platform", c->platform);
+    cJSON_AddStringToObject(o, "dtype", c->dtype);
+    cJSON_AddNumberToObject(o, "tp", c->tp);
+    cJSON_AddNumberToObject(o, "pp", c->pp);
+    cJSON_AddNumberToObject(o, "replicas", c->replicas);
+    cJSON_AddStringToObject(o, "engine", c->engine);
+    cJSON_AddNumberToObject(o, "iter_overhead_ns", (double)c->iter_overhead_ns);
+    cJSON_AddNumberToObject(o, "token_budget", (double)c->token_budget);
+    cJSON_AddNumberToObject(o, "max_batch", c->max_batch);
+    cJSON_AddNumberToObject(o, "mem_util", c->mem_util);
+    cJSON_AddNumberToObject(o, "block_tokens", c->block_tokens);
+    cJSON_AddStringToObject(o, "trace", c->trace);
+    cJSON_AddStringToObject(o, "trace_format", c->trace_format);
+    cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    cJSON_AddNumberToObject(o, "requests", (double)c->requests);
+    cJSON_AddNumberToObject(o, "session_rate", c->session_rate);
+    cJSON_AddNumberToObject(o, "time_scale", c->time_scale);
+    cJSON_AddNumberToObject(o, "think_ns", (double)c->think_ns);
+    cJSON_AddNumberToObject(o, "max_context", (double)c->max_context);
+    cJSON_AddBoolToObject(o, "evict_each_turn", c->evict_each_turn);
+    cJSON_AddStringToObject(o, "store", c->store);
+    cJSON_AddNumberToObject(o, "dram_bytes", (double)c->dram_bytes);
+    cJSON_AddNumberToObject(o, "n_ssd", c->n_ssd);
+    cJSON_AddStringToObject(o, "nic", c->nic);
+    cJSON_AddNumberToObject(o, "slo_ttft_ns", (double)c->slo_ttft_ns);
+    cJSON_AddNumberToObject(o, "slo_tbt_ns", (double)c->slo_tbt_ns);
+    cJSON_AddNumberToObject(o, "class_short", (double)c->class_edges[0]);
+    cJSON_AddNumberToObject(o, "class_long", (double)c->class_edges[1]);
+    cJSON_AddStringToObject(o, "costs", c->costs[0] ? c->costs : "spec");
+    cJSON_AddStringToObject(o, "cost_device", c->cost_device);
+    return o;
+}
+
+static const char *g_class_names[SIM_CLASSES] = {"short", "medium", "long"};
+
+static cJSON *policy_json(const SimResult *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", r->policy);
+    cJSON_AddNumberToObject(o, "requests", (double)r->requests);
+    cJSON_AddNumberToObject(o, "sessions", (double)r->sessions);
+    cJSON_AddNumberToObject(o, "dropped", (double)r->dropped);
+    cJSON_AddNumberToObject(o, "truncated", (double)r->truncated);
+    cJSON_AddItemToObject(o, "ttft_s", dist_s(&r->ttft));
+    cJSON_AddItemToObject(o, "tbt_s", dist_s(&r->tbt));
+    cJSON_AddItemToObject(o, "restore_s", dist_s(&r->restore));
+    cJSON *split = cJSON_AddObjectToObject(o, "ttft_split_mean_s");
+    cJSON_AddNumberToObject(split, "queue", hist_mean(&r->queue) / 1e9);
+    cJSON_AddNumberToObject(split, "restore", hist_mean(&r->restore) / 1e9);
+    cJSON_AddNumberToObject(split, "prefill", hist_mean(&r->prefill) / 1e9);
+    cJSON_AddItemToObject(o, "queue_s", dist_s(&r->queue));
+    cJSON_AddItemToObject(o, "prefill_s", dist_s(&r->prefill));
+    cJSON_AddNumberToObject(o, "saved_bytes_per_token", r->saved_bytes_per_token);
+    cJSON_AddNumberToObject(o, "restored_tokens", (double)r->restored_tokens);
+    cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s",
+                            r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : 0);
+    cJSON_AddNumberToObject(o, "slo_attainment", r->requests ? (double)r->slo_met / (double)r->requests : 0);
+    cJSON *lb = cJSON_AddObjectToObject(o, "restore_over_lower_bound");
+    cJSON_AddNumberToObject(lb, "mean", hist_mean(&r->lb_ratio) / 1000);
+    cJSON_AddNumberToObject(lb, "p50", hist_percentile(&r->lb_ratio, 0.5) / 1000);
+    cJSON_AddNumberToObject(lb, "p90", hist_percentile(&r->lb_ratio, 0.9) / 1000);
+    cJSON_AddNumberToObject(lb, "n", (double)r->lb_ratio.n);
+    cJSON *hits = cJSON_AddObjectToObject(o, "restore_from");
+    cJSON_AddNumberToObject(hits, "resident", (double)r->hits_resident);
+    cJSON_AddNumberToObject(hits, "dram", (double)r->hits_dram);
+    cJSON_AddNumberToObject(hits, "ssd", (double)r->hits_ssd);
+    cJSON_AddNumberToObject(hits, "remote", (double)r->hits_remote);
+    cJSON_AddNumberToObject(hits, "recompute", (double)r->misses);
+    cJSON_AddNumberToObject(hits, "no_history", (double)r->no_history);
+    cJSON *b = cJSON_AddObjectToObject(o, "bytes");
+    cJSON_AddNumberToObject(b, "h2d", r->bytes_h2d);
+    cJSON_AddNumberToObject(b, "d2h", r->bytes_d2h);
+    cJSON_AddNumberToObject(b, "ssd_read", r->bytes_ssd_read);
+    cJSON_AddNumberToObject(b, "ssd_write", r->bytes_ssd_write);
+    cJSON_AddNumberToObject(b, "net_in", r->bytes_net_in);
+    cJSON_AddNumberToObject(b, "net_out", r->bytes_net_out);
+    cJSON *pk = cJSON_AddObjectToObject(o, "peak_occupancy");
+    cJSON_AddNumberToObject(pk, "hbm_kv_tokens", (double)r->hbm_peak_tokens);
+    cJSON_AddNumberToObject(pk, "hbm_pool_tokens", (double)r->pool_tokens);
+    cJSON_AddNumberToObject(pk, "dram_bytes", (double)r->dram_peak_bytes);
+    cJSON_AddNumberToObject(pk, "ssd_bytes", (double)r->ssd_peak_bytes);
+    cJSON_AddNumberToObject(pk, "remote_bytes", (double)r->remote_peak_bytes);
+    cJSON *u = cJSON_AddObjectToObject(o, "utilisation");
+    cJSON *ug = cJSON_AddArrayToObject(u, "gpu_stage");
+    cJSON *uh = cJSON_AddArrayToObject(u, "h2d_stage");
+    cJSON *ud = cJSON_AddArrayToObject(u, "d2h_stage");
+    for (int s = 0; s < SIM_MAX_STAGES && (s == 0 || r->util_gpu[s] > 0 || r->util_h2d[s] > 0); s++) {
+        cJSON_AddItemToArray(ug, cJSON_CreateNumber(r->util_gpu[s]));
+        cJSON_AddItemToArray(uh, cJSON_CreateNumber(r->util_h2d[s]));
+        cJSON_AddItemToArray(ud, cJSON_CreateNumber(r->util_d2h[s]));
+    }
+    cJSON_AddNumberToObject(u, "ssd", r->util_ssd);
+    cJSON_AddNumberToObject(u, "nic_in", r->util_nic_in);
+    cJSON_AddNumberToObject(u, "nic_out", r->util_nic_out);
+    cJSON *cls = cJSON_AddArrayToObject(o, "by_history_class");
+    for (int c = 0; c < SIM_CLASSES; c++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "class", g_class_names[c]);
+        cJSON_AddNumberToObject(x, "requests", (double)r->cls[c].n);
+        cJSON_AddItemToObject(x, "ttft_s", dist_s(&r->cls[c].ttft));
+        cJSON_AddItemToObject(x, "restore_s", dist_s(&r->cls[c].restore));
+        cJSON_AddNumberToObject(x, "slo_attainment", r->cls[c].n ? (double)r->cls[c].slo_met / (double)r->cls[c].n : 0);
+        cJSON_AddItemToArray(cls, x);
+    }
+    cJSON_AddNumberToObject(o, "sim_time_s", (double)r->sim_end_ns / 1e9);
+    cJSON_AddNumberToObject(o, "iterations", (double)r->iterations);
+    cJSON_AddNumberToObject(o, "events", (double)r->events);
+    cJSON_AddNumberToObject(o, "cost_extrapolations", (double)r->extrapolations);
+    if (r->policy_notes[0]) {
+        cJSON *notes = cJSON_Parse(r->policy_notes);
+        if (notes) cJSON_AddItemToObject(o, "policy_notes", notes);
+        else cJSON_AddStringToObject(o, "policy_notes", r->policy_notes);
+    }
+    return o;
+}
+
+int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
+                        KvErr *e)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *k = cJSON_AddObjectToObject(root, "kvsim");
+    cJSON_AddStringToObject(k, "git_rev", kv_git_rev());
+    cJSON_AddNumberToObject(k, "summary_version", 1);
+    cJSON *in = cJSON_AddObjectToObject(root, "inputs");
+    cJSON_AddItemToObject(in, "config", config_json(w->cfg));
+    cJSON_AddStringToObject(in, "trace", trace_desc ? trace_desc : "");
+    cJSON_AddStringToObject(in, "model_catalog", w->models.origin);
+    cJSON_AddStringToObject(in, "hardware_catalog", w->hw.origin);
+    cJSON_AddStringToObject(in, "cost_model", w->cost_source);
+    cJSON *pl = cJSON_AddObjectToObject(in, "platform");
+    cJSON_AddStringToObject(pl, "name", w->platform->name);
+    cJSON_AddStringToObject(pl, "description", w->platform->description);
+    cJSON_AddStringToObject(pl, "gpu", w->hw.gpus[w->platform->gpu].name);
+    cJSON *md = cJSON_AddObjectToObject(in, "model");
+    cJSON_AddStringToObject(md, "name", w->model->name);
+    cJSON_AddNumberToObject(md, "kv_bytes_per_token", (double)model_kv_bytes_per_token(&w->ly));
+    cJSON_AddNumberToObject(md, "hidden_bytes_per_token", (double)model_hidden_bytes_per_token(&w->ly));
+    cJSON_AddNumberToObject(md, "weight_bytes_per_gpu", (double)model_weight_bytes_per_gpu(&w->ly));
+    cJSON *arr = cJSON_AddArrayToObject(root, "policies");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, policy_json(&res[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return kv_err(e, "%s: out of memory formatting JSON", path);
+    size_t len = strlen(text);
+    text[len] = '\n';
+    int rc = kv_write_atomic(path, text, len + 1, e);
+    cJSON_free(text);
+    return rc;
+}
+
+static void ms(char *b, size_t n, double ns) { snprintf(b, n, "%.1f", ns / 1e6); }
+
+void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
+{
+    fprintf(out, "\n%s on %s (%s, tp %d, pp %d), trace %s, %s\n\n", w->model->name, w->platform->name,
+            w->hw.gpus[w->platform->gpu].name, w->cfg->tp, w->cfg->pp, w->cfg->trace, w->cost_source);
+    fprintf(out, "| policy | requests | TTFT mean ms | p50 | p90 | p99 | restore mean ms | p99 | TBT mean ms | p99 | "
+                 "SLO %% | saved B/token | restore/bound |\n");
+    fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < n; i++) {
+        const SimResult *r = &res[i];
+        char a[8][32];
+        ms(a[0], 32, hist_mean(&r->ttft));
+        ms(a[1], 32, hist_percentile(&r->ttft, 0.5));
+        ms(a[2], 32, hist_percentile(&r->ttft, 0.9));
+        ms(a[3], 32, hist_percentile(&r->ttft, 0.99));
+        ms(a[4], 32, hist_mean(&r->restore));
+        ms(a[5], 32, hist_percentile(&r->restore, 0.99));
+        ms(a[6], 32, hist_mean(&r->tbt));
+        ms(a[7], 32, hist_percentile(&r->tbt, 0.99));
+        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f |\n", r->policy,
+                (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, r->saved_bytes_per_token,
+                hist_mean(&r->lb_ratio) / 1000);
+    }
+    uint64_t ex = 0;
+    for (int i = 0; i < n; i++) ex += res[i].extrapolations;
+    if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
+}

@@ -1,0 +1,31 @@
+/* report.h — result writers: summary.json (every metric of every policy plus every input),
+ * requests.csv (one row per request, streamed as requests complete) and the Markdown comparison
+ * table. Files are written to a temp name and renamed into place, so a failed or interrupted run
+ * never leaves a half-written result over a good one. Output is a pure function of the results and
+ * inputs (no wall-clock times), so the same inputs and seed give byte-identical files.
+ */
+#ifndef KV_REPORT_H
+#define KV_REPORT_H
+
+#include <stdio.h>
+
+#include "sim.h"
+
+typedef struct ReqCsv {
+    KvAtomicFile af;
+    const char *policy;
+    uint64_t rows;
+} ReqCsv;
+
+int report_csv_open(ReqCsv *c, const char *path, KvErr *e);
+int report_csv_row(void *ctx, const SimRequestRow *row, KvErr *e); /* a SimRowFn; set c->policy first */
+int report_csv_commit(ReqCsv *c, KvErr *e);
+void report_csv_abort(ReqCsv *c);
+
+/* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]} */
+int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
+                        KvErr *e);
+/* The comparison table, GitHub Markdown. */
+void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);
+
+#endif

@@ -1,0 +1,321 @@
+/* cost.c — dense cost tables: grid validation, monotone envelope, multilinear interpolation and
+ * counted linear extrapolation. See cost.h for the rules. */
+#include "cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+void cost_model_init(CostModel *cm, const char *device, const char *model, const char *dtype, int tp)
+{
+    memset(cm, 0, sizeof *cm);
+    snprintf(cm->device, sizeof cm->device, "%s", device ? device : "");
+    snprintf(cm->model, sizeof cm->model, "%s", model ? model : "");
+    snprintf(cm->dtype, sizeof cm->dtype, "%s", dtype ? dtype : "");
+    cm->tp = tp;
+}
+
+static void curve_free(CostCurve *c)
+{
+    for (int d = 0; d < COST_MAX_DIM; d++) free(c->axis[d]);
+    free(c->y);
+    memset(c, 0, sizeof *c);
+}
+
+void cost_model_free(CostModel *cm)
+{
+    for (int i = 0; i < OP_COUNT; i++) curve_free(&cm->c[i]);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* sorted unique values of parameter d over the points; returns count */
+static int unique_axis(const CostPoint *pts, size_t n, int d, int64_t **out)
+{
+    int64_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return -1;
+    for (size_t i = 0; i < n; i++) v[i] = pts[i].p[d];
+    qsort(v, n, sizeof *v, cmp_i64);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i]) v[k++] = v[i];
+    *out = v;
+    return (int)k;
+}
+
+static int axis_index(const int64_t *ax, int n, int64_t x)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (ax[mid] == x) return mid;
+        if (ax[mid] < x) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+int cost_model_set_op(CostModel *cm, CostOp op, const CostPoint *pts, size_t n, int64_t run_id,
+                      const char *backend, KvErr *e)
+{
+    if ((unsigned)op >= OP_COUNT) return kv_err(e, "cost model: op %d out of range", (int)op);
+    const char *name = cost_op_name(op);
+    if (n == 0) return kv_err(e, "cost model: op %s: no points", name);
+    CostCurve c = {0};
+    c.ndim = cost_op_nparams(op);
+    size_t cells = 1;
+    for (int d = 0; d < COST_MAX_DIM; d++) {
+        if (d < c.ndim) {
+            c.n[d] = unique_axis(pts, n, d, &c.axis[d]);
+            if (c.n[d] < 0) {
+                curve_free(&c);
+                return kv_err(e, "cost model: out of memory");
+            }
+        } else {
+            c.n[d] = 1;
+            c.axis[d] = calloc(1, sizeof(int64_t));
+        }
+        cells *= (size_t)c.n[d];
+    }
+    c.y = malloc(cells * sizeof *c.y);
+    char *seen = calloc(cells, 1);
+    if (!c.y || !seen) {
+        free(seen);
+        curve_free(&c);
+        return kv_err(e, "cost model: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t idx = 0;
+        for (int d = 0; d < COST_MAX_DIM; d++) {
+            int k = d < c.ndim ? axis_index(c.axis[d], c.n[d], pts[i].p[d]) : 0;
+            idx = idx * (size_t)c.n[d] + (size_t)k;
+        }
+        if (seen[idx]) {
+            free(seen);
+            curve_free(&c);
+            return kv_err(e, "cost model: op %s: duplicate point (%lld, %lld, %lld)", name,
+                          (long long)pts[i].p[0], (long long)pts[i].p[1], (long long)pts[i].p[2]);
+        }
+        if (!(pts[i].median_ns >= 0)) {
+            free(seen);
+            curve_free(&c);
+            return kv_err(e, "cost model: op %s: point (%lld, %lld, %lld) has invalid time %g ns", name,
+                          (long long)pts[i].p[0], (long long)pts[i].p[1], (long long)pts[i].p[2], pts[i].median_ns);
+        }
+        seen[idx] = 1;
+        c.y[idx] = pts[i].median_ns;
+    }
+    for (size_t idx = 0; idx < cells; idx++)
+        if (!seen[idx]) {
+            size_t r = idx;
+            int64_t coord[COST_MAX_DIM];
+            for (int d = COST_MAX_DIM - 1; d >= 0; d--) {
+                coord[d] = c.axis[d][r % (size_t)c.n[d]];
+                r /= (size_t)c.n[d];
+            }
+            free(seen);
+            curve_free(&c);
+            return kv_err(e, "cost model: op %s: points do not form a full grid: (%lld, %lld, %lld) is missing", name,
+                          (long long)coord[0], (long long)coord[1], (long long)coord[2]);
+        }
+    free(seen);
+    /* monotone envelope: running max along each axis */
+    size_t stride[COST_MAX_DIM];
+    stride[COST_MAX_DIM - 1] = 1;
+    for (int d = COST_MAX_DIM - 2; d >= 0; d--) stride[d] = stride[d + 1] * (size_t)c.n[d + 1];
+    for (int d = 0; d < c.ndim; d++)
+        for (size_t idx = 0; idx < cells; idx++) {
+            size_t k = (idx / stride[d]) % (size_t)c.n[d];
+            if (k == 0) continue;
+            double prev = c.y[idx - stride[d]];
+            if (c.y[idx] < prev) {
+                c.y[idx] = prev;
+                cm->monotone_fixes++;
+            }
+        }
+    c.present = 1;
+    c.run_id = run_id;
+    snprintf(c.backend, sizeof c.backend, "%s", backend ? backend : "");
+    curve_free(&cm->c[op]);
+    cm->c[op] = c;
+    return 0;
+}
+
+/* bracket x on an axis: lower index i and weight w so value = (1-w)·y[i] + w·y[i+1];
+ * with a single point, i = 0 and w = 0. Returns 1 when x is outside the axis. */
+static int bracket(const int64_t *ax, int n, int64_t x, int *i, double *w)
+{
+    if (n == 1) {
+        *i = 0;
+        *w = 0;
+        return x != ax[0];
+    }
+    int out = 0, lo;
+    if (x <= ax[0]) {
+        lo = 0;
+        out = x < ax[0];
+    } else if (x >= ax[n - 1]) {
+        lo = n - 2;
+        out = x > ax[n - 1];
+    } else {
+        int a = 0, b = n - 1; /* ax[a] < x < ax[b] */
+        while (b - a > 1) {
+            int m = (a + b) / 2;
+            if (ax[m] <= x) a = m;
+            else b = m;
+        }
+        lo = a;
+    }
+    *i = lo;
+    *w = (double)(x - ax[lo]) / (double)(ax[lo + 1] - ax[lo]);
+    return out;
+}
+
+double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+{
+    CostCurve *c = &cm->c[op];
+    cm->lookups[op]++;
+    if (!c->present) return 0;
+    int64_t x[COST_MAX_DIM] = {p1, p2, p3};
+    int lo[COST_MAX_DIM] = {0};
+    double w[COST_MAX_DIM] = {0};
+    int out = 0, nd = c->ndim;
+    for (int d = 0; d < nd; d++) out |= bracket(c->axis[d], c->n[d], x[d], &lo[d], &w[d]);
+    if (out) cm->extrapolations[op]++;
+    /* multilinear over the 2^nd corners */
+    double sum = 0;
+    for (int corner = 0; corner < (1 << nd); corner++) {
+        double wt = 1;
+        size_t idx = 0;
+        for (int d = 0; d < COST_MAX_DIM; d++) {
+            int k = 0;
+            if (d < nd && c->n[d] > 1) {
+                int up = (corner >> d) & 1;
+                k = lo[d] + up;
+                wt *= up ? w[d] : 1 - w[d];
+            } else if (d < nd && ((corner >> d) & 1)) {
+                wt = 0; /* single-point axis: only the lower corner counts */
+            }
+            idx = idx * (size_t)c->n[d] + (size_t)k;
+        }
+        if (wt != 0) sum += wt * c->y[idx];
+    }
+    return sum > 0 ? sum : 0;
+}
+
+uint64_t cost_extrapolations_total(const CostModel *cm)
+{
+    uint64_t s = 0;
+    for (int i = 0; i < OP_COUNT; i++) s += cm->extrapolations[i];
+    return s;
+}
+
+/* ---- loading from a store ---- */
+
+typedef struct {
+    CostPoint *pts;
+    size_t n, cap;
+    int oom;
+} PointBuf;
+
+static int collect_point(void *ctx, const StorePoint *p)
+{
+    PointBuf *b = ctx;
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        CostPoint *np = realloc(b->pts, nc * sizeof *np);
+        if (!np) {
+            b->oom = 1;
+            return 1;
+        }
+        b->pts = np;
+        b->cap = nc;
+    }
+    b->pts[b->n++] = (CostPoint){.op = p->op, .p = {p->p1, p->p2, p->p3}, .median_ns = p->median_ns};
+    return 0;
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} StrBuf;
+
+static int list_run(void *ctx, const StoreRunMeta *r)
+{
+    StrBuf *s = ctx;
+    char line[400];
+    int k = snprintf(line, sizeof line, "\n  run %lld: %s %s %s tp%d (%s)", (long long)r->id, r->device,
+                     r->model[0] ? r->model : "(io)", r->dtype, r->tp, r->backend);
+    if (s->len + (size_t)k + 1 < s->cap) {
+        memcpy(s->buf + s->len, line, (size_t)k + 1);
+        s->len += (size_t)k;
+    }
+    return 0;
+}
+
+int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, const char *model,
+                       const char *dtype, int tp, KvErr *e)
+{
+    cost_model_init(cm, device, model, dtype, tp);
+    CostStore st;
+    if (store_open(&st, db_path, 0, e) != 0) return -1;
+    int found = 0;
+    int64_t runs[OP_COUNT];
+    int nruns = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        int io = cost_op_is_io((CostOp)op);
+        int64_t run = 0;
+        if (store_pick_run(&st, device, io ? "" : model, dtype, io ? 1 : tp, (CostOp)op, &run, e) != 0) goto fail;
+        if (!run) continue;
+        PointBuf b = {0};
+        if (store_run_points(&st, run, op, collect_point, &b, e) != 0) {
+            free(b.pts);
+            goto fail;
+        }
+        if (b.oom) {
+            free(b.pts);
+            kv_err(e, "%s: out of memory reading points", db_path);
+            goto fail;
+        }
+        StoreRunMeta meta;
+        if (store_get_run(&st, run, &meta, e) != 0) {
+            free(b.pts);
+            goto fail;
+        }
+        int rc = cost_model_set_op(cm, (CostOp)op, b.pts, b.n, run, meta.backend, e);
+        free(b.pts);
+        if (rc != 0) {
+            kv_err_prefix(e, "%s: run %lld: ", db_path, (long long)run);
+            goto fail;
+        }
+        found++;
+        int dup = 0;
+        for (int i = 0; i < nruns; i++) dup |= runs[i] == run;
+        if (!dup && nruns < OP_COUNT) runs[nruns++] = run;
+    }
+    if (!found) {
+        char list[4096];
+        StrBuf sb = {list, 0, sizeof list};
+        list[0] = '\0';
+        KvErr e2;
+        store_list_runs(&st, list_run, &sb, &e2);
+        kv_err(e, "%s: no cost curves for device '%s', model '%s', %s, tp %d; the store has:%s", db_path,
+               device, model, dtype, tp, sb.len ? list : " no complete runs");
+        goto fail;
+    }
+    int len = snprintf(cm->source, sizeof cm->source, "%s (run%s", db_path, nruns > 1 ? "s" : "");
+    for (int i = 0; i < nruns && len < (int)sizeof cm->source - 24; i++)
+        len += snprintf(cm->source + len, sizeof cm->source - (size_t)len, "%s %lld", i ? "," : "", (long long)runs[i]);
+    snprintf(cm->source + len, sizeof cm->source - (size_t)len, ")");
+    store_close(&st);
+    return 0;
+fail:
+    store_close(&st);
+    cost_model_free(cm);
+    return -1;
+}

@@ -1,0 +1,88 @@
+/* evq.c — binary heap under (time, rank, seq); see evq.h. */
+#include "evq.h"
+
+#include <stdlib.h>
+
+int evq_init(EventQueue *q, KvErr *e)
+{
+    q->cap = 1024;
+    q->n = 0;
+    q->next_seq = 1;
+    q->now_ns = 0;
+    q->popped = 0;
+    q->heap = malloc(q->cap * sizeof *q->heap);
+    if (!q->heap) return kv_err(e, "event queue: out of memory");
+    return 0;
+}
+
+void evq_free(EventQueue *q)
+{
+    free(q->heap);
+    q->heap = NULL;
+    q->n = q->cap = 0;
+}
+
+static inline int ev_less(const Event *a, const Event *b)
+{
+    if (a->time_ns != b->time_ns) return a->time_ns < b->time_ns;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->seq < b->seq;
+}
+
+uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, int64_t arg, KvErr *e)
+{
+    if (time_ns < q->now_ns) {
+        kv_err(e, "event queue: event kind %u pushed at %lld ns, before now (%lld ns)", kind, (long long)time_ns,
+               (long long)q->now_ns);
+        return 0;
+    }
+    if (q->n == q->cap) {
+        uint64_t nc = q->cap * 2;
+        Event *nh = realloc(q->heap, nc * sizeof *nh);
+        if (!nh) {
+            kv_err(e, "event queue: out of memory (%llu events)", (unsigned long long)q->n);
+            return 0;
+        }
+        q->heap = nh;
+        q->cap = nc;
+    }
+    Event ev = {time_ns, rank, kind, q->next_seq++, obj, arg};
+    uint64_t i = q->n++;
+    while (i > 0) {
+        uint64_t parent = (i - 1) / 2;
+        if (!ev_less(&ev, &q->heap[parent])) break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = ev;
+    return ev.seq;
+}
+
+int evq_pop(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->n == 0) return 0;
+    *out = q->heap[0];
+    Event last = q->heap[--q->n];
+    uint64_t i = 0, n = q->n;
+    for (;;) {
+        uint64_t l = 2 * i + 1, r = l + 1, m = i;
+        const Event *best = &last;
+        if (l < n && ev_less(&q->heap[l], best)) {
+            m = l;
+            best = &q->heap[l];
+        }
+        if (r < n && ev_less(&q->heap[r], best)) m = r;
+        if (m == i) break;
+        q->heap[i] = q->heap[m];
+        i = m;
+    }
+    if (n) q->heap[i] = last;
+    if (out->time_ns < q->now_ns)
+        return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
+                      (long long)out->time_ns, out->kind);
+    q->now_ns = out->time_ns;
+    q->popped++;
+    return 1;
+}
+
+int64_t evq_next_time(const EventQueue *q) { return q->n ? q->heap[0].time_ns : INT64_MAX; }

@@ -1,0 +1,84 @@
+/* hist.c — log-linear histogram; see hist.h. */
+#include "hist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline int bucket_of(uint64_t v)
+{
+    if (v < (1ULL << HIST_SUB)) return (int)v;
+    int msb = 63 - __builtin_clzll(v);             /* >= HIST_SUB */
+    int shift = msb - HIST_SUB;
+    uint64_t sub = (v >> shift) & ((1ULL << HIST_SUB) - 1);
+    return ((shift + 1) << HIST_SUB) + (int)sub;
+}
+
+static inline void bucket_range(int b, uint64_t *lo, uint64_t *hi)
+{
+    if (b < (1 << HIST_SUB)) {
+        *lo = *hi = (uint64_t)b;
+        return;
+    }
+    int shift = (b >> HIST_SUB) - 1;
+    uint64_t sub = (uint64_t)(b & ((1 << HIST_SUB) - 1));
+    *lo = ((1ULL << HIST_SUB) | sub) << shift;
+    *hi = *lo + (1ULL << shift) - 1;
+}
+
+void hist_add(Hist *h, uint64_t v)
+{
+    if (!h->b) {
+        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+        if (!h->b) return; /* out of memory: the sample is dropped, n stays consistent */
+    }
+    h->b[bucket_of(v)]++;
+    if (h->n == 0 || v < h->min) h->min = v;
+    if (h->n == 0 || v > h->max) h->max = v;
+    h->n++;
+    h->sum += (double)v;
+}
+
+void hist_merge(Hist *dst, const Hist *src)
+{
+    if (!src->n) return;
+    if (!dst->b) {
+        dst->b = calloc(HIST_BUCKETS, sizeof *dst->b);
+        if (!dst->b) return;
+    }
+    for (int i = 0; i < HIST_BUCKETS; i++) dst->b[i] += src->b[i];
+    if (dst->n == 0 || src->min < dst->min) dst->min = src->min;
+    if (dst->n == 0 || src->max > dst->max) dst->max = src->max;
+    dst->n += src->n;
+    dst->sum += src->sum;
+}
+
+double hist_percentile(const Hist *h, double p)
+{
+    if (!h->n || !h->b) return 0;
+    if (p <= 0) return (double)h->min;
+    if (p >= 1) return (double)h->max;
+    uint64_t rank = (uint64_t)(p * (double)h->n);
+    if ((double)rank < p * (double)h->n) rank++;
+    if (rank < 1) rank = 1;
+    uint64_t seen = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank) {
+            uint64_t lo, hi;
+            bucket_range(i, &lo, &hi);
+            double mid = ((double)lo + (double)hi) / 2;
+            if (mid < (double)h->min) mid = (double)h->min;
+            if (mid > (double)h->max) mid = (double)h->max;
+            return mid;
+        }
+    }
+    return (double)h->max;
+}
+
+double hist_mean(const Hist *h) { return h->n ? h->sum / (double)h->n : 0; }
+
+void hist_free(Hist *h)
+{
+    free(h->b);
+    memset(h, 0, sizeof *h);
+}

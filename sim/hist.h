@@ -1,0 +1,32 @@
+/* hist.h — a log-linear histogram of non-negative values (nanoseconds, ratios) with bounded relative
+ * error, for percentiles over streams of any length in constant memory.
+ *
+ * Buckets: values below 2^SUB are exact; above, each power of two is split into 2^SUB linear
+ * sub-buckets, so a reported percentile is within 2^-SUB (≈0.4 % for SUB = 8) of a true sample value.
+ * The mean, min and max are exact. Deterministic (no floating accumulation order issues beyond
+ * the running sum, which is summed in insertion order).
+ * Percentile definition: the smallest recorded value v such that at least p·n samples are <= v
+ * (nearest-rank), reported as the midpoint of v's bucket clamped to [min, max].
+ */
+#ifndef KV_HIST_H
+#define KV_HIST_H
+
+#include <stdint.h>
+
+#define HIST_SUB 8
+#define HIST_BUCKETS ((64 - HIST_SUB + 1) << HIST_SUB)
+
+typedef struct Hist {
+    uint64_t *b;       /* HIST_BUCKETS counts, allocated on first add */
+    uint64_t n;
+    double sum;
+    uint64_t min, max;
+} Hist;
+
+void hist_add(Hist *h, uint64_t v);
+void hist_merge(Hist *dst, const Hist *src);
+double hist_percentile(const Hist *h, double p); /* p in [0, 1]; 0 when empty */
+double hist_mean(const Hist *h);
+void hist_free(Hist *h);
+
+#endif

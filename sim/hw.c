@@ -1,0 +1,610 @@
+/* hw.c — reading and querying the hardware catalog (see hw.h for the file format).
+ *
+ * Responsible for: turning configs/hardware.json (or an override) into a validated HwCatalog,
+ * with error messages that name the origin and the JSON path of the offending value, and
+ * case-insensitive lookups by name whose failures list every known name.
+ * Not responsible for: what the numbers mean to the simulation (spec.c, sim/cluster), or where
+ * catalog text comes from (kv_catalog_text in util.c).
+ *
+ * How: each section has a table of field descriptors (key, kind, where it goes, required or
+ * not, whether zero is allowed). A generic reader walks an entry, refuses unknown and repeated
+ * keys, converts every value through units.c, then a per-section check enforces the relations
+ * between fields (h2d <= theoretical, effective <= line, ...). References (a GPU's default link,
+ * a platform's gpu/link/ssd/nic) are resolved after every section is read, so sections may come
+ * in any order. Cost: O(entries * keys^2) for the repeated-key check, O(n^2) name checks; the
+ * catalog holds tens of entries.
+ * Invariants: on failure the catalog is left empty (all pointers NULL, counts 0) and the KvErr
+ * holds the message; on success hw.h's invariants hold.
+ */
+#include "hw.h"
+
+#include <cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "units.h"
+
+/* ---- field descriptors ---- */
+
+typedef enum FieldKind {
+    F_STR,      /* char array of `cap` bytes */
+    F_FLOPS,    /* double, "312 TFLOP/s" */
+    F_RATE,     /* double, "25.5 GB/s" */
+    F_SIZE,     /* uint64_t, "80 GB" */
+    F_DURATION, /* int64_t, "5 us" */
+    F_INT,      /* int, JSON integer >= 0 (>= 1 when zero is not allowed) */
+    F_REAL,     /* double, JSON number >= 0 */
+} FieldKind;
+
+enum { REQ = 1, ZERO_OK = 2, AUX = 4 /* stored in the side record, not the spec */ };
+
+typedef struct FieldDef {
+    const char *key;
+    FieldKind kind;
+    size_t off;
+    size_t cap; /* F_STR only */
+    int flags;
+} FieldDef;
+
+/* Names a platform (or a GPU's host link) refers to, held until every section is read. */
+typedef struct PlatformRefs {
+    char gpu[64];
+    char link[64];
+    char ssd[64];
+    char nic[64];
+} PlatformRefs;
+
+#define STR_FIELD(T, k, member, fl) {k, F_STR, offsetof(T, member), sizeof(((T *)0)->member), fl}
+#define NUM_FIELD(T, k, kind, member, fl) {k, kind, offsetof(T, member), 0, fl}
+#define REF_FIELD(k, member, fl) {k, F_STR, offsetof(PlatformRefs, member), sizeof(((PlatformRefs *)0)->member), (fl) | AUX}
+
+static const FieldDef GPU_FIELDS[] = {
+    STR_FIELD(GpuSpec, "name", name, REQ),
+    STR_FIELD(GpuSpec, "full_name", full_name, REQ),
+    NUM_FIELD(GpuSpec, "fp16", F_FLOPS, fp16_flops, REQ),
+    NUM_FIELD(GpuSpec, "fp8", F_FLOPS, fp8_flops, ZERO_OK),
+    NUM_FIELD(GpuSpec, "fp32", F_FLOPS, fp32_flops, REQ),
+    NUM_FIELD(GpuSpec, "mem", F_SIZE, mem_bytes, REQ),
+    NUM_FIELD(GpuSpec, "mem_bw", F_RATE, mem_bw_bytes_per_s, REQ),
+    NUM_FIELD(GpuSpec, "gpu_link", F_RATE, gpu_link_bytes_per_s, ZERO_OK),
+    NUM_FIELD(GpuSpec, "sm_count", F_INT, sm_count, ZERO_OK),
+    STR_FIELD(GpuSpec, "pcie", pcie, REQ),
+    STR_FIELD(GpuSpec, "basis", basis, REQ),
+    STR_FIELD(GpuSpec, "source", source, REQ),
+    STR_FIELD(GpuSpec, "note", note, 0),
+};
+
+static const FieldDef LINK_FIELDS[] = {
+    STR_FIELD(LinkSpec, "name", name, REQ),
+    NUM_FIELD(LinkSpec, "theoretical", F_RATE, theoretical_bytes_per_s, REQ),
+    NUM_FIELD(LinkSpec, "h2d", F_RATE, h2d_bytes_per_s, REQ),
+    NUM_FIELD(LinkSpec, "d2h", F_RATE, d2h_bytes_per_s, REQ),
+    NUM_FIELD(LinkSpec, "h2d_bidir", F_RATE, h2d_bidir_bytes_per_s, REQ),
+    NUM_FIELD(LinkSpec, "d2h_bidir", F_RATE, d2h_bidir_bytes_per_s, REQ),
+    NUM_FIELD(LinkSpec, "pageable_factor", F_REAL, pageable_factor, REQ),
+    NUM_FIELD(LinkSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK),
+    STR_FIELD(LinkSpec, "basis", basis, REQ),
+    STR_FIELD(LinkSpec, "source", source, REQ),
+    STR_FIELD(LinkSpec, "note", note, 0),
+};
+
+static const FieldDef SSD_FIELDS[] = {
+    STR_FIELD(SsdSpec, "name", name, REQ),
+    STR_FIELD(SsdSpec, "full_name", full_name, 0),
+    NUM_FIELD(SsdSpec, "read", F_RATE, read_bytes_per_s, REQ),
+    NUM_FIELD(SsdSpec, "write", F_RATE, write_bytes_per_s, REQ),
+    NUM_FIELD(SsdSpec, "read_latency", F_DURATION, read_latency_ns, REQ | ZERO_OK),
+    NUM_FIELD(SsdSpec, "write_latency", F_DURATION, write_latency_ns, REQ | ZERO_OK),
+    NUM_FIELD(SsdSpec, "capacity", F_SIZE, capacity_bytes, REQ),
+    NUM_FIELD(SsdSpec, "read_iops", F_REAL, read_iops, ZERO_OK),
+    STR_FIELD(SsdSpec, "basis", basis, REQ),
+    STR_FIELD(SsdSpec, "source", source, REQ),
+    STR_FIELD(SsdSpec, "note", note, 0),
+};
+
+static const FieldDef NIC_FIELDS[] = {
+    STR_FIELD(NicSpec, "name", name, REQ),
+    NUM_FIELD(NicSpec, "line", F_RATE, line_bytes_per_s, REQ),
+    NUM_FIELD(NicSpec, "effective", F_RATE, bytes_per_s, REQ),
+    NUM_FIELD(NicSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK),
+    STR_FIELD(NicSpec, "basis", basis, REQ),
+    STR_FIELD(NicSpec, "source", source, REQ),
+    STR_FIELD(NicSpec, "note", note, 0),
+};
+
+static const FieldDef PLATFORM_FIELDS[] = {
+    STR_FIELD(PlatformSpec, "name", name, REQ),
+    STR_FIELD(PlatformSpec, "description", description, REQ),
+    REF_FIELD("gpu", gpu, REQ),
+    NUM_FIELD(PlatformSpec, "gpus_per_node", F_INT, gpus_per_node, REQ),
+    REF_FIELD("link", link, REQ),
+    REF_FIELD("ssd", ssd, 0),
+    NUM_FIELD(PlatformSpec, "n_ssd", F_INT, n_ssd, 0),
+    NUM_FIELD(PlatformSpec, "stripe_chunk", F_SIZE, stripe_chunk_bytes, 0),
+    NUM_FIELD(PlatformSpec, "dram", F_SIZE, dram_bytes, REQ | ZERO_OK),
+    NUM_FIELD(PlatformSpec, "dram_bw", F_RATE, dram_bytes_per_s, ZERO_OK),
+    REF_FIELD("nic", nic, 0),
+    NUM_FIELD(PlatformSpec, "remote", F_SIZE, remote_bytes, ZERO_OK),
+    STR_FIELD(PlatformSpec, "source", source, REQ),
+    STR_FIELD(PlatformSpec, "note", note, 0),
+};
+
+/* What a value of each kind looks like, for messages. */
+static const char *kind_expect(FieldKind k)
+{
+    switch (k) {
+    case F_STR: return "a string";
+    case F_FLOPS: return "a compute rate with a unit such as \"312 TFLOP/s\"";
+    case F_RATE: return "a rate with a unit such as \"25.5 GB/s\"";
+    case F_SIZE: return "a size with a unit such as \"80 GB\"";
+    case F_DURATION: return "a duration with a unit such as \"5 us\"";
+    case F_INT: return "an integer";
+    case F_REAL: return "a number";
+    }
+    return "a value";
+}
+
+static const char *json_type_name(const cJSON *it)
+{
+    if (cJSON_IsString(it)) return "a string";
+    if (cJSON_IsNumber(it)) return "a number";
+    if (cJSON_IsBool(it)) return "a boolean";
+    if (cJSON_IsNull(it)) return "null";
+    if (cJSON_IsArray(it)) return "an array";
+    if (cJSON_IsObject(it)) return "an object";
+    return "an invalid value";
+}
+
+/* A section of the catalog: its JSON key, what one entry is called, its fields and storage. */
+typedef struct Section {
+    const char *key;   /* "gpus" */
+    const char *what;  /* "GPU" */
+    const char *whats; /* "GPUs" */
+    const FieldDef *fields;
+    int n_fields;
+    size_t stride;     /* sizeof the spec struct; the name is its first member */
+} Section;
+
+static const Section SEC_GPUS = {"gpus", "GPU", "GPUs", GPU_FIELDS, (int)KV_ARRAY_LEN(GPU_FIELDS), sizeof(GpuSpec)};
+static const Section SEC_LINKS = {"links", "link", "links", LINK_FIELDS, (int)KV_ARRAY_LEN(LINK_FIELDS), sizeof(LinkSpec)};
+static const Section SEC_SSDS = {"ssds", "SSD", "SSDs", SSD_FIELDS, (int)KV_ARRAY_LEN(SSD_FIELDS), sizeof(SsdSpec)};
+static const Section SEC_NICS = {"nics", "NIC", "NICs", NIC_FIELDS, (int)KV_ARRAY_LEN(NIC_FIELDS), sizeof(NicSpec)};
+static const Section SEC_PLATFORMS = {"platforms", "platform", "platforms", PLATFORM_FIELDS,
+                                      (int)KV_ARRAY_LEN(PLATFORM_FIELDS), sizeof(PlatformSpec)};
+
+_Static_assert(offsetof(GpuSpec, name) == 0 && offsetof(LinkSpec, name) == 0 && offsetof(SsdSpec, name) == 0 &&
+                   offsetof(NicSpec, name) == 0 && offsetof(PlatformSpec, name) == 0,
+               "every spec struct starts with its name");
+
+/* Comma-separated names of n entries (name at the start of each stride-sized record); shortened
+ * with "..." when it would not fit. */
+static void join_names(char *buf, size_t cap, const void *base, int n, size_t stride)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    if (n == 0) {
+        snprintf(buf, cap, "none");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = (const char *)base + (size_t)i * stride;
+        size_t need = strlen(name) + (i ? 2 : 0);
+        if (used + need + 4 >= cap) {
+            snprintf(buf + used, cap - used, "%s...", i ? ", " : "");
+            return;
+        }
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", name);
+    }
+}
+
+/* Index of the entry named `name` (case-insensitive), or -1. */
+static int find_index(const void *base, int n, size_t stride, const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcasecmp((const char *)base + (size_t)i * stride, name) == 0) return i;
+    return -1;
+}
+
+/* ---- reading one entry ---- */
+
+typedef struct Ctx {
+    const char *origin;
+    KvErr *e;
+} Ctx;
+
+static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *f, const cJSON *it, void *dst)
+{
+    KvErr ue;
+    if (f->kind == F_STR) {
+        if (!cJSON_IsString(it))
+            return kv_err(cx->e, "%s: %s[%d].%s: expected a string, got %s", cx->origin, s->key, idx, f->key,
+                          json_type_name(it));
+        size_t len = strlen(it->valuestring);
+        if (len >= f->cap)
+            return kv_err(cx->e, "%s: %s[%d].%s: too long (%zu characters; at most %zu)", cx->origin, s->key, idx,
+                          f->key, len, f->cap - 1);
+        if ((f->flags & REQ) && len == 0)
+            return kv_err(cx->e, "%s: %s[%d].%s: must not be empty", cx->origin, s->key, idx, f->key);
+        memcpy(dst, it->valuestring, len + 1);
+        return 0;
+    }
+    if (f->kind == F_INT || f->kind == F_REAL) {
+        if (!cJSON_IsNumber(it))
+            return kv_err(cx->e, "%s: %s[%d].%s: expected %s, got %s", cx->origin, s->key, idx, f->key,
+                          kind_expect(f->kind), json_type_name(it));
+        double v = it->valuedouble;
+        if (!isfinite(v) || v < 0 || (v == 0 && !(f->flags & ZERO_OK) && f->kind == F_INT))
+            return kv_err(cx->e, "%s: %s[%d].%s: expected %s %s, got %.15g", cx->origin, s->key, idx, f->key,
+                          kind_expect(f->kind), (f->flags & ZERO_OK) || f->kind == F_REAL ? ">= 0" : ">= 1", v);
+        if (f->kind == F_INT) {
+            if (v != floor(v) || v > INT_MAX)
+                return kv_err(cx->e, "%s: %s[%d].%s: expected an integer, got %.15g", cx->origin, s->key, idx,
+                              f->key, v);
+            *(int *)dst = (int)v;
+        } else {
+            *(double *)dst = v;
+        }
+        return 0;
+    }
+    /* Quantities with units: strings. A bare JSON number goes through the same parser so the
+     * message is the same as for "80" (it has no unit). */
+    char numtext[64];
+    const char *text;
+    if (cJSON_IsString(it)) {
+        text = it->valuestring;
+    } else if (cJSON_IsNumber(it)) {
+        snprintf(numtext, sizeof numtext, "%.15g", it->valuedouble);
+        text = numtext;
+    } else {
+        return kv_err(cx->e, "%s: %s[%d].%s: expected %s, got %s", cx->origin, s->key, idx, f->key,
+                      kind_expect(f->kind), json_type_name(it));
+    }
+    int rc = 0, zero = 0;
+    switch (f->kind) {
+    case F_FLOPS: rc = kv_parse_flops(text, (double *)dst, &ue); zero = rc == 0 && *(double *)dst == 0; break;
+    case F_RATE: rc = kv_parse_rate(text, (double *)dst, &ue); zero = rc == 0 && *(double *)dst == 0; break;
+    case F_SIZE: rc = kv_parse_size(text, (uint64_t *)dst, &ue); zero = rc == 0 && *(uint64_t *)dst == 0; break;
+    case F_DURATION: rc = kv_parse_duration(text, (int64_t *)dst, &ue); zero = rc == 0 && *(int64_t *)dst == 0; break;
+    default: break;
+    }
+    if (rc != 0) return kv_err(cx->e, "%s: %s[%d].%s: %s", cx->origin, s->key, idx, f->key, ue.msg);
+    if (zero && !(f->flags & ZERO_OK))
+        return kv_err(cx->e, "%s: %s[%d].%s: must be greater than zero, got \"%s\"", cx->origin, s->key, idx,
+                      f->key, text);
+    return 0;
+}
+
+/* Read one entry object into spec (and aux, for AUX fields). */
+static int read_entry(const Ctx *cx, const Section *s, int idx, const cJSON *obj, void *spec, void *aux)
+{
+    if (!cJSON_IsObject(obj))
+        return kv_err(cx->e, "%s: %s[%d]: expected an object, got %s", cx->origin, s->key, idx, json_type_name(obj));
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        const FieldDef *f = NULL;
+        for (int i = 0; i < s->n_fields; i++)
+            if (strcmp(s->fields[i].key, it->string) == 0) f = &s->fields[i];
+        if (!f) {
+            char keys[512];
+            size_t used = 0;
+            for (int i = 0; i < s->n_fields && used < sizeof keys; i++)
+                used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s", i ? ", " : "", s->fields[i].key);
+            return kv_err(cx->e, "%s: %s[%d]: unknown key \"%s\" (known keys: %s)", cx->origin, s->key, idx,
+                          it->string, keys);
+        }
+        for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
+            if (strcmp(prev->string, it->string) == 0)
+                return kv_err(cx->e, "%s: %s[%d].%s: key given twice", cx->origin, s->key, idx, it->string);
+    }
+    for (int i = 0; i < s->n_fields; i++) {
+        const FieldDef *f = &s->fields[i];
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, f->key);
+        if (!it || cJSON_IsNull(it)) {
+            if (f->flags & REQ)
+                return kv_err(cx->e, "%s: %s[%d].%s: missing (expected %s)", cx->origin, s->key, idx, f->key,
+                              kind_expect(f->kind));
+            continue;
+        }
+        void *dst = (char *)((f->flags & AUX) ? aux : spec) + f->off;
+        if (read_field(cx, s, idx, f, it, dst) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Relations between the fields of one entry. */
+static int check_rate_le(const Ctx *cx, const Section *s, int idx, const char *key, double v, const char *other_key,
+                         double other)
+{
+    if (v <= other) return 0;
+    char a[32], b[32];
+    kv_fmt_rate(a, sizeof a, v);
+    kv_fmt_rate(b, sizeof b, other);
+    return kv_err(cx->e, "%s: %s[%d].%s: %s is more than %s (%s); check the units", cx->origin, s->key, idx, key, a,
+                  other_key, b);
+}
+
+static int check_link(const Ctx *cx, int i, const LinkSpec *l)
+{
+    const Section *s = &SEC_LINKS;
+    if (check_rate_le(cx, s, i, "h2d", l->h2d_bytes_per_s, "theoretical", l->theoretical_bytes_per_s) ||
+        check_rate_le(cx, s, i, "d2h", l->d2h_bytes_per_s, "theoretical", l->theoretical_bytes_per_s) ||
+        check_rate_le(cx, s, i, "h2d_bidir", l->h2d_bidir_bytes_per_s, "h2d", l->h2d_bytes_per_s) ||
+        check_rate_le(cx, s, i, "d2h_bidir", l->d2h_bidir_bytes_per_s, "d2h", l->d2h_bytes_per_s))
+        return -1;
+    if (!(l->pageable_factor > 0 && l->pageable_factor <= 1))
+        return kv_err(cx->e, "%s: links[%d].pageable_factor: expected a ratio in (0, 1] (pageable / pinned), got %g",
+                      cx->origin, i, l->pageable_factor);
+    return 0;
+}
+
+static int check_nic(const Ctx *cx, int i, const NicSpec *n)
+{
+    return check_rate_le(cx, &SEC_NICS, i, "effective", n->bytes_per_s, "line", n->line_bytes_per_s);
+}
+
+/* Resolve one platform reference; -1 with a message naming the platform and the known names. */
+static int resolve_ref(const Ctx *cx, int pi, const char *pname, const char *key, const char *ref, const Section *target,
+                       const void *base, int n, int *out)
+{
+    int k = find_index(base, n, target->stride, ref);
+    if (k >= 0) {
+        *out = k;
+        return 0;
+    }
+    char names[700];
+    join_names(names, sizeof names, base, n, target->stride);
+    return kv_err(cx->e, "%s: platforms[%d].%s: platform \"%s\" refers to unknown %s \"%s\" (known %s: %s)", cx->origin,
+                  pi, key, pname, target->what, ref, target->whats, names);
+}
+
+static int check_platform(const Ctx *cx, const HwCatalog *c, int i, PlatformSpec *p, const PlatformRefs *r,
+                          const cJSON *obj)
+{
+    if (resolve_ref(cx, i, p->name, "gpu", r->gpu, &SEC_GPUS, c->gpus, c->n_gpus, &p->gpu) ||
+        resolve_ref(cx, i, p->name, "link", r->link, &SEC_LINKS, c->links, c->n_links, &p->link))
+        return -1;
+    const cJSON *n_ssd = cJSON_GetObjectItemCaseSensitive(obj, "n_ssd");
+    const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(obj, "stripe_chunk");
+    int has_n_ssd = n_ssd && !cJSON_IsNull(n_ssd);
+    int has_chunk = chunk && !cJSON_IsNull(chunk);
+    if (r->ssd[0]) {
+        if (resolve_ref(cx, i, p->name, "ssd", r->ssd, &SEC_SSDS, c->ssds, c->n_ssds, &p->ssd)) return -1;
+        if (!has_n_ssd)
+            return kv_err(cx->e,
+                          "%s: platforms[%d].n_ssd: missing (platform \"%s\" has an ssd; expected the number of drives)",
+                          cx->origin, i, p->name);
+        if (!has_chunk)
+            return kv_err(cx->e, "%s: platforms[%d].stripe_chunk: missing (platform \"%s\" has an ssd; expected %s)",
+                          cx->origin, i, p->name, kind_expect(F_SIZE));
+    } else {
+        p->ssd = -1;
+        if (has_n_ssd || has_chunk)
+            return kv_err(cx->e, "%s: platforms[%d].%s: given, but platform \"%s\" has no \"ssd\"", cx->origin, i,
+                          has_n_ssd ? "n_ssd" : "stripe_chunk", p->name);
+    }
+    if (r->nic[0]) {
+        if (resolve_ref(cx, i, p->name, "nic", r->nic, &SEC_NICS, c->nics, c->n_nics, &p->nic)) return -1;
+    } else {
+        p->nic = -1;
+        if (p->remote_bytes)
+            return kv_err(cx->e, "%s: platforms[%d].remote: given, but platform \"%s\" has no \"nic\"", cx->origin, i,
+                          p->name);
+    }
+    return 0;
+}
+
+/* ---- whole catalog ---- */
+
+static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void **out, int *n_out,
+                        PlatformRefs **refs_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, s->key);
+    if (!arr || cJSON_IsNull(arr)) return 0;
+    if (!cJSON_IsArray(arr))
+        return kv_err(cx->e, "%s: %s: expected an array of %s, got %s", cx->origin, s->key, s->whats, json_type_name(arr));
+    int n = cJSON_GetArraySize(arr);
+    if (n == 0) return 0;
+    char *base = calloc((size_t)n, s->stride);
+    PlatformRefs *refs = refs_out ? calloc((size_t)n, sizeof *refs) : NULL;
+    if (!base || (refs_out && !refs)) {
+        free(base);
+        free(refs);
+        return kv_err(cx->e, "%s: %s: out of memory", cx->origin, s->key);
+    }
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        char *spec = base + (size_t)i * s->stride;
+        if (read_entry(cx, s, i, it, spec, refs ? &refs[i] : NULL) != 0) goto fail;
+        int dup = find_index(base, i, s->stride, spec);
+        if (dup >= 0) {
+            kv_err(cx->e,
+                   "%s: %s[%d].name: duplicate %s name \"%s\" (already used by %s[%d] \"%s\"; "
+                   "names are compared without case)",
+                   cx->origin, s->key, i, s->what, spec, s->key, dup, base + (size_t)dup * s->stride);
+            goto fail;
+        }
+    }
+    *out = base;
+    *n_out = n;
+    if (refs_out) *refs_out = refs;
+    return 0;
+fail:
+    free(base);
+    free(refs);
+    return -1;
+}
+
+/* "origin:LINE:COL: malformed JSON near ..." from the position cJSON stopped at. */
+static int json_syntax_error(const Ctx *cx, const char *text, const char *at)
+{
+    if (!at || at < text) at = text;
+    int line = 1, col = 1;
+    for (const char *p = text; p < at && *p; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    char near[32];
+    size_t k = 0;
+    for (const char *p = at; *p && *p != '\n' && *p != '\r' && k + 1 < sizeof near; p++) near[k++] = *p;
+    near[k] = '\0';
+    if (k == 0) return kv_err(cx->e, "%s:%d:%d: malformed JSON (unexpected end of line or text)", cx->origin, line, col);
+    return kv_err(cx->e, "%s:%d:%d: malformed JSON near \"%s\"", cx->origin, line, col, near);
+}
+
+int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, KvErr *e)
+{
+    memset(c, 0, sizeof *c);
+    Ctx cx = {origin && *origin ? origin : "hardware catalog", e};
+    snprintf(c->origin, sizeof c->origin, "%s", cx.origin);
+    if (!json_text) return kv_err(e, "%s: no text to parse", cx.origin);
+
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
+    if (!root) return json_syntax_error(&cx, json_text, end ? end : cJSON_GetErrorPtr());
+    if (!cJSON_IsObject(root)) {
+        kv_err(e, "%s: expected a JSON object with \"gpus\", \"links\", \"ssds\", \"nics\" and \"platforms\" arrays, got %s",
+               cx.origin, json_type_name(root));
+        cJSON_Delete(root);
+        return -1;
+    }
+    static const char *const top_keys[] = {"about", "gpus", "links", "ssds", "nics", "platforms"};
+    for (const cJSON *it = root->child; it; it = it->next) {
+        int known = 0;
+        for (size_t i = 0; i < KV_ARRAY_LEN(top_keys); i++) known |= strcmp(top_keys[i], it->string) == 0;
+        if (!known) {
+            kv_err(e, "%s: unknown top-level key \"%s\" (known keys: about, gpus, links, ssds, nics, platforms)", cx.origin,
+                   it->string);
+            cJSON_Delete(root);
+            return -1;
+        }
+        for (const cJSON *prev = root->child; prev != it; prev = prev->next)
+            if (strcmp(prev->string, it->string) == 0) {
+                kv_err(e, "%s: %s: key given twice", cx.origin, it->string);
+                cJSON_Delete(root);
+                return -1;
+            }
+    }
+
+    PlatformRefs *refs = NULL;
+    void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *plats = NULL;
+    int rc = -1;
+    if (read_section(&cx, root, &SEC_GPUS, &gpus, &c->n_gpus, NULL) ||
+        read_section(&cx, root, &SEC_LINKS, &links, &c->n_links, NULL) ||
+        read_section(&cx, root, &SEC_SSDS, &ssds, &c->n_ssds, NULL) ||
+        read_section(&cx, root, &SEC_NICS, &nics, &c->n_nics, NULL) ||
+        read_section(&cx, root, &SEC_PLATFORMS, &plats, &c->n_platforms, &refs))
+        goto done;
+    c->gpus = gpus;
+    c->links = links;
+    c->ssds = ssds;
+    c->nics = nics;
+    c->platforms = plats;
+
+    for (int i = 0; i < c->n_links; i++)
+        if (check_link(&cx, i, &c->links[i])) goto done;
+    for (int i = 0; i < c->n_nics; i++)
+        if (check_nic(&cx, i, &c->nics[i])) goto done;
+    for (int i = 0; i < c->n_gpus; i++) {
+        GpuSpec *g = &c->gpus[i];
+        int k = find_index(c->links, c->n_links, sizeof(LinkSpec), g->pcie);
+        if (k < 0) {
+            char names[700];
+            join_names(names, sizeof names, c->links, c->n_links, sizeof(LinkSpec));
+            kv_err(e, "%s: gpus[%d].pcie: GPU \"%s\" refers to unknown link \"%s\" (known links: %s)", cx.origin, i,
+                   g->name, g->pcie, names);
+            goto done;
+        }
+        snprintf(g->pcie, sizeof g->pcie, "%s", c->links[k].name); /* canonical spelling */
+    }
+    const cJSON *parr = cJSON_GetObjectItemCaseSensitive(root, "platforms");
+    const cJSON *pobj = parr ? parr->child : NULL;
+    for (int i = 0; i < c->n_platforms; i++, pobj = pobj->next)
+        if (check_platform(&cx, c, i, &c->platforms[i], &refs[i], pobj)) goto done;
+    rc = 0;
+done:
+    free(refs);
+    cJSON_Delete(root);
+    if (rc != 0) {
+        /* The section arrays may or may not have been handed to c yet; free whichever is set. */
+        if (c->gpus != gpus) free(gpus);
+        if (c->links != links) free(links);
+        if (c->ssds != ssds) free(ssds);
+        if (c->nics != nics) free(nics);
+        if (c->platforms != plats) free(plats);
+        hw_catalog_free(c);
+    }
+    return rc;
+}
+
+int hw_catalog_load(HwCatalog *c, const char *override_path, KvErr *e)
+{
+    memset(c, 0, sizeof *c);
+    char origin[512];
+    char *text = kv_catalog_text("configs/hardware.json", override_path, origin, sizeof origin, e);
+    if (!text) return -1;
+    int rc = hw_catalog_parse(c, text, origin, e);
+    free(text);
+    return rc;
+}
+
+void hw_catalog_free(HwCatalog *c)
+{
+    if (!c) return;
+    free(c->gpus);
+    free(c->links);
+    free(c->ssds);
+    free(c->nics);
+    free(c->platforms);
+    char origin[sizeof c->origin];
+    memcpy(origin, c->origin, sizeof origin);
+    memset(c, 0, sizeof *c);
+    memcpy(c->origin, origin, sizeof origin);
+}
+
+/* ---- lookups ---- */
+
+static const void *find_or_fail(const HwCatalog *c, const void *base, int n, const Section *s, const char *name, KvErr *e)
+{
+    int k = find_index(base, n, s->stride, name);
+    if (k >= 0) return (const char *)base + (size_t)k * s->stride;
+    char names[800];
+    join_names(names, sizeof names, base, n, s->stride);
+    kv_err(e, "%s: unknown %s \"%s\"; known %s: %s", c->origin[0] ? c->origin : "hardware catalog", s->what,
+           name ? name : "(none)", s->whats, names);
+    return NULL;
+}
+
+const GpuSpec *hw_find_gpu(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->gpus, c->n_gpus, &SEC_GPUS, name, e);
+}
+
+const LinkSpec *hw_find_link(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->links, c->n_links, &SEC_LINKS, name, e);
+}
+
+const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->ssds, c->n_ssds, &SEC_SSDS, name, e);
+}
+
+const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->nics, c->n_nics, &SEC_NICS, name, e);
+}
+
+const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->platforms, c->n_platforms, &SEC_PLATFORMS, name, e);
+}

@@ -1,0 +1,124 @@
+/* test_cost.c — cost.c: grid validation, interpolation, extrapolation counting, monotone envelope. */
+#include "cost.h"
+#include "harness.h"
+
+TEST(cost_interpolates_linearly_in_own_scale)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    CostPoint p[] = {{OP_GEMM_QKV, {1, 0, 0}, 10}, {OP_GEMM_QKV, {100, 0, 0}, 1000}, {OP_GEMM_QKV, {200, 0, 0}, 1500}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_GEMM_QKV, p, 3, 0, "spec", &e) == 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_GEMM_QKV, 1, 0, 0), 10, 0, 1e-9);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_GEMM_QKV, 100, 0, 0), 1000, 0, 1e-9);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_GEMM_QKV, 150, 0, 0), 1250, 0, 1e-9);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_GEMM_QKV, 34, 0, 0), 10 + 33.0 * 990 / 99, 1e-12, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_GEMM_QKV], 0);
+    CHECK_EQ_U(cm.lookups[OP_GEMM_QKV], 4);
+    cost_model_free(&cm);
+}
+
+TEST(cost_extrapolates_linearly_and_counts)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    CostPoint p[] = {{OP_H2D, {1000, 0, 0}, 100}, {OP_H2D, {2000, 0, 0}, 150}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_H2D, p, 2, 0, "spec", &e) == 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_H2D, 4000, 0, 0), 250, 0, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_H2D], 1);
+    /* below the range: 500 → 75; far below clamps at 0 */
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_H2D, 500, 0, 0), 75, 0, 1e-9);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_H2D, -100000, 0, 0), 0, 0, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_H2D], 3);
+    CHECK_EQ_U(cost_extrapolations_total(&cm), 3);
+    cost_model_free(&cm);
+}
+
+TEST(cost_bilinear_grid)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    /* f(n, c) = 2n + 3c + n·c/100 sampled on {10,20} × {0,100,300} */
+    CostPoint p[6];
+    int k = 0;
+    int64_t ns[] = {10, 20}, cs[] = {300, 0, 100}; /* unsorted on purpose */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            p[k++] = (CostPoint){OP_ATTN_PREFILL, {ns[i], cs[j], 0}, 2.0 * ns[i] + 3.0 * cs[j] + ns[i] * cs[j] / 100.0};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_ATTN_PREFILL, p, 6, 0, "spec", &e) == 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_ATTN_PREFILL, 10, 100, 0), 20 + 300 + 10, 0, 1e-9);
+    /* bilinear is exact for f linear in each variable: f(15, 50) = 30 + 150 + 7.5 */
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_ATTN_PREFILL, 15, 50, 0), 187.5, 1e-12, 1e-9);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_ATTN_PREFILL, 15, 200, 0), 30 + 600 + 30, 1e-12, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_ATTN_PREFILL], 0);
+    /* beyond the context axis: the function is linear in c for fixed n, so extrapolation is exact */
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_ATTN_PREFILL, 20, 600, 0), 40 + 1800 + 120, 1e-12, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_ATTN_PREFILL], 1);
+    cost_model_free(&cm);
+}
+
+TEST(cost_grid_hole_is_an_error)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    CostPoint p[] = {{OP_ATTN_DECODE, {1, 100, 0}, 1}, {OP_ATTN_DECODE, {1, 200, 0}, 2}, {OP_ATTN_DECODE, {2, 100, 0}, 3}};
+    KvErr e = {{0}};
+    CHECK(cost_model_set_op(&cm, OP_ATTN_DECODE, p, 3, 0, "spec", &e) == -1);
+    CHECK_CONTAINS(e.msg, "attn_decode");
+    CHECK_CONTAINS(e.msg, "(2, 200, 0) is missing");
+    CHECK(!cost_has(&cm, OP_ATTN_DECODE));
+    cost_model_free(&cm);
+}
+
+TEST(cost_duplicate_and_negative_points_refused)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    CostPoint dup[] = {{OP_GEMM_O, {8, 0, 0}, 1}, {OP_GEMM_O, {8, 0, 0}, 2}};
+    KvErr e = {{0}};
+    CHECK(cost_model_set_op(&cm, OP_GEMM_O, dup, 2, 0, "spec", &e) == -1);
+    CHECK_CONTAINS(e.msg, "duplicate point (8, 0, 0)");
+    CostPoint neg[] = {{OP_GEMM_O, {8, 0, 0}, -5}};
+    CHECK(cost_model_set_op(&cm, OP_GEMM_O, neg, 1, 0, "spec", &e) == -1);
+    CHECK_CONTAINS(e.msg, "invalid time");
+    CHECK(cost_model_set_op(&cm, OP_GEMM_O, neg, 0, 0, "spec", &e) == -1);
+    CHECK_CONTAINS(e.msg, "no points");
+    cost_model_free(&cm);
+}
+
+TEST(cost_monotone_envelope)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    /* a noisy measurement dips at 3 */
+    CostPoint p[] = {{OP_GEMM_FFN_UP, {1, 0, 0}, 10}, {OP_GEMM_FFN_UP, {2, 0, 0}, 20},
+                     {OP_GEMM_FFN_UP, {3, 0, 0}, 15}, {OP_GEMM_FFN_UP, {4, 0, 0}, 40}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_GEMM_FFN_UP, p, 4, 0, "cuda", &e) == 0);
+    CHECK_EQ_U(cm.monotone_fixes, 1);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_GEMM_FFN_UP, 3, 0, 0), 20, 0, 1e-9);
+    double prev = 0;
+    for (int64_t x = 1; x <= 4; x++) {
+        double v = cost_lookup_ns(&cm, OP_GEMM_FFN_UP, x, 0, 0);
+        CHECK(v >= prev);
+        prev = v;
+    }
+    cost_model_free(&cm);
+}
+
+TEST(cost_single_point_axis_is_constant)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "", "", 1);
+    /* ssd_read at one queue depth and one drive count: only bytes vary */
+    CostPoint p[] = {{OP_SSD_READ, {4096, 32, 4}, 100}, {OP_SSD_READ, {8192, 32, 4}, 150}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_SSD_READ, p, 2, 0, "spec", &e) == 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_SSD_READ, 6144, 32, 4), 125, 0, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_SSD_READ], 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_SSD_READ, 6144, 8, 4), 125, 0, 1e-9);
+    CHECK_EQ_U(cm.extrapolations[OP_SSD_READ], 1); /* qd 8 is outside the sampled {32} */
+    cost_model_free(&cm);
+}

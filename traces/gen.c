@@ -1,0 +1,236 @@
+/* gen.c — synthetic workload generators fitted to real traces: "sharegpt4" (multi-round chat, from
+ * HCache's published figures), "leval" (long-document QA, fitted to leval.csv), "swebench" (agent
+ * sessions, fitted to swebench.csv). Parameters and how they were fitted: traces/FITS.md (produced by
+ * tools/fit_traces.py, which runs a Monte Carlo of exactly this model).
+ *
+ * Responsible for: sessions arriving by a Poisson process; each session's turns emitted back to back
+ * (turn 0 at its arrival, later turns closed loop with the think time), so memory is O(1); the token
+ * counts of each turn; history_tokens of turn k = sum over turns j < k of (new input + output) — the
+ * saved context is always a prefix of what the previous turn ended with — with sharegpt4's own 16K
+ * cap (counted as a truncation).
+ * Not responsible for: max_context_tokens or max_requests (trace.c applies them).
+ * Determinism: three independent random streams per seed (tokens, think times, session arrivals;
+ * trace_rng.c, identical on every machine), so changing the rate or the think time never changes the
+ * token counts. Samples: x = exp(mu + sigma·N(0,1)) rounded to the nearest integer and clamped.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_int.h"
+
+enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_COUNT };
+
+typedef struct GenSpec {
+    const char *name;
+    const char *summary;
+    double rate_per_s;  /* default session arrival rate */
+    int64_t think_ns;   /* default think time; -1 = sampled per turn */
+} GenSpec;
+
+static const GenSpec gen_specs[GEN_COUNT] = {
+    {"sharegpt4", "multi-round chat fitted to HCache's ShareGPT4 figures: ~67 input / ~359 output tokens per round, "
+                  "median 7 rounds, half the conversations past 2,500 history tokens, 30 s think, history cap 16K",
+     0.5, 30000000000LL},
+    {"leval", "long-document QA fitted to leval.csv: document ~8K tokens (lognormal), ~7 questions per document "
+              "back to back, short answers with a per-document (task) scale",
+     0.1, 0},
+    {"swebench", "SWE-bench agent sessions fitted to swebench.csv: ~40 calls per session, history grows by each call's "
+                 "input and output, think time lognormal (median 4 s, p90 13 s)",
+     0.080225, -1},
+};
+
+/* ---- fitted parameters: see traces/FITS.md (tools/fit_traces.py) ---- */
+/* sharegpt4: means from HCache; shapes (sigmas) assumed; rounds_mu fitted to "half past 2,500" */
+#define SG_IN_MU 3.704693
+#define SG_IN_SIGMA 1.0
+#define SG_OUT_MU 5.563322
+#define SG_OUT_SIGMA 0.8
+#define SG_ROUNDS_MU 1.947454
+#define SG_ROUNDS_SIGMA 0.6
+#define SG_HISTORY_CAP 16384
+/* leval: mean-and-median lognormals, per-document/per-question split of the log variance, rho fitted
+ * to the file's mean history */
+#define LE_DOC_MU 8.987197
+#define LE_DOC_SIGMA 0.763289
+#define LE_N_MU 1.573257
+#define LE_N_SIGMA 0.888846
+#define LE_RHO (-0.244941)
+#define LE_Q_MU 3.784190
+#define LE_Q_SIGMA_DOC 0.472962
+#define LE_Q_SIGMA_TURN 0.224825
+#define LE_OUT_MU 2.484907
+#define LE_OUT_SIGMA_DOC 1.603076
+#define LE_OUT_SIGMA_TURN 0.465136
+/* swebench: first call, second call, calls 2..9, later calls; outputs of call 0 and later; think time
+ * through the median and p90 of the gaps between a session's calls */
+#define SW_CALLS_MU 3.600917
+#define SW_CALLS_SIGMA 0.423055
+#define SW_FIRST_MU 7.317212
+#define SW_FIRST_SIGMA 0.436808
+#define SW_SECOND_MU 6.645091
+#define SW_SECOND_SIGMA 0.739471
+#define SW_EARLY_MU 4.406719
+#define SW_EARLY_SIGMA 1.670752
+#define SW_LATE_MU 4.343805
+#define SW_LATE_SIGMA 1.443531
+#define SW_LATE_FROM 10
+#define SW_OUT0_MU 3.784190
+#define SW_OUT0_SIGMA 0.371986
+#define SW_OUT_MU 4.317488
+#define SW_OUT_SIGMA 1.523814
+#define SW_THINK_MU 1.386294
+#define SW_THINK_SIGMA 0.919709
+#define SW_THINK_MAX_S 600.0
+
+typedef struct Gen {
+    TraceSource *src;
+    int kind;
+    TraceRng tok, think;
+    TracePoisson arrivals;
+    int64_t think_const_ns; /* scaled; -1 = sample per turn */
+    int started;
+    uint64_t session;
+    int32_t turn, nturns;
+    int64_t arrival_ns;
+    int64_t history;
+    int history_cut;        /* the history of the next turn was capped */
+    double le_out_mu, le_q_mu;
+    int64_t le_doc_tokens;
+} Gen;
+
+int trace_generator_count(void) { return GEN_COUNT; }
+const char *trace_generator_name(int i) { return i >= 0 && i < GEN_COUNT ? gen_specs[i].name : NULL; }
+const char *trace_generator_summary(int i) { return i >= 0 && i < GEN_COUNT ? gen_specs[i].summary : NULL; }
+
+int trace_gen_find(const char *name)
+{
+    for (int i = 0; i < GEN_COUNT; i++)
+        if (strcmp(name, gen_specs[i].name) == 0) return i;
+    return -1;
+}
+
+static int64_t gen_ln(Gen *g, double mu, double sigma, int64_t hi)
+{
+    return trace_tokens(trace_rng_lognormal(&g->tok, mu, sigma), 1, hi);
+}
+
+static int gen_begin_session(Gen *g, KvErr *e)
+{
+    if (g->started) g->session++;
+    g->started = 1;
+    g->turn = 0;
+    g->history = 0;
+    g->history_cut = 0;
+    g->arrival_ns = trace_ns_from_s(trace_poisson_next_s(&g->arrivals), g->src->opt.time_scale);
+    if (g->arrival_ns < 0) return kv_err(e, "generator %s: session %llu arrives past the time range", gen_specs[g->kind].name,
+                                         (unsigned long long)g->session);
+    switch (g->kind) {
+    case GEN_SHAREGPT4:
+        g->nturns = (int32_t)gen_ln(g, SG_ROUNDS_MU, SG_ROUNDS_SIGMA, 256);
+        break;
+    case GEN_LEVAL: {
+        double z1 = trace_rng_normal(&g->tok), z2 = trace_rng_normal(&g->tok);
+        g->le_doc_tokens = trace_tokens(trace_exp(LE_DOC_MU + LE_DOC_SIGMA * z1), 1, 200000);
+        double zn = LE_RHO * z1 + sqrt(1.0 - LE_RHO * LE_RHO) * z2;
+        g->nturns = (int32_t)trace_tokens(trace_exp(LE_N_MU + LE_N_SIGMA * zn), 1, 200);
+        g->le_out_mu = LE_OUT_MU + LE_OUT_SIGMA_DOC * trace_rng_normal(&g->tok);
+        g->le_q_mu = LE_Q_MU + LE_Q_SIGMA_DOC * trace_rng_normal(&g->tok);
+        break;
+    }
+    default:
+        g->nturns = (int32_t)gen_ln(g, SW_CALLS_MU, SW_CALLS_SIGMA, 1000);
+        break;
+    }
+    return 0;
+}
+
+static int gen_next(void *impl, TraceRequest *out, KvErr *e)
+{
+    Gen *g = impl;
+    if (!g->started || g->turn == g->nturns)
+        if (gen_begin_session(g, e) != 0) return -1;
+    int32_t k = g->turn;
+    int64_t new_tokens, out_tokens, think_ns = 0;
+    switch (g->kind) {
+    case GEN_SHAREGPT4:
+        new_tokens = gen_ln(g, SG_IN_MU, SG_IN_SIGMA, 16384);
+        out_tokens = gen_ln(g, SG_OUT_MU, SG_OUT_SIGMA, 8192);
+        break;
+    case GEN_LEVAL:
+        new_tokens = k == 0 ? g->le_doc_tokens : gen_ln(g, g->le_q_mu, LE_Q_SIGMA_TURN, 16384);
+        out_tokens = gen_ln(g, g->le_out_mu, LE_OUT_SIGMA_TURN, 4096);
+        break;
+    default:
+        if (k == 0)
+            new_tokens = gen_ln(g, SW_FIRST_MU, SW_FIRST_SIGMA, 131072);
+        else if (k == 1)
+            new_tokens = gen_ln(g, SW_SECOND_MU, SW_SECOND_SIGMA, 131072);
+        else if (k < SW_LATE_FROM)
+            new_tokens = gen_ln(g, SW_EARLY_MU, SW_EARLY_SIGMA, 131072);
+        else
+            new_tokens = gen_ln(g, SW_LATE_MU, SW_LATE_SIGMA, 131072);
+        if (k > 0 && g->think_const_ns < 0) {
+            double s = fmin(SW_THINK_MAX_S, trace_rng_lognormal(&g->think, SW_THINK_MU, SW_THINK_SIGMA));
+            think_ns = trace_ns_from_s(s, g->src->opt.time_scale);
+        }
+        out_tokens = gen_ln(g, k == 0 ? SW_OUT0_MU : SW_OUT_MU, k == 0 ? SW_OUT0_SIGMA : SW_OUT_SIGMA, 65536);
+        break;
+    }
+    if (k > 0 && g->think_const_ns >= 0) think_ns = g->think_const_ns;
+    out->session = g->session;
+    out->turn = k;
+    out->arrival_ns = k == 0 ? g->arrival_ns : -1;
+    out->think_ns = k == 0 ? 0 : think_ns;
+    out->new_input_tokens = new_tokens;
+    out->output_tokens = out_tokens;
+    out->history_tokens = g->history;
+    g->src->backend_cut = g->history_cut;
+    /* the next turn restores everything this one ends with */
+    g->history += new_tokens + out_tokens;
+    g->history_cut = 0;
+    if (g->kind == GEN_SHAREGPT4 && g->history > SG_HISTORY_CAP) {
+        g->history = SG_HISTORY_CAP;
+        g->history_cut = 1;
+    }
+    g->turn++;
+    return 1;
+}
+
+static void gen_close(void *impl) { free(impl); }
+
+static const TraceBackend gen_backend = {"generator", gen_next, gen_close};
+
+int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
+{
+    const GenSpec *sp = &gen_specs[gen_index];
+    Gen *g = calloc(1, sizeof *g);
+    if (!g) return kv_err(e, "generator %s: out of memory", sp->name);
+    s->be = &gen_backend;
+    s->impl = g;
+    g->src = s;
+    g->kind = gen_index;
+    const TraceOptions *o = &s->opt;
+    double rate = o->session_rate_per_s > 0 ? o->session_rate_per_s : sp->rate_per_s;
+    trace_rng_seed(&g->tok, o->seed, 1);
+    trace_rng_seed(&g->think, o->seed, 2);
+    trace_poisson_init(&g->arrivals, o->seed, rate);
+    int64_t think = o->think_ns > 0 ? o->think_ns : sp->think_ns;
+    g->think_const_ns = think >= 0 ? trace_scale_ns(think, o->time_scale) : -1;
+    if (think >= 0 && g->think_const_ns < 0) return kv_err(e, "generator %s: think time × time_scale is out of range", sp->name);
+    if (s->max_requests == 0) s->max_requests = TRACE_DEFAULT_GEN_REQUESTS;
+    char think_s[64];
+    if (think >= 0)
+        snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);
+    else
+        snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
+    char ctx[48];
+    if (o->max_context_tokens > 0)
+        snprintf(ctx, sizeof ctx, "max_context %lld", (long long)o->max_context_tokens);
+    else
+        snprintf(ctx, sizeof ctx, "max_context none");
+    snprintf(s->describe, sizeof s->describe,
+             "generator %s: seed %llu, sessions Poisson %g/s, %s, %lld requests, time_scale %g, %s (parameters: traces/FITS.md)",
+             sp->name, (unsigned long long)o->seed, rate, think_s, (long long)s->max_requests, o->time_scale, ctx);
+    return 0;
+}

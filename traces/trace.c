@@ -1,0 +1,199 @@
+/* trace.c — the public trace API: options, choosing a backend, and what every request passes
+ * through on its way out (max_requests, context truncation, token and order invariants).
+ *
+ * Responsible for: validating TraceOptions once (then the copy in the source is const), telling a
+ * generator name from a path and detecting a file's format, the context cut of max_context_tokens
+ * (and counting it), and checking on every request that arrival_ns never goes back and that the
+ * token invariants hold — a violation is a loader bug and fails loudly instead of corrupting a run.
+ * Not responsible for: parsing (csv.c, vidur.c, mooncake.c) or sampling (gen.c).
+ * Invariants: after trace_next returns -1 the source stays failed (every later call returns -1 with
+ * the same message); emitted <= max_requests when a limit is set.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_int.h"
+
+static int trace_has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (m > n) return 0;
+    for (size_t i = 0; i < m; i++)
+        if (tolower((unsigned char)s[n - m + i]) != suffix[i]) return 0;
+    return 1;
+}
+
+/* "csv", "mooncake" or "vidur" from the extension, else from the first line. */
+static int trace_detect_format(const char *path, const char **format, KvErr *e)
+{
+    if (trace_has_suffix(path, ".jsonl") || trace_has_suffix(path, ".json")) {
+        *format = "mooncake";
+        return 0;
+    }
+    TraceLines l;
+    if (trace_lines_open(&l, path, e) != 0) return -1;
+    char *line = NULL;
+    int r = trace_lines_read(&l, &line, e);
+    if (r < 0) {
+        trace_lines_close(&l);
+        return -1;
+    }
+    if (r == 0) {
+        trace_lines_close(&l);
+        return kv_err(e, "%s: line 1: empty file, expected a header row or a JSON object", path);
+    }
+    const char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '{')
+        *format = "mooncake";
+    else if (strstr(line, "num_prefill_tokens") || strstr(line, "arrived_at"))
+        *format = "vidur";
+    else
+        *format = "csv";
+    trace_lines_close(&l);
+    return 0;
+}
+
+TraceSource *trace_open(const TraceOptions *o, KvErr *e)
+{
+    if (!o || !o->source || !*o->source) {
+        kv_err(e, "trace: no source given (a file path or a generator name)");
+        return NULL;
+    }
+    if (!(o->time_scale >= 0.0) || isinf(o->time_scale)) {
+        kv_err(e, "trace: time_scale must be a positive number, got %g", o->time_scale);
+        return NULL;
+    }
+    if (!(o->session_rate_per_s >= 0.0) || isinf(o->session_rate_per_s)) {
+        kv_err(e, "trace: session_rate_per_s must be a positive number (0 = default), got %g", o->session_rate_per_s);
+        return NULL;
+    }
+    if (o->think_ns < 0) {
+        kv_err(e, "trace: think_ns must be >= 0 (0 = default), got %lld", (long long)o->think_ns);
+        return NULL;
+    }
+    if (o->max_requests < 0) {
+        kv_err(e, "trace: max_requests must be >= 0 (0 = no limit), got %lld", (long long)o->max_requests);
+        return NULL;
+    }
+    if (o->max_context_tokens < 0) {
+        kv_err(e, "trace: max_context_tokens must be >= 0 (0 = none), got %lld", (long long)o->max_context_tokens);
+        return NULL;
+    }
+    const char *format = o->format && *o->format ? o->format : "auto";
+    if (strcmp(format, "auto") && strcmp(format, "csv") && strcmp(format, "mooncake") && strcmp(format, "vidur")) {
+        kv_err(e, "trace: unknown format \"%s\" (expected auto, csv, mooncake or vidur)", format);
+        return NULL;
+    }
+    int gen = trace_gen_find(o->source);
+    if (gen >= 0 && strcmp(format, "auto") != 0) {
+        kv_err(e, "trace: \"%s\" is a generator; format \"%s\" applies to files only", o->source, format);
+        return NULL;
+    }
+    if (gen < 0 && strcmp(format, "auto") == 0 && trace_detect_format(o->source, &format, e) != 0) return NULL;
+
+    TraceSource *s = calloc(1, sizeof *s);
+    if (!s) {
+        kv_err(e, "trace: out of memory");
+        return NULL;
+    }
+    s->opt = *o;
+    s->source_copy = strdup(o->source);
+    s->format_copy = strdup(gen >= 0 ? "generator" : format);
+    if (!s->source_copy || !s->format_copy) {
+        trace_close(s);
+        kv_err(e, "trace: out of memory");
+        return NULL;
+    }
+    s->opt.source = s->source_copy;
+    s->opt.format = s->format_copy;
+    if (s->opt.time_scale == 0.0) s->opt.time_scale = 1.0;
+    s->max_requests = o->max_requests;
+    s->last_arrival_ns = 0;
+
+    int rc;
+    if (gen >= 0)
+        rc = trace_gen_open(s, gen, e);
+    else if (strcmp(format, "csv") == 0)
+        rc = trace_csv_open(s, e);
+    else if (strcmp(format, "vidur") == 0)
+        rc = trace_vidur_open(s, e);
+    else
+        rc = trace_mooncake_open(s, e);
+    if (rc != 0) {
+        trace_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int trace_fail(TraceSource *s, KvErr *e)
+{
+    s->failed = 1;
+    if (e && e != &s->err) s->err = *e;
+    return -1;
+}
+
+int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
+{
+    if (s->failed) {
+        if (e) *e = s->err;
+        return -1;
+    }
+    if (s->max_requests > 0 && s->emitted >= s->max_requests) return 0;
+    KvErr local;
+    KvErr *err = e ? e : &local;
+    s->backend_cut = 0;
+    int r = s->be->next(s->impl, out, err);
+    if (r < 0) return trace_fail(s, err);
+    if (r == 0) return 0;
+
+    /* token invariants (backends guarantee them; a failure here is a loader bug) */
+    if (out->new_input_tokens < 1 || out->output_tokens < 1 || out->history_tokens < 0 || out->turn < 0) {
+        kv_err(err, "%s: request %lld (session %llu turn %d): broken token invariant (new %lld, output %lld, history %lld)",
+               s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+               (long long)out->new_input_tokens, (long long)out->output_tokens, (long long)out->history_tokens);
+        return trace_fail(s, err);
+    }
+    /* release order: timed arrivals never go back; closed loop only after turn 0 */
+    if (out->arrival_ns >= 0) {
+        if (out->arrival_ns < s->last_arrival_ns) {
+            kv_err(err, "%s: request %lld (session %llu turn %d): arrival %lld ns before the previous arrival %lld ns",
+                   s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+                   (long long)out->arrival_ns, (long long)s->last_arrival_ns);
+            return trace_fail(s, err);
+        }
+        s->last_arrival_ns = out->arrival_ns;
+    } else if (out->arrival_ns != -1 || out->turn == 0 || out->think_ns < 0) {
+        kv_err(err, "%s: request %lld (session %llu turn %d): closed-loop request with arrival %lld, think %lld ns",
+               s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+               (long long)out->arrival_ns, (long long)out->think_ns);
+        return trace_fail(s, err);
+    }
+
+    int64_t max_ctx = s->opt.max_context_tokens;
+    int cut = s->backend_cut;
+    if (max_ctx > 0 && out->history_tokens + out->new_input_tokens > max_ctx) {
+        if (out->new_input_tokens > max_ctx) out->new_input_tokens = max_ctx;
+        out->history_tokens = kv_max_i64(0, max_ctx - out->new_input_tokens);
+        cut = 1;
+    }
+    s->truncated += cut;
+    s->emitted++;
+    return 1;
+}
+
+void trace_close(TraceSource *s)
+{
+    if (!s) return;
+    if (s->be && s->impl) s->be->close(s->impl);
+    free(s->source_copy);
+    free(s->format_copy);
+    free(s);
+}
+
+const char *trace_describe(const TraceSource *s) { return s->describe; }
+int64_t trace_truncated_count(const TraceSource *s) { return s->truncated; }
+int64_t trace_emitted_count(const TraceSource *s) { return s->emitted; }

@@ -1,0 +1,107 @@
+/* trace.h — workload traces: one stream of requests (turns of sessions) from a real trace file or a
+ * synthetic generator, in release order, with the arrival process attached.
+ *
+ * Responsible for: opening a source by path or generator name, reading it as a stream (files are
+ * streamed line by line when already in release order, else through a compact offset index; the
+ * generators are O(1) memory), the arrival process (file timestamps, or Poisson sessions with closed-
+ * loop turns), the time scale, context truncation, and naming everything in trace_describe().
+ * Not responsible for: simulating what happens to a request (sim/), or when a closed-loop turn is
+ * actually released — the simulator releases it think_ns after the session's previous turn finished.
+ *
+ * Sources:
+ *   canonical CSV  (../shared/traces/NAME.csv; header row; columns by name: session_id, turn,
+ *                   arrival_s (optional column, empty cells allowed), new_input_tokens, output_tokens,
+ *                   history_tokens; other columns ignored; quoted fields and CRLF accepted)
+ *   mooncake JSONL ({"timestamp": ms, "input_length", "output_length", "hash_ids": [...]} per line;
+ *                   history = longest prefix of 512-token blocks already seen, below input_length;
+ *                   every request its own session)
+ *   vidur CSV      (arrived_at [s, optional column], num_prefill_tokens, num_decode_tokens; every
+ *                   request its own session, history 0)
+ *   generators     "sharegpt4", "leval", "swebench" (parameters and how they were fitted: FITS.md)
+ *
+ * Arrival process: a row with a timestamp arrives at it (× time_scale). A session's turn 0 without a
+ * timestamp arrives by a Poisson process of sessions (session_rate_per_s, first arrival after one
+ * exponential gap); a later turn without a timestamp is closed loop: arrival_ns = -1 and it arrives
+ * think_ns after the session's previous turn finished. time_scale multiplies every time the stream
+ * carries (timestamps, Poisson arrivals, think times): the stream at scale s is the stream at scale 1
+ * with each arrival_ns and think_ns times s (rounded to the nanosecond).
+ *
+ * Order contract (release order), checked on every request by trace_next():
+ *   - requests with arrival_ns >= 0 come in non-decreasing arrival_ns;
+ *   - a request of turn k > 0 comes after a request of turn k-1 of the same session (the "previous
+ *     turn"); a closed-loop request comes after it, right after or later. Normally a session's turns
+ *     come 0, 1, 2, ...; a file may repeat a turn number (a branch: two requests continuing the same
+ *     earlier turn, as the Mooncake conversation trace does), never skip one.
+ *   - sessions are numbered densely 0, 1, ... in order of first appearance in the stream.
+ * Token invariants after loading: new_input_tokens >= 1 (a 0 in a file becomes 1 and history shrinks
+ * by one, so the full prompt keeps its length), output_tokens >= 1, history_tokens >= 0.
+ *
+ * Memory: files: O(distinct sessions) (names and per-session state), plus 24 bytes per row when the
+ * file is out of release order (the index); mooncake adds a hash set of the block ids seen.
+ * Generators: O(1) (a session's turns come back to back). Errors: every failing call returns -1 or
+ * NULL and leaves "FILE: line N: column X: expected ..., got ..." (or the generator/option at fault)
+ * in the KvErr.
+ */
+#ifndef KV_TRACE_H
+#define KV_TRACE_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+typedef struct TraceRequest {
+    uint64_t session;        /* dense id, 0.. in order of first appearance in the stream */
+    int32_t turn;            /* 0-based within the session */
+    int64_t arrival_ns;      /* >= 0: absolute arrival; -1: closed loop, arrives think_ns after
+                                the session's previous turn finished */
+    int64_t think_ns;        /* closed-loop gap (used when arrival_ns == -1) */
+    int64_t new_input_tokens;  /* >= 1 after loading (0 in a file becomes 1, as SOURCES.md says) */
+    int64_t output_tokens;     /* >= 1 */
+    int64_t history_tokens;    /* reusable prefix from earlier turns */
+} TraceRequest;
+
+typedef struct TraceOptions {
+    const char *source;      /* a path, or a generator name: "sharegpt4", "leval", "swebench" */
+    const char *format;      /* "auto" (default: by extension/header), "csv", "mooncake", "vidur" */
+    uint64_t seed;
+    double session_rate_per_s; /* Poisson session arrivals for sources without timestamps and for
+                                  generators (0 = default of the generator/trace) */
+    double time_scale;         /* multiply every trace timestamp and think time by this (1 = as is) */
+    int64_t think_ns;          /* think time between turns of sources without per-turn timestamps
+                                  (0 = source default, e.g. 30 s for sharegpt4 as in HCache) */
+    int64_t max_requests;      /* stop after this many requests (0 = no limit; generators: required
+                                  or default 1000) */
+    int64_t max_context_tokens;/* 0 = none; else history+new truncated to this (drop oldest history:
+                                  history = max(0, max_ctx - new); new capped at max_ctx) and counted */
+} TraceOptions;
+
+/* Defaults that the options' zeros stand for. */
+#define TRACE_DEFAULT_SESSION_RATE_PER_S 1.0 /* files without timestamps */
+#define TRACE_DEFAULT_GEN_REQUESTS 1000      /* generators with max_requests == 0 */
+#define TRACE_MOONCAKE_BLOCK_TOKENS 512      /* tokens per hash id in the Mooncake traces */
+
+typedef struct TraceSource TraceSource;
+
+/* Open a source. A file is read once up front to validate it and to learn whether it is in release
+ * order (O(rows) time; a file out of order is read a second time to build its index). Options are
+ * validated (negative rates, scales, counts → error naming the option). NULL + message on failure. */
+TraceSource *trace_open(const TraceOptions *o, KvErr *e);
+/* The next request in release order. 1: got one, 0: end (also after max_requests), -1: error
+ * (a malformed line, an I/O error, or a broken order contract). O(1) amortised; a file out of
+ * order costs one seek per request. */
+int trace_next(TraceSource *s, TraceRequest *out, KvErr *e);
+/* Close and free; NULL is allowed. */
+void trace_close(TraceSource *s);
+/* One line: source, format, parameters, seed (valid until trace_close). */
+const char *trace_describe(const TraceSource *s);
+/* Requests whose context was cut so far (by max_context_tokens or a generator's own history cap). */
+int64_t trace_truncated_count(const TraceSource *s);
+/* Requests returned so far. */
+int64_t trace_emitted_count(const TraceSource *s);
+
+/* names and one-line descriptions of the built-in generators, for `kvsim list traces` */
+int trace_generator_count(void);
+const char *trace_generator_name(int i);   /* NULL when i is out of range */
+const char *trace_generator_summary(int i); /* NULL when i is out of range */
+
+#endif
