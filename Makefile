@@ -78,6 +78,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BU
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libkvsim.a
 EMBEDDED  := configs/models.json configs/hardware.json
+DEFAULT_POLICIES ?= recompute,kv-offload
 
 .PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san
 .DEFAULT_GOAL := all
@@ -131,7 +132,7 @@ $(BUILD)/kvtest: $(TEST_OBJ) $(LIB)
 # ---- the two README commands ----
 run: deps
 	@$(MAKE) --no-print-directory all
-	bin/kvsim run-default --out results/default
+	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --out results/default
 
 test-plain: all $(BUILD)/kvtest
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)

@@ -263,10 +263,14 @@ int spec_generate(const SpecInputs *in, SpecEmitFn emit, void *ctx, KvErr *e)
         for (int i = 0; i < nt; i++)
             for (int j = 0; j < nc; j++)
                 if (put(&g, two_d[k], tok[i], ctxs[j], 0, e) != 0) return -1;
-    /* decode: batch 1..512 × total context 1Ki..32Mi tokens */
-    for (int64_t b = 1; b <= 512; b *= 2)
+    /* decode: batch 1..512 × total context 1..32Mi tokens */
+    static const int64_t small_ctx[] = {1, 16, 64, 256, 512};
+    for (int64_t b = 1; b <= 512; b *= 2) {
+        for (size_t i = 0; i < KV_ARRAY_LEN(small_ctx); i++)
+            if (put(&g, OP_ATTN_DECODE, b, small_ctx[i], 0, e) != 0) return -1;
         for (int64_t c = 1024; c <= (1LL << 25); c *= 2)
             if (put(&g, OP_ATTN_DECODE, b, c, 0, e) != 0) return -1;
+    }
     /* IO: 4 KiB .. 64 GiB */
     static const CostOp link_ops[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
     if (in->link)

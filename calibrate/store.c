@@ -19,6 +19,11 @@
  *     gives the crash guarantee: a run's transaction that never committed is rolled back by the
  *     next opener (hot journal), so an interrupted kvcal leaves no partial run.
  *
+ * Costs: store_open runs PRAGMA quick_check, O(file size) (milliseconds for stores of thousands
+ * of points); add_point is one insert into the UNIQUE index, O(log points); pick_run visits the
+ * device's complete runs and probes that index once per run; the dump reads in index order (no
+ * sort); an SQL import holds the dump in an in-memory database while copying it.
+ *
  * Invariants:
  *   - run.complete = 1 only for runs whose end_run committed (or imported as complete);
  *   - every point satisfies validate_point (known op, unused parameters 0, n >= 1, finite times

@@ -9,7 +9,9 @@
  *         UNIQUE(run_id, op, model, dtype, tp, p1, p2, p3))
  *   view newest_run(device, model, dtype, tp, op, run_id): per key the newest complete run,
  *         measured backends (cpu, cuda) ranked above spec.
- * IO ops (ops.h cost_op_is_io) are stored with model = '' and tp = 1.
+ * IO ops (ops.h cost_op_is_io) are stored with model = '' and tp = 1 (store_add_point normalises
+ * them); their dtype is kept as given but is not part of their key (pick_run and the view ignore it).
+ * op is stored as its name (cost_op_name), so reordering the enum never reinterprets a file.
  *
  * Invariants: a run's points are written in one transaction (begin_run .. end_run); a crash or
  * an interrupted kvcal leaves either the whole run or nothing. Opening a file that is not a
@@ -71,7 +73,9 @@ int store_open(CostStore *s, const char *path, int create, KvErr *e);
 void store_close(CostStore *s);
 
 /* Writing a run: begin (BEGIN IMMEDIATE, insert run row, id returned), add points, end
- * (commit != 0: mark complete and COMMIT; 0: ROLLBACK). */
+ * (commit != 0: mark complete and COMMIT; 0: ROLLBACK). begin_run fills an empty started_at with
+ * the current UTC time; end_run an empty finished_at. A point that add_point refuses (invalid, or
+ * a duplicate key) is not stored and the run stays open. */
 int store_begin_run(CostStore *s, StoreRunMeta *meta, KvErr *e);
 int store_add_point(CostStore *s, int64_t run_id, const StorePoint *p, KvErr *e);
 int store_end_run(CostStore *s, int64_t run_id, int commit, KvErr *e);
@@ -86,7 +90,8 @@ typedef int (*StorePointFn)(void *ctx, const StorePoint *p);
 int store_run_points(CostStore *s, int64_t run_id, int op, StorePointFn fn, void *ctx, KvErr *e);
 
 /* The run to read for a key: newest complete run for (device, model, dtype, tp, op), measured
- * before spec. 0 and *run_id = 0 when none. */
+ * before spec. 0 and *run_id = 0 when none. Rank: cuda and cpu, then "import", then spec; within
+ * a rank the latest started_at, then the highest id. For IO ops model, dtype and tp are ignored. */
 int store_pick_run(CostStore *s, const char *device, const char *model, const char *dtype, int tp,
                    CostOp op, int64_t *run_id, KvErr *e);
 

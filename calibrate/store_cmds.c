@@ -226,6 +226,7 @@ static void param_names(CostOp op, const char *names[3])
     }
 }
 
+/* Columns are right-aligned and always separated by at least one space, however wide a value. */
 static void show_point_group(const StorePoint *pts, size_t n)
 {
     CostOp op = pts[0].op;
@@ -239,22 +240,22 @@ static void show_point_group(const StorePoint *pts, size_t n)
         printf("\n%s: model %s, %s, tp %d (%zu point%s)\n", cost_op_name(op), pts[0].model, pts[0].dtype, pts[0].tp, n,
                n == 1 ? "" : "s");
     for (int k = 0; k < 3; k++)
-        if (names[k]) printf("%14s", names[k]);
-    printf("%7s%13s%13s%13s", "n", "median_us", "p10_us", "p90_us");
-    if (io) printf("%10s", "GB/s");
-    if (tok) printf("%10s", "ktok/s");
+        if (names[k]) printf(" %13s", names[k]);
+    printf(" %6s %12s %12s %12s", "n", "median_us", "p10_us", "p90_us");
+    if (io) printf(" %9s", "GB/s");
+    if (tok) printf(" %9s", "ktok/s");
     putchar('\n');
     for (size_t i = 0; i < n; i++) {
         const StorePoint *p = &pts[i];
         const int64_t par[3] = {p->p1, p->p2, p->p3};
         for (int k = 0; k < 3; k++)
-            if (names[k]) printf("%14lld", (long long)par[k]);
-        printf("%7d%13.3f%13.3f%13.3f", p->n, p->median_ns / 1e3, p->p10_ns / 1e3, p->p90_ns / 1e3);
+            if (names[k]) printf(" %13lld", (long long)par[k]);
+        printf(" %6d %12.3f %12.3f %12.3f", p->n, p->median_ns / 1e3, p->p10_ns / 1e3, p->p90_ns / 1e3);
         if (io || tok) {
             if (p->median_ns > 0)
-                printf("%10.*f", io ? 2 : 1, io ? (double)p->p1 / p->median_ns : (double)p->p1 / p->median_ns * 1e6);
+                printf(" %9.*f", io ? 2 : 1, io ? (double)p->p1 / p->median_ns : (double)p->p1 / p->median_ns * 1e6);
             else
-                printf("%10s", "-");
+                printf(" %9s", "-");
         }
         putchar('\n');
     }

@@ -167,7 +167,10 @@ static cJSON *policy_json(const SimResult *r)
     cJSON_AddNumberToObject(o, "sim_time_s", (double)r->sim_end_ns / 1e9);
     cJSON_AddNumberToObject(o, "iterations", (double)r->iterations);
     cJSON_AddNumberToObject(o, "events", (double)r->events);
-    cJSON_AddNumberToObject(o, "cost_extrapolations", (double)r->extrapolations);
+    cJSON *ex = cJSON_AddObjectToObject(o, "cost_extrapolations");
+    cJSON_AddNumberToObject(ex, "total", (double)r->extrapolations);
+    for (int op = 0; op < OP_COUNT; op++)
+        if (r->extrapolations_op[op]) cJSON_AddNumberToObject(ex, cost_op_name((CostOp)op), (double)r->extrapolations_op[op]);
     if (r->policy_notes[0]) {
         cJSON *notes = cJSON_Parse(r->policy_notes);
         if (notes) cJSON_AddItemToObject(o, "policy_notes", notes);

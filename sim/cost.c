@@ -293,7 +293,7 @@ int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, c
             kv_err_prefix(e, "%s: run %lld: ", db_path, (long long)run);
             goto fail;
         }
-        found++;
+        found += !cost_op_is_io((CostOp)op);
         int dup = 0;
         for (int i = 0; i < nruns; i++) dup |= runs[i] == run;
         if (!dup && nruns < OP_COUNT) runs[nruns++] = run;

@@ -58,8 +58,8 @@ void cost_model_init(CostModel *cm, const char *device, const char *model, const
 int cost_model_set_op(CostModel *cm, CostOp op, const CostPoint *pts, size_t n, int64_t run_id,
                       const char *backend, KvErr *e);
 /* Load every op available for the key from a store file (store_pick_run per op). IO ops are looked
- * up with model '' and tp 1. Ops without points stay absent. Fails if no op at all is found, with a
- * message listing the devices/models the store has. */
+ * up with model '' and tp 1. Ops without points stay absent. Fails if no compute op is found for the model, with
+ * a message listing the runs (devices, models) the store has. */
 int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, const char *model,
                        const char *dtype, int tp, KvErr *e);
 void cost_model_free(CostModel *cm);

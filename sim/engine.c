@@ -1668,6 +1668,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
         out->util_nic_out += sm->rep[i].nic_out.busy_ns / (T * sm->R);
     }
     out->extrapolations = cost_extrapolations_total(&w->cost);
+    memcpy(out->extrapolations_op, w->cost.extrapolations, sizeof out->extrapolations_op);
     if (pol->notes) pol->notes(sm->pstate, out->policy_notes, sizeof out->policy_notes);
     rc = 0;
 done:

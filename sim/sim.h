@@ -112,6 +112,7 @@ typedef struct SimResult {
     double util_h2d[SIM_MAX_STAGES], util_d2h[SIM_MAX_STAGES], util_ssd, util_nic_in, util_nic_out;
     uint64_t iterations, events;
     uint64_t extrapolations;
+    uint64_t extrapolations_op[OP_COUNT];
     double wall_s;
     char policy_notes[1024];      /* policy-specific facts (its split, thresholds) as JSON text */
 } SimResult;

@@ -550,6 +550,7 @@ TEST(store_killed_writer_leaves_no_partial_run)
     StorePoint keep = pt(OP_GEMM_QKV, "llama-3-8b", 1, 0, 0, 5);
     int64_t kept = add_run(t, &s, meta("cuda", "H100", "2024-01-01T00:00:00Z"), &keep, 1);
     store_close(&s);
+    int64_t size_before = file_size(path);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -570,6 +571,11 @@ TEST(store_killed_writer_leaves_no_partial_run)
     int status = 0;
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    /* the situation we mean to test: uncommitted pages in the file, a hot journal beside it */
+    char journal[4300];
+    snprintf(journal, sizeof journal, "%s-journal", path);
+    CHECK(access(journal, F_OK) == 0);
+    CHECK(file_size(path) > size_before);
     CHECK_MSG(store_open(&s, path, 0, &e) == 0, "%s", e.msg); /* hot journal rolled back, quick_check ok */
     static RunSet rs;
     rs.n = 0;
@@ -1430,4 +1436,58 @@ TEST(store_cmd_usage_and_failures)
     CHECK_CONTAINS(o, "notastore.db: not a kvsim cost store (file is not a database)");
     free(o);
     CHECK(access(txt, F_OK) == 0); /* an existing file is never removed */
+}
+
+/* ---- golden fixtures: a committed schema-1 dump and CSV must keep loading and re-export
+ * byte for byte; if this fails after a deliberate format change, bump STORE_SCHEMA_VERSION and
+ * regenerate the fixtures (kvcal export --format sql|csv of a store loaded from them). ---- */
+
+TEST(store_golden_dump_fixture_round_trips)
+{
+    KvErr e = {{0}};
+    const char *fx = test_path("tests/fixtures/store_dump_v1.sql");
+    char *want = kv_read_file(fx, NULL, &e);
+    CHECK_MSG(want != NULL, "%s", e.msg);
+    if (!want) return;
+    CostStore s;
+    CHECK(store_open(&s, tmp_path(t, "g.db"), 1, &e) == 0);
+    StoreImportStats st;
+    CHECK_MSG(store_import_sql_stats(&s, want, fx, &st, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(st.runs_added, 2);
+    CHECK_EQ_I(st.points_added, 9);
+    char *got = dump_text(t, &s);
+    CHECK_MSG(got && strcmp(got, want) == 0, "the dump of %s differs from the file", fx);
+    /* what a reader gets from it */
+    int64_t run = 0;
+    CHECK(store_pick_run(&s, "NVIDIA H200", "llama-3-8b", "bf16", 1, OP_GEMM_QKV, &run, &e) == 0);
+    CHECK_EQ_I(run, 1);
+    CHECK(store_pick_run(&s, "H100-SXM", "llama-3-8b", "bf16", 2, OP_GEMM_O, &run, &e) == 0);
+    CHECK_EQ_I(run, 2);
+    static PointSet ps;
+    ps.n = 0;
+    CHECK(store_run_points(&s, 1, OP_SSD_READ, collect, &ps, &e) == 0);
+    CHECK_EQ_I(ps.n, 1);
+    CHECK_NEAR(ps.v[0].median_ns, 98765.4321, 0, 0);
+    CHECK_EQ_I(ps.v[0].p2, 32);
+    CHECK_EQ_I(ps.v[0].p3, 4);
+    free(got);
+    free(want);
+    store_close(&s);
+}
+
+TEST(store_golden_csv_fixture_round_trips)
+{
+    KvErr e = {{0}};
+    const char *fx = test_path("tests/fixtures/store_export_v1.csv");
+    char *want = kv_read_file(fx, NULL, &e);
+    CHECK_MSG(want != NULL, "%s", e.msg);
+    if (!want) return;
+    CostStore s;
+    CHECK(store_open(&s, tmp_path(t, "g.db"), 1, &e) == 0);
+    CHECK_MSG(store_import_csv(&s, want, fx, &e) == 0, "%s", e.msg);
+    char *got = export_text(t, &s, 0, 0);
+    CHECK_MSG(got && strcmp(got, want) == 0, "the CSV export differs from %s", fx);
+    free(got);
+    free(want);
+    store_close(&s);
 }

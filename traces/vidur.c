@@ -61,7 +61,9 @@ static int vid_step(void *ctx, int64_t line_no, int64_t *key_ns, int *timed, KvE
     VidurTrace *v = ctx;
     double t_s = v->col[VID_ARRIVED] >= 0 ? v->arrived_s : trace_poisson_next_s(&v->poisson);
     *key_ns = trace_ns_from_s(t_s, v->src->opt.time_scale);
-    if (*key_ns < 0) return kv_err(e, "%s: line %lld: arrival %g s is too large", v->path, (long long)line_no, t_s);
+    if (*key_ns < 0)
+        return kv_err(e, "%s: line %lld: %s: %g s is too large", v->path, (long long)line_no,
+                      v->col[VID_ARRIVED] >= 0 ? "column arrived_at" : "Poisson arrival", t_s);
     *timed = 1;
     return 0;
 }
