@@ -476,7 +476,7 @@ static void ch_start(Sim *sm, Channel *c)
         Unit *prev = NULL;
         u = c->hi_head;
         if (sm->pol->io_pick && c->nhi > 1) {
-            IoChoice ch[64];
+            IoChoice ch[64] = {{0}};
             Unit *us[64];
             int n = 0;
             for (Unit *x = c->hi_head; x && n < 64; x = x->next) {

@@ -411,6 +411,7 @@ TEST(trace_csv_max_context_and_max_requests)
     o.max_context_tokens = 0;
     o.max_requests = 3;
     s = trace_open(&o, &e);
+    CHECK_CONTAINS(trace_describe(s), "; max_requests 3; max_context none");
     CHECK(read_all(s, &q, 100, &e) == 0);
     CHECK_EQ_U(q.n, 3);
     free(q.r);

@@ -224,13 +224,8 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);
     else
         snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
-    char ctx[48];
-    if (o->max_context_tokens > 0)
-        snprintf(ctx, sizeof ctx, "max_context %lld", (long long)o->max_context_tokens);
-    else
-        snprintf(ctx, sizeof ctx, "max_context none");
     snprintf(s->describe, sizeof s->describe,
-             "generator %s: seed %llu, sessions Poisson %g/s, %s, %lld requests, time_scale %g, %s (parameters: traces/FITS.md)",
-             sp->name, (unsigned long long)o->seed, rate, think_s, (long long)s->max_requests, o->time_scale, ctx);
+             "generator %s: seed %llu, sessions Poisson %g/s, %s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
+             sp->name, (unsigned long long)o->seed, rate, think_s, (long long)s->max_requests, o->time_scale);
     return 0;
 }

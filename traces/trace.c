@@ -126,6 +126,15 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
         trace_close(s);
         return NULL;
     }
+    size_t used = strlen(s->describe);
+    if (gen < 0 && s->max_requests > 0)
+        used += (size_t)snprintf(s->describe + used, sizeof s->describe - used, "; max_requests %lld", (long long)s->max_requests);
+    if (used < sizeof s->describe) {
+        if (s->opt.max_context_tokens > 0)
+            snprintf(s->describe + used, sizeof s->describe - used, "; max_context %lld", (long long)s->opt.max_context_tokens);
+        else
+            snprintf(s->describe + used, sizeof s->describe - used, "; max_context none");
+    }
     return s;
 }
 

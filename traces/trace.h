@@ -26,7 +26,8 @@
  * carries (timestamps, Poisson arrivals, think times): the stream at scale s is the stream at scale 1
  * with each arrival_ns and think_ns times s (rounded to the nanosecond).
  *
- * Order contract (release order), checked on every request by trace_next():
+ * Order contract (release order); trace_next() checks the arrival part and the token invariants on
+ * every request (O(1)), the loaders guarantee the per-session part (tests check it over whole streams):
  *   - requests with arrival_ns >= 0 come in non-decreasing arrival_ns;
  *   - a request of turn k > 0 comes after a request of turn k-1 of the same session (the "previous
  *     turn"); a closed-loop request comes after it, right after or later. Normally a session's turns
