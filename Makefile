@@ -47,7 +47,7 @@ else
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_BASE) $(OPT)
-LDLIBS  := $(PKG_LIBS) -lm -lpthread
+LDLIBS  := -Wl,--as-needed $(PKG_LIBS) -lm -lpthread
 ifneq ($(SANITIZE),)
   CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=$(SANITIZE)

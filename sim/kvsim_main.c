@@ -298,6 +298,7 @@ static int cmd_run(int argc, char **argv, int compare)
         to.time_scale = cfg.time_scale > 0 ? cfg.time_scale : 1;
         to.think_ns = cfg.think_ns;
         to.max_requests = cfg.requests;
+        to.max_context_tokens = cfg.max_context > 0 ? cfg.max_context : w.model->max_pos;
         TraceSource *ts = trace_open(&to, &e);
         if (ts) {
             snprintf(trace_desc, sizeof trace_desc, "%s", trace_describe(ts));

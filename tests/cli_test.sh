@@ -122,5 +122,23 @@ contains "missing curves list what the store has" "Llama-2-7B"
 expect 1 "kvcal spec unknown GPU" bin/kvcal spec --gpu Z100 --model Llama-2-7B --db "$tmp/z.db"
 contains "unknown GPU lists known" "H200"
 
+# committed cost models still equal what the code derives (a CI guard on cost-model regressions)
+for f in results/costmodels/spec-*.sql; do
+  base=$(basename "$f" .sql); rest=${base#spec-}; tp=${rest##*-tp}; rest=${rest%-tp*}
+  platform=""; model=""
+  for p in $(bin/kvsim list platforms | awk '{print $1}'); do
+    case "$rest" in "$p"-*) platform=$p; model=${rest#"$p"-};; esac
+  done
+  bin/kvcal import --db "$tmp/committed-$base.db" "$f" >/dev/null 2>&1 &&
+  bin/kvcal export --db "$tmp/committed-$base.db" --format csv --out "$tmp/committed.csv" >/dev/null 2>&1 &&
+  bin/kvcal spec --platform "$platform" --model "$model" --tp "$tp" --db "$tmp/fresh-$base.db" >/dev/null 2>&1 &&
+  bin/kvcal export --db "$tmp/fresh-$base.db" --format csv --out "$tmp/fresh.csv" >/dev/null 2>&1
+  if [ $? = 0 ] && [ -n "$platform" ] && diff -q <(cut -d, -f2- "$tmp/committed.csv") <(cut -d, -f2- "$tmp/fresh.csv") >/dev/null; then
+    ok "committed cost model $base matches the spec backend"
+  else
+    bad "committed cost model $base differs from the spec backend (tools/regen_costmodels.sh, review, commit)"
+  fi
+done
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

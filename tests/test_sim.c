@@ -176,3 +176,143 @@ TEST(sim_policy_registry_valid)
     CHECK(policy_find("no-such", &e) == NULL);
     CHECK_CONTAINS(e.msg, "kv-offload");
 }
+
+/* ---- conservation and replay ---- */
+
+typedef struct {
+    uint64_t n, loaded_tokens, max_id, dup;
+    uint8_t *seen;
+    int64_t ttft_sum_ns, split_bad, negative;
+} Tally;
+
+static int tally_row(void *ctx, const SimRequestRow *r, KvErr *e)
+{
+    (void)e;
+    Tally *t = ctx;
+    t->n++;
+    if (r->id < 1u << 20) {
+        if (t->seen[r->id]) t->dup++;
+        t->seen[r->id] = 1;
+    }
+    t->loaded_tokens += (uint64_t)r->loaded_tokens;
+    if (r->queue_ns + r->restore_ns + r->prefill_ns != r->ttft_ns) t->split_bad++;
+    if (r->ttft_ns < 0 || r->queue_ns < 0 || r->restore_ns < 0 || r->prefill_ns < 0 || r->done_ns < r->arrival_ns) t->negative++;
+    return 0;
+}
+
+static void run_tally(TestCtx *t, SimConfig *c, const char *policy, Tally *tl, SimResult *res, SimWorld *w)
+{
+    KvErr e;
+    memset(tl, 0, sizeof *tl);
+    tl->seen = calloc(1u << 20, 1);
+    CHECK_MSG(sim_world_open(w, c, &e) == 0, "%s", e.msg);
+    CHECK_MSG(sim_run(w, policy, tally_row, tl, NULL, NULL, res, &e) == 0, "%s: %s", policy, e.msg);
+}
+
+TEST(sim_conservation_every_request_once_bytes_add_up)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    c.requests = 1500;
+    c.session_rate = 0.05;
+    c.evict_each_turn = 1;
+    c.max_context = 16384;
+    snprintf(c.store, sizeof c.store, "dram");
+    Tally tl;
+    SimResult res;
+    SimWorld w;
+    run_tally(t, &c, "kv-offload", &tl, &res, &w);
+    CHECK_EQ_U(tl.n, 1500);
+    CHECK_EQ_U(res.requests, 1500);
+    CHECK_EQ_U(tl.dup, 0);
+    CHECK_EQ_I(tl.split_bad, 0);
+    CHECK_EQ_I(tl.negative, 0);
+    /* every loaded token crossed H2D once, all layers (tp 1) */
+    double want = (double)tl.loaded_tokens * (double)model_kv_bytes_per_token(&w.ly);
+    CHECK_NEAR(res.bytes_h2d, want, 1e-9, 1);
+    CHECK(res.hits_dram > 0);
+    CHECK_EQ_U(res.hits_dram + res.hits_ssd + res.hits_remote + res.hits_resident + res.misses + res.no_history, res.requests);
+    /* classes partition the requests */
+    CHECK_EQ_U(res.cls[0].n + res.cls[1].n + res.cls[2].n, res.requests);
+    CHECK(res.tbt.n > 0 && res.ttft.n == res.requests);
+    CHECK(res.util_gpu[0] > 0 && res.util_gpu[0] <= 1.0 + 1e-9);
+    CHECK(res.util_h2d[0] > 0 && res.util_h2d[0] <= 1.0 + 1e-9);
+    free(tl.seen);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(sim_recompute_never_moves_state)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    c.requests = 500;
+    c.evict_each_turn = 1;
+    Tally tl;
+    SimResult res;
+    SimWorld w;
+    run_tally(t, &c, "recompute", &tl, &res, &w);
+    CHECK_EQ_U(tl.n, 500);
+    CHECK_NEAR(res.bytes_h2d + res.bytes_d2h + res.bytes_ssd_read + res.bytes_ssd_write, 0, 0, 0);
+    CHECK_EQ_U(tl.loaded_tokens, 0);
+    free(tl.seen);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(sim_multi_replica_tp_pp_runs)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    snprintf(c.model, sizeof c.model, "Llama-3.1-70B");
+    snprintf(c.platform, sizeof c.platform, "h200");
+    c.tp = 4;
+    c.pp = 2;
+    c.replicas = 2;
+    c.requests = 400;
+    c.session_rate = 0.5;
+    c.evict_each_turn = 1;
+    Tally tl;
+    SimResult res;
+    SimWorld w;
+    run_tally(t, &c, "kv-offload", &tl, &res, &w);
+    CHECK_EQ_U(tl.n, 400);
+    CHECK_EQ_I(tl.split_bad, 0);
+    CHECK(res.util_gpu[0] > 0 && res.util_gpu[1] > 0);
+    /* each GPU moves its shard of its stage's layers: per-GPU bytes = tokens · kv/token/layer/gpu · layers */
+    double want = (double)tl.loaded_tokens * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) * w.model->layers;
+    CHECK_NEAR(res.bytes_h2d, want, 1e-9, 1);
+    free(tl.seen);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+static void replay_file(TestCtx *t, const char *rel, int64_t expect_rows, int replicas)
+{
+    const char *path = test_path(rel);
+    FILE *f = fopen(path, "r");
+    if (!f) SKIP("%s not present", path);
+    fclose(f);
+    SimConfig c;
+    sim_config_defaults(&c);
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
+    snprintf(c.platform, sizeof c.platform, "cacheflow-h100-40g");
+    c.replicas = replicas;
+    c.max_context = 131072;
+    Tally tl;
+    SimResult res;
+    SimWorld w;
+    run_tally(t, &c, "kv-offload", &tl, &res, &w);
+    CHECK_EQ_I((int64_t)tl.n, expect_rows);
+    CHECK_EQ_U(tl.dup, 0);
+    CHECK_EQ_I(tl.split_bad, 0);
+    CHECK_EQ_I(tl.negative, 0);
+    free(tl.seen);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(sim_replays_leval) { replay_file(t, "../shared/traces/leval.csv", 2074, 1); }
+TEST(sim_replays_swebench) { replay_file(t, "../shared/traces/swebench.csv", 20163, 4); }
+TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "../shared/traces/mooncake_conversation.csv", 12031, 8); }

@@ -267,6 +267,8 @@ TEST(trace_csv_split_and_numbers)
     CHECK(trace_parse_seconds("-1", &d) < 0);
     CHECK(trace_parse_seconds("inf", &d) < 0);
     CHECK(trace_parse_seconds("1s", &d) < 0);
+    CHECK(trace_parse_seconds("0x10", &d) < 0);
+    CHECK(trace_parse_seconds("1e3", &d) == 0 && d == 1000.0);
     TraceNames m = {0};
     int is_new;
     char name[32];
@@ -560,6 +562,40 @@ TEST(trace_csv_file_changed_after_open_fails_and_stays_failed)
     test_write_file(t, "shrinking.csv", "session_id\n");
     CHECK_EQ_I(trace_next(s, &r, &e), -1);
     CHECK_CONTAINS(e.msg, "shrinking.csv: line 3: the file changed");
+    trace_close(s);
+}
+
+TEST(trace_time_scale_out_of_range_fails)
+{
+    /* Poisson session starts of a file without timestamps, scaled past ~292 years */
+    TraceOptions o = topts(test_write_file(t, "far.csv", "session_id,turn,new_input_tokens,output_tokens,history_tokens\nx,0,1,1,0\n"));
+    o.time_scale = 1e12;
+    expect_open_error(t, &o, "far.csv: line 2: Poisson session arrival past the time range", NULL);
+    /* a generator fails at the first request, and stays failed */
+    o = topts("leval");
+    o.time_scale = 1e12;
+    KvErr e;
+    TraceSource *s = trace_open(&o, &e);
+    CHECK_MSG(s != NULL, "%s", e.msg);
+    if (!s) return;
+    TraceRequest r;
+    CHECK_EQ_I(trace_next(s, &r, &e), -1);
+    CHECK_CONTAINS(e.msg, "generator leval: session 0 arrives past the time range");
+    CHECK_EQ_I(trace_next(s, &r, NULL), -1);
+    trace_close(s);
+    /* swebench's sampled think time: ~1 ms session gaps × 1e9 fit, a think of > 9 s × 1e9 does not */
+    o = topts("swebench");
+    o.time_scale = 1e9;
+    o.session_rate_per_s = 1e3;
+    o.max_requests = 1000;
+    s = trace_open(&o, &e);
+    CHECK(s != NULL);
+    if (!s) return;
+    int rc;
+    while ((rc = trace_next(s, &r, &e)) == 1) {
+    }
+    CHECK_EQ_I(rc, -1);
+    CHECK_CONTAINS(e.msg, "think time");
     trace_close(s);
 }
 

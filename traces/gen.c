@@ -173,6 +173,9 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
         if (k > 0 && g->think_const_ns < 0) {
             double s = fmin(SW_THINK_MAX_S, trace_rng_lognormal(&g->think, SW_THINK_MU, SW_THINK_SIGMA));
             think_ns = trace_ns_from_s(s, g->src->opt.time_scale);
+            if (think_ns < 0)
+                return kv_err(e, "generator %s: session %llu turn %d: think time %g s × time_scale is out of range",
+                              gen_specs[g->kind].name, (unsigned long long)g->session, k, s);
         }
         out_tokens = gen_ln(g, k == 0 ? SW_OUT0_MU : SW_OUT_MU, k == 0 ? SW_OUT0_SIGMA : SW_OUT_SIGMA, 65536);
         break;

@@ -136,6 +136,8 @@ int trace_parse_seconds(const char *s, double *out)
 {
     while (*s == ' ' || *s == '\t') s++;
     if (!((*s >= '0' && *s <= '9') || *s == '.')) return -1; /* no sign, no "inf"/"nan" words */
+    for (const char *p = s; *p; p++) /* decimal only: strtod would also take hex ("0x10") */
+        if (*p == 'x' || *p == 'X' || *p == 'p' || *p == 'P') return -1;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
