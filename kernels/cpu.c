@@ -22,6 +22,8 @@
 
 #ifdef KV_HAVE_BLAS
 #include <cblas.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #endif
 
 enum { KCPU_ROWS = 16, KCPU_KEYS = 64, KCPU_MAX_THREADS = 256 };
@@ -43,7 +45,16 @@ int kcpu_threads(void)
 const char *kcpu_gemm_backend(void)
 {
 #ifdef KV_HAVE_BLAS
-    return "openblas";
+    /* Name the library that actually provides cblas_sgemm at run time: another CBLAS linked
+     * earlier (GSL's reference libgslcblas) would silently win the symbol. */
+    static char name[256];
+    Dl_info info;
+    if (dladdr((void *)cblas_sgemm, &info) == 0 || !info.dli_fname) return "cblas (unknown library)";
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    if (strstr(base, "openblas")) return "openblas";
+    snprintf(name, sizeof name, "cblas from %s", base);
+    return name;
 #else
     return "c";
 #endif
@@ -81,6 +92,28 @@ typedef struct {
     float m[KCPU_ROWS], l[KCPU_ROWS];
 } Scratch;
 
+/* Dot product with 8 independent partial sums (the compiler turns the fixed 8-wide inner loops
+ * into SIMD without reassociating anything), then a scalar tail. */
+static inline float dot8(const float *a, const float *b, int d)
+{
+    float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int c = 0;
+    for (; c + 8 <= d; c += 8)
+        for (int u = 0; u < 8; u++) part[u] += a[c + u] * b[c + u];
+    float s = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    for (; c < d; c++) s += a[c] * b[c];
+    return s;
+}
+
+/* acc[0..d) += p · v[0..d), 8 wide. */
+static inline void axpy8(float *acc, float p, const float *v, int d)
+{
+    int c = 0;
+    for (; c + 8 <= d; c += 8)
+        for (int u = 0; u < 8; u++) acc[c + u] += p * v[c + u];
+    for (; c < d; c++) acc[c] += p * v[c];
+}
+
 /* Rows of rs over keys 0..n_keys-1 (key j at k + j*stride), each row capped by its limit. */
 static void attn_rows(const RowSet *rs, const float *k, const float *v, size_t stride, int n_keys,
                       int d, float scale, Scratch *s)
@@ -103,10 +136,7 @@ static void attn_rows(const RowSet *rs, const float *k, const float *v, size_t s
                     sr[j] = -INFINITY;
                     continue;
                 }
-                const float *qr = rs->q[r];
-                float dot = 0.0f;
-                for (int c = 0; c < d; c++) dot += qr[c] * kr[c];
-                sr[j] = dot * scale;
+                sr[j] = dot8(rs->q[r], kr, d) * scale;
             }
         }
         for (int r = 0; r < rs->nr; r++) {
@@ -124,8 +154,7 @@ static void attn_rows(const RowSet *rs, const float *k, const float *v, size_t s
                 if (sr[j] == -INFINITY) continue;
                 float p = expf(sr[j] - mnew);
                 l += p;
-                const float *vr = v + (size_t)(kb + j) * stride;
-                for (int c = 0; c < d; c++) acc[c] += p * vr[c];
+                axpy8(acc, p, v + (size_t)(kb + j) * stride, d);
             }
             s->l[r] = l;
             s->m[r] = mnew;

@@ -19,7 +19,9 @@
 /* Worker threads for attention: n >= 1, or 0 for one per online CPU (the default). */
 void kcpu_set_threads(int n);
 int kcpu_threads(void);
-/* "openblas" or "c" — what kcpu_gemm runs on (recorded in calibration notes). */
+/* What kcpu_gemm runs on (record it with calibration runs): "c" (built without OpenBLAS),
+ * "openblas", or "cblas from <library>" when another CBLAS (e.g. GSL's libgslcblas) provides
+ * cblas_sgemm at run time because it was linked first — a build problem, not a choice. */
 const char *kcpu_gemm_backend(void);
 
 int kcpu_gemm(const float *a, const float *b, float *c, int m, int n, int k, KvErr *e);

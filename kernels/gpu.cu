@@ -14,15 +14,18 @@
  *   A. device helpers and kernels (templated on the element type T = __half | __nv_bfloat16);
  *   B. launchers: grid/block/shared-memory choices, returning cudaError_t (no other runtime calls
  *      besides cudaFuncSetAttribute and cudaGetLastError), so the kernels plus launchers can be
- *      compiled on their own (KGPU_KERNELS_ONLY) by a host-side emulation harness;
+ *      compiled on their own (KGPU_KERNELS_ONLY) by the host-side emulator in kernels/emu/, which
+ *      checks them against the twins on machines without a GPU;
  *   C. the C API: context, memory, copies, timing, cuBLAS, argument checks.
  *
  * Attention (flash-style, CUDA cores): a block of 128 threads (4 warps) owns up to 16 query rows
  * that share one KV head and one key range, 4 rows per warp. It walks the keys in tiles of 32
  * staged in shared memory as fp32 (K with a padded row so that lane j reading key j's column c is
- * conflict-free); lane j scores key j for the warp's 4 rows, the warp keeps a running max m,
- * per-lane partial sums l and an fp32 accumulator o (lane owns columns lane + 32·i), and rescales
- * them when the max grows (online softmax). Prefill rows are 16 consecutive new tokens of one
+ * conflict-free); lane j scores key j for the warp's 4 rows (Q read as 16-byte broadcasts when
+ * d % 4 == 0), the warp keeps a running max m, per-lane partial sums l and an fp32 accumulator o
+ * (lane owns columns lane + 32·i), rescales them when the max grows (online softmax), and adds
+ * p·V reading each V value once for its 4 rows. CUDA cores only, no tensor cores: expect well
+ * under FlashAttention's throughput; the calibrator times this kernel as it is. Prefill rows are 16 consecutive new tokens of one
  * query head (causal limit n_ctx + t per row, key tiles stop at the block's last row's limit);
  * decode rows are the query heads of one sequence that share a KV head (GQA reuse of every K/V
  * tile). When the grid has fewer than two waves of blocks, the keys are split across gridDim.z
@@ -352,31 +355,50 @@ __global__ void __launch_bounds__(ATT_THREADS) attn_kernel(AttnArgs a)
 #pragma unroll
         for (int r = 0; r < ATT_RPW; r++) s[r] = 0.0f;
         const float *kr = ks + lane * dk;
-        for (int c = 0; c < d; c++) {
-            const float kc = kr[c];
+        if ((d & 3) == 0) { /* Q rows as 16-byte broadcasts: 8 shared loads per 16 FMAs */
+            for (int c = 0; c < d; c += 4) {
+                const float k0 = kr[c], k1 = kr[c + 1], k2 = kr[c + 2], k3 = kr[c + 3];
 #pragma unroll
-            for (int r = 0; r < ATT_RPW; r++) s[r] += qw[r * d + c] * kc;
+                for (int r = 0; r < ATT_RPW; r++) {
+                    const float4 qv = *reinterpret_cast<const float4 *>(qw + r * d + c);
+                    s[r] += qv.x * k0 + qv.y * k1 + qv.z * k2 + qv.w * k3;
+                }
+            }
+        } else {
+            for (int c = 0; c < d; c++) {
+                const float kc = kr[c];
+#pragma unroll
+                for (int r = 0; r < ATT_RPW; r++) s[r] += qw[r * d + c] * kc;
+            }
         }
         const int key = kt + lane;
+        float p[ATT_RPW];
 #pragma unroll
         for (int r = 0; r < ATT_RPW; r++) {
             const bool ok = key < ke && key <= lim[r];
             const float sr = ok ? s[r] : -INFINITY;
             const float mnew = fmaxf(m[r], warp_max(sr));
-            const float p = ok ? expf(sr - mnew) : 0.0f;
+            p[r] = ok ? expf(sr - mnew) : 0.0f;
             const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - mnew);
-            l[r] = l[r] * alpha + p;
+            l[r] = l[r] * alpha + p[r];
             m[r] = mnew;
 #pragma unroll
             for (int cc = 0; cc < DC; cc++) o[r][cc] *= alpha;
-            for (int jj = 0; jj < ATT_BK; jj++) {
-                const float pj = __shfl_sync(KGPU_FULL_MASK, p, jj);
-                const float *vr = vs + jj * d;
+        }
+        /* o[r] += Σ_j p_j(r) · V[j]: each V value is read once for the warp's 4 rows. */
+        for (int jj = 0; jj < ATT_BK; jj++) {
+            const float *vr = vs + jj * d;
+            float vv[DC];
 #pragma unroll
-                for (int cc = 0; cc < DC; cc++) {
-                    const int c = lane + 32 * cc;
-                    if (c < d) o[r][cc] += pj * vr[c];
-                }
+            for (int cc = 0; cc < DC; cc++) {
+                const int c = lane + 32 * cc;
+                vv[cc] = c < d ? vr[c] : 0.0f;
+            }
+#pragma unroll
+            for (int r = 0; r < ATT_RPW; r++) {
+                const float pj = __shfl_sync(KGPU_FULL_MASK, p[r], jj);
+#pragma unroll
+                for (int cc = 0; cc < DC; cc++) o[r][cc] += pj * vv[cc];
             }
         }
     }

@@ -369,6 +369,7 @@ static void tier_link(Sim *sm, Session *s, Tier t)
 {
     Replica *rp = &sm->rep[s->replica];
     s->tier = t;
+    s->last_use_ns = evq_now(&sm->q);
     switch (t) {
     case TIER_DRAM:
         LRU_APPEND(rp->dram_head, rp->dram_tail, s, t_prev, t_next);
@@ -612,8 +613,24 @@ static void save_done(Sim *sm, Session *s, int64_t tokens, double bytes)
 
 /* keep DRAM, SSD and remote under their capacities: DRAM spills its LRU sessions to SSD (or the
  * remote store), the SSD and the remote store drop theirs */
+static void expire_list(Sim *sm, Session *head, int64_t cutoff)
+{
+    /* lists are in touch order: expire from the head while entries are older than the TTL */
+    for (Session *v = head; v && v->last_use_ns < cutoff;) {
+        Session *nx = v->t_next;
+        if (!v->spilling && !v->loading && !v->saving) tier_drop(sm, v);
+        v = nx;
+    }
+}
+
 static void enforce_capacity(Sim *sm, Replica *rp)
 {
+    if (sm->cfg->state_ttl_ns > 0) {
+        int64_t cutoff = evq_now(&sm->q) - sm->cfg->state_ttl_ns;
+        expire_list(sm, rp->dram_head, cutoff);
+        expire_list(sm, rp->ssd_head, cutoff);
+        expire_list(sm, sm->rem_head, cutoff);
+    }
     while (rp->dram_used - rp->dram_spilling > sm->dram_cap) {
         Session *v = rp->dram_head;
         while (v && (v->spilling || v->loading || v->saving)) v = v->t_next;

@@ -4,6 +4,7 @@
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "hw.h"
@@ -31,7 +32,8 @@ static void usage(FILE *out)
             "  --tp N, --pp N     parallel layout                    --costs FILE   cost store (default: spec)\n"
             "  --config FILE      JSON object of settings            --set KEY=VALUE  any setting (repeatable)\n"
             "  --out DIR          results directory (summary.json, requests.csv, table.md)\n"
-            "  --quiet            no progress line\n"
+            "  --quiet            no progress line                   --no-csv       skip requests.csv\n"
+            "  --stats            print a machine-readable speed/memory line per policy on stderr\n"
             "\n"
             "settings (--set KEY=VALUE or --config):\n");
     sim_config_print_keys(out);
@@ -162,6 +164,7 @@ static int cmd_run(int argc, char **argv, int compare)
     sim_config_defaults(&cfg);
     char policies[512] = "";
     const char *out = NULL;
+    int no_csv = 0, stats = 0;
     KvErr e;
     /* --config first so that other options override it */
     for (int i = 2; i < argc; i++)
@@ -188,6 +191,14 @@ static int cmd_run(int argc, char **argv, int compare)
         }
         if (!strcmp(a, "--quiet")) {
             cfg.quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-csv")) {
+            no_csv = 1;
+            continue;
+        }
+        if (!strcmp(a, "--stats")) {
+            stats = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -262,7 +273,8 @@ static int cmd_run(int argc, char **argv, int compare)
     char path[4200];
     snprintf(path, sizeof path, "%s/requests.csv", out);
     ReqCsv csv;
-    if (report_csv_open(&csv, path, &e) != 0) {
+    memset(&csv, 0, sizeof csv);
+    if (!no_csv && report_csv_open(&csv, path, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         sim_world_close(&w);
         return 1;
@@ -274,7 +286,7 @@ static int cmd_run(int argc, char **argv, int compare)
     for (int i = 0; i < np && rc == 0; i++) {
         csv.policy = names[i];
         Progress pg = {isatty(2), 0, names[i], 0};
-        if (sim_run(&w, names[i], report_csv_row, &csv, cfg.quiet ? NULL : progress, &pg, &res[i], &e) != 0) {
+        if (sim_run(&w, names[i], no_csv ? NULL : report_csv_row, &csv, cfg.quiet ? NULL : progress, &pg, &res[i], &e) != 0) {
             if (pg.printed) fputc('\n', stderr);
             fprintf(stderr, "kvsim: %s: %s\n", names[i], e.msg);
             rc = 1;
@@ -287,6 +299,14 @@ static int cmd_run(int argc, char **argv, int compare)
                     (unsigned long long)res[i].requests, (double)res[i].sim_end_ns / 1e9, res[i].wall_s,
                     res[i].wall_s > 0 ? (double)res[i].sim_end_ns / 1e9 / res[i].wall_s : 0,
                     (unsigned long long)res[i].events);
+        if (stats) {
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            /* one machine-readable line for tests/bench.sh */
+            fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld\n", names[i],
+                    (unsigned long long)res[i].requests, (unsigned long long)res[i].events,
+                    (double)res[i].sim_end_ns / 1e9, res[i].wall_s, ru.ru_maxrss);
+        }
     }
     if (rc == 0) {
         /* the trace description, from a fresh open (cheap) */
@@ -305,11 +325,11 @@ static int cmd_run(int argc, char **argv, int compare)
             trace_close(ts);
         }
         snprintf(path, sizeof path, "%s/summary.json", out);
-        if (report_csv_commit(&csv, &e) != 0 || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
+        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             rc = 1;
         }
-    } else {
+    } else if (!no_csv) {
         report_csv_abort(&csv);
     }
     if (rc == 0) {

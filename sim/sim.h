@@ -20,8 +20,9 @@
  *    rates while the other direction is busy (fluid model: the rate of an in-flight unit changes).
  *  - KV pool in HBM = capacity × mem_util − weights, in blocks; admission reserves the whole turn
  *    (history + new + output); idle sessions' KV stays resident until LRU eviction needs the space.
- *  - Saved state lives in host DRAM, then the SSD array (LRU spill), or a remote store; a session
- *    whose saved state is gone, or never existed, restores by recomputing.
+ *  - Saved state lives in host DRAM, then the SSD array (LRU spill), or a remote store; it is
+ *    dropped when the last tier is full (LRU) or when unused for state_ttl (1 h by default, as
+ *    AttentionStore). A session whose saved state is gone, or never existed, restores by recomputing.
  *  - A turn is released at max(its trace arrival, the end of the session's previous turn) — or its
  *    think time after that end, for closed-loop traces. TTFT counts from the release.
  */
@@ -68,6 +69,7 @@ typedef struct SimConfig {
     uint64_t dram_bytes;        /* 0: platform */
     int n_ssd;                  /* -1: platform */
     char nic[64];               /* "": platform */
+    int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
     /* SLOs and classes */
     int64_t slo_ttft_ns;
     int64_t slo_tbt_ns;

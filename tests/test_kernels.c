@@ -408,6 +408,12 @@ TEST(kernels_cpu_gemm_matches_twin)
         CHECK_EQ_U(cmp_arrays(t, what, c, r, (size_t)m * n, 1e-4, 1e-5), 0);
         free(a), free(b), free(c), free(r);
     }
+#ifdef KV_HAVE_BLAS
+    /* The build found OpenBLAS: cblas_sgemm must come from it, not from another CBLAS. */
+    CHECK_STR(kcpu_gemm_backend(), "openblas");
+#else
+    CHECK_STR(kcpu_gemm_backend(), "c");
+#endif
     float a[4] = {1, 2, 3, 4}, c[4] = {9, 9, 9, 9};
     CHECK(kcpu_gemm(a, a, c, 2, 2, 0, &e) == 0); /* k = 0 clears C */
     CHECK(c[0] == 0 && c[3] == 0);
