@@ -128,8 +128,9 @@ int cost_model_set_op(CostModel *cm, CostOp op, const CostPoint *pts, size_t n, 
     size_t stride[COST_MAX_DIM];
     stride[COST_MAX_DIM - 1] = 1;
     for (int d = COST_MAX_DIM - 2; d >= 0; d--) stride[d] = stride[d + 1] * (size_t)c.n[d + 1];
+    int mono = cost_op_monotone_axes(op);
     for (int d = 0; d < c.ndim; d++)
-        for (size_t idx = 0; idx < cells; idx++) {
+        for (size_t idx = 0; idx < cells && (mono >> d & 1); idx++) {
             size_t k = (idx / stride[d]) % (size_t)c.n[d];
             if (k == 0) continue;
             double prev = c.y[idx - stride[d]];

@@ -5,7 +5,8 @@
  * Reading rules (DESIGN §3):
  *  - Points of one op must form a full grid (every combination of the axis values); a hole is an
  *    error naming the op and the missing coordinates.
- *  - Values are made non-decreasing along every axis (a running maximum: more work never costs less);
+ *  - Values are made non-decreasing along every work axis (tokens, context, batch, bytes: a running
+ *    maximum, more work never costs less; not queue depth or drive count, see ops.h);
  *    each value raised is counted in monotone_fixes and reported.
  *  - Between points: multilinear interpolation in the parameters' own scale (not log).
  *  - Outside the sampled range: linear extrapolation from the two edge points of that axis (an axis

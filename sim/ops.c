@@ -43,3 +43,9 @@ int cost_op_parse(const char *name)
 
 int cost_op_nparams(CostOp op) { return (unsigned)op < OP_COUNT ? g_ops[op].nparams : 0; }
 int cost_op_is_io(CostOp op) { return (unsigned)op < OP_COUNT ? g_ops[op].io : 0; }
+
+int cost_op_monotone_axes(CostOp op)
+{
+    if (op == OP_SSD_READ || op == OP_SSD_WRITE) return 1; /* bytes only */
+    return (1 << cost_op_nparams(op)) - 1;
+}

@@ -57,6 +57,9 @@ const char *cost_op_name(CostOp op);
 int cost_op_parse(const char *name);
 /* number of shape parameters the op uses (1..3) */
 int cost_op_nparams(CostOp op);
+/* bit d set: time never decreases along parameter d (work axes: tokens, context, batch, bytes);
+ * queue depth and drive count are not work axes (more of them is faster) */
+int cost_op_monotone_axes(CostOp op);
 /* whether the op depends on the model (compute ops) or only on the machine (IO ops) */
 int cost_op_is_io(CostOp op);
 

@@ -10,10 +10,11 @@
 set -u
 cd "$(dirname "$0")/.."
 STREAM=${BENCH_STREAM:-10000000}
+KVSIM=${KVSIM:-bin/kvsim}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 row() { # name, kvsim args...
   local name=$1; shift
-  if ! bin/kvsim run --quiet --stats --no-csv --out "$tmp/out" "$@" 2> "$tmp/err" > /dev/null; then
+  if ! "$KVSIM" run --quiet --stats --no-csv --out "$tmp/out" "$@" 2> "$tmp/err" > /dev/null; then
     echo "| $name | failed: $(tail -1 "$tmp/err") | | | | | |"; return
   fi
   local line; line=$(grep '^stats ' "$tmp/err" | tail -1)

@@ -122,3 +122,17 @@ TEST(cost_single_point_axis_is_constant)
     CHECK_EQ_U(cm.extrapolations[OP_SSD_READ], 1); /* qd 8 is outside the sampled {32} */
     cost_model_free(&cm);
 }
+
+TEST(cost_queue_depth_axis_may_decrease)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "", "", 1);
+    /* deeper queues are faster: not a measurement error, so not "fixed" */
+    CostPoint p[] = {{OP_SSD_READ, {4096, 1, 1}, 200}, {OP_SSD_READ, {4096, 32, 1}, 100},
+                     {OP_SSD_READ, {8192, 1, 1}, 300}, {OP_SSD_READ, {8192, 32, 1}, 150}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_SSD_READ, p, 4, 0, "cpu", &e) == 0);
+    CHECK_EQ_U(cm.monotone_fixes, 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_SSD_READ, 4096, 32, 1), 100, 0, 1e-9);
+    cost_model_free(&cm);
+}

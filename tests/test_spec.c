@@ -1,0 +1,144 @@
+/* test_spec.c — the spec backend: its efficiencies reproduce the measurements they were fitted to,
+ * its roofline gives the hand-computed times, and its grid forms full tables for cost.c. */
+#include <string.h>
+
+#include "harness.h"
+#include "spec.h"
+
+typedef struct {
+    ModelCatalog mc;
+    HwCatalog hw;
+    const ModelSpec *m;
+    const PlatformSpec *p;
+    ModelLayout ly;
+    SpecInputs in;
+} Fix;
+
+static int fix_open(TestCtx *t, Fix *f, const char *model, const char *platform, int tp)
+{
+    KvErr e;
+    memset(f, 0, sizeof *f);
+    if (model_catalog_load(&f->mc, NULL, &e) != 0 || hw_catalog_load(&f->hw, NULL, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return -1;
+    }
+    f->m = model_find(&f->mc, model, &e);
+    f->p = hw_find_platform(&f->hw, platform, &e);
+    CHECK(f->m && f->p);
+    if (!f->m || !f->p) return -1;
+    f->ly = (ModelLayout){f->m, KV_DT_FP16, tp, 1};
+    spec_inputs_from_platform(&f->in, &f->hw, f->p, &f->ly);
+    return 0;
+}
+
+static void fix_close(Fix *f)
+{
+    model_catalog_free(&f->mc);
+    hw_catalog_free(&f->hw);
+}
+
+TEST(spec_gemm_efficiency_reproduces_xla_h100_table)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-3.1-8B", "cacheflow-h100-10g", 1) != 0) return;
+    const GpuSpec *g = f.in.gpu;
+    /* REFERENCE.md C1: H100 bf16, N = K = 4096 */
+    CHECK_NEAR(spec_gemm_efficiency(g, 256), 0.417, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 512), 0.651, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 1024), 0.747, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 2048), 0.762, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 4096), 0.792, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 65536), 0.792, 1e-9, 0);
+    CHECK_NEAR(spec_gemm_efficiency(g, 128), 0.417 / 2, 1e-9, 0);
+    /* monotone in M */
+    double prev = 0;
+    for (int64_t m = 1; m <= 65536; m *= 2) {
+        CHECK(spec_gemm_efficiency(g, m) >= prev);
+        prev = spec_gemm_efficiency(g, m);
+    }
+    /* the roofline at M = 4096 gives the measured 783 TFLOP/s on the H100 (±1 % with launch overhead) */
+    double flops = 2.0 * 4096 * 4096 * 4096;
+    double tc = flops / (g->fp16_flops * spec_gemm_efficiency(g, 4096));
+    CHECK_NEAR(flops / tc / 1e12, 783.33, 0.01, 0);
+    fix_close(&f);
+}
+
+TEST(spec_a100_scaled_by_mamf)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-2-7B", "hcache-a100", 1) != 0) return;
+    /* A100 SXM max achievable 271.2 of 312 TFLOP/s = 0.869 at large M */
+    CHECK_NEAR(spec_gemm_efficiency(f.in.gpu, 8192), 0.869 * 0.792 / 0.803, 1e-9, 0);
+    CHECK(spec_gemm_efficiency(f.in.gpu, 8192) <= 0.869);
+    fix_close(&f);
+}
+
+TEST(spec_io_matches_catalog_bandwidths)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-2-7B", "hcache-a100", 1) != 0) return;
+    const LinkSpec *l = f.in.link;
+    int64_t b = 1LL << 30;
+    CHECK_NEAR(spec_op_ns(&f.in, OP_H2D, b, 0, 0), (double)l->latency_ns + (double)b / 25.5e9 * 1e9, 1e-12, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_H2D_BIDIR, b, 0, 0), (double)l->latency_ns + (double)b / 12.5e9 * 1e9, 1e-12, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_D2H, b, 0, 0), (double)l->latency_ns + (double)b / 26.0e9 * 1e9, 1e-12, 0);
+    /* 4 PM9A3 striped, deep queue: close to 4 × the drive's sequential read */
+    const SsdSpec *s = f.in.ssd;
+    double t64 = spec_op_ns(&f.in, OP_SSD_READ, b, 64, 4) - (double)s->read_latency_ns;
+    CHECK_NEAR((double)b / t64, 4 * s->read_bytes_per_s / 1e9 * 64.0 / 65.0, 1e-9, 0);
+    /* queue depth 1 reaches half */
+    double t1 = spec_op_ns(&f.in, OP_SSD_READ, b, 1, 4) - (double)s->read_latency_ns;
+    CHECK_NEAR(t1 / t64, (64.0 / 65.0) / 0.5, 1e-9, 0);
+    fix_close(&f);
+}
+
+TEST(spec_decode_is_memory_bound)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-2-7B", "hcache-a100", 1) != 0) return;
+    /* one decode step over 64K context tokens reads their KV: 64Ki · 2·32·128·2 B per layer */
+    double bytes = model_op_bytes(&f.ly, OP_ATTN_DECODE, 8, 65536);
+    CHECK(bytes >= 65536.0 * 16384);
+    double want = bytes / (f.in.gpu->mem_bw_bytes_per_s * 0.69) * 1e9 + 4000;
+    CHECK_NEAR(spec_op_ns(&f.in, OP_ATTN_DECODE, 8, 65536, 0), want, 1e-9, 0);
+    fix_close(&f);
+}
+
+TEST(spec_grid_builds_full_tables_and_tp_collectives)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-3.1-70B", "h200", 8) != 0) return;
+    CostModel cm;
+    KvErr e;
+    CHECK_MSG(spec_cost_model(&cm, &f.in, &e) == 0, "%s", e.msg);
+    static const CostOp must[] = {OP_GEMM_QKV, OP_GEMM_O,   OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
+                                  OP_ATTN_PREFILL, OP_ATTN_DECODE, OP_LAYER_PREFILL, OP_H2D, OP_D2H,
+                                  OP_SSD_READ, OP_SSD_WRITE, OP_NET, OP_ALLREDUCE, OP_ALLGATHER};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) CHECK_MSG(cost_has(&cm, must[i]), "op %s", cost_op_name(must[i]));
+    CHECK_EQ_U(cm.monotone_fixes, 0);
+    /* TP 8: the all-reduce is real; at TP 1 it is absent */
+    CHECK(cost_lookup_ns(&cm, OP_ALLREDUCE, 4096, 0, 0) > 20000);
+    /* layer_prefill = the sum of the parts at a grid point */
+    double parts = 0;
+    CostOp p[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN};
+    for (int i = 0; i < 4; i++) parts += cost_lookup_ns(&cm, p[i], 2048, 0, 0);
+    parts += cost_lookup_ns(&cm, OP_ATTN_PREFILL, 2048, 4096, 0) + cost_lookup_ns(&cm, OP_ALLREDUCE, 2048, 0, 0);
+    parts += f.m->norms_per_layer * cost_lookup_ns(&cm, OP_NORM, 2048, 0, 0) + cost_lookup_ns(&cm, OP_ACT, 2048, 0, 0) +
+             cost_lookup_ns(&cm, OP_ROPE, 2048, 0, 0);
+    CHECK_NEAR(cost_lookup_ns(&cm, OP_LAYER_PREFILL, 2048, 4096, 0), parts, 1e-9, 0);
+    CHECK_EQ_U(cost_extrapolations_total(&cm), 0);
+    cost_model_free(&cm);
+    fix_close(&f);
+}
+
+TEST(spec_refuses_bad_layout)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-2-7B", "hcache-a100", 1) != 0) return;
+    f.ly.tp = 3; /* 32 heads are not divisible by 3 */
+    CostModel cm;
+    KvErr e = {{0}};
+    CHECK(spec_cost_model(&cm, &f.in, &e) == -1);
+    CHECK(e.msg[0] != '\0');
+    fix_close(&f);
+}
