@@ -54,8 +54,9 @@ ifneq ($(SANITIZE),)
   BUILD   := $(BUILD)/san
 endif
 ifeq ($(BLAS_OK),yes)
+  # GSL's own CBLAS would shadow OpenBLAS's cblas_sgemm: link OpenBLAS in its place
   CFLAGS += -DKV_HAVE_BLAS $(shell pkg-config --cflags openblas)
-  LDLIBS += $(shell pkg-config --libs openblas)
+  LDLIBS := $(filter-out -lgslcblas,$(LDLIBS)) $(shell pkg-config --libs openblas)
 endif
 ifeq ($(URING_OK),yes)
   CFLAGS += -DKV_HAVE_URING

@@ -41,10 +41,26 @@ typedef struct RestoreQuery {
 } RestoreQuery;
 
 typedef struct RestorePlan {
+    int no_restore;            /* the state is already on the GPU (the Ideal reference): nothing to do */
     int64_t recompute_tokens;  /* history tokens [0, recompute_tokens) recomputed in chunks through all layers */
     uint8_t layer_mode[256];   /* per layer (LayerMode), for history tokens [recompute_tokens, N) */
     int early_layers;          /* join the iteration once the first k layers' state arrived; -1: all */
+    /* token-wise two pointers (Cake, CacheFlow token-wise): recompute forward from token 0 in
+     * token-budget chunks while KV is loaded backward from the end in io_chunk_tokens chunks (all
+     * layers); they meet at run time. Excludes recompute_tokens and layer_mode. */
+    int tokenwise;
+    int64_t io_chunk_tokens;
+    int64_t comp_chunk_tokens; /* 0: whatever the token budget leaves */
+    int low_priority;          /* restoration compute gets the budget after ordinary prefill (Cake) */
 } RestorePlan;
+
+/* How a policy's saved state is written while the session runs. */
+typedef enum SaveMode {
+    SAVE_TURN_END = 0,  /* after the turn, asynchronously (AttentionStore) */
+    SAVE_PER_ITERATION, /* two-stage: each iteration's new state is snapshotted to DRAM (D2H, background,
+                           in 64-token pieces per session) and flushed to its tier in the background */
+    SAVE_DIRECT,        /* written from the critical path: the iteration waits for the writes */
+} SaveMode;
 
 /* What a policy may read and ask: the resolved world and estimates from the cost model. */
 typedef struct PolicyEnv {
@@ -84,6 +100,8 @@ typedef struct KvPolicyOps {
     int (*io_pick)(void *state, const IoChoice *units, int n);
     /* optional: policy facts for the results, as a JSON object text ("{\"split\": 12}") */
     void (*notes)(void *state, char *buf, int len);
+    /* how state is saved (default SAVE_TURN_END); may be overridden per run with --set save_mode= */
+    SaveMode save_mode;
 } KvPolicyOps;
 
 /* The registry of built-in policies. */
