@@ -85,6 +85,7 @@ static cJSON *config_json(const SimConfig *c)
     cJSON_AddNumberToObject(o, "n_ssd", c->n_ssd);
     cJSON_AddStringToObject(o, "nic", c->nic);
     cJSON_AddNumberToObject(o, "state_ttl_ns", (double)c->state_ttl_ns);
+    cJSON_AddStringToObject(o, "save_mode", c->save_mode);
     cJSON_AddNumberToObject(o, "slo_ttft_ns", (double)c->slo_ttft_ns);
     cJSON_AddNumberToObject(o, "slo_tbt_ns", (double)c->slo_tbt_ns);
     cJSON_AddNumberToObject(o, "class_short", (double)c->class_edges[0]);

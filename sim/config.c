@@ -43,6 +43,7 @@ void sim_config_defaults(SimConfig *c)
     snprintf(c->store, sizeof c->store, "auto");
     c->n_ssd = -1;
     c->state_ttl_ns = 3600LL * 1000000000LL;
+    snprintf(c->save_mode, sizeof c->save_mode, "policy");
     c->slo_ttft_ns = 1000000000;
     c->slo_tbt_ns = 100000000;
     c->class_edges[0] = 2048;
@@ -97,6 +98,7 @@ static const KeyDef g_keys[] = {
     FLD("dram", K_SIZE, dram_bytes, "host DRAM for saved state, e.g. 256 GB (default: platform)"),
     FLD("n_ssd", K_INT, n_ssd, "SSDs in the array (default: platform)"),
     STR(nic, "NIC to the remote store, e.g. 10GbE (default: platform)"),
+    STR(save_mode, "how state is saved: policy (its default), turn, iteration (two-stage), direct"),
     FLD("state_ttl", K_DUR, state_ttl_ns, "drop saved state unused this long, e.g. 1 h (0: never)"),
     FLD("slo_ttft", K_DUR, slo_ttft_ns, "TTFT objective, e.g. 200 ms"),
     FLD("slo_tbt", K_DUR, slo_tbt_ns, "mean TBT objective per request"),

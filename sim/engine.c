@@ -31,7 +31,7 @@ static const uint32_t g_rank[] = {0, 0, 1, 2, 3, 3, 4};
 
 enum { RS_WAIT = 0, RS_QUEUED, RS_ACTIVE, RS_DONE };
 enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT };
-enum { U_LOAD, U_SAVE, U_SPILL };
+enum { U_LOAD, U_LOAD_TOK, U_SAVE, U_SPILL };
 enum { IT_DECODE, IT_RECOMP, IT_NEW };
 
 typedef struct Session Session;
@@ -60,6 +60,7 @@ typedef struct Unit {
     Request *r;
     Session *s;
     int kind, layer, stage, hop, nhops;
+    int64_t upto;              /* saves: context position covered once this unit lands */
     uint8_t chain[3];
     double bytes[3];
     int64_t enq_ns;
@@ -78,6 +79,7 @@ struct Session {
     double saved_bytes;
     int saving, spilling, loading;
     double save_acc;           /* bytes of the save in flight, summed over its units */
+    int64_t issued_pos;        /* context positions whose save has been issued */
     Session *t_prev, *t_next;  /* tier LRU */
     int64_t last_use_ns;
 };
@@ -96,6 +98,9 @@ struct Request {
     int lw_pending;             /* layer-wise work not yet executed in an iteration */
     int early_layers, arrived_prefix, loads_left;
     uint8_t *mode, *arrived;
+    /* token-wise two pointers */
+    int tw, tw_units, low_prio;
+    int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_chunk, tw_io_chunk, tw_comp_chunk;
     Tier src;
     int64_t t_admit, t_restored, t_first, t_last_tok;
     int64_t new_left, new_done, out_done;
@@ -136,6 +141,7 @@ struct Replica {
     Request *wait_r;
     int wait_layer;
     double busy_stage_ns[SIM_MAX_STAGES];
+    double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
     /* host tiers */
     double dram_used, ssd_used, dram_spilling;
     Session *dram_head, *dram_tail, *ssd_head, *ssd_tail;
@@ -164,12 +170,14 @@ struct Sim {
     Session *rem_head, *rem_tail;
     uint64_t remote_cap;
     /* derived sizes */
-    double kv_tok_layer, kv_tok_layer_gpu, save_bpt;
+    double kv_tok_layer, kv_tok_layer_gpu, hid_tok_layer, save_bpt;
+    SaveMode save_mode;
     double dram_cap, ssd_cap;
     int use_dram, use_ssd, use_remote;
     int64_t overhead_ns, max_ctx;
     double rate_h2d, rate_h2d_bi, rate_d2h, rate_d2h_bi, rate_ssd_r, rate_ssd_w, rate_nic;
-    int64_t lat_link, lat_ssd, lat_nic;
+    int64_t lat_link, lat_ssd, lat_ssd_w, lat_nic;
+    int n_ssd;
     uint64_t next_req_id, done_requests, sessions_seen;
     SimResult *res;
     SimRowFn row_fn;
@@ -405,6 +413,7 @@ static void tier_drop(Sim *sm, Session *s)
     s->tier = TIER_NONE;
     s->saved_tokens = 0;
     s->saved_bytes = 0;
+    s->issued_pos = 0; /* never called while a save is in flight */
     sess_maybe_free(sm, s);
 }
 
@@ -437,7 +446,7 @@ static Channel *unit_channel(Sim *sm, Unit *u)
 
 static double ch_unit_rate(const Channel *c, const Unit *u)
 {
-    if (c->kind == CH_SSD) return u->kind == U_LOAD ? c->rate : c->rate_write;
+    if (c->kind == CH_SSD) return u->kind == U_LOAD || u->kind == U_LOAD_TOK ? c->rate : c->rate_write;
     if (c->peer && c->peer->cur) return c->rate_bidir;
     return c->rate;
 }
@@ -464,9 +473,10 @@ static void ch_rerate(Sim *sm, Channel *c)
     ch_schedule(sm, c);
 }
 
-static int remaining_restore_tokens(const Request *r)
+static int64_t remaining_restore_tokens(const Request *r)
 {
-    return (int)(r->recompute_left + (r->lw_pending ? r->lw_tokens : 0));
+    if (r->tw) return r->tw_io_issued - r->tw_comp; /* neither loaded nor computed yet */
+    return r->recompute_left + (r->lw_pending ? r->lw_tokens : 0);
 }
 
 static void ch_start(Sim *sm, Channel *c)
@@ -517,7 +527,7 @@ static void ch_enqueue(Sim *sm, Unit *u)
     Channel *c = unit_channel(sm, u);
     u->enq_ns = evq_now(&sm->q);
     u->next = NULL;
-    if (u->kind == U_LOAD) {
+    if (u->kind == U_LOAD || u->kind == U_LOAD_TOK) {
         if (c->hi_tail) c->hi_tail->next = u;
         else c->hi_head = u;
         c->hi_tail = u;
@@ -565,7 +575,7 @@ static void on_unit_done(Sim *sm, Channel *c)
     c->busy_ns += (double)(now - c->busy_since);
     c->bytes += u->bytes[u->hop];
     if (c->kind == CH_SSD) {
-        if (u->kind == U_LOAD) sm->res->bytes_ssd_read += u->bytes[u->hop];
+        if (u->kind == U_LOAD || u->kind == U_LOAD_TOK) sm->res->bytes_ssd_read += u->bytes[u->hop];
         else sm->res->bytes_ssd_write += u->bytes[u->hop];
     } else {
         account_bytes(sm, c->kind, u->bytes[u->hop]);
@@ -595,16 +605,16 @@ static void spill_done(Sim *sm, Session *s, Tier to)
     enforce_capacity(sm, rp);
 }
 
-static void save_done(Sim *sm, Session *s, int64_t tokens, double bytes)
+static void save_done(Sim *sm, Session *s, int64_t upto, double bytes)
 {
     s->save_acc += bytes;
+    if (upto > s->saved_tokens) s->saved_tokens = upto;
     if (--s->saving > 0) return;
     bytes = s->save_acc;
     s->save_acc = 0;
     Tier t = s->tier;
     if (t == TIER_NONE) t = sm->use_dram ? TIER_DRAM : TIER_REMOTE;
     tier_unlink(sm, s);
-    s->saved_tokens = tokens;
     s->saved_bytes += bytes;
     tier_link(sm, s, t);
     enforce_capacity(sm, &sm->rep[s->replica]);
@@ -664,11 +674,13 @@ static void enforce_capacity(Sim *sm, Replica *rp)
     }
 }
 
-/* after a turn: write the state of the tokens not yet saved (D2H per stage, then to the tier) */
-static void save_turn(Sim *sm, Session *s, int64_t ctx_tokens)
+/* write the state of context positions [issued_pos, upto) out: D2H per stage (each GPU its shard),
+ * then on to the session's tier (DRAM: nothing more; SSD or remote: a second hop) */
+static void save_range(Sim *sm, Session *s, int64_t upto)
 {
-    if (sm->save_bpt <= 0 || ctx_tokens <= s->saved_tokens) return;
-    double bytes = (double)(ctx_tokens - s->saved_tokens) * sm->save_bpt;
+    if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
+    double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
+    s->issued_pos = upto;
     Tier dest = s->tier != TIER_NONE ? s->tier : (sm->use_dram ? TIER_DRAM : TIER_REMOTE);
     for (int st = 0; st < sm->S; st++) {
         Unit *u = unit_new(sm);
@@ -676,7 +688,7 @@ static void save_turn(Sim *sm, Session *s, int64_t ctx_tokens)
         u->s = s;
         u->kind = U_SAVE;
         u->stage = st;
-        u->layer = (int)ctx_tokens; /* carries the token count to save_done */
+        u->upto = upto;
         double share = bytes * sm->stage_layers[st] / sm->L;
         u->chain[0] = CH_D2H;
         u->bytes[0] = share / sm->T;
@@ -693,6 +705,37 @@ static void save_turn(Sim *sm, Session *s, int64_t ctx_tokens)
         s->saving++;
         ch_enqueue(sm, u);
     }
+}
+
+/* SAVE_DIRECT: the state of [issued_pos, upto) was written by the iteration that just ended */
+static void direct_saved(Sim *sm, Session *s, int64_t upto)
+{
+    if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
+    double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
+    s->issued_pos = upto;
+    sm->res->bytes_d2h += bytes;
+    Tier t = s->tier != TIER_NONE ? s->tier : (sm->use_ssd ? TIER_SSD : sm->use_dram ? TIER_DRAM : TIER_REMOTE);
+    if (t == TIER_SSD) sm->res->bytes_ssd_write += bytes;
+    if (t == TIER_REMOTE) sm->res->bytes_net_out += bytes;
+    tier_unlink(sm, s);
+    s->saved_tokens = upto;
+    s->saved_bytes += bytes;
+    tier_link(sm, s, t);
+    enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* SAVE_DIRECT: the iteration itself writes its new state out, in 64-token pieces per layer, and
+ * waits for it: D2H of each GPU's shard, then the writes to the SSD array (or DRAM) */
+static double direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces)
+{
+    if (sm->save_bpt <= 0 || tokens <= 0) return 0;
+    double bytes = (double)tokens * sm->save_bpt;
+    double t = bytes / sm->T / sm->rate_d2h + (double)sm->lat_link;
+    if (sm->use_ssd && sm->rate_ssd_w > 0) {
+        int n = sm->n_ssd > 0 ? sm->n_ssd : 1;
+        t += bytes / sm->rate_ssd_w + (double)pieces * sm->L * (double)sm->lat_ssd_w / n;
+    }
+    return t;
 }
 
 /* ------------------------------------------------------------------ estimates for policies */
@@ -790,7 +833,7 @@ static void request_done(Sim *sm, Replica *rp, Request *r)
     s->resident_tokens = ctx;
     s->last_use_ns = evq_now(&sm->q);
     s->busy = 0;
-    save_turn(sm, s, ctx);
+    if (sm->save_mode != SAVE_DIRECT) save_range(sm, s, ctx); /* the rest of the turn (all of it at turn end) */
     if (sm->cfg->evict_each_turn) {
         pool_release(sm, rp, keep);
         s->resident_tokens = 0;
@@ -927,12 +970,43 @@ static void on_arrival(Sim *sm, Request *r)
 /* ------------------------------------------------------------------ admission and restoration plans */
 
 static void lw_arrived(Sim *sm, Request *r, int layer);
+static void tw_issue(Sim *sm, Request *r);
+
+/* issue the layer-wise loads of r's plan (per layer: from the tier, then H2D) */
+static int issue_layer_loads(Sim *sm, Request *r)
+{
+    for (int l = 0; l < sm->L; l++) {
+        int m = r->mode[l];
+        if (m != LM_LOAD_KV && m != LM_LOAD_HIDDEN) continue;
+        /* KV: each GPU its heads; hidden states: token-sharded over the TP group, all-gathered per
+         * layer (the all-gather is compute-side, in the iteration) */
+        double per_gpu = m == LM_LOAD_KV ? sm->kv_tok_layer_gpu : sm->hid_tok_layer / sm->T;
+        double per_layer = m == LM_LOAD_KV ? sm->kv_tok_layer : sm->hid_tok_layer;
+        Unit *u = unit_new(sm);
+        if (!u) return -1;
+        u->r = r;
+        u->kind = U_LOAD;
+        u->layer = l;
+        u->stage = sm->stage_of[l];
+        int h = 0;
+        if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
+            u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
+            u->bytes[h++] = (double)r->lw_tokens * per_layer;
+        }
+        u->chain[h] = CH_H2D;
+        u->bytes[h++] = (double)r->lw_tokens * per_gpu;
+        u->nhops = h;
+        ch_enqueue(sm, u);
+    }
+    return 0;
+}
 
 static int admit(Sim *sm, Replica *rp, Request *r)
 {
     Session *s = r->s;
     int64_t now = evq_now(&sm->q);
     r->t_admit = now;
+    r->t_restored = now;
     r->state = RS_ACTIVE;
     r->new_left = r->nnew;
     r->from = "none";
@@ -944,7 +1018,7 @@ static int admit(Sim *sm, Replica *rp, Request *r)
         N = 0;
     } else if (N > 0) {
         RestoreQuery q = {N, r->nnew, s->tier, s->saved_tokens};
-        if (s->saved_tokens < N) {
+        if (s->saved_tokens < N || s->tier == TIER_NONE) {
             q.saved_tier = TIER_NONE;
             q.saved_tokens = 0;
         }
@@ -952,95 +1026,84 @@ static int admit(Sim *sm, Replica *rp, Request *r)
         memset(&plan, 0, sizeof plan);
         plan.early_layers = -1;
         if (sm->pol->plan_restore(sm->pstate, &sm->env, &q, &plan, sm->e) != 0) return sm->failed = 1, -1;
-        if (q.saved_tier == TIER_NONE) { /* nothing to load: recompute whatever the policy said */
-            plan.recompute_tokens = N;
-            memset(plan.layer_mode, 0, sizeof plan.layer_mode);
-        }
-        if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
-            return fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
-        r->recompute_left = r->recompute_total = plan.recompute_tokens;
-        r->lw_tokens = N - plan.recompute_tokens;
-        if (r->lw_tokens > 0) {
-            r->mode = malloc((size_t)sm->L);
-            r->arrived = calloc((size_t)sm->L, 1);
-            if (!r->mode || !r->arrived) return fail(sm, "out of memory%s", "");
-            memcpy(r->mode, plan.layer_mode, (size_t)sm->L);
-            r->lw_pending = 1;
-            r->early_layers = plan.early_layers < 0 || plan.early_layers > sm->L ? sm->L : plan.early_layers;
-            r->src = q.saved_tier;
-            int seen_other = 0;
-            for (int l = 0; l < sm->L; l++) {
-                int m = r->mode[l];
-                if (m == LM_RECOMPUTE && seen_other)
-                    return fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers", sm->pol->name);
-                if (m != LM_RECOMPUTE) seen_other = 1;
-                if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) r->loads_left++;
-            }
-            if (r->loads_left && q.saved_tier == TIER_NONE)
-                return fail(sm, "policy %s: plan loads state that was not saved", sm->pol->name);
-        }
-        const char *names[] = {"recompute", "dram", "ssd", "remote"};
-        r->from = r->lw_tokens > 0 && r->loads_left ? names[q.saved_tier] : "recompute";
-        if (r->loads_left) {
-            if (q.saved_tier == TIER_DRAM) sm->res->hits_dram++;
-            else if (q.saved_tier == TIER_SSD) sm->res->hits_ssd++;
-            else sm->res->hits_remote++;
-        } else {
-            sm->res->misses++;
-        }
-        /* lower bound on restoration: all compute and IO used perfectly (harmonic mean) */
-        double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
-        if (s->saved_tokens >= N && s->tier != TIER_NONE) {
-            double t_io = (double)sm->L * est_load_layer_ns(sm, s->tier, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
-            r->lb_ns = t_comp * t_io / (t_comp + t_io);
-        } else {
-            r->lb_ns = t_comp;
-        }
         /* resident tokens that do not cover the history are dropped */
         if (s->resident_tokens > 0) {
             pool_release(sm, rp, blocks_tokens(sm, s->resident_tokens));
             s->resident_tokens = 0;
         }
+        /* lower bound on restoration: all compute and IO used perfectly (harmonic mean) */
+        double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
+        if (q.saved_tier != TIER_NONE) {
+            double t_io = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+            r->lb_ns = t_comp * t_io / (t_comp + t_io);
+        } else {
+            r->lb_ns = t_comp;
+        }
+        if (plan.no_restore) { /* the Ideal reference: the state is on the GPU already */
+            r->from = "ideal";
+            sm->res->hits_resident++;
+            goto enlist;
+        }
+        if (q.saved_tier == TIER_NONE) { /* nothing to load: recompute, whatever the policy said */
+            memset(&plan, 0, sizeof plan);
+            plan.recompute_tokens = N;
+        }
+        r->low_prio = plan.low_priority;
+        r->src = q.saved_tier;
+        if (plan.tokenwise) {
+            if (plan.io_chunk_tokens < 1) return fail(sm, "policy %s: token-wise plan without an IO chunk size", sm->pol->name);
+            r->tw = 1;
+            r->tw_io_issued = N;
+            r->tw_io_chunk = plan.io_chunk_tokens;
+            r->tw_comp_chunk = plan.comp_chunk_tokens;
+            r->loads_left = 1; /* the session's state is read until the pointers meet */
+            s->loading++;
+            tier_touch(sm, s);
+            tw_issue(sm, r);
+        } else {
+            if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
+                return fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
+            r->recompute_left = r->recompute_total = plan.recompute_tokens;
+            r->lw_tokens = N - plan.recompute_tokens;
+            if (r->lw_tokens > 0) {
+                r->mode = malloc((size_t)sm->L);
+                r->arrived = calloc((size_t)sm->L, 1);
+                if (!r->mode || !r->arrived) return fail(sm, "out of memory%s", "");
+                memcpy(r->mode, plan.layer_mode, (size_t)sm->L);
+                r->lw_pending = 1;
+                r->early_layers = plan.early_layers < 0 || plan.early_layers > sm->L ? sm->L : plan.early_layers;
+                int seen_other = 0;
+                for (int l = 0; l < sm->L; l++) {
+                    int m = r->mode[l];
+                    if (m > LM_RECOMPUTE) return fail(sm, "policy %s: unknown layer mode", sm->pol->name);
+                    if (m == LM_RECOMPUTE && seen_other)
+                        return fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers", sm->pol->name);
+                    if (m != LM_RECOMPUTE) seen_other = 1;
+                    if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) r->loads_left++;
+                }
+                if (r->loads_left) {
+                    s->loading++;
+                    tier_touch(sm, s);
+                    if (issue_layer_loads(sm, r) != 0) return -1;
+                }
+                for (int l = 0; l < sm->L; l++) /* layers without IO count as arrived */
+                    if (r->mode[l] != LM_LOAD_KV && r->mode[l] != LM_LOAD_HIDDEN) r->arrived[l] = 1;
+            }
+        }
+        static const char *names[] = {"recompute", "dram", "ssd", "remote"};
+        if (r->loads_left) {
+            r->from = names[q.saved_tier];
+            if (q.saved_tier == TIER_DRAM) sm->res->hits_dram++;
+            else if (q.saved_tier == TIER_SSD) sm->res->hits_ssd++;
+            else sm->res->hits_remote++;
+        } else {
+            r->from = "recompute";
+            sm->res->misses++;
+        }
     } else {
         sm->res->no_history++;
     }
-    r->t_restored = now;
-    /* issue the layer-wise loads */
-    if (r->loads_left) {
-        s->loading++;
-        tier_touch(sm, s);
-        for (int l = 0; l < sm->L; l++) {
-            int m = r->mode[l];
-            if (m != LM_LOAD_KV && m != LM_LOAD_HIDDEN) continue;
-            double per_gpu = m == LM_LOAD_KV ? sm->kv_tok_layer_gpu
-                                             : (double)model_hidden_bytes_per_token_layer(&sm->w->ly);
-            double per_layer = m == LM_LOAD_KV ? sm->kv_tok_layer : (double)model_hidden_bytes_per_token_layer(&sm->w->ly);
-            Unit *u = unit_new(sm);
-            if (!u) return -1;
-            u->r = r;
-            u->kind = U_LOAD;
-            u->layer = l;
-            u->stage = sm->stage_of[l];
-            int h = 0;
-            if (r->src == TIER_SSD) {
-                u->chain[h] = CH_SSD;
-                u->bytes[h++] = (double)r->lw_tokens * per_layer;
-            } else if (r->src == TIER_REMOTE) {
-                u->chain[h] = CH_NIC_IN;
-                u->bytes[h++] = (double)r->lw_tokens * per_layer;
-            }
-            u->chain[h] = CH_H2D;
-            u->bytes[h++] = (double)r->lw_tokens * per_gpu;
-            u->nhops = h;
-            ch_enqueue(sm, u);
-        }
-    }
-    if (r->lw_tokens > 0) {
-        /* layers without IO count as arrived */
-        for (int l = 0; l < sm->L; l++)
-            if (r->mode[l] != LM_LOAD_KV && r->mode[l] != LM_LOAD_HIDDEN) r->arrived[l] = 1;
-        lw_arrived(sm, r, -1);
-    }
+enlist:
     if (rp->n_active == rp->cap_active) {
         int nc = rp->cap_active ? rp->cap_active * 2 : 64;
         Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
@@ -1049,6 +1112,7 @@ static int admit(Sim *sm, Replica *rp, Request *r)
         rp->cap_active = nc;
     }
     rp->active[rp->n_active++] = r;
+    if (r->lw_tokens > 0) lw_arrived(sm, r, -1);
     return 0;
 }
 
@@ -1074,22 +1138,78 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
     }
 }
 
+static void tw_landed(Sim *sm, Request *r);
+
 static void unit_finished(Sim *sm, Unit *u)
 {
     if (u->kind == U_LOAD) {
         lw_arrived(sm, u->r, u->layer);
+    } else if (u->kind == U_LOAD_TOK) {
+        if (--u->r->tw_units == 0) tw_landed(sm, u->r);
     } else if (u->kind == U_SAVE) {
-        Session *s = u->s;
-        double bytes = 0;
-        for (int h = 0; h < u->nhops; h++)
-            if (u->chain[h] != CH_D2H) bytes = u->bytes[h];
-        if (u->nhops == 1) bytes = u->bytes[0] * sm->T;
-        save_done(sm, s, u->layer, bytes);
+        double bytes = u->nhops == 1 ? u->bytes[0] * sm->T : u->bytes[1];
+        save_done(sm, u->s, u->upto, bytes);
     } else {
         spill_done(sm, u->s, u->chain[0] == CH_SSD ? TIER_SSD : TIER_REMOTE);
     }
     u->next = sm->free_units;
     sm->free_units = u;
+}
+
+/* ---- token-wise two pointers: compute forward from token 0, load backward from the end ---- */
+
+static void tw_issue(Sim *sm, Request *r)
+{
+    if (!r->tw || r->tw_units) return;
+    int64_t lower = r->tw_comp + r->tw_comp_inflight;
+    if (r->tw_io_issued <= lower) return;
+    int64_t c = r->tw_io_issued - lower;
+    if (c > r->tw_io_chunk) c = r->tw_io_chunk;
+    r->tw_io_issued -= c;
+    r->tw_chunk = c;
+    for (int st = 0; st < sm->S; st++) {
+        Unit *u = unit_new(sm);
+        if (!u) return;
+        u->r = r;
+        u->kind = U_LOAD_TOK;
+        u->layer = -1;
+        u->stage = st;
+        int h = 0;
+        double layers = sm->stage_layers[st];
+        if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
+            u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
+            u->bytes[h++] = (double)c * sm->kv_tok_layer * layers;
+        }
+        u->chain[h] = CH_H2D;
+        u->bytes[h++] = (double)c * sm->kv_tok_layer_gpu * layers;
+        u->nhops = h;
+        r->tw_units++;
+        ch_enqueue(sm, u);
+    }
+}
+
+static void tw_check_done(Sim *sm, Request *r)
+{
+    if (!r->tw || r->tw_units || r->tw_comp_inflight) return;
+    if (r->tw_comp + r->tw_landed < r->hist) return;
+    r->tw = 0;
+    int64_t now = evq_now(&sm->q);
+    if (now > r->t_restored) r->t_restored = now;
+    if (r->loads_left) {
+        r->loads_left = 0;
+        r->s->loading--;
+    }
+    kick(sm, &sm->rep[r->replica]);
+}
+
+static void tw_landed(Sim *sm, Request *r)
+{
+    r->tw_landed += r->tw_chunk;
+    r->tw_chunk = 0;
+    int64_t now = evq_now(&sm->q);
+    if (now > r->t_restored) r->t_restored = now;
+    tw_issue(sm, r);
+    tw_check_done(sm, r);
 }
 
 /* ------------------------------------------------------------------ iterations */
@@ -1166,9 +1286,11 @@ static void form_iteration(Sim *sm, Replica *rp)
         if ((uint64_t)rp->pool_used > sm->res->hbm_peak_tokens) sm->res->hbm_peak_tokens = (uint64_t)rp->pool_used;
         if (admit(sm, rp, r) != 0) return;
     }
-    /* the batch: decode first, then restoration compute and new input, in admission order */
+    /* the batch: decode first; then, in admission order, restoration compute and new input; then
+     * low-priority restoration compute (Cake: decode > ordinary prefill > restoration) */
     rp->n_items = 0;
     int64_t budget = sm->cfg->token_budget;
+    int64_t direct_tokens = 0, direct_pieces = 0;
     for (int i = 0; i < rp->n_active; i++) {
         Request *r = rp->active[i];
         if (r->t_first && r->out_done < r->nout && r->new_left == 0) {
@@ -1176,24 +1298,48 @@ static void form_iteration(Sim *sm, Replica *rp)
             budget--;
         }
     }
-    for (int i = 0; i < rp->n_active && budget > 0; i++) {
-        Request *r = rp->active[i];
-        if (r->recompute_left > 0) {
-            /* the history is prefilled again as the head of one sequence: its last chunk and the
-             * first chunk of the new input may share an iteration */
-            int64_t c = r->recompute_left < budget ? r->recompute_left : budget;
-            item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->recompute_done});
-            budget -= c;
-            if (c < r->recompute_left || budget == 0 || r->lw_tokens > 0) continue;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < rp->n_active && budget > 0; i++) {
+            Request *r = rp->active[i];
+            if (pass == r->low_prio) { /* restoration compute in its pass */
+                if (r->tw) {
+                    int64_t avail = r->tw_io_issued - r->tw_comp;
+                    if (avail > 0 && !r->tw_comp_inflight) {
+                        int64_t c = avail < budget ? avail : budget;
+                        if (r->tw_comp_chunk > 0 && c > r->tw_comp_chunk) c = r->tw_comp_chunk;
+                        item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->tw_comp});
+                        r->tw_comp_inflight = c;
+                        budget -= c;
+                    }
+                    continue;
+                }
+                if (r->recompute_left > 0) {
+                    /* the history is prefilled again as the head of one sequence: its last chunk and
+                     * the first chunk of the new input may share an iteration */
+                    int64_t c = r->recompute_left < budget ? r->recompute_left : budget;
+                    item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->recompute_done});
+                    budget -= c;
+                    if (c < r->recompute_left || budget == 0 || r->lw_tokens > 0 || pass == 1) continue;
+                    goto new_input; /* the history ends in this iteration */
+                }
+            }
+            if (pass == 1 || r->tw || r->recompute_left > 0) continue;
+        new_input:
+            if (r->new_left > 0) {
+                int lw = r->lw_pending;
+                if (lw && r->arrived_prefix < r->early_layers) continue;
+                int64_t c = r->new_left < budget ? r->new_left : budget;
+                item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
+                budget -= c;
+            }
         }
-        if (r->new_left > 0) {
-            int lw = r->lw_pending;
-            if (lw && r->arrived_prefix < r->early_layers) continue;
-            int64_t c = r->new_left < budget ? r->new_left : budget;
-            item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
-            budget -= c;
+    if (sm->save_mode == SAVE_DIRECT)
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            if (it->type == IT_RECOMP && it->r->tw) continue; /* restored state is saved already */
+            direct_tokens += it->tokens;
+            direct_pieces += (it->tokens + 63) / 64;
         }
-    }
     if (rp->n_items == 0) return;
     /* per-layer durations */
     int64_t M = 0, B = 0, dctx = 0;
@@ -1241,6 +1387,7 @@ static void form_iteration(Sim *sm, Replica *rp)
             rp->layer_ns[l] = prev_lin + attn + extra;
         }
     }
+    rp->direct_save_ns = direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
     rp->iter_start_ns = evq_now(&sm->q);
     rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
@@ -1283,6 +1430,10 @@ static void iter_advance(Sim *sm, Replica *rp)
         }
         rp->layer++;
     }
+    if (rp->direct_save_ns > 0) { /* synchronous writes after the last layer */
+        rp->cursor_ns += (int64_t)llround(rp->direct_save_ns);
+        rp->direct_save_ns = 0;
+    }
     rp->iter_seq = push(sm, rp->cursor_ns, EV_ITER_DONE, rp, 0);
 }
 
@@ -1294,11 +1445,20 @@ static void iter_done(Sim *sm, Replica *rp)
         IterItem *it = &rp->items[i];
         Request *r = it->r;
         r->in_iter = 0;
+        int64_t pos = 0; /* context positions with KV after this iteration (for saving) */
         switch (it->type) {
         case IT_RECOMP:
+            if (now > r->t_restored) r->t_restored = now;
+            if (r->tw) {
+                r->tw_comp += it->tokens;
+                r->tw_comp_inflight = 0;
+                tw_issue(sm, r);
+                tw_check_done(sm, r);
+                continue; /* restored state was saved before */
+            }
             r->recompute_left -= it->tokens;
             r->recompute_done += it->tokens;
-            if (now > r->t_restored) r->t_restored = now;
+            pos = r->recompute_done;
             break;
         case IT_NEW:
             if (it->lw) r->lw_pending = 0;
@@ -1308,6 +1468,7 @@ static void iter_done(Sim *sm, Replica *rp)
                 r->t_first = r->t_last_tok = now;
                 r->out_done = 1;
             }
+            pos = r->hist + r->new_done;
             break;
         case IT_DECODE: {
             int64_t gap = now - r->t_last_tok;
@@ -1316,9 +1477,12 @@ static void iter_done(Sim *sm, Replica *rp)
             if (gap > r->tbt_max) r->tbt_max = gap;
             r->t_last_tok = now;
             r->out_done++;
+            pos = r->hist + r->new_done + r->out_done - 1;
             break;
         }
         }
+        if (sm->save_mode == SAVE_PER_ITERATION && pos - r->s->issued_pos >= 64) save_range(sm, r->s, pos);
+        else if (sm->save_mode == SAVE_DIRECT) direct_saved(sm, r->s, pos);
     }
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
@@ -1417,6 +1581,7 @@ static int sim_setup(Sim *sm)
     }
     sm->kv_tok_layer = (double)model_kv_bytes_per_token_layer(&w->ly);
     sm->kv_tok_layer_gpu = (double)model_kv_bytes_per_token_layer_gpu(&w->ly);
+    sm->hid_tok_layer = (double)model_hidden_bytes_per_token_layer(&w->ly);
     KvErr e2;
     sm->overhead_ns = cfg->iter_overhead_ns >= 0 ? cfg->iter_overhead_ns : sim_profile_overhead_ns(cfg->engine, sm->e);
     if (sm->overhead_ns < 0) return -1;
@@ -1437,6 +1602,8 @@ static int sim_setup(Sim *sm)
     sm->rate_ssd_r = n_ssd > 0 ? ssd->read_bytes_per_s * n_ssd / 1e9 : 0;
     sm->rate_ssd_w = n_ssd > 0 ? ssd->write_bytes_per_s * n_ssd / 1e9 : 0;
     sm->lat_ssd = n_ssd > 0 ? ssd->read_latency_ns : 0;
+    sm->lat_ssd_w = n_ssd > 0 ? ssd->write_latency_ns : 0;
+    sm->n_ssd = n_ssd;
     sm->rate_nic = nic ? nic->bytes_per_s / 1e9 : 0;
     sm->lat_nic = nic ? nic->latency_ns : 0;
     /* tiers */
@@ -1595,6 +1762,16 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     sm->env = (PolicyEnv){sm->cfg, &w->ly, &w->hw, w->platform, &w->cost, sm, est_layer_ns, est_load_layer_ns};
     if (pol->init && pol->init(&sm->env, &sm->pstate, e) != 0) goto done;
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);
+    sm->save_mode = pol->save_mode;
+    if (sm->cfg->save_mode[0] && strcmp(sm->cfg->save_mode, "policy") != 0) {
+        if (!strcmp(sm->cfg->save_mode, "turn")) sm->save_mode = SAVE_TURN_END;
+        else if (!strcmp(sm->cfg->save_mode, "iteration")) sm->save_mode = SAVE_PER_ITERATION;
+        else if (!strcmp(sm->cfg->save_mode, "direct")) sm->save_mode = SAVE_DIRECT;
+        else {
+            kv_err(e, "save_mode '%s': expected policy, turn, iteration or direct", sm->cfg->save_mode);
+            goto done;
+        }
+    }
     out->saved_bytes_per_token = sm->save_bpt;
     if (sm->save_bpt > 0 && !sm->use_dram && !sm->use_ssd && !sm->use_remote) {
         kv_err(e, "policy %s saves state but no tier is configured", pol->name);

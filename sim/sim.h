@@ -69,7 +69,8 @@ typedef struct SimConfig {
     uint64_t dram_bytes;        /* 0: platform */
     int n_ssd;                  /* -1: platform */
     char nic[64];               /* "": platform */
-    int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
+    int64_t state_ttl_ns;
+    char save_mode[16];         /* "policy" (its own), "turn", "iteration", "direct" */       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
     /* SLOs and classes */
     int64_t slo_ttft_ns;
     int64_t slo_tbt_ns;
