@@ -73,7 +73,7 @@ endif
 MAINS     := sim/kvsim_main.c calibrate/kvcal_main.c
 LIB_SRC   := $(filter-out $(MAINS),$(wildcard sim/*.c calibrate/*.c kernels/*.c traces/*.c policies/*.c results/*.c))
 CU_SRC    := $(if $(HAVE_CUDA),$(wildcard kernels/*.cu),)
-TEST_SRC  := $(wildcard tests/test_*.c) tests/harness.c
+TEST_SRC  := $(wildcard tests/test_*.c) tests/harness.c tests/simtest.c
 EMBED_SRC := $(BUILD)/gen/embedded.c $(BUILD)/gen/gitrev.c
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)

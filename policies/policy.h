@@ -69,6 +69,8 @@ typedef struct PolicyEnv {
     const HwCatalog *hw;
     const PlatformSpec *platform;
     CostModel *cost;
+    int64_t iter_overhead_ns; /* the engine profile's fixed cost per iteration */
+    int64_t token_budget;
     void *core; /* opaque, for the estimate functions */
     /* per-layer compute time of an iteration that prefills `new_tokens` after `ctx_tokens` */
     double (*est_layer_ns)(void *core, int64_t new_tokens, int64_t ctx_tokens);

@@ -5,10 +5,16 @@
 
 extern const KvPolicyOps policy_recompute;
 extern const KvPolicyOps policy_kv_offload;
+extern const KvPolicyOps policy_hcache;
+extern const KvPolicyOps policy_hcache_noschd;
+extern const KvPolicyOps policy_naive_hybrid;
+extern const KvPolicyOps policy_cake;
+extern const KvPolicyOps policy_cacheflow;
+extern const KvPolicyOps policy_ideal;
 
 static const KvPolicyOps *const g_policies[] = {
-    &policy_recompute,
-    &policy_kv_offload,
+    &policy_recompute, &policy_kv_offload, &policy_hcache, &policy_hcache_noschd,
+    &policy_naive_hybrid, &policy_cake, &policy_cacheflow, &policy_ideal,
 };
 
 int policy_count(void) { return (int)KV_ARRAY_LEN(g_policies); }

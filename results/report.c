@@ -86,6 +86,11 @@ static cJSON *config_json(const SimConfig *c)
     cJSON_AddStringToObject(o, "nic", c->nic);
     cJSON_AddNumberToObject(o, "state_ttl_ns", (double)c->state_ttl_ns);
     cJSON_AddStringToObject(o, "save_mode", c->save_mode);
+    cJSON *cf = cJSON_AddObjectToObject(o, "cacheflow_axes");
+    cJSON_AddBoolToObject(cf, "token", c->cf_token);
+    cJSON_AddBoolToObject(cf, "layer", c->cf_layer);
+    cJSON_AddBoolToObject(cf, "gpu", c->cf_gpu);
+    cJSON_AddBoolToObject(cf, "batch", c->cf_batch);
     cJSON_AddNumberToObject(o, "slo_ttft_ns", (double)c->slo_ttft_ns);
     cJSON_AddNumberToObject(o, "slo_tbt_ns", (double)c->slo_tbt_ns);
     cJSON_AddNumberToObject(o, "class_short", (double)c->class_edges[0]);

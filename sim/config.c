@@ -28,7 +28,7 @@ void sim_config_defaults(SimConfig *c)
     c->tp = c->pp = c->replicas = 1;
     snprintf(c->engine, sizeof c->engine, "vllm");
     c->iter_overhead_ns = -1; /* from the profile */
-    c->token_budget = 2048;
+    c->token_budget = 512; /* vLLM's chunked-prefill default (max_num_batched_tokens) */
     c->max_batch = 256;
     c->mem_util = 0.9;
     c->block_tokens = 16;
@@ -44,6 +44,7 @@ void sim_config_defaults(SimConfig *c)
     c->n_ssd = -1;
     c->state_ttl_ns = 3600LL * 1000000000LL;
     snprintf(c->save_mode, sizeof c->save_mode, "policy");
+    c->cf_token = c->cf_layer = c->cf_gpu = c->cf_batch = 1;
     c->slo_ttft_ns = 1000000000;
     c->slo_tbt_ns = 100000000;
     c->class_edges[0] = 2048;
@@ -99,6 +100,10 @@ static const KeyDef g_keys[] = {
     FLD("n_ssd", K_INT, n_ssd, "SSDs in the array (default: platform)"),
     STR(nic, "NIC to the remote store, e.g. 10GbE (default: platform)"),
     STR(save_mode, "how state is saved: policy (its default), turn, iteration (two-stage), direct"),
+    FLD("cf_token", K_BOOL, cf_token, "cacheflow: token-wise two pointers"),
+    FLD("cf_layer", K_BOOL, cf_layer, "cacheflow: layer-wise two pointers"),
+    FLD("cf_gpu", K_BOOL, cf_gpu, "cacheflow: boundary activations for stage-parallel restore"),
+    FLD("cf_batch", K_BOOL, cf_batch, "cacheflow: most-remaining-first IO order"),
     FLD("state_ttl", K_DUR, state_ttl_ns, "drop saved state unused this long, e.g. 1 h (0: never)"),
     FLD("slo_ttft", K_DUR, slo_ttft_ns, "TTFT objective, e.g. 200 ms"),
     FLD("slo_tbt", K_DUR, slo_tbt_ns, "mean TBT objective per request"),

@@ -799,9 +799,13 @@ static void emit_row(Sim *sm, Request *r)
     }
     res->requests++;
     if (sm->row_fn) {
+        /* recomputed: token-wise prefix + whole-model recompute + layer-wise recompute (counted once per
+         * token even if only some layers were recomputed); loaded: tokens whose state came from a tier */
+        int64_t recomputed = r->tw_comp + r->recompute_total, loaded = r->tw_landed;
+        if (r->mode && r->mode[0] == LM_RECOMPUTE) recomputed += r->lw_tokens;
+        if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
-                             r->from, r->recompute_total + (r->mode && r->mode[0] == LM_RECOMPUTE ? r->lw_tokens : 0),
-                             r->src != TIER_NONE ? r->lw_tokens : 0, queue, restore, prefill, ttft, r->t_last_tok,
+                             r->from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
                              tbt_mean, r->tbt_max, r->lb_ns};
         if (sm->row_fn(sm->row_ctx, &row, sm->e) != 0) sm->failed = 1;
     }
@@ -1031,10 +1035,14 @@ static int admit(Sim *sm, Replica *rp, Request *r)
             pool_release(sm, rp, blocks_tokens(sm, s->resident_tokens));
             s->resident_tokens = 0;
         }
-        /* lower bound on restoration: all compute and IO used perfectly (harmonic mean) */
+        /* lower bound on restoration: all compute and IO used perfectly (harmonic mean of recomputing
+         * everything and loading everything), with the smaller of the two state forms (KV or hidden
+         * states) so that the bound holds for every policy */
         double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
         if (q.saved_tier != TIER_NONE) {
-            double t_io = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+            double t_kv = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+            double t_hid = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->hid_tok_layer, sm->hid_tok_layer / sm->T);
+            double t_io = t_kv < t_hid ? t_kv : t_hid;
             r->lb_ns = t_comp * t_io / (t_comp + t_io);
         } else {
             r->lb_ns = t_comp;
@@ -1759,7 +1767,8 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     memset(w->cost.extrapolations, 0, sizeof w->cost.extrapolations);
     if (evq_init(&sm->q, e) != 0) return -1;
     if (sim_setup(sm) != 0) goto done;
-    sm->env = (PolicyEnv){sm->cfg, &w->ly, &w->hw, w->platform, &w->cost, sm, est_layer_ns, est_load_layer_ns};
+    sm->env = (PolicyEnv){sm->cfg, &w->ly, &w->hw, w->platform, &w->cost, sm->overhead_ns, sm->cfg->token_budget, sm,
+                          est_layer_ns, est_load_layer_ns};
     if (pol->init && pol->init(&sm->env, &sm->pstate, e) != 0) goto done;
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);
     sm->save_mode = pol->save_mode;

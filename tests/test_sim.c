@@ -9,49 +9,11 @@
 #include "harness.h"
 #include "policy.h"
 #include "sim.h"
+#include "simtest.h"
 
-typedef struct {
-    SimRequestRow rows[64];
-    int n;
-} Rows;
-
-static int keep_row(void *ctx, const SimRequestRow *r, KvErr *e)
-{
-    (void)e;
-    Rows *rs = ctx;
-    if (rs->n < 64) rs->rows[rs->n++] = *r;
-    return 0;
-}
-
-static void iso_config(TestCtx *t, SimConfig *c, int64_t n0, int64_t n1, const char *platform, const char *model)
-{
-    sim_config_defaults(c);
-    char text[512];
-    snprintf(text, sizeof text,
-             "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
-             "s0,0,,%lld,1,0\n"
-             "s0,1,,%lld,2,%lld\n",
-             (long long)n0, (long long)n1, (long long)(n0 + 1));
-    const char *path = test_write_file(t, "iso.csv", text);
-    snprintf(c->trace, sizeof c->trace, "%s", path);
-    snprintf(c->platform, sizeof c->platform, "%s", platform);
-    snprintf(c->model, sizeof c->model, "%s", model);
-    c->think_ns = 10000000000LL; /* 10 s: saves finish long before */
-    c->evict_each_turn = 1;
-    c->max_context = 65536; /* beyond Llama-2's 4K window, as HCache's evaluation did */
-    c->quiet = 1;
-}
-
-/* per-layer linear part of an iteration of M tokens, as the engine composes it */
-static double lin(SimWorld *w, int64_t M)
-{
-    CostModel *cm = &w->cost;
-    double t = cost_lookup_ns(cm, OP_GEMM_QKV, M, 0, 0) + cost_lookup_ns(cm, OP_GEMM_O, M, 0, 0) +
-               cost_lookup_ns(cm, OP_GEMM_FFN_UP, M, 0, 0) + cost_lookup_ns(cm, OP_GEMM_FFN_DOWN, M, 0, 0);
-    t += w->model->norms_per_layer * cost_lookup_ns(cm, OP_NORM, M, 0, 0) + cost_lookup_ns(cm, OP_ACT, M, 0, 0);
-    if (w->model->pos == POS_ROPE) t += cost_lookup_ns(cm, OP_ROPE, M, 0, 0);
-    return t;
-}
+#define keep_row simtest_keep_row
+#define iso_config simtest_iso_config
+#define lin simtest_lin
 
 TEST(sim_isolated_recompute_matches_chunk_sum)
 {

@@ -1,0 +1,46 @@
+/* split.c — per-layer estimates and the min–max split; see split.h. */
+#include "split.h"
+
+#include <string.h>
+
+#include "sim.h"
+
+void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c)
+{
+    const ModelLayout *ly = env->ly;
+    double T = ly->tp;
+    double kv_l = (double)model_kv_bytes_per_token_layer(ly), kv_g = (double)model_kv_bytes_per_token_layer_gpu(ly);
+    double hid_l = (double)model_hidden_bytes_per_token_layer(ly);
+    c->t_re = env->est_layer_ns(env->core, N, 0);
+    c->t_proj = cost_lookup_ns(env->cost, OP_GEMM_KV_PROJ, N, 0, 0);
+    if (ly->tp > 1 && cost_has(env->cost, OP_ALLGATHER)) c->t_proj += cost_lookup_ns(env->cost, OP_ALLGATHER, N, 0, 0);
+    c->t_kv = env->est_load_layer_ns(env->core, tier, N, kv_l, kv_g);
+    c->t_hid = env->est_load_layer_ns(env->core, tier, N, hid_l, hid_l / T);
+}
+
+int split_argmin(int L, double (*f)(int k, const void *ctx), const void *ctx, double *best_ns)
+{
+    int best = 0;
+    double bv = f(0, ctx);
+    for (int k = 1; k <= L; k++) {
+        double v = f(k, ctx);
+        if (v < bv) {
+            bv = v;
+            best = k;
+        }
+    }
+    if (best_ns) *best_ns = bv;
+    return best;
+}
+
+Tier split_primary_tier(const PolicyEnv *env)
+{
+    const struct SimConfig *cfg = env->cfg;
+    const PlatformSpec *p = env->platform;
+    int n_ssd = cfg->n_ssd >= 0 ? cfg->n_ssd : (p->ssd >= 0 ? p->n_ssd : 0);
+    if (!strcmp(cfg->store, "dram")) return TIER_DRAM;
+    if (!strcmp(cfg->store, "remote") || !strcmp(cfg->store, "dram+remote")) return TIER_REMOTE;
+    if (n_ssd > 0) return TIER_SSD;
+    if (p->nic >= 0 || cfg->nic[0]) return TIER_REMOTE;
+    return TIER_DRAM;
+}
