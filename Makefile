@@ -78,7 +78,7 @@ EMBED_SRC := $(BUILD)/gen/embedded.c $(BUILD)/gen/gitrev.c
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libkvsim.a
-EMBEDDED  := configs/models.json configs/hardware.json
+EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
 DEFAULT_POLICIES ?= recompute,kv-offload
 
 .PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san

@@ -121,5 +121,7 @@ const char *probe_ssd_note(const ProbeSsd *s);
 int probe_ssd_measure(ProbeSsd *s, CostOp op, int64_t bytes, int qd, int n_files, const TimingCfg *cfg,
                       TimingStats *st, KvErr *e);
 void probe_ssd_close(ProbeSsd *s);
+/* Use the threads engine even where io_uring works (tests, comparisons); the note says so. */
+void probe_ssd_use_threads(ProbeSsd *s);
 
 #endif

@@ -70,6 +70,7 @@ struct Session {
     uint64_t id;
     int replica;
     int busy;                  /* a turn admitted or waiting */
+    int refs;                  /* requests that point to this session (pulled, not yet freed) */
     Request *pend_head, *pend_tail;
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
@@ -295,7 +296,7 @@ static void sess_remove(Sim *sm, Session *s)
 
 static void sess_maybe_free(Sim *sm, Session *s)
 {
-    if (!s->busy && !s->pend_head && s->resident_tokens == 0 && s->tier == TIER_NONE && !s->saving && !s->spilling &&
+    if (!s->busy && !s->pend_head && !s->refs && s->resident_tokens == 0 && s->tier == TIER_NONE && !s->saving && !s->spilling &&
         !s->loading)
         sess_remove(sm, s);
 }
@@ -486,7 +487,17 @@ static void ch_start(Sim *sm, Channel *c)
     if (c->hi_head) {
         Unit *prev = NULL;
         u = c->hi_head;
-        if (sm->pol->io_pick && c->nhi > 1) {
+        /* a unit that an iteration in flight waits for goes first (the GPU is stalled on it);
+         * otherwise the policy chooses (default FIFO) */
+        Unit *bp = NULL, *bu = c->hi_head;
+        while (bu && !(bu->r && bu->r->in_iter)) {
+            bp = bu;
+            bu = bu->next;
+        }
+        if (bu) {
+            u = bu;
+            prev = bp;
+        } else if (sm->pol->io_pick && c->nhi > 1) {
             IoChoice ch[64] = {{0}};
             Unit *us[64];
             int n = 0;
@@ -813,6 +824,7 @@ static void emit_row(Sim *sm, Request *r)
 
 static void request_free(Request *r)
 {
+    r->s->refs--;
     free(r->mode);
     free(r->arrived);
     free(r);
@@ -867,9 +879,10 @@ static void request_done(Sim *sm, Replica *rp, Request *r)
     sess_maybe_free(sm, s);
 }
 
+/* schedule admission (always) and, when the replica is idle, the next iteration */
 static void kick(Sim *sm, Replica *rp)
 {
-    if (rp->iterating || rp->form_pending) return;
+    if (rp->form_pending) return;
     rp->form_pending = 1;
     push(sm, evq_now(&sm->q), EV_FORM, rp, 0);
 }
@@ -932,6 +945,7 @@ static int pull_trace(Sim *sm)
         if (!r) return fail(sm, "out of memory%s", "");
         r->id = sm->next_req_id++;
         r->s = s;
+        s->refs++;
         r->turn = tr->turn;
         r->hist = tr->history_tokens;
         r->nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens;
@@ -1235,11 +1249,10 @@ static int item_add(Sim *sm, Replica *rp, IterItem it)
     return 0;
 }
 
-static void form_iteration(Sim *sm, Replica *rp)
+/* Admission, FIFO, as soon as memory and a batch slot allow — also while an iteration runs, so that
+ * a restoration's IO starts at admission and its compute joins the next iteration boundary. */
+static void admit_queue(Sim *sm, Replica *rp)
 {
-    rp->form_pending = 0;
-    if (rp->iterating || sm->failed) return;
-    /* admission, FIFO */
     while (rp->q_len && rp->n_active < sm->cfg->max_batch) {
         Request *r = rp->queue[rp->q_head];
         Session *s = r->s;
@@ -1275,7 +1288,6 @@ static void form_iteration(Sim *sm, Replica *rp)
             continue;
         }
         int64_t extra = need - have;
-        if (!resident_ok && s->resident_tokens) extra += 0; /* its stale KV is released at admission */
         while (rp->pool_used + extra > rp->pool_cap && hbm_evict_one(sm, rp)) {
         }
         if (rp->pool_used + extra > rp->pool_cap) {
@@ -1294,6 +1306,14 @@ static void form_iteration(Sim *sm, Replica *rp)
         if ((uint64_t)rp->pool_used > sm->res->hbm_peak_tokens) sm->res->hbm_peak_tokens = (uint64_t)rp->pool_used;
         if (admit(sm, rp, r) != 0) return;
     }
+}
+
+static void form_iteration(Sim *sm, Replica *rp)
+{
+    rp->form_pending = 0;
+    if (sm->failed) return;
+    admit_queue(sm, rp);
+    if (rp->iterating || sm->failed) return;
     /* the batch: decode first; then, in admission order, restoration compute and new input; then
      * low-priority restoration compute (Cake: decode > ordinary prefill > restoration) */
     rp->n_items = 0;
@@ -1452,7 +1472,6 @@ static void iter_done(Sim *sm, Replica *rp)
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
         Request *r = it->r;
-        r->in_iter = 0;
         int64_t pos = 0; /* context positions with KV after this iteration (for saving) */
         switch (it->type) {
         case IT_RECOMP:
@@ -1492,10 +1511,17 @@ static void iter_done(Sim *sm, Replica *rp)
         if (sm->save_mode == SAVE_PER_ITERATION && pos - r->s->issued_pos >= 64) save_range(sm, r->s, pos);
         else if (sm->save_mode == SAVE_DIRECT) direct_saved(sm, r->s, pos);
     }
+    /* distinct requests that finished (a request can hold two items: its last history chunk and its
+     * first new-input chunk); the items array is free to reuse as scratch now */
+    int nd = 0;
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
-        if (r->state != RS_DONE && r->t_first && r->out_done >= r->nout) request_done(sm, rp, r);
+        if (!r->in_iter) continue;
+        r->in_iter = 0;
+        if (r->state != RS_DONE && r->t_first && r->out_done >= r->nout) rp->items[nd++].r = r;
     }
+    for (int i = 0; i < nd; i++) request_done(sm, rp, rp->items[i].r);
+    rp->n_items = 0;
     form_iteration(sm, rp);
 }
 

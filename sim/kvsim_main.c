@@ -15,13 +15,17 @@
 #include "trace.h"
 #include "units.h"
 
+const char *kv_embedded(const char *name, size_t *len);
+static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,
+                             char *desc, size_t dlen, KvErr *e);
+
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: kvsim COMMAND [options]\n"
             "\n"
             "commands:\n"
-            "  list {policies|models|platforms|gpus|traces}   show the catalogs\n"
+            "  list {policies|models|platforms|gpus|traces|scenarios}   show the catalogs\n"
             "  run --policy P [options] --out DIR             simulate one policy\n"
             "  compare --policies a,b,c [options] --out DIR   simulate several on the same trace and seed\n"
             "\n"
@@ -31,6 +35,7 @@ static void usage(FILE *out)
             "  --requests N       stop after N requests              --seed S       random seed (default 1)\n"
             "  --tp N, --pp N     parallel layout                    --costs FILE   cost store (default: spec)\n"
             "  --config FILE      JSON object of settings            --set KEY=VALUE  any setting (repeatable)\n"
+            "  --scenario NAME    a published setup (kvsim list scenarios); its policies unless --policies\n"
             "  --out DIR          results directory (summary.json, requests.csv, table.md)\n"
             "  --quiet            no progress line                   --no-csv       skip requests.csv\n"
             "  --stats            print a machine-readable speed/memory line per policy on stderr\n"
@@ -42,13 +47,30 @@ static void usage(FILE *out)
 static int cmd_list(int argc, char **argv)
 {
     if (argc < 3 || !strcmp(argv[2], "--help")) {
-        printf("usage: kvsim list {policies|models|platforms|gpus|traces}\n");
+        printf("usage: kvsim list {policies|models|platforms|gpus|traces|scenarios}\n");
         return argc < 3 ? 2 : 0;
     }
     KvErr e;
     const char *what = argv[2];
     if (!strcmp(what, "policies")) {
         for (int i = 0; i < policy_count(); i++) printf("%-14s %s\n", policy_at(i)->name, policy_at(i)->summary);
+        return 0;
+    }
+    if (!strcmp(what, "scenarios")) {
+        for (int i = 0; i < kv_embedded_count(); i++) {
+            const char *n = kv_embedded_name(i);
+            if (strncmp(n, "configs/scenarios/", 18)) continue;
+            char desc[1024] = "", pol[512] = "";
+            SimConfig c;
+            sim_config_defaults(&c);
+            size_t len = 0;
+            const char *text = kv_embedded(n, &len);
+            if (apply_config_json(&c, text, n, pol, sizeof pol, desc, sizeof desc, &e) != 0) {
+                fprintf(stderr, "kvsim: %s\n", e.msg);
+                return 1;
+            }
+            printf("%-40.*s %s\n    policies: %s\n", (int)(strlen(n) - 18 - 5), n + 18, desc, pol);
+        }
         return 0;
     }
     if (!strcmp(what, "traces")) {
@@ -101,24 +123,23 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    fprintf(stderr, "kvsim list: unknown catalog '%s' (policies, models, platforms, gpus, traces)\n", what);
+    fprintf(stderr, "kvsim list: unknown catalog '%s' (policies, models, platforms, gpus, traces, scenarios)\n", what);
     return 2;
 }
 
-static int load_config_file(SimConfig *c, const char *path, KvErr *e)
+/* Apply a JSON object of settings (a --config file or a scenario). "policies" and "description"
+ * are not settings: they are returned to the caller (when the pointers are given). */
+static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,
+                             char *desc, size_t dlen, KvErr *e)
 {
-    char *text = kv_read_file(path, NULL, e);
-    if (!text) return -1;
     cJSON *root = cJSON_Parse(text);
     if (!root || !cJSON_IsObject(root)) {
         const char *at = cJSON_GetErrorPtr();
         int line = 1;
         if (at && root == NULL)
             for (const char *p = text; p < at && *p; p++) line += *p == '\n';
-        kv_err(e, "%s: line %d: expected a JSON object of settings", path, line);
         cJSON_Delete(root);
-        free(text);
-        return -1;
+        return kv_err(e, "%s: line %d: expected a JSON object of settings", origin, line);
     }
     int rc = 0;
     for (cJSON *it = root->child; it && rc == 0; it = it->next) {
@@ -127,12 +148,50 @@ static int load_config_file(SimConfig *c, const char *path, KvErr *e)
         else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
         else if (cJSON_IsNumber(it)) snprintf(val, sizeof val, "%.17g", it->valuedouble);
         else {
-            rc = kv_err(e, "%s: \"%s\": expected a string, number or boolean", path, it->string);
+            rc = kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
             break;
         }
-        if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", path, it->string);
+        if (!strcmp(it->string, "policies")) {
+            if (policies) snprintf(policies, plen, "%s", val);
+            continue;
+        }
+        if (!strcmp(it->string, "description")) {
+            if (desc) snprintf(desc, dlen, "%s", val);
+            continue;
+        }
+        if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
     }
     cJSON_Delete(root);
+    return rc;
+}
+
+static int load_config_file(SimConfig *c, const char *path, char *policies, size_t plen, KvErr *e)
+{
+    char *text = kv_read_file(path, NULL, e);
+    if (!text) return -1;
+    int rc = apply_config_json(c, text, path, policies, plen, NULL, 0, e);
+    free(text);
+    return rc;
+}
+
+/* a scenario by name (configs/scenarios/NAME.json: embedded, or under $KVSIM_CONFIG_DIR) or by path */
+static int load_scenario(SimConfig *c, const char *name, char *policies, size_t plen, char *desc, size_t dlen, KvErr *e)
+{
+    char rel[512], origin[600];
+    const char *override = strchr(name, '/') ? name : NULL;
+    snprintf(rel, sizeof rel, "configs/scenarios/%s.json", name);
+    char *text = kv_catalog_text(rel, override, origin, sizeof origin, e);
+    if (!text) {
+        char list[2048] = "";
+        size_t len = 0;
+        for (int i = 0; i < kv_embedded_count(); i++) {
+            const char *n = kv_embedded_name(i);
+            if (strncmp(n, "configs/scenarios/", 18)) continue;
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%.*s", len ? ", " : "", (int)(strlen(n) - 18 - 5), n + 18);
+        }
+        return kv_err(e, "unknown scenario '%s' (known: %s)", name, list);
+    }
+    int rc = apply_config_json(c, text, origin, policies, plen, desc, dlen, e);
     free(text);
     return rc;
 }
@@ -166,14 +225,20 @@ static int cmd_run(int argc, char **argv, int compare)
     const char *out = NULL;
     int no_csv = 0, stats = 0;
     KvErr e;
-    /* --config first so that other options override it */
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "--config")) {
+    char scen_policies[512] = "", scen_desc[1024] = "";
+    /* --scenario, then --config, so that other options override them */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 2; i < argc; i++) {
+            const char *opt = pass == 0 ? "--scenario" : "--config";
+            if (strcmp(argv[i], opt)) continue;
             if (i + 1 >= argc) {
-                fprintf(stderr, "kvsim: --config needs a file\n");
+                fprintf(stderr, "kvsim: %s needs a value\n", opt);
                 return 2;
             }
-            if (load_config_file(&cfg, argv[i + 1], &e) != 0) {
+            int rc = pass == 0 ? load_scenario(&cfg, argv[i + 1], scen_policies, sizeof scen_policies, scen_desc,
+                                               sizeof scen_desc, &e)
+                               : load_config_file(&cfg, argv[i + 1], scen_policies, sizeof scen_policies, &e);
+            if (rc != 0) {
                 fprintf(stderr, "kvsim: %s\n", e.msg);
                 return 1;
             }
@@ -206,7 +271,7 @@ static int cmd_run(int argc, char **argv, int compare)
             return 2;
         }
         const char *v = argv[++i];
-        if (!strcmp(a, "--config")) continue;
+        if (!strcmp(a, "--config") || !strcmp(a, "--scenario")) continue;
         if (!strcmp(a, "--out")) {
             out = v;
             continue;
@@ -241,7 +306,9 @@ static int cmd_run(int argc, char **argv, int compare)
             return 2;
         }
     }
+    if (!policies[0] && compare && scen_policies[0]) snprintf(policies, sizeof policies, "%s", scen_policies);
     if (!policies[0]) snprintf(policies, sizeof policies, "%s", compare ? "recompute,kv-offload" : cfg.policy);
+    if (scen_desc[0] && !cfg.quiet) fprintf(stderr, "scenario: %s\n", scen_desc);
     if (!out) {
         fprintf(stderr, "kvsim %s: --out DIR is required\n", argv[1]);
         return 2;

@@ -48,6 +48,10 @@ int kv_mkdirs(const char *dir, KvErr *e);
  * static description ("embedded" or the path). Caller frees the result. */
 char *kv_catalog_text(const char *name, const char *override, char *origin, size_t origin_len, KvErr *e);
 
+/* Files compiled into the binary (catalogs, scenarios): count and names ("configs/..."). */
+int kv_embedded_count(void);
+const char *kv_embedded_name(int i);
+
 /* The build's git revision (or "unknown"). */
 const char *kv_git_rev(void);
 

@@ -24,5 +24,10 @@ tmp=$(mktemp "$out.XXXXXX")
   echo "  if (len) *len = 0;"
   echo "  return NULL;"
   echo "}"
+  echo "static const char *const emb_names[] = {"
+  for f in "$@"; do echo "  \"$f\","; done
+  echo "};"
+  echo "int kv_embedded_count(void) { return (int)(sizeof emb_names / sizeof emb_names[0]); }"
+  echo "const char *kv_embedded_name(int i) { return i >= 0 && i < kv_embedded_count() ? emb_names[i] : NULL; }"
 } > "$tmp"
 mv "$tmp" "$out"
