@@ -101,15 +101,19 @@ typedef struct CalibEstimate {
 } CalibEstimate;
 void calib_estimate(const CalibPlan *p, const SpecInputs *in, int cuda, CalibEstimate *est);
 
-/* Progress, called after every point and once at the end of each op (op_done = 1). */
+/* Progress events: START once before measuring (device and estimate known), POINT after every
+ * point, OP_DONE at the end of each op. */
+typedef enum CalibEvent { CALIB_EV_START = 0, CALIB_EV_POINT, CALIB_EV_OP_DONE } CalibEvent;
 typedef struct CalibProgress {
+    CalibEvent ev;
     CostOp op;
-    int op_done;
     int64_t p1, p2, p3;
-    int64_t index, total;   /* points done in the run, points planned */
-    int64_t op_points;      /* points of this op (op_done) */
-    double op_seconds;      /* wall time of this op so far */
-    const TimingStats *st;  /* the point's statistics (NULL when op_done) */
+    int64_t index, total;           /* points done in the run, points planned */
+    int64_t op_points;              /* points of this op (OP_DONE) */
+    double op_seconds;              /* wall time of this op so far */
+    const TimingStats *st;          /* the point's statistics (POINT) */
+    const char *device;             /* the device name stored (START) */
+    const CalibEstimate *estimate;  /* the plan's estimate (START; zeros on cpu) */
 } CalibProgress;
 typedef void (*CalibProgressFn)(void *ctx, const CalibProgress *pr);
 

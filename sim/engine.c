@@ -100,8 +100,13 @@ struct Request {
     int early_layers, arrived_prefix, loads_left;
     uint8_t *mode, *arrived;
     /* token-wise two pointers */
-    int tw, tw_units, low_prio;
-    int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_chunk, tw_io_chunk, tw_comp_chunk;
+    int tw, low_prio;
+    int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
+    /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
+     * among requests is a real choice): tokens and units left per slot */
+    int64_t tw_ck_tokens[2];
+    int tw_ck_units[2];
+    int tw_ck_n;
     Tier src;
     int64_t t_admit, t_restored, t_first, t_last_tok;
     int64_t new_left, new_done, out_done;
@@ -490,7 +495,7 @@ static void ch_start(Sim *sm, Channel *c)
         /* a unit that an iteration in flight waits for goes first (the GPU is stalled on it);
          * otherwise the policy chooses (default FIFO) */
         Unit *bp = NULL, *bu = c->hi_head;
-        while (bu && !(bu->r && bu->r->in_iter)) {
+        while (bu && !(bu->kind == U_LOAD && bu->r->in_iter)) {
             bp = bu;
             bu = bu->next;
         }
@@ -1160,14 +1165,14 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
     }
 }
 
-static void tw_landed(Sim *sm, Request *r);
+static void tw_landed(Sim *sm, Request *r, int slot);
 
 static void unit_finished(Sim *sm, Unit *u)
 {
     if (u->kind == U_LOAD) {
         lw_arrived(sm, u->r, u->layer);
     } else if (u->kind == U_LOAD_TOK) {
-        if (--u->r->tw_units == 0) tw_landed(sm, u->r);
+        tw_landed(sm, u->r, (int)u->upto);
     } else if (u->kind == U_SAVE) {
         double bytes = u->nhops == 1 ? u->bytes[0] * sm->T : u->bytes[1];
         save_done(sm, u->s, u->upto, bytes);
@@ -1180,39 +1185,45 @@ static void unit_finished(Sim *sm, Unit *u)
 
 /* ---- token-wise two pointers: compute forward from token 0, load backward from the end ---- */
 
+#define TW_DEPTH 2
+
 static void tw_issue(Sim *sm, Request *r)
 {
-    if (!r->tw || r->tw_units) return;
-    int64_t lower = r->tw_comp + r->tw_comp_inflight;
-    if (r->tw_io_issued <= lower) return;
-    int64_t c = r->tw_io_issued - lower;
-    if (c > r->tw_io_chunk) c = r->tw_io_chunk;
-    r->tw_io_issued -= c;
-    r->tw_chunk = c;
-    for (int st = 0; st < sm->S; st++) {
-        Unit *u = unit_new(sm);
-        if (!u) return;
-        u->r = r;
-        u->kind = U_LOAD_TOK;
-        u->layer = -1;
-        u->stage = st;
-        int h = 0;
-        double layers = sm->stage_layers[st];
-        if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
-            u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
-            u->bytes[h++] = (double)c * sm->kv_tok_layer * layers;
+    while (r->tw && r->tw_ck_n < TW_DEPTH) {
+        int64_t lower = r->tw_comp + r->tw_comp_inflight;
+        if (r->tw_io_issued <= lower) return;
+        int64_t c = r->tw_io_issued - lower;
+        if (c > r->tw_io_chunk) c = r->tw_io_chunk;
+        int slot = r->tw_ck_units[0] ? 1 : 0;
+        r->tw_io_issued -= c;
+        r->tw_ck_tokens[slot] = c;
+        r->tw_ck_units[slot] = sm->S;
+        r->tw_ck_n++;
+        for (int st = 0; st < sm->S; st++) {
+            Unit *u = unit_new(sm);
+            if (!u) return;
+            u->r = r;
+            u->kind = U_LOAD_TOK;
+            u->layer = -1;
+            u->upto = slot;
+            u->stage = st;
+            int h = 0;
+            double layers = sm->stage_layers[st];
+            if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
+                u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
+                u->bytes[h++] = (double)c * sm->kv_tok_layer * layers;
+            }
+            u->chain[h] = CH_H2D;
+            u->bytes[h++] = (double)c * sm->kv_tok_layer_gpu * layers;
+            u->nhops = h;
+            ch_enqueue(sm, u);
         }
-        u->chain[h] = CH_H2D;
-        u->bytes[h++] = (double)c * sm->kv_tok_layer_gpu * layers;
-        u->nhops = h;
-        r->tw_units++;
-        ch_enqueue(sm, u);
     }
 }
 
 static void tw_check_done(Sim *sm, Request *r)
 {
-    if (!r->tw || r->tw_units || r->tw_comp_inflight) return;
+    if (!r->tw || r->tw_ck_n || r->tw_comp_inflight) return;
     if (r->tw_comp + r->tw_landed < r->hist) return;
     r->tw = 0;
     int64_t now = evq_now(&sm->q);
@@ -1224,10 +1235,12 @@ static void tw_check_done(Sim *sm, Request *r)
     kick(sm, &sm->rep[r->replica]);
 }
 
-static void tw_landed(Sim *sm, Request *r)
+static void tw_landed(Sim *sm, Request *r, int slot)
 {
-    r->tw_landed += r->tw_chunk;
-    r->tw_chunk = 0;
+    if (--r->tw_ck_units[slot] > 0) return;
+    r->tw_landed += r->tw_ck_tokens[slot];
+    r->tw_ck_tokens[slot] = 0;
+    r->tw_ck_n--;
     int64_t now = evq_now(&sm->q);
     if (now > r->t_restored) r->t_restored = now;
     tw_issue(sm, r);
