@@ -10,6 +10,7 @@
 #include "calib_run.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -222,4 +223,867 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         calib_plan_set(p, OP_SSD_WRITE, sb, n_sb, sq, n_sq, sf, n_sf, &t_ssd, b_io, e) != 0)
         return -1;
     return 0;
+}
+
+/* ==================================================================== shapes and recipes */
+
+typedef struct Shapes {
+    const ModelLayout *ly;
+    int64_t D, hq, hk, dh;
+    int64_t I;          /* FFN width per GPU (MoE: one expert's) */
+    int64_t gate;       /* 2 gated, 1 plain */
+    int64_t E, topk, shared;
+    int moe, layernorm, rope, norms;
+} Shapes;
+
+static int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void shapes_of(Shapes *s, const ModelLayout *ly)
+{
+    const ModelSpec *m = ly->m;
+    int T = ly->tp < 1 ? 1 : ly->tp;
+    memset(s, 0, sizeof *s);
+    s->ly = ly;
+    s->D = m->hidden;
+    s->hq = ceil_div64(m->heads, T);
+    s->hk = model_kv_heads_per_gpu(ly);
+    s->dh = m->head_dim;
+    s->moe = m->n_experts > 0 && m->layers > m->dense_layers; /* the last layer is an MoE layer */
+    s->I = ceil_div64(s->moe ? m->moe_intermediate : m->intermediate, T);
+    s->gate = m->gated_ffn ? 2 : 1;
+    s->E = s->moe ? m->n_experts : 0;
+    s->topk = s->moe ? m->experts_per_tok : 0;
+    s->shared = s->moe ? m->shared_experts : 0;
+    s->layernorm = m->norm == NORM_LAYER;
+    s->rope = m->pos == POS_ROPE;
+    s->norms = m->norms_per_layer < 1 ? 1 : m->norms_per_layer;
+}
+
+/* Routed experts t tokens touch on average: E·(1 − (1 − k/E)^t), rounded, in 1..E. */
+static int64_t experts_touched(const Shapes *s, int64_t t)
+{
+    if (t < 1 || s->E < 1) return 0;
+    double x = (double)s->E * (1.0 - pow(1.0 - (double)s->topk / (double)s->E, (double)t));
+    int64_t n = (int64_t)llround(x);
+    return n < 1 ? 1 : (n > s->E ? s->E : n);
+}
+
+/* One GEMM of a recipe: rows m of A start at a_row, rows of C at c_row; w: weight index (-1: the
+ * MoE router, whose output goes to its own buffer). */
+typedef struct GemmCall {
+    int64_t m, n, k;
+    int w;
+    int64_t a_row, c_row;
+} GemmCall;
+
+/* The GEMMs of a projection op for t tokens; returns their count (<= max), 0 for t = 0. */
+static int gemm_recipe(const Shapes *s, CostOp op, int64_t t, GemmCall *calls, int max)
+{
+    int64_t M, N, K;
+    if (t < 1 || !model_gemm_shape(s->ly, op, t, &M, &N, &K)) return 0;
+    int moe_ffn = s->moe && (op == OP_GEMM_FFN_UP || op == OP_GEMM_FFN_DOWN);
+    if (!moe_ffn) {
+        calls[0] = (GemmCall){M, N, K, 0, 0, 0};
+        return 1;
+    }
+    int nc = 0;
+    int64_t row = 0;
+    if (op == OP_GEMM_FFN_UP && nc < max) calls[nc++] = (GemmCall){t, s->E, s->D, -1, 0, 0};
+    int64_t touched = experts_touched(s, t);
+    /* shared experts see every token; routed experts their average share M (model_gemm_shape) */
+    for (int64_t j = 0; j < s->shared && nc < max; j++, row += t)
+        calls[nc++] = (GemmCall){t, N, K, (int)(s->E + j), op == OP_GEMM_FFN_UP ? 0 : row, row};
+    for (int64_t j = 0; j < touched && nc < max; j++, row += M)
+        calls[nc++] = (GemmCall){M, N, K, (int)j, op == OP_GEMM_FFN_UP ? 0 : row, row};
+    return nc;
+}
+
+static int gemm_recipe_max(const Shapes *s) { return (int)(s->E + s->shared + 2); }
+
+/* Rows of the FFN intermediate for t tokens (act rows; ffn_down's A rows). */
+static int64_t ffn_rows(const Shapes *s, int64_t t)
+{
+    if (!s->moe) return t;
+    int64_t M, N, K;
+    model_gemm_shape(s->ly, OP_GEMM_FFN_UP, t, &M, &N, &K);
+    return s->shared * t + experts_touched(s, t) * M;
+}
+
+/* The buffers of one op (NULL when unused), sized for its largest point. */
+typedef struct Work {
+    ProbeDev *d;
+    const Shapes *s;
+    CostOp op;
+    int cold;
+    int64_t p1, p2;                 /* the current point */
+    int64_t p1_max, p2_max;
+    GemmCall *calls;                /* scratch for gemm_recipe */
+    int max_calls;
+    /* activations [rows][width] */
+    void *x, *xn, *h, *hn, *qkv, *gu, *a, *dn, *kvp, *router_out;
+    /* attention */
+    void *q, *k, *v, *ao;
+    int *ctx_off;                   /* decode: batch + 1 host offsets */
+    /* weights */
+    void *w_qkv, *w_o, *w_kv, *w_router, *nw, *nb;
+    void **w_up, **w_down;          /* per expert (dense: one) */
+    int n_w;                        /* distinct FFN weight sets */
+    /* quantization */
+    void *xq, *qi8, *scale;
+    int launches;                   /* kernels launched by the last launch() */
+} Work;
+
+static int wbuf(Work *w, void **buf, int64_t elems, KvErr *e)
+{
+    if (elems <= 0) elems = 1;
+    return w->d->ops->alloc(w->d, (size_t)elems * w->d->elem_bytes, PROBE_FILL_ELEMS, buf, e);
+}
+
+static void work_free(Work *w)
+{
+    ProbeDev *d = w->d;
+    void **all[] = {&w->x, &w->xn, &w->h, &w->hn, &w->qkv, &w->gu, &w->a, &w->dn, &w->kvp, &w->router_out, &w->q,
+                    &w->k, &w->v, &w->ao, &w->w_qkv, &w->w_o, &w->w_kv, &w->w_router, &w->nw, &w->nb, &w->xq,
+                    &w->qi8, &w->scale};
+    for (size_t i = 0; i < KV_ARRAY_LEN(all); i++) {
+        d->ops->release(d, *all[i]);
+        *all[i] = NULL;
+    }
+    for (int i = 0; i < w->n_w; i++) {
+        if (w->w_up) d->ops->release(d, w->w_up[i]);
+        if (w->w_down) d->ops->release(d, w->w_down[i]);
+    }
+    free(w->w_up);
+    free(w->w_down);
+    free(w->ctx_off);
+    free(w->calls);
+    w->w_up = w->w_down = NULL;
+    w->ctx_off = NULL;
+    w->calls = NULL;
+    w->n_w = 0;
+}
+
+/* FFN weights: one set (dense) or one per routed + shared expert, capped at `cap_bytes` in all
+ * (beyond it, experts cycle over the sets allocated: noted by the run). */
+static int alloc_ffn_weights(Work *w, int up, int down, size_t cap_bytes, KvErr *e)
+{
+    const Shapes *s = w->s;
+    int64_t per = (up ? s->gate * s->I * s->D : 0) + (down ? s->I * s->D : 0);
+    int64_t want = s->moe ? s->E + s->shared : 1;
+    int64_t fit = (int64_t)(cap_bytes / ((size_t)(per > 0 ? per : 1) * w->d->elem_bytes));
+    w->n_w = (int)(want < fit ? want : (fit < 1 ? 1 : fit));
+    w->w_up = calloc((size_t)w->n_w, sizeof *w->w_up);
+    w->w_down = calloc((size_t)w->n_w, sizeof *w->w_down);
+    if (!w->w_up || !w->w_down) return kv_err(e, "calibration: out of memory");
+    for (int i = 0; i < w->n_w; i++) {
+        if (up && wbuf(w, &w->w_up[i], s->gate * s->I * s->D, e) != 0) return -1;
+        if (down && wbuf(w, &w->w_down[i], s->I * s->D, e) != 0) return -1;
+    }
+    if (s->moe && up && wbuf(w, &w->w_router, s->E * s->D, e) != 0) return -1;
+    return 0;
+}
+
+static size_t expert_cap_bytes(const ProbeDev *d) { return !strcmp(d->backend, "cuda") ? ((size_t)8 << 30) : ((size_t)4 << 30); }
+
+/* Allocate what op needs at its largest point (p1_max, p2_max). */
+static int work_alloc(Work *w, KvErr *e)
+{
+    const Shapes *s = w->s;
+    int64_t t = w->p1_max, c = w->p2_max;
+    w->max_calls = gemm_recipe_max(s);
+    w->calls = calloc((size_t)w->max_calls, sizeof *w->calls);
+    if (!w->calls) return kv_err(e, "calibration: out of memory");
+    int64_t qkv_w = (s->hq + 2 * s->hk) * s->dh, rows = ffn_rows(s, t);
+    switch (w->op) {
+    case OP_GEMM_QKV:
+        return wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->w_qkv, qkv_w * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) ? -1 : 0;
+    case OP_GEMM_O:
+        return wbuf(w, &w->ao, t * s->hq * s->dh, e) || wbuf(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->h, t * s->D, e)
+                   ? -1 : 0;
+    case OP_GEMM_KV_PROJ:
+        return wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->w_kv, 2 * s->hk * s->dh * s->D, e) ||
+                       wbuf(w, &w->kvp, t * 2 * s->hk * s->dh, e) || wbuf(w, &w->k, t * s->hk * s->dh, e)
+                   ? -1 : 0;
+    case OP_GEMM_FFN_UP:
+        if (wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->gu, rows * s->gate * s->I, e)) return -1;
+        if (s->moe && wbuf(w, &w->router_out, t * s->E, e)) return -1;
+        return alloc_ffn_weights(w, 1, 0, expert_cap_bytes(w->d), e);
+    case OP_GEMM_FFN_DOWN:
+        if (wbuf(w, &w->a, rows * s->I, e) || wbuf(w, &w->dn, rows * s->D, e)) return -1;
+        return alloc_ffn_weights(w, 0, 1, expert_cap_bytes(w->d), e);
+    case OP_ATTN_PREFILL:
+        return wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->ao, t * s->hq * s->dh, e) ||
+                       wbuf(w, &w->k, (c + t) * s->hk * s->dh, e) || wbuf(w, &w->v, (c + t) * s->hk * s->dh, e)
+                   ? -1 : 0;
+    case OP_ATTN_DECODE:
+        w->ctx_off = calloc((size_t)t + 1, sizeof *w->ctx_off);
+        if (!w->ctx_off) return kv_err(e, "calibration: out of memory");
+        return wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->ao, t * s->hq * s->dh, e) ||
+                       wbuf(w, &w->k, c * s->hk * s->dh, e) || wbuf(w, &w->v, c * s->hk * s->dh, e)
+                   ? -1 : 0;
+    case OP_NORM:
+        return wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->xn, t * s->D, e) || wbuf(w, &w->nw, s->D, e) || wbuf(w, &w->nb, s->D, e)
+                   ? -1 : 0;
+    case OP_ACT:
+        return wbuf(w, &w->gu, rows * s->gate * s->I, e) || wbuf(w, &w->a, rows * s->I, e) ? -1 : 0;
+    case OP_ROPE:
+        return wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->k, t * s->hk * s->dh, e) ? -1 : 0;
+    case OP_QUANT:
+    case OP_DEQUANT: {
+        int64_t vals = t * 2 * s->hk * s->dh;
+        if (wbuf(w, &w->xq, vals, e)) return -1;
+        if (w->d->ops->alloc(w->d, (size_t)vals, PROBE_FILL_I8, &w->qi8, e) != 0) return -1;
+        return w->d->ops->alloc(w->d, (size_t)(t * 2 * s->hk) * sizeof(float), PROBE_FILL_SCALE, &w->scale, e);
+    }
+    case OP_LAYER_PREFILL:
+        if (wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->xn, t * s->D, e) || wbuf(w, &w->h, t * s->D, e) ||
+            wbuf(w, &w->hn, t * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) || wbuf(w, &w->w_qkv, qkv_w * s->D, e) ||
+            wbuf(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->nw, s->D, e) || wbuf(w, &w->nb, s->D, e) ||
+            wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->ao, t * s->hq * s->dh, e) ||
+            wbuf(w, &w->k, (c + t) * s->hk * s->dh, e) || wbuf(w, &w->v, (c + t) * s->hk * s->dh, e) ||
+            wbuf(w, &w->gu, rows * s->gate * s->I, e) || wbuf(w, &w->a, rows * s->I, e))
+            return -1;
+        if (s->moe && (wbuf(w, &w->router_out, t * s->E, e) || wbuf(w, &w->dn, rows * s->D, e))) return -1;
+        return alloc_ffn_weights(w, 1, 1, expert_cap_bytes(w->d), e);
+    default:
+        return kv_err(e, "calibration: op %s has no compute recipe", cost_op_name(w->op));
+    }
+}
+
+static void *rows_at(const Work *w, void *base, int64_t row, int64_t width)
+{
+    return (char *)base + (size_t)(row * width) * w->d->elem_bytes;
+}
+
+/* The GEMMs of a projection op: input `in` ([rows][K]), output `out` ([rows][N]). */
+static int launch_gemms(Work *w, CostOp op, int64_t t, void *in, void *out, const void *weight, KvErr *e)
+{
+    ProbeDev *d = w->d;
+    int nc = gemm_recipe(w->s, op, t, w->calls, w->max_calls);
+    for (int i = 0; i < nc; i++) {
+        const GemmCall *g = &w->calls[i];
+        const void *b = g->w < 0 ? w->w_router
+                        : weight ? weight
+                        : op == OP_GEMM_FFN_UP ? w->w_up[g->w % w->n_w] : w->w_down[g->w % w->n_w];
+        void *c = g->w < 0 ? w->router_out : rows_at(w, out, g->c_row, g->n);
+        if (d->ops->gemm(d, (int)g->m, (int)g->n, (int)g->k, rows_at(w, in, g->a_row, g->k), b, c, e) != 0) return -1;
+        w->launches++;
+    }
+    return 0;
+}
+
+static int launch_norm(Work *w, void *x, void *y, int64_t t, KvErr *e)
+{
+    w->launches++;
+    return w->d->ops->norm(w->d, w->s->layernorm, x, w->nw, w->nb, y, (int)t, (int)w->s->D, e);
+}
+
+static int launch_act(Work *w, int64_t t, KvErr *e)
+{
+    const Shapes *s = w->s;
+    int64_t rows = ffn_rows(s, t), f = s->gate == 2 ? s->I : s->I / 2; /* plain FFN: gated kernel over I/2 pairs */
+    if (f < 1) f = 1;
+    w->launches++;
+    return w->d->ops->act(w->d, KACT_SILU, w->gu, w->a, (int)rows, (int)f, e);
+}
+
+static int launch_rope(Work *w, void *q, void *k, int64_t t, KvErr *e)
+{
+    const Shapes *s = w->s;
+    w->launches += 2;
+    if (w->d->ops->rope(w->d, q, (int)t, (int)s->hq, (int)s->dh, e) != 0) return -1;
+    return w->d->ops->rope(w->d, k, (int)t, (int)s->hk, (int)s->dh, e);
+}
+
+/* Launch the kernels of the current point (everything between the timer's start and stop). */
+static int work_launch(Work *w, KvErr *e)
+{
+    ProbeDev *d = w->d;
+    const Shapes *s = w->s;
+    int64_t t = w->p1, c = w->p2;
+    w->launches = 0;
+    switch (w->op) {
+    case OP_GEMM_QKV:
+        return launch_gemms(w, OP_GEMM_QKV, t, w->x, w->qkv, w->w_qkv, e);
+    case OP_GEMM_O:
+        return launch_gemms(w, OP_GEMM_O, t, w->ao, w->h, w->w_o, e);
+    case OP_GEMM_FFN_UP:
+        return launch_gemms(w, OP_GEMM_FFN_UP, t, w->x, w->gu, NULL, e);
+    case OP_GEMM_FFN_DOWN:
+        return launch_gemms(w, OP_GEMM_FFN_DOWN, t, w->a, w->dn, NULL, e);
+    case OP_GEMM_KV_PROJ:
+        if (launch_gemms(w, OP_GEMM_KV_PROJ, t, w->x, w->kvp, w->w_kv, e) != 0) return -1;
+        if (!s->rope) return 0;
+        w->launches++;
+        return d->ops->rope(d, w->k, (int)t, (int)s->hk, (int)s->dh, e);
+    case OP_ATTN_PREFILL:
+        w->launches++;
+        return d->ops->attn_prefill(d, w->q, w->k, w->v, w->ao, (int)t, (int)c, (int)s->hq, (int)s->hk, (int)s->dh, e);
+    case OP_ATTN_DECODE:
+        w->launches++;
+        return d->ops->attn_decode(d, w->q, w->k, w->v, w->ao, (int)t, w->ctx_off, (int)s->hq, (int)s->hk, (int)s->dh, e);
+    case OP_NORM:
+        return launch_norm(w, w->x, w->xn, t, e);
+    case OP_ACT:
+        return launch_act(w, t, e);
+    case OP_ROPE:
+        return launch_rope(w, w->q, w->k, t, e);
+    case OP_QUANT:
+        w->launches++;
+        return d->ops->quant(d, w->xq, w->qi8, w->scale, (int)(t * 2 * s->hk), (int)s->dh, e);
+    case OP_DEQUANT:
+        w->launches++;
+        return d->ops->dequant(d, w->qi8, w->scale, w->xq, (int)(t * 2 * s->hk), (int)s->dh, e);
+    case OP_LAYER_PREFILL: {
+        /* the new tokens' K rows sit after the context's */
+        void *k_new = rows_at(w, w->k, c, s->hk * s->dh);
+        if (launch_norm(w, w->x, w->xn, t, e) || launch_gemms(w, OP_GEMM_QKV, t, w->xn, w->qkv, w->w_qkv, e) ||
+            (s->rope && launch_rope(w, w->q, k_new, t, e)))
+            return -1;
+        w->launches++;
+        if (d->ops->attn_prefill(d, w->q, w->k, w->v, w->ao, (int)t, (int)c, (int)s->hq, (int)s->hk, (int)s->dh, e) != 0 ||
+            launch_gemms(w, OP_GEMM_O, t, w->ao, w->h, w->w_o, e) || launch_norm(w, w->h, w->hn, t, e) ||
+            launch_gemms(w, OP_GEMM_FFN_UP, t, w->hn, w->gu, NULL, e) || launch_act(w, t, e) ||
+            launch_gemms(w, OP_GEMM_FFN_DOWN, t, w->a, s->moe ? w->dn : w->x, NULL, e))
+            return -1;
+        for (int i = 2; i < s->norms; i++) /* the model's extra norms (Gemma-2: 4 per layer) */
+            if (launch_norm(w, i % 2 ? w->xn : w->x, i % 2 ? w->x : w->xn, t, e) != 0) return -1;
+        return 0;
+    }
+    default:
+        return kv_err(e, "calibration: op %s has no compute recipe", cost_op_name(w->op));
+    }
+}
+
+/* Kernels per repetition of a point (for the estimate), without a device. */
+static int recipe_launches(const Shapes *s, CostOp op, int64_t p1, GemmCall *scratch, int max)
+{
+    switch (op) {
+    case OP_GEMM_QKV:
+    case OP_GEMM_O:
+    case OP_GEMM_FFN_UP:
+    case OP_GEMM_FFN_DOWN:
+        return gemm_recipe(s, op, p1, scratch, max);
+    case OP_GEMM_KV_PROJ:
+        return 1 + s->rope;
+    case OP_ROPE:
+        return 2;
+    case OP_LAYER_PREFILL:
+        return s->norms + 2 + 2 * s->rope + gemm_recipe(s, OP_GEMM_FFN_UP, p1, scratch, max) +
+               gemm_recipe(s, OP_GEMM_FFN_DOWN, p1, scratch, max) + 1;
+    default:
+        return 1;
+    }
+}
+
+static void work_set_point(Work *w, int64_t p1, int64_t p2)
+{
+    w->p1 = p1;
+    w->p2 = p2;
+    if (w->op == OP_ATTN_DECODE) /* C keys shared evenly by the batch (later sequences take the remainder) */
+        for (int64_t b = 0; b <= p1; b++) w->ctx_off[b] = (int)(p2 * b / p1);
+}
+
+static int work_rep(void *ctx, int timed, double *ns, KvErr *e)
+{
+    Work *w = ctx;
+    ProbeDev *d = w->d;
+    if (w->cold && d->ops->flush_cache && d->ops->flush_cache(d, e) != 0) return -1;
+    if (d->ops->timer_start(d, e) != 0) return -1;
+    if (work_launch(w, e) != 0) {
+        double ignored;
+        KvErr e2;
+        d->ops->timer_stop(d, &ignored, &e2);
+        return -1;
+    }
+    return d->ops->timer_stop(d, ns, e);
+}
+
+/* ==================================================================== the run */
+
+typedef struct RunCtx {
+    CostStore *st;
+    const CalibOptions *o;
+    CalibResult *r;
+    const CalibPlan *plan;
+    ProbeDev *dev;
+    Shapes s;
+    int64_t run_id;
+    int64_t done, total;
+    char model[64], dtype[8];
+} RunCtx;
+
+static int interrupted(const CalibOptions *o) { return o->stop && *o->stop; }
+
+static void progress(RunCtx *rc, CalibProgress *pr)
+{
+    pr->index = rc->done;
+    pr->total = rc->total;
+    if (rc->o->progress) rc->o->progress(rc->o->progress_ctx, pr);
+}
+
+static int store_stats(RunCtx *rc, CostOp op, int64_t p1, int64_t p2, int64_t p3, const TimingStats *ts, double op_s,
+                       KvErr *e)
+{
+    StorePoint pt;
+    memset(&pt, 0, sizeof pt);
+    pt.op = op;
+    snprintf(pt.model, sizeof pt.model, "%s", cost_op_is_io(op) ? "" : rc->model);
+    snprintf(pt.dtype, sizeof pt.dtype, "%s", rc->dtype);
+    pt.tp = cost_op_is_io(op) ? 1 : rc->s.ly->tp;
+    pt.p1 = p1, pt.p2 = p2, pt.p3 = p3;
+    pt.n = ts->n;
+    pt.median_ns = ts->median_ns, pt.p10_ns = ts->p10_ns, pt.p90_ns = ts->p90_ns;
+    if (store_add_point(rc->st, rc->run_id, &pt, e) != 0) return -1;
+    rc->done++;
+    CalibProgress pr = {.ev = CALIB_EV_POINT, .op = op, .p1 = p1, .p2 = p2, .p3 = p3, .st = ts, .op_seconds = op_s};
+    progress(rc, &pr);
+    if (rc->o->fail_after_points > 0 && rc->done >= rc->o->fail_after_points)
+        return kv_err(e, "simulated failure after %lld points (test hook)", (long long)rc->done);
+    return 0;
+}
+
+/* The per-point timing: the plan's, with the stop flag, the warm-up rule and the op budget. */
+static TimingCfg point_cfg(const RunCtx *rc, const CalibOpPlan *op_plan, double prev_median_ns, int64_t op_t0,
+                           int64_t points_left)
+{
+    TimingCfg cfg = op_plan->timing;
+    cfg.stop = rc->o->stop;
+    if (prev_median_ns > (double)CALIB_SKIP_WARMUP_NS) cfg.warmup = 0;
+    if (op_plan->op_budget_ns > 0) {
+        int64_t left = op_plan->op_budget_ns - (timing_now_ns() - op_t0);
+        int64_t per = points_left > 0 ? left / points_left : left;
+        if (per < 1) per = 1;
+        if (cfg.budget_ns == 0 || per < cfg.budget_ns) cfg.budget_ns = per;
+    }
+    return cfg;
+}
+
+static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
+{
+    const CalibOpPlan *op_plan = &rc->plan->op[op];
+    const CalibAxis *a1 = &op_plan->ax[0], *a2 = &op_plan->ax[1];
+    Work w;
+    memset(&w, 0, sizeof w);
+    w.d = rc->dev;
+    w.s = &rc->s;
+    w.op = op;
+    w.cold = op_plan->cold_cache;
+    w.p1_max = a1->v[a1->n - 1];
+    w.p2_max = a2->v[a2->n - 1];
+    int64_t t0 = timing_now_ns(), npts = (int64_t)a1->n * a2->n, k = 0;
+    if (work_alloc(&w, e) != 0) {
+        work_free(&w);
+        return kv_err_prefix(e, "%s: buffers for (%lld, %lld): ", cost_op_name(op), (long long)w.p1_max, (long long)w.p2_max);
+    }
+    double prev = 0;
+    for (int i = 0; i < a1->n; i++)
+        for (int j = 0; j < a2->n; j++, k++) {
+            if (interrupted(rc->o)) {
+                work_free(&w);
+                return kv_err(e, "interrupted");
+            }
+            work_set_point(&w, a1->v[i], a2->v[j]);
+            TimingCfg cfg = point_cfg(rc, op_plan, prev, t0, npts - k);
+            TimingStats ts;
+            if (timing_run(&cfg, work_rep, &w, &ts, e) != 0 ||
+                store_stats(rc, op, a1->v[i], a2->v[j], 0, &ts, (double)(timing_now_ns() - t0) * 1e-9, e) != 0) {
+                work_free(&w);
+                return kv_err_prefix(e, "%s (%lld, %lld): ", cost_op_name(op), (long long)a1->v[i], (long long)a2->v[j]);
+            }
+            prev = ts.median_ns;
+        }
+    work_free(&w);
+    CalibProgress pr = {.ev = CALIB_EV_OP_DONE, .op = op, .op_points = npts, .op_seconds = (double)(timing_now_ns() - t0) * 1e-9};
+    progress(rc, &pr);
+    return 0;
+}
+
+static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, KvErr *e)
+{
+    const CalibOpPlan *op_plan = &rc->plan->op[op];
+    const CalibAxis *a1 = &op_plan->ax[0], *a2 = &op_plan->ax[1], *a3 = &op_plan->ax[2];
+    int64_t t0 = timing_now_ns(), npts = (int64_t)a1->n * a2->n * a3->n, k = 0;
+    double prev = 0;
+    for (int i = 0; i < a1->n; i++)
+        for (int j = 0; j < a2->n; j++)
+            for (int l = 0; l < a3->n; l++, k++) {
+                if (interrupted(rc->o)) return kv_err(e, "interrupted");
+                TimingCfg cfg = point_cfg(rc, op_plan, prev, t0, npts - k);
+                TimingStats ts;
+                int r = ssd ? probe_ssd_measure(ssd, op, a1->v[i], (int)a2->v[j], (int)a3->v[l], &cfg, &ts, e)
+                            : probe_link_measure(link, op, a1->v[i], &cfg, &ts, e);
+                if (r != 0 || store_stats(rc, op, a1->v[i], a2->v[j], a3->v[l], &ts, (double)(timing_now_ns() - t0) * 1e-9, e) != 0)
+                    return kv_err_prefix(e, "%s (%lld, %lld, %lld): ", cost_op_name(op), (long long)a1->v[i], (long long)a2->v[j],
+                                         (long long)a3->v[l]);
+                prev = ts.median_ns;
+            }
+    CalibProgress pr = {.ev = CALIB_EV_OP_DONE, .op = op, .op_points = npts, .op_seconds = (double)(timing_now_ns() - t0) * 1e-9};
+    progress(rc, &pr);
+    return 0;
+}
+
+/* Append "; text" to a notes buffer, keeping it terminated (truncates at the end). */
+static void note_add(char *notes, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note_add(char *notes, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(notes);
+    if (used + 3 >= len) return;
+    if (used) {
+        memcpy(notes + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(notes + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+static void warn_add(CalibResult *r, const char *msg)
+{
+    size_t used = strlen(r->warnings);
+    snprintf(r->warnings + used, sizeof r->warnings - used, "%s%s", used ? "\n" : "", msg);
+}
+
+static int64_t axis_max(const CalibOpPlan *p, int d) { return p->ax[d].v[p->ax[d].n - 1]; }
+
+/* Split "a,b,c" into up to max directories (in buf); returns the count. */
+static int split_dirs(const char *s, char *buf, size_t len, const char **dirs, int max)
+{
+    snprintf(buf, len, "%s", s);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+        if (*tok) dirs[n++] = tok;
+    return n;
+}
+
+static void fill_spec_inputs(SpecInputs *in, const HwCatalog *hw, const ModelLayout *ly, const char *gpu_key)
+{
+    KvErr e2;
+    memset(in, 0, sizeof *in);
+    in->ly = ly;
+    in->gpu = hw_find_gpu(hw, gpu_key, &e2);
+    if (!in->gpu) in->gpu = hw_find_gpu(hw, "H200", &e2);
+    if (!in->gpu && hw->n_gpus > 0) in->gpu = &hw->gpus[0];
+    if (in->gpu && in->gpu->pcie[0]) in->link = hw_find_link(hw, in->gpu->pcie, &e2);
+}
+
+int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
+{
+    memset(r, 0, sizeof *r);
+    int64_t t_start = timing_now_ns();
+    if (!o->backend || (strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")))
+        return kv_err(e, "calibration: backend '%s': expected cpu or cuda", o->backend ? o->backend : "(null)");
+    if (!o->model) return kv_err(e, "calibration: a model is required");
+    if (o->dtype != KV_DT_FP16 && o->dtype != KV_DT_BF16)
+        return kv_err(e, "calibration: dtype %s: expected fp16 or bf16", kv_dtype_name(o->dtype) ? kv_dtype_name(o->dtype) : "?");
+    int cuda = !strcmp(o->backend, "cuda");
+    ModelLayout ly = {o->model, o->dtype, o->tp, 1};
+    if (model_layout_check(&ly, e) != 0) return -1;
+
+    RunCtx rc;
+    memset(&rc, 0, sizeof rc);
+    rc.st = st;
+    rc.o = o;
+    rc.r = r;
+    shapes_of(&rc.s, &ly);
+    snprintf(rc.model, sizeof rc.model, "%s", o->model->name);
+    snprintf(rc.dtype, sizeof rc.dtype, "%s", kv_dtype_name(o->dtype));
+
+    CalibPlan own_plan;
+    if (!o->plan && calib_plan_default(&own_plan, o->backend, o->quick, e) != 0) return -1;
+    CalibPlan plan = o->plan ? *o->plan : own_plan;
+    if (!rc.s.rope) plan.op[OP_ROPE].enabled = 0;
+    /* one device: no collectives, no network link */
+    plan.op[OP_ALLREDUCE].enabled = plan.op[OP_ALLGATHER].enabled = plan.op[OP_NET].enabled = 0;
+    rc.plan = &plan;
+
+    HwCatalog own_hw;
+    memset(&own_hw, 0, sizeof own_hw);
+    const HwCatalog *hw = o->hw;
+    if (!hw) {
+        if (hw_catalog_load(&own_hw, NULL, e) != 0) return -1;
+        hw = &own_hw;
+    }
+
+    int rcode = -1, run_open = 0;
+    ProbeDev dev;
+    memset(&dev, 0, sizeof dev);
+    ProbeLink *link = NULL;
+    ProbeSsd *ssd = NULL;
+    StoreRunMeta meta;
+    memset(&meta, 0, sizeof meta);
+    if ((cuda ? probe_cuda_open(&dev, o->cuda_device, o->dtype, e) : probe_cpu_open(&dev, e)) != 0) goto out;
+    rc.dev = &dev;
+
+    /* device name */
+    if (o->device_name && o->device_name[0]) snprintf(meta.device, sizeof meta.device, "%s", o->device_name);
+    else if (cuda) calib_device_key(hw, dev.device, meta.device, sizeof meta.device);
+    else snprintf(meta.device, sizeof meta.device, "cpu");
+
+    /* notes: what was measured and how */
+    char notes[sizeof meta.notes] = "";
+    if (o->quick) note_add(notes, sizeof notes, "quick");
+    note_add(notes, sizeof notes, "%s", dev.info);
+    if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
+    if (plan.caps[0]) note_add(notes, sizeof notes, "%s", plan.caps);
+    note_add(notes, sizeof notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
+
+    /* SSD probes */
+    int want_ssd = plan.op[OP_SSD_READ].enabled || plan.op[OP_SSD_WRITE].enabled;
+    if (want_ssd && (!o->scratch || !o->scratch[0])) {
+        note_add(notes, sizeof notes, "ssd: skipped (no --scratch)");
+        plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
+    } else if (want_ssd) {
+        char dbuf[4096];
+        const char *dirs[PROBE_SSD_MAX_DIRS];
+        int nd = split_dirs(o->scratch, dbuf, sizeof dbuf, dirs, PROBE_SSD_MAX_DIRS);
+        const CalibOpPlan *sp = plan.op[OP_SSD_READ].enabled ? &plan.op[OP_SSD_READ] : &plan.op[OP_SSD_WRITE];
+        int64_t max_bytes = axis_max(sp, 0), max_files = axis_max(sp, 2);
+        for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)
+            if (plan.op[op].enabled) {
+                max_bytes = kv_max_i64(max_bytes, axis_max(&plan.op[op], 0));
+                max_files = kv_max_i64(max_files, axis_max(&plan.op[op], 2));
+            }
+        KvErr se;
+        ssd = nd > 0 ? probe_ssd_open(dirs, nd, (int)max_files, 2 * max_bytes, &se) : NULL;
+        if (nd == 0) snprintf(se.msg, sizeof se.msg, "--scratch '%s': no directory given", o->scratch);
+        if (!ssd) {
+            char w[1200];
+            snprintf(w, sizeof w, "ssd probes skipped: %s", se.msg);
+            warn_add(r, w);
+            note_add(notes, sizeof notes, "%s", w);
+            plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
+        } else {
+            if (o->ssd_threads) probe_ssd_use_threads(ssd);
+            note_add(notes, sizeof notes, "%s", probe_ssd_note(ssd));
+        }
+    }
+
+    /* host link probes (and the pageable figure for the notes) */
+    int64_t link_max = 0;
+    for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
+        if (plan.op[op].enabled) link_max = kv_max_i64(link_max, axis_max(&plan.op[op], 0));
+    if (link_max > 0) {
+        if (!(link = probe_link_open(cuda, o->cuda_device, (size_t)link_max, e))) goto out;
+        int64_t pb = kv_min_i64(link_max, (int64_t)64 << 20);
+        double ph = 0, pd = 0;
+        if (probe_link_pageable(link, pb, &ph, &pd, e) != 0) goto out;
+        if (cuda)
+            note_add(notes, sizeof notes, "pageable at %lld MiB: h2d %.1f GB/s, d2h %.1f GB/s (h2d/d2h points: pinned)",
+                     (long long)(pb >> 20), ph * 1e-9, pd * 1e-9);
+        else
+            note_add(notes, sizeof notes, "h2d/d2h = host memcpy (%.1f GB/s at %lld MiB)", ph * 1e-9, (long long)(pb >> 20));
+    }
+
+    if (rc.s.moe) {
+        int64_t per = (rc.s.gate + 1) * rc.s.I * rc.s.D * (int64_t)dev.elem_bytes, want = rc.s.E + rc.s.shared;
+        int64_t fit = (int64_t)(expert_cap_bytes(&dev) / (size_t)per);
+        if (fit < want)
+            note_add(notes, sizeof notes, "moe: %lld distinct expert weight sets of %lld (memory cap), experts cycle over them",
+                     (long long)(fit < 1 ? 1 : fit), (long long)want);
+    }
+    /* estimate (cuda), on the plan as it will run */
+    if (cuda) {
+        SpecInputs in;
+        fill_spec_inputs(&in, hw, &ly, meta.device);
+        if (in.gpu) calib_estimate(&plan, &in, 1, &r->estimate);
+    }
+    rc.total = calib_plan_points(&plan);
+    CalibProgress start = {.ev = CALIB_EV_START, .device = meta.device, .estimate = &r->estimate};
+    progress(&rc, &start);
+
+    snprintf(meta.backend, sizeof meta.backend, "%s", cuda ? "cuda" : "cpu");
+    if (gethostname(meta.host, sizeof meta.host) != 0) snprintf(meta.host, sizeof meta.host, "unknown");
+    meta.host[sizeof meta.host - 1] = '\0';
+    snprintf(meta.driver, sizeof meta.driver, "%s", dev.driver);
+    snprintf(meta.cuda, sizeof meta.cuda, "%s", dev.cuda);
+    snprintf(meta.git_rev, sizeof meta.git_rev, "%s", kv_git_rev());
+    snprintf(meta.model, sizeof meta.model, "%s", rc.model);
+    snprintf(meta.dtype, sizeof meta.dtype, "%s", rc.dtype);
+    meta.tp = ly.tp;
+    meta.quick = o->quick ? 1 : 0;
+    snprintf(meta.notes, sizeof meta.notes, "%s", notes);
+    if (store_begin_run(st, &meta, e) != 0) goto out;
+    run_open = 1;
+    rc.run_id = meta.id;
+
+    static const CostOp compute[] = {OP_GEMM_QKV, OP_GEMM_O,  OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
+                                     OP_ATTN_PREFILL, OP_ATTN_DECODE, OP_LAYER_PREFILL, OP_NORM, OP_ACT,
+                                     OP_ROPE, OP_QUANT, OP_DEQUANT};
+    for (size_t i = 0; i < KV_ARRAY_LEN(compute); i++)
+        if (plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], e) != 0) goto out;
+    for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
+        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, e) != 0) goto out;
+    for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)
+        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, NULL, ssd, e) != 0) goto out;
+    if (rc.done == 0) {
+        kv_err(e, "calibration: the plan has no point to measure");
+        goto out;
+    }
+    run_open = 0;
+    if (store_end_run(st, meta.id, 1, e) != 0) goto out;
+    if (store_get_run(st, meta.id, &r->meta, e) != 0) goto out;
+    r->run_id = meta.id;
+    r->points = rc.done;
+    rcode = 0;
+out:
+    if (run_open) {
+        KvErr e2;
+        store_end_run(st, meta.id, 0, &e2);
+    }
+    probe_ssd_close(ssd);
+    probe_link_close(link);
+    probe_close(&dev);
+    if (hw == &own_hw) hw_catalog_free(&own_hw);
+    r->wall_s = (double)(timing_now_ns() - t_start) * 1e-9;
+    return rcode;
+}
+
+/* ==================================================================== estimate */
+
+#define EST_SYNC_NS 15000.0         /* event record + stream sync + launch, per repetition */
+#define EST_OP_SETUP_S 0.05         /* buffers and fills per op */
+#define EST_RUN_SETUP_S 3.0         /* context, cuBLAS handle, pinned buffers, pageable probe */
+
+static double est_kernel_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+{
+    if (op == OP_SSD_READ || op == OP_SSD_WRITE) {
+        if (in->ssd) return spec_op_ns(in, op, p1, p2, p3);
+        double qd = (double)(p2 < 1 ? 1 : p2), n = (double)(p3 < 1 ? 1 : p3);
+        return 100e3 + (double)p1 / (2e9 * n * qd / (qd + 1)) * 1e9; /* a generic NVMe drive per file */
+    }
+    if (op >= OP_H2D && op <= OP_D2H_BIDIR && !in->link) return 10e3 + (double)p1 / 25e9 * 1e9;
+    return spec_op_ns(in, op, p1, p2, p3);
+}
+
+void calib_estimate(const CalibPlan *p, const SpecInputs *in, int cuda, CalibEstimate *est)
+{
+    memset(est, 0, sizeof *est);
+    if (!in || !in->ly || !in->ly->m || !in->gpu) return;
+    Shapes s;
+    shapes_of(&s, in->ly);
+    int max_calls = gemm_recipe_max(&s);
+    GemmCall *scratch = calloc((size_t)max_calls, sizeof *scratch);
+    if (!scratch) return;
+    double flush_ns = cuda ? (double)(256 << 20) / (in->gpu->mem_bw_bytes_per_s * 0.8) * 1e9 : 0;
+    double total_s = cuda ? EST_RUN_SETUP_S : 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        const CalibOpPlan *o = &p->op[op];
+        if (!o->enabled || (op == OP_ROPE && !s.rope) || op == OP_ALLREDUCE || op == OP_ALLGATHER || op == OP_NET) continue;
+        double op_ns = 0, prev = 0;
+        int64_t npts = calib_plan_op_points(p, (CostOp)op), k = 0;
+        for (int i = 0; i < o->ax[0].n; i++)
+            for (int j = 0; j < o->ax[1].n; j++)
+                for (int l = 0; l < o->ax[2].n; l++, k++) {
+                    int64_t p1 = o->ax[0].v[i], p2 = o->ax[1].v[j], p3 = o->ax[2].v[l];
+                    double t = est_kernel_ns(in, (CostOp)op, p1, p2, p3);
+                    double over = (cuda ? EST_SYNC_NS : 0) + (o->cold_cache ? flush_ns : 0);
+                    if (op == OP_H2D_BIDIR || op == OP_D2H_BIDIR) /* waiting for the busy copies */
+                        over += est_kernel_ns(in, op == OP_H2D_BIDIR ? OP_D2H_BIDIR : OP_H2D_BIDIR, kv_max_i64(p1, (int64_t)32 << 20), 0, 0) * 2;
+                    TimingCfg c = o->timing;
+                    if (prev > (double)CALIB_SKIP_WARMUP_NS) c.warmup = 0;
+                    if (o->op_budget_ns > 0) {
+                        double left = (double)o->op_budget_ns - op_ns, per = left / (double)(npts - k);
+                        if (per < 1) per = 1;
+                        if (c.budget_ns == 0 || per < (double)c.budget_ns) c.budget_ns = (int64_t)per;
+                    }
+                    /* the rules of timing_run on predicted times */
+                    double el = 0, sum = 0;
+                    int w = 0;
+                    for (; w < c.warmup; w++) {
+                        if (w > 0 && c.warmup_max_ns > 0 && el >= (double)c.warmup_max_ns) break;
+                        el += t + over;
+                    }
+                    int n = 0;
+                    for (;;) {
+                        el += t + over;
+                        sum += t;
+                        n++;
+                        if (n >= c.max_reps || (n >= c.min_reps && sum >= (double)c.min_time_ns) ||
+                            (c.budget_ns > 0 && el >= (double)c.budget_ns))
+                            break;
+                    }
+                    est->points++;
+                    est->reps += n;
+                    est->warmups += w;
+                    est->launches += (int64_t)n * (cost_op_is_io((CostOp)op) ? 1 : recipe_launches(&s, (CostOp)op, p1, scratch, max_calls));
+                    op_ns += el;
+                    prev = t;
+                }
+        est->op_seconds[op] = op_ns * 1e-9 + EST_OP_SETUP_S;
+        total_s += est->op_seconds[op];
+    }
+    free(scratch);
+    est->seconds = total_s;
+}
+
+/* ==================================================================== device names */
+
+/* Reported-name fragments (case-insensitive) that name one catalogued GPU; NULL key: a GPU that
+ * would otherwise match a wrong entry (GH200 contains "H200"). First match wins. */
+static const struct {
+    const char *fragment;
+    const char *key;
+} g_dev_map[] = {
+    {"GH200", NULL},
+    {"H200", "H200"},
+    {"H100 PCIe", "H100-PCIe"},
+    {"H100 NVL", NULL},
+    {"H100", "H100-SXM"},          /* "NVIDIA H100 80GB HBM3" is the SXM5 part */
+    {"A100-SXM4-40GB", "A100-40GB"},
+    {"A100-SXM4-80GB", "A100-80GB"},
+    {"A100-SXM-80GB", "A100-80GB"},
+    {"L40S", "L40S"},
+    {"RTX 4090", "RTX4090"},
+    {"B200", "B200"},
+};
+
+static int ci_contains(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++)
+        if (strncasecmp(p, needle, n) == 0) return 1;
+    return 0;
+}
+
+static void alnum_lower(const char *in, char *out, size_t len)
+{
+    size_t k = 0;
+    for (; *in && k + 1 < len; in++)
+        if ((*in >= '0' && *in <= '9') || (*in >= 'a' && *in <= 'z')) out[k++] = *in;
+        else if (*in >= 'A' && *in <= 'Z') out[k++] = (char)(*in - 'A' + 'a');
+    out[k] = '\0';
+}
+
+int calib_device_key(const HwCatalog *hw, const char *reported, char *out, size_t len)
+{
+    KvErr e2;
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_dev_map); i++) {
+        if (!ci_contains(reported, g_dev_map[i].fragment)) continue;
+        const GpuSpec *g = g_dev_map[i].key && hw ? hw_find_gpu(hw, g_dev_map[i].key, &e2) : NULL;
+        if (g) {
+            snprintf(out, len, "%s", g->name);
+            return 1;
+        }
+        snprintf(out, len, "%s", reported);
+        return 0;
+    }
+    /* no fragment: a catalogued name contained in the reported one, letters and digits only
+     * ("L40S" in "NVIDIA L40S"); the longest such name wins */
+    char r_norm[256];
+    alnum_lower(reported, r_norm, sizeof r_norm);
+    const GpuSpec *best = NULL;
+    size_t best_len = 0;
+    for (int i = 0; hw && i < hw->n_gpus; i++) {
+        char g_norm[128];
+        alnum_lower(hw->gpus[i].name, g_norm, sizeof g_norm);
+        size_t gl = strlen(g_norm);
+        if (gl >= 3 && gl > best_len && strstr(r_norm, g_norm)) {
+            best = &hw->gpus[i];
+            best_len = gl;
+        }
+    }
+    snprintf(out, len, "%s", best ? best->name : reported);
+    return best != NULL;
 }

@@ -11,11 +11,12 @@
  *                two estimated restoration times cross, computed once per run from the cost model
  *                (token-wise pays the engine's per-iteration overhead on every compute chunk;
  *                layer-wise moves whole layers and is limited to integer splits).
- *  GPU axis    — with S pipeline stages CacheFlow stores the activation entering each stage so that
- *                the stages can restore in parallel (ideal T* / S). The boundary activations are saved
- *                and accounted (S−1 hidden-state vectors per token). Their parallel execution is not
- *                modelled yet: stages restore one after another within the iteration walk, so runs
- *                with S > 1 are conservative for CacheFlow (see README, limitations).
+ *  GPU axis    — with S pipeline stages CacheFlow stores the activation entering each stage (S−1
+ *                hidden-state vectors per token, saved and accounted) so that every stage restores
+ *                its own layers at once: layer-wise two pointers inside each stage (its first layers
+ *                recomputed from its boundary activation, the others' KV loaded over the stage's own
+ *                links), ideally T* / S. With S > 1 and this axis on, restoration is layer-wise per
+ *                stage. Shared links (one NIC or SSD array per node) keep the IO part from scaling.
  *  batch axis  — the shared IO channel is given, unit by unit, to the pending request with the most
  *                history left to restore (re-ranked at every unit); cf_batch=0 falls back to FIFO.
  */
@@ -112,6 +113,24 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
         plan->early_layers = 0;
         return 0;
     }
+    if (cf->gpu && cf->S > 1 && cf->layer) { /* each stage splits its own layers */
+        cf->n_layerwise++;
+        plan->stage_parallel = 1;
+        plan->early_layers = 0;
+        LayerCosts c;
+        split_layer_costs(env, q->saved_tier, q->history_tokens, &c);
+        for (int st = 0; st < cf->S; st++) {
+            int first, count, best = 0;
+            model_stage_layers(env->ly, st, &first, &count);
+            double bv = 1e300;
+            for (int k = 0; k <= count; k++) {
+                double a = k * c.t_re, b = (count - k) * c.t_kv, v = a > b ? a : b;
+                if (v < bv) bv = v, best = k;
+            }
+            for (int l = first; l < first + count; l++) plan->layer_mode[l] = l < first + best ? LM_RECOMPUTE : LM_LOAD_KV;
+        }
+        return 0;
+    }
     if (q->history_tokens >= cf->l_delta) {
         cf->n_tokenwise++;
         plan->tokenwise = 1;
@@ -152,9 +171,10 @@ static void cf_notes(void *state, char *buf, int len)
     snprintf(buf, (size_t)len,
              "{\"axes\": {\"token\": %d, \"layer\": %d, \"gpu\": %d, \"batch\": %d}, \"l_delta_tokens\": %lld, "
              "\"layerwise_restores\": %llu, \"tokenwise_restores\": %llu, \"boundary_activations_saved\": %d, "
-             "\"stage_parallel_execution\": \"not modelled (stages restore sequentially)\"}",
+             "\"stage_parallel\": %d}",
              cf->token, cf->layer, cf->gpu, cf->batch, cf->l_delta == INT64_MAX ? -1LL : (long long)cf->l_delta,
-             (unsigned long long)cf->n_layerwise, (unsigned long long)cf->n_tokenwise, cf->gpu && cf->S > 1 ? cf->S - 1 : 0);
+             (unsigned long long)cf->n_layerwise, (unsigned long long)cf->n_tokenwise, cf->gpu && cf->S > 1 ? cf->S - 1 : 0,
+             cf->gpu && cf->S > 1 && cf->layer);
 }
 
 const KvPolicyOps policy_cacheflow = {

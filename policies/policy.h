@@ -52,6 +52,10 @@ typedef struct RestorePlan {
     int64_t io_chunk_tokens;
     int64_t comp_chunk_tokens; /* 0: whatever the token budget leaves */
     int low_priority;          /* restoration compute gets the budget after ordinary prefill (Cake) */
+    /* pipeline stages restore their own layers concurrently (CacheFlow's GPU axis): LM_RECOMPUTE
+     * may then be a prefix of each stage's layers; a stage s > 0 whose first layer is recomputed
+     * first loads the activation entering it (the boundary activation, one hidden state per token) */
+    int stage_parallel;
 } RestorePlan;
 
 /* How a policy's saved state is written while the session runs. */

@@ -101,6 +101,7 @@ struct Request {
     uint8_t *mode, *arrived;
     /* token-wise two pointers */
     int tw, low_prio;
+    int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */
@@ -148,6 +149,7 @@ struct Replica {
     int wait_layer;
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
+    double pre_ns;                        /* stage-parallel restoration before the layer walk */
     /* host tiers */
     double dram_used, ssd_used, dram_spilling;
     Session *dram_head, *dram_tail, *ssd_head, *ssd_tail;
@@ -996,30 +998,44 @@ static void lw_arrived(Sim *sm, Request *r, int layer);
 static void tw_issue(Sim *sm, Request *r);
 
 /* issue the layer-wise loads of r's plan (per layer: from the tier, then H2D) */
+static int is_boundary(const Sim *sm, const Request *r, int l)
+{
+    return r->stage_par && r->mode[l] == LM_RECOMPUTE && sm->stage_of[l] > 0 && (l == 0 || sm->stage_of[l - 1] != sm->stage_of[l]);
+}
+
+static int issue_one_load(Sim *sm, Request *r, int l, int hidden)
+{
+    /* KV: each GPU its heads; hidden states (and boundary activations): token-sharded over the TP
+     * group, all-gathered per layer (the all-gather is compute-side, in the iteration) */
+    double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu;
+    double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer;
+    Unit *u = unit_new(sm);
+    if (!u) return -1;
+    u->r = r;
+    u->kind = U_LOAD;
+    u->layer = l;
+    u->stage = sm->stage_of[l];
+    int h = 0;
+    if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
+        u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
+        u->bytes[h++] = (double)r->lw_tokens * per_layer;
+    }
+    u->chain[h] = CH_H2D;
+    u->bytes[h++] = (double)r->lw_tokens * per_gpu;
+    u->nhops = h;
+    ch_enqueue(sm, u);
+    return 0;
+}
+
+/* issue the layer-wise loads of r's plan (per layer: from the tier, then H2D); boundary activations
+ * of stage-parallel restorations go first */
 static int issue_layer_loads(Sim *sm, Request *r)
 {
+    for (int l = 0; l < sm->L; l++)
+        if (is_boundary(sm, r, l) && issue_one_load(sm, r, l, 1) != 0) return -1;
     for (int l = 0; l < sm->L; l++) {
         int m = r->mode[l];
-        if (m != LM_LOAD_KV && m != LM_LOAD_HIDDEN) continue;
-        /* KV: each GPU its heads; hidden states: token-sharded over the TP group, all-gathered per
-         * layer (the all-gather is compute-side, in the iteration) */
-        double per_gpu = m == LM_LOAD_KV ? sm->kv_tok_layer_gpu : sm->hid_tok_layer / sm->T;
-        double per_layer = m == LM_LOAD_KV ? sm->kv_tok_layer : sm->hid_tok_layer;
-        Unit *u = unit_new(sm);
-        if (!u) return -1;
-        u->r = r;
-        u->kind = U_LOAD;
-        u->layer = l;
-        u->stage = sm->stage_of[l];
-        int h = 0;
-        if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
-            u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
-            u->bytes[h++] = (double)r->lw_tokens * per_layer;
-        }
-        u->chain[h] = CH_H2D;
-        u->bytes[h++] = (double)r->lw_tokens * per_gpu;
-        u->nhops = h;
-        ch_enqueue(sm, u);
+        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && issue_one_load(sm, r, l, m == LM_LOAD_HIDDEN) != 0) return -1;
     }
     return 0;
 }
@@ -1099,14 +1115,21 @@ static int admit(Sim *sm, Replica *rp, Request *r)
                 memcpy(r->mode, plan.layer_mode, (size_t)sm->L);
                 r->lw_pending = 1;
                 r->early_layers = plan.early_layers < 0 || plan.early_layers > sm->L ? sm->L : plan.early_layers;
+                r->stage_par = plan.stage_parallel && sm->S > 1;
                 int seen_other = 0;
                 for (int l = 0; l < sm->L; l++) {
                     int m = r->mode[l];
                     if (m > LM_RECOMPUTE) return fail(sm, "policy %s: unknown layer mode", sm->pol->name);
+                    if (r->stage_par && l > 0 && sm->stage_of[l] != sm->stage_of[l - 1]) seen_other = 0;
                     if (m == LM_RECOMPUTE && seen_other)
-                        return fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers", sm->pol->name);
+                        return fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers (of each stage)",
+                                    sm->pol->name);
                     if (m != LM_RECOMPUTE) seen_other = 1;
                     if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) r->loads_left++;
+                    if (is_boundary(sm, r, l)) {
+                        r->loads_left++;
+                        r->bnd_left++;
+                    }
                 }
                 if (r->loads_left) {
                     s->loading++;
@@ -1114,7 +1137,7 @@ static int admit(Sim *sm, Replica *rp, Request *r)
                     if (issue_layer_loads(sm, r) != 0) return -1;
                 }
                 for (int l = 0; l < sm->L; l++) /* layers without IO count as arrived */
-                    if (r->mode[l] != LM_LOAD_KV && r->mode[l] != LM_LOAD_HIDDEN) r->arrived[l] = 1;
+                    if (r->mode[l] != LM_LOAD_KV && r->mode[l] != LM_LOAD_HIDDEN && !is_boundary(sm, r, l)) r->arrived[l] = 1;
             }
         }
         static const char *names[] = {"recompute", "dram", "ssd", "remote"};
@@ -1150,6 +1173,7 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
 {
     int64_t now = evq_now(&sm->q);
     if (layer >= 0) {
+        if (is_boundary(sm, r, layer)) r->bnd_left--;
         r->arrived[layer] = 1;
         if (now > r->t_restored) r->t_restored = now;
         if (--r->loads_left == 0) r->s->loading--;
@@ -1160,7 +1184,7 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
         rp->wait_r = NULL;
         if (rp->cursor_ns < now) rp->cursor_ns = now;
         iter_advance(sm, rp);
-    } else if (!rp->iterating && r->arrived_prefix >= r->early_layers) {
+    } else if (!rp->iterating && (r->stage_par ? r->bnd_left == 0 : r->arrived_prefix >= r->early_layers)) {
         kick(sm, rp);
     }
 }
@@ -1368,7 +1392,7 @@ static void form_iteration(Sim *sm, Replica *rp)
         new_input:
             if (r->new_left > 0) {
                 int lw = r->lw_pending;
-                if (lw && r->arrived_prefix < r->early_layers) continue;
+                if (lw && (r->stage_par ? r->bnd_left > 0 : r->arrived_prefix < r->early_layers)) continue;
                 int64_t c = r->new_left < budget ? r->new_left : budget;
                 item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
                 budget -= c;
@@ -1402,7 +1426,28 @@ static void form_iteration(Sim *sm, Replica *rp)
     if (B) attn += cost_lookup_ns(cm, OP_ATTN_DECODE, B, dctx, 0);
     double base = layer_linear_ns(sm, M) + attn;
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
+    rp->pre_ns = 0;
     if (any_lw) {
+        /* stage-parallel restorations first: every stage recomputes its own prefix layers for the
+         * history at once (from its boundary activation), the iteration's walk starts after the
+         * slowest stage */
+        double lane[SIM_MAX_STAGES] = {0};
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            if (!it->lw || !it->r->stage_par) continue;
+            Request *r = it->r;
+            for (int l = 0; l < sm->L; l++) {
+                if (r->mode[l] != LM_RECOMPUTE) continue;
+                lane[sm->stage_of[l]] += layer_linear_ns(sm, r->lw_tokens) +
+                                         cost_lookup_ns(cm, OP_ATTN_PREFILL, r->lw_tokens, r->recompute_total, 0);
+                if (is_boundary(sm, r, l) && sm->T > 1 && cost_has(cm, OP_ALLGATHER))
+                    lane[sm->stage_of[l]] += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+            }
+        }
+        for (int st = 0; st < sm->S; st++) {
+            rp->busy_stage_ns[st] += lane[st];
+            if (lane[st] > rp->pre_ns) rp->pre_ns = lane[st];
+        }
         /* layer-wise restoration work: recompute rows join the GEMMs, hidden states are projected */
         int64_t prevR = -1;
         double prev_lin = base - attn;
@@ -1413,6 +1458,7 @@ static void form_iteration(Sim *sm, Replica *rp)
                 IterItem *it = &rp->items[i];
                 if (!it->lw) continue;
                 Request *r = it->r;
+                if (r->mode[l] == LM_RECOMPUTE && r->stage_par) continue; /* done in its stage's lane */
                 if (r->mode[l] == LM_RECOMPUTE) {
                     R += r->lw_tokens;
                     extra += cost_lookup_ns(cm, OP_ATTN_PREFILL, r->lw_tokens, r->recompute_total, 0);
@@ -1431,7 +1477,10 @@ static void form_iteration(Sim *sm, Replica *rp)
     rp->direct_save_ns = direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
     rp->iter_start_ns = evq_now(&sm->q);
-    rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
+    rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns + (int64_t)llround(rp->pre_ns);
+    for (int i = 0; i < rp->n_items; i++) /* stage-parallel recompute is done when the lanes are */
+        if (rp->items[i].lw && rp->items[i].r->stage_par && rp->cursor_ns > rp->items[i].r->t_restored)
+            rp->items[i].r->t_restored = rp->cursor_ns;
     rp->layer = 0;
     rp->wait_r = NULL;
     sm->res->iterations++;

@@ -414,3 +414,45 @@ TEST(policy_every_policy_trace_model_runs)
     CHECK_EQ_I(failures, 0);
     model_catalog_free(&mc);
 }
+
+/* CacheFlow's GPU axis: with S stages each restoring its own layers from its boundary activation,
+ * an isolated restoration takes T* / S (+ the boundary load and the iteration's host overhead), within
+ * one layer, for S = 2, 4, 8 — on per-stage host links (DRAM), where the IO side scales too */
+TEST(policy_cacheflow_stage_parallel_t_star_over_s)
+{
+    int64_t n0 = 8000, N = n0 + 1;
+    double tstar = 0, t_re = 0, t_kv = 0;
+    for (int S = 1; S <= 8; S *= 2) {
+        SimConfig c;
+        simtest_iso_config(t, &c, n0, 16, "h200", "Llama-3.1-8B");
+        snprintf(c.store, sizeof c.store, "dram");
+        c.pp = S;
+        c.cf_token = 0;
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "cacheflow", &w, &rows, &res) != 0) return;
+        CHECK_EQ_I(rows.n, 2);
+        int L = w.model->layers;
+        if (S == 1) {
+            t_re = est_layer(&w, N, 0);
+            t_kv = link_ns(&w, (double)N * (double)model_kv_bytes_per_token_layer_gpu(&w.ly));
+            double Tc = L * t_re, Tio = L * t_kv;
+            tstar = Tc * Tio / (Tc + Tio);
+        } else if (rows.n == 2) {
+            double t_bnd = link_ns(&w, (double)N * (double)model_hidden_bytes_per_token_layer(&w.ly));
+            double want = tstar / S + t_bnd + 2e6;
+            double slack = 1.05 * (t_re > t_kv ? t_re : t_kv);
+            CHECK_MSG(fabs((double)rows.rows[1].restore_ns - want) <= slack,
+                      "S=%d: restore %.3f ms vs T*/S + boundary + overhead = %.3f ms (one layer %.3f ms)", S,
+                      rows.rows[1].restore_ns / 1e6, want / 1e6, slack / 1e6);
+            /* the boundary activations crossed the links: S-1 hidden states of N tokens */
+            CHECK(res.bytes_h2d >= (double)(S - 1) * (double)N * (double)model_hidden_bytes_per_token_layer(&w.ly));
+            cJSON *nt = cJSON_Parse(res.policy_notes);
+            CHECK(nt && cJSON_GetObjectItem(nt, "stage_parallel")->valuedouble == 1);
+            cJSON_Delete(nt);
+        }
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
