@@ -1515,7 +1515,7 @@ static void iter_advance(Sim *sm, Replica *rp)
         rp->cursor_ns += d;
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
-            if (it->lw && it->r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > it->r->t_restored)
+            if (it->lw && !it->r->stage_par && it->r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > it->r->t_restored)
                 it->r->t_restored = rp->cursor_ns;
         }
         rp->layer++;
