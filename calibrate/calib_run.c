@@ -943,6 +943,7 @@ out:
 /* ==================================================================== estimate */
 
 #define EST_SYNC_NS 15000.0         /* event record + stream sync + launch, per repetition */
+#define EST_LAUNCH_NS 3000.0        /* floor per kernel of a recipe: back-to-back launches */
 #define EST_OP_SETUP_S 0.05         /* buffers and fills per op */
 #define EST_RUN_SETUP_S 3.0         /* context, cuBLAS handle, pinned buffers, pageable probe */
 
@@ -977,7 +978,9 @@ void calib_estimate(const CalibPlan *p, const SpecInputs *in, int cuda, CalibEst
             for (int j = 0; j < o->ax[1].n; j++)
                 for (int l = 0; l < o->ax[2].n; l++, k++) {
                     int64_t p1 = o->ax[0].v[i], p2 = o->ax[1].v[j], p3 = o->ax[2].v[l];
+                    int kernels = cost_op_is_io((CostOp)op) ? 1 : recipe_launches(&s, (CostOp)op, p1, scratch, max_calls);
                     double t = est_kernel_ns(in, (CostOp)op, p1, p2, p3);
+                    if (cuda && t < kernels * EST_LAUNCH_NS) t = kernels * EST_LAUNCH_NS; /* launch-bound recipes (MoE) */
                     double over = (cuda ? EST_SYNC_NS : 0) + (o->cold_cache ? flush_ns : 0);
                     if (op == OP_H2D_BIDIR || op == OP_D2H_BIDIR) /* waiting for the busy copies */
                         over += est_kernel_ns(in, op == OP_H2D_BIDIR ? OP_D2H_BIDIR : OP_H2D_BIDIR, kv_max_i64(p1, (int64_t)32 << 20), 0, 0) * 2;
@@ -1007,7 +1010,7 @@ void calib_estimate(const CalibPlan *p, const SpecInputs *in, int cuda, CalibEst
                     est->points++;
                     est->reps += n;
                     est->warmups += w;
-                    est->launches += (int64_t)n * (cost_op_is_io((CostOp)op) ? 1 : recipe_launches(&s, (CostOp)op, p1, scratch, max_calls));
+                    est->launches += (int64_t)n * kernels;
                     op_ns += el;
                     prev = t;
                 }
@@ -1422,4 +1425,342 @@ int calib_parse_tolerance(const char *s, double *out, KvErr *e)
     if (v >= 10) return kv_err(e, "tolerance '%s': expected below 1000%%", s);
     *out = v;
     return 0;
+}
+
+/* ==================================================================== CLI (prints) */
+
+static volatile sig_atomic_t g_stop;
+static void on_stop_signal(int sig) { g_stop = 1; }
+
+typedef struct CliArg {
+    const char *name;   /* "--db" */
+    int flag;           /* 1: takes no value */
+    const char *value;  /* value, or "1" for a flag given */
+} CliArg;
+
+/* Options into args, positionals into pos; 0, or 2 after printing a usage error; 3 for --help. */
+static int cli_parse(const char *cmd, const char *usage, int argc, char **argv, CliArg *args, int nargs, const char **pos,
+                     int maxpos, int *npos)
+{
+    *npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: %s\n", usage);
+            return 3;
+        }
+        if (a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a, '=');
+            size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            CliArg *o = NULL;
+            for (int k = 0; k < nargs; k++)
+                if (strlen(args[k].name) == len && !strncmp(args[k].name, a, len)) o = &args[k];
+            if (!o) {
+                fprintf(stderr, "kvcal %s: unknown option '%s'\nusage: %s\n", cmd, a, usage);
+                return 2;
+            }
+            if (o->value) {
+                fprintf(stderr, "kvcal %s: option %s given twice\n", cmd, o->name);
+                return 2;
+            }
+            if (o->flag) {
+                if (eq) {
+                    fprintf(stderr, "kvcal %s: option %s takes no value\n", cmd, o->name);
+                    return 2;
+                }
+                o->value = "1";
+                continue;
+            }
+            if (eq) o->value = eq + 1;
+            else if (i + 1 < argc) o->value = argv[++i];
+            else {
+                fprintf(stderr, "kvcal %s: option %s needs a value\n", cmd, o->name);
+                return 2;
+            }
+            if (!o->value[0]) {
+                fprintf(stderr, "kvcal %s: option %s: empty value\n", cmd, o->name);
+                return 2;
+            }
+            continue;
+        }
+        if (*npos >= maxpos) {
+            fprintf(stderr, "kvcal %s: unexpected argument '%s'\nusage: %s\n", cmd, a, usage);
+            return 2;
+        }
+        pos[(*npos)++] = a;
+    }
+    return 0;
+}
+
+static int parse_count(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || end == v || n < lo || n > hi) {
+        fprintf(stderr, "kvcal %s: %s: expected an integer %d..%d, got '%s'\n", cmd, opt, lo, hi, v);
+        return 2;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+static void cli_progress(void *ctx, const CalibProgress *pr)
+{
+    (void)ctx;
+    if (pr->ev == CALIB_EV_START) {
+        printf("kvcal run: device '%s', %lld points\n", pr->device, (long long)pr->total);
+        if (pr->estimate && pr->estimate->points > 0)
+            printf("kvcal run: predicted %lld timed repetitions (%lld kernel launches) + %lld warm-ups, about %.0f s\n",
+                   (long long)pr->estimate->reps, (long long)pr->estimate->launches, (long long)pr->estimate->warmups,
+                   pr->estimate->seconds);
+        fflush(stdout);
+    } else if (pr->ev == CALIB_EV_OP_DONE) {
+        printf("  %-14s %5lld points %8.1f s   (%lld/%lld)\n", cost_op_name(pr->op), (long long)pr->op_points, pr->op_seconds,
+               (long long)pr->index, (long long)pr->total);
+        fflush(stdout);
+    }
+}
+
+static void print_plan(const CalibPlan *plan, const SpecInputs *in, int cuda)
+{
+    CalibEstimate est;
+    calib_estimate(plan, in, cuda, &est);
+    printf("%-14s %7s %s\n", "op", "points", cuda ? "predicted s" : "");
+    for (int op = 0; op < OP_COUNT; op++) {
+        int64_t n = calib_plan_op_points(plan, (CostOp)op);
+        if (!n) continue;
+        if (cuda) printf("%-14s %7lld %8.1f\n", cost_op_name((CostOp)op), (long long)n, est.op_seconds[op]);
+        else printf("%-14s %7lld\n", cost_op_name((CostOp)op), (long long)n);
+    }
+    printf("total: %lld points", (long long)calib_plan_points(plan));
+    if (cuda)
+        printf(", %lld timed repetitions (%lld kernel launches), %lld warm-ups; predicted %.0f s on %s "
+               "(spec roofline + %.0f us sync per repetition + cold-L2 memsets)",
+               (long long)est.reps, (long long)est.launches, (long long)est.warmups, est.seconds, in->gpu->name, EST_SYNC_NS / 1e3);
+    printf("\n");
+}
+
+int kvcal_cmd_run(int argc, char **argv)
+{
+    static const char *usage =
+        "kvcal run --backend cpu|cuda --model M --db FILE [--quick] [--tp N] [--dtype fp16|bf16]\n"
+        "                 [--device-name NAME] [--scratch DIR[,DIR...]] [--device N] [--dry-run]\n"
+        "  Measure cost curves on this machine and store them as one run (one transaction; Ctrl-C rolls it back).\n"
+        "  --device-name  the device key stored (default: cuda → the hardware catalog's GPU key, cpu → \"cpu\")\n"
+        "  --scratch      directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)\n"
+        "  --dry-run      print the plan (points per op; cuda: predicted time on --device-name, default H200)";
+    CliArg args[] = {{"--backend", 0, NULL}, {"--model", 0, NULL},       {"--db", 0, NULL},      {"--quick", 1, NULL},
+                     {"--tp", 0, NULL},      {"--dtype", 0, NULL},       {"--device-name", 0, NULL}, {"--scratch", 0, NULL},
+                     {"--device", 0, NULL},  {"--dry-run", 1, NULL}};
+    enum { A_BACKEND, A_MODEL, A_DB, A_QUICK, A_TP, A_DTYPE, A_DEVNAME, A_SCRATCH, A_DEVICE, A_DRY };
+    const char *pos[1];
+    int npos, rc = cli_parse("run", usage, argc, argv, args, (int)KV_ARRAY_LEN(args), pos, 0, &npos);
+    if (rc) return rc == 3 ? 0 : rc;
+    const char *backend = args[A_BACKEND].value, *dtype_s = args[A_DTYPE].value ? args[A_DTYPE].value : "fp16";
+    int dry = args[A_DRY].value != NULL, quick = args[A_QUICK].value != NULL, tp = 1, device = 0;
+    if (!backend || (strcmp(backend, "cpu") && strcmp(backend, "cuda"))) {
+        fprintf(stderr, "kvcal run: --backend cpu|cuda is required%s%s%s\nusage: %s\n", backend ? " (got '" : "",
+                backend ? backend : "", backend ? "')" : "", usage);
+        return 2;
+    }
+    if (!args[A_MODEL].value || (!dry && !args[A_DB].value)) {
+        fprintf(stderr, "kvcal run: --model%s is required\nusage: %s\n", dry ? "" : " and --db", usage);
+        return 2;
+    }
+    if ((args[A_TP].value && parse_count("run", "--tp", args[A_TP].value, 1, 1024, &tp)) ||
+        (args[A_DEVICE].value && parse_count("run", "--device", args[A_DEVICE].value, 0, 1023, &device)))
+        return 2;
+    KvErr e;
+    KvDtype dt;
+    if (kv_dtype_parse(dtype_s, &dt, &e) != 0 || (dt != KV_DT_FP16 && dt != KV_DT_BF16)) {
+        fprintf(stderr, "kvcal run: --dtype '%s': expected fp16 or bf16\n", dtype_s);
+        return 2;
+    }
+    ModelCatalog mc;
+    HwCatalog hw;
+    if (model_catalog_load(&mc, NULL, &e) != 0) {
+        fprintf(stderr, "kvcal: %s\n", e.msg);
+        return 1;
+    }
+    if (hw_catalog_load(&hw, NULL, &e) != 0) {
+        fprintf(stderr, "kvcal: %s\n", e.msg);
+        model_catalog_free(&mc);
+        return 1;
+    }
+    rc = 1;
+    CostStore st;
+    memset(&st, 0, sizeof st);
+    const ModelSpec *m = model_find(&mc, args[A_MODEL].value, &e);
+    ModelLayout ly = {m, dt, tp, 1};
+    if (!m || model_layout_check(&ly, &e) != 0) {
+        fprintf(stderr, "kvcal run: %s\n", e.msg);
+        rc = 2;
+        goto out;
+    }
+    if (dry) {
+        CalibPlan plan;
+        if (calib_plan_default(&plan, backend, quick, &e) != 0) goto fail;
+        if (!args[A_SCRATCH].value) plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
+        if (m->pos != POS_ROPE) plan.op[OP_ROPE].enabled = 0;
+        SpecInputs in;
+        const char *gpu = args[A_DEVNAME].value ? args[A_DEVNAME].value : "H200";
+        if (!strcmp(backend, "cuda") && !hw_find_gpu(&hw, gpu, &e)) goto fail;
+        fill_spec_inputs(&in, &hw, &ly, gpu);
+        printf("kvcal run --dry-run: %s%s, %s %s tp %d\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), tp);
+        print_plan(&plan, &in, !strcmp(backend, "cuda"));
+        rc = 0;
+        goto out;
+    }
+    const char *db = args[A_DB].value;
+    if (store_open(&st, db, 1, &e) != 0) goto fail;
+    CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = tp, .quick = quick,
+                      .device_name = args[A_DEVNAME].value, .scratch = args[A_SCRATCH].value, .cuda_device = device,
+                      .hw = &hw, .stop = &g_stop, .progress = cli_progress};
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    g_stop = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    printf("kvcal run: %s%s, %s %s tp %d -> %s\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), tp, db);
+    fflush(stdout);
+    CalibResult r;
+    int run_rc = calib_run(&st, &o, &r, &e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (r.warnings[0]) fprintf(stderr, "kvcal run: warning: %s\n", r.warnings);
+    if (run_rc != 0) {
+        if (g_stop) {
+            fprintf(stderr, "kvcal run: interrupted after %.1f s; the run was rolled back (%s unchanged)\n", r.wall_s, db);
+            rc = 130;
+            goto out;
+        }
+        goto fail;
+    }
+    printf("kvcal run: run %lld: %lld points of %s on '%s' (%s) in %.1f s -> %s\n", (long long)r.run_id, (long long)r.points,
+           m->name, r.meta.device, r.meta.backend, r.wall_s, db);
+    printf("notes: %s\n", r.meta.notes);
+    char sum[4096];
+    if (calib_summary(&st, r.run_id, m, sum, sizeof sum, &e) != 0) goto fail;
+    fputs(sum, stdout);
+    rc = 0;
+    goto out;
+fail:
+    fprintf(stderr, "kvcal: %s\n", e.msg);
+    rc = 1;
+out:
+    if (st.db) store_close(&st);
+    hw_catalog_free(&hw);
+    model_catalog_free(&mc);
+    return rc;
+}
+
+static void fmt_ns(double ns, char *s, size_t len)
+{
+    if (ns >= 1e9) snprintf(s, len, "%.3g s", ns * 1e-9);
+    else if (ns >= 1e6) snprintf(s, len, "%.3g ms", ns * 1e-6);
+    else if (ns >= 1e3) snprintf(s, len, "%.3g us", ns * 1e-3);
+    else snprintf(s, len, "%.3g ns", ns);
+}
+
+static int parse_run_id(const char *v, int64_t *out)
+{
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end || end == v || n < 1) {
+        fprintf(stderr, "kvcal diff: run id '%s': expected a positive integer (kvcal show --db FILE lists runs)\n", v);
+        return 2;
+    }
+    *out = n;
+    return 0;
+}
+
+int kvcal_cmd_diff(int argc, char **argv)
+{
+    static const char *usage =
+        "kvcal diff --db FILE RUN_A RUN_B [--tolerance 5%]\n"
+        "  Compare the medians of every (op, model, dtype, tp, p1, p2, p3) point the two runs share; list the\n"
+        "  curves with points beyond the tolerance and the points present in one run only.\n"
+        "  Exit: 0 no drift, 1 drift beyond the tolerance, 2 usage error or unreadable runs.";
+    CliArg args[] = {{"--db", 0, NULL}, {"--tolerance", 0, NULL}};
+    const char *pos[2];
+    int npos, rc = cli_parse("diff", usage, argc, argv, args, 2, pos, 2, &npos);
+    if (rc) return rc == 3 ? 0 : rc;
+    if (!args[0].value || npos != 2) {
+        fprintf(stderr, "kvcal diff: --db and two run ids are required\nusage: %s\n", usage);
+        return 2;
+    }
+    KvErr e;
+    double tol = 0.05;
+    if (args[1].value && calib_parse_tolerance(args[1].value, &tol, &e) != 0) {
+        fprintf(stderr, "kvcal diff: %s\n", e.msg);
+        return 2;
+    }
+    int64_t ra, rb;
+    if (parse_run_id(pos[0], &ra) || parse_run_id(pos[1], &rb)) return 2;
+    CostStore st;
+    if (store_open(&st, args[0].value, 0, &e) != 0) {
+        fprintf(stderr, "kvcal diff: %s\n", e.msg);
+        return 2;
+    }
+    CalibDiff d;
+    StoreRunMeta ma, mb;
+    if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {
+        fprintf(stderr, "kvcal diff: %s\n", e.msg);
+        store_close(&st);
+        return 2;
+    }
+    store_close(&st);
+    printf("kvcal diff: run %lld (%s '%s' %s, %s) vs run %lld (%s '%s' %s, %s): %lld common points, tolerance %g%%\n",
+           (long long)ra, ma.backend, ma.device, ma.model[0] ? ma.model : "(io)", ma.started_at, (long long)rb, mb.backend,
+           mb.device, mb.model[0] ? mb.model : "(io)", mb.started_at, (long long)d.common, tol * 100);
+    if (d.drifted) {
+        printf("%-14s %-16s %-5s %3s %7s %7s %12s  %-28s %s\n", "op", "model", "dtype", "tp", "points", "beyond", "worst",
+               "at (p1, p2, p3)", "median A -> B");
+        for (int i = 0; i < d.n_curves; i++) {
+            const CalibDiffCurve *c = &d.curves[i];
+            if (!c->beyond) continue;
+            char at[96], sa[32], sb[32], w[32];
+            snprintf(at, sizeof at, "(%lld, %lld, %lld)", (long long)c->worst_p[0], (long long)c->worst_p[1],
+                     (long long)c->worst_p[2]);
+            fmt_ns(c->worst_a_ns, sa, sizeof sa);
+            fmt_ns(c->worst_b_ns, sb, sizeof sb);
+            if (isinf(c->worst_rel)) snprintf(w, sizeof w, "from 0");
+            else snprintf(w, sizeof w, "%+.1f%%", c->worst_rel * 100);
+            printf("%-14s %-16s %-5s %3d %7lld %7lld %12s  %-28s %s -> %s\n", cost_op_name(c->op), c->model[0] ? c->model : "(io)",
+                   c->dtype, c->tp, (long long)c->common, (long long)c->beyond, w, at, sa, sb);
+        }
+    }
+    for (int side = 0; side < 2; side++) {
+        int64_t n = side ? d.only_b : d.only_a;
+        if (!n) continue;
+        printf("only in run %lld: %lld points (", (long long)(side ? rb : ra), (long long)n);
+        int first = 1;
+        for (int i = 0; i < d.n_curves; i++) {
+            int64_t k = side ? d.curves[i].only_b : d.curves[i].only_a;
+            if (!k) continue;
+            printf("%s%s %lld", first ? "" : ", ", cost_op_name(d.curves[i].op), (long long)k);
+            first = 0;
+        }
+        printf(")\n");
+    }
+    if (d.drifted)
+        printf("drift: %d curve%s with %lld point%s beyond %g%%\n", d.drifted, d.drifted > 1 ? "s" : "", (long long)d.beyond,
+               d.beyond > 1 ? "s" : "", tol * 100);
+    else {
+        double worst = 0;
+        const char *wop = "";
+        for (int i = 0; i < d.n_curves; i++)
+            if (d.curves[i].common && fabs(d.curves[i].worst_rel) >= fabs(worst)) {
+                worst = d.curves[i].worst_rel;
+                wop = cost_op_name(d.curves[i].op);
+            }
+        printf("no drift beyond %g%%%s", tol * 100, d.common ? "" : " (no common points)");
+        if (d.common) printf(" (largest change %+.1f%% in %s)", worst * 100, wop);
+        printf("\n");
+    }
+    rc = d.drifted ? 1 : 0;
+    calib_diff_free(&d);
+    return rc;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calib_run.h"
 #include "hw.h"
 #include "model.h"
 #include "spec.h"
@@ -20,6 +21,10 @@ static void usage(FILE *out)
                  "  spec --gpu G --model M [--platform P] [--tp N] [--pp N] [--dtype D] --db FILE\n"
                  "        fill FILE with roofline cost curves derived from the catalogs (no GPU needed)\n"
                  "  spec --explain [--gpu G]   print the fitted efficiency curves and their sources\n"
+                 "  run --backend cpu|cuda --model M --db FILE [--quick] [--tp N] [--dtype fp16|bf16]\n"
+                 "      [--device-name NAME] [--scratch DIR[,DIR...]] [--device N] [--dry-run]\n"
+                 "        measure cost curves on this machine into FILE (one run; Ctrl-C rolls it back)\n"
+                 "  diff --db FILE RUN_A RUN_B [--tolerance 5%%]  compare two runs' medians (exit 1 on drift)\n"
                  "  show --db FILE [--run ID] [--op OP]           runs, or one run's curves\n"
                  "  export --db FILE [--run ID] --format csv|json|sql [--out FILE]\n"
                  "  import --db FILE INPUT                         INPUT: .sql dump or .csv export\n"
@@ -201,6 +206,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "show")) return kvcal_cmd_show(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return kvcal_cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return kvcal_cmd_import(argc - 1, argv + 1);
-    fprintf(stderr, "kvcal: unknown command '%s' (spec, show, export, import; kvcal --help)\n", cmd);
+    if (!strcmp(cmd, "run")) return kvcal_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "diff")) return kvcal_cmd_diff(argc - 1, argv + 1);
+    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import; kvcal --help)\n", cmd);
     return 2;
 }

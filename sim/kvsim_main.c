@@ -27,7 +27,7 @@ static void usage(FILE *out)
             "commands:\n"
             "  list {policies|models|platforms|gpus|traces|scenarios}   show the catalogs\n"
             "  run --policy P [options] --out DIR             simulate one policy\n"
-            "  compare --policies a,b,c [options] --out DIR   simulate several on the same trace and seed\n"
+            "  compare --policies a,b,c|all [options] --out DIR   simulate several on the same trace and seed\n"
             "\n"
             "options (run, compare):\n"
             "  --model M          model (default Llama-2-7B)         --platform X   platform (default hcache-a100)\n"
@@ -312,6 +312,11 @@ static int cmd_run(int argc, char **argv, int compare)
     if (!out) {
         fprintf(stderr, "kvsim %s: --out DIR is required\n", argv[1]);
         return 2;
+    }
+    if (!strcmp(policies, "all")) { /* every registered policy */
+        size_t len = 0;
+        for (int i = 0; i < policy_count() && len < sizeof policies - 40; i++)
+            len += (size_t)snprintf(policies + len, sizeof policies - len, "%s%s", i ? "," : "", policy_at(i)->name);
     }
     /* validate every policy name before running anything */
     char names[16][32];
