@@ -160,7 +160,9 @@ deps:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim/configs
 	install -m 755 bin/kvsim bin/kvcal $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/kvsim/configs/scenarios
 	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/kvsim/configs/
+	install -m 644 configs/scenarios/*.json $(DESTDIR)$(PREFIX)/share/kvsim/configs/scenarios/
 
 clean:
 	rm -rf build bin

@@ -142,7 +142,7 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         SET(ac, n_ac, 0, 1024, 4096, 16384, 32768, 65536, 131072);
         SET(db, n_db, 1, 2, 4, 8, 16, 32, 64, 128, 256);
         SET(dc, n_dc, 1024, 4096, 16384, 65536, 262144, 1048576);
-        SET(ln, n_ln, 1, 16, 128, 512, 2048, 8192, 32768, 65536);
+        SET(ln, n_ln, 1, 16, 256, 1024, 4096, 16384, 65536);
         SET(lc, n_lc, 0, 4096, 32768, 131072);
         n_lb = geo_axis(lb, 4096, (int64_t)1 << 30, 4, NULL, 0);
         SET(sb, n_sb, 65536, 1048576, 16777216, 67108864);
@@ -153,14 +153,14 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         b_gemm = SEC(20), b_attn = SEC(40), b_layer = SEC(30), b_ew = SEC(10), b_io = SEC(30);
         snprintf(p->caps, sizeof p->caps, "cuda full grids: tokens 1..64K, attention 64K new over 128K context, decode 256 x 1M");
     } else if (cuda) {
-        SET(gemm_t, n_gemm, 1, 16, 128, 512, 2048, 8192);
+        SET(gemm_t, n_gemm, 1, 16, 64, 512, 4096, 16384);
         SET(ew_t, n_ew, 1, 64, 512, 4096, 32768);
         SET(an, n_an, 1, 64, 512, 4096);
         SET(ac, n_ac, 0, 4096, 32768);
         SET(db, n_db, 1, 16, 128);
         SET(dc, n_dc, 4096, 65536, 524288);
         SET(ln, n_ln, 1, 512, 4096);
-        SET(lc, n_lc, 0, 8192);
+        SET(lc, n_lc, 0, 4096);
         SET(lb, n_lb, 4096, 1048576, 67108864, 268435456);
         SET(sb, n_sb, 1048576, 16777216);
         t_kern = (TimingCfg){.warmup = 2, .warmup_max_ns = MS(10), .min_reps = 5, .max_reps = 50, .min_time_ns = MS(10),
@@ -168,7 +168,7 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         t_link = (TimingCfg){.warmup = 1, .min_reps = 5, .max_reps = 20, .min_time_ns = MS(10), .budget_ns = MS(200)};
         t_ssd = (TimingCfg){.warmup = 1, .min_reps = 2, .max_reps = 10, .min_time_ns = MS(20), .budget_ns = MS(500)};
         b_gemm = SEC(5), b_attn = SEC(10), b_layer = SEC(10), b_ew = SEC(3), b_io = SEC(10);
-        snprintf(p->caps, sizeof p->caps, "cuda quick grids: tokens <= 8K, attention 4K new over 32K context");
+        snprintf(p->caps, sizeof p->caps, "cuda quick grids: gemm tokens <= 16K, attention 4K new over 32K context");
     } else if (!quick) {
         static const int64_t m64_cpu[] = {192, 384, 768, 1536, 3072, 6144, 12288};
         n_gemm = geo_axis(gemm_t, 1, 2048, 2, m64_cpu, (int)KV_ARRAY_LEN(m64_cpu));
@@ -177,7 +177,7 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         SET(ac, n_ac, 0, 1024, 4096, 8192, 16384);
         SET(db, n_db, 1, 4, 16, 64, 256);
         SET(dc, n_dc, 1024, 4096, 16384, 65536);
-        SET(ln, n_ln, 1, 16, 128, 512, 1024);
+        SET(ln, n_ln, 1, 16, 256, 1024);
         SET(lc, n_lc, 0, 4096, 16384);
         n_lb = geo_axis(lb, 4096, (int64_t)1 << 28, 4, NULL, 0);
         SET(sb, n_sb, 65536, 1048576, 16777216, 67108864);
@@ -188,22 +188,22 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         snprintf(p->caps, sizeof p->caps, "cpu caps: gemm tokens <= 2K, elementwise <= 16K, attention 1K new over 16K "
                                           "context, decode 256 x 64K, layer 1K x 16K, copies <= 256 MiB");
     } else {
-        SET(gemm_t, n_gemm, 1, 32, 512);
+        SET(gemm_t, n_gemm, 1, 64, 512);
         SET(ew_t, n_ew, 1, 64, 512, 4096);
         SET(an, n_an, 1, 64, 256);
         SET(ac, n_ac, 0, 1024, 4096);
         SET(db, n_db, 1, 8, 32);
         SET(dc, n_dc, 1024, 8192, 32768);
-        SET(ln, n_ln, 1, 128);
-        SET(lc, n_lc, 0, 2048);
+        SET(ln, n_ln, 1, 64);
+        SET(lc, n_lc, 0, 1024);
         SET(lb, n_lb, 4096, 262144, 16777216, 67108864);
         SET(sb, n_sb, 1048576, 16777216);
         t_kern = (TimingCfg){.warmup = 1, .min_reps = 2, .max_reps = 10, .min_time_ns = MS(20), .budget_ns = SEC(2)};
         t_link = (TimingCfg){.warmup = 1, .min_reps = 3, .max_reps = 10, .min_time_ns = MS(10), .budget_ns = MS(300)};
         t_ssd = (TimingCfg){.warmup = 1, .min_reps = 2, .max_reps = 5, .min_time_ns = MS(20), .budget_ns = MS(500)};
         b_gemm = SEC(10), b_attn = SEC(15), b_layer = SEC(15), b_ew = SEC(3), b_io = SEC(5);
-        snprintf(p->caps, sizeof p->caps, "cpu quick caps: gemm tokens {1,32,512}, attention {1,64,256}x{0,1K,4K}, decode "
-                                          "{1,8,32}x{1K,8K,32K}, layer {1,128}x{0,2K}");
+        snprintf(p->caps, sizeof p->caps, "cpu quick caps: gemm tokens {1,64,512}, attention {1,64,256}x{0,1K,4K}, decode "
+                                          "{1,8,32}x{1K,8K,32K}, layer {1,64}x{0,1K}");
     }
 #undef SET
     static const CostOp gemms[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ};

@@ -38,8 +38,10 @@
  * CPU caps (the CPU is ~1000× slower than a GPU; the reader extrapolates linearly beyond the last
  * point and counts it): full — GEMM tokens ≤ 2048, elementwise tokens ≤ 16384, attention new ≤ 1024
  * over context ≤ 16384, decode batch ≤ 256 over total context ≤ 65536, layer new ≤ 1024 over context
- * ≤ 16384, copies ≤ 256 MiB; quick — GEMM tokens {1, 32, 512}, attention {1, 64, 256} × {0, 1K, 4K},
- * decode {1, 8, 32} × {1K, 8K, 32K}, layer {1, 128} × {0, 2K}, elementwise {1, 64, 512, 4096}.
+ * ≤ 16384, copies ≤ 256 MiB; quick — GEMM tokens {1, 64, 512}, attention {1, 64, 256} × {0, 1K, 4K},
+ * decode {1, 8, 32} × {1K, 8K, 32K}, layer {1, 64} × {0, 1K}, elementwise {1, 64, 512, 4096}.
+ * The layer's axes are subsets of the GEMM/elementwise and attention axes in every default plan, so
+ * calib_summary can set the measured layer against the sum of its measured parts.
  * Invariants: a run in the store is complete or absent; every op present has a full grid.
  */
 #ifndef KV_CALIB_RUN_H

@@ -43,17 +43,10 @@ static double cf_layer_ns(const PolicyEnv *env, Tier tier, int64_t N, int *ell)
 {
     LayerCosts c;
     split_layer_costs(env, tier, N, &c);
-    int L = env->ly->m->layers, best = 0;
-    double bv = 1e300;
-    for (int k = 0; k <= L; k++) {
-        double a = k * c.t_re, b = (L - k) * c.t_kv, v = a > b ? a : b;
-        if (v < bv) {
-            bv = v;
-            best = k;
-        }
-    }
+    double ns;
+    int best = split_layerwise(env->ly->m->layers, c.t_re, c.t_kv, &ns);
     if (ell) *ell = best;
-    return bv;
+    return ns;
 }
 
 /* estimated token-wise restoration time: chunks of C tokens computed forward (each an iteration with
@@ -120,13 +113,9 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
         LayerCosts c;
         split_layer_costs(env, q->saved_tier, q->history_tokens, &c);
         for (int st = 0; st < cf->S; st++) {
-            int first, count, best = 0;
+            int first, count;
             model_stage_layers(env->ly, st, &first, &count);
-            double bv = 1e300;
-            for (int k = 0; k <= count; k++) {
-                double a = k * c.t_re, b = (count - k) * c.t_kv, v = a > b ? a : b;
-                if (v < bv) bv = v, best = k;
-            }
+            int best = split_layerwise(count, c.t_re, c.t_kv, NULL);
             for (int l = first; l < first + count; l++) plan->layer_mode[l] = l < first + best ? LM_RECOMPUTE : LM_LOAD_KV;
         }
         return 0;

@@ -33,6 +33,24 @@ int split_argmin(int L, double (*f)(int k, const void *ctx), const void *ctx, do
     return best;
 }
 
+typedef struct {
+    int n;
+    double t_re, t_kv;
+} LwCtx;
+
+static double lw_time(int k, const void *ctx)
+{
+    const LwCtx *c = ctx;
+    double a = k * c->t_re, b = (c->n - k) * c->t_kv;
+    return a > b ? a : b;
+}
+
+int split_layerwise(int n, double t_re, double t_kv, double *ns)
+{
+    LwCtx c = {n, t_re, t_kv};
+    return split_argmin(n, lw_time, &c, ns);
+}
+
 Tier split_primary_tier(const PolicyEnv *env)
 {
     const struct SimConfig *cfg = env->cfg;

@@ -21,6 +21,10 @@ void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c
 /* argmin over k in [0, L] of f(k); ties go to the smaller k. *best_ns receives the minimum. */
 int split_argmin(int L, double (*f)(int k, const void *ctx), const void *ctx, double *best_ns);
 
+/* Layer-wise two pointers over n layers: recompute the first k (t_re each) while loading the others'
+ * KV (t_kv each); returns the k minimising max(k·t_re, (n−k)·t_kv), the time in *ns. */
+int split_layerwise(int n, double t_re, double t_kv, double *ns);
+
 /* The tier a policy stores into by default on this platform: SSD array if any, else the remote
  * store if any, else DRAM (what the storage configuration will use after DRAM spills). */
 Tier split_primary_tier(const PolicyEnv *env);
