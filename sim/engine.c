@@ -1654,6 +1654,17 @@ void sim_result_free(SimResult *r)
 
 /* ------------------------------------------------------------------ run */
 
+/* a link's streaming rate from a measured (not spec) cost curve: the slope between 64 MiB and 1 GiB,
+ * which removes the per-transfer latency; the catalog's rate otherwise */
+static double link_rate(CostModel *cm, CostOp op, double catalog_bytes_per_s)
+{
+    if (!cost_has(cm, op) || !strcmp(cm->c[op].backend, "spec")) return catalog_bytes_per_s;
+    double a = cost_lookup_ns(cm, op, 1LL << 26, 0, 0), b = cost_lookup_ns(cm, op, 1LL << 30, 0, 0);
+    cm->lookups[op] -= 2;
+    if (!(b > a)) return catalog_bytes_per_s;
+    return (double)((1LL << 30) - (1LL << 26)) / ((b - a) / 1e9);
+}
+
 static int sim_setup(Sim *sm)
 {
     SimWorld *w = sm->w;
@@ -1683,8 +1694,13 @@ static int sim_setup(Sim *sm)
     if (sm->overhead_ns < 0) return -1;
     sm->max_ctx = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
     /* channels' rates */
-    sm->rate_h2d = link->h2d_bytes_per_s / 1e9;
-    sm->rate_d2h = link->d2h_bytes_per_s / 1e9;
+    /* host-link rates: measured curves of the cost model when it has them, else the catalog */
+    double h2d_bps = link_rate(&w->cost, OP_H2D, link->h2d_bytes_per_s);
+    double d2h_bps = link_rate(&w->cost, OP_D2H, link->d2h_bytes_per_s);
+    double h2d_bi_bps = link_rate(&w->cost, OP_H2D_BIDIR, link->h2d_bidir_bytes_per_s);
+    double d2h_bi_bps = link_rate(&w->cost, OP_D2H_BIDIR, link->d2h_bidir_bytes_per_s);
+    sm->rate_h2d = h2d_bps / 1e9;
+    sm->rate_d2h = d2h_bps / 1e9;
     sm->lat_link = link->latency_ns;
     int n_ssd = cfg->n_ssd >= 0 ? cfg->n_ssd : (p->ssd >= 0 ? p->n_ssd : 0);
     const SsdSpec *ssd = p->ssd >= 0 ? &hw->ssds[p->ssd] : (hw->n_ssds ? &hw->ssds[0] : NULL);
@@ -1734,8 +1750,8 @@ static int sim_setup(Sim *sm)
         rp->id = i;
         rp->pool_cap = (int64_t)(usable / per_tok) / cfg->block_tokens * cfg->block_tokens;
         for (int s = 0; s < sm->S; s++) {
-            ch_init(&rp->h2d[s], "h2d", CH_H2D, s, link->h2d_bytes_per_s, link->h2d_bidir_bytes_per_s, link->latency_ns);
-            ch_init(&rp->d2h[s], "d2h", CH_D2H, s, link->d2h_bytes_per_s, link->d2h_bidir_bytes_per_s, link->latency_ns);
+            ch_init(&rp->h2d[s], "h2d", CH_H2D, s, h2d_bps, h2d_bi_bps, link->latency_ns);
+            ch_init(&rp->d2h[s], "d2h", CH_D2H, s, d2h_bps, d2h_bi_bps, link->latency_ns);
             rp->h2d[s].peer = &rp->d2h[s];
             rp->d2h[s].peer = &rp->h2d[s];
         }

@@ -278,3 +278,71 @@ static void replay_file(TestCtx *t, const char *rel, int64_t expect_rows, int re
 TEST(sim_replays_leval) { replay_file(t, "../shared/traces/leval.csv", 2074, 1); }
 TEST(sim_replays_swebench) { replay_file(t, "../shared/traces/swebench.csv", 20163, 4); }
 TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "../shared/traces/mooncake_conversation.csv", 12031, 8); }
+
+/* a measured host-link curve in the cost store replaces the catalog's bandwidth */
+#include "spec.h"
+#include "store.h"
+
+static int spec_emit(void *ctx, const StorePoint *p, KvErr *e) { return store_add_point(ctx, ((CostStore *)ctx)->run_id, p, e); }
+
+TEST(sim_measured_link_curve_sets_the_h2d_rate)
+{
+    char db[4200];
+    snprintf(db, sizeof db, "%s/costs.db", test_tmpdir(t));
+    KvErr e;
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
+    snprintf(c.store, sizeof c.store, "dram");
+    /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
+    SimWorld w0;
+    CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);
+    CostStore st;
+    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
+    StoreRunMeta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.backend, sizeof m.backend, "spec");
+    snprintf(m.device, sizeof m.device, "A100-40GB");
+    snprintf(m.model, sizeof m.model, "Llama-2-7B");
+    snprintf(m.dtype, sizeof m.dtype, "fp16");
+    m.tp = 1;
+    CHECK(store_begin_run(&st, &m, &e) == 0);
+    SpecInputs in;
+    spec_inputs_from_platform(&in, &w0.hw, w0.platform, &w0.ly);
+    CHECK_MSG(spec_generate(&in, spec_emit, &st, &e) == 0, "%s", e.msg);
+    CHECK(store_end_run(&st, m.id, 1, &e) == 0);
+    double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
+    StoreRunMeta m2;
+    memset(&m2, 0, sizeof m2);
+    snprintf(m2.backend, sizeof m2.backend, "cpu");
+    snprintf(m2.device, sizeof m2.device, "A100-40GB");
+    snprintf(m2.dtype, sizeof m2.dtype, "fp16");
+    m2.tp = 1;
+    CHECK(store_begin_run(&st, &m2, &e) == 0);
+    for (int64_t b = 4096; b <= (1LL << 32); b *= 4) {
+        StorePoint p = {.op = OP_H2D, .tp = 1, .p1 = b, .n = 5};
+        snprintf(p.dtype, sizeof p.dtype, "fp16");
+        p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / half * 1e9;
+        CHECK_MSG(store_add_point(&st, m2.id, &p, &e) == 0, "%s", e.msg);
+    }
+    CHECK(store_end_run(&st, m2.id, 1, &e) == 0);
+    store_close(&st);
+    sim_world_close(&w0);
+    snprintf(c.costs, sizeof c.costs, "%s", db);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    CHECK_EQ_I(rows.n, 2);
+    if (rows.n == 2) {
+        int64_t H = 8001;
+        double L = w.model->layers;
+        double t_io = 10000.0 + (double)H * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) / half * 1e9;
+        double t_c = lin(&w, 200) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, 200, H, 0);
+        int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
+        double pipe = t_io > t_c ? L * t_io + t_c : t_io + L * t_c;
+        double start = k * t_io + 2e6 + L * t_c;
+        CHECK_NEAR((double)rows.rows[1].ttft_ns, pipe > start ? pipe : start, 0.01, 0);
+    }
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
