@@ -422,8 +422,10 @@ ProbeSsd *probe_ssd_open(const char *const *dirs, int n_dirs, int max_files, int
         }
     }
 #endif
-    int len = snprintf(s->note, sizeof s->note, "ssd: %d file%s of %lld MiB in", max_files, max_files > 1 ? "s" : "",
-                       (long long)(file_bytes >> 20));
+    char size[32];
+    if (file_bytes >= (1 << 20)) snprintf(size, sizeof size, "%lld MiB", (long long)(file_bytes >> 20));
+    else snprintf(size, sizeof size, "%lld KiB", (long long)(file_bytes >> 10));
+    int len = snprintf(s->note, sizeof s->note, "ssd: %d file%s of %s in", max_files, max_files > 1 ? "s" : "", size);
     for (int d = 0; d < n_dirs && len < (int)sizeof s->note - 64; d++)
         len += snprintf(s->note + len, sizeof s->note - (size_t)len, "%s %s (%s)", d ? "," : "", s->dirs[d], fsn[d]);
     snprintf(s->note + len, sizeof s->note - (size_t)len, ", %s, %s%s%s", s->direct ? "O_DIRECT" : "buffered IO (O_DIRECT refused)",

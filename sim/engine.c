@@ -43,6 +43,8 @@ typedef struct Channel {
     const char *name;
     int kind, stage;
     double rate, rate_bidir, rate_write; /* bytes per ns */
+    int n_drives;                        /* SSD array: drives striped in stripe_bytes pieces */
+    double stripe_bytes;
     int64_t latency_ns;
     struct Channel *peer;
     struct Unit *hi_head, *hi_tail, *lo_head, *lo_tail;
@@ -454,7 +456,12 @@ static Channel *unit_channel(Sim *sm, Unit *u)
 
 static double ch_unit_rate(const Channel *c, const Unit *u)
 {
-    if (c->kind == CH_SSD) return u->kind == U_LOAD || u->kind == U_LOAD_TOK ? c->rate : c->rate_write;
+    if (c->kind == CH_SSD) {
+        /* a transfer smaller than n stripes keeps only some drives busy */
+        double r = u->kind == U_LOAD || u->kind == U_LOAD_TOK ? c->rate : c->rate_write;
+        double pieces = ceil(u->bytes[u->hop] / c->stripe_bytes);
+        return pieces < c->n_drives ? r * pieces / c->n_drives : r;
+    }
     if (c->peer && c->peer->cur) return c->rate_bidir;
     return c->rate;
 }
@@ -1758,6 +1765,8 @@ static int sim_setup(Sim *sm)
         if (n_ssd > 0) {
             ch_init(&rp->ssd, "ssd", CH_SSD, 0, ssd->read_bytes_per_s * n_ssd, 0, ssd->read_latency_ns);
             rp->ssd.rate_write = ssd->write_bytes_per_s * n_ssd / 1e9;
+            rp->ssd.n_drives = n_ssd;
+            rp->ssd.stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ssd = 1;
         }
         if (nic) {
