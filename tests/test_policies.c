@@ -120,6 +120,7 @@ TEST(policy_hcache_noschd_and_naive_hybrid_store_what_they_load)
     CHECK_NEAR(res.bytes_h2d, 6001.0 * (double)model_hidden_bytes_per_token(&w.ly), 1e-9, 0);
     sim_result_free(&res);
     Rows rows2;
+    memset(&rows2, 0, sizeof rows2);
     SimResult res2;
     KvErr e;
     CHECK_MSG(sim_run(&w, "naive-hybrid", simtest_keep_row, &rows2, NULL, NULL, &res2, &e) == 0, "%s", e.msg);

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# gpu_check.sh — `make gpu-check`: everything that needs a real GPU, in one command (a few minutes
+# on an H200).
+#
+#   1. build for sm_90 (make CUDA_ARCH=90 -j16, objects in build/sm90 so that objects built
+#      without the arch flag elsewhere are not reused);
+#   2. the GPU kernel tests (kvtest kernels_gpu) and a small cuda calibration of every op
+#      (kvtest calib_cuda_small_run_every_op): they must PASS — a skip (no device) fails the check;
+#   3. the full CUDA calibration of the default models (Llama-2-7B, Llama-2-13B, Llama-3.1-8B, tp 1,
+#      fp16) into a fresh database, SSD probes on the first model only (scratch: $SCRATCH);
+#   4. $OUT/h200.sql (kvcal export --format sql: commit it as the measured cost model),
+#      $OUT/gpu_check.log (everything printed), and the headline figures and wall times on stdout.
+#
+# Environment: OUT (default ./gpu-check-out), SCRATCH (default build/gpu-check-scratch),
+#   MODELS (default "Llama-2-7B Llama-2-13B Llama-3.1-8B"), JOBS (default 16),
+#   CUDA_ARCH (default 90), QUICK=1 (quick grids, for a smoke test).
+# Exit status: 0 when every step passed, 1 otherwise (the log says which step failed).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${OUT:-./gpu-check-out}
+SCRATCH=${SCRATCH:-build/gpu-check-scratch}
+MODELS=${MODELS:-"Llama-2-7B Llama-2-13B Llama-3.1-8B"}
+JOBS=${JOBS:-16}
+ARCH=${CUDA_ARCH:-90}
+BUILD_DIR=build/sm$ARCH
+mkdir -p "$OUT" || { echo "gpu_check: cannot create $OUT" >&2; exit 1; }
+LOG="$OUT/gpu_check.log"
+DB="$OUT/gpu_check.db"
+SQL="$OUT/h200.sql"
+: >"$LOG"
+t_all=$(date +%s)
+
+log() { echo "$@" | tee -a "$LOG"; }
+fail() { log "gpu_check: FAILED: $*"; log "gpu_check: log in $LOG"; exit 1; }
+# step NAME CMD... — run CMD with its output in the log and on stdout, time it
+step() {
+  local name=$1; shift
+  local t0=$(date +%s)
+  log "== $name: $*"
+  "$@" 2>&1 | tee -a "$LOG"
+  local rc=${PIPESTATUS[0]}
+  log "== $name: exit $rc, $(( $(date +%s) - t0 )) s"
+  return "$rc"
+}
+
+log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), git $(git describe --always --dirty 2>/dev/null || echo unknown)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
+else
+  log "gpu_check: nvidia-smi not found"
+fi
+
+# 1. build
+step build make CUDA_ARCH="$ARCH" BUILD="$BUILD_DIR" -j"$JOBS" all "$BUILD_DIR/kvtest" || fail "build"
+grep -q "CUDA /" "$LOG" || fail "the build found no CUDA toolkit (see the 'kvsim build:' line)"
+KVTEST="$BUILD_DIR/kvtest"
+
+# 2. GPU tests: must pass, not skip
+run_gpu_tests() {
+  local filter=$1 out
+  out=$(mktemp)
+  step "tests $filter" env KVSIM_ROOT="$PWD" "$KVTEST" "$filter" >"$out"
+  local rc=$?
+  cat "$out"
+  if [ "$rc" != 0 ]; then rm -f "$out"; fail "tests $filter failed"; fi
+  if grep -q '^skip' "$out"; then
+    grep '^skip' "$out"
+    rm -f "$out"
+    fail "tests $filter skipped (no usable CUDA device?): they must pass on a GPU machine"
+  fi
+  grep -q '^ok' "$out" || { rm -f "$out"; fail "tests $filter: no test ran"; }
+  rm -f "$out"
+}
+run_gpu_tests kernels_gpu
+run_gpu_tests calib_cuda_small_run_every_op
+
+# 3. full calibration of the default models into a fresh database
+rm -f "$DB" "$DB-journal" "$SQL"
+first=1
+for m in $MODELS; do
+  extra=()
+  if [ "$first" = 1 ]; then extra=(--scratch "$SCRATCH"); first=0; fi
+  if [ "${QUICK:-0}" = 1 ]; then extra+=(--quick); fi
+  step "calibrate $m" bin/kvcal run --backend cuda --model "$m" --tp 1 --dtype fp16 --db "$DB" ${extra[@]+"${extra[@]}"} ||
+    fail "calibration of $m"
+done
+rm -rf "$SCRATCH"
+
+# 4. the committed form, and the headline figures
+step export bin/kvcal export --db "$DB" --format sql --out "$SQL" || fail "export"
+step show bin/kvcal show --db "$DB" || fail "show"
+
+{
+  echo
+  echo "== headline figures (from the calibration output above)"
+  grep -E '^kvcal run: (run|predicted)|^(gemm_ffn_up|gemm_qkv|attn_prefill|attn_decode|layer_prefill|copies|ssd_read|ssd_write)' "$LOG" |
+    grep -v '^== '
+  echo "== step wall times"
+  grep -E '^== .*: exit [0-9]+, [0-9]+ s$' "$LOG"
+  echo "gpu_check: passed in $(( $(date +%s) - t_all )) s; $SQL ($(wc -c <"$SQL") bytes), $LOG"
+} | tee -a "$LOG.tail"
+cat "$LOG.tail" >>"$LOG"
+rm -f "$LOG.tail"
+exit 0
