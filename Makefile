@@ -48,10 +48,12 @@ endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_BASE) $(OPT)
 LDLIBS  := -Wl,--as-needed $(PKG_LIBS) -lm -lpthread
+BIN     := bin
 ifneq ($(SANITIZE),)
   CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=$(SANITIZE)
   BUILD   := $(BUILD)/san
+  BIN     := $(BUILD)/bin
 endif
 ifeq ($(BLAS_OK),yes)
   # GSL's own CBLAS would shadow OpenBLAS's cblas_sgemm: link OpenBLAS in its place
@@ -84,7 +86,7 @@ DEFAULT_POLICIES ?= recompute,kv-offload
 .PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san
 .DEFAULT_GOAL := all
 
-all: found bin/kvsim bin/kvcal
+all: found $(BIN)/kvsim $(BIN)/kvcal
 
 found:
 	@printf 'kvsim build: %s cjson/gsl/sqlite3 %s openblas %s liburing %s CUDA%s\n' \
@@ -119,12 +121,12 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-bin/kvsim: $(BUILD)/sim/kvsim_main.o $(LIB)
-	@mkdir -p bin
+$(BIN)/kvsim: $(BUILD)/sim/kvsim_main.o $(LIB)
+	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bin/kvcal: $(BUILD)/calibrate/kvcal_main.o $(LIB)
-	@mkdir -p bin
+$(BIN)/kvcal: $(BUILD)/calibrate/kvcal_main.o $(LIB)
+	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/kvtest: $(TEST_OBJ) $(LIB)
@@ -137,7 +139,7 @@ run: deps
 
 test-plain: all $(BUILD)/kvtest
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
-	bash tests/cli_test.sh
+	KVSIM_BIN=$(BIN) bash tests/cli_test.sh
 
 test: test-plain
 ifeq ($(SANITIZE),)

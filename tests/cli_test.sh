@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# cli_test.sh — end-to-end checks of bin/kvsim and bin/kvcal as a user runs them: exit codes,
+# cli_test.sh — end-to-end checks of kvsim and kvcal as a user runs them: exit codes,
 # messages on bad input, files written. Ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 pass=0; fail=0; skip=0
+# the binaries under test: bin/ or, for the sanitizer pass, build/san/bin (KVSIM_BIN)
+B=${KVSIM_BIN:-bin}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 ok()   { pass=$((pass+1)); echo "ok    cli: $1"; }
@@ -19,34 +21,34 @@ contains() {
   if grep -qF -- "$2" "$tmp/out"; then ok "$1"; else bad "$1 (no '$2' in output)"; sed 's/^/      /' "$tmp/out" | head -20 >&2; fi
 }
 
-expect 0 "kvsim --help" bin/kvsim --help
-expect 0 "kvcal --help" bin/kvcal --help
-expect 2 "kvsim unknown command" bin/kvsim frobnicate
+expect 0 "kvsim --help" "$B"/kvsim --help
+expect 0 "kvcal --help" "$B"/kvcal --help
+expect 2 "kvsim unknown command" "$B"/kvsim frobnicate
 contains "kvsim unknown command is named" "frobnicate"
 
 # catalogs
-expect 0 "list models" bin/kvsim list models
+expect 0 "list models" "$B"/kvsim list models
 contains "list models has Qwen3-30B-A3B" "Qwen3-30B-A3B"
 contains "list models has Gemma-2-9B" "Gemma-2-9B"
-expect 0 "list platforms" bin/kvsim list platforms
+expect 0 "list platforms" "$B"/kvsim list platforms
 contains "list platforms has the HCache box" "hcache-a100"
 contains "list platforms has an H200 box" "h200"
-expect 0 "list policies" bin/kvsim list policies
+expect 0 "list policies" "$B"/kvsim list policies
 contains "list policies has kv-offload" "kv-offload"
-expect 0 "list traces" bin/kvsim list traces
+expect 0 "list traces" "$B"/kvsim list traces
 contains "list traces has sharegpt4" "sharegpt4"
-expect 2 "list unknown catalog" bin/kvsim list nonsense
+expect 2 "list unknown catalog" "$B"/kvsim list nonsense
 
 # one run, then the same run again: identical bytes
-expect 0 "run kv-offload" bin/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"
+expect 0 "run kv-offload" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"
 for f in summary.json requests.csv table.md; do
   if [ -s "$tmp/a/$f" ]; then ok "run wrote $f"; else bad "run wrote $f"; fi
 done
-expect 0 "same run again" bin/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/b"
+expect 0 "same run again" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/b"
 for f in summary.json requests.csv table.md; do
   if cmp -s "$tmp/a/$f" "$tmp/b/$f"; then ok "deterministic $f"; else bad "deterministic $f (files differ)"; fi
 done
-expect 0 "other seed" bin/kvsim run --policy kv-offload --requests 200 --seed 2 --quiet --out "$tmp/c"
+expect 0 "other seed" "$B"/kvsim run --policy kv-offload --requests 200 --seed 2 --quiet --out "$tmp/c"
 if cmp -s "$tmp/a/requests.csv" "$tmp/c/requests.csv"; then bad "seed changes the trace"; else ok "seed changes the trace"; fi
 rows=$(($(wc -l < "$tmp/a/requests.csv") - 1))
 if [ "$rows" = 200 ]; then ok "requests.csv has one row per request"; else bad "requests.csv has $rows rows, wanted 200"; fi
@@ -65,7 +67,7 @@ PY
 then ok "summary.json has the promised fields"; else bad "summary.json fields"; fi
 
 # compare: same trace for every policy
-expect 0 "compare" bin/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/cmp"
+expect 0 "compare" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/cmp"
 contains "compare prints the table" "| recompute |"
 contains "compare prints kv-offload" "| kv-offload |"
 if [ "$(cut -d, -f2-9 "$tmp/cmp/requests.csv" | grep -c .)" -gt 0 ] && \
@@ -75,64 +77,64 @@ if [ "$(cut -d, -f2-9 "$tmp/cmp/requests.csv" | grep -c .)" -gt 0 ] && \
 else bad "compare replays the same requests for every policy"; fi
 
 # bad input: clear message, non-zero exit, nothing half-written
-expect 1 "unknown model" bin/kvsim run --model Llama-9 --out "$tmp/x" --quiet
+expect 1 "unknown model" "$B"/kvsim run --model Llama-9 --out "$tmp/x" --quiet
 contains "unknown model lists the known ones" "Llama-2-13B"
-expect 1 "unknown platform" bin/kvsim run --platform nowhere --out "$tmp/x" --quiet
+expect 1 "unknown platform" "$B"/kvsim run --platform nowhere --out "$tmp/x" --quiet
 contains "unknown platform lists the known ones" "hcache-a100"
-expect 2 "unknown policy" bin/kvsim run --policy magic --out "$tmp/x" --quiet
+expect 2 "unknown policy" "$B"/kvsim run --policy magic --out "$tmp/x" --quiet
 contains "unknown policy lists the known ones" "recompute"
-expect 2 "unknown --set key" bin/kvsim run --set nope=1 --out "$tmp/x"
+expect 2 "unknown --set key" "$B"/kvsim run --set nope=1 --out "$tmp/x"
 contains "unknown key lists the known ones" "token_budget"
-expect 2 "missing --out" bin/kvsim run --policy recompute
+expect 2 "missing --out" "$B"/kvsim run --policy recompute
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns,0,,12,3,0\ns,1,,x,3,15\n' > "$tmp/bad.csv"
-expect 1 "malformed trace" bin/kvsim run --trace "$tmp/bad.csv" --out "$tmp/bad" --quiet
+expect 1 "malformed trace" "$B"/kvsim run --trace "$tmp/bad.csv" --out "$tmp/bad" --quiet
 contains "malformed trace names the line" "line 3"
 if [ -e "$tmp/bad/summary.json" ]; then bad "no summary after a failed run"; else ok "no summary after a failed run"; fi
 echo '{"model": "Llama-2-7B", "tp": "two"}' > "$tmp/badcfg.json"
-expect 1 "bad config value" bin/kvsim run --config "$tmp/badcfg.json" --out "$tmp/x" --quiet
+expect 1 "bad config value" "$B"/kvsim run --config "$tmp/badcfg.json" --out "$tmp/x" --quiet
 contains "bad config names file and key" "badcfg.json"
 echo '{"model": ' > "$tmp/brokencfg.json"
-expect 1 "broken config JSON" bin/kvsim run --config "$tmp/brokencfg.json" --out "$tmp/x" --quiet
+expect 1 "broken config JSON" "$B"/kvsim run --config "$tmp/brokencfg.json" --out "$tmp/x" --quiet
 contains "broken config names the file" "brokencfg.json"
 # a good result is not overwritten by a failing run
 cp -r "$tmp/a" "$tmp/keep"
-expect 1 "failing run into a good result dir" bin/kvsim run --trace "$tmp/bad.csv" --out "$tmp/keep" --quiet
+expect 1 "failing run into a good result dir" "$B"/kvsim run --trace "$tmp/bad.csv" --out "$tmp/keep" --quiet
 if cmp -s "$tmp/a/summary.json" "$tmp/keep/summary.json" && cmp -s "$tmp/a/requests.csv" "$tmp/keep/requests.csv"; then
   ok "failed run leaves the good result intact"; else bad "failed run leaves the good result intact"; fi
 
 # kvcal spec → store → kvsim reads it
-expect 0 "kvcal spec" bin/kvcal spec --platform hcache-a100 --model Llama-2-7B --db "$tmp/costs.db"
-expect 0 "kvcal show" bin/kvcal show --db "$tmp/costs.db"
+expect 0 "kvcal spec" "$B"/kvcal spec --platform hcache-a100 --model Llama-2-7B --db "$tmp/costs.db"
+expect 0 "kvcal show" "$B"/kvcal show --db "$tmp/costs.db"
 contains "kvcal show lists the run" "A100-40GB"
-expect 0 "kvcal export sql" bin/kvcal export --db "$tmp/costs.db" --format sql --out "$tmp/dump.sql"
-expect 0 "kvcal import sql" bin/kvcal import --db "$tmp/costs2.db" "$tmp/dump.sql"
-expect 0 "kvcal export sql again" bin/kvcal export --db "$tmp/costs2.db" --format sql --out "$tmp/dump2.sql"
+expect 0 "kvcal export sql" "$B"/kvcal export --db "$tmp/costs.db" --format sql --out "$tmp/dump.sql"
+expect 0 "kvcal import sql" "$B"/kvcal import --db "$tmp/costs2.db" "$tmp/dump.sql"
+expect 0 "kvcal export sql again" "$B"/kvcal export --db "$tmp/costs2.db" --format sql --out "$tmp/dump2.sql"
 if cmp -s "$tmp/dump.sql" "$tmp/dump2.sql"; then ok "dump → import → dump is identical"; else bad "dump → import → dump is identical"; fi
-expect 0 "kvsim run on the stored cost model" bin/kvsim run --policy kv-offload --requests 200 --costs "$tmp/costs.db" --quiet --out "$tmp/db"
+expect 0 "kvsim run on the stored cost model" "$B"/kvsim run --policy kv-offload --requests 200 --costs "$tmp/costs.db" --quiet --out "$tmp/db"
 if python3 -c "
 import json,sys
 a=json.load(open('$tmp/a/summary.json'))['policies'][0]['ttft_s']['mean']
 b=json.load(open('$tmp/db/summary.json'))['policies'][0]['ttft_s']['mean']
 sys.exit(0 if abs(a-b) <= 1e-6*max(a,1e-9) else 1)"; then ok "stored spec model = in-memory spec model"; else bad "stored spec model = in-memory spec model"; fi
 echo "not a database" > "$tmp/junk.db"
-expect 1 "kvsim refuses a foreign cost store" bin/kvsim run --costs "$tmp/junk.db" --out "$tmp/x" --quiet
+expect 1 "kvsim refuses a foreign cost store" "$B"/kvsim run --costs "$tmp/junk.db" --out "$tmp/x" --quiet
 contains "foreign store named" "junk.db"
-expect 1 "kvsim: cost store without the model" bin/kvsim run --model Llama-2-13B --costs "$tmp/costs.db" --out "$tmp/x" --quiet
+expect 1 "kvsim: cost store without the model" "$B"/kvsim run --model Llama-2-13B --costs "$tmp/costs.db" --out "$tmp/x" --quiet
 contains "missing curves list what the store has" "Llama-2-7B"
-expect 1 "kvcal spec unknown GPU" bin/kvcal spec --gpu Z100 --model Llama-2-7B --db "$tmp/z.db"
+expect 1 "kvcal spec unknown GPU" "$B"/kvcal spec --gpu Z100 --model Llama-2-7B --db "$tmp/z.db"
 contains "unknown GPU lists known" "H200"
 
 # committed cost models still equal what the code derives (a CI guard on cost-model regressions)
 for f in results/costmodels/spec-*.sql; do
   base=$(basename "$f" .sql); rest=${base#spec-}; tp=${rest##*-tp}; rest=${rest%-tp*}
   platform=""; model=""
-  for p in $(bin/kvsim list platforms | awk '{print $1}'); do
+  for p in $("$B"/kvsim list platforms | awk '{print $1}'); do
     case "$rest" in "$p"-*) platform=$p; model=${rest#"$p"-};; esac
   done
-  bin/kvcal import --db "$tmp/committed-$base.db" "$f" >/dev/null 2>&1 &&
-  bin/kvcal export --db "$tmp/committed-$base.db" --format csv --out "$tmp/committed.csv" >/dev/null 2>&1 &&
-  bin/kvcal spec --platform "$platform" --model "$model" --tp "$tp" --db "$tmp/fresh-$base.db" >/dev/null 2>&1 &&
-  bin/kvcal export --db "$tmp/fresh-$base.db" --format csv --out "$tmp/fresh.csv" >/dev/null 2>&1
+  "$B"/kvcal import --db "$tmp/committed-$base.db" "$f" >/dev/null 2>&1 &&
+  "$B"/kvcal export --db "$tmp/committed-$base.db" --format csv --out "$tmp/committed.csv" >/dev/null 2>&1 &&
+  "$B"/kvcal spec --platform "$platform" --model "$model" --tp "$tp" --db "$tmp/fresh-$base.db" >/dev/null 2>&1 &&
+  "$B"/kvcal export --db "$tmp/fresh-$base.db" --format csv --out "$tmp/fresh.csv" >/dev/null 2>&1
   if [ $? = 0 ] && [ -n "$platform" ] && diff -q <(cut -d, -f2- "$tmp/committed.csv") <(cut -d, -f2- "$tmp/fresh.csv") >/dev/null; then
     ok "committed cost model $base matches the spec backend"
   else
