@@ -457,3 +457,43 @@ TEST(policy_cacheflow_stage_parallel_t_star_over_s)
         sim_world_close(&w);
     }
 }
+
+/* every policy with S, T > 1 on an MHA, a GQA and an MoE model (pipeline stages, tensor parallelism) */
+TEST(policy_every_policy_with_stages_and_tp)
+{
+    const char *models[] = {"Llama-2-7B", "Llama-3.1-8B", "Qwen3-30B-A3B"};
+    const int layouts[][2] = {{2, 2}, {1, 4}, {4, 2}};
+    const char *stores[] = {"dram", "dram+ssd", "remote"};
+    KvErr e;
+    int failures = 0;
+    for (size_t m = 0; m < 3; m++)
+        for (size_t k = 0; k < 3; k++) {
+            SimConfig c;
+            sim_config_defaults(&c);
+            snprintf(c.model, sizeof c.model, "%s", models[m]);
+            snprintf(c.platform, sizeof c.platform, "h200");
+            snprintf(c.store, sizeof c.store, "%s", stores[k]);
+            c.tp = layouts[k][0];
+            c.pp = layouts[k][1];
+            c.requests = 60;
+            c.session_rate = 2;
+            c.evict_each_turn = 1;
+            SimWorld w;
+            if (sim_world_open(&w, &c, &e) != 0) {
+                CHECK_MSG(0, "%s tp %d pp %d: %s", models[m], c.tp, c.pp, e.msg);
+                continue;
+            }
+            for (int p = 0; p < policy_count(); p++) {
+                SimResult res;
+                Rows rows;
+                memset(&rows, 0, sizeof rows);
+                if (sim_run(&w, policy_at(p)->name, simtest_keep_row, &rows, NULL, NULL, &res, &e) != 0 || res.requests != 60) {
+                    CHECK_MSG(0, "%s × %s tp %d pp %d %s: %s", policy_at(p)->name, models[m], c.tp, c.pp, stores[k], e.msg);
+                    failures++;
+                }
+                sim_result_free(&res);
+            }
+            sim_world_close(&w);
+        }
+    CHECK_EQ_I(failures, 0);
+}
