@@ -81,7 +81,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BU
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libkvsim.a
 EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
-DEFAULT_POLICIES ?= recompute,kv-offload
+DEFAULT_POLICIES ?= all
 
 .PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san
 .DEFAULT_GOAL := all

@@ -9,6 +9,7 @@
 
 #include "hw.h"
 #include "model.h"
+#include "plot.h"
 #include "policy.h"
 #include "report.h"
 #include "sim.h"
@@ -414,8 +415,14 @@ static int cmd_run(int argc, char **argv, int compare)
         } else {
             rc = 1;
         }
+        if (rc == 0) {
+            char title[256];
+            snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
+            snprintf(path, sizeof path, "%s/ttft_cdf.svg", out);
+            if (plot_ttft_cdf_svg(path, res, done, title, &e) != 0) rc = 1;
+        }
         if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
-        else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md)\n", out);
+        else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md, ttft_cdf.svg)\n", out);
     }
     for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
     sim_world_close(&w);

@@ -41,11 +41,11 @@ expect 2 "list unknown catalog" "$B"/kvsim list nonsense
 
 # one run, then the same run again: identical bytes
 expect 0 "run kv-offload" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"
-for f in summary.json requests.csv table.md; do
+for f in summary.json requests.csv table.md ttft_cdf.svg; do
   if [ -s "$tmp/a/$f" ]; then ok "run wrote $f"; else bad "run wrote $f"; fi
 done
 expect 0 "same run again" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/b"
-for f in summary.json requests.csv table.md; do
+for f in summary.json requests.csv table.md ttft_cdf.svg; do
   if cmp -s "$tmp/a/$f" "$tmp/b/$f"; then ok "deterministic $f"; else bad "deterministic $f (files differ)"; fi
 done
 expect 0 "other seed" "$B"/kvsim run --policy kv-offload --requests 200 --seed 2 --quiet --out "$tmp/c"
