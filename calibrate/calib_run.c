@@ -569,8 +569,9 @@ static int recipe_launches(const Shapes *s, CostOp op, int64_t p1, GemmCall *scr
     case OP_ROPE:
         return 2;
     case OP_LAYER_PREFILL:
-        return s->norms + 2 + 2 * s->rope + gemm_recipe(s, OP_GEMM_FFN_UP, p1, scratch, max) +
-               gemm_recipe(s, OP_GEMM_FFN_DOWN, p1, scratch, max) + 1;
+        /* norms, qkv, RoPE on Q and K, attention, o, act: then the FFN GEMMs */
+        return s->norms + 4 + 2 * s->rope + gemm_recipe(s, OP_GEMM_FFN_UP, p1, scratch, max) +
+               gemm_recipe(s, OP_GEMM_FFN_DOWN, p1, scratch, max);
     default:
         return 1;
     }
@@ -821,18 +822,18 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     else if (cuda) calib_device_key(hw, dev.device, meta.device, sizeof meta.device);
     else snprintf(meta.device, sizeof meta.device, "cpu");
 
-    /* notes: what was measured and how */
-    char notes[sizeof meta.notes] = "";
+    /* notes, most important first (the column holds 511 characters; the end is cut when longer):
+     * the device, the link and SSD figures and fallbacks, what was not measured, the caps */
+    char notes[sizeof meta.notes] = "", io_notes[sizeof meta.notes] = "", tail_notes[sizeof meta.notes] = "";
     if (o->quick) note_add(notes, sizeof notes, "quick");
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
-    if (plan.caps[0]) note_add(notes, sizeof notes, "%s", plan.caps);
-    note_add(notes, sizeof notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
+    note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
 
     /* SSD probes */
     int want_ssd = plan.op[OP_SSD_READ].enabled || plan.op[OP_SSD_WRITE].enabled;
     if (want_ssd && (!o->scratch || !o->scratch[0])) {
-        note_add(notes, sizeof notes, "ssd: skipped (no --scratch)");
+        note_add(io_notes, sizeof io_notes, "ssd: skipped (no --scratch)");
         plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
     } else if (want_ssd) {
         char dbuf[4096];
@@ -852,11 +853,11 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
             char w[1200];
             snprintf(w, sizeof w, "ssd probes skipped: %s", se.msg);
             warn_add(r, w);
-            note_add(notes, sizeof notes, "%s", w);
+            note_add(io_notes, sizeof io_notes, "%s", w);
             plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
         } else {
             if (o->ssd_threads) probe_ssd_use_threads(ssd);
-            note_add(notes, sizeof notes, "%s", probe_ssd_note(ssd));
+            note_add(io_notes, sizeof io_notes, "%s", probe_ssd_note(ssd));
         }
     }
 
@@ -870,19 +871,22 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
         double ph = 0, pd = 0;
         if (probe_link_pageable(link, pb, &ph, &pd, e) != 0) goto out;
         if (cuda)
-            note_add(notes, sizeof notes, "pageable at %lld MiB: h2d %.1f GB/s, d2h %.1f GB/s (h2d/d2h points: pinned)",
+            note_add(io_notes, sizeof io_notes, "pageable at %lld MiB: h2d %.1f GB/s, d2h %.1f GB/s (h2d/d2h points: pinned)",
                      (long long)(pb >> 20), ph * 1e-9, pd * 1e-9);
         else
-            note_add(notes, sizeof notes, "h2d/d2h = host memcpy (%.1f GB/s at %lld MiB)", ph * 1e-9, (long long)(pb >> 20));
+            note_add(io_notes, sizeof io_notes, "h2d/d2h = host memcpy (%.1f GB/s at %lld MiB)", ph * 1e-9, (long long)(pb >> 20));
     }
 
     if (rc.s.moe) {
         int64_t per = (rc.s.gate + 1) * rc.s.I * rc.s.D * (int64_t)dev.elem_bytes, want = rc.s.E + rc.s.shared;
         int64_t fit = (int64_t)(expert_cap_bytes(&dev) / (size_t)per);
         if (fit < want)
-            note_add(notes, sizeof notes, "moe: %lld distinct expert weight sets of %lld (memory cap), experts cycle over them",
+            note_add(tail_notes, sizeof tail_notes, "moe: %lld distinct expert weight sets of %lld (memory cap), experts cycle over them",
                      (long long)(fit < 1 ? 1 : fit), (long long)want);
     }
+    if (plan.caps[0]) note_add(tail_notes, sizeof tail_notes, "%s", plan.caps);
+    if (io_notes[0]) note_add(notes, sizeof notes, "%s", io_notes);
+    note_add(notes, sizeof notes, "%s", tail_notes);
     /* estimate (cuda), on the plan as it will run */
     if (cuda) {
         SpecInputs in;

@@ -1,5 +1,7 @@
-/* kvcal_main.c — the kvcal command line: fill a cost store from the spec backend, show, export and
- * import stores. Only this file (and kvsim_main.c) prints and exits. */
+/* kvcal_main.c — the kvcal command line: measure cost curves on this machine (run: cpu or cuda
+ * backend), derive them from datasheets (spec), compare runs (diff), show, export and import stores.
+ * Only this file (and kvsim_main.c) prints and exits; the commands' work lives in calib_run.c,
+ * spec.c and store_cmds.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -5,6 +5,7 @@
  * block and replicating it, so every page is touched before timing), the ProbeDevOps table over
  * kcpu_*, the device description (CPU model from /proc/cpuinfo, attention threads, the library
  * behind kcpu_gemm).
+ * Also holds probe_close, which closes either backend through its ops table.
  * Not responsible for: shapes, repetitions, statistics (calib_run.c, timing.c).
  * Invariants: every buffer handed out is in the backend's list until released or closed; the
  * kernels are synchronous, so timer_stop needs no wait. No cache flush: at the shapes timed here a

@@ -260,8 +260,7 @@ int probe_cuda_open(ProbeDev *d, int device, KvDtype dtype, KvErr *e)
         probe_close(d);
         return -1;
     }
-    snprintf(d->info, sizeof d->info, "%s, %d SMs, driver %s, CUDA %s; cuBLAS GEMM, own attention kernels; %s; "
-             "cold L2 (256 MiB memset) before GEMM/attention/layer reps",
-             d->device, kgpu_sm_count(c->ctx), d->driver, d->cuda, kgpu_dtype_name(c->dt));
+    snprintf(d->info, sizeof d->info, "%s, %d SMs; cuBLAS GEMM + own attention kernels, %s; cold L2 before GEMM/attention/layer reps",
+             d->device, kgpu_sm_count(c->ctx), kgpu_dtype_name(c->dt));
     return 0;
 }

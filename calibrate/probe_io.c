@@ -12,10 +12,10 @@
  * copies are timed on the host clock up to a stream sync. On the CPU, memcpy is timed with
  * CLOCK_MONOTONIC and the _bidir ops keep a second thread copying the other way until the timed
  * copy is done.
- * SSD timing: host clock from the first submission to the last completion (threads: from the gate
- * that releases every IO thread to the last join; thread creation is not timed). Each repetition
- * uses the other half of every file, so consecutive repetitions never touch the same blocks.
- * (Threads: timed from opening the gate the IO threads wait on, their wake-up included.)
+ * SSD timing: host clock from the first submission to the last completion (threads: from opening
+ * the gate the IO threads wait on, their wake-up included, to the last join; thread creation is not
+ * timed). Each repetition uses the other half of every file, so consecutive repetitions never
+ * touch the same blocks.
  * Invariants: files are created by probe_ssd_open and removed by probe_ssd_close (also when open
  * fails half-way); an IO error or a short transfer fails the measurement with the file, offset and
  * errno text.

@@ -282,6 +282,12 @@ TEST(calib_estimate_full_cuda_run_fits_three_minutes_on_h200)
     CHECK(calib_plan_set(&p, OP_GEMM_FFN_DOWN, t64, 1, NULL, 0, NULL, 0, &one, 0, &e) == 0);
     calib_estimate(&p, &in, 1, &est);
     CHECK_EQ_I(est.launches, 10 + 9); /* down has no router */
+    /* the layer at t = 1: 2 norms, qkv, RoPE on Q and K, attention, o, act, ffn_up 4, ffn_down 3 */
+    int64_t c0[] = {0};
+    calib_plan_clear(&p);
+    CHECK(calib_plan_set(&p, OP_LAYER_PREFILL, t1, 1, c0, 1, NULL, 0, &one, 0, &e) == 0);
+    calib_estimate(&p, &in, 1, &est);
+    CHECK_EQ_I(est.launches, 2 + 1 + 2 + 1 + 1 + 1 + 4 + 3);
     model_catalog_free(&mc);
     hw_catalog_free(&hw);
 }
