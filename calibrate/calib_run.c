@@ -1097,49 +1097,15 @@ int calib_device_key(const HwCatalog *hw, const char *reported, char *out, size_
 
 /* ==================================================================== summary */
 
-typedef struct PointBuf {
-    StorePoint *p;
-    size_t n, cap;
-    int oom;
-} PointBuf;
+/* a run's points in memory */
+typedef StorePointList PointBuf;
 
-static int collect_point(void *ctx, const StorePoint *p)
-{
-    PointBuf *b = ctx;
-    if (b->n == b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        StorePoint *np = realloc(b->p, nc * sizeof *np);
-        if (!np) {
-            b->oom = 1;
-            return 1;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    b->p[b->n++] = *p;
-    return 0;
-}
-
-static int load_points(CostStore *st, int64_t run, PointBuf *b, KvErr *e)
-{
-    memset(b, 0, sizeof *b);
-    if (store_run_points(st, run, -1, collect_point, b, e) != 0) {
-        free(b->p);
-        b->p = NULL;
-        return -1;
-    }
-    if (b->oom) {
-        free(b->p);
-        b->p = NULL;
-        return kv_err(e, "%s: out of memory reading run %lld", st->path, (long long)run);
-    }
-    return 0;
-}
+static int load_points(CostStore *st, int64_t run, PointBuf *b, KvErr *e) { return store_points_all(st, run, -1, b, e); }
 
 static const StorePoint *find_point(const PointBuf *b, CostOp op, int64_t p1, int64_t p2, int64_t p3)
 {
     for (size_t i = 0; i < b->n; i++)
-        if (b->p[i].op == op && b->p[i].p1 == p1 && b->p[i].p2 == p2 && b->p[i].p3 == p3) return &b->p[i];
+        if (b->v[i].op == op && b->v[i].p1 == p1 && b->v[i].p2 == p2 && b->v[i].p3 == p3) return &b->v[i];
     return NULL;
 }
 
@@ -1148,8 +1114,8 @@ static int op_axis(const PointBuf *b, CostOp op, int d, int64_t *out, int max)
 {
     int n = 0;
     for (size_t i = 0; i < b->n; i++) {
-        if (b->p[i].op != op) continue;
-        int64_t v = d == 0 ? b->p[i].p1 : d == 1 ? b->p[i].p2 : b->p[i].p3;
+        if (b->v[i].op != op) continue;
+        int64_t v = d == 0 ? b->v[i].p1 : d == 1 ? b->v[i].p2 : b->v[i].p3;
         int k = 0;
         while (k < n && out[k] < v) k++;
         if (k < n && out[k] == v) continue;
@@ -1294,7 +1260,7 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
                     (double)ax1[n1 - 1] / hi->median_ns);
         buf_add(buf, len, "\n");
     }
-    free(b.p);
+    free(b.v);
     return 0;
 }
 
@@ -1365,16 +1331,16 @@ int calib_diff(CostStore *st, int64_t run_a, int64_t run_b, double tolerance, Ca
     PointBuf a, b;
     if (load_points(st, run_a, &a, e) != 0) return -1;
     if (load_points(st, run_b, &b, e) != 0) {
-        free(a.p);
+        free(a.v);
         return -1;
     }
-    if (a.n) qsort(a.p, a.n, sizeof *a.p, cmp_point_qsort);
-    if (b.n) qsort(b.p, b.n, sizeof *b.p, cmp_point_qsort);
+    if (a.n) qsort(a.v, a.n, sizeof *a.v, cmp_point_qsort);
+    if (b.n) qsort(b.v, b.n, sizeof *b.v, cmp_point_qsort);
     int cap = 0, rc = 0;
     size_t i = 0, j = 0;
     while (i < a.n || j < b.n) {
-        int c = i >= a.n ? 1 : j >= b.n ? -1 : cmp_point_key(&a.p[i], &b.p[j]);
-        const StorePoint *p = c <= 0 ? &a.p[i] : &b.p[j];
+        int c = i >= a.n ? 1 : j >= b.n ? -1 : cmp_point_key(&a.v[i], &b.v[j]);
+        const StorePoint *p = c <= 0 ? &a.v[i] : &b.v[j];
         CalibDiffCurve *cv = curve_of(d, p, &cap);
         if (!cv) {
             rc = kv_err(e, "diff: out of memory");
@@ -1388,7 +1354,7 @@ int calib_diff(CostStore *st, int64_t run_a, int64_t run_b, double tolerance, Ca
             cv->only_b++, d->only_b++, j++;
             continue;
         }
-        double va = a.p[i].median_ns, vb = b.p[j].median_ns;
+        double va = a.v[i].median_ns, vb = b.v[j].median_ns;
         double rel = va > 0 ? (vb - va) / va : (vb > 0 ? INFINITY : 0);
         cv->common++, d->common++;
         if (fabs(rel) > tolerance) cv->beyond++, d->beyond++;
@@ -1399,8 +1365,8 @@ int calib_diff(CostStore *st, int64_t run_a, int64_t run_b, double tolerance, Ca
         }
         i++, j++;
     }
-    free(a.p);
-    free(b.p);
+    free(a.v);
+    free(b.v);
     if (rc != 0) {
         calib_diff_free(d);
         return -1;

@@ -1169,47 +1169,68 @@ int store_import_sql(CostStore *s, const char *sql_text, const char *origin, KvE
  * CSV and JSON
  * ------------------------------------------------------------------------------------------- */
 
-/* The runs to export: one (run_id > 0) or all, oldest first. Caller frees *out. */
+/* A growable array collected from a listing callback. */
 typedef struct {
-    StoreRunMeta *v;
-    size_t n, cap;
+    void *v;
+    size_t n, cap, elem;
     int oom;
-} RunList;
+} Collect;
 
-static int runlist_add(void *ctx, const StoreRunMeta *r)
+static int collect_add(Collect *c, const void *item)
 {
-    RunList *l = ctx;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        StoreRunMeta *nv = realloc(l->v, nc * sizeof *nv);
+    if (c->oom) return 1;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 64;
+        void *nv = realloc(c->v, nc * c->elem);
         if (!nv) {
-            l->oom = 1;
+            c->oom = 1;
             return 1;
         }
-        l->v = nv;
-        l->cap = nc;
+        c->v = nv;
+        c->cap = nc;
     }
-    l->v[l->n++] = *r;
+    memcpy((char *)c->v + c->n++ * c->elem, item, c->elem);
     return 0;
 }
 
-static int select_runs(CostStore *s, int64_t run_id, RunList *l, KvErr *e)
+static int collect_run(void *ctx, const StoreRunMeta *r) { return collect_add(ctx, r); }
+static int collect_point(void *ctx, const StorePoint *p) { return collect_add(ctx, p); }
+
+int store_runs_all(CostStore *s, int64_t run_id, StoreRunList *out, KvErr *e)
 {
-    memset(l, 0, sizeof *l);
+    Collect c = {NULL, 0, 0, sizeof(StoreRunMeta), 0};
+    memset(out, 0, sizeof *out);
     if (run_id > 0) {
         StoreRunMeta m;
         if (store_get_run(s, run_id, &m, e) != 0) return -1;
-        runlist_add(l, &m);
-    } else if (store_list_runs(s, runlist_add, l, e) != 0) {
-        free(l->v);
-        l->v = NULL;
+        collect_add(&c, &m);
+    } else if (store_list_runs(s, collect_run, &c, e) != 0) {
+        free(c.v);
         return -1;
     }
-    if (l->oom) {
-        free(l->v);
-        l->v = NULL;
+    if (c.oom) {
+        free(c.v);
         return kv_err(e, "%s: out of memory listing runs", s->path);
     }
+    out->v = c.v;
+    out->n = c.n;
+    return 0;
+}
+
+int store_points_all(CostStore *s, int64_t run_id, int op, StorePointList *out, KvErr *e)
+{
+    Collect c = {NULL, 0, 0, sizeof(StorePoint), 0};
+    memset(out, 0, sizeof *out);
+    if (store_run_points(s, run_id, op, collect_point, &c, e) != 0) {
+        free(c.v);
+        return -1;
+    }
+    if (c.oom) {
+        free(c.v);
+        return kv_err(e, "%s: out of memory reading run %lld", s->path, (long long)run_id);
+    }
+    out->v = c.v;
+    out->n = c.n;
     return 0;
 }
 
@@ -1255,8 +1276,8 @@ static int csv_point(void *ctx, const StorePoint *p)
 int store_export_csv(CostStore *s, int64_t run_id, FILE *out, KvErr *e)
 {
     if (!s->db) return kv_err(e, "cost store: not open");
-    RunList l;
-    if (select_runs(s, run_id, &l, e) != 0) return -1;
+    StoreRunList l;
+    if (store_runs_all(s, run_id, &l, e) != 0) return -1;
     fputs(CSV_HEADER "\n", out);
     int ret = 0;
     for (size_t i = 0; i < l.n && ret == 0; i++) {
@@ -1315,8 +1336,8 @@ static cJSON *json_run(const StoreRunMeta *m)
 int store_export_json(CostStore *s, int64_t run_id, FILE *out, KvErr *e)
 {
     if (!s->db) return kv_err(e, "cost store: not open");
-    RunList l;
-    if (select_runs(s, run_id, &l, e) != 0) return -1;
+    StoreRunList l;
+    if (store_runs_all(s, run_id, &l, e) != 0) return -1;
     int ret = -1;
     char *text = NULL;
     cJSON *root = cJSON_CreateObject();

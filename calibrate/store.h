@@ -89,6 +89,19 @@ int store_get_run(CostStore *s, int64_t run_id, StoreRunMeta *out, KvErr *e);
 typedef int (*StorePointFn)(void *ctx, const StorePoint *p);
 int store_run_points(CostStore *s, int64_t run_id, int op, StorePointFn fn, void *ctx, KvErr *e);
 
+/* Whole listings in memory, for callers that need them all; the caller frees .v.
+ * store_runs_all: one run (run_id > 0) or all, oldest first. store_points_all: as store_run_points. */
+typedef struct StoreRunList {
+    StoreRunMeta *v;
+    size_t n;
+} StoreRunList;
+typedef struct StorePointList {
+    StorePoint *v;
+    size_t n;
+} StorePointList;
+int store_runs_all(CostStore *s, int64_t run_id, StoreRunList *out, KvErr *e);
+int store_points_all(CostStore *s, int64_t run_id, int op, StorePointList *out, KvErr *e);
+
 /* The run to read for a key: newest complete run for (device, model, dtype, tp, op), measured
  * before spec. 0 and *run_id = 0 when none. Rank: cuda and cpu, then "import", then spec; within
  * a rank the latest started_at, then the highest id. For IO ops model, dtype and tp are ignored. */

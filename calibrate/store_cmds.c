@@ -107,52 +107,6 @@ static int fail(const CliCmd *c, const KvErr *e)
  * show
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    StoreRunMeta *v;
-    size_t n, cap;
-    int oom;
-} Runs;
-
-static int runs_add(void *ctx, const StoreRunMeta *r)
-{
-    Runs *l = ctx;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        StoreRunMeta *nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv) {
-            l->oom = 1;
-            return 1;
-        }
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = *r;
-    return 0;
-}
-
-typedef struct {
-    StorePoint *v;
-    size_t n, cap;
-    int oom;
-} Points;
-
-static int points_add(void *ctx, const StorePoint *p)
-{
-    Points *l = ctx;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 256;
-        StorePoint *nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv) {
-            l->oom = 1;
-            return 1;
-        }
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = *p;
-    return 0;
-}
-
 static int width(int cur, const char *s)
 {
     int n = (int)strlen(s);
@@ -161,12 +115,8 @@ static int width(int cur, const char *s)
 
 static int show_runs(const CliCmd *c, CostStore *s, int op, KvErr *e)
 {
-    Runs l = {0};
-    if (store_list_runs(s, runs_add, &l, e) != 0 || l.oom) {
-        free(l.v);
-        if (l.oom) kv_err(e, "%s: out of memory listing runs", s->path);
-        return fail(c, e);
-    }
+    StoreRunList l;
+    if (store_runs_all(s, 0, &l, e) != 0) return fail(c, e);
     int64_t *np = calloc(l.n ? l.n : 1, sizeof *np);
     if (!np) {
         free(l.v);
@@ -270,12 +220,8 @@ static int show_run(const CliCmd *c, CostStore *s, int64_t run_id, int op, KvErr
 {
     StoreRunMeta r;
     if (store_get_run(s, run_id, &r, e) != 0) return fail(c, e);
-    Points pts = {0};
-    if (store_run_points(s, run_id, op, points_add, &pts, e) != 0 || pts.oom) {
-        free(pts.v);
-        if (pts.oom) kv_err(e, "%s: out of memory reading points", s->path);
-        return fail(c, e);
-    }
+    StorePointList pts;
+    if (store_points_all(s, run_id, op, &pts, e) != 0) return fail(c, e);
     const char *dash = "-";
     printf("run %lld of %s\n", (long long)r.id, s->path);
     printf("  backend      %s\n", r.backend);

@@ -219,29 +219,6 @@ uint64_t cost_extrapolations_total(const CostModel *cm)
 /* ---- loading from a store ---- */
 
 typedef struct {
-    CostPoint *pts;
-    size_t n, cap;
-    int oom;
-} PointBuf;
-
-static int collect_point(void *ctx, const StorePoint *p)
-{
-    PointBuf *b = ctx;
-    if (b->n == b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        CostPoint *np = realloc(b->pts, nc * sizeof *np);
-        if (!np) {
-            b->oom = 1;
-            return 1;
-        }
-        b->pts = np;
-        b->cap = nc;
-    }
-    b->pts[b->n++] = (CostPoint){.op = p->op, .p = {p->p1, p->p2, p->p3}, .median_ns = p->median_ns};
-    return 0;
-}
-
-typedef struct {
     char *buf;
     size_t len, cap;
 } StrBuf;
@@ -273,23 +250,25 @@ int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, c
         int64_t run = 0;
         if (store_pick_run(&st, device, io ? "" : model, dtype, io ? 1 : tp, (CostOp)op, &run, e) != 0) goto fail;
         if (!run) continue;
-        PointBuf b = {0};
-        if (store_run_points(&st, run, op, collect_point, &b, e) != 0) {
-            free(b.pts);
-            goto fail;
-        }
-        if (b.oom) {
-            free(b.pts);
+        StorePointList sp;
+        if (store_points_all(&st, run, op, &sp, e) != 0) goto fail;
+        CostPoint *pts = malloc((sp.n ? sp.n : 1) * sizeof *pts);
+        if (!pts) {
+            free(sp.v);
             kv_err(e, "%s: out of memory reading points", db_path);
             goto fail;
         }
+        for (size_t i = 0; i < sp.n; i++)
+            pts[i] = (CostPoint){.op = sp.v[i].op, .p = {sp.v[i].p1, sp.v[i].p2, sp.v[i].p3}, .median_ns = sp.v[i].median_ns};
+        size_t npts = sp.n;
+        free(sp.v);
         StoreRunMeta meta;
         if (store_get_run(&st, run, &meta, e) != 0) {
-            free(b.pts);
+            free(pts);
             goto fail;
         }
-        int rc = cost_model_set_op(cm, (CostOp)op, b.pts, b.n, run, meta.backend, e);
-        free(b.pts);
+        int rc = cost_model_set_op(cm, (CostOp)op, pts, npts, run, meta.backend, e);
+        free(pts);
         if (rc != 0) {
             kv_err_prefix(e, "%s: run %lld: ", db_path, (long long)run);
             goto fail;
