@@ -11,7 +11,9 @@
  * and L_O is the argmin (POLICIES.md; the exact statement of the paper was reconstructed). The split
  * is fixed per run (a property of model and platform, evaluated at 4096 history tokens on the
  * platform's primary storage tier) and also fixes what is saved per layer: hidden state, KV, or
- * nothing for recomputed layers. Saving is two-stage by default (per-iteration D2H snapshot, then a
+ * nothing for recomputed layers. Its storage manager cuts each layer's states into 64-token chunks
+ * placed round-robin over the SSDs, so a layer's read keeps min(n_ssd, N/64) drives busy. Saving is
+ * two-stage by default (per-iteration D2H snapshot, then a
  * background flush); --set save_mode=direct models writes from the critical path.
  * Under TP each GPU reads a token shard of the hidden states and an all-gather rebuilds them per
  * layer; under PP each stage reads its own layers (both in the engine).
@@ -104,6 +106,7 @@ static int h_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Rest
     HState *h = state;
     memcpy(plan->layer_mode, h->mode, (size_t)h->L);
     plan->early_layers = 0; /* the split keeps both streams busy: start at once */
+    plan->chunk_tokens = 64; /* the storage manager's 64-token chunks, round-robin over the SSDs */
     return 0;
 }
 

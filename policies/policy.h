@@ -56,6 +56,10 @@ typedef struct RestorePlan {
      * may then be a prefix of each stage's layers; a stage s > 0 whose first layer is recomputed
      * first loads the activation entering it (the boundary activation, one hidden state per token) */
     int stage_parallel;
+    /* storage layout: the saved state is cut into chunks of this many tokens per layer, placed
+     * round-robin over the SSDs (HCache: 64), so a layer's read keeps min(n, chunks) drives busy;
+     * 0: the platform's stripe size */
+    int64_t chunk_tokens;
 } RestorePlan;
 
 /* How a policy's saved state is written while the session runs. */

@@ -63,6 +63,7 @@ typedef struct Unit {
     Session *s;
     int kind, layer, stage, hop, nhops;
     int64_t upto;              /* saves: context position covered once this unit lands */
+    double stripe_bytes;       /* SSD layout of this state (0: the array's stripe) */
     uint8_t chain[3];
     double bytes[3];
     int64_t enq_ns;
@@ -104,6 +105,7 @@ struct Request {
     /* token-wise two pointers */
     int tw, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
+    int64_t chunk_tokens;      /* storage layout chunk (0: the array's stripe) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */
@@ -459,7 +461,7 @@ static double ch_unit_rate(const Channel *c, const Unit *u)
     if (c->kind == CH_SSD) {
         /* a transfer smaller than n stripes keeps only some drives busy */
         double r = u->kind == U_LOAD || u->kind == U_LOAD_TOK ? c->rate : c->rate_write;
-        double pieces = ceil(u->bytes[u->hop] / c->stripe_bytes);
+        double pieces = ceil(u->bytes[u->hop] / (u->stripe_bytes > 0 ? u->stripe_bytes : c->stripe_bytes));
         return pieces < c->n_drives ? r * pieces / c->n_drives : r;
     }
     if (c->peer && c->peer->cur) return c->rate_bidir;
@@ -1022,6 +1024,7 @@ static int issue_one_load(Sim *sm, Request *r, int l, int hidden)
     u->kind = U_LOAD;
     u->layer = l;
     u->stage = sm->stage_of[l];
+    u->stripe_bytes = (double)r->chunk_tokens * per_layer;
     int h = 0;
     if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
         u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
@@ -1099,6 +1102,7 @@ static int admit(Sim *sm, Replica *rp, Request *r)
             plan.recompute_tokens = N;
         }
         r->low_prio = plan.low_priority;
+        r->chunk_tokens = plan.chunk_tokens > 0 ? plan.chunk_tokens : 0;
         r->src = q.saved_tier;
         if (plan.tokenwise) {
             if (plan.io_chunk_tokens < 1) return fail(sm, "policy %s: token-wise plan without an IO chunk size", sm->pol->name);

@@ -497,3 +497,34 @@ TEST(policy_every_policy_with_stages_and_tp)
         }
     CHECK_EQ_I(failures, 0);
 }
+
+/* HCache's storage manager: 64-token chunks round-robin over the SSDs. A 64-token history is one
+ * chunk per layer, read from one drive; the per-layer loads from the SSD array set the pace. */
+TEST(policy_hcache_chunks_striped_over_ssds)
+{
+    for (int chunks = 1; chunks <= 4; chunks *= 4) {
+        SimConfig c;
+        int64_t N = 64 * chunks;
+        simtest_iso_config(t, &c, N - 1, 16, "hcache-a100", "Llama-2-7B");
+        snprintf(c.store, sizeof c.store, "dram+ssd");
+        c.dram_bytes = 1; /* every save spills to the SSD array */
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "hcache-noschd", &w, &rows, &res) != 0) return;
+        CHECK_EQ_I(rows.n, 2);
+        if (rows.n == 2) {
+            CHECK_STR(rows.rows[1].restore_from, "ssd");
+            const SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+            double bytes = (double)N * (double)model_hidden_bytes_per_token_layer(&w.ly);
+            int drives = chunks < w.platform->n_ssd ? chunks : w.platform->n_ssd;
+            double t_ssd = (double)sd->read_latency_ns + bytes / (sd->read_bytes_per_s * drives) * 1e9;
+            double t_h2d = link_ns(&w, bytes);
+            double want = w.model->layers * t_ssd + t_h2d; /* SSD-bound pipeline, the last layer's H2D */
+            CHECK_MSG(t_ssd > t_h2d, "the SSD should set the pace here");
+            CHECK_NEAR((double)rows.rows[1].restore_ns, want, 0.02, 0);
+        }
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
