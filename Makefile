@@ -152,6 +152,8 @@ bench: all
 
 check-long: all $(BUILD)/kvtest
 	KVSIM_LONG=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined all
+	bash tests/stress.sh
 
 gpu-check:
 	bash tools/gpu_check.sh

@@ -644,8 +644,8 @@ static void save_done(Sim *sm, Session *s, int64_t upto, double bytes)
     tier_unlink(sm, s);
     s->saved_bytes += bytes;
     tier_link(sm, s, t);
+    /* may drop (and free) s itself when the tiers are full: s is not touched after this */
     enforce_capacity(sm, &sm->rep[s->replica]);
-    sess_maybe_free(sm, s);
 }
 
 /* keep DRAM, SSD and remote under their capacities: DRAM spills its LRU sessions to SSD (or the
