@@ -14,6 +14,7 @@
 #include "spec.h"
 #include "store.h"
 #include "store_cmds.h"
+#include "validate.h"
 
 static void usage(FILE *out)
 {
@@ -30,6 +31,7 @@ static void usage(FILE *out)
                  "  show --db FILE [--run ID] [--op OP]           runs, or one run's curves\n"
                  "  export --db FILE [--run ID] --format csv|json|sql [--out FILE]\n"
                  "  import --db FILE INPUT                         INPUT: .sql dump or .csv export\n"
+                 "  validate --db FILE --model M [--layers K] [--tokens N] [--dir D] [--max-error 50%%]  real CPU restoration vs the cost model\n"
                  "\n"
                  "Cost models are kept in the repository as SQL dumps (export --format sql): diffable text.\n");
 }
@@ -210,6 +212,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "import")) return kvcal_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return kvcal_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff")) return kvcal_cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "validate")) return kvcal_cmd_validate(argc - 1, argv + 1);
     fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import; kvcal --help)\n", cmd);
     return 2;
 }
