@@ -30,6 +30,7 @@ void sim_config_defaults(SimConfig *c)
     c->iter_overhead_ns = -1; /* from the profile */
     c->token_budget = 512; /* vLLM's chunked-prefill default (max_num_batched_tokens) */
     c->max_batch = 256;
+    c->restore_share = 1;
     c->mem_util = 0.9;
     c->block_tokens = 16;
     snprintf(c->trace, sizeof c->trace, "sharegpt4");
@@ -84,6 +85,7 @@ static const KeyDef g_keys[] = {
     FLD("iter_overhead", K_DUR, iter_overhead_ns, "host overhead per iteration, e.g. 2 ms (default: profile)"),
     FLD("token_budget", K_INT, token_budget, "tokens per iteration (chunked prefill)"),
     FLD("max_batch", K_INT, max_batch, "max requests in an iteration"),
+    FLD("restore_share", K_DBL, restore_share, "share of the token budget restoration compute may use (Cake's GPU availability)"),
     FLD("mem_util", K_DBL, mem_util, "share of HBM used for weights + KV pool"),
     FLD("block_tokens", K_INT, block_tokens, "KV block size in tokens"),
     STR(trace, "generator name (sharegpt4, leval, swebench) or trace file"),

@@ -1366,6 +1366,9 @@ static void form_iteration(Sim *sm, Replica *rp)
      * low-priority restoration compute (Cake: decode > ordinary prefill > restoration) */
     rp->n_items = 0;
     int64_t budget = sm->cfg->token_budget;
+    /* restoration compute may take at most restore_share of the budget (Cake's emulation of GPU
+     * availability); 1 = no cap */
+    int64_t rbudget = sm->cfg->restore_share >= 1 ? INT64_MAX : (int64_t)(sm->cfg->restore_share * (double)budget);
     int64_t direct_tokens = 0, direct_pieces = 0;
     for (int i = 0; i < rp->n_active; i++) {
         Request *r = rp->active[i];
@@ -1380,21 +1383,26 @@ static void form_iteration(Sim *sm, Replica *rp)
             if (pass == r->low_prio) { /* restoration compute in its pass */
                 if (r->tw) {
                     int64_t avail = r->tw_io_issued - r->tw_comp;
-                    if (avail > 0 && !r->tw_comp_inflight) {
+                    if (avail > 0 && !r->tw_comp_inflight && rbudget > 0) {
                         int64_t c = avail < budget ? avail : budget;
+                        if (c > rbudget) c = rbudget;
                         if (r->tw_comp_chunk > 0 && c > r->tw_comp_chunk) c = r->tw_comp_chunk;
                         item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->tw_comp});
                         r->tw_comp_inflight = c;
                         budget -= c;
+                        rbudget -= c;
                     }
                     continue;
                 }
                 if (r->recompute_left > 0) {
                     /* the history is prefilled again as the head of one sequence: its last chunk and
                      * the first chunk of the new input may share an iteration */
+                    if (rbudget <= 0) continue;
                     int64_t c = r->recompute_left < budget ? r->recompute_left : budget;
+                    if (c > rbudget) c = rbudget;
                     item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->recompute_done});
                     budget -= c;
+                    rbudget -= c;
                     if (c < r->recompute_left || budget == 0 || r->lw_tokens > 0 || pass == 1) continue;
                     goto new_input; /* the history ends in this iteration */
                 }

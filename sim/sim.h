@@ -51,6 +51,7 @@ typedef struct SimConfig {
     char engine[16];            /* profile name: vllm, sglang, mii */
     int64_t iter_overhead_ns;   /* per-iteration host overhead (from the profile unless set) */
     int64_t token_budget;       /* tokens per iteration (decode + prefill + restoration compute) */
+    double restore_share;       /* at most this share of the budget for restoration compute (1: no cap) */
     int max_batch;
     double mem_util;            /* share of HBM the engine may use (weights + KV pool) */
     int block_tokens;

@@ -528,3 +528,30 @@ TEST(policy_hcache_chunks_striped_over_ssds)
         sim_world_close(&w);
     }
 }
+
+/* Cake's GPU-availability emulation: less of the token budget for restoration moves the meet point
+ * toward IO (more loaded, less recomputed) and makes the restoration slower */
+TEST(policy_cake_restore_share_moves_meet_point)
+{
+    int64_t loaded[2] = {0}, restore[2] = {0};
+    const double share[2] = {1.0, 0.25};
+    for (int k = 0; k < 2; k++) {
+        SimConfig c;
+        simtest_iso_config(t, &c, 8000, 16, "cake-a100", "Llama-2-13B");
+        snprintf(c.store, sizeof c.store, "remote");
+        c.token_budget = 512;
+        c.restore_share = share[k];
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "cake", &w, &rows, &res) != 0) return;
+        CHECK_EQ_I(rows.n, 2);
+        loaded[k] = rows.rows[1].loaded_tokens;
+        restore[k] = rows.rows[1].restore_ns;
+        CHECK_EQ_I(rows.rows[1].loaded_tokens + rows.rows[1].recomputed_tokens, 8001);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+    CHECK_MSG(loaded[1] > loaded[0], "loaded %lld at share 0.25 vs %lld at 1", (long long)loaded[1], (long long)loaded[0]);
+    CHECK(restore[1] > restore[0]);
+}
