@@ -11,23 +11,32 @@
 
 #include "policy.h"
 
-static int offload_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
+/* the layer-wise plan with the early start, for KV stored at `scale` of its fp16 size (1: plain) */
+int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale);
+int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale)
 {
-    (void)state;
-    (void)e;
     int L = env->ly->m->layers;
     int64_t N = q->history_tokens;
     for (int l = 0; l < L; l++) plan->layer_mode[l] = LM_LOAD_KV;
-    double per_layer = (double)model_kv_bytes_per_token_layer(env->ly);
-    double per_gpu = (double)model_kv_bytes_per_token_layer_gpu(env->ly);
+    plan->kv_bytes_scale = scale;
+    double per_layer = (double)model_kv_bytes_per_token_layer(env->ly) * scale;
+    double per_gpu = (double)model_kv_bytes_per_token_layer_gpu(env->ly) * scale;
     double t_io = env->est_load_layer_ns(env->core, q->saved_tier, N, per_layer, per_gpu);
     double t_c = env->est_layer_ns(env->core, q->new_tokens, N);
+    if (scale < 1 && cost_has(env->cost, OP_DEQUANT)) t_c += cost_lookup_ns(env->cost, OP_DEQUANT, N, 0, 0);
     int k = 0;
     if (t_io > t_c && t_io > 0) k = (int)ceil((double)L * (1.0 - t_c / t_io) - 1e-9);
     if (k < 0) k = 0;
     if (k > L) k = L;
     plan->early_layers = k;
     return 0;
+}
+
+static int offload_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
+{
+    (void)state;
+    (void)e;
+    return kv_offload_plan_scaled(env, q, plan, 1.0);
 }
 
 static double offload_saved(void *state, const PolicyEnv *env)

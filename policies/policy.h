@@ -60,6 +60,9 @@ typedef struct RestorePlan {
      * round-robin over the SSDs (HCache: 64), so a layer's read keeps min(n, chunks) drives busy;
      * 0: the platform's stripe size */
     int64_t chunk_tokens;
+    /* KV stored compressed (quantized): loaded KV bytes are scaled by this (0 or 1: plain) and every
+     * KV-loaded layer pays a dequantize of its tokens in the iteration */
+    double kv_bytes_scale;
 } RestorePlan;
 
 /* How a policy's saved state is written while the session runs. */

@@ -11,10 +11,11 @@ extern const KvPolicyOps policy_naive_hybrid;
 extern const KvPolicyOps policy_cake;
 extern const KvPolicyOps policy_cacheflow;
 extern const KvPolicyOps policy_ideal;
+extern const KvPolicyOps policy_kv_quant;
 
 static const KvPolicyOps *const g_policies[] = {
     &policy_recompute, &policy_kv_offload, &policy_hcache, &policy_hcache_noschd,
-    &policy_naive_hybrid, &policy_cake, &policy_cacheflow, &policy_ideal,
+    &policy_naive_hybrid, &policy_cake, &policy_cacheflow, &policy_kv_quant, &policy_ideal,
 };
 
 int policy_count(void) { return (int)KV_ARRAY_LEN(g_policies); }

@@ -70,6 +70,7 @@ static cJSON *config_json(const SimConfig *c)
     cJSON_AddNumberToObject(o, "token_budget", (double)c->token_budget);
     cJSON_AddNumberToObject(o, "max_batch", c->max_batch);
     cJSON_AddNumberToObject(o, "restore_share", c->restore_share);
+    cJSON_AddNumberToObject(o, "quant_bits", c->quant_bits);
     cJSON_AddNumberToObject(o, "mem_util", c->mem_util);
     cJSON_AddNumberToObject(o, "block_tokens", c->block_tokens);
     cJSON_AddStringToObject(o, "trace", c->trace);

@@ -46,6 +46,7 @@ void sim_config_defaults(SimConfig *c)
     c->state_ttl_ns = 3600LL * 1000000000LL;
     snprintf(c->save_mode, sizeof c->save_mode, "policy");
     c->cf_token = c->cf_layer = c->cf_gpu = c->cf_batch = 1;
+    c->quant_bits = 8;
     c->slo_ttft_ns = 1000000000;
     c->slo_tbt_ns = 100000000;
     c->class_edges[0] = 2048;
@@ -106,6 +107,7 @@ static const KeyDef g_keys[] = {
     FLD("cf_layer", K_BOOL, cf_layer, "cacheflow: layer-wise two pointers"),
     FLD("cf_gpu", K_BOOL, cf_gpu, "cacheflow: boundary activations for stage-parallel restore"),
     FLD("cf_batch", K_BOOL, cf_batch, "cacheflow: most-remaining-first IO order"),
+    FLD("quant_bits", K_INT, quant_bits, "kv-quant: bits per KV element, 8 or 4"),
     FLD("state_ttl", K_DUR, state_ttl_ns, "drop saved state unused this long, e.g. 1 h (0: never)"),
     FLD("slo_ttft", K_DUR, slo_ttft_ns, "TTFT objective, e.g. 200 ms"),
     FLD("slo_tbt", K_DUR, slo_tbt_ns, "mean TBT objective per request"),
@@ -134,7 +136,10 @@ int sim_config_set(SimConfig *c, const char *key, const char *value, KvErr *e)
             if (iv < 0) return kv_err(e, "%s: expected a non-negative integer, got '%s'", key, value);
             if (k->off == offsetof(SimConfig, tp) || k->off == offsetof(SimConfig, pp) ||
                 k->off == offsetof(SimConfig, replicas) || k->off == offsetof(SimConfig, max_batch) ||
-                k->off == offsetof(SimConfig, block_tokens) || k->off == offsetof(SimConfig, n_ssd)) {
+                k->off == offsetof(SimConfig, block_tokens) || k->off == offsetof(SimConfig, n_ssd) ||
+                k->off == offsetof(SimConfig, quant_bits)) {
+                if (k->off == offsetof(SimConfig, quant_bits) && iv != 4 && iv != 8)
+                    return kv_err(e, "%s: expected 4 or 8, got '%s'", key, value);
                 if (iv > 1000000) return kv_err(e, "%s: %s is too large", key, value);
                 *(int *)p = (int)iv;
             } else {

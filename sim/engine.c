@@ -106,6 +106,7 @@ struct Request {
     int tw, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
     int64_t chunk_tokens;      /* storage layout chunk (0: the array's stripe) */
+    double kv_scale;           /* compressed KV: bytes scale (1 plain) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */
@@ -1016,8 +1017,8 @@ static int issue_one_load(Sim *sm, Request *r, int l, int hidden)
 {
     /* KV: each GPU its heads; hidden states (and boundary activations): token-sharded over the TP
      * group, all-gathered per layer (the all-gather is compute-side, in the iteration) */
-    double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu;
-    double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer;
+    double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
+    double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
     Unit *u = unit_new(sm);
     if (!u) return -1;
     u->r = r;
@@ -1103,6 +1104,7 @@ static int admit(Sim *sm, Replica *rp, Request *r)
         }
         r->low_prio = plan.low_priority;
         r->chunk_tokens = plan.chunk_tokens > 0 ? plan.chunk_tokens : 0;
+        r->kv_scale = plan.kv_bytes_scale > 0 && plan.kv_bytes_scale < 1 ? plan.kv_bytes_scale : 1;
         r->src = q.saved_tier;
         if (plan.tokenwise) {
             if (plan.io_chunk_tokens < 1) return fail(sm, "policy %s: token-wise plan without an IO chunk size", sm->pol->name);
@@ -1246,10 +1248,10 @@ static void tw_issue(Sim *sm, Request *r)
             double layers = sm->stage_layers[st];
             if (r->src == TIER_SSD || r->src == TIER_REMOTE) {
                 u->chain[h] = r->src == TIER_SSD ? CH_SSD : CH_NIC_IN;
-                u->bytes[h++] = (double)c * sm->kv_tok_layer * layers;
+                u->bytes[h++] = (double)c * sm->kv_tok_layer * layers * r->kv_scale;
             }
             u->chain[h] = CH_H2D;
-            u->bytes[h++] = (double)c * sm->kv_tok_layer_gpu * layers;
+            u->bytes[h++] = (double)c * sm->kv_tok_layer_gpu * layers * r->kv_scale;
             u->nhops = h;
             ch_enqueue(sm, u);
         }
@@ -1484,6 +1486,8 @@ static void form_iteration(Sim *sm, Replica *rp)
                 } else if (r->mode[l] == LM_LOAD_HIDDEN) {
                     extra += cost_lookup_ns(cm, OP_GEMM_KV_PROJ, r->lw_tokens, 0, 0);
                     if (sm->T > 1 && cost_has(cm, OP_ALLGATHER)) extra += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+                } else if (r->mode[l] == LM_LOAD_KV && r->kv_scale < 1 && cost_has(cm, OP_DEQUANT)) {
+                    extra += cost_lookup_ns(cm, OP_DEQUANT, r->lw_tokens, 0, 0);
                 }
             }
             if (R != prevR) {

@@ -73,7 +73,8 @@ typedef struct SimConfig {
     int64_t state_ttl_ns;
     char save_mode[16];
     /* CacheFlow's axes, for ablations */
-    int cf_token, cf_layer, cf_gpu, cf_batch;         /* "policy" (its own), "turn", "iteration", "direct" */       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
+    int cf_token, cf_layer, cf_gpu, cf_batch;
+    int quant_bits;             /* kv-quant: bits per KV element (8 or 4) */         /* "policy" (its own), "turn", "iteration", "direct" */       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
     /* SLOs and classes */
     int64_t slo_ttft_ns;
     int64_t slo_tbt_ns;

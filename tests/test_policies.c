@@ -555,3 +555,35 @@ TEST(policy_cake_restore_share_moves_meet_point)
     CHECK_MSG(loaded[1] > loaded[0], "loaded %lld at share 0.25 vs %lld at 1", (long long)loaded[1], (long long)loaded[0]);
     CHECK(restore[1] > restore[0]);
 }
+
+/* kv-quant: the two-stage pipeline of kv-offload with bytes scaled to bits/16 + 1/d_h and a
+ * dequantize per layer in the compute stage */
+TEST(policy_kv_quant_isolated_pipeline)
+{
+    for (int bits = 4; bits <= 8; bits += 4) {
+        SimConfig c;
+        int64_t n0 = 8000, n1 = 200, H = n0 + 1;
+        simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
+        snprintf(c.store, sizeof c.store, "dram");
+        c.quant_bits = bits;
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "kv-quant", &w, &rows, &res) != 0) return;
+        double scale = bits / 16.0 + 1.0 / w.model->head_dim;
+        CHECK_NEAR(res.saved_bytes_per_token, (double)model_kv_bytes_per_token(&w.ly) * scale, 1e-12, 0);
+        CHECK_EQ_I(rows.n, 2);
+        if (rows.n == 2) {
+            double L = w.model->layers;
+            double t_io = link_ns(&w, (double)H * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) * scale);
+            double t_c = est_layer(&w, n1, H) + cost_lookup_ns(&w.cost, OP_DEQUANT, H, 0, 0);
+            int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
+            double pipe = t_io > t_c ? L * t_io + t_c : t_io + L * t_c;
+            double start = k * t_io + 2e6 + L * t_c;
+            CHECK_NEAR((double)rows.rows[1].ttft_ns, pipe > start ? pipe : start, 0.01, 0);
+            CHECK_NEAR(res.bytes_h2d, (double)H * (double)model_kv_bytes_per_token(&w.ly) * scale, 1e-9, 0);
+        }
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
