@@ -124,4 +124,17 @@ void probe_ssd_close(ProbeSsd *s);
 /* Use the threads engine even where io_uring works (tests, comparisons); the note says so. */
 void probe_ssd_use_threads(ProbeSsd *s);
 
+/* The buffers a probe device has handed out (both backends keep such a list). */
+typedef struct ProbeBufs {
+    void **bufs;
+    size_t *sizes;
+    int n, cap;
+} ProbeBufs;
+/* Remember p (bytes long); -1 with a message when out of memory (p is then not recorded). */
+int probe_bufs_add(ProbeBufs *b, void *p, size_t bytes, KvErr *e);
+/* Forget p; returns 1 and its size when it was recorded, 0 otherwise. */
+int probe_bufs_remove(ProbeBufs *b, void *p, size_t *bytes);
+/* Free the list itself (not the buffers). */
+void probe_bufs_free(ProbeBufs *b);
+
 #endif

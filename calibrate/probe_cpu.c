@@ -19,9 +19,7 @@
 #include "probe.h"
 
 typedef struct CpuImpl {
-    void **bufs;
-    size_t *sizes;
-    int n, cap;
+    ProbeBufs bl;
     int64_t t0_ns;
     int timing;
 } CpuImpl;
@@ -62,23 +60,15 @@ static int cpu_alloc(ProbeDev *d, size_t bytes, ProbeFill fill, void **buf, KvEr
 {
     CpuImpl *c = d->impl;
     *buf = NULL;
-    if (c->n == c->cap) {
-        int nc = c->cap ? c->cap * 2 : 16;
-        void **nb = realloc(c->bufs, (size_t)nc * sizeof *nb);
-        if (!nb) return kv_err(e, "cpu probe: out of memory");
-        c->bufs = nb;
-        size_t *ns = realloc(c->sizes, (size_t)nc * sizeof *ns);
-        if (!ns) return kv_err(e, "cpu probe: out of memory");
-        c->sizes = ns;
-        c->cap = nc;
-    }
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = NULL;
     if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p)
         return kv_err(e, "cpu probe: cannot allocate %zu bytes of host memory", bytes);
     fill_host(p, rounded ? rounded : 64, fill, d->elem_bytes);
-    c->bufs[c->n] = p;
-    c->sizes[c->n++] = bytes;
+    if (probe_bufs_add(&c->bl, p, bytes, e) != 0) {
+        free(p);
+        return -1;
+    }
     d->bytes_in_use += bytes;
     *buf = p;
     return 0;
@@ -88,15 +78,11 @@ static void cpu_release(ProbeDev *d, void *buf)
 {
     CpuImpl *c = d->impl;
     if (!buf || !c) return;
-    for (int i = 0; i < c->n; i++)
-        if (c->bufs[i] == buf) {
-            d->bytes_in_use -= c->sizes[i];
-            free(buf);
-            c->bufs[i] = c->bufs[c->n - 1];
-            c->sizes[i] = c->sizes[c->n - 1];
-            c->n--;
-            return;
-        }
+    size_t bytes;
+    if (probe_bufs_remove(&c->bl, buf, &bytes)) {
+        d->bytes_in_use -= bytes;
+        free(buf);
+    }
 }
 
 static int cpu_gemm(ProbeDev *d, int m, int n, int k, const void *a, const void *b, void *c, KvErr *e)
@@ -165,9 +151,8 @@ static void cpu_close(ProbeDev *d)
 {
     CpuImpl *c = d->impl;
     if (!c) return;
-    for (int i = 0; i < c->n; i++) free(c->bufs[i]);
-    free(c->bufs);
-    free(c->sizes);
+    for (int i = 0; i < c->bl.n; i++) free(c->bl.bufs[i]);
+    probe_bufs_free(&c->bl);
     free(c);
     d->impl = NULL;
     d->bytes_in_use = 0;

@@ -26,9 +26,7 @@ typedef struct CudaImpl {
     KgpuCtx *ctx;
     KgpuDtype dt;
     void *flush;
-    void **bufs;
-    size_t *sizes;
-    int n, cap;
+    ProbeBufs bl;
 } CudaImpl;
 
 static uint64_t rng_next(uint64_t *s)
@@ -84,16 +82,6 @@ static int cuda_alloc(ProbeDev *d, size_t bytes, ProbeFill fill, void **buf, KvE
 {
     CudaImpl *c = d->impl;
     *buf = NULL;
-    if (c->n == c->cap) {
-        int nc = c->cap ? c->cap * 2 : 16;
-        void **nb = realloc(c->bufs, (size_t)nc * sizeof *nb);
-        if (!nb) return kv_err(e, "cuda probe: out of memory");
-        c->bufs = nb;
-        size_t *ns = realloc(c->sizes, (size_t)nc * sizeof *ns);
-        if (!ns) return kv_err(e, "cuda probe: out of memory");
-        c->sizes = ns;
-        c->cap = nc;
-    }
     size_t rounded = (bytes + 255) / 256 * 256;
     if (rounded == 0) rounded = 256;
     void *p = NULL;
@@ -104,8 +92,11 @@ static int cuda_alloc(ProbeDev *d, size_t bytes, ProbeFill fill, void **buf, KvE
         kgpu_free(c->ctx, p, &e2);
         return -1;
     }
-    c->bufs[c->n] = p;
-    c->sizes[c->n++] = bytes;
+    if (probe_bufs_add(&c->bl, p, bytes, e) != 0) {
+        KvErr e2;
+        kgpu_free(c->ctx, p, &e2);
+        return -1;
+    }
     d->bytes_in_use += bytes;
     *buf = p;
     return 0;
@@ -115,16 +106,12 @@ static void cuda_release(ProbeDev *d, void *buf)
 {
     CudaImpl *c = d->impl;
     if (!buf || !c) return;
-    for (int i = 0; i < c->n; i++)
-        if (c->bufs[i] == buf) {
-            KvErr e2;
-            kgpu_free(c->ctx, buf, &e2);
-            d->bytes_in_use -= c->sizes[i];
-            c->bufs[i] = c->bufs[c->n - 1];
-            c->sizes[i] = c->sizes[c->n - 1];
-            c->n--;
-            return;
-        }
+    size_t bytes;
+    if (probe_bufs_remove(&c->bl, buf, &bytes)) {
+        KvErr e2;
+        kgpu_free(c->ctx, buf, &e2);
+        d->bytes_in_use -= bytes;
+    }
 }
 
 static int cuda_gemm(ProbeDev *d, int m, int n, int k, const void *a, const void *b, void *out, KvErr *e)
@@ -205,11 +192,10 @@ static void cuda_close(ProbeDev *d)
     CudaImpl *c = d->impl;
     if (!c) return;
     KvErr e2;
-    for (int i = 0; i < c->n; i++) kgpu_free(c->ctx, c->bufs[i], &e2);
+    for (int i = 0; i < c->bl.n; i++) kgpu_free(c->ctx, c->bl.bufs[i], &e2);
     if (c->flush) kgpu_free(c->ctx, c->flush, &e2);
     kgpu_ctx_destroy(c->ctx);
-    free(c->bufs);
-    free(c->sizes);
+    probe_bufs_free(&c->bl);
     free(c);
     d->impl = NULL;
     d->bytes_in_use = 0;
