@@ -138,6 +138,14 @@ static cJSON *policy_json(const SimResult *r)
     cJSON_AddNumberToObject(hits, "remote", (double)r->hits_remote);
     cJSON_AddNumberToObject(hits, "recompute", (double)r->misses);
     cJSON_AddNumberToObject(hits, "no_history", (double)r->no_history);
+    /* hit rates: the share of requests restored from each place (no_history excluded) */
+    double with_hist = (double)(r->requests - r->no_history);
+    cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
+    cJSON_AddNumberToObject(rate, "resident", with_hist > 0 ? (double)r->hits_resident / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : 0);
     cJSON *b = cJSON_AddObjectToObject(o, "bytes");
     cJSON_AddNumberToObject(b, "h2d", r->bytes_h2d);
     cJSON_AddNumberToObject(b, "d2h", r->bytes_d2h);
