@@ -155,6 +155,7 @@ struct Replica {
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
     double pre_ns;                        /* stage-parallel restoration before the layer walk */
+    int any_lw;                           /* the batch waits on layer-wise state (else one event) */
     /* host tiers */
     double dram_used, ssd_used, dram_spilling;
     Session *dram_head, *dram_tail, *ssd_head, *ssd_tail;
@@ -1448,6 +1449,7 @@ static void form_iteration(Sim *sm, Replica *rp)
     double base = layer_linear_ns(sm, M) + attn;
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     rp->pre_ns = 0;
+    rp->any_lw = any_lw;
     if (any_lw) {
         /* stage-parallel restorations first: every stage recomputes its own prefix layers for the
          * history at once (from its boundary activation), the iteration's walk starts after the
@@ -1514,6 +1516,12 @@ static void form_iteration(Sim *sm, Replica *rp)
 static void iter_advance(Sim *sm, Replica *rp)
 {
     int64_t now = evq_now(&sm->q);
+    if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
+        int64_t d = (int64_t)llround(rp->layer_ns[0]);
+        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        rp->cursor_ns += d * sm->L;
+        rp->layer = sm->L;
+    }
     while (rp->layer < sm->L) {
         int l = rp->layer;
         Request *waiting = NULL;
