@@ -1548,13 +1548,8 @@ int kvcal_cmd_run(int argc, char **argv)
     }
     ModelCatalog mc;
     HwCatalog hw;
-    if (model_catalog_load(&mc, NULL, &e) != 0) {
+    if (spec_catalogs_load(&mc, &hw, &e) != 0) {
         fprintf(stderr, "kvcal: %s\n", e.msg);
-        return 1;
-    }
-    if (hw_catalog_load(&hw, NULL, &e) != 0) {
-        fprintf(stderr, "kvcal: %s\n", e.msg);
-        model_catalog_free(&mc);
         return 1;
     }
     rc = 1;

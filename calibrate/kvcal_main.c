@@ -129,13 +129,8 @@ static int cmd_spec(int argc, char **argv)
     KvErr e;
     ModelCatalog mc;
     HwCatalog hw;
-    if (model_catalog_load(&mc, NULL, &e) != 0) {
+    if (spec_catalogs_load(&mc, &hw, &e) != 0) {
         fprintf(stderr, "kvcal: %s\n", e.msg);
-        return 1;
-    }
-    if (hw_catalog_load(&hw, NULL, &e) != 0) {
-        fprintf(stderr, "kvcal: %s\n", e.msg);
-        model_catalog_free(&mc);
         return 1;
     }
     int rc = 1;

@@ -187,6 +187,16 @@ double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64
     return 0;
 }
 
+int spec_catalogs_load(ModelCatalog *mc, HwCatalog *hw, KvErr *e)
+{
+    if (model_catalog_load(mc, NULL, e) != 0) return -1;
+    if (hw_catalog_load(hw, NULL, e) != 0) {
+        model_catalog_free(mc);
+        return -1;
+    }
+    return 0;
+}
+
 void spec_inputs_from_platform(SpecInputs *in, const HwCatalog *hw, const PlatformSpec *p, const ModelLayout *ly)
 {
     memset(in, 0, sizeof *in);

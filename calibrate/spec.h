@@ -26,6 +26,9 @@ typedef struct SpecInputs {
 /* Fill inputs from a platform (its GPU, link, SSD array, NIC) and a layout. */
 void spec_inputs_from_platform(SpecInputs *in, const HwCatalog *hw, const PlatformSpec *p, const ModelLayout *ly);
 
+/* Load the model and hardware catalogs together (both or neither: on failure nothing is left to free). */
+int spec_catalogs_load(ModelCatalog *mc, HwCatalog *hw, KvErr *e);
+
 typedef int (*SpecEmitFn)(void *ctx, const StorePoint *p, KvErr *e);
 /* Emit every point of every op on the spec grid, in a fixed order (deterministic). */
 int spec_generate(const SpecInputs *in, SpecEmitFn emit, void *ctx, KvErr *e);

@@ -848,7 +848,7 @@ static void request_free(Request *r)
     free(r);
 }
 
-static void release_request(Sim *sm, Request *r, int64_t t);
+static void release_request(Sim *sm, Request *r);
 
 static void request_done(Sim *sm, Replica *rp, Request *r)
 {
@@ -923,9 +923,8 @@ static int queue_push(Sim *sm, Replica *rp, Request *r)
 }
 
 /* a turn is released: it joins its replica's admission queue */
-static void release_request(Sim *sm, Request *r, int64_t t)
+static void release_request(Sim *sm, Request *r)
 {
-    (void)t;
     Session *s = r->s;
     if (s->replica < 0) {
         int best = 0;
@@ -998,7 +997,7 @@ static void on_arrival(Sim *sm, Request *r)
         else s->pend_head = r;
         s->pend_tail = r;
     } else {
-        release_request(sm, r, evq_now(&sm->q));
+        release_request(sm, r);
     }
     pull_trace(sm);
 }
@@ -1720,7 +1719,6 @@ static int sim_setup(Sim *sm)
     sm->kv_tok_layer = (double)model_kv_bytes_per_token_layer(&w->ly);
     sm->kv_tok_layer_gpu = (double)model_kv_bytes_per_token_layer_gpu(&w->ly);
     sm->hid_tok_layer = (double)model_hidden_bytes_per_token_layer(&w->ly);
-    KvErr e2;
     sm->overhead_ns = cfg->iter_overhead_ns >= 0 ? cfg->iter_overhead_ns : sim_profile_overhead_ns(cfg->engine, sm->e);
     if (sm->overhead_ns < 0) return -1;
     sm->max_ctx = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
@@ -1762,7 +1760,6 @@ static int sim_setup(Sim *sm)
     sm->dram_cap = sm->use_dram ? (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes) : 0;
     sm->ssd_cap = sm->use_ssd ? (double)n_ssd * (double)ssd->capacity_bytes : 0;
     sm->remote_cap = p->remote_bytes;
-    (void)e2;
     /* KV pool */
     uint64_t weights = model_weight_bytes_per_gpu(&w->ly);
     double usable = (double)gpu->mem_bytes * cfg->mem_util - (double)weights;
@@ -1964,7 +1961,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
             on_arrival(sm, ev.obj);
             break;
         case EV_RELEASE:
-            release_request(sm, ev.obj, ev.time_ns);
+            release_request(sm, ev.obj);
             break;
         case EV_FORM:
             form_iteration(sm, ev.obj);
