@@ -39,7 +39,7 @@ endif
 HAVE_CUDA := $(if $(and $(NVCC),$(CUBLAS_OK)),1,)
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation \
-               -I. -Isim -Icalibrate -Ikernels -Itraces -Ipolicies -Iresults $(PKG_CFLAGS)
+               -I. $(PKG_CFLAGS)
 ifeq ($(DEBUG),1)
   OPT := -O0 -g3
 else
@@ -67,13 +67,17 @@ endif
 ifeq ($(HAVE_CUDA),1)
   CFLAGS += -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include
   LDLIBS += -L$(CUDA_ROOT)/lib64 -Wl,-rpath,$(CUDA_ROOT)/lib64 -lcublas -lcudart -lstdc++
-  NVFLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror,-fPIC -Ikernels -Isim \
+  NVFLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror,-fPIC -I. \
              $(if $(CUDA_ARCH),-gencode arch=compute_$(CUDA_ARCH)$(comma)code=sm_$(CUDA_ARCH))
 endif
 
 # ---- sources: every .c in the module folders; mains and tests apart ----
-MAINS     := sim/kvsim_main.c calibrate/kvcal_main.c
-LIB_SRC   := $(filter-out $(MAINS),$(wildcard sim/*.c calibrate/*.c kernels/*.c traces/*.c policies/*.c results/*.c))
+# the library: every layer below the two command-line programs (sim/cli, calibrate/cli)
+LIB_DIRS  := sim/base sim/catalog sim/cost sim/engine kernels traces policies results calibrate
+LIB_SRC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+KVSIM_CLI := $(wildcard sim/cli/*.c)
+KVCAL_CLI := $(wildcard calibrate/cli/*.c)
+CLI_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(filter-out %_main.c,$(KVSIM_CLI) $(KVCAL_CLI)))  # tested directly
 CU_SRC    := $(if $(HAVE_CUDA),$(wildcard kernels/*.cu),)
 TEST_SRC  := $(wildcard tests/test_*.c) tests/harness.c tests/simtest.c
 EMBED_SRC := $(BUILD)/gen/embedded.c $(BUILD)/gen/gitrev.c
@@ -83,7 +87,7 @@ LIB       := $(BUILD)/libkvsim.a
 EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
 DEFAULT_POLICIES ?= all
 
-.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san
+.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers
 .DEFAULT_GOAL := all
 
 all: found $(BIN)/kvsim $(BIN)/kvcal
@@ -121,16 +125,16 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/kvsim: $(BUILD)/sim/kvsim_main.o $(LIB)
+$(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/kvcal: $(BUILD)/calibrate/kvcal_main.o $(LIB)
+$(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/kvtest: $(TEST_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 # ---- the two README commands ----
 run: deps
@@ -154,6 +158,9 @@ check-long: all $(BUILD)/kvtest
 	KVSIM_LONG=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all
 	bash tests/stress.sh
+
+lint-layers:
+	bash tools/lint_layers.sh
 
 gpu-check:
 	bash tools/gpu_check.sh

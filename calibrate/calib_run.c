@@ -7,7 +7,7 @@
  * Complexity: a run is O(points × repetitions) kernel launches; buffers are allocated once per op
  * at the op's largest point and reused by its other points.
  */
-#include "calib_run.h"
+#include "calibrate/calib_run.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu.h"
+#include "kernels/gpu.h"
 
 /* ==================================================================== plans */
 

@@ -50,13 +50,13 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "hw.h"
-#include "model.h"
-#include "ops.h"
-#include "probe.h"
-#include "spec.h"
-#include "store.h"
-#include "timing.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/base/ops.h"
+#include "calibrate/probe.h"
+#include "sim/cost/spec.h"
+#include "sim/cost/store.h"
+#include "calibrate/timing.h"
 
 #define CALIB_MAX_AXIS 32
 #define CALIB_SKIP_WARMUP_NS 100000000LL /* 100 ms */

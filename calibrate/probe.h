@@ -25,11 +25,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "ops.h"
-#include "ref.h"
-#include "timing.h"
-#include "util.h"
+#include "sim/catalog/model.h"
+#include "sim/base/ops.h"
+#include "kernels/ref.h"
+#include "calibrate/timing.h"
+#include "sim/base/util.h"
 
 typedef struct ProbeDev ProbeDev;
 

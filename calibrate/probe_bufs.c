@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
+#include "calibrate/probe.h"
 
 int probe_bufs_add(ProbeBufs *b, void *p, size_t bytes, KvErr *e)
 {

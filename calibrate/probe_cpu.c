@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
-#include "probe.h"
+#include "kernels/cpu.h"
+#include "calibrate/probe.h"
 
 typedef struct CpuImpl {
     ProbeBufs bl;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "probe.h"
+#include "kernels/gpu.h"
+#include "calibrate/probe.h"
 
 #define CUDA_FLUSH_BYTES ((size_t)256 << 20)
 #define CUDA_FILL_BLOCK ((size_t)1 << 20) /* bytes of random values uploaded before doubling */

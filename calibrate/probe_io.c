@@ -35,8 +35,8 @@
 #include <liburing.h>
 #endif
 
-#include "gpu.h"
-#include "probe.h"
+#include "kernels/gpu.h"
+#include "calibrate/probe.h"
 
 #define LINK_BUSY_MIN_BYTES ((size_t)32 << 20)
 #define SSD_ALIGN 4096

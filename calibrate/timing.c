@@ -2,7 +2,7 @@
  * See timing.h for the stopping rule and the quantile definition.
  * Complexity: timing_stats is O(n log n) (a sorted copy); the loop keeps at most max_reps samples.
  */
-#include "timing.h"
+#include "calibrate/timing.h"
 
 #include <math.h>
 #include <stdlib.h>

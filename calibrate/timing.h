@@ -28,7 +28,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "sim/base/util.h"
 
 #define TIMING_MAX_SAMPLES 4096
 

@@ -10,7 +10,7 @@
  *             written once (untimed, fdatasync) and removed at the end.
  * Only kvcal_cmd_validate prints.
  */
-#include "validate.h"
+#include "calibrate/validate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "calib_run.h"
-#include "cpu.h"
+#include "calibrate/calib_run.h"
+#include "kernels/cpu.h"
 
 #define VAL_ALIGN 4096
 #define VAL_CHUNK_BYTES (1 << 20)

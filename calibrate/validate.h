@@ -36,9 +36,9 @@
 
 #include <stdint.h>
 
-#include "cost.h"
-#include "model.h"
-#include "util.h"
+#include "sim/cost/cost.h"
+#include "sim/catalog/model.h"
+#include "sim/base/util.h"
 
 typedef enum ValidateWhat {
     VALIDATE_RECOMPUTE = 0,

@@ -11,7 +11,7 @@
  * call return -1 after all workers joined.
  * Build: part of libkvsim; with OpenBLAS (pkg-config openblas) the Makefile defines KV_HAVE_BLAS.
  */
-#include "cpu.h"
+#include "kernels/cpu.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -14,7 +14,7 @@
 #ifndef KV_KERNELS_CPU_H
 #define KV_KERNELS_CPU_H
 
-#include "ref.h"
+#include "kernels/ref.h"
 
 /* Worker threads for attention: n >= 1, or 0 for one per online CPU (the default). */
 void kcpu_set_threads(int n);

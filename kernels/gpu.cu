@@ -47,7 +47,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "gpu.h"
+#include "kernels/gpu.h"
 
 /* ================================================================ A. device code */
 

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ref.h"
+#include "kernels/ref.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
  * Not responsible for: anything else. Compiled to an empty unit when KV_HAVE_CUDA is defined
  * (gpu.cu provides the real functions then).
  */
-#include "gpu.h"
+#include "kernels/gpu.h"
 
 #ifndef KV_HAVE_CUDA
 

@@ -6,7 +6,7 @@
  * Invariants: shapes are validated before any output is written; index arithmetic is done in
  * size_t so that rows · h · d may exceed INT_MAX.
  */
-#include "ref.h"
+#include "kernels/ref.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -56,7 +56,7 @@
 extern "C" { /* util.h has no C++ guard of its own */
 #endif
 
-#include "util.h"
+#include "sim/base/util.h"
 
 typedef enum KActKind { KACT_SILU = 0, KACT_GELU_TANH = 1 } KActKind;
 

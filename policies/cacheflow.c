@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-#include "split.h"
+#include "sim/engine/sim.h"
+#include "policies/split.h"
 
 #define CF_CHUNK 512
 

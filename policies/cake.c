@@ -7,7 +7,7 @@
  * Closed form (isolated request, uniform per-token costs): the pointers meet at m where
  * compute(m) = io(N − m), i.e. m ≈ N·r_c/(r_c + r_io) for compute and IO rates in tokens/s,
  * within one chunk (the last compute chunk or IO chunk in flight). */
-#include "policy.h"
+#include "policies/policy.h"
 
 #define CAKE_IO_CHUNK 128
 

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "split.h"
+#include "policies/split.h"
 
 #define HCACHE_REF_TOKENS 4096
 

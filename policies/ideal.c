@@ -1,7 +1,7 @@
 /* ideal.c — the reference every policy is measured against (the papers' "Ideal"): the state is
  * already on the GPU, nothing is restored, nothing is saved. TTFT is then queueing + the new input's
  * prefill over the full context. */
-#include "policy.h"
+#include "policies/policy.h"
 
 static int ideal_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {

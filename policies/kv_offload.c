@@ -9,7 +9,7 @@
  * is the two-stage pipeline bound: max(L·t_io + t_c, t_io + L·t_c) after admission. */
 #include <math.h>
 
-#include "policy.h"
+#include "policies/policy.h"
 
 /* the layer-wise plan with the early start, for KV stored at `scale` of its fp16 size (1: plain) */
 int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale);

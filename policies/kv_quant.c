@@ -4,8 +4,8 @@
  * restore it is loaded layer by layer like kv-offload and every layer pays a dequantize of its tokens
  * in the iteration (the cost model's `dequant` op). The quantization at save time runs off the
  * critical path and is not charged. Lossy: the simulator models its cost, not its accuracy. */
-#include "policy.h"
-#include "sim.h"
+#include "policies/policy.h"
+#include "sim/engine/sim.h"
 
 int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale);
 

@@ -15,10 +15,10 @@
 
 #include <stdint.h>
 
-#include "cost.h"
-#include "hw.h"
-#include "model.h"
-#include "util.h"
+#include "sim/cost/cost.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/base/util.h"
 
 struct SimConfig;
 

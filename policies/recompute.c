@@ -2,7 +2,7 @@
  * budget (vLLM / DeepSpeed-MII default). Saves nothing. Cost grows quadratically with history
  * through the attention term. Closed form (isolated request): the sum over chunks j of one
  * iteration prefilling C tokens after j·C cached ones, then the new input's iteration(s). */
-#include "policy.h"
+#include "policies/policy.h"
 
 static int recompute_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {

@@ -1,7 +1,7 @@
 /* registry.c — the table of built-in restoration policies; see policy.h. */
 #include <string.h>
 
-#include "policy.h"
+#include "policies/policy.h"
 
 extern const KvPolicyOps policy_recompute;
 extern const KvPolicyOps policy_kv_offload;

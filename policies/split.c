@@ -1,9 +1,9 @@
 /* split.c — per-layer estimates and the min–max split; see split.h. */
-#include "split.h"
+#include "policies/split.h"
 
 #include <string.h>
 
-#include "sim.h"
+#include "sim/engine/sim.h"
 
 void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c)
 {

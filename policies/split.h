@@ -10,7 +10,7 @@
 #ifndef KV_SPLIT_H
 #define KV_SPLIT_H
 
-#include "policy.h"
+#include "policies/policy.h"
 
 typedef struct LayerCosts {
     double t_re, t_proj, t_kv, t_hid;

@@ -1,5 +1,5 @@
 /* plot.c — see plot.h. The CDF is drawn from each policy's TTFT histogram at 200 quantiles. */
-#include "plot.h"
+#include "results/plot.h"
 
 #include <math.h>
 #include <string.h>

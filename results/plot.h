@@ -3,7 +3,7 @@
 #ifndef KV_PLOT_H
 #define KV_PLOT_H
 
-#include "sim.h"
+#include "sim/engine/sim.h"
 
 int plot_ttft_cdf_svg(const char *path, const SimResult *res, int n, const char *title, KvErr *e);
 

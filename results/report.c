@@ -10,7 +10,7 @@
  *    perfectly (T_comp·T_io/(T_comp+T_io); T_comp alone when nothing was saved).
  *  - slo attainment = share of requests with ttft <= slo_ttft and mean tbt <= slo_tbt.
  */
-#include "report.h"
+#include "results/report.h"
 
 #include <cJSON.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "sim.h"
+#include "sim/engine/sim.h"
 
 typedef struct ReqCsv {
     KvAtomicFile af;

@@ -1,5 +1,5 @@
 /* harness.c — test registry and runner; see harness.h. */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* simtest.c — see simtest.h. */
-#include "simtest.h"
+#include "tests/simtest.h"
 
 #include <string.h>
 

@@ -4,8 +4,8 @@
 #ifndef KV_SIMTEST_H
 #define KV_SIMTEST_H
 
-#include "harness.h"
-#include "sim.h"
+#include "tests/harness.h"
+#include "sim/engine/sim.h"
 
 typedef struct {
     SimRequestRow rows[64];

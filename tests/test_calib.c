@@ -9,15 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "calib_run.h"
-#include "cost.h"
-#include "gpu.h"
-#include "harness.h"
-#include "hw.h"
-#include "model.h"
-#include "probe.h"
-#include "store.h"
-#include "timing.h"
+#include "calibrate/calib_run.h"
+#include "sim/cost/cost.h"
+#include "kernels/gpu.h"
+#include "tests/harness.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "calibrate/probe.h"
+#include "sim/cost/store.h"
+#include "calibrate/timing.h"
 
 static int run_cli(const char *args, char *out, size_t len);
 

@@ -1,6 +1,6 @@
 /* test_cost.c — cost.c: grid validation, interpolation, extrapolation counting, monotone envelope. */
-#include "cost.h"
-#include "harness.h"
+#include "sim/cost/cost.h"
+#include "tests/harness.h"
 
 TEST(cost_interpolates_linearly_in_own_scale)
 {

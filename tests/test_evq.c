@@ -1,8 +1,8 @@
 /* test_evq.c — event order (time, rank, seq), ties, invariants, heap under random load. */
 #include <stdlib.h>
 
-#include "evq.h"
-#include "harness.h"
+#include "sim/engine/evq.h"
+#include "tests/harness.h"
 
 TEST(evq_orders_by_time_rank_seq)
 {

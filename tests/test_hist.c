@@ -1,8 +1,8 @@
 /* test_hist.c — percentiles within the stated relative error against exact sorted samples. */
 #include <stdlib.h>
 
-#include "harness.h"
-#include "hist.h"
+#include "tests/harness.h"
+#include "sim/base/hist.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

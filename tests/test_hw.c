@@ -3,8 +3,8 @@
  * catalog (malformed JSON, missing unit, bad reference, duplicates, unknown keys, relations). */
 #include <stdlib.h>
 
-#include "harness.h"
-#include "hw.h"
+#include "tests/harness.h"
+#include "sim/catalog/hw.h"
 
 /* ---- a small valid catalog, and variants of it with one thing broken ---- */
 

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
-#include "gpu.h"
-#include "harness.h"
-#include "ref.h"
+#include "kernels/cpu.h"
+#include "kernels/gpu.h"
+#include "tests/harness.h"
+#include "kernels/ref.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -1,12 +1,12 @@
-/* test_model.c — sim/model.c: the catalog (configs/models.json) against the reference numbers of
+/* test_model.c — sim/catalog/model.c: the catalog (configs/models.json) against the reference numbers of
  * shared/reference/models.json and docs/REFERENCE.md §A/§A2 (hard-coded here), derived bytes per
  * token, weight bytes per GPU, layouts, FLOPs/bytes/shapes of the ops on hand-computed cases, and
  * every error path of the parser and the layout check.
  */
 #include <stdlib.h>
 
-#include "harness.h"
-#include "model.h"
+#include "tests/harness.h"
+#include "sim/catalog/model.h"
 
 /* Reference values: params_total_computed, kv_bytes_per_token_fp16, hidden_bytes_per_token_fp16. */
 static const struct {

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "policy.h"
-#include "sim.h"
-#include "simtest.h"
-#include "split.h"
+#include "tests/harness.h"
+#include "policies/policy.h"
+#include "sim/engine/sim.h"
+#include "tests/simtest.h"
+#include "policies/split.h"
 
 static cJSON *notes_of(const SimResult *r) { return cJSON_Parse(r->policy_notes); }
 

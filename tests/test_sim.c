@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "policy.h"
-#include "sim.h"
-#include "simtest.h"
+#include "tests/harness.h"
+#include "policies/policy.h"
+#include "sim/engine/sim.h"
+#include "tests/simtest.h"
 
 #define keep_row simtest_keep_row
 #define iso_config simtest_iso_config
@@ -280,8 +280,8 @@ TEST(sim_replays_swebench) { replay_file(t, "../shared/traces/swebench.csv", 201
 TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "../shared/traces/mooncake_conversation.csv", 12031, 8); }
 
 /* a measured host-link curve in the cost store replaces the catalog's bandwidth */
-#include "spec.h"
-#include "store.h"
+#include "sim/cost/spec.h"
+#include "sim/cost/store.h"
 
 static int spec_emit(void *ctx, const StorePoint *p, KvErr *e) { return store_add_point(ctx, ((CostStore *)ctx)->run_id, p, e); }
 

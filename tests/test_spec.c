@@ -2,8 +2,8 @@
  * its roofline gives the hand-computed times, and its grid forms full tables for cost.c. */
 #include <string.h>
 
-#include "harness.h"
-#include "spec.h"
+#include "tests/harness.h"
+#include "sim/cost/spec.h"
 
 typedef struct {
     ModelCatalog mc;

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "store.h"
-#include "store_cmds.h"
+#include "tests/harness.h"
+#include "sim/cost/store.h"
+#include "calibrate/cli/store_cmds.h"
 
 /* ---- helpers ---- */
 

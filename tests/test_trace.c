@@ -12,9 +12,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "trace.h"
-#include "trace_int.h"
+#include "tests/harness.h"
+#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 /* ---------------------------------------------------------------- helpers */
 

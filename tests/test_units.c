@@ -2,8 +2,8 @@
  * hand-computed values, every kind of refusal and its message, and the table formatters. */
 #include <stdint.h>
 
-#include "harness.h"
-#include "units.h"
+#include "tests/harness.h"
+#include "sim/base/units.h"
 
 TEST(units_rate_forms)
 {

@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "util.h"
+#include "tests/harness.h"
+#include "sim/base/util.h"
 
 TEST(util_atomic_write_replaces_whole_file)
 {

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cost.h"
-#include "harness.h"
-#include "store.h"
-#include "validate.h"
+#include "sim/cost/cost.h"
+#include "tests/harness.h"
+#include "sim/cost/store.h"
+#include "calibrate/validate.h"
 
 #define TINY_N 64
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 enum { CSV_SESSION, CSV_TURN, CSV_ARRIVAL, CSV_NEW, CSV_OUT, CSV_HIST, CSV_NCOL };
 static const char *const csv_col_names[CSV_NCOL] = {"session_id", "turn", "arrival_s", "new_input_tokens",

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_COUNT };
 

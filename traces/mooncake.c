@@ -18,7 +18,7 @@
 
 #include <cJSON.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 typedef struct MoonSeen {
     uint64_t *slot; /* id + 1; 0 = empty (ids are >= 0) */

@@ -48,7 +48,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "sim/base/util.h"
 
 typedef struct TraceRequest {
     uint64_t session;        /* dense id, 0.. in order of first appearance in the stream */

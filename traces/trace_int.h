@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "trace.h"
+#include "traces/trace.h"
 
 /* ---- the source object ---- */
 typedef struct TraceBackend {

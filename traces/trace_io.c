@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 /* ---------------------------------------------------------------- lines */
 

@@ -11,7 +11,7 @@
  */
 #include <math.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 static uint64_t rng_splitmix64(uint64_t *x)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_int.h"
+#include "traces/trace_int.h"
 
 enum { VID_ARRIVED, VID_PREFILL, VID_DECODE, VID_NCOL };
 static const char *const vid_col_names[VID_NCOL] = {"arrived_at", "num_prefill_tokens", "num_decode_tokens"};

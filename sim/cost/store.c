@@ -32,7 +32,7 @@
  *   - every failing function leaves a message naming the file (or the import's origin) in the
  *     KvErr, with SQLite's own message when SQLite failed.
  */
-#include "store.h"
+#include "sim/cost/store.h"
 
 #include <cJSON.h>
 #include <ctype.h>

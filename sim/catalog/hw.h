@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "sim/base/util.h"
 
 typedef struct GpuSpec {
     char name[64];             /* catalog key, e.g. "A100-40GB", "H100-SXM", "H200" */

@@ -7,14 +7,14 @@
  * Invariants: an export either replaces the --out file completely or leaves it untouched; an
  * import that fails leaves the store as it was (and removes a store file it had just created).
  */
-#include "store_cmds.h"
+#include "calibrate/cli/store_cmds.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "store.h"
-#include "util.h"
+#include "sim/cost/store.h"
+#include "sim/base/util.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_HELP = 3 };
 

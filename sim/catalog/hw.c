@@ -16,7 +16,7 @@
  * Invariants: on failure the catalog is left empty (all pointers NULL, counts 0) and the KvErr
  * holds the message; on success hw.h's invariants hold.
  */
-#include "hw.h"
+#include "sim/catalog/hw.h"
 
 #include <cJSON.h>
 #include <limits.h>
@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "units.h"
+#include "sim/base/units.h"
 
 /* ---- field descriptors ---- */
 

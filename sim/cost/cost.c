@@ -1,11 +1,11 @@
 /* cost.c — dense cost tables: grid validation, monotone envelope, multilinear interpolation and
  * counted linear extrapolation. See cost.h for the rules. */
-#include "cost.h"
+#include "sim/cost/cost.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "sim/cost/store.h"
 
 void cost_model_init(CostModel *cm, const char *device, const char *model, const char *dtype, int tp)
 {

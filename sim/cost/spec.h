@@ -9,10 +9,10 @@
 #ifndef KV_SPEC_H
 #define KV_SPEC_H
 
-#include "cost.h"
-#include "hw.h"
-#include "model.h"
-#include "store.h"
+#include "sim/cost/cost.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/cost/store.h"
 
 typedef struct SpecInputs {
     const ModelLayout *ly;

@@ -31,11 +31,11 @@
 
 #include <stdint.h>
 
-#include "cost.h"
-#include "hist.h"
-#include "hw.h"
-#include "model.h"
-#include "util.h"
+#include "sim/cost/cost.h"
+#include "sim/base/hist.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/base/util.h"
 
 #define SIM_MAX_LAYERS 256
 #define SIM_MAX_STAGES 16

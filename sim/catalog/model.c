@@ -38,7 +38,7 @@
  * Invariants: a ModelCatalog that parsed is fully validated and const afterwards; on failure it is
  * left empty (n == 0, models == NULL). All arithmetic functions are pure and never fail.
  */
-#include "model.h"
+#include "sim/catalog/model.h"
 
 #include <cJSON.h>
 #include <limits.h>
@@ -279,7 +279,7 @@ static int check_keys(const ParseCtx *pc, const cJSON *obj, int is_moe)
         int found = -1;
         for (size_t k = 0; k < KV_ARRAY_LEN(g_keys); k++)
             if (strcmp(it->string, g_keys[k].key) == 0) found = (int)k;
-        if (found < 0) return perr(pc, it->string, "unknown key (see the key list in sim/model.c)");
+        if (found < 0) return perr(pc, it->string, "unknown key (see the key list in sim/catalog/model.c)");
         for (const cJSON *jt = obj->child; jt != it; jt = jt->next)
             if (strcmp(jt->string, it->string) == 0) return perr(pc, it->string, "given twice");
         KeyKind kind = g_keys[found].kind;

@@ -28,7 +28,7 @@
  * sequential bandwidth × qd/(qd + 1) (ESTIMATE: NVMe reaches its sequential rate at queue depth
  * ≥ 8 with large IOs) striped over n drives, + read latency. Network: NIC goodput + latency.
  */
-#include "spec.h"
+#include "sim/cost/spec.h"
 
 #include <math.h>
 #include <stdlib.h>

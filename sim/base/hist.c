@@ -1,5 +1,5 @@
 /* hist.c — log-linear histogram; see hist.h. */
-#include "hist.h"
+#include "sim/base/hist.h"
 
 #include <stdlib.h>
 #include <string.h>

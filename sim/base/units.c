@@ -11,7 +11,7 @@
  * Invariants: every failure fills the KvErr with the quoted input, what was expected, and the
  * accepted units of that kind; on failure the output is left untouched.
  */
-#include "units.h"
+#include "sim/base/units.h"
 
 #include <errno.h>
 #include <math.h>

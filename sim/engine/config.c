@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-#include "units.h"
+#include "sim/engine/sim.h"
+#include "sim/base/units.h"
 
 /* Engine profiles: fixed host-side overhead per iteration (scheduling, input preparation, sampling,
  * output processing). ESTIMATES in the range Vidur profiles for these engines; settable with

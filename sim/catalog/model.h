@@ -21,8 +21,8 @@
 
 #include <stdint.h>
 
-#include "ops.h"
-#include "util.h"
+#include "sim/base/ops.h"
+#include "sim/base/util.h"
 
 typedef enum KvDtype { KV_DT_FP32, KV_DT_FP16, KV_DT_BF16, KV_DT_FP8, KV_DT_INT8, KV_DT_INT4, KV_DT_COUNT } KvDtype;
 

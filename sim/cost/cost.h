@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops.h"
-#include "util.h"
+#include "sim/base/ops.h"
+#include "sim/base/util.h"
 
 #define COST_MAX_DIM 3
 

@@ -8,13 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "calib_run.h"
-#include "hw.h"
-#include "model.h"
-#include "spec.h"
-#include "store.h"
-#include "store_cmds.h"
-#include "validate.h"
+#include "calibrate/calib_run.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/cost/spec.h"
+#include "sim/cost/store.h"
+#include "calibrate/cli/store_cmds.h"
+#include "calibrate/validate.h"
 
 static void usage(FILE *out)
 {
@@ -77,7 +77,7 @@ static int explain(const char *gpu_name)
         for (size_t i = 0; i < KV_ARRAY_LEN(ms); i++) printf(" %-8.3f", spec_gemm_efficiency(&hw.gpus[g], ms[i]));
         printf(" %-8.3f %-8.3f\n", spec_attn_efficiency(&hw.gpus[g], 512), spec_attn_efficiency(&hw.gpus[g], 8192));
     }
-    printf("sources: see the header of calibrate/spec.c (XLA sm_90 GEMM table, ml-engineering MAMF, "
+    printf("sources: see the header of sim/cost/spec.c (XLA sm_90 GEMM table, ml-engineering MAMF, "
            "FlashAttention-2/3 papers)\n");
     hw_catalog_free(&hw);
     return 0;

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "sim/base/util.h"
 
 typedef struct Event {
     int64_t time_ns;

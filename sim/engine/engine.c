@@ -17,11 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "evq.h"
-#include "policy.h"
-#include "sim.h"
-#include "spec.h"
-#include "trace.h"
+#include "sim/engine/evq.h"
+#include "policies/policy.h"
+#include "sim/engine/sim.h"
+#include "sim/cost/spec.h"
+#include "traces/trace.h"
 
 int64_t sim_profile_overhead_ns(const char *engine, KvErr *e);
 

@@ -1,5 +1,5 @@
 /* ops.c — op names and arity; see ops.h. */
-#include "ops.h"
+#include "sim/base/ops.h"
 
 #include <string.h>
 

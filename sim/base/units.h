@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "sim/base/util.h"
 
 int kv_parse_rate(const char *s, double *bytes_per_s, KvErr *e);
 int kv_parse_size(const char *s, uint64_t *bytes, KvErr *e);

@@ -1,5 +1,5 @@
 /* evq.c — binary heap under (time, rank, seq); see evq.h. */
-#include "evq.h"
+#include "sim/engine/evq.h"
 
 #include <stdlib.h>
 

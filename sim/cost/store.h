@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ops.h"
-#include "util.h"
+#include "sim/base/ops.h"
+#include "sim/base/util.h"
 
 #define STORE_SCHEMA_VERSION 1
 #define STORE_APPLICATION_ID 0x4b56534d

@@ -7,14 +7,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "hw.h"
-#include "model.h"
-#include "plot.h"
-#include "policy.h"
-#include "report.h"
-#include "sim.h"
-#include "trace.h"
-#include "units.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "results/plot.h"
+#include "policies/policy.h"
+#include "results/report.h"
+#include "sim/engine/sim.h"
+#include "traces/trace.h"
+#include "sim/base/units.h"
 
 const char *kv_embedded(const char *name, size_t *len);
 static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,

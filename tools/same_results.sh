@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR] — do two builds of kvsim give the same results?
+#
+# Runs a fixed set of experiments (the default comparison, every scenario with all of its
+# policies, parallel layouts, save modes, stores, CacheFlow ablations, the shipped real traces when
+# present) with both binaries and compares, per experiment:
+#   - requests.csv and table.md byte for byte,
+#   - summary.json's "policies" array (every metric), byte for byte after JSON normalisation.
+# summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
+# configuration, whose spelling a refactor may change on purpose.
+# Exit 0 when every experiment matches, 1 otherwise (the differing files are named).
+set -u
+old=${1:?usage: same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR]}
+new=${2:?usage: same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR]}
+work=${3:-$(mktemp -d)}
+N=${SAME_REQUESTS:-400}
+mkdir -p "$work"
+traces=$(dirname "$0")/../../shared/traces
+[ -d "$traces" ] || traces=$(dirname "$0")/../traces/data
+
+cases=()
+add() { cases+=("$*"); }
+add "--config configs/default.json --policies all --requests $N"
+for s in $("$old" list scenarios | awk '/^[a-z]/ {print $1}'); do
+  add "--scenario $s --policies all --requests $N"
+done
+add "--policies all --requests $N --tp 2 --pp 2 --model Llama-3.1-8B --platform cacheflow-h100-10g"
+add "--policies all --requests $N --pp 4 --model Llama-3.1-70B --platform h200 --tp 2"
+add "--policies all --requests $N --model Qwen3-30B-A3B --platform h200 --tp 2"
+for m in turn iteration direct; do add "--policies all --requests $N --set save_mode=$m"; done
+for st in dram dram+remote remote; do add "--policies all --requests $N --set store=$st --platform cacheflow-a100-40g"; done
+add "--policies all --requests $N --set store=dram+ssd --set dram=2GB --platform hcache-a100"
+for ax in token layer gpu batch; do add "--policies cacheflow --requests $N --pp 2 --platform cacheflow-h100-10g --model Llama-3.1-8B --set cf_$ax=0"; done
+add "--policies kv-quant --requests $N --set quant_bits=4"
+add "--policies all --requests $N --set restore_share=0.3 --set token_budget=1024"
+add "--policies all --requests $N --trace leval --set evict_each_turn=1 --set n_ssd=2"
+add "--policies all --requests $N --trace swebench --replicas 2 --platform cacheflow-h100-10g --model Llama-3.1-8B --set replicas=2"
+add "--policies all --requests $N --set engine=none --set mem_util=0.5 --set block_tokens=32"
+for f in leval.csv swebench.csv mooncake_conversation.csv; do
+  [ -f "$traces/$f" ] && add "--policies all --requests $N --trace $traces/$f --platform cacheflow-h100-10g --model Llama-3.1-8B"
+done
+
+fail=0 i=0
+norm() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["policies"], sort_keys=True, indent=0))' "$1"; }
+for c in "${cases[@]}"; do
+  i=$((i + 1))
+  a=$work/$i.old b=$work/$i.new
+  # shellcheck disable=SC2086
+  "$old" compare $c --quiet --out "$a" >"$a.log" 2>&1; ra=$?
+  # shellcheck disable=SC2086
+  "$new" compare $c --quiet --out "$b" >"$b.log" 2>&1; rb=$?
+  bad=""
+  [ $ra = $rb ] || bad="exit $ra vs $rb"
+  if [ -z "$bad" ] && [ $ra = 0 ]; then
+    for f in requests.csv table.md; do cmp -s "$a/$f" "$b/$f" || bad="$bad $f"; done
+    [ "$(norm "$a/summary.json")" = "$(norm "$b/summary.json")" ] || bad="$bad summary.json"
+  fi
+  if [ -n "$bad" ]; then
+    echo "DIFF  [$i] $c:$bad  ($a vs $b)"
+    fail=1
+  else
+    echo "same  [$i] $c$([ $ra = 0 ] || echo " (both exit $ra)")"
+  fi
+done
+[ $fail = 0 ] && echo "all ${#cases[@]} experiments identical" || echo "differences found"
+exit $fail
