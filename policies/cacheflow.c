@@ -1,5 +1,6 @@
 /* cacheflow.c — CacheFlow (v1, arXiv April 2026): three axes of restoration plus a batch-aware IO
- * scheduler, each switchable for ablations (--set cf_token=0 etc.).
+ * scheduler, each switchable for ablations: knobs cacheflow.token, .layer, .gpu, .batch (--set
+ * cacheflow.gpu=0; the older spellings cf_token=0 etc. are aliases).
  *
  *  token axis  — token-wise two pointers with 512-token chunks (FlashAttention blocks): compute
  *                forward, load KV backward, meet at run time.
@@ -25,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/engine/sim.h"
 #include "policies/split.h"
 
 #define CF_CHUNK 512
@@ -73,11 +73,10 @@ static int cf_init(const PolicyEnv *env, void **state, KvErr *e)
 {
     CfState *cf = calloc(1, sizeof *cf);
     if (!cf) return kv_err(e, "out of memory");
-    const SimConfig *cfg = env->cfg;
-    cf->token = cfg->cf_token;
-    cf->layer = cfg->cf_layer;
-    cf->gpu = cfg->cf_gpu;
-    cf->batch = cfg->cf_batch;
+    cf->token = policy_knob(env, "token") != 0;
+    cf->layer = policy_knob(env, "layer") != 0;
+    cf->gpu = policy_knob(env, "gpu") != 0;
+    cf->batch = policy_knob(env, "batch") != 0;
     cf->L = env->ly->m->layers;
     cf->S = env->ly->pp;
     cf->tier = split_primary_tier(env);
@@ -166,6 +165,17 @@ static void cf_notes(void *state, char *buf, int len)
              cf->gpu && cf->S > 1 && cf->layer);
 }
 
+static const PolicyKnob g_cf_knobs[] = {
+    {.name = "token", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_token",
+     .help = "token axis: token-wise two pointers for long prefixes"},
+    {.name = "layer", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_layer",
+     .help = "layer axis: layer-wise two pointers for short prefixes"},
+    {.name = "gpu", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_gpu",
+     .help = "GPU axis: boundary activations, every pipeline stage restores its own layers"},
+    {.name = "batch", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_batch",
+     .help = "batch axis: most-remaining-first IO order (0: FIFO)"},
+};
+
 const KvPolicyOps policy_cacheflow = {
     .name = "cacheflow",
     .summary = "token- or layer-wise two pointers (threshold from the cost model), boundary activations, most-remaining-first IO",
@@ -175,4 +185,6 @@ const KvPolicyOps policy_cacheflow = {
     .saved_bytes_per_token = cf_saved,
     .io_pick = cf_pick,
     .notes = cf_notes,
+    .knobs = g_cf_knobs,
+    .n_knobs = (int)KV_ARRAY_LEN(g_cf_knobs),
 };

@@ -6,9 +6,16 @@
  * the number of bytes it saves per token; the core moves the bytes, runs the iterations and keeps
  * the clock. Per-run state lives behind the void* that init returns, never in the ops struct.
  *
- * Slots: name, summary, plan_restore and saved_bytes_per_token are required; init, fini, io_pick
- * and notes are optional. policy_registry_check() rejects missing required slots and duplicate
- * names (the test suite runs it over the built-in table).
+ * Slots: name, summary, plan_restore and saved_bytes_per_token are required; init, fini, io_pick,
+ * notes and knobs are optional. policy_registry_check() rejects missing required slots, duplicate
+ * names and malformed knob tables (sim_world_open runs it over the built-in table at startup).
+ *
+ * Knobs: a policy owns its settings (like a kernel module's module_param). Each row of its knob
+ * table names one number (bool, int or real) with a default, an inclusive range and optionally a
+ * short list of allowed values; the user sets it with --set <policy>.<knob>=VALUE (an `alias` keeps
+ * an older global spelling such as cf_gpu working). The configuration stores the values (defaults
+ * unless set, always validated against the table); the policy reads them through
+ * policy_knob(env, "name"). The results list every knob's value under the policy's own entry.
  */
 #ifndef KV_POLICY_H
 #define KV_POLICY_H
@@ -19,8 +26,6 @@
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/base/util.h"
-
-struct SimConfig;
 
 /* How the state of one layer of the (non-token-recomputed part of the) history comes back. */
 typedef enum LayerMode {
@@ -73,9 +78,26 @@ typedef enum SaveMode {
     SAVE_DIRECT,        /* written from the critical path: the iteration waits for the writes */
 } SaveMode;
 
-/* What a policy may read and ask: the resolved world and estimates from the cost model. */
+/* One setting owned by a policy. Values are held as doubles (bools 0/1, ints exact). */
+typedef enum PolicyKnobType { KNOB_BOOL = 0, KNOB_INT, KNOB_REAL } PolicyKnobType;
+
+#define POLICY_MAX_KNOBS 8       /* rows in one policy's knob table */
+#define POLICY_MAX_REGISTERED 32 /* policies in the registry */
+#define POLICY_KNOB_MAX_CHOICES 4
+
+typedef struct PolicyKnob {
+    const char *name;    /* [a-z0-9_]+, unique within the policy: --set <policy>.<name>=VALUE */
+    PolicyKnobType type;
+    double def;          /* default; within [min, max] and among the choices */
+    double min, max;     /* inclusive range (bools: 0, 1) */
+    int n_choices;       /* 0: any value in range; else the value must be one of choices[] */
+    double choices[POLICY_KNOB_MAX_CHOICES];
+    const char *alias;   /* an older global spelling accepted by --set (e.g. "cf_gpu"), or NULL */
+    const char *help;    /* one line */
+} PolicyKnob;
+
+/* What a policy may read and ask: the resolved world, its knobs and estimates from the cost model. */
 typedef struct PolicyEnv {
-    const struct SimConfig *cfg;
     const ModelLayout *ly;
     const HwCatalog *hw;
     const PlatformSpec *platform;
@@ -89,6 +111,11 @@ typedef struct PolicyEnv {
      * layer bytes_per_token_layer across the TP group) from a tier into HBM, at the bottleneck hop */
     double (*est_load_layer_ns)(void *core, Tier tier, int64_t tokens, double bytes_per_token_layer,
                                 double bytes_per_token_layer_gpu);
+    /* the tier saved state goes to first after DRAM spills, as the storage configuration resolved it
+     * (SSD array, remote store, or DRAM alone) */
+    Tier save_tier;
+    const struct KvPolicyOps *ops; /* the policy being run: whose knob table `knobs` follows */
+    const double *knobs;           /* ops->n_knobs validated values, in table order */
 } PolicyEnv;
 
 /* A transfer unit waiting on a channel, as a policy sees it when choosing the order. */
@@ -115,6 +142,9 @@ typedef struct KvPolicyOps {
     void (*notes)(void *state, char *buf, int len);
     /* how state is saved (default SAVE_TURN_END); may be overridden per run with --set save_mode= */
     SaveMode save_mode;
+    /* optional: the policy's settings (see "Knobs" above) */
+    const PolicyKnob *knobs;
+    int n_knobs;
 } KvPolicyOps;
 
 /* The registry of built-in policies. */
@@ -122,7 +152,20 @@ int policy_count(void);
 const KvPolicyOps *policy_at(int i);
 /* Case-sensitive name; on failure the message lists the known names. */
 const KvPolicyOps *policy_find(const char *name, KvErr *e);
-/* Validate a table of ops: required slots present, names unique. */
+/* Validate a table of ops: required slots present, names unique, knob tables well formed (names
+ * unique and [a-z0-9_]+, min <= default <= max, finite, default among the choices, bools 0..1,
+ * integers integral, aliases unique across the table). */
 int policy_registry_check(const KvPolicyOps *const *ops, int n, KvErr *e);
+/* policy_registry_check over the built-in table (run at startup by sim_world_open). */
+int policy_registry_check_builtin(KvErr *e);
+
+/* Index of knob `name` in ops' table, or -1. */
+int policy_knob_index(const KvPolicyOps *ops, const char *name);
+/* Check v against knob k (range, integrality, choices); the message names "<policy>.<knob>", the
+ * value and what is allowed. */
+int policy_knob_check(const KvPolicyOps *ops, const PolicyKnob *k, double v, KvErr *e);
+/* The value of the running policy's knob `name` (its env->knobs entry). A name missing from the
+ * policy's own table is a programming error: NaN is returned so that tests catch it. */
+double policy_knob(const PolicyEnv *env, const char *name);
 
 #endif

@@ -1,10 +1,6 @@
 /* split.c — per-layer estimates and the min–max split; see split.h. */
 #include "policies/split.h"
 
-#include <string.h>
-
-#include "sim/engine/sim.h"
-
 void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c)
 {
     const ModelLayout *ly = env->ly;
@@ -51,14 +47,4 @@ int split_layerwise(int n, double t_re, double t_kv, double *ns)
     return split_argmin(n, lw_time, &c, ns);
 }
 
-Tier split_primary_tier(const PolicyEnv *env)
-{
-    const struct SimConfig *cfg = env->cfg;
-    const PlatformSpec *p = env->platform;
-    int n_ssd = cfg->n_ssd >= 0 ? cfg->n_ssd : (p->ssd >= 0 ? p->n_ssd : 0);
-    if (!strcmp(cfg->store, "dram")) return TIER_DRAM;
-    if (!strcmp(cfg->store, "remote") || !strcmp(cfg->store, "dram+remote")) return TIER_REMOTE;
-    if (n_ssd > 0) return TIER_SSD;
-    if (p->nic >= 0 || cfg->nic[0]) return TIER_REMOTE;
-    return TIER_DRAM;
-}
+Tier split_primary_tier(const PolicyEnv *env) { return env->save_tier != TIER_NONE ? env->save_tier : TIER_DRAM; }

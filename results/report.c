@@ -56,58 +56,52 @@ static cJSON *dist_s(const Hist *h)
     return o;
 }
 
-static cJSON *config_json(const SimConfig *c)
+/* inputs.config: the resolved settings under their --set names (sim_config_json), so that the
+ * object fed back as --config re-runs the experiment; plus the policies run. save_mode "policy"
+ * becomes the mode used when every policy run used the same one (each policy's own mode is in its
+ * "knobs"). */
+static cJSON *config_json(const SimConfig *c, const SimResult *res, int n)
+{
+    cJSON *o = sim_config_json(c);
+    if (!o) return NULL;
+    char list[512] = "";
+    size_t len = 0;
+    int same = 1;
+    SaveMode mode = SAVE_TURN_END;
+    for (int i = 0; i < n; i++) {
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? "," : "", res[i].policy);
+        const KvPolicyOps *ops = policy_find(res[i].policy, NULL);
+        SaveMode m = sim_config_save_mode(c, ops);
+        if (i > 0 && m != mode) same = 0;
+        mode = m;
+    }
+    if (n > 0 && same) cJSON_ReplaceItemInObject(o, "save_mode", cJSON_CreateString(sim_save_mode_name(mode)));
+    cJSON_AddStringToObject(o, "policies", list);
+    return o;
+}
+
+/* The settings a policy ran with: its save mode and its knobs (by knob name). */
+static cJSON *knobs_json(const SimConfig *c, const char *policy)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "model", c->model);
-    cJSON_AddStringToObject(o, "platform", c->platform);
-    cJSON_AddStringToObject(o, "dtype", c->dtype);
-    cJSON_AddNumberToObject(o, "tp", c->tp);
-    cJSON_AddNumberToObject(o, "pp", c->pp);
-    cJSON_AddNumberToObject(o, "replicas", c->replicas);
-    cJSON_AddStringToObject(o, "engine", c->engine);
-    cJSON_AddNumberToObject(o, "iter_overhead_ns", (double)c->iter_overhead_ns);
-    cJSON_AddNumberToObject(o, "token_budget", (double)c->token_budget);
-    cJSON_AddNumberToObject(o, "max_batch", c->max_batch);
-    cJSON_AddNumberToObject(o, "restore_share", c->restore_share);
-    cJSON_AddNumberToObject(o, "quant_bits", c->quant_bits);
-    cJSON_AddNumberToObject(o, "mem_util", c->mem_util);
-    cJSON_AddNumberToObject(o, "block_tokens", c->block_tokens);
-    cJSON_AddStringToObject(o, "trace", c->trace);
-    cJSON_AddStringToObject(o, "trace_format", c->trace_format);
-    cJSON_AddNumberToObject(o, "seed", (double)c->seed);
-    cJSON_AddNumberToObject(o, "requests", (double)c->requests);
-    cJSON_AddNumberToObject(o, "session_rate", c->session_rate);
-    cJSON_AddNumberToObject(o, "time_scale", c->time_scale);
-    cJSON_AddNumberToObject(o, "think_ns", (double)c->think_ns);
-    cJSON_AddNumberToObject(o, "max_context", (double)c->max_context);
-    cJSON_AddBoolToObject(o, "evict_each_turn", c->evict_each_turn);
-    cJSON_AddStringToObject(o, "store", c->store);
-    cJSON_AddNumberToObject(o, "dram_bytes", (double)c->dram_bytes);
-    cJSON_AddNumberToObject(o, "n_ssd", c->n_ssd);
-    cJSON_AddStringToObject(o, "nic", c->nic);
-    cJSON_AddNumberToObject(o, "state_ttl_ns", (double)c->state_ttl_ns);
-    cJSON_AddStringToObject(o, "save_mode", c->save_mode);
-    cJSON *cf = cJSON_AddObjectToObject(o, "cacheflow_axes");
-    cJSON_AddBoolToObject(cf, "token", c->cf_token);
-    cJSON_AddBoolToObject(cf, "layer", c->cf_layer);
-    cJSON_AddBoolToObject(cf, "gpu", c->cf_gpu);
-    cJSON_AddBoolToObject(cf, "batch", c->cf_batch);
-    cJSON_AddNumberToObject(o, "slo_ttft_ns", (double)c->slo_ttft_ns);
-    cJSON_AddNumberToObject(o, "slo_tbt_ns", (double)c->slo_tbt_ns);
-    cJSON_AddNumberToObject(o, "class_short", (double)c->class_edges[0]);
-    cJSON_AddNumberToObject(o, "class_long", (double)c->class_edges[1]);
-    cJSON_AddStringToObject(o, "costs", c->costs[0] ? c->costs : "spec");
-    cJSON_AddStringToObject(o, "cost_device", c->cost_device);
+    const KvPolicyOps *ops = policy_find(policy, NULL);
+    if (!ops) return o;
+    cJSON_AddStringToObject(o, "save_mode", sim_save_mode_name(sim_config_save_mode(c, ops)));
+    const double *v = sim_config_knobs(c, ops);
+    for (int j = 0; v && j < ops->n_knobs; j++) {
+        if (ops->knobs[j].type == KNOB_BOOL) cJSON_AddBoolToObject(o, ops->knobs[j].name, v[j] != 0);
+        else cJSON_AddNumberToObject(o, ops->knobs[j].name, v[j]);
+    }
     return o;
 }
 
 static const char *g_class_names[SIM_CLASSES] = {"short", "medium", "long"};
 
-static cJSON *policy_json(const SimResult *r)
+static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", r->policy);
+    cJSON_AddItemToObject(o, "knobs", knobs_json(cfg, r->policy));
     cJSON_AddNumberToObject(o, "requests", (double)r->requests);
     cJSON_AddNumberToObject(o, "sessions", (double)r->sessions);
     cJSON_AddNumberToObject(o, "dropped", (double)r->dropped);
@@ -204,7 +198,7 @@ int report_summary_json(const char *path, const SimWorld *w, const char *trace_d
     cJSON_AddStringToObject(k, "git_rev", kv_git_rev());
     cJSON_AddNumberToObject(k, "summary_version", 1);
     cJSON *in = cJSON_AddObjectToObject(root, "inputs");
-    cJSON_AddItemToObject(in, "config", config_json(w->cfg));
+    cJSON_AddItemToObject(in, "config", config_json(w->cfg, res, n));
     cJSON_AddStringToObject(in, "trace", trace_desc ? trace_desc : "");
     cJSON_AddStringToObject(in, "model_catalog", w->models.origin);
     cJSON_AddStringToObject(in, "hardware_catalog", w->hw.origin);
@@ -219,7 +213,7 @@ int report_summary_json(const char *path, const SimWorld *w, const char *trace_d
     cJSON_AddNumberToObject(md, "hidden_bytes_per_token", (double)model_hidden_bytes_per_token(&w->ly));
     cJSON_AddNumberToObject(md, "weight_bytes_per_gpu", (double)model_weight_bytes_per_gpu(&w->ly));
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, policy_json(&res[i]));
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, policy_json(w->cfg, &res[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return kv_err(e, "%s: out of memory formatting JSON", path);

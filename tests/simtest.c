@@ -31,6 +31,12 @@ void simtest_iso_config(TestCtx *t, SimConfig *c, int64_t n0, int64_t n1, const 
     c->quiet = 1;
 }
 
+void simtest_set(TestCtx *t, SimConfig *c, const char *key, const char *value)
+{
+    KvErr e;
+    if (sim_config_set(c, key, value, &e) != 0) CHECK_MSG(0, "--set %s=%s: %s", key, value, e.msg);
+}
+
 double simtest_lin(SimWorld *w, int64_t M)
 {
     CostModel *cm = &w->cost;

@@ -32,7 +32,7 @@ TEST(policy_hcache_split_is_minmax_and_isolated_time_matches)
     SimConfig c;
     int64_t n0 = 8000, n1 = 100;
     simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-    snprintf(c.store, sizeof c.store, "dram");
+    simtest_set(t, &c, "store", "dram");
     SimWorld w;
     Rows rows;
     SimResult res;
@@ -110,7 +110,7 @@ TEST(policy_hcache_noschd_and_naive_hybrid_store_what_they_load)
 {
     SimConfig c;
     simtest_iso_config(t, &c, 6000, 100, "hcache-a100", "Llama-2-13B");
-    snprintf(c.store, sizeof c.store, "dram");
+    simtest_set(t, &c, "store", "dram");
     SimWorld w;
     Rows rows;
     SimResult res;
@@ -139,8 +139,8 @@ TEST(policy_cacheflow_layerwise_split_and_harmonic_time)
     SimConfig c;
     int64_t n0 = 6000, n1 = 16;
     simtest_iso_config(t, &c, n0, n1, "cacheflow-a100-10g", "Llama-3.1-8B");
-    c.cf_token = 0; /* layer axis only */
-    snprintf(c.store, sizeof c.store, "remote");
+    simtest_set(t, &c, "cacheflow.token", "0"); /* layer axis only */
+    simtest_set(t, &c, "store", "remote");
     SimWorld w;
     Rows rows;
     SimResult res;
@@ -179,7 +179,7 @@ TEST(policy_cake_meet_point_within_one_chunk)
     SimConfig c;
     int64_t n0 = 12000, n1 = 64;
     simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-    snprintf(c.store, sizeof c.store, "dram");
+    simtest_set(t, &c, "store", "dram");
     c.token_budget = 512;
     SimWorld w;
     Rows rows;
@@ -290,8 +290,11 @@ TEST(policy_cacheflow_io_pick_most_remaining_first)
         CHECK_MSG(0, "%s", e.msg);
         return;
     }
-    PolicyEnv env = {&c, &w.ly, &w.hw, w.platform, &w.cost, 2000000, 512, NULL, stub_layer, stub_load};
     const KvPolicyOps *cf = policy_find("cacheflow", &e);
+    /* knobs read from c itself, so that setting one below is seen by the next init */
+    PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
+                     .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
+                     .save_tier = w.save_tier, .ops = cf, .knobs = sim_config_knobs(&c, cf)};
     void *st = NULL;
     CHECK(cf && cf->init(&env, &st, &e) == 0);
     IoChoice u[4] = {{1, 300, 0, 1, 0}, {2, 900, 0, 1, 1}, {3, 900, 0, 1, 2}, {4, 10, 0, 1, 3}};
@@ -299,7 +302,7 @@ TEST(policy_cacheflow_io_pick_most_remaining_first)
     u[1].remaining_restore_tokens = 100; /* re-ranked after a chunk */
     CHECK_EQ_I(cf->io_pick(st, u, 4), 2);
     cf->fini(st);
-    c.cf_batch = 0;
+    simtest_set(t, &c, "cacheflow.batch", "0");
     CHECK(cf->init(&env, &st, &e) == 0);
     CHECK_EQ_I(cf->io_pick(st, u, 4), 0);
     cf->fini(st);
@@ -324,9 +327,9 @@ TEST(policy_cacheflow_batch_aware_io_order)
         snprintf(c.platform, sizeof c.platform, "cacheflow-a100-10g");
         snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
         c.evict_each_turn = 1;
-        c.cf_layer = 0; /* token-wise: IO chunks of both requests wait on the link together */
-        c.cf_batch = batch;
-        snprintf(c.store, sizeof c.store, "remote");
+        simtest_set(t, &c, "cacheflow.layer", "0"); /* token-wise: IO chunks of both requests wait on the link together */
+        simtest_set(t, &c, "cacheflow.batch", batch ? "1" : "0");
+        simtest_set(t, &c, "store", "remote");
         c.quiet = 1;
         SimWorld w;
         Rows rows;
@@ -426,9 +429,9 @@ TEST(policy_cacheflow_stage_parallel_t_star_over_s)
     for (int S = 1; S <= 8; S *= 2) {
         SimConfig c;
         simtest_iso_config(t, &c, n0, 16, "h200", "Llama-3.1-8B");
-        snprintf(c.store, sizeof c.store, "dram");
+        simtest_set(t, &c, "store", "dram");
         c.pp = S;
-        c.cf_token = 0;
+        simtest_set(t, &c, "cacheflow.token", "0");
         SimWorld w;
         Rows rows;
         SimResult res;
@@ -472,7 +475,7 @@ TEST(policy_every_policy_with_stages_and_tp)
             sim_config_defaults(&c);
             snprintf(c.model, sizeof c.model, "%s", models[m]);
             snprintf(c.platform, sizeof c.platform, "h200");
-            snprintf(c.store, sizeof c.store, "%s", stores[k]);
+            simtest_set(t, &c, "store", stores[k]);
             c.tp = layouts[k][0];
             c.pp = layouts[k][1];
             c.requests = 60;
@@ -506,7 +509,7 @@ TEST(policy_hcache_chunks_striped_over_ssds)
         SimConfig c;
         int64_t N = 64 * chunks;
         simtest_iso_config(t, &c, N - 1, 16, "hcache-a100", "Llama-2-7B");
-        snprintf(c.store, sizeof c.store, "dram+ssd");
+        simtest_set(t, &c, "store", "dram+ssd");
         c.dram_bytes = 1; /* every save spills to the SSD array */
         SimWorld w;
         Rows rows;
@@ -538,7 +541,7 @@ TEST(policy_cake_restore_share_moves_meet_point)
     for (int k = 0; k < 2; k++) {
         SimConfig c;
         simtest_iso_config(t, &c, 8000, 16, "cake-a100", "Llama-2-13B");
-        snprintf(c.store, sizeof c.store, "remote");
+        simtest_set(t, &c, "store", "remote");
         c.token_budget = 512;
         c.restore_share = share[k];
         SimWorld w;
@@ -564,8 +567,8 @@ TEST(policy_kv_quant_isolated_pipeline)
         SimConfig c;
         int64_t n0 = 8000, n1 = 200, H = n0 + 1;
         simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-        snprintf(c.store, sizeof c.store, "dram");
-        c.quant_bits = bits;
+        simtest_set(t, &c, "store", "dram");
+        simtest_set(t, &c, "kv-quant.bits", bits == 4 ? "4" : "8");
         SimWorld w;
         Rows rows;
         SimResult res;

@@ -61,7 +61,7 @@ static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platfo
 {
     SimConfig c;
     iso_config(t, &c, n0, n1, platform, model);
-    snprintf(c.store, sizeof c.store, "%s", store);
+    simtest_set(t, &c, "store", store);
     if (!strcmp(want_from, "ssd")) c.dram_bytes = 1; /* every save spills to the SSD array */
     SimWorld w;
     KvErr e;
@@ -179,7 +179,7 @@ TEST(sim_conservation_every_request_once_bytes_add_up)
     c.session_rate = 0.05;
     c.evict_each_turn = 1;
     c.max_context = 16384;
-    snprintf(c.store, sizeof c.store, "dram");
+    simtest_set(t, &c, "store", "dram");
     Tally tl;
     SimResult res;
     SimWorld w;
@@ -292,7 +292,7 @@ TEST(sim_measured_link_curve_sets_the_h2d_rate)
     KvErr e;
     SimConfig c;
     simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
-    snprintf(c.store, sizeof c.store, "dram");
+    simtest_set(t, &c, "store", "dram");
     /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
     SimWorld w0;
     CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);

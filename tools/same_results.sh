@@ -7,7 +7,8 @@
 #   - requests.csv and table.md byte for byte,
 #   - summary.json's "policies" array (every metric), byte for byte after JSON normalisation.
 # summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
-# configuration, whose spelling a refactor may change on purpose.
+# configuration, whose spelling a refactor may change on purpose. Nor is each policy entry's
+# "knobs" object (the save mode and knob values the policy ran with; added after the baseline).
 # Exit 0 when every experiment matches, 1 otherwise (the differing files are named).
 set -u
 old=${1:?usage: same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR]}
@@ -41,7 +42,7 @@ for f in leval.csv swebench.csv mooncake_conversation.csv; do
 done
 
 fail=0 i=0
-norm() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["policies"], sort_keys=True, indent=0))' "$1"; }
+norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [x.pop("knobs", None) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
 for c in "${cases[@]}"; do
   i=$((i + 1))
   a=$work/$i.old b=$work/$i.new

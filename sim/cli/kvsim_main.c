@@ -54,7 +54,10 @@ static int cmd_list(int argc, char **argv)
     KvErr e;
     const char *what = argv[2];
     if (!strcmp(what, "policies")) {
-        for (int i = 0; i < policy_count(); i++) printf("%-14s %s\n", policy_at(i)->name, policy_at(i)->summary);
+        for (int i = 0; i < policy_count(); i++) {
+            printf("%-14s %s\n", policy_at(i)->name, policy_at(i)->summary);
+            sim_config_print_knobs(stdout, policy_at(i), "    knob ");
+        }
         return 0;
     }
     if (!strcmp(what, "scenarios")) {
@@ -129,7 +132,8 @@ static int cmd_list(int argc, char **argv)
 }
 
 /* Apply a JSON object of settings (a --config file or a scenario). "policies" and "description"
- * are not settings: they are returned to the caller (when the pointers are given). */
+ * are not settings: they are returned to the caller (when the pointers are given). A summary.json
+ * is accepted too: its inputs.config object is applied (it re-runs the same experiment). */
 static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,
                              char *desc, size_t dlen, KvErr *e)
 {
@@ -143,7 +147,9 @@ static int apply_config_json(SimConfig *c, const char *text, const char *origin,
         return kv_err(e, "%s: line %d: expected a JSON object of settings", origin, line);
     }
     int rc = 0;
-    for (cJSON *it = root->child; it && rc == 0; it = it->next) {
+    cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+    cJSON *obj = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in, "config")) ? cJSON_GetObjectItemCaseSensitive(in, "config") : root;
+    for (cJSON *it = obj->child; it && rc == 0; it = it->next) {
         char val[4096];
         if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
         else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
@@ -333,6 +339,10 @@ static int cmd_run(int argc, char **argv, int compare)
         tok += len;
         if (*tok == ',') tok++;
     }
+    if (sim_config_check(&cfg, &e) != 0) { /* a usage error: refused before anything is opened */
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        return 2;
+    }
     SimWorld w;
     if (sim_world_open(&w, &cfg, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
@@ -385,7 +395,7 @@ static int cmd_run(int argc, char **argv, int compare)
         /* the trace description, from a fresh open (cheap) */
         TraceOptions to = {0};
         to.source = cfg.trace;
-        to.format = cfg.trace_format;
+        to.format = sim_trace_format_name(cfg.trace_format);
         to.seed = cfg.seed;
         to.session_rate_per_s = cfg.session_rate;
         to.time_scale = cfg.time_scale > 0 ? cfg.time_scale : 1;

@@ -1,183 +1,648 @@
-/* config.c — SimConfig defaults, the key=value setter behind --set and config files, and the
- * engine profiles. Validation of values that depend on catalogs happens in sim_world_open. */
+/* config.c — the one table of simulator settings and everything generated from it: the defaults,
+ * the key=value parser behind --set and config files, --help, sim_config_check, the JSON record
+ * in summary.json; the policies' knobs (their tables live in the policies, their values here); the
+ * resolution of derived settings against the catalogs (sim_config_resolve, called by
+ * sim_world_open); the engine profiles.
+ *
+ * Not responsible for: the catalogs' own validation (hw.c, model.c), whether the model fits in
+ * HBM (the engine's setup, which knows the KV pool), what a trace file contains (traces/).
+ *
+ * Invariants: every key is one row of g_keys; a row's default is written in the input syntax and
+ * goes through the same parser and range check as user input (a test checks that the defaults
+ * pass sim_config_check); sim_config_set leaves the config unchanged on error; sim_config_json
+ * writes every row in a syntax sim_config_set reads back to the same value (durations and sizes
+ * exactly, reals with 17 significant digits). Bounds keep simulated time far from int64 overflow:
+ * every duration is at most 10^6 s (10^15 ns, also exact in a JSON double).
+ * Complexity: a key lookup is linear in the table (about 40 rows + knobs).
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/engine/sim.h"
 #include "sim/base/units.h"
+#include "traces/trace.h"
+
+/* ------------------------------------------------------------------ enum names */
 
 /* Engine profiles: fixed host-side overhead per iteration (scheduling, input preparation, sampling,
  * output processing). ESTIMATES in the range Vidur profiles for these engines; settable with
  * --set iter_overhead=..., and reported in the TTFT split (it is part of prefill and queueing). */
-static const struct {
-    const char *name;
-    int64_t overhead_ns;
-} g_profiles[] = {
-    {"vllm", 2000000},
-    {"sglang", 800000},
-    {"mii", 1200000},
-    {"none", 0},
+static const char *const g_engine_names[] = {"vllm", "sglang", "mii", "none", NULL};
+static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
+static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
+static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", NULL};
+static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
+
+int64_t sim_engine_overhead_ns(SimEngine engine)
+{
+    return engine >= 0 && (size_t)engine < KV_ARRAY_LEN(g_engine_overhead_ns) ? g_engine_overhead_ns[engine] : 0;
+}
+
+const char *sim_trace_format_name(SimTraceFormat f)
+{
+    return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
+}
+
+const char *sim_save_mode_name(SaveMode m)
+{
+    switch (m) {
+    case SAVE_TURN_END: return "turn";
+    case SAVE_PER_ITERATION: return "iteration";
+    case SAVE_DIRECT: return "direct";
+    }
+    return "turn";
+}
+
+SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops)
+{
+    switch (c->save_mode) {
+    case SIM_SAVE_TURN: return SAVE_TURN_END;
+    case SIM_SAVE_ITERATION: return SAVE_PER_ITERATION;
+    case SIM_SAVE_DIRECT: return SAVE_DIRECT;
+    case SIM_SAVE_POLICY: break;
+    }
+    return ops ? ops->save_mode : SAVE_TURN_END;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+typedef enum {
+    CT_STR,  /* char[size] */
+    CT_INT,  /* int */
+    CT_I64,  /* int64_t, plain count */
+    CT_U64,  /* uint64_t, any value (seeds) */
+    CT_REAL, /* double, finite */
+    CT_DUR,  /* int64_t ns, written "2 ms" */
+    CT_SIZE, /* uint64_t bytes, written "256 GB" */
+    CT_BOOL, /* int 0/1 */
+    CT_ENUM, /* int index into names */
+} CfgType;
+
+enum {
+    KF_MIN_OPEN = 1,  /* the value must be > min (not >= min) */
+    KF_NONEMPTY = 2,  /* strings: may not be empty */
 };
+
+typedef struct CfgKey {
+    const char *key;           /* the --set name, also the JSON name */
+    CfgType type;
+    size_t off, size;          /* the field in SimConfig */
+    const char *def;           /* the default, in input syntax */
+    double min, max;           /* numbers: allowed range (durations in ns, sizes in bytes) */
+    unsigned flags;
+    const char *auto_word;     /* input standing for "derived by sim_world_open" (stores -1 or ""), or NULL */
+    const char *const *names;  /* CT_ENUM: the accepted names, NULL-terminated */
+    const char *help;
+} CfgKey;
+
+#define SEC 1e9
+#define MAX_DUR (1e6 * SEC) /* 10^6 s: simulated times stay far below INT64_MAX ns */
+#define F(f) offsetof(SimConfig, f), sizeof(((SimConfig *)0)->f)
+#define STRK(k, f, d, fl, aw, h) {k, CT_STR, F(f), d, 0, 0, fl, aw, NULL, h}
+#define NUMK(k, t, f, d, lo, hi, fl, aw, h) {k, t, F(f), d, lo, hi, fl, aw, NULL, h}
+#define ENUMK(k, f, d, names, h) {k, CT_ENUM, F(f), d, 0, 0, 0, NULL, names, h}
+
+static const CfgKey g_keys[] = {
+    /* the system */
+    STRK("model", model, "Llama-2-7B", KF_NONEMPTY, NULL, "model name from the catalog (kvsim list models)"),
+    STRK("platform", platform, "hcache-a100", KF_NONEMPTY, NULL, "platform name from the catalog (kvsim list platforms)"),
+    STRK("dtype", dtype, "fp16", KF_NONEMPTY, NULL, "weights/KV dtype: fp16, bf16, fp8, ..."),
+    NUMK("tp", CT_INT, tp, "1", 1, 1024, 0, NULL, "tensor-parallel GPUs per stage (tp × pp <= the platform's GPUs per node)"),
+    NUMK("pp", CT_INT, pp, "1", 1, SIM_MAX_STAGES, 0, NULL, "pipeline stages per replica"),
+    NUMK("replicas", CT_INT, replicas, "1", 1, 64, 0, NULL, "model replicas, one node each (sessions pinned to one)"),
+    /* engine */
+    ENUMK("engine", engine, "vllm", g_engine_names, "engine profile (sets the default iteration overhead)"),
+    NUMK("iter_overhead", CT_DUR, iter_overhead_ns, "profile", 0, MAX_DUR, 0, "profile",
+         "host overhead per iteration, e.g. 2 ms ('profile': the engine profile's)"),
+    NUMK("token_budget", CT_I64, token_budget, "512", 1, 1 << 20, 0, NULL, "tokens per iteration (chunked prefill)"),
+    NUMK("max_batch", CT_INT, max_batch, "256", 1, 1 << 20, 0, NULL, "max requests in an iteration"),
+    NUMK("restore_share", CT_REAL, restore_share, "1", 0, 1, KF_MIN_OPEN, NULL,
+         "share of the token budget restoration compute may use, >= 1/token_budget (Cake's GPU availability)"),
+    NUMK("mem_util", CT_REAL, mem_util, "0.9", 0, 1, KF_MIN_OPEN, NULL, "share of HBM used for weights + KV pool"),
+    NUMK("block_tokens", CT_INT, block_tokens, "16", 1, 1 << 16, 0, NULL, "KV block size in tokens"),
+    /* workload */
+    STRK("trace", trace, "sharegpt4", KF_NONEMPTY, NULL, "generator name (kvsim list traces) or trace file"),
+    ENUMK("trace_format", trace_format, "auto", g_format_names, "trace file format (generators: auto)"),
+    NUMK("seed", CT_U64, seed, "1", 0, 18446744073709551615.0, 0, NULL, "random seed"),
+    NUMK("requests", CT_I64, requests, "0", 0, 1e12, 0, NULL, "stop after this many requests (0: all / 1000 for generators)"),
+    NUMK("session_rate", CT_REAL, session_rate, "0", 0, 1e6, 0, NULL,
+         "sessions per second where the trace has no timestamps (0: the trace's default)"),
+    NUMK("time_scale", CT_REAL, time_scale, "1", 0, 1e6, KF_MIN_OPEN, NULL,
+         "multiply trace timestamps and think times (> 0; 0 is refused, not 'unscaled')"),
+    NUMK("think", CT_DUR, think_ns, "0 s", 0, MAX_DUR, 0, NULL, "think time between turns without timestamps (0: trace default)"),
+    NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
+    NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
+    /* storage */
+    ENUMK("store", store, "auto", g_store_names, "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)"),
+    NUMK("dram", CT_SIZE, dram_bytes, "0 B", 0, 1e18, 0, NULL, "host DRAM for saved state, e.g. 256 GB (0: the platform's)"),
+    NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
+    STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
+    NUMK("state_ttl", CT_DUR, state_ttl_ns, "1 h", 0, MAX_DUR, 0, NULL, "drop saved state unused this long (0: never)"),
+    ENUMK("save_mode", save_mode, "policy", g_save_names,
+          "how state is saved: policy (each policy's own), turn, iteration (two-stage), direct"),
+    /* SLOs and classes */
+    NUMK("slo_ttft", CT_DUR, slo_ttft_ns, "1 s", 0, MAX_DUR, 0, NULL, "TTFT objective, e.g. 200 ms"),
+    NUMK("slo_tbt", CT_DUR, slo_tbt_ns, "100 ms", 0, MAX_DUR, 0, NULL, "mean TBT objective per request"),
+    NUMK("class_short", CT_I64, class_edges[0], "2048", 0, 1 << 30, 0, NULL, "history tokens below which a request is 'short'"),
+    NUMK("class_long", CT_I64, class_edges[1], "16384", 0, 1 << 30, 0, NULL,
+         "history tokens from which a request is 'long' (>= class_short)"),
+    /* cost model */
+    STRK("costs", costs, "spec", KF_NONEMPTY, NULL, "cost model: 'spec' (roofline from the catalog) or a cost store file"),
+    STRK("cost_device", cost_device, "platform", 0, "platform", "device name in the cost store ('platform': the platform's GPU)"),
+};
+
+static void *field(SimConfig *c, const CfgKey *k) { return (char *)c + k->off; }
+static const void *cfield(const SimConfig *c, const CfgKey *k) { return (const char *)c + k->off; }
+
+static const CfgKey *find_key(const char *key)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++)
+        if (!strcmp(g_keys[i].key, key)) return &g_keys[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ exact text of values */
+
+/* The largest unit that divides v exactly: "2 ms", "1 h", "1500 ns". */
+static void fmt_dur_exact(char *b, size_t n, int64_t ns)
+{
+    static const struct { const char *u; int64_t f; } u[] = {
+        {"h", 3600000000000LL}, {"min", 60000000000LL}, {"s", 1000000000LL}, {"ms", 1000000}, {"us", 1000}, {"ns", 1}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(u); i++)
+        if (ns != 0 && ns % u[i].f == 0) {
+            snprintf(b, n, "%lld %s", (long long)(ns / u[i].f), u[i].u);
+            return;
+        }
+    snprintf(b, n, ns == 0 ? "0 s" : "%lld ns", (long long)ns);
+}
+
+static void fmt_size_exact(char *b, size_t n, uint64_t bytes)
+{
+    static const struct { const char *u; uint64_t f; } u[] = {
+        {"TB", 1000000000000ULL}, {"TiB", 1ULL << 40}, {"GB", 1000000000ULL}, {"GiB", 1ULL << 30},
+        {"MB", 1000000ULL}, {"MiB", 1ULL << 20}, {"KB", 1000}, {"KiB", 1024}, {"B", 1}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(u); i++)
+        if (bytes != 0 && bytes % u[i].f == 0) {
+            snprintf(b, n, "%llu %s", (unsigned long long)(bytes / u[i].f), u[i].u);
+            return;
+        }
+    snprintf(b, n, "0 B");
+}
+
+/* A number of the row's type as the user writes it (for messages and --help). */
+static void fmt_num(char *b, size_t n, const CfgKey *k, double v)
+{
+    if (k->type == CT_DUR) fmt_dur_exact(b, n, (int64_t)v);
+    else if (k->type == CT_SIZE) fmt_size_exact(b, n, (uint64_t)v);
+    else if (k->type == CT_REAL) snprintf(b, n, "%g", v);
+    else snprintf(b, n, "%.0f", v);
+}
+
+static void fmt_range(char *b, size_t n, const CfgKey *k)
+{
+    char lo[48], hi[48];
+    fmt_num(lo, sizeof lo, k, k->min);
+    fmt_num(hi, sizeof hi, k, k->max);
+    if (k->type == CT_REAL) snprintf(b, n, "%s%s, %s]", k->flags & KF_MIN_OPEN ? "(" : "[", lo, hi);
+    else snprintf(b, n, "%s..%s", lo, hi);
+}
+
+/* The field's current value, in input syntax. */
+static void fmt_value(char *b, size_t n, const SimConfig *c, const CfgKey *k)
+{
+    const void *p = cfield(c, k);
+    switch (k->type) {
+    case CT_STR: snprintf(b, n, "%s", (const char *)p); break;
+    case CT_INT: snprintf(b, n, "%d", *(const int *)p); break;
+    case CT_I64: snprintf(b, n, "%lld", (long long)*(const int64_t *)p); break;
+    case CT_U64: snprintf(b, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case CT_REAL: snprintf(b, n, "%.17g", *(const double *)p); break;
+    case CT_DUR: fmt_dur_exact(b, n, *(const int64_t *)p); break;
+    case CT_SIZE: fmt_size_exact(b, n, *(const uint64_t *)p); break;
+    case CT_BOOL: snprintf(b, n, "%s", *(const int *)p ? "true" : "false"); break;
+    case CT_ENUM: {
+        int v = *(const int *)p, m = 0;
+        while (k->names[m]) m++;
+        snprintf(b, n, "%s", v >= 0 && v < m ? k->names[v] : "?");
+        break;
+    }
+    }
+}
+
+static int is_auto(const CfgKey *k, const SimConfig *c)
+{
+    if (!k->auto_word) return 0;
+    const void *p = cfield(c, k);
+    if (k->type == CT_STR) return ((const char *)p)[0] == '\0';
+    if (k->type == CT_INT) return *(const int *)p == -1;
+    return *(const int64_t *)p == -1;
+}
+
+/* ------------------------------------------------------------------ checking one row */
+
+static int row_check(const SimConfig *c, const CfgKey *k, KvErr *e)
+{
+    const void *p = cfield(c, k);
+    double v;
+    switch (k->type) {
+    case CT_STR: {
+        const char *s = p;
+        if (strnlen(s, k->size) >= k->size) return kv_err(e, "%s: not a terminated string", k->key);
+        if ((k->flags & KF_NONEMPTY) && !*s) return kv_err(e, "%s: may not be empty", k->key);
+        return 0;
+    }
+    case CT_ENUM: {
+        int m = 0, x = *(const int *)p;
+        while (k->names[m]) m++;
+        if (x < 0 || x >= m) return kv_err(e, "%s: invalid value %d", k->key, x);
+        return 0;
+    }
+    case CT_BOOL: {
+        int x = *(const int *)p;
+        if (x != 0 && x != 1) return kv_err(e, "%s: expected true or false, got %d", k->key, x);
+        return 0;
+    }
+    case CT_INT: v = *(const int *)p; break;
+    case CT_I64:
+    case CT_DUR: v = (double)*(const int64_t *)p; break;
+    case CT_U64: return 0; /* any 64-bit value */
+    case CT_SIZE: v = (double)*(const uint64_t *)p; break;
+    case CT_REAL: v = *(const double *)p; break;
+    default: return kv_err(e, "%s: bad table row", k->key);
+    }
+    if (is_auto(k, c)) return 0;
+    char vs[64], rs[128];
+    fmt_range(rs, sizeof rs, k);
+    if (k->type == CT_REAL && !isfinite(v)) return kv_err(e, "%s: %g is not a finite number (allowed %s)", k->key, v, rs);
+    if (v < k->min || v > k->max || ((k->flags & KF_MIN_OPEN) && v == k->min)) {
+        if (k->type == CT_REAL) snprintf(vs, sizeof vs, "%g", v);
+        else fmt_value(vs, sizeof vs, c, k);
+        return kv_err(e, "%s: %s is out of range (allowed %s)", k->key, vs, rs);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) *out = 1;
+    else if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) *out = 0;
+    else return -1;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!*s) return -1;
+    for (const char *q = s; *q; q++)
+        if (*q < '0' || *q > '9') return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse value into the row's field of c (no range check). */
+static int row_parse(SimConfig *c, const CfgKey *k, const char *value, KvErr *e)
+{
+    void *p = field(c, k);
+    if (k->auto_word && !strcmp(value, k->auto_word)) {
+        if (k->type == CT_STR) ((char *)p)[0] = '\0';
+        else if (k->type == CT_INT) *(int *)p = -1;
+        else *(int64_t *)p = -1;
+        return 0;
+    }
+    int64_t iv;
+    double dv;
+    uint64_t uv;
+    char rs[128];
+    switch (k->type) {
+    case CT_STR:
+        if (strlen(value) >= k->size) return kv_err(e, "%s: value too long (max %zu characters)", k->key, k->size - 1);
+        memcpy(p, value, strlen(value) + 1);
+        return 0;
+    case CT_INT:
+    case CT_I64:
+        if (kv_parse_i64(value, &iv, e) != 0) {
+            fmt_range(rs, sizeof rs, k);
+            return kv_err(e, "%s: expected an integer in %s, got '%s'", k->key, rs, value);
+        }
+        if ((double)iv < k->min || (double)iv > k->max) {
+            fmt_range(rs, sizeof rs, k);
+            return kv_err(e, "%s: %s is out of range (allowed %s)", k->key, value, rs);
+        }
+        if (k->type == CT_INT) *(int *)p = (int)iv;
+        else *(int64_t *)p = iv;
+        return 0;
+    case CT_U64:
+        if (parse_u64(value, &uv) != 0)
+            return kv_err(e, "%s: expected an integer in 0..18446744073709551615, got '%s'", k->key, value);
+        *(uint64_t *)p = uv;
+        return 0;
+    case CT_REAL:
+        if (kv_parse_double(value, &dv, e) != 0 || !isfinite(dv)) {
+            fmt_range(rs, sizeof rs, k);
+            return kv_err(e, "%s: expected a finite number in %s, got '%s'", k->key, rs, value);
+        }
+        *(double *)p = dv;
+        return 0;
+    case CT_DUR:
+        if (!strcmp(value, "0")) iv = 0;
+        else if (kv_parse_duration(value, &iv, e) != 0) return kv_err_prefix(e, "%s: ", k->key);
+        *(int64_t *)p = iv;
+        return 0;
+    case CT_SIZE:
+        if (!strcmp(value, "0")) uv = 0;
+        else if (kv_parse_size(value, &uv, e) != 0) return kv_err_prefix(e, "%s: ", k->key);
+        *(uint64_t *)p = uv;
+        return 0;
+    case CT_BOOL:
+        if (parse_bool(value, (int *)p) != 0) return kv_err(e, "%s: expected true or false, got '%s'", k->key, value);
+        return 0;
+    case CT_ENUM: {
+        char list[256] = "";
+        size_t len = 0;
+        for (int i = 0; k->names[i]; i++) {
+            if (!strcmp(k->names[i], value)) {
+                *(int *)p = i;
+                return 0;
+            }
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", k->names[i]);
+        }
+        return kv_err(e, "%s: unknown value '%s' (allowed: %s)", k->key, value, list);
+    }
+    }
+    return kv_err(e, "%s: bad table row", k->key);
+}
+
+/* ------------------------------------------------------------------ knobs */
+
+static int policy_index(const KvPolicyOps *ops)
+{
+    for (int i = 0; i < policy_count() && i < POLICY_MAX_REGISTERED; i++)
+        if (policy_at(i) == ops) return i;
+    return -1;
+}
+
+const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops)
+{
+    int i = policy_index(ops);
+    return i >= 0 ? c->knobs[i] : NULL;
+}
+
+/* The knob named by key: "<policy>.<knob>" or a knob's alias. *pi: registry index, *ki: knob index. */
+static int find_knob(const char *key, int *pi, int *ki)
+{
+    const char *dot = strrchr(key, '.');
+    for (int i = 0; i < policy_count() && i < POLICY_MAX_REGISTERED; i++) {
+        const KvPolicyOps *ops = policy_at(i);
+        for (int j = 0; j < ops->n_knobs; j++) {
+            const PolicyKnob *k = &ops->knobs[j];
+            int hit = dot ? (strlen(ops->name) == (size_t)(dot - key) && !strncmp(ops->name, key, (size_t)(dot - key)) &&
+                             !strcmp(k->name, dot + 1))
+                          : (k->alias && !strcmp(k->alias, key));
+            if (hit) {
+                *pi = i;
+                *ki = j;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int knob_set(SimConfig *c, int pi, int ki, const char *value, KvErr *e)
+{
+    const KvPolicyOps *ops = policy_at(pi);
+    const PolicyKnob *k = &ops->knobs[ki];
+    double v;
+    int b;
+    if (k->type == KNOB_BOOL) {
+        if (parse_bool(value, &b) != 0) return kv_err(e, "%s.%s: expected true or false, got '%s'", ops->name, k->name, value);
+        v = b;
+    } else if (kv_parse_double(value, &v, e) != 0) {
+        return kv_err(e, "%s.%s: expected a number in %g..%g, got '%s'", ops->name, k->name, k->min, k->max, value);
+    }
+    if (policy_knob_check(ops, k, v, e) != 0) return -1;
+    c->knobs[pi][ki] = v;
+    return 0;
+}
+
+static void knob_text(char *b, size_t n, const PolicyKnob *k, double v)
+{
+    if (k->type == KNOB_BOOL) snprintf(b, n, "%s", v != 0 ? "true" : "false");
+    else snprintf(b, n, "%.17g", v);
+}
+
+/* ------------------------------------------------------------------ public */
 
 void sim_config_defaults(SimConfig *c)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->model, sizeof c->model, "Llama-2-7B");
-    snprintf(c->platform, sizeof c->platform, "hcache-a100");
-    snprintf(c->dtype, sizeof c->dtype, "fp16");
-    c->tp = c->pp = c->replicas = 1;
-    snprintf(c->engine, sizeof c->engine, "vllm");
-    c->iter_overhead_ns = -1; /* from the profile */
-    c->token_budget = 512; /* vLLM's chunked-prefill default (max_num_batched_tokens) */
-    c->max_batch = 256;
-    c->restore_share = 1;
-    c->mem_util = 0.9;
-    c->block_tokens = 16;
-    snprintf(c->trace, sizeof c->trace, "sharegpt4");
-    snprintf(c->trace_format, sizeof c->trace_format, "auto");
-    c->seed = 1;
-    c->requests = 0;
-    c->session_rate = 0;
-    c->time_scale = 1;
-    c->think_ns = 0;
-    c->max_context = 0;
-    snprintf(c->store, sizeof c->store, "auto");
-    c->n_ssd = -1;
-    c->state_ttl_ns = 3600LL * 1000000000LL;
-    snprintf(c->save_mode, sizeof c->save_mode, "policy");
-    c->cf_token = c->cf_layer = c->cf_gpu = c->cf_batch = 1;
-    c->quant_bits = 8;
-    c->slo_ttft_ns = 1000000000;
-    c->slo_tbt_ns = 100000000;
-    c->class_edges[0] = 2048;
-    c->class_edges[1] = 16384;
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
+        KvErr e;
+        (void)row_parse(c, &g_keys[i], g_keys[i].def, &e); /* sim_config_table_check proves every default parses */
+    }
+    for (int i = 0; i < policy_count() && i < POLICY_MAX_REGISTERED; i++) {
+        const KvPolicyOps *ops = policy_at(i);
+        for (int j = 0; j < ops->n_knobs && j < POLICY_MAX_KNOBS; j++) c->knobs[i][j] = ops->knobs[j].def;
+    }
     snprintf(c->policy, sizeof c->policy, "recompute");
 }
 
-int64_t sim_profile_overhead_ns(const char *engine, KvErr *e);
-int64_t sim_profile_overhead_ns(const char *engine, KvErr *e)
+int sim_config_table_check(KvErr *e)
 {
-    for (size_t i = 0; i < KV_ARRAY_LEN(g_profiles); i++)
-        if (strcmp(g_profiles[i].name, engine) == 0) return g_profiles[i].overhead_ns;
-    kv_err(e, "unknown engine profile '%s' (known: vllm, sglang, mii, none)", engine);
-    return -1;
+    SimConfig c;
+    memset(&c, 0, sizeof c);
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
+        const CfgKey *k = &g_keys[i];
+        if (row_parse(&c, k, k->def, e) != 0 || row_check(&c, k, e) != 0) return kv_err_prefix(e, "default of ");
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(g_keys[j].key, k->key)) return kv_err(e, "setting '%s' is listed twice", k->key);
+        if (strchr(k->key, '.')) return kv_err(e, "setting '%s': a '.' marks a policy knob", k->key);
+    }
+    for (int i = 0; i < policy_count(); i++) {
+        const KvPolicyOps *ops = policy_at(i);
+        for (int j = 0; j < ops->n_knobs; j++)
+            if (ops->knobs[j].alias && find_key(ops->knobs[j].alias))
+                return kv_err(e, "%s.%s: alias '%s' is also a setting", ops->name, ops->knobs[j].name, ops->knobs[j].alias);
+    }
+    return 0;
 }
-
-typedef enum { K_STR, K_INT, K_U64, K_DBL, K_DUR, K_SIZE, K_BOOL } KeyType;
-typedef struct {
-    const char *key;
-    KeyType type;
-    size_t off;
-    size_t len; /* for strings */
-    const char *help;
-} KeyDef;
-
-#define STR(f, h) {#f, K_STR, offsetof(SimConfig, f), sizeof(((SimConfig *)0)->f), h}
-#define FLD(k, t, f, h) {k, t, offsetof(SimConfig, f), 0, h}
-
-static const KeyDef g_keys[] = {
-    STR(model, "model name from the catalog (kvsim list models)"),
-    STR(platform, "platform name from the catalog (kvsim list platforms)"),
-    STR(dtype, "weights/KV dtype: fp16, bf16, fp8, ..."),
-    FLD("tp", K_INT, tp, "tensor-parallel GPUs per stage"),
-    FLD("pp", K_INT, pp, "pipeline stages per replica"),
-    FLD("replicas", K_INT, replicas, "model replicas (sessions pinned to one)"),
-    STR(engine, "engine profile: vllm, sglang, mii, none"),
-    FLD("iter_overhead", K_DUR, iter_overhead_ns, "host overhead per iteration, e.g. 2 ms (default: profile)"),
-    FLD("token_budget", K_INT, token_budget, "tokens per iteration (chunked prefill)"),
-    FLD("max_batch", K_INT, max_batch, "max requests in an iteration"),
-    FLD("restore_share", K_DBL, restore_share, "share of the token budget restoration compute may use (Cake's GPU availability)"),
-    FLD("mem_util", K_DBL, mem_util, "share of HBM used for weights + KV pool"),
-    FLD("block_tokens", K_INT, block_tokens, "KV block size in tokens"),
-    STR(trace, "generator name (sharegpt4, leval, swebench) or trace file"),
-    STR(trace_format, "auto, csv, mooncake, vidur"),
-    FLD("seed", K_U64, seed, "random seed"),
-    FLD("requests", K_INT, requests, "stop after this many requests (0: all / 1000 for generators)"),
-    FLD("session_rate", K_DBL, session_rate, "sessions per second where the trace has no timestamps"),
-    FLD("time_scale", K_DBL, time_scale, "multiply trace timestamps and think times"),
-    FLD("think", K_DUR, think_ns, "think time between turns without timestamps (0: trace default)"),
-    FLD("max_context", K_INT, max_context, "truncate history+new to this many tokens (0: model max)"),
-    FLD("evict_each_turn", K_BOOL, evict_each_turn, "drop every session's KV from HBM when its turn ends"),
-    STR(store, "saved-state tiers: auto, dram, dram+ssd, dram+remote, remote"),
-    FLD("dram", K_SIZE, dram_bytes, "host DRAM for saved state, e.g. 256 GB (default: platform)"),
-    FLD("n_ssd", K_INT, n_ssd, "SSDs in the array (default: platform)"),
-    STR(nic, "NIC to the remote store, e.g. 10GbE (default: platform)"),
-    STR(save_mode, "how state is saved: policy (its default), turn, iteration (two-stage), direct"),
-    FLD("cf_token", K_BOOL, cf_token, "cacheflow: token-wise two pointers"),
-    FLD("cf_layer", K_BOOL, cf_layer, "cacheflow: layer-wise two pointers"),
-    FLD("cf_gpu", K_BOOL, cf_gpu, "cacheflow: boundary activations for stage-parallel restore"),
-    FLD("cf_batch", K_BOOL, cf_batch, "cacheflow: most-remaining-first IO order"),
-    FLD("quant_bits", K_INT, quant_bits, "kv-quant: bits per KV element, 8 or 4"),
-    FLD("state_ttl", K_DUR, state_ttl_ns, "drop saved state unused this long, e.g. 1 h (0: never)"),
-    FLD("slo_ttft", K_DUR, slo_ttft_ns, "TTFT objective, e.g. 200 ms"),
-    FLD("slo_tbt", K_DUR, slo_tbt_ns, "mean TBT objective per request"),
-    FLD("class_short", K_INT, class_edges[0], "history tokens below which a request is 'short'"),
-    FLD("class_long", K_INT, class_edges[1], "history tokens from which a request is 'long'"),
-    STR(costs, "cost model: 'spec' (roofline from the catalog, default) or a cost store file"),
-    STR(cost_device, "device name to read from the cost store (default: the platform's GPU)"),
-};
 
 int sim_config_set(SimConfig *c, const char *key, const char *value, KvErr *e)
 {
-    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
-        const KeyDef *k = &g_keys[i];
-        if (strcmp(k->key, key) != 0) continue;
-        void *p = (char *)c + k->off;
-        int64_t iv;
-        double dv;
-        uint64_t sz;
-        switch (k->type) {
-        case K_STR:
-            if (strlen(value) >= k->len) return kv_err(e, "%s: value too long (max %zu characters)", key, k->len - 1);
-            memcpy(p, value, strlen(value) + 1);
-            return 0;
-        case K_INT:
-            if (kv_parse_i64(value, &iv, e) != 0) return kv_err_prefix(e, "%s: ", key);
-            if (iv < 0) return kv_err(e, "%s: expected a non-negative integer, got '%s'", key, value);
-            if (k->off == offsetof(SimConfig, tp) || k->off == offsetof(SimConfig, pp) ||
-                k->off == offsetof(SimConfig, replicas) || k->off == offsetof(SimConfig, max_batch) ||
-                k->off == offsetof(SimConfig, block_tokens) || k->off == offsetof(SimConfig, n_ssd) ||
-                k->off == offsetof(SimConfig, quant_bits)) {
-                if (k->off == offsetof(SimConfig, quant_bits) && iv != 4 && iv != 8)
-                    return kv_err(e, "%s: expected 4 or 8, got '%s'", key, value);
-                if (iv > 1000000) return kv_err(e, "%s: %s is too large", key, value);
-                *(int *)p = (int)iv;
-            } else {
-                *(int64_t *)p = iv;
-            }
-            return 0;
-        case K_U64:
-            if (kv_parse_i64(value, &iv, e) != 0 || iv < 0) return kv_err(e, "%s: expected a non-negative integer, got '%s'", key, value);
-            *(uint64_t *)p = (uint64_t)iv;
-            return 0;
-        case K_DBL:
-            if (kv_parse_double(value, &dv, e) != 0) return kv_err_prefix(e, "%s: ", key);
-            if (dv < 0) return kv_err(e, "%s: expected a non-negative number, got '%s'", key, value);
-            *(double *)p = dv;
-            return 0;
-        case K_DUR:
-            if (kv_parse_duration(value, &iv, e) != 0) return kv_err_prefix(e, "%s: ", key);
-            *(int64_t *)p = iv;
-            return 0;
-        case K_SIZE:
-            if (kv_parse_size(value, &sz, e) != 0) return kv_err_prefix(e, "%s: ", key);
-            *(uint64_t *)p = sz;
-            return 0;
-        case K_BOOL:
-            if (!strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "yes") || !strcmp(value, "on")) *(int *)p = 1;
-            else if (!strcmp(value, "0") || !strcmp(value, "false") || !strcmp(value, "no") || !strcmp(value, "off")) *(int *)p = 0;
-            else return kv_err(e, "%s: expected true or false, got '%s'", key, value);
-            return 0;
-        }
+    const CfgKey *k = find_key(key);
+    if (k) {
+        unsigned char old[sizeof c->trace];
+        _Static_assert(sizeof c->trace >= sizeof c->costs, "the largest field");
+        memcpy(old, field(c, k), k->size);
+        if (row_parse(c, k, value, e) == 0 && row_check(c, k, e) == 0) return 0;
+        memcpy(field(c, k), old, k->size);
+        return -1;
     }
-    char list[2048];
+    int pi, ki;
+    if (find_knob(key, &pi, &ki)) return knob_set(c, pi, ki, value, e);
+    char list[4096];
     size_t len = 0;
     for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", g_keys[i].key);
+    for (int i = 0; i < policy_count(); i++)
+        for (int j = 0; j < policy_at(i)->n_knobs; j++)
+            len += (size_t)snprintf(list + len, sizeof list - len, ", %s.%s", policy_at(i)->name, policy_at(i)->knobs[j].name);
     return kv_err(e, "unknown setting '%s' (known: %s)", key, list);
+}
+
+static int is_generator(const char *name)
+{
+    for (int i = 0; i < trace_generator_count(); i++)
+        if (!strcmp(trace_generator_name(i), name)) return 1;
+    return 0;
+}
+
+int sim_config_check(const SimConfig *c, KvErr *e)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++)
+        if (row_check(c, &g_keys[i], e) != 0) return -1;
+    for (int i = 0; i < policy_count() && i < POLICY_MAX_REGISTERED; i++) {
+        const KvPolicyOps *ops = policy_at(i);
+        for (int j = 0; j < ops->n_knobs; j++)
+            if (policy_knob_check(ops, &ops->knobs[j], c->knobs[i][j], e) != 0) return -1;
+    }
+    /* cross-field rules */
+    if (c->restore_share * (double)c->token_budget < 1)
+        return kv_err(e, "restore_share: %g × token_budget %lld leaves less than one token per iteration for restoration "
+                      "(allowed [1/token_budget = %g, 1])",
+                      c->restore_share, (long long)c->token_budget, 1.0 / (double)c->token_budget);
+    if (c->class_edges[0] > c->class_edges[1])
+        return kv_err(e, "class_short: %lld is above class_long %lld (allowed class_short <= class_long)",
+                      (long long)c->class_edges[0], (long long)c->class_edges[1]);
+    if (c->trace_format != SIM_TRACE_AUTO && is_generator(c->trace))
+        return kv_err(e, "trace_format: %s does not apply to the generator '%s' (allowed: auto)",
+                      sim_trace_format_name(c->trace_format), c->trace);
+    KvDtype dt;
+    if (kv_dtype_parse(c->dtype, &dt, e) != 0) return kv_err_prefix(e, "dtype: ");
+    if (!policy_find(c->policy, e)) return kv_err_prefix(e, "policy: ");
+    return 0;
+}
+
+void sim_config_print_knobs(FILE *out, const KvPolicyOps *ops, const char *indent)
+{
+    for (int j = 0; j < ops->n_knobs; j++) {
+        const PolicyKnob *k = &ops->knobs[j];
+        char key[96], def[32], allowed[96];
+        snprintf(key, sizeof key, "%s.%s", ops->name, k->name);
+        knob_text(def, sizeof def, k, k->def);
+        if (k->type == KNOB_BOOL) snprintf(allowed, sizeof allowed, "true|false");
+        else if (k->n_choices) {
+            size_t len = 0;
+            for (int i = 0; i < k->n_choices; i++)
+                len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%g", i ? "|" : "", k->choices[i]);
+        } else {
+            snprintf(allowed, sizeof allowed, "%g..%g", k->min, k->max);
+        }
+        fprintf(out, "%s%-22s %s (default %s; %s%s%s)\n", indent, key, k->help, def, allowed, k->alias ? "; alias " : "",
+                k->alias ? k->alias : "");
+    }
 }
 
 void sim_config_print_keys(FILE *out)
 {
-    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) fprintf(out, "  %-16s %s\n", g_keys[i].key, g_keys[i].help);
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
+        const CfgKey *k = &g_keys[i];
+        char allowed[256] = "";
+        if (k->type == CT_ENUM) {
+            size_t len = 0;
+            for (int j = 0; k->names[j]; j++) len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%s", j ? "|" : "", k->names[j]);
+        } else if (k->type == CT_BOOL) {
+            snprintf(allowed, sizeof allowed, "true|false");
+        } else if (k->type != CT_STR && k->type != CT_U64) {
+            fmt_range(allowed, sizeof allowed, k);
+        }
+        fprintf(out, "  %-16s %s (default %s%s%s)\n", k->key, k->help, k->def, allowed[0] ? "; " : "", allowed);
+    }
+    fprintf(out, "\npolicy knobs (--set POLICY.KNOB=VALUE):\n");
+    for (int i = 0; i < policy_count(); i++) sim_config_print_knobs(out, policy_at(i), "  ");
+}
+
+cJSON *sim_config_json(const SimConfig *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
+        const CfgKey *k = &g_keys[i];
+        const void *p = cfield(c, k);
+        char b[4200];
+        if (is_auto(k, c)) {
+            cJSON_AddStringToObject(o, k->key, k->auto_word);
+            continue;
+        }
+        switch (k->type) {
+        case CT_INT: cJSON_AddNumberToObject(o, k->key, *(const int *)p); break;
+        case CT_I64: cJSON_AddNumberToObject(o, k->key, (double)*(const int64_t *)p); break;
+        case CT_REAL: cJSON_AddNumberToObject(o, k->key, *(const double *)p); break;
+        case CT_BOOL: cJSON_AddBoolToObject(o, k->key, *(const int *)p); break;
+        case CT_U64: /* exact in a JSON double only up to 2^53 */
+            if (*(const uint64_t *)p <= (1ULL << 53)) {
+                cJSON_AddNumberToObject(o, k->key, (double)*(const uint64_t *)p);
+                break;
+            }
+            /* fall through */
+        default:
+            fmt_value(b, sizeof b, c, k);
+            cJSON_AddStringToObject(o, k->key, b);
+        }
+    }
+    for (int i = 0; i < policy_count() && i < POLICY_MAX_REGISTERED; i++) {
+        const KvPolicyOps *ops = policy_at(i);
+        for (int j = 0; j < ops->n_knobs; j++) {
+            char key[96];
+            snprintf(key, sizeof key, "%s.%s", ops->name, ops->knobs[j].name);
+            if (ops->knobs[j].type == KNOB_BOOL) cJSON_AddBoolToObject(o, key, c->knobs[i][j] != 0);
+            else cJSON_AddNumberToObject(o, key, c->knobs[i][j]);
+        }
+    }
+    return o;
+}
+
+/* ------------------------------------------------------------------ resolution */
+
+int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw, const PlatformSpec *p,
+                       const ModelSpec *m, const NicSpec **nic, KvErr *e)
+{
+    if (out != in) memcpy(out, in, sizeof *out);
+    *nic = NULL;
+    /* a replica is one host (DESIGN §4: DRAM, SSD array and NIC per replica): its GPUs are one node's */
+    int64_t gpus = (int64_t)in->tp * in->pp;
+    if (gpus > p->gpus_per_node)
+        return kv_err(e, "tp %d × pp %d = %lld GPUs per replica, but platform %s has %d GPUs per node "
+                      "(allowed tp × pp <= %d; a replica runs on one node, each replica on its own)",
+                      in->tp, in->pp, (long long)gpus, p->name, p->gpus_per_node, p->gpus_per_node);
+    if (out->iter_overhead_ns < 0) out->iter_overhead_ns = sim_engine_overhead_ns(out->engine);
+    if (out->n_ssd < 0) out->n_ssd = p->ssd >= 0 ? p->n_ssd : 0;
+    if (out->n_ssd > 0 && p->ssd < 0 && hw->n_ssds == 0)
+        return kv_err(e, "n_ssd: %d SSDs, but the hardware catalog has no SSD", out->n_ssd);
+    if (!out->nic[0]) {
+        if (p->nic >= 0) snprintf(out->nic, sizeof out->nic, "%s", hw->nics[p->nic].name);
+        else snprintf(out->nic, sizeof out->nic, "none");
+    }
+    if (strcmp(out->nic, "none") != 0) {
+        if (!(*nic = hw_find_nic(hw, out->nic, e))) return kv_err_prefix(e, "nic: ");
+        snprintf(out->nic, sizeof out->nic, "%s", (*nic)->name);
+    }
+    if (out->store == SIM_STORE_AUTO)
+        out->store = out->n_ssd > 0 ? SIM_STORE_DRAM_SSD : *nic ? SIM_STORE_DRAM_REMOTE : SIM_STORE_DRAM;
+    if (out->store == SIM_STORE_DRAM_SSD && out->n_ssd == 0)
+        return kv_err(e, "store: dram+ssd, but platform %s has no SSD (set n_ssd)", p->name);
+    if ((out->store == SIM_STORE_DRAM_REMOTE || out->store == SIM_STORE_REMOTE) && !*nic)
+        return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", g_store_names[out->store], p->name);
+    if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
+    if (out->max_context == 0) out->max_context = m->max_pos;
+    if (!out->cost_device[0]) snprintf(out->cost_device, sizeof out->cost_device, "%s", hw->gpus[p->gpu].name);
+    return 0;
 }

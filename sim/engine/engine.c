@@ -23,7 +23,6 @@
 #include "sim/cost/spec.h"
 #include "traces/trace.h"
 
-int64_t sim_profile_overhead_ns(const char *engine, KvErr *e);
 
 enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
 /* same-instant order: completions, then iteration progress, then arrivals, then scheduling */
@@ -1622,11 +1621,16 @@ static void iter_done(Sim *sm, Replica *rp)
 int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e)
 {
     memset(w, 0, sizeof *w);
-    w->cfg = cfg;
+    /* the tables first, then the settings: all before any catalog, trace or cost store is opened */
+    if (policy_registry_check_builtin(e) != 0 || sim_config_table_check(e) != 0 || sim_config_check(cfg, e) != 0) return -1;
+    w->cfg = &w->resolved;
     if (model_catalog_load(&w->models, NULL, e) != 0) return -1;
     if (hw_catalog_load(&w->hw, NULL, e) != 0) goto fail;
     if (!(w->model = model_find(&w->models, cfg->model, e))) goto fail;
     if (!(w->platform = hw_find_platform(&w->hw, cfg->platform, e))) goto fail;
+    if (sim_config_resolve(&w->resolved, cfg, &w->hw, w->platform, w->model, &w->nic, e) != 0) goto fail;
+    w->save_tier = w->resolved.store == SIM_STORE_DRAM_SSD ? TIER_SSD : w->resolved.store == SIM_STORE_DRAM ? TIER_DRAM : TIER_REMOTE;
+    cfg = w->cfg;
     KvDtype dt;
     if (kv_dtype_parse(cfg->dtype, &dt, e) != 0) goto fail;
     w->ly = (ModelLayout){w->model, dt, cfg->tp, cfg->pp};
@@ -1719,8 +1723,7 @@ static int sim_setup(Sim *sm)
     sm->kv_tok_layer = (double)model_kv_bytes_per_token_layer(&w->ly);
     sm->kv_tok_layer_gpu = (double)model_kv_bytes_per_token_layer_gpu(&w->ly);
     sm->hid_tok_layer = (double)model_hidden_bytes_per_token_layer(&w->ly);
-    sm->overhead_ns = cfg->iter_overhead_ns >= 0 ? cfg->iter_overhead_ns : sim_profile_overhead_ns(cfg->engine, sm->e);
-    if (sm->overhead_ns < 0) return -1;
+    sm->overhead_ns = cfg->iter_overhead_ns; /* resolved from the engine profile by sim_world_open */
     sm->max_ctx = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
     /* channels' rates */
     /* host-link rates: measured curves of the cost model when it has them, else the catalog */
@@ -1731,15 +1734,10 @@ static int sim_setup(Sim *sm)
     sm->rate_h2d = h2d_bps / 1e9;
     sm->rate_d2h = d2h_bps / 1e9;
     sm->lat_link = link->latency_ns;
-    int n_ssd = cfg->n_ssd >= 0 ? cfg->n_ssd : (p->ssd >= 0 ? p->n_ssd : 0);
+    int n_ssd = cfg->n_ssd; /* n_ssd, nic and store: resolved and checked by sim_world_open */
     const SsdSpec *ssd = p->ssd >= 0 ? &hw->ssds[p->ssd] : (hw->n_ssds ? &hw->ssds[0] : NULL);
     if (n_ssd > 0 && !ssd) return kv_err(sm->e, "n_ssd %d but the catalog has no SSD", n_ssd);
-    const NicSpec *nic = NULL;
-    if (cfg->nic[0]) {
-        if (!(nic = hw_find_nic(hw, cfg->nic, sm->e))) return -1;
-    } else if (p->nic >= 0) {
-        nic = &hw->nics[p->nic];
-    }
+    const NicSpec *nic = w->nic;
     sm->rate_ssd_r = n_ssd > 0 ? ssd->read_bytes_per_s * n_ssd / 1e9 : 0;
     sm->rate_ssd_w = n_ssd > 0 ? ssd->write_bytes_per_s * n_ssd / 1e9 : 0;
     sm->lat_ssd = n_ssd > 0 ? ssd->read_latency_ns : 0;
@@ -1748,15 +1746,9 @@ static int sim_setup(Sim *sm)
     sm->rate_nic = nic ? nic->bytes_per_s / 1e9 : 0;
     sm->lat_nic = nic ? nic->latency_ns : 0;
     /* tiers */
-    const char *st = cfg->store;
-    int auto_ = strcmp(st, "auto") == 0;
-    sm->use_dram = auto_ || strncmp(st, "dram", 4) == 0;
-    sm->use_ssd = (auto_ && n_ssd > 0) || strcmp(st, "dram+ssd") == 0;
-    sm->use_remote = (auto_ && n_ssd == 0 && nic) || strcmp(st, "dram+remote") == 0 || strcmp(st, "remote") == 0;
-    if (!auto_ && strcmp(st, "dram") && strcmp(st, "dram+ssd") && strcmp(st, "dram+remote") && strcmp(st, "remote"))
-        return kv_err(sm->e, "store '%s': expected auto, dram, dram+ssd, dram+remote or remote", st);
-    if (sm->use_ssd && n_ssd == 0) return kv_err(sm->e, "store %s: platform %s has no SSD (set n_ssd)", st, p->name);
-    if (sm->use_remote && !nic) return kv_err(sm->e, "store %s: platform %s has no NIC to a remote store (set nic)", st, p->name);
+    sm->use_dram = cfg->store != SIM_STORE_REMOTE;
+    sm->use_ssd = cfg->store == SIM_STORE_DRAM_SSD;
+    sm->use_remote = cfg->store == SIM_STORE_DRAM_REMOTE || cfg->store == SIM_STORE_REMOTE;
     sm->dram_cap = sm->use_dram ? (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes) : 0;
     sm->ssd_cap = sm->use_ssd ? (double)n_ssd * (double)ssd->capacity_bytes : 0;
     sm->remote_cap = p->remote_bytes;
@@ -1901,20 +1893,13 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     memset(w->cost.extrapolations, 0, sizeof w->cost.extrapolations);
     if (evq_init(&sm->q, e) != 0) return -1;
     if (sim_setup(sm) != 0) goto done;
-    sm->env = (PolicyEnv){sm->cfg, &w->ly, &w->hw, w->platform, &w->cost, sm->overhead_ns, sm->cfg->token_budget, sm,
-                          est_layer_ns, est_load_layer_ns};
+    sm->env = (PolicyEnv){.ly = &w->ly, .hw = &w->hw, .platform = w->platform, .cost = &w->cost,
+                          .iter_overhead_ns = sm->overhead_ns, .token_budget = sm->cfg->token_budget, .core = sm,
+                          .est_layer_ns = est_layer_ns, .est_load_layer_ns = est_load_layer_ns,
+                          .save_tier = w->save_tier, .ops = pol, .knobs = sim_config_knobs(sm->cfg, pol)};
     if (pol->init && pol->init(&sm->env, &sm->pstate, e) != 0) goto done;
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);
-    sm->save_mode = pol->save_mode;
-    if (sm->cfg->save_mode[0] && strcmp(sm->cfg->save_mode, "policy") != 0) {
-        if (!strcmp(sm->cfg->save_mode, "turn")) sm->save_mode = SAVE_TURN_END;
-        else if (!strcmp(sm->cfg->save_mode, "iteration")) sm->save_mode = SAVE_PER_ITERATION;
-        else if (!strcmp(sm->cfg->save_mode, "direct")) sm->save_mode = SAVE_DIRECT;
-        else {
-            kv_err(e, "save_mode '%s': expected policy, turn, iteration or direct", sm->cfg->save_mode);
-            goto done;
-        }
-    }
+    sm->save_mode = sim_config_save_mode(sm->cfg, pol);
     out->saved_bytes_per_token = sm->save_bpt;
     if (sm->save_bpt > 0 && !sm->use_dram && !sm->use_ssd && !sm->use_remote) {
         kv_err(e, "policy %s saves state but no tier is configured", pol->name);
@@ -1922,7 +1907,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     }
     TraceOptions to = {0};
     to.source = sm->cfg->trace;
-    to.format = sm->cfg->trace_format;
+    to.format = sim_trace_format_name(sm->cfg->trace_format);
     to.seed = sm->cfg->seed;
     to.session_rate_per_s = sm->cfg->session_rate;
     to.time_scale = sm->cfg->time_scale > 0 ? sm->cfg->time_scale : 1;

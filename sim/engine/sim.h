@@ -1,7 +1,8 @@
 /* sim.h — the simulator's configuration, its run-time objects and the public entry point.
  *
  * A run replays one trace against one policy on one modelled cluster and fills a SimResult.
- * SimConfig is validated once (sim_config_check) and is const during the run; all run state lives
+ * SimConfig is validated once (sim_config_check, then sim_config_resolve against the catalogs in
+ * sim_world_open) and is const during the run; all run state lives
  * in the Sim object (engine.c), so runs of several policies over the same config are independent.
  *
  * Modelling choices that a user must know (README "Model"):
@@ -36,11 +37,30 @@
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/base/util.h"
+#include "policies/policy.h"
 
 #define SIM_MAX_LAYERS 256
 #define SIM_MAX_STAGES 16
 #define SIM_CLASSES 3
 
+/* Enum-like settings, parsed once by sim_config_set (names in config.c's table). */
+typedef enum SimEngine { SIM_ENGINE_VLLM = 0, SIM_ENGINE_SGLANG, SIM_ENGINE_MII, SIM_ENGINE_NONE } SimEngine;
+typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONCAKE, SIM_TRACE_VIDUR } SimTraceFormat;
+/* saved-state tiers; AUTO is resolved by sim_world_open from the platform (never seen by the engine) */
+typedef enum SimStore {
+    SIM_STORE_AUTO = 0,
+    SIM_STORE_DRAM,
+    SIM_STORE_DRAM_SSD,
+    SIM_STORE_DRAM_REMOTE,
+    SIM_STORE_REMOTE,
+} SimStore;
+/* POLICY: each policy's own SaveMode (KvPolicyOps.save_mode); else forced for every policy */
+typedef enum SimSaveMode { SIM_SAVE_POLICY = 0, SIM_SAVE_TURN, SIM_SAVE_ITERATION, SIM_SAVE_DIRECT } SimSaveMode;
+
+/* The settings of a run. ONE table in config.c lists every key (its --set name, type, unit,
+ * default, range, help) and generates the defaults, the parser, --help, sim_config_check and the
+ * JSON record; a new setting is a field here plus a row there. Values marked "derived" hold a
+ * sentinel until sim_world_open resolves them (SimWorld.cfg points at the resolved copy). */
 typedef struct SimConfig {
     /* the system */
     char model[64];
@@ -48,8 +68,8 @@ typedef struct SimConfig {
     char dtype[8];
     int tp, pp, replicas;
     /* engine */
-    char engine[16];            /* profile name: vllm, sglang, mii */
-    int64_t iter_overhead_ns;   /* per-iteration host overhead (from the profile unless set) */
+    SimEngine engine;           /* profile: fixed host overhead per iteration */
+    int64_t iter_overhead_ns;   /* per-iteration host overhead; derived: -1 = the engine profile's */
     int64_t token_budget;       /* tokens per iteration (decode + prefill + restoration compute) */
     double restore_share;       /* at most this share of the budget for restoration compute (1: no cap) */
     int max_batch;
@@ -57,41 +77,74 @@ typedef struct SimConfig {
     int block_tokens;
     /* workload */
     char trace[4096];           /* generator name or path */
-    char trace_format[16];
+    SimTraceFormat trace_format;
     uint64_t seed;
     int64_t requests;           /* max requests (0: whole trace; generators: 1000) */
     double session_rate;        /* sessions per second where the trace has no timestamps */
-    double time_scale;
+    double time_scale;          /* > 0 */
     int64_t think_ns;
-    int64_t max_context;        /* 0: the model's max_position_embeddings */
+    int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
     int evict_each_turn;
     /* storage */
-    char store[16];             /* "auto" | "dram" | "dram+ssd" | "dram+remote" | "remote" */
-    uint64_t dram_bytes;        /* 0: platform */
-    int n_ssd;                  /* -1: platform */
-    char nic[64];               /* "": platform */
-    int64_t state_ttl_ns;
-    char save_mode[16];
-    /* CacheFlow's axes, for ablations */
-    int cf_token, cf_layer, cf_gpu, cf_batch;
-    int quant_bits;             /* kv-quant: bits per KV element (8 or 4) */         /* "policy" (its own), "turn", "iteration", "direct" */       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
+    SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
+    uint64_t dram_bytes;        /* derived: 0 = the platform's */
+    int n_ssd;                  /* derived: -1 = the platform's */
+    char nic[64];               /* derived: "" = the platform's; "none": no remote store */
+    int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
+    SimSaveMode save_mode;
     /* SLOs and classes */
     int64_t slo_ttft_ns;
     int64_t slo_tbt_ns;
     int64_t class_edges[SIM_CLASSES - 1]; /* history tokens: short < e0 <= medium < e1 <= long */
     /* cost model */
-    char costs[4096];           /* "" or "spec": in-memory spec model; else a store path */
-    char cost_device[128];      /* device name in the store ("": the platform's GPU) */
-    /* run */
+    char costs[4096];           /* "spec": in-memory spec model; else a store path */
+    char cost_device[128];      /* derived: "" = the platform's GPU (device name in the store) */
+    /* policies' knobs, by registry index (policy_at) and knob-table order; defaults unless set */
+    double knobs[POLICY_MAX_REGISTERED][POLICY_MAX_KNOBS];
+    /* run options, not settings of the experiment (not in the table) */
     char policy[32];
     int quiet;
 } SimConfig;
 
 void sim_config_defaults(SimConfig *c);
-/* key=value (the --set syntax); errors list the known keys */
+/* key=value (the --set syntax; config files go through it too). Keys are the table's names, or
+ * <policy>.<knob> for a policy's knob (or the knob's alias, e.g. cf_gpu). The value is parsed by
+ * the key's type and unit and checked against its range; on error the message names the key, the
+ * value and what is allowed (unknown keys list the known ones), and *c is unchanged. */
 int sim_config_set(SimConfig *c, const char *key, const char *value, KvErr *e);
-/* keys and one-line help, for --help */
+/* Every rule that needs no catalog: each key's range (also for fields set directly in C), the
+ * knobs, and the cross-field rules (restore_share × token_budget >= 1, class_short <= class_long,
+ * no trace_format for a generator, a known dtype). The catalog-dependent rules (a replica's
+ * tp × pp GPUs fit one node of the platform, the model fits, the store's tiers exist) run in
+ * sim_world_open. */
+int sim_config_check(const SimConfig *c, KvErr *e);
+/* The table itself: every default parses and passes its range, keys are unique, no knob alias
+ * shadows a setting (sim_world_open runs it with policy_registry_check). */
+int sim_config_table_check(KvErr *e);
+/* keys, defaults, ranges and one-line help, for --help; then every policy's knobs */
 void sim_config_print_keys(FILE *out);
+/* one policy's knobs (for kvsim list policies), each line prefixed by indent */
+void sim_config_print_knobs(FILE *out, const KvPolicyOps *ops, const char *indent);
+/* The settings as a JSON object under the names --set accepts, values in the syntax it accepts
+ * ("2 ms", "256 GB", enum names, numbers, booleans); knobs as "<policy>.<knob>". Applied back
+ * through sim_config_set it gives the same SimConfig. Give it SimWorld.cfg to record resolved
+ * values. NULL when out of memory. */
+struct cJSON *sim_config_json(const SimConfig *c);
+/* The policy's knob values in table order (NULL when ops is not a registered policy). */
+const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
+/* The save mode a run of ops uses under c. */
+SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops);
+const char *sim_save_mode_name(SaveMode m);         /* "turn", "iteration", "direct" */
+const char *sim_trace_format_name(SimTraceFormat f); /* "auto", "csv", ... (TraceOptions.format) */
+/* The engine profile's per-iteration host overhead. */
+int64_t sim_engine_overhead_ns(SimEngine engine);
+/* Resolve the derived values against the catalogs (out = in with every sentinel replaced: profile
+ * overhead, n_ssd, nic, store tiers, DRAM, max_context, cost device) and check what needs them: a
+ * replica's tp × pp GPUs fit one node (each replica has its own host: DRAM, SSDs, NIC), the SSDs
+ * and NIC the store needs exist. *nic: the remote
+ * store's NIC or NULL. Messages name the key, the value and the platform. */
+int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw, const PlatformSpec *p,
+                       const ModelSpec *m, const NicSpec **nic, KvErr *e);
 
 typedef struct SimClassStats {
     Hist ttft, restore;
@@ -126,9 +179,12 @@ typedef struct SimResult {
 
 void sim_result_free(SimResult *r);
 
-/* Everything a run needs, resolved once (catalog entries, cost model). */
+/* Everything a run needs, resolved once (catalog entries, cost model, the derived settings). */
 typedef struct SimWorld {
-    const SimConfig *cfg;
+    const SimConfig *cfg;       /* = &resolved */
+    SimConfig resolved;         /* the caller's config with every derived value resolved */
+    const NicSpec *nic;         /* the remote store's NIC, or NULL */
+    Tier save_tier;             /* where saved state goes after DRAM spills (PolicyEnv.save_tier) */
     ModelCatalog models;
     HwCatalog hw;
     const ModelSpec *model;
@@ -138,6 +194,8 @@ typedef struct SimWorld {
     char cost_source[512];
 } SimWorld;
 
+/* Checks the policy registry and cfg (sim_config_check) before opening anything, then loads the
+ * catalogs, resolves cfg (sim_config_resolve) and builds the cost model. w may not be copied. */
 int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e);
 void sim_world_close(SimWorld *w);
 
