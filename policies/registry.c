@@ -116,7 +116,7 @@ int policy_knob_index(const KvPolicyOps *ops, const char *name)
 
 int policy_knob_check(const KvPolicyOps *ops, const PolicyKnob *k, double v, KvErr *e)
 {
-    if (!isfinite(v)) return kv_err(e, "%s.%s: %g is not a finite number", ops->name, k->name, v);
+    if (!isfinite(v)) return kv_err(e, "%s.%s: %g is not a finite number (allowed %g..%g)", ops->name, k->name, v, k->min, k->max);
     if (k->type == KNOB_BOOL && v != 0 && v != 1) return kv_err(e, "%s.%s: expected true or false, got %g", ops->name, k->name, v);
     if (k->type == KNOB_INT && v != floor(v)) return kv_err(e, "%s.%s: expected an integer, got %g", ops->name, k->name, v);
     if (v < k->min || v > k->max)

@@ -96,6 +96,61 @@ contains "bad config names file and key" "badcfg.json"
 echo '{"model": ' > "$tmp/brokencfg.json"
 expect 1 "broken config JSON" "$B"/kvsim run --config "$tmp/brokencfg.json" --out "$tmp/x" --quiet
 contains "broken config names the file" "brokencfg.json"
+# settings: refused by name with the allowed range, as usage errors (exit 2), before running
+expect 2 "token_budget=0 refused" "$B"/kvsim run --set token_budget=0 --out "$tmp/x" --quiet
+contains "token_budget=0 names key and range" "token_budget: 0 is out of range (allowed 1..1048576)"
+expect 2 "mem_util=1.5 refused" "$B"/kvsim run --set mem_util=1.5 --out "$tmp/x" --quiet
+contains "mem_util names its range" "mem_util: 1.5 is out of range (allowed (0, 1])"
+expect 2 "time_scale=nan refused" "$B"/kvsim run --set time_scale=nan --out "$tmp/x" --quiet
+contains "time_scale nan named" "time_scale"
+expect 2 "think beyond 10^6 s refused" "$B"/kvsim run --set "think=300 h" --out "$tmp/x" --quiet
+contains "think names its range" "0 s..1000000 s"
+expect 2 "restore_share below 1/token_budget refused" "$B"/kvsim run --set restore_share=0.001 --out "$tmp/x" --quiet
+contains "restore_share names token_budget" "1/token_budget"
+expect 2 "unknown save_mode refused" "$B"/kvsim run --set save_mode=sometimes --out "$tmp/x" --quiet
+contains "save_mode lists the modes" "policy, turn, iteration, direct"
+expect 2 "kv-quant.bits=5 refused" "$B"/kvsim run --set kv-quant.bits=5 --out "$tmp/x" --quiet
+contains "kv-quant.bits lists 4, 8" "allowed: 4, 8"
+expect 1 "tp 16 on a 4-GPU platform refused" "$B"/kvsim run --tp 16 --out "$tmp/x" --quiet
+contains "tp 16 names the platform's GPUs" "platform hcache-a100 has 4 GPUs per node"
+if [ -e "$tmp/x/summary.json" ]; then bad "refused settings write nothing"; else ok "refused settings write nothing"; fi
+expect 0 "--help lists policy knobs" "$B"/kvsim run --help
+contains "--help lists cacheflow.gpu" "cacheflow.gpu"
+contains "--help shows defaults" "(default 512; 1..1048576)"
+expect 0 "list policies" "$B"/kvsim list policies
+contains "list policies lists kv-quant.bits" "kv-quant.bits"
+
+# knobs: the new spelling and the old one give the same results; summary.json records them
+expect 0 "cacheflow.gpu=0" "$B"/kvsim compare --policies cacheflow --pp 2 --requests 60 --set cacheflow.gpu=0 --quiet --out "$tmp/k1"
+expect 0 "cf_gpu=0 (alias)" "$B"/kvsim compare --policies cacheflow --pp 2 --requests 60 --set cf_gpu=0 --quiet --out "$tmp/k2"
+if cmp -s "$tmp/k1/requests.csv" "$tmp/k2/requests.csv"; then ok "alias gives identical requests.csv"; else bad "alias gives identical requests.csv"; fi
+if python3 - "$tmp/k1/summary.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = d["policies"][0]["knobs"]
+assert k == {"save_mode": "turn", "token": True, "layer": True, "gpu": False, "batch": True}, k
+c = d["inputs"]["config"]
+assert c["cacheflow.gpu"] is False and c["kv-quant.bits"] == 8, c
+assert c["iter_overhead"] == "2 ms" and c["store"] == "dram+ssd" and c["n_ssd"] == 4 and c["nic"] == "none", c
+assert c["save_mode"] == "turn" and c["think"] == "0 s" and c["state_ttl"] == "1 h" and c["policies"] == "cacheflow", c
+for old in ("iter_overhead_ns", "think_ns", "cacheflow_axes", "quant_bits", "state_ttl_ns", "slo_ttft_ns"):
+    assert old not in c, old
+PY
+then ok "summary.json records knobs and resolved settings under --set names"; else bad "summary.json records knobs and resolved settings"; fi
+
+# round trip: a summary.json given as --config re-runs the same experiment
+expect 0 "experiment to replay" "$B"/kvsim compare --policies recompute,hcache,kv-quant --requests 80 --platform cacheflow-a100-40g \
+  --model Llama-3.1-8B --set token_budget=1024 --set restore_share=0.5 --set "think=20 s" --set quant_bits=4 \
+  --set "dram=4 GB" --set engine=sglang --seed 7 --quiet --out "$tmp/rt1"
+expect 0 "replay from summary.json" "$B"/kvsim compare --config "$tmp/rt1/summary.json" --quiet --out "$tmp/rt2"
+for f in requests.csv table.md; do
+  if cmp -s "$tmp/rt1/$f" "$tmp/rt2/$f"; then ok "replay gives identical $f"; else bad "replay gives identical $f"; fi
+done
+python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['inputs']['config'], open(sys.argv[2], 'w'))" \
+  "$tmp/rt1/summary.json" "$tmp/rt-config.json"
+expect 0 "replay from the inputs.config object" "$B"/kvsim compare --config "$tmp/rt-config.json" --quiet --out "$tmp/rt3"
+if cmp -s "$tmp/rt1/requests.csv" "$tmp/rt3/requests.csv"; then ok "inputs.config object replays identically"; else bad "inputs.config object replays identically"; fi
+
 # a good result is not overwritten by a failing run
 cp -r "$tmp/a" "$tmp/keep"
 expect 1 "failing run into a good result dir" "$B"/kvsim run --trace "$tmp/bad.csv" --out "$tmp/keep" --quiet

@@ -23,7 +23,6 @@
 #include "sim/cost/spec.h"
 #include "traces/trace.h"
 
-
 enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
 /* same-instant order: completions, then iteration progress, then arrivals, then scheduling */
 static const uint32_t g_rank[] = {0, 0, 1, 2, 3, 3, 4};
