@@ -1,6 +1,10 @@
 /* kvsim_main.c — the kvsim command line: list the catalogs, run one policy or compare several on
  * the same trace and seed, write summary.json + requests.csv and print the Markdown table.
- * Only this file (and kvcal_main.c) prints and exits; everything else returns a status. */
+ * Only this file (and calibrate/cli/) prints and exits; everything else returns a status.
+ * Every command parses its options with sim/base/opt.h from the tables below (so --help lists
+ * exactly what is accepted). Exit codes: 0 success; 1 failure (files, stores, names looked up in
+ * the model/hardware catalogs or scenarios, a trace that cannot be read, the run); 2 usage error
+ * (unknown, missing or repeated option, a value of the wrong form, an unknown policy or setting). */
 #include <cJSON.h>
 #include <stdarg.h>
 #include <stdlib.h>
