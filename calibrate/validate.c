@@ -8,7 +8,7 @@
  *             K layers (the time of a GEMM does not depend on the values).
  *   files     <scratch>/kvcal-validate.<pid>.{calib,kv,hidden}, each padded to 4 KiB for O_DIRECT,
  *             written once (untimed, fdatasync) and removed at the end.
- * Only kvcal_cmd_validate prints.
+ * Library code: never prints (the command line, kvcal validate, is calibrate/cli/validate_cmd.c).
  */
 #include "calibrate/validate.h"
 
@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "calibrate/calib_run.h"
 #include "kernels/cpu.h"
 
 #define VAL_ALIGN 4096
@@ -568,133 +567,4 @@ out:
     free(op_samples);
     slice_free(&s);
     return rc;
-}
-
-/* ============================================================================ CLI */
-
-static void validate_usage(FILE *f)
-{
-    fprintf(f, "usage: kvcal validate --db COSTS --model M [--layers K] [--tokens N] [--dir SCRATCH]\n"
-               "                      [--device-name cpu] [--reps R] [--max-error 50%%]\n"
-               "  Runs a real restoration of K layers (default 2) x N history tokens (default 256: inside the quick calibration grid) of model M\n"
-               "  on this CPU -- recompute, KV load from a file, hidden-state load + K/V projection -- and\n"
-               "  compares the measured times (median of R=3 after a warm-up) with the prediction of the\n"
-               "  cost model (device, M, fp16, tp 1) in COSTS, filled by kvcal run --backend cpu.\n"
-               "  --max-error E: exit 1 when a ratio measured/predicted is outside [1/(1+E), 1+E].\n");
-}
-
-static int parse_int_opt(const char *name, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    KvErr e;
-    if (kv_parse_i64(v, out, &e) != 0 || *out < lo || *out > hi) {
-        fprintf(stderr, "kvcal validate: %s: expected an integer in %lld..%lld, got '%s'\n", name, (long long)lo,
-                (long long)hi, v);
-        return -1;
-    }
-    return 0;
-}
-
-int kvcal_cmd_validate(int argc, char **argv)
-{
-    const char *db = NULL, *model = NULL, *dir = NULL, *device = "cpu", *max_err = NULL;
-    int64_t layers = 2, tokens = 256, reps = 3;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            validate_usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "kvcal validate: option %s needs a value (kvcal validate --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--db")) db = v;
-        else if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--dir")) dir = v;
-        else if (!strcmp(a, "--device-name")) device = v;
-        else if (!strcmp(a, "--max-error")) max_err = v;
-        else if (!strcmp(a, "--layers")) {
-            if (parse_int_opt(a, v, 1, 4096, &layers) != 0) return 2;
-        } else if (!strcmp(a, "--tokens")) {
-            if (parse_int_opt(a, v, 1, 1 << 20, &tokens) != 0) return 2;
-        } else if (!strcmp(a, "--reps")) {
-            if (parse_int_opt(a, v, 1, 1000, &reps) != 0) return 2;
-        } else {
-            fprintf(stderr, "kvcal validate: unknown option '%s' (kvcal validate --help)\n", a);
-            return 2;
-        }
-    }
-    if (!db || !model) {
-        fprintf(stderr, "kvcal validate: --db and --model are required\n");
-        return 2;
-    }
-    KvErr e = {{0}};
-    double tol = -1;
-    if (max_err && calib_parse_tolerance(max_err, &tol, &e) != 0) {
-        fprintf(stderr, "kvcal validate: --max-error: %s\n", e.msg);
-        return 2;
-    }
-    ModelCatalog mc;
-    if (model_catalog_load(&mc, NULL, &e) != 0) {
-        fprintf(stderr, "kvcal validate: %s\n", e.msg);
-        return 1;
-    }
-    const ModelSpec *m = model_find(&mc, model, &e);
-    if (!m) {
-        fprintf(stderr, "kvcal validate: %s\n", e.msg);
-        model_catalog_free(&mc);
-        return 2;
-    }
-    CostModel cm;
-    if (validate_load_cost_model(&cm, db, device, m->name, &e) != 0) {
-        fprintf(stderr, "kvcal validate: %s\n", e.msg);
-        model_catalog_free(&mc);
-        return 1;
-    }
-    ValidateOptions o = {.model = m, .layers = (int)layers, .tokens = tokens, .scratch_dir = dir, .reps = (int)reps};
-    ValidateResult r;
-    int rc = validate_run(&cm, &o, &r, &e);
-    if (rc != 0) {
-        fprintf(stderr, "kvcal validate: %s\n", e.msg);
-        cost_model_free(&cm);
-        model_catalog_free(&mc);
-        return 1;
-    }
-    printf("kvcal validate: %s, %d layers x %lld tokens, fp32 on this CPU (%d attention threads, gemm %s)\n",
-           m->name, r.layers, (long long)r.tokens, kcpu_threads(), kcpu_gemm_backend());
-    printf("cost model: %s, device '%s'\n", cm.source, cm.device);
-    printf("files: KV %.1f MiB, hidden states %.1f MiB; %s\n", (double)r.kv_bytes / (1 << 20),
-           (double)r.hidden_bytes / (1 << 20), r.io_note);
-    printf("%s\n", r.read_source);
-    printf("\n%-16s %12s %12s %8s\n", "what", "measured ms", "predicted ms", "ratio");
-    int bad = 0;
-    for (int w = 0; w < VALIDATE_N_ROWS; w++) {
-        double ms = r.measured_ns[w] / 1e6, pm = r.pred.ns[w] / 1e6;
-        int out_of = w < VALIDATE_N_MAIN && tol >= 0 && !validate_ratio_ok(r.measured_ns[w], r.pred.ns[w], tol);
-        bad |= out_of;
-        printf("%-16s %12.2f %12.2f %8.3f%s\n", validate_what_name((ValidateWhat)w), ms, pm,
-               pm > 0 ? ms / pm : NAN, out_of ? "  OUT OF TOLERANCE" : "");
-    }
-    printf("(ratio = measured / predicted; recompute predicted = %d x %.2f ms per layer)\n", r.layers,
-           r.pred.layer_ns / 1e6);
-    printf("\nrecompute by op (%d layers)\n", r.layers);
-    static const CostOp parts[] = {OP_GEMM_QKV, OP_GEMM_O,   OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN,
-                                   OP_ATTN_PREFILL, OP_NORM, OP_ACT,         OP_ROPE};
-    for (size_t i = 0; i < KV_ARRAY_LEN(parts); i++) {
-        CostOp op = parts[i];
-        if (op == OP_ROPE && m->pos != POS_ROPE) continue;
-        double ms = r.recompute_op_ns[op] / 1e6, pm = r.layers * r.pred.layer_op_ns[op] / 1e6;
-        printf("  %-14s %12.2f %12.2f %8.3f\n", cost_op_name(op), ms, pm, pm > 0 ? ms / pm : NAN);
-    }
-    printf("  %-14s %12.2f %12s %8s\n", "split+residual", r.recompute_other_ns / 1e6, "(none)", "-");
-    if (r.pred.extrapolations)
-        printf("warning: %llu of the prediction's lookups extrapolated beyond the calibrated points\n",
-               (unsigned long long)r.pred.extrapolations);
-    if (tol >= 0)
-        printf("max error %.0f%%: %s\n", tol * 100, bad ? "FAILED" : "ok");
-    cost_model_free(&cm);
-    model_catalog_free(&mc);
-    if (fflush(stdout) != 0) return 1;
-    return bad ? 1 : 0;
 }

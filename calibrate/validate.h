@@ -27,7 +27,7 @@
  * (kvsim runs the same arithmetic through its policies), GPUs, MoE models (refused).
  * Not modelled by the prediction (so part of the measured/predicted ratio): residual adds, the
  * Q/K/V splits, file open/close.
- * Invariants: library functions never print or exit (kvcal_cmd_validate, the CLI, does); files
+ * Invariants: library functions never print or exit (the CLI, calibrate/cli/validate_cmd.c, does); files
  * created in the scratch directory (and the directory itself when validate made it) are removed
  * before returning, on success and on failure.
  */
@@ -110,11 +110,5 @@ int validate_run(CostModel *cm, const ValidateOptions *o, ValidateResult *r, KvE
 
 /* measured / predicted within [1/(1+tol), 1+tol]; 0 when predicted <= 0 or measured is not finite. */
 int validate_ratio_ok(double measured_ns, double predicted_ns, double tol);
-
-/* CLI (prints; returns the exit code). argv[0] is "validate".
- *   kvcal validate --db COSTS --model M [--layers K] [--tokens N] [--dir SCRATCH]
- *                  [--device-name cpu] [--reps R] [--max-error 50%]
- *   0 done (and within --max-error), 1 a ratio outside --max-error or a failure, 2 usage error. */
-int kvcal_cmd_validate(int argc, char **argv);
 
 #endif

@@ -77,41 +77,41 @@ if [ "$(cut -d, -f2-9 "$tmp/cmp/requests.csv" | grep -c .)" -gt 0 ] && \
 else bad "compare replays the same requests for every policy"; fi
 
 # bad input: clear message, non-zero exit, nothing half-written
-expect 1 "unknown model" "$B"/kvsim run --model Llama-9 --out "$tmp/x" --quiet
+expect 1 "unknown model" "$B"/kvsim run --policy recompute --model Llama-9 --out "$tmp/x" --quiet
 contains "unknown model lists the known ones" "Llama-2-13B"
-expect 1 "unknown platform" "$B"/kvsim run --platform nowhere --out "$tmp/x" --quiet
+expect 1 "unknown platform" "$B"/kvsim run --policy recompute --platform nowhere --out "$tmp/x" --quiet
 contains "unknown platform lists the known ones" "hcache-a100"
 expect 2 "unknown policy" "$B"/kvsim run --policy magic --out "$tmp/x" --quiet
 contains "unknown policy lists the known ones" "recompute"
-expect 2 "unknown --set key" "$B"/kvsim run --set nope=1 --out "$tmp/x"
+expect 2 "unknown --set key" "$B"/kvsim run --policy recompute --set nope=1 --out "$tmp/x"
 contains "unknown key lists the known ones" "token_budget"
 expect 2 "missing --out" "$B"/kvsim run --policy recompute
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns,0,,12,3,0\ns,1,,x,3,15\n' > "$tmp/bad.csv"
-expect 1 "malformed trace" "$B"/kvsim run --trace "$tmp/bad.csv" --out "$tmp/bad" --quiet
+expect 1 "malformed trace" "$B"/kvsim run --policy recompute --trace "$tmp/bad.csv" --out "$tmp/bad" --quiet
 contains "malformed trace names the line" "line 3"
 if [ -e "$tmp/bad/summary.json" ]; then bad "no summary after a failed run"; else ok "no summary after a failed run"; fi
 echo '{"model": "Llama-2-7B", "tp": "two"}' > "$tmp/badcfg.json"
-expect 1 "bad config value" "$B"/kvsim run --config "$tmp/badcfg.json" --out "$tmp/x" --quiet
+expect 1 "bad config value" "$B"/kvsim run --policy recompute --config "$tmp/badcfg.json" --out "$tmp/x" --quiet
 contains "bad config names file and key" "badcfg.json"
 echo '{"model": ' > "$tmp/brokencfg.json"
-expect 1 "broken config JSON" "$B"/kvsim run --config "$tmp/brokencfg.json" --out "$tmp/x" --quiet
+expect 1 "broken config JSON" "$B"/kvsim run --policy recompute --config "$tmp/brokencfg.json" --out "$tmp/x" --quiet
 contains "broken config names the file" "brokencfg.json"
 # settings: refused by name with the allowed range, as usage errors (exit 2), before running
-expect 2 "token_budget=0 refused" "$B"/kvsim run --set token_budget=0 --out "$tmp/x" --quiet
+expect 2 "token_budget=0 refused" "$B"/kvsim run --policy recompute --set token_budget=0 --out "$tmp/x" --quiet
 contains "token_budget=0 names key and range" "token_budget: 0 is out of range (allowed 1..1048576)"
-expect 2 "mem_util=1.5 refused" "$B"/kvsim run --set mem_util=1.5 --out "$tmp/x" --quiet
+expect 2 "mem_util=1.5 refused" "$B"/kvsim run --policy recompute --set mem_util=1.5 --out "$tmp/x" --quiet
 contains "mem_util names its range" "mem_util: 1.5 is out of range (allowed (0, 1])"
-expect 2 "time_scale=nan refused" "$B"/kvsim run --set time_scale=nan --out "$tmp/x" --quiet
+expect 2 "time_scale=nan refused" "$B"/kvsim run --policy recompute --set time_scale=nan --out "$tmp/x" --quiet
 contains "time_scale nan named" "time_scale"
-expect 2 "think beyond 10^6 s refused" "$B"/kvsim run --set "think=300 h" --out "$tmp/x" --quiet
+expect 2 "think beyond 10^6 s refused" "$B"/kvsim run --policy recompute --set "think=300 h" --out "$tmp/x" --quiet
 contains "think names its range" "0 s..1000000 s"
-expect 2 "restore_share below 1/token_budget refused" "$B"/kvsim run --set restore_share=0.001 --out "$tmp/x" --quiet
+expect 2 "restore_share below 1/token_budget refused" "$B"/kvsim run --policy recompute --set restore_share=0.001 --out "$tmp/x" --quiet
 contains "restore_share names token_budget" "1/token_budget"
-expect 2 "unknown save_mode refused" "$B"/kvsim run --set save_mode=sometimes --out "$tmp/x" --quiet
+expect 2 "unknown save_mode refused" "$B"/kvsim run --policy recompute --set save_mode=sometimes --out "$tmp/x" --quiet
 contains "save_mode lists the modes" "policy, turn, iteration, direct"
-expect 2 "kv-quant.bits=5 refused" "$B"/kvsim run --set kv-quant.bits=5 --out "$tmp/x" --quiet
+expect 2 "kv-quant.bits=5 refused" "$B"/kvsim run --policy recompute --set kv-quant.bits=5 --out "$tmp/x" --quiet
 contains "kv-quant.bits lists 4, 8" "allowed: 4, 8"
-expect 1 "tp 16 on a 4-GPU platform refused" "$B"/kvsim run --tp 16 --out "$tmp/x" --quiet
+expect 1 "tp 16 on a 4-GPU platform refused" "$B"/kvsim run --policy recompute --tp 16 --out "$tmp/x" --quiet
 contains "tp 16 names the platform's GPUs" "platform hcache-a100 has 4 GPUs per node"
 if [ -e "$tmp/x/summary.json" ]; then bad "refused settings write nothing"; else ok "refused settings write nothing"; fi
 expect 0 "--help lists policy knobs" "$B"/kvsim run --help
@@ -153,7 +153,7 @@ if cmp -s "$tmp/rt1/requests.csv" "$tmp/rt3/requests.csv"; then ok "inputs.confi
 
 # a good result is not overwritten by a failing run
 cp -r "$tmp/a" "$tmp/keep"
-expect 1 "failing run into a good result dir" "$B"/kvsim run --trace "$tmp/bad.csv" --out "$tmp/keep" --quiet
+expect 1 "failing run into a good result dir" "$B"/kvsim run --policy recompute --trace "$tmp/bad.csv" --out "$tmp/keep" --quiet
 if cmp -s "$tmp/a/summary.json" "$tmp/keep/summary.json" && cmp -s "$tmp/a/requests.csv" "$tmp/keep/requests.csv"; then
   ok "failed run leaves the good result intact"; else bad "failed run leaves the good result intact"; fi
 
@@ -172,12 +172,75 @@ a=json.load(open('$tmp/a/summary.json'))['policies'][0]['ttft_s']['mean']
 b=json.load(open('$tmp/db/summary.json'))['policies'][0]['ttft_s']['mean']
 sys.exit(0 if abs(a-b) <= 1e-6*max(a,1e-9) else 1)"; then ok "stored spec model = in-memory spec model"; else bad "stored spec model = in-memory spec model"; fi
 echo "not a database" > "$tmp/junk.db"
-expect 1 "kvsim refuses a foreign cost store" "$B"/kvsim run --costs "$tmp/junk.db" --out "$tmp/x" --quiet
+expect 1 "kvsim refuses a foreign cost store" "$B"/kvsim run --policy recompute --costs "$tmp/junk.db" --out "$tmp/x" --quiet
 contains "foreign store named" "junk.db"
-expect 1 "kvsim: cost store without the model" "$B"/kvsim run --model Llama-2-13B --costs "$tmp/costs.db" --out "$tmp/x" --quiet
+expect 1 "kvsim: cost store without the model" "$B"/kvsim run --policy recompute --model Llama-2-13B --costs "$tmp/costs.db" --out "$tmp/x" --quiet
 contains "missing curves list what the store has" "Llama-2-7B"
 expect 1 "kvcal spec unknown GPU" "$B"/kvcal spec --gpu Z100 --model Llama-2-7B --db "$tmp/z.db"
 contains "unknown GPU lists known" "H200"
+
+# one option parser for every command (sim/base/opt.h): both spellings, option-looking values
+# refused, repeats refused, required options, consistent exit codes (0 ok, 1 failure, 2 usage)
+case $B in /*) BA=$B ;; *) BA=$PWD/$B ;; esac
+mkdir -p "$tmp/cwd" && cd_run() { (cd "$tmp/cwd" && "$@"); }
+expect 2 "--out --quiet is refused" cd_run "$BA"/kvsim run --policy recompute --out --quiet
+contains "--out --quiet names both options" "option --out expects a value (DIR), got the option --quiet"
+if [ -z "$(ls -A "$tmp/cwd")" ]; then ok "--out --quiet creates nothing"; else bad "--out --quiet created $(ls -A "$tmp/cwd")"; fi
+expect 0 "--out=DIR works" "$B"/kvsim run --policy=kv-offload --requests=200 --quiet --out="$tmp/eq"
+if cmp -s "$tmp/a/requests.csv" "$tmp/eq/requests.csv"; then ok "--opt=value gives the same run"; else bad "--opt=value gives the same run"; fi
+expect 2 "run without --policy" "$B"/kvsim run --out "$tmp/x" --quiet
+contains "run without --policy names it" "--policy is required"
+contains "run without --policy lists the policies" "kv-offload, hcache"
+expect 2 "repeated single option" "$B"/kvsim run --policy recompute --policy kv-offload --out "$tmp/x"
+contains "repeated option named" "option --policy given twice"
+expect 0 "repeatable --set" "$B"/kvsim run --policy recompute --requests 20 --set seed=3 --set token_budget=256 --quiet --out "$tmp/set2"
+expect 2 "unknown option" "$B"/kvsim compare --polices all --out "$tmp/x"
+contains "unknown option suggests the near name" "did you mean --policies?"
+expect 2 "flag given a value" "$B"/kvsim run --policy recompute --quiet=yes --out "$tmp/x"
+expect 2 "bad integer" "$B"/kvsim run --policy recompute --requests lots --out "$tmp/x"
+expect 2 "list without a catalog" "$B"/kvsim list
+expect 2 "list with two catalogs" "$B"/kvsim list models gpus
+expect 1 "trace name that is neither file nor generator" "$B"/kvsim run --policy recompute --trace sharegpt --out "$tmp/tr" --quiet
+contains "trace error suggests the generators" "sharegpt4, leval, swebench"
+contains "trace error guesses the name" "did you mean sharegpt4?"
+if grep -q "recompute: " "$tmp/out"; then bad "trace error is not prefixed with a policy"; else ok "trace error is not prefixed with a policy"; fi
+if [ -e "$tmp/tr" ]; then bad "a bad trace creates no results dir"; else ok "a bad trace creates no results dir"; fi
+expect 1 "missing trace file" "$B"/kvsim compare --policies recompute,kv-offload --trace "$tmp/none.csv" --out "$tmp/tr" --quiet
+contains "missing trace file named" "none.csv"
+expect 0 "-- ends the options" "$B"/kvcal show --db "$tmp/costs.db" --
+expect 2 "positional after -- counts as positional" "$B"/kvcal show --db "$tmp/costs.db" -- --run
+contains "positional after -- is unexpected" "unexpected argument '--run'"
+# the same kind of error gives the same exit code in every command of both programs
+for c in "kvsim run --policy recompute --out $tmp/x" "kvsim compare --out $tmp/x" "kvsim list models" \
+         "kvcal spec --gpu H200 --model Llama-2-7B --db $tmp/s.db" "kvcal run --backend cpu --model Llama-2-7B --db $tmp/r.db" \
+         "kvcal diff --db $tmp/costs.db 1 1" "kvcal show --db $tmp/costs.db" "kvcal export --db $tmp/costs.db --format csv" \
+         "kvcal import --db $tmp/i.db $tmp/dump.sql" "kvcal validate --db $tmp/costs.db --model Llama-2-7B"; do
+  set -- $c; prog=$1 sub=$2; shift 2
+  expect 2 "$prog $sub: unknown option is a usage error" "$B/$prog" "$sub" "$@" --no-such-option
+  case $1 in --*) # the first option's value replaced by an option
+    first=$1; shift 2
+    expect 2 "$prog $sub: option-looking value is a usage error" "$B/$prog" "$sub" "$first" --db "$@"
+    contains "$prog $sub: option-looking value named" "option $first expects a value"
+    set -- "$first" x "$@" ;;
+  esac
+  "$B/$prog" "$sub" --help > "$tmp/help" 2>&1; rc=$?
+  if [ $rc = 0 ] && grep -q "^usage: $prog $sub" "$tmp/help"; then ok "$prog $sub --help"; else bad "$prog $sub --help (exit $rc)"; fi
+  # every option the help lists is accepted by the parser (not 'unknown option'), and every
+  # option the command line above uses is in the help
+  for o in $(grep -oE '^  --[a-z-]+' "$tmp/help"); do
+    "$B/$prog" "$sub" "$o" >"$tmp/o" 2>&1
+    if grep -q "unknown option '$o'" "$tmp/o"; then bad "$prog $sub: --help lists $o but the parser refuses it"; fi
+  done
+  for o in "$@"; do case $o in --*) grep -qE "^  $o( |$)" "$tmp/help" || bad "$prog $sub: $o is missing from --help";; esac; done
+  ok "$prog $sub: --help and the parser agree"
+done
+expect 2 "kvcal repeated option" "$B"/kvcal show --db "$tmp/costs.db" --db "$tmp/costs.db"
+expect 2 "kvcal bad integer" "$B"/kvcal spec --gpu H200 --model Llama-2-7B --tp x --db "$tmp/s.db"
+expect 1 "kvcal unknown model is a failure" "$B"/kvcal run --backend cpu --model Nope-7B --db "$tmp/r.db"
+expect 1 "kvcal validate unknown model is a failure" "$B"/kvcal validate --db "$tmp/costs.db" --model Nope-7B
+expect 1 "kvcal diff missing run is a failure" "$B"/kvcal diff --db "$tmp/costs.db" 1 99
+expect 0 "kvcal --opt=value" "$B"/kvcal show --db="$tmp/costs.db" --run=1 --op=gemm_qkv
+contains "kvcal --opt=value shows the op" "gemm_qkv"
 
 # committed cost models still equal what the code derives (a CI guard on cost-model regressions)
 for f in results/costmodels/spec-*.sql; do

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "calibrate/calib_diff.h"
 #include "calibrate/calib_run.h"
 #include "sim/cost/cost.h"
 #include "kernels/gpu.h"
@@ -723,7 +724,7 @@ TEST(calib_cuda_without_device_is_a_clear_error)
     store_close(&st);
     CHECK_EQ_I(store_runs(t, db), 0);
 
-    /* the CLI: "kvcal: no CUDA device: ..." and exit 1 */
+    /* the CLI: "kvcal run: no CUDA device: ..." and exit 1 */
     const char *kvcal = test_path("bin/kvcal");
     if (access(kvcal, X_OK) != 0) {
         model_catalog_free(&mc);
@@ -734,7 +735,7 @@ TEST(calib_cuda_without_device_is_a_clear_error)
     snprintf(args, sizeof args, "run --backend cuda --model Llama-2-7B --db '%s'", db);
     int code = run_cli(args, out, sizeof out);
     CHECK_MSG(code == 1, "exit code %d: %s", code, out);
-    CHECK_CONTAINS(out, "kvcal: no CUDA device: ");
+    CHECK_CONTAINS(out, "kvcal run: no CUDA device: ");
     CHECK_EQ_I(store_runs(t, db), 0);
     model_catalog_free(&mc);
     hw_catalog_free(&hw);
@@ -917,8 +918,9 @@ TEST(calib_diff_finds_drift_beyond_tolerance_and_one_sided_points)
     CHECK_CONTAINS(out, "only in run 1: 1 points (h2d 1)");
     snprintf(args, sizeof args, "diff --db '%s' %lld %lld --tolerance 5", db, (long long)a, (long long)c);
     CHECK_EQ_I(run_cli(args, out, sizeof out), 2);
-    snprintf(args, sizeof args, "diff --db '%s' %lld 77", db, (long long)a);
-    CHECK_EQ_I(run_cli(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "diff --db '%s' %lld 77", db, (long long)a); /* a run that is not there: failure */
+    CHECK_EQ_I(run_cli(args, out, sizeof out), 1);
+    CHECK_CONTAINS(out, "77");
     snprintf(args, sizeof args, "diff --db '%s' %lld", db, (long long)a);
     CHECK_EQ_I(run_cli(args, out, sizeof out), 2);
     snprintf(args, sizeof args, "diff --db '%s' x 1", db);
@@ -931,11 +933,11 @@ TEST(calib_cli_run_usage_errors_and_dry_run)
     char out[16384], args[4400];
     const char *db = "/nonexistent-dir/x.db";
     CHECK_EQ_I(run_cli("run", out, sizeof out), 2);
-    CHECK_CONTAINS(out, "--backend cpu|cuda is required");
+    CHECK_CONTAINS(out, "--backend is required");
     CHECK_EQ_I(run_cli("run --backend gpu --model Llama-2-7B --db x.db", out, sizeof out), 2);
     CHECK_EQ_I(run_cli("run --backend cpu --db x.db", out, sizeof out), 2);
-    snprintf(args, sizeof args, "run --backend cpu --model Nope-7B --db %s", db);
-    CHECK_EQ_I(run_cli(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "run --backend cpu --model Nope-7B --db %s", db); /* not in the catalog: failure */
+    CHECK_EQ_I(run_cli(args, out, sizeof out), 1);
     CHECK_CONTAINS(out, "Nope-7B");
     snprintf(args, sizeof args, "run --backend cpu --model Llama-2-7B --dtype fp8 --db %s", db);
     CHECK_EQ_I(run_cli(args, out, sizeof out), 2);

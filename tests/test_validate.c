@@ -13,6 +13,7 @@
 #include "tests/harness.h"
 #include "sim/cost/store.h"
 #include "calibrate/validate.h"
+#include "calibrate/cli/validate_cmd.h"
 
 #define TINY_N 64
 

@@ -1,38 +1,40 @@
 /* kvcal_main.c — the kvcal command line: measure cost curves on this machine (run: cpu or cuda
  * backend), derive them from datasheets (spec), compare runs (diff), show, export and import stores.
- * Only this file (and kvsim_main.c) prints and exits; the commands' work lives in calib_run.c,
- * spec.c and store_cmds.c. */
+ * Only the command-line code (calibrate/cli/, sim/cli/) prints; the commands' work lives in the
+ * library (calibrate/, sim/cost/spec.c, sim/cost/store.c); each sub-command parses its options with
+ * sim/base/opt.h and exits as kvcal_cli.h says. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "calibrate/calib_run.h"
+#include "calibrate/cli/calib_cmds.h"
+#include "calibrate/cli/kvcal_cli.h"
+#include "calibrate/cli/validate_cmd.h"
+#include "sim/base/opt.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/cost/spec.h"
 #include "sim/cost/store.h"
 #include "calibrate/cli/store_cmds.h"
-#include "calibrate/validate.h"
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: kvcal COMMAND [options]\n"
                  "\n"
                  "commands:\n"
-                 "  spec --gpu G --model M [--platform P] [--tp N] [--pp N] [--dtype D] --db FILE\n"
-                 "        fill FILE with roofline cost curves derived from the catalogs (no GPU needed)\n"
-                 "  spec --explain [--gpu G]   print the fitted efficiency curves and their sources\n"
-                 "  run --backend cpu|cuda --model M --db FILE [--quick] [--tp N] [--dtype fp16|bf16]\n"
-                 "      [--device-name NAME] [--scratch DIR[,DIR...]] [--device N] [--dry-run]\n"
-                 "        measure cost curves on this machine into FILE (one run; Ctrl-C rolls it back)\n"
-                 "  diff --db FILE RUN_A RUN_B [--tolerance 5%%]  compare two runs' medians (exit 1 on drift)\n"
-                 "  show --db FILE [--run ID] [--op OP]           runs, or one run's curves\n"
-                 "  export --db FILE [--run ID] --format csv|json|sql [--out FILE]\n"
-                 "  import --db FILE INPUT                         INPUT: .sql dump or .csv export\n"
-                 "  validate --db FILE --model M [--layers K] [--tokens N] [--dir D] [--max-error 50%%]  real CPU restoration vs the cost model\n"
+                 "  spec      fill a cost store with roofline curves derived from the catalogs (no GPU needed);\n"
+                 "            spec --explain: the fitted efficiency curves and their sources\n"
+                 "  run       measure cost curves on this machine (cpu or cuda backend) into a cost store\n"
+                 "  diff      compare two runs' medians (exit 1 on drift)\n"
+                 "  show      a store's runs, or one run's curves\n"
+                 "  export    a store or one run as csv, json or a deterministic sql dump\n"
+                 "  import    add the runs of a sql dump or csv export to a store\n"
+                 "  validate  a real restoration on this CPU against the cost model's prediction\n"
                  "\n"
+                 "kvcal COMMAND --help lists every option of a command.\n"
+                 "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n"
                  "Cost models are kept in the repository as SQL dumps (export --format sql): diffable text.\n");
 }
 
@@ -62,8 +64,8 @@ static int explain(const char *gpu_name)
     KvErr e;
     HwCatalog hw;
     if (hw_catalog_load(&hw, NULL, &e) != 0) {
-        fprintf(stderr, "kvcal: %s\n", e.msg);
-        return 1;
+        fprintf(stderr, "kvcal spec: %s\n", e.msg);
+        return KVCAL_FAIL;
     }
     printf("GEMM efficiency (fraction of dense fp16 peak) by M; attention fraction by new tokens; HBM x%.2f\n",
            spec_mem_efficiency(NULL));
@@ -83,67 +85,48 @@ static int explain(const char *gpu_name)
     return 0;
 }
 
+static const OptSpec k_spec_opts[] = {
+    {"--gpu", "G", 0, "GPU from the catalog (kvsim list gpus); --gpu or --platform is required"},
+    {"--platform", "P", 0, "platform from the catalog (its GPU, link, SSDs; kvsim list platforms)"},
+    {"--model", "M", 0, "model from the catalog (required unless --explain)"},
+    {"--db", "FILE", 0, "the cost store to fill (created if absent; required unless --explain)"},
+    {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},
+    {"--pp", "N", 0, "pipeline stages (default 1)"},
+    {"--dtype", "D", 0, "fp16, bf16, fp8, ... (default fp16)"},
+    {"--explain", NULL, 0, "print the fitted efficiency curves (of --gpu, else every GPU) and their sources"},
+};
+static const OptCmd k_spec = {"kvcal spec",
+                              "Fill FILE with roofline cost curves derived from the catalogs (no GPU needed), as one run.",
+                              k_spec_opts, (int)KV_ARRAY_LEN(k_spec_opts), NULL, 0, 0};
+
 static int cmd_spec(int argc, char **argv)
 {
-    const char *gpu = NULL, *model = NULL, *platform = NULL, *db = NULL, *dtype = "fp16";
-    int tp = 1, pp = 1, do_explain = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--explain")) {
-            do_explain = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "kvcal spec: option %s needs a value\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--gpu")) gpu = v;
-        else if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--platform")) platform = v;
-        else if (!strcmp(a, "--db")) db = v;
-        else if (!strcmp(a, "--dtype")) dtype = v;
-        else if (!strcmp(a, "--tp") || !strcmp(a, "--pp")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 1024) {
-                fprintf(stderr, "kvcal spec: %s: expected a positive integer, got '%s'\n", a, v);
-                return 2;
-            }
-            if (!strcmp(a, "--tp")) tp = (int)n;
-            else pp = (int)n;
-        } else {
-            fprintf(stderr, "kvcal spec: unknown option '%s'\n", a);
-            return 2;
-        }
-    }
-    if (do_explain) return explain(gpu);
-    if ((!gpu && !platform) || !model || !db) {
-        fprintf(stderr, "kvcal spec: --gpu (or --platform), --model and --db are required\n");
-        return 2;
-    }
+    OptArgs a;
+    int prc = kvcal_cli_begin(&k_spec, argc, argv, &a);
+    if (prc >= 0) return prc;
+    const char *gpu = opt_get(&a, "--gpu"), *model = opt_get(&a, "--model"), *platform = opt_get(&a, "--platform");
+    const char *db = opt_get(&a, "--db"), *dtype = opt_get(&a, "--dtype") ? opt_get(&a, "--dtype") : "fp16";
+    if (opt_count(&a, "--explain")) return explain(gpu);
+    if (!gpu && !platform) return kvcal_cli_usage(&k_spec, "--gpu or --platform is required");
+    if (!model || !db) return kvcal_cli_usage(&k_spec, "%s is required (unless --explain)", !model ? "--model" : "--db");
+    int64_t tp, pp;
+    if (kvcal_cli_int(&k_spec, &a, "--tp", 1, 1024, 1, &tp) || kvcal_cli_int(&k_spec, &a, "--pp", 1, 1024, 1, &pp))
+        return KVCAL_USAGE;
+    KvDtype dt;
     KvErr e;
+    if (kv_dtype_parse(dtype, &dt, &e) != 0) return kvcal_cli_usage(&k_spec, "--dtype: %s", e.msg);
     ModelCatalog mc;
     HwCatalog hw;
-    if (spec_catalogs_load(&mc, &hw, &e) != 0) {
-        fprintf(stderr, "kvcal: %s\n", e.msg);
-        return 1;
-    }
+    if (spec_catalogs_load(&mc, &hw, &e) != 0) return kvcal_cli_fail(&k_spec, &e);
     int rc = 1;
     CostStore st = {0};
     const ModelSpec *m = model_find(&mc, model, &e);
     const PlatformSpec *p = NULL;
     const GpuSpec *g = NULL;
-    KvDtype dt;
     if (!m) goto out;
     if (platform && !(p = hw_find_platform(&hw, platform, &e))) goto out;
     if (gpu && !(g = hw_find_gpu(&hw, gpu, &e))) goto out;
-    if (kv_dtype_parse(dtype, &dt, &e) != 0) goto out;
-    ModelLayout ly = {m, dt, tp, pp};
+    ModelLayout ly = {m, dt, (int)tp, (int)pp};
     if (model_layout_check(&ly, &e) != 0) goto out;
     SpecInputs in;
     if (p) {
@@ -165,7 +148,7 @@ static int cmd_spec(int argc, char **argv)
     iso_now(meta.started_at, sizeof meta.started_at);
     snprintf(meta.model, sizeof meta.model, "%s", m->name);
     snprintf(meta.dtype, sizeof meta.dtype, "%s", kv_dtype_name(dt));
-    meta.tp = tp;
+    meta.tp = (int)tp;
     snprintf(meta.notes, sizeof meta.notes, "spec roofline; platform %s", p ? p->name : "(none: GPU's host link only)");
     if (store_begin_run(&st, &meta, &e) != 0) goto out;
     StoreEmit se = {&st, meta.id, 0};
@@ -176,10 +159,10 @@ static int cmd_spec(int argc, char **argv)
     }
     if (store_end_run(&st, meta.id, 1, &e) != 0) goto out;
     printf("kvcal: run %lld: %llu spec points for %s on %s (%s, tp %d) in %s\n", (long long)meta.id,
-           (unsigned long long)se.n, m->name, in.gpu->name, kv_dtype_name(dt), tp, db);
+           (unsigned long long)se.n, m->name, in.gpu->name, kv_dtype_name(dt), (int)tp, db);
     rc = 0;
 out:
-    if (rc) fprintf(stderr, "kvcal: %s\n", e.msg);
+    if (rc) kvcal_cli_fail(&k_spec, &e);
     if (st.db) store_close(&st);
     hw_catalog_free(&hw);
     model_catalog_free(&mc);
@@ -201,13 +184,13 @@ int main(int argc, char **argv)
         printf("kvcal %s\n", kv_git_rev());
         return 0;
     }
-    if (!strcmp(cmd, "spec")) return cmd_spec(argc, argv);
+    if (!strcmp(cmd, "spec")) return cmd_spec(argc - 1, argv + 1);
     if (!strcmp(cmd, "show")) return kvcal_cmd_show(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return kvcal_cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return kvcal_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return kvcal_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff")) return kvcal_cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return kvcal_cmd_validate(argc - 1, argv + 1);
-    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import; kvcal --help)\n", cmd);
+    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import, validate; kvcal --help)\n", cmd);
     return 2;
 }

@@ -13,72 +13,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/cost/store.h"
+#include "calibrate/cli/kvcal_cli.h"
+#include "sim/base/opt.h"
 #include "sim/base/util.h"
+#include "sim/cost/store.h"
 
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_HELP = 3 };
+enum { CLI_OK = KVCAL_OK, CLI_FAIL = KVCAL_FAIL, CLI_USAGE = KVCAL_USAGE };
 
-typedef struct {
-    const char *name;  /* "--db" */
-    const char *value; /* NULL until given */
-} CliOpt;
-
-typedef struct {
-    const char *cmd;   /* "show" */
-    const char *usage; /* the synopsis line */
-    const char *help;  /* the rest of --help */
-} CliCmd;
-
-static int usage_error(const CliCmd *c, const char *fmt, const char *arg)
+static int usage_error(const OptCmd *c, const char *fmt, const char *arg) __attribute__((format(printf, 2, 0)));
+static int usage_error(const OptCmd *c, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "kvcal %s: ", c->cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n(kvcal %s --help for details)\n", c->usage, c->cmd);
-    return CLI_USAGE;
-}
-
-/* Parse argv[1..] into opts and up to maxpos positionals. CLI_HELP when --help was asked
- * (printed here), CLI_USAGE on a bad command line (printed here), else CLI_OK. */
-static int cli_parse(const CliCmd *c, int argc, char **argv, CliOpt *opts, int nopts, const char **pos, int maxpos,
-                     int *npos)
-{
-    *npos = 0;
-    int only_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!only_pos && strcmp(a, "--") == 0) {
-            only_pos = 1;
-            continue;
-        }
-        if (!only_pos && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            printf("usage: %s\n\n%s", c->usage, c->help);
-            return CLI_HELP;
-        }
-        if (!only_pos && a[0] == '-' && a[1] != '\0') {
-            const char *eq = strchr(a, '=');
-            size_t len = eq ? (size_t)(eq - a) : strlen(a);
-            CliOpt *o = NULL;
-            for (int k = 0; k < nopts; k++)
-                if (strlen(opts[k].name) == len && strncmp(opts[k].name, a, len) == 0) o = &opts[k];
-            if (!o) return usage_error(c, "unknown option '%s'", a);
-            if (o->value) return usage_error(c, "option %s given twice", o->name);
-            if (eq) {
-                o->value = eq + 1;
-            } else {
-                if (i + 1 >= argc) return usage_error(c, "option %s needs a value", o->name);
-                o->value = argv[++i];
-            }
-            if (!o->value[0]) return usage_error(c, "option %s: empty value", o->name);
-            continue;
-        }
-        if (*npos >= maxpos) return usage_error(c, "unexpected argument '%s'", a);
-        pos[(*npos)++] = a;
-    }
-    return CLI_OK;
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    return kvcal_cli_usage(c, "%s", msg);
 }
 
 /* --run ID: a positive integer. */
-static int parse_run_id(const CliCmd *c, const char *s, int64_t *id)
+static int parse_run_id(const OptCmd *c, const char *s, int64_t *id)
 {
     char *end;
     long long v = strtoll(s, &end, 10);
@@ -87,21 +38,17 @@ static int parse_run_id(const CliCmd *c, const char *s, int64_t *id)
     return CLI_OK;
 }
 
-static int parse_op(const CliCmd *c, const char *s, int *op)
+static int parse_op(const OptCmd *c, const char *s, int *op)
 {
     *op = cost_op_parse(s);
     if (*op >= 0) return CLI_OK;
-    fprintf(stderr, "kvcal %s: --op: unknown op '%s'; known ops:", c->cmd, s);
+    fprintf(stderr, "%s: --op: unknown op '%s'; known ops:", c->prog, s);
     for (int k = 0; k < OP_COUNT; k++) fprintf(stderr, " %s", cost_op_name((CostOp)k));
     fputc('\n', stderr);
     return CLI_USAGE;
 }
 
-static int fail(const CliCmd *c, const KvErr *e)
-{
-    fprintf(stderr, "kvcal %s: %s\n", c->cmd, e->msg);
-    return CLI_FAIL;
-}
+static int fail(const OptCmd *c, const KvErr *e) { return kvcal_cli_fail(c, e); }
 
 /* ---------------------------------------------------------------------------------------------
  * show
@@ -113,7 +60,7 @@ static int width(int cur, const char *s)
     return n > cur ? n : cur;
 }
 
-static int show_runs(const CliCmd *c, CostStore *s, int op, KvErr *e)
+static int show_runs(const OptCmd *c, CostStore *s, int op, KvErr *e)
 {
     StoreRunList l;
     if (store_runs_all(s, 0, &l, e) != 0) return fail(c, e);
@@ -216,7 +163,7 @@ static int same_group(const StorePoint *a, const StorePoint *b)
     return a->op == b->op && strcmp(a->model, b->model) == 0 && strcmp(a->dtype, b->dtype) == 0 && a->tp == b->tp;
 }
 
-static int show_run(const CliCmd *c, CostStore *s, int64_t run_id, int op, KvErr *e)
+static int show_run(const OptCmd *c, CostStore *s, int64_t run_id, int op, KvErr *e)
 {
     StoreRunMeta r;
     if (store_get_run(s, run_id, &r, e) != 0) return fail(c, e);
@@ -249,39 +196,35 @@ static int show_run(const CliCmd *c, CostStore *s, int64_t run_id, int op, KvErr
     return CLI_OK;
 }
 
-static const CliCmd k_show = {
-    "show", "kvcal show --db FILE [--run ID] [--op OP]",
+static const OptSpec k_show_opts[] = {
+    {"--db", "FILE", OPT_REQUIRED, "the cost store (SQLite)"},
+    {"--run", "ID", 0, "show this run in detail"},
+    {"--op", "OP", 0, "only this op (gemm_qkv, attn_prefill, h2d, ssd_read, ...)"},
+};
+static const OptCmd k_show = {
+    "kvcal show",
     "Without --run: the store's runs (id, backend, device, model, dtype, tp, number of points,\n"
     "started_at, complete). With --run: the run's metadata and, per op, its points: shape\n"
     "parameters, repetitions n, median/p10/p90 in microseconds, and the derived throughput\n"
-    "(GB/s for IO ops, thousands of tokens per second for token-shaped compute ops).\n"
-    "\n"
-    "  --db FILE   the cost store (SQLite)\n"
-    "  --run ID    show this run in detail\n"
-    "  --op OP     only this op (gemm_qkv, attn_prefill, h2d, ssd_read, ...)\n",
-};
+    "(GB/s for IO ops, thousands of tokens per second for token-shaped compute ops).\n",
+    k_show_opts, (int)KV_ARRAY_LEN(k_show_opts), NULL, 0, 0};
 
 int kvcal_cmd_show(int argc, char **argv)
 {
-    const CliCmd *c = &k_show;
-    CliOpt opts[] = {{"--db", NULL}, {"--run", NULL}, {"--op", NULL}};
-    const char *pos[1];
-    int npos, rc = cli_parse(c, argc, argv, opts, (int)KV_ARRAY_LEN(opts), pos, 0, &npos);
-    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    if (!opts[0].value) return usage_error(c, "%s is required", "--db");
+    const OptCmd *c = &k_show;
+    OptArgs a;
+    int rc = kvcal_cli_begin(c, argc, argv, &a);
+    if (rc >= 0) return rc;
     int64_t run_id = 0;
     int op = -1;
-    if (opts[1].value && (rc = parse_run_id(c, opts[1].value, &run_id)) != CLI_OK) return rc;
-    if (opts[2].value && (rc = parse_op(c, opts[2].value, &op)) != CLI_OK) return rc;
+    if (opt_get(&a, "--run") && (rc = parse_run_id(c, opt_get(&a, "--run"), &run_id)) != CLI_OK) return rc;
+    if (opt_get(&a, "--op") && (rc = parse_op(c, opt_get(&a, "--op"), &op)) != CLI_OK) return rc;
     KvErr e = {{0}};
     CostStore s;
-    if (store_open(&s, opts[0].value, 0, &e) != 0) return fail(c, &e);
+    if (store_open(&s, opt_get(&a, "--db"), 0, &e) != 0) return fail(c, &e);
     rc = run_id ? show_run(c, &s, run_id, op, &e) : show_runs(c, &s, op, &e);
     store_close(&s);
-    if (rc == CLI_OK && (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, "kvcal show: writing to stdout failed\n");
-        return CLI_FAIL;
-    }
+    if (rc == CLI_OK) rc = kvcal_cli_flush(c);
     return rc;
 }
 
@@ -289,39 +232,37 @@ int kvcal_cmd_show(int argc, char **argv)
  * export
  * ------------------------------------------------------------------------------------------- */
 
-static const CliCmd k_export = {
-    "export", "kvcal export --db FILE [--run ID] --format csv|json|sql [--out FILE]",
+static const OptSpec k_export_opts[] = {
+    {"--db", "FILE", OPT_REQUIRED, "the cost store (SQLite)"},
+    {"--format", "csv|json|sql", OPT_REQUIRED, "the output format"},
+    {"--run", "ID", 0, "only this run (default: all runs)"},
+    {"--out", "FILE", 0, "write FILE atomically (default: stdout)"},
+};
+static const OptCmd k_export = {
+    "kvcal export",
     "Write the store (or one run) as:\n"
     "  csv   one row per point: run_id,backend,device,op,model,dtype,tp,p1,p2,p3,n,\n"
     "        median_ns,p10_ns,p90_ns\n"
     "  json  {\"schema\":N,\"runs\":[{...run metadata..., \"points\":[...]}]}\n"
     "  sql   the deterministic dump (schema and INSERTs in key order; the same content always\n"
-    "        gives the same bytes), suitable for committing; load it with kvcal import\n"
-    "\n"
-    "  --db FILE      the cost store (SQLite)\n"
-    "  --run ID       only this run (default: all runs)\n"
-    "  --format F     csv, json or sql\n"
-    "  --out FILE     write FILE atomically (default: stdout)\n",
-};
+    "        gives the same bytes), suitable for committing; load it with kvcal import\n",
+    k_export_opts, (int)KV_ARRAY_LEN(k_export_opts), NULL, 0, 0};
 
 int kvcal_cmd_export(int argc, char **argv)
 {
-    const CliCmd *c = &k_export;
-    CliOpt opts[] = {{"--db", NULL}, {"--run", NULL}, {"--format", NULL}, {"--out", NULL}};
-    const char *pos[1];
-    int npos, rc = cli_parse(c, argc, argv, opts, (int)KV_ARRAY_LEN(opts), pos, 0, &npos);
-    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    if (!opts[0].value) return usage_error(c, "%s is required", "--db");
-    if (!opts[2].value) return usage_error(c, "%s is required (csv, json or sql)", "--format");
-    const char *fmt = opts[2].value;
+    const OptCmd *c = &k_export;
+    OptArgs a;
+    int rc = kvcal_cli_begin(c, argc, argv, &a);
+    if (rc >= 0) return rc;
+    const char *fmt = opt_get(&a, "--format"), *out_path = opt_get(&a, "--out");
     if (strcmp(fmt, "csv") != 0 && strcmp(fmt, "json") != 0 && strcmp(fmt, "sql") != 0)
         return usage_error(c, "--format: '%s', expected csv, json or sql", fmt);
     int64_t run_id = 0;
-    if (opts[1].value && (rc = parse_run_id(c, opts[1].value, &run_id)) != CLI_OK) return rc;
+    if (opt_get(&a, "--run") && (rc = parse_run_id(c, opt_get(&a, "--run"), &run_id)) != CLI_OK) return rc;
 
     KvErr e = {{0}};
     CostStore s;
-    if (store_open(&s, opts[0].value, 0, &e) != 0) return fail(c, &e);
+    if (store_open(&s, opt_get(&a, "--db"), 0, &e) != 0) return fail(c, &e);
     StoreRunMeta probe;
     if (run_id && store_get_run(&s, run_id, &probe, &e) != 0) { /* before creating any output file */
         store_close(&s);
@@ -329,8 +270,8 @@ int kvcal_cmd_export(int argc, char **argv)
     }
     KvAtomicFile af;
     FILE *out = stdout;
-    if (opts[3].value) {
-        if (kv_atomic_open(&af, opts[3].value, &e) != 0) {
+    if (out_path) {
+        if (kv_atomic_open(&af, out_path, &e) != 0) {
             store_close(&s);
             return fail(c, &e);
         }
@@ -344,7 +285,7 @@ int kvcal_cmd_export(int argc, char **argv)
     else
         r = store_dump_sql_run(&s, run_id, out, &e);
     store_close(&s);
-    if (opts[3].value) {
+    if (out_path) {
         if (r != 0) {
             kv_atomic_abort(&af);
             return fail(c, &e);
@@ -353,27 +294,24 @@ int kvcal_cmd_export(int argc, char **argv)
         return CLI_OK;
     }
     if (r != 0) return fail(c, &e);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "kvcal export: writing to stdout failed\n");
-        return CLI_FAIL;
-    }
-    return CLI_OK;
+    return kvcal_cli_flush(c);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * import
  * ------------------------------------------------------------------------------------------- */
 
-static const CliCmd k_import = {
-    "import", "kvcal import --db FILE INPUT",
+static const OptSpec k_import_opts[] = {
+    {"--db", "FILE", OPT_REQUIRED, "the cost store (SQLite; created if absent)"},
+};
+static const OptCmd k_import = {
+    "kvcal import",
     "Add the runs of INPUT to the store FILE (created if absent), in one transaction.\n"
     "INPUT is a SQL dump written by 'kvcal export --format sql' (its runs are copied with their\n"
     "metadata; a run already in the store is skipped; a dump of a newer schema is refused) or a\n"
     "CSV written by 'kvcal export --format csv' (one new run per source run_id). The kind is\n"
-    "recognised by the first line, else by the .sql / .csv extension.\n"
-    "\n"
-    "  --db FILE   the cost store (SQLite)\n",
-};
+    "recognised by the first line, else by the .sql / .csv extension.\n",
+    k_import_opts, (int)KV_ARRAY_LEN(k_import_opts), "INPUT", 0, 1};
 
 typedef enum { IN_UNKNOWN, IN_SQL, IN_CSV } InputKind;
 
@@ -389,14 +327,12 @@ static InputKind input_kind(const char *path, const char *text)
 
 int kvcal_cmd_import(int argc, char **argv)
 {
-    const CliCmd *c = &k_import;
-    CliOpt opts[] = {{"--db", NULL}};
-    const char *pos[1];
-    int npos, rc = cli_parse(c, argc, argv, opts, (int)KV_ARRAY_LEN(opts), pos, 1, &npos);
-    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    if (!opts[0].value) return usage_error(c, "%s is required", "--db");
-    if (npos != 1) return usage_error(c, "%s", "the INPUT file to import is required");
-    const char *db = opts[0].value, *input = pos[0];
+    const OptCmd *c = &k_import;
+    OptArgs a;
+    int rc = kvcal_cli_begin(c, argc, argv, &a);
+    if (rc >= 0) return rc;
+    if (a.n_pos != 1) return usage_error(c, "%s", "the INPUT file to import is required");
+    const char *db = opt_get(&a, "--db"), *input = a.pos[0];
 
     KvErr e = {{0}};
     char *text = kv_read_file(input, NULL, &e);

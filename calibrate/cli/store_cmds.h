@@ -7,8 +7,9 @@
  * Convention for every function: argv[0] is the sub-command's own name ("show", ...) and options
  * follow, i.e. kvcal_main passes (argc - 1, argv + 1). The return value is the process exit code:
  * 0 success (also for --help), 1 failure (message on stderr), 2 usage error (unknown option,
- * missing or repeated option, bad value; the message names it). Options take their value as the
- * next argument or after '=' (--db FILE, --db=FILE); `--` ends the options.
+ * missing or repeated option, bad value; the message names it), as kvcal_cli.h says. Options are
+ * parsed by sim/base/opt.h from each command's table: a value follows as the next argument or
+ * after '=' (--db FILE, --db=FILE); `--` ends the options; --help lists every option.
  *
  *   kvcal show   --db FILE [--run ID] [--op OP]
  *   kvcal export --db FILE [--run ID] --format csv|json|sql [--out FILE]

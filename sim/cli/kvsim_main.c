@@ -1,7 +1,12 @@
 /* kvsim_main.c — the kvsim command line: list the catalogs, run one policy or compare several on
  * the same trace and seed, write summary.json + requests.csv and print the Markdown table.
- * Only this file (and kvcal_main.c) prints and exits; everything else returns a status. */
+ * Only this file (and calibrate/cli/) prints and exits; everything else returns a status.
+ * Every command parses its options with sim/base/opt.h from the tables below (so --help lists
+ * exactly what is accepted). Exit codes: 0 success; 1 failure (files, stores, names looked up in
+ * the model/hardware catalogs or scenarios, a trace that cannot be read, the run); 2 usage error
+ * (unknown, missing or repeated option, a value of the wrong form, an unknown policy or setting). */
 #include <cJSON.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -14,6 +19,7 @@
 #include "results/report.h"
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
+#include "sim/base/opt.h"
 #include "sim/base/units.h"
 
 const char *kv_embedded(const char *name, size_t *len);
@@ -26,33 +32,93 @@ static void usage(FILE *out)
             "usage: kvsim COMMAND [options]\n"
             "\n"
             "commands:\n"
-            "  list {policies|models|platforms|gpus|traces|scenarios}   show the catalogs\n"
-            "  run --policy P [options] --out DIR             simulate one policy\n"
-            "  compare --policies a,b,c|all [options] --out DIR   simulate several on the same trace and seed\n"
+            "  list CATALOG    show a catalog: policies, models, platforms, gpus, traces, scenarios\n"
+            "  run             simulate one policy (--policy P --out DIR)\n"
+            "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "\n"
-            "options (run, compare):\n"
-            "  --model M          model (default Llama-2-7B)         --platform X   platform (default hcache-a100)\n"
-            "  --trace T          generator or file (default sharegpt4)\n"
-            "  --requests N       stop after N requests              --seed S       random seed (default 1)\n"
-            "  --tp N, --pp N     parallel layout                    --costs FILE   cost store (default: spec)\n"
-            "  --config FILE      JSON object of settings            --set KEY=VALUE  any setting (repeatable)\n"
-            "  --scenario NAME    a published setup (kvsim list scenarios); its policies unless --policies\n"
-            "  --out DIR          results directory (summary.json, requests.csv, table.md)\n"
-            "  --quiet            no progress line                   --no-csv       skip requests.csv\n"
-            "  --stats            print a machine-readable speed/memory line per policy on stderr\n"
-            "\n"
-            "settings (--set KEY=VALUE or --config):\n");
-    sim_config_print_keys(out);
+            "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
+            "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
+}
+
+/* ---- the option tables: the parser and --help both read them ---- */
+
+static char g_policy_help[1024]; /* "the restoration policy: recompute, ..." (filled by main) */
+static char g_policies_help[1200];
+
+#define KVSIM_SIM_OPTS                                                                                              \
+    {"--out", "DIR", OPT_REQUIRED, "results directory (summary.json, requests.csv, table.md, ttft_cdf.svg)"},       \
+        {"--model", "M", 0, "model from the catalog (kvsim list models; default Llama-2-7B)"},                      \
+        {"--platform", "X", 0, "platform from the catalog (kvsim list platforms; default hcache-a100)"},            \
+        {"--trace", "T", 0, "generator (sharegpt4, leval, swebench) or trace file (default sharegpt4)"},            \
+        {"--requests", "N", 0, "stop after N requests (default: the trace's, 1000 for generators)"},                \
+        {"--seed", "S", 0, "random seed (default 1)"}, {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},        \
+        {"--pp", "N", 0, "pipeline stages (default 1)"}, {"--replicas", "N", 0, "model replicas (default 1)"},      \
+        {"--dtype", "D", 0, "weights/KV dtype: fp16, bf16, fp8, ... (default fp16)"},                              \
+        {"--costs", "FILE", 0, "cost store (default: spec, the roofline backend)"},                                 \
+        {"--scenario", "NAME", 0, "a published setup (kvsim list scenarios), applied first"},                       \
+        {"--config", "FILE", 0, "JSON object of settings, applied after --scenario, before the other options"},     \
+        {"--set", "KEY=VALUE", OPT_REPEAT, "any setting (listed below); options apply in command-line order"},      \
+        {"--quiet", NULL, 0, "no progress lines"}, {"--no-csv", NULL, 0, "skip requests.csv"},                     \
+        {"--stats", NULL, 0, "print a machine-readable speed/memory line per policy on stderr"}
+
+static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS};
+static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS};
+static const OptCmd k_run = {"kvsim run", "Simulate one restoration policy; write summary.json, requests.csv, table.md "
+                                          "and ttft_cdf.svg to DIR and print the table.",
+                             k_run_opts, (int)KV_ARRAY_LEN(k_run_opts), NULL, 0, 0};
+static const OptCmd k_compare = {"kvsim compare",
+                                 "Simulate several policies on the same trace and seed; write the results of all of "
+                                 "them to DIR and print one table.",
+                                 k_compare_opts, (int)KV_ARRAY_LEN(k_compare_opts), NULL, 0, 0};
+static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, traces or scenarios.",
+                              NULL, 0, "{policies|models|platforms|gpus|traces|scenarios}", 1, 1};
+
+static void fill_policy_help(void)
+{
+    size_t n = (size_t)snprintf(g_policy_help, sizeof g_policy_help, "the restoration policy:");
+    for (int i = 0; i < policy_count() && n < sizeof g_policy_help; i++)
+        n += (size_t)snprintf(g_policy_help + n, sizeof g_policy_help - n, "%s %s", i ? "," : "", policy_at(i)->name);
+    snprintf(g_policies_help, sizeof g_policies_help,
+             "comma-separated policies or all (default: the scenario's or --config's, else recompute,kv-offload); %s",
+             g_policy_help + strlen("the restoration "));
+}
+
+/* Parse a command's options: 0 to go on; else the exit code (0 after --help, 2 after a usage error). */
+static int parse_or_exit(const OptCmd *c, int argc, char **argv, OptArgs *a, int settings_help)
+{
+    KvErr e;
+    if (opt_parse(c, argc, argv, a, &e) != 0) {
+        opt_print_error(c, e.msg, stderr);
+        return 2;
+    }
+    if (!a->help) return -1;
+    opt_help(c, stdout);
+    if (settings_help) {
+        printf("\nsettings (--set KEY=VALUE, or keys of a --config JSON object):\n");
+        sim_config_print_keys(stdout);
+    }
+    return 0;
+}
+
+static int usage_error(const OptCmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const OptCmd *c, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    opt_print_error(c, msg, stderr);
+    return 2;
 }
 
 static int cmd_list(int argc, char **argv)
 {
-    if (argc < 3 || !strcmp(argv[2], "--help")) {
-        printf("usage: kvsim list {policies|models|platforms|gpus|traces|scenarios}\n");
-        return argc < 3 ? 2 : 0;
-    }
+    OptArgs a;
+    int rc = parse_or_exit(&k_list, argc, argv, &a, 0);
+    if (rc >= 0) return rc;
     KvErr e;
-    const char *what = argv[2];
+    const char *what = a.pos[0];
     if (!strcmp(what, "policies")) {
         for (int i = 0; i < policy_count(); i++) {
             printf("%-14s %s\n", policy_at(i)->name, policy_at(i)->summary);
@@ -127,8 +193,7 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    fprintf(stderr, "kvsim list: unknown catalog '%s' (policies, models, platforms, gpus, traces, scenarios)\n", what);
-    return 2;
+    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, traces, scenarios)", what);
 }
 
 /* Apply a JSON object of settings (a --config file or a scenario). "policies" and "description"
@@ -224,8 +289,46 @@ static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
     }
 }
 
+/* Open the trace once before any policy runs (the engine opens it again per policy): a trace that
+ * cannot be opened is reported once, naming the trace, not a policy; a name that is neither a
+ * file nor a generator gets the generators' names. desc: trace_describe's line. */
+static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size_t dlen, KvErr *e)
+{
+    TraceOptions to = {0};
+    to.source = cfg->trace;
+    to.format = sim_trace_format_name(cfg->trace_format);
+    to.seed = cfg->seed;
+    to.session_rate_per_s = cfg->session_rate;
+    to.time_scale = cfg->time_scale > 0 ? cfg->time_scale : 1;
+    to.think_ns = cfg->think_ns;
+    to.max_requests = cfg->requests;
+    to.max_context_tokens = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
+    TraceSource *ts = trace_open(&to, e);
+    if (ts) {
+        snprintf(desc, dlen, "%s", trace_describe(ts));
+        trace_close(ts);
+        return 0;
+    }
+    if (access(cfg->trace, F_OK) == 0) return kv_err_prefix(e, "trace: ");
+    char names[256] = "", guess[64] = "";
+    size_t n = 0;
+    for (int i = 0; i < trace_generator_count(); i++) {
+        const char *g = trace_generator_name(i);
+        n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", i ? ", " : "", g);
+        if (!guess[0] && cfg->trace[0] && (strncmp(g, cfg->trace, strlen(cfg->trace)) == 0 || strstr(cfg->trace, g)))
+            snprintf(guess, sizeof guess, "%s", g);
+    }
+    return kv_err(e, "trace '%s': no such file, and not a generator (%s%s%sgenerators: %s; files: canonical CSV, "
+                  "Mooncake JSONL, Vidur/Splitwise CSV)",
+                  cfg->trace, guess[0] ? "did you mean " : "", guess, guess[0] ? "? " : "", names);
+}
+
 static int cmd_run(int argc, char **argv, int compare)
 {
+    const OptCmd *cmd = compare ? &k_compare : &k_run;
+    OptArgs a;
+    int prc = parse_or_exit(cmd, argc, argv, &a, 1);
+    if (prc >= 0) return prc;
     SimConfig cfg;
     sim_config_defaults(&cfg);
     char policies[512] = "";
@@ -233,93 +336,43 @@ static int cmd_run(int argc, char **argv, int compare)
     int no_csv = 0, stats = 0;
     KvErr e;
     char scen_policies[512] = "", scen_desc[1024] = "";
-    /* --scenario, then --config, so that other options override them */
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 2; i < argc; i++) {
-            const char *opt = pass == 0 ? "--scenario" : "--config";
-            if (strcmp(argv[i], opt)) continue;
-            if (i + 1 >= argc) {
-                fprintf(stderr, "kvsim: %s needs a value\n", opt);
-                return 2;
-            }
-            int rc = pass == 0 ? load_scenario(&cfg, argv[i + 1], scen_policies, sizeof scen_policies, scen_desc,
-                                               sizeof scen_desc, &e)
-                               : load_config_file(&cfg, argv[i + 1], scen_policies, sizeof scen_policies, &e);
-            if (rc != 0) {
-                fprintf(stderr, "kvsim: %s\n", e.msg);
-                return 1;
-            }
-        }
+    /* --scenario, then --config, so that the other options override them */
+    const char *scenario = opt_get(&a, "--scenario"), *config = opt_get(&a, "--config");
+    if ((scenario && load_scenario(&cfg, scenario, scen_policies, sizeof scen_policies, scen_desc, sizeof scen_desc, &e) != 0) ||
+        (config && load_config_file(&cfg, config, scen_policies, sizeof scen_policies, &e) != 0)) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        return 1;
+    }
     static const struct {
         const char *opt, *key;
     } direct[] = {{"--model", "model"},     {"--platform", "platform"}, {"--trace", "trace"}, {"--requests", "requests"},
                   {"--seed", "seed"},       {"--tp", "tp"},             {"--pp", "pp"},       {"--costs", "costs"},
                   {"--replicas", "replicas"}, {"--dtype", "dtype"}};
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--quiet")) {
-            cfg.quiet = 1;
-            continue;
-        }
-        if (!strcmp(a, "--no-csv")) {
-            no_csv = 1;
-            continue;
-        }
-        if (!strcmp(a, "--stats")) {
-            stats = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "kvsim: option %s needs a value (kvsim %s --help)\n", a, argv[1]);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--config") || !strcmp(a, "--scenario")) continue;
-        if (!strcmp(a, "--out")) {
-            out = v;
-            continue;
-        }
-        if ((!compare && !strcmp(a, "--policy")) || (compare && !strcmp(a, "--policies"))) {
-            snprintf(policies, sizeof policies, "%s", v);
-            continue;
-        }
-        if (!strcmp(a, "--set")) {
+    /* the other options in command-line order (--set model=X --model Y: Y) */
+    for (int i = 0; i < a.n_hits; i++) {
+        const char *o = opt_hit_name(&a, i), *v = a.hits[i].value;
+        if (!strcmp(o, "--scenario") || !strcmp(o, "--config")) continue;
+        if (!strcmp(o, "--quiet")) cfg.quiet = 1;
+        else if (!strcmp(o, "--no-csv")) no_csv = 1;
+        else if (!strcmp(o, "--stats")) stats = 1;
+        else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
+        else if (!strcmp(o, "--set")) {
             const char *eq = strchr(v, '=');
-            if (!eq) {
-                fprintf(stderr, "kvsim: --set %s: expected KEY=VALUE\n", v);
-                return 2;
-            }
+            if (!eq || eq == v) return usage_error(cmd, "--set %s: expected KEY=VALUE", v);
             char key[64];
             snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
-            if (sim_config_set(&cfg, key, eq + 1, &e) != 0) {
-                fprintf(stderr, "kvsim: --set: %s\n", e.msg);
-                return 2;
-            }
-            continue;
-        }
-        size_t k = 0;
-        for (; k < KV_ARRAY_LEN(direct); k++)
-            if (!strcmp(a, direct[k].opt)) break;
-        if (k == KV_ARRAY_LEN(direct)) {
-            fprintf(stderr, "kvsim %s: unknown option '%s' (kvsim %s --help)\n", argv[1], a, argv[1]);
-            return 2;
-        }
-        if (sim_config_set(&cfg, direct[k].key, v, &e) != 0) {
-            fprintf(stderr, "kvsim: %s: %s\n", a, e.msg);
-            return 2;
+            if (sim_config_set(&cfg, key, eq + 1, &e) != 0) return usage_error(cmd, "--set %s: %s", v, e.msg);
+        } else {
+            size_t k = 0;
+            while (k < KV_ARRAY_LEN(direct) && strcmp(o, direct[k].opt)) k++;
+            if (k == KV_ARRAY_LEN(direct)) return usage_error(cmd, "option %s is not handled (a bug)", o);
+            if (sim_config_set(&cfg, direct[k].key, v, &e) != 0) return usage_error(cmd, "%s: %s", o, e.msg);
         }
     }
     if (!policies[0] && compare && scen_policies[0]) snprintf(policies, sizeof policies, "%s", scen_policies);
-    if (!policies[0]) snprintf(policies, sizeof policies, "%s", compare ? "recompute,kv-offload" : cfg.policy);
+    if (!policies[0]) snprintf(policies, sizeof policies, "%s", "recompute,kv-offload"); /* compare's default */
     if (scen_desc[0] && !cfg.quiet) fprintf(stderr, "scenario: %s\n", scen_desc);
-    if (!out) {
-        fprintf(stderr, "kvsim %s: --out DIR is required\n", argv[1]);
-        return 2;
-    }
     if (!strcmp(policies, "all")) { /* every registered policy */
         size_t len = 0;
         for (int i = 0; i < policy_count() && len < sizeof policies - 40; i++)
@@ -331,10 +384,7 @@ static int cmd_run(int argc, char **argv, int compare)
     for (char *tok = policies; *tok && np < 16;) {
         size_t len = strcspn(tok, ",");
         snprintf(names[np], sizeof names[np], "%.*s", (int)len, tok);
-        if (!policy_find(names[np], &e)) {
-            fprintf(stderr, "kvsim: %s\n", e.msg);
-            return 2;
-        }
+        if (!policy_find(names[np], &e)) return usage_error(cmd, "%s", e.msg);
         np++;
         tok += len;
         if (*tok == ',') tok++;
@@ -346,6 +396,12 @@ static int cmd_run(int argc, char **argv, int compare)
     SimWorld w;
     if (sim_world_open(&w, &cfg, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
+        return 1;
+    }
+    char trace_desc[1024] = "";
+    if (trace_check(&cfg, &w, trace_desc, sizeof trace_desc, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        sim_world_close(&w);
         return 1;
     }
     if (kv_mkdirs(out, &e) != 0) {
@@ -365,7 +421,6 @@ static int cmd_run(int argc, char **argv, int compare)
     SimResult res[16];
     memset(res, 0, sizeof res);
     int rc = 0, done = 0;
-    char trace_desc[1024] = "";
     for (int i = 0; i < np && rc == 0; i++) {
         csv.policy = names[i];
         Progress pg = {isatty(2), 0, names[i], 0};
@@ -392,21 +447,6 @@ static int cmd_run(int argc, char **argv, int compare)
         }
     }
     if (rc == 0) {
-        /* the trace description, from a fresh open (cheap) */
-        TraceOptions to = {0};
-        to.source = cfg.trace;
-        to.format = sim_trace_format_name(cfg.trace_format);
-        to.seed = cfg.seed;
-        to.session_rate_per_s = cfg.session_rate;
-        to.time_scale = cfg.time_scale > 0 ? cfg.time_scale : 1;
-        to.think_ns = cfg.think_ns;
-        to.max_requests = cfg.requests;
-        to.max_context_tokens = cfg.max_context > 0 ? cfg.max_context : w.model->max_pos;
-        TraceSource *ts = trace_open(&to, &e);
-        if (ts) {
-            snprintf(trace_desc, sizeof trace_desc, "%s", trace_describe(ts));
-            trace_close(ts);
-        }
         snprintf(path, sizeof path, "%s/summary.json", out);
         if ((!no_csv && report_csv_commit(&csv, &e) != 0) || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
@@ -454,9 +494,10 @@ int main(int argc, char **argv)
         printf("kvsim %s\n", kv_git_rev());
         return 0;
     }
-    if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
-    if (!strcmp(cmd, "run")) return cmd_run(argc, argv, 0);
-    if (!strcmp(cmd, "compare")) return cmd_run(argc, argv, 1);
+    fill_policy_help();
+    if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
+    if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
     fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare; kvsim --help)\n", cmd);
     return 2;
 }

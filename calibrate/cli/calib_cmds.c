@@ -1,0 +1,266 @@
+/* calib_cmds.c — kvcal run and kvcal diff: the command line of a measured calibration run
+ * (calib_run.h) and of the comparison of two stored runs (calib_diff.h); see calib_cmds.h.
+ *
+ * Responsible for: the option tables, checking values, SIGINT/SIGTERM during a run (rolled back),
+ * printing the progress, the plan (--dry-run), the run's summary and the diff's table.
+ * Not responsible for: measuring, estimating, diffing (the library in calibrate/).
+ * CLI code: prints; exit codes as in kvcal_cli.h.
+ */
+#include "calibrate/cli/calib_cmds.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate/calib_diff.h"
+#include "calibrate/calib_run.h"
+#include "calibrate/cli/kvcal_cli.h"
+#include "sim/base/opt.h"
+#include "sim/cost/spec.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_stop_signal(int sig) { g_stop = 1; }
+
+static void cli_progress(void *ctx, const CalibProgress *pr)
+{
+    (void)ctx;
+    if (pr->ev == CALIB_EV_START) {
+        printf("kvcal run: device '%s', %lld points\n", pr->device, (long long)pr->total);
+        if (pr->estimate && pr->estimate->points > 0)
+            printf("kvcal run: predicted %lld timed repetitions (%lld kernel launches) + %lld warm-ups, about %.0f s\n",
+                   (long long)pr->estimate->reps, (long long)pr->estimate->launches, (long long)pr->estimate->warmups,
+                   pr->estimate->seconds);
+        fflush(stdout);
+    } else if (pr->ev == CALIB_EV_OP_DONE) {
+        printf("  %-14s %5lld points %8.1f s   (%lld/%lld)\n", cost_op_name(pr->op), (long long)pr->op_points, pr->op_seconds,
+               (long long)pr->index, (long long)pr->total);
+        fflush(stdout);
+    }
+}
+
+static void print_plan(const CalibPlan *plan, const SpecInputs *in, int cuda)
+{
+    CalibEstimate est;
+    calib_estimate(plan, in, cuda, &est);
+    printf("%-14s %7s %s\n", "op", "points", cuda ? "predicted s" : "");
+    for (int op = 0; op < OP_COUNT; op++) {
+        int64_t n = calib_plan_op_points(plan, (CostOp)op);
+        if (!n) continue;
+        if (cuda) printf("%-14s %7lld %8.1f\n", cost_op_name((CostOp)op), (long long)n, est.op_seconds[op]);
+        else printf("%-14s %7lld\n", cost_op_name((CostOp)op), (long long)n);
+    }
+    printf("total: %lld points", (long long)calib_plan_points(plan));
+    if (cuda)
+        printf(", %lld timed repetitions (%lld kernel launches), %lld warm-ups; predicted %.0f s on %s "
+               "(spec roofline + %.0f us sync per repetition + cold-L2 memsets)",
+               (long long)est.reps, (long long)est.launches, (long long)est.warmups, est.seconds, in->gpu->name, CALIB_EST_SYNC_NS / 1e3);
+    printf("\n");
+}
+
+static const OptSpec k_run_opts[] = {
+    {"--backend", "cpu|cuda", OPT_REQUIRED, "cpu (the kernels of kernels/cpu.c) or cuda (cuBLAS GEMMs, our attention kernels)"},
+    {"--model", "M", OPT_REQUIRED, "model from the catalog (kvsim list models)"},
+    {"--db", "FILE", 0, "the cost store (SQLite; created if absent); required unless --dry-run"},
+    {"--quick", NULL, 0, "the small grid (minutes on a CPU) instead of the full one"},
+    {"--tp", "N", 0, "per-GPU shapes of a tensor-parallel group of N (default 1), timed on one device"},
+    {"--dtype", "fp16|bf16", 0, "the run's dtype (default fp16; the cpu computes in fp32 and keeps the label)"},
+    {"--device-name", "NAME", 0, "the device key stored (default: cuda: the hardware catalog's GPU key, cpu: \"cpu\")"},
+    {"--scratch", "DIR[,DIR...]", 0, "directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)"},
+    {"--device", "N", 0, "the CUDA device index (default 0)"},
+    {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
+};
+static const OptCmd k_run = {"kvcal run",
+                             "Measure cost curves on this machine and store them as one run (one transaction; Ctrl-C "
+                             "rolls it back).\nExit: 0 done, 1 failure (no CUDA device, probe error, unknown model), "
+                             "2 usage error, 130 interrupted.",
+                             k_run_opts, (int)KV_ARRAY_LEN(k_run_opts), NULL, 0, 0};
+
+int kvcal_cmd_run(int argc, char **argv)
+{
+    OptArgs a;
+    int rc = kvcal_cli_begin(&k_run, argc, argv, &a);
+    if (rc >= 0) return rc;
+    const char *backend = opt_get(&a, "--backend"), *dtype_s = opt_get(&a, "--dtype") ? opt_get(&a, "--dtype") : "fp16";
+    int dry = opt_count(&a, "--dry-run") > 0, quick = opt_count(&a, "--quick") > 0;
+    if (strcmp(backend, "cpu") && strcmp(backend, "cuda"))
+        return kvcal_cli_usage(&k_run, "--backend '%s': expected cpu or cuda", backend);
+    if (!dry && !opt_get(&a, "--db")) return kvcal_cli_usage(&k_run, "--db is required (FILE: the cost store), unless --dry-run");
+    int64_t tp, device;
+    if (kvcal_cli_int(&k_run, &a, "--tp", 1, 1024, 1, &tp) || kvcal_cli_int(&k_run, &a, "--device", 0, 1023, 0, &device))
+        return KVCAL_USAGE;
+    KvErr e;
+    KvDtype dt;
+    if (kv_dtype_parse(dtype_s, &dt, &e) != 0 || (dt != KV_DT_FP16 && dt != KV_DT_BF16))
+        return kvcal_cli_usage(&k_run, "--dtype '%s': expected fp16 or bf16", dtype_s);
+    ModelCatalog mc;
+    HwCatalog hw;
+    if (spec_catalogs_load(&mc, &hw, &e) != 0) return kvcal_cli_fail(&k_run, &e);
+    rc = 1;
+    CostStore st;
+    memset(&st, 0, sizeof st);
+    const ModelSpec *m = model_find(&mc, opt_get(&a, "--model"), &e);
+    ModelLayout ly = {m, dt, (int)tp, 1};
+    if (!m || model_layout_check(&ly, &e) != 0) goto fail;
+    if (dry) {
+        CalibPlan plan;
+        if (calib_plan_default(&plan, backend, quick, &e) != 0) goto fail;
+        if (!opt_get(&a, "--scratch")) plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
+        if (m->pos != POS_ROPE) plan.op[OP_ROPE].enabled = 0;
+        SpecInputs in;
+        const char *gpu = opt_get(&a, "--device-name") ? opt_get(&a, "--device-name") : "H200";
+        if (!strcmp(backend, "cuda") && !hw_find_gpu(&hw, gpu, &e)) goto fail;
+        calib_spec_inputs(&in, &hw, &ly, gpu);
+        printf("kvcal run --dry-run: %s%s, %s %s tp %d\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), (int)tp);
+        print_plan(&plan, &in, !strcmp(backend, "cuda"));
+        rc = 0;
+        goto out;
+    }
+    const char *db = opt_get(&a, "--db");
+    if (store_open(&st, db, 1, &e) != 0) goto fail;
+    CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick,
+                      .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
+                      .hw = &hw, .stop = &g_stop, .progress = cli_progress};
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    g_stop = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    printf("kvcal run: %s%s, %s %s tp %d -> %s\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), (int)tp, db);
+    fflush(stdout);
+    CalibResult r;
+    int run_rc = calib_run(&st, &o, &r, &e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (r.warnings[0]) fprintf(stderr, "kvcal run: warning: %s\n", r.warnings);
+    if (run_rc != 0) {
+        if (g_stop) {
+            fprintf(stderr, "kvcal run: interrupted after %.1f s; the run was rolled back (%s unchanged)\n", r.wall_s, db);
+            rc = KVCAL_INTERRUPTED;
+            goto out;
+        }
+        goto fail;
+    }
+    printf("kvcal run: run %lld: %lld points of %s on '%s' (%s) in %.1f s -> %s\n", (long long)r.run_id, (long long)r.points,
+           m->name, r.meta.device, r.meta.backend, r.wall_s, db);
+    printf("notes: %s\n", r.meta.notes);
+    char sum[4096];
+    if (calib_summary(&st, r.run_id, m, sum, sizeof sum, &e) != 0) goto fail;
+    fputs(sum, stdout);
+    rc = 0;
+    goto out;
+fail:
+    rc = kvcal_cli_fail(&k_run, &e);
+out:
+    if (st.db) store_close(&st);
+    hw_catalog_free(&hw);
+    model_catalog_free(&mc);
+    return rc;
+}
+
+
+static void fmt_ns(double ns, char *s, size_t len)
+{
+    if (ns >= 1e9) snprintf(s, len, "%.3g s", ns * 1e-9);
+    else if (ns >= 1e6) snprintf(s, len, "%.3g ms", ns * 1e-6);
+    else if (ns >= 1e3) snprintf(s, len, "%.3g us", ns * 1e-3);
+    else snprintf(s, len, "%.3g ns", ns);
+}
+
+static const OptSpec k_diff_opts[] = {
+    {"--db", "FILE", OPT_REQUIRED, "the cost store (SQLite)"},
+    {"--tolerance", "T", 0, "a percentage (5%) or a fraction (0.05) of run A's median; default 5%"},
+};
+static const OptCmd k_diff = {
+    "kvcal diff",
+    "Compare the medians of every (op, model, dtype, tp, p1, p2, p3) point the two runs share; list the\n"
+    "curves with points beyond the tolerance and the points present in one run only.\n"
+    "Exit: 0 no drift, 1 drift beyond the tolerance or runs that cannot be read, 2 usage error.",
+    k_diff_opts, (int)KV_ARRAY_LEN(k_diff_opts), "RUN_A RUN_B", 2, 2};
+
+/* a run id: a positive integer */
+static int parse_run_id(const char *v, int64_t *out)
+{
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end || end == v || n < 1)
+        return kvcal_cli_usage(&k_diff, "run id '%s': expected a positive integer (kvcal show --db FILE lists runs)", v);
+    *out = n;
+    return KVCAL_OK;
+}
+
+int kvcal_cmd_diff(int argc, char **argv)
+{
+    OptArgs a;
+    int rc = kvcal_cli_begin(&k_diff, argc, argv, &a);
+    if (rc >= 0) return rc;
+    KvErr e;
+    double tol = 0.05;
+    if (opt_get(&a, "--tolerance") && calib_parse_tolerance(opt_get(&a, "--tolerance"), &tol, &e) != 0)
+        return kvcal_cli_usage(&k_diff, "--tolerance: %s", e.msg);
+    int64_t ra, rb;
+    if (parse_run_id(a.pos[0], &ra) || parse_run_id(a.pos[1], &rb)) return KVCAL_USAGE;
+    CostStore st;
+    if (store_open(&st, opt_get(&a, "--db"), 0, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
+    CalibDiff d;
+    StoreRunMeta ma, mb;
+    if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {
+        store_close(&st);
+        return kvcal_cli_fail(&k_diff, &e);
+    }
+    store_close(&st);
+    printf("kvcal diff: run %lld (%s '%s' %s, %s) vs run %lld (%s '%s' %s, %s): %lld common points, tolerance %g%%\n",
+           (long long)ra, ma.backend, ma.device, ma.model[0] ? ma.model : "(io)", ma.started_at, (long long)rb, mb.backend,
+           mb.device, mb.model[0] ? mb.model : "(io)", mb.started_at, (long long)d.common, tol * 100);
+    if (d.drifted) {
+        printf("%-14s %-16s %-5s %3s %7s %7s %12s  %-28s %s\n", "op", "model", "dtype", "tp", "points", "beyond", "worst",
+               "at (p1, p2, p3)", "median A -> B");
+        for (int i = 0; i < d.n_curves; i++) {
+            const CalibDiffCurve *c = &d.curves[i];
+            if (!c->beyond) continue;
+            char at[96], sa[32], sb[32], w[32];
+            snprintf(at, sizeof at, "(%lld, %lld, %lld)", (long long)c->worst_p[0], (long long)c->worst_p[1],
+                     (long long)c->worst_p[2]);
+            fmt_ns(c->worst_a_ns, sa, sizeof sa);
+            fmt_ns(c->worst_b_ns, sb, sizeof sb);
+            if (isinf(c->worst_rel)) snprintf(w, sizeof w, "from 0");
+            else snprintf(w, sizeof w, "%+.1f%%", c->worst_rel * 100);
+            printf("%-14s %-16s %-5s %3d %7lld %7lld %12s  %-28s %s -> %s\n", cost_op_name(c->op), c->model[0] ? c->model : "(io)",
+                   c->dtype, c->tp, (long long)c->common, (long long)c->beyond, w, at, sa, sb);
+        }
+    }
+    for (int side = 0; side < 2; side++) {
+        int64_t n = side ? d.only_b : d.only_a;
+        if (!n) continue;
+        printf("only in run %lld: %lld points (", (long long)(side ? rb : ra), (long long)n);
+        int first = 1;
+        for (int i = 0; i < d.n_curves; i++) {
+            int64_t k = side ? d.curves[i].only_b : d.curves[i].only_a;
+            if (!k) continue;
+            printf("%s%s %lld", first ? "" : ", ", cost_op_name(d.curves[i].op), (long long)k);
+            first = 0;
+        }
+        printf(")\n");
+    }
+    if (d.drifted)
+        printf("drift: %d curve%s with %lld point%s beyond %g%%\n", d.drifted, d.drifted > 1 ? "s" : "", (long long)d.beyond,
+               d.beyond > 1 ? "s" : "", tol * 100);
+    else {
+        double worst = 0;
+        const char *wop = "";
+        for (int i = 0; i < d.n_curves; i++)
+            if (d.curves[i].common && fabs(d.curves[i].worst_rel) >= fabs(worst)) {
+                worst = d.curves[i].worst_rel;
+                wop = cost_op_name(d.curves[i].op);
+            }
+        printf("no drift beyond %g%%%s", tol * 100, d.common ? "" : " (no common points)");
+        if (d.common) printf(" (largest change %+.1f%% in %s)", worst * 100, wop);
+        printf("\n");
+    }
+    rc = d.drifted ? 1 : 0;
+    calib_diff_free(&d);
+    return rc;
+}
