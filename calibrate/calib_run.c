@@ -1665,7 +1665,7 @@ int kvcal_cmd_diff(int argc, char **argv)
     int64_t ra, rb;
     if (parse_run_id(pos[0], &ra) || parse_run_id(pos[1], &rb)) return 2;
     CostStore st;
-    if (store_open(&st, args[0].value, 0, &e) != 0) {
+    if (store_open(&st, args[0].value, STORE_OPEN_READONLY, &e) != 0) {
         fprintf(stderr, "kvcal diff: %s\n", e.msg);
         return 2;
     }

@@ -19,6 +19,8 @@
 
 #include "tests/harness.h"
 #include "sim/cost/store.h"
+#include "sim/cost/store_int.h"
+#include "calibrate/store_io.h"
 #include "calibrate/cli/store_cmds.h"
 
 /* ---- helpers ---- */
@@ -309,7 +311,7 @@ TEST(store_refuses_missing_tables_and_schema_zero)
     CostStore s;
     CHECK(store_open(&s, path, 1, &e) == -1);
     CHECK_CONTAINS(e.msg, path);
-    CHECK_CONTAINS(e.msg, "table run missing or malformed");
+    CHECK_CONTAINS(e.msg, "not a kvsim cost store: table run differs from this build's schema 1");
     const char *zero = tmp_path(t, "zero.db");
     raw_sql(t, zero, "PRAGMA application_id = 1263948621");
     CHECK(store_open(&s, zero, 1, &e) == -1);
@@ -1003,22 +1005,22 @@ TEST(store_import_refuses_newer_and_broken_dumps)
     CHECK(import_edited(t, "COMMIT;\n", "", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: the dump ends inside its transaction");
     CHECK_EQ_I(runs, 0);
-    /* a syntax error names its line */
+    /* a statement that is not one of the dump's own forms names its line */
     CHECK(import_edited(t, "INSERT INTO point VALUES(2,", "INSERT INTO point VALUES(2,,", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: line ");
-    CHECK_CONTAINS(e.msg, "syntax error");
+    CHECK_CONTAINS(e.msg, "not a statement of a kvsim cost store dump: 'INSERT INTO point VALUES(2,,");
     /* a dump that reaches for other files */
     CHECK(import_edited(t, "BEGIN TRANSACTION;\n", "ATTACH DATABASE 'stolen.db' AS x;\nBEGIN TRANSACTION;\n", &e,
                         &runs) == -1);
-    CHECK_CONTAINS(e.msg, "not authorized");
+    CHECK_CONTAINS(e.msg, "edited.sql: line 3: not a statement of a kvsim cost store dump: 'ATTACH DATABASE");
     CHECK(import_edited(t, "BEGIN TRANSACTION;\n", "PRAGMA journal_mode = OFF;\nBEGIN TRANSACTION;\n", &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "not authorized");
+    CHECK_CONTAINS(e.msg, "edited.sql: line 3: not a statement of a kvsim cost store dump: 'PRAGMA journal_mode");
     /* invalid points are refused like add_point refuses them, and nothing is imported */
     CHECK(import_edited(t, ",999.25,", ",1e9,", &e, &runs) == -1); /* median above p90 */
     CHECK_CONTAINS(e.msg, "edited.sql: run 2: gemm_o point (64, 0, 0): expected 0 <= p10 <= median <= p90");
     CHECK_EQ_I(runs, 0);
     CHECK(import_edited(t, "'gemm_o'", "'gemm_zz'", &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "edited.sql: run 2: unknown op 'gemm_zz'");
+    CHECK_CONTAINS(e.msg, "edited.sql: run 2: point: field op: unknown op 'gemm_zz'");
     CHECK_EQ_I(runs, 0);
     CHECK(import_edited(t, "'spec','H100-SXM'", "'gpu','H100-SXM'", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: run 2: run field backend: 'gpu'");
@@ -1029,7 +1031,7 @@ TEST(store_import_refuses_newer_and_broken_dumps)
     char to[260];
     snprintf(to, sizeof to, "'spec','%s'", longdev);
     CHECK(import_edited(t, "'spec','H100-SXM'", to, &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "edited.sql: run 2: field device is 199 bytes");
+    CHECK_CONTAINS(e.msg, "edited.sql: run 2: run: field device is 199 bytes");
     /* the unedited dump imports: the edits above were the only problem */
     CHECK_MSG(import_edited(t, "-- kvsim", "-- kvsim", &e, &runs) == 0, "%s", e.msg);
     CHECK_EQ_I(runs, 2);
