@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1510,19 +1511,42 @@ static void print_plan(const CalibPlan *plan, const SpecInputs *in, int cuda)
     printf("\n");
 }
 
+/* Every directory of --scratch DIR[,DIR...] exists (created first with --create-scratch); a
+ * missing one is refused by name, so a typo never measures the root disk as the SSD. */
+static int scratch_dirs_ready(const char *list, int create)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        struct stat sb;
+        KvErr e;
+        if (create && kv_mkdirs(tok, &e) != 0) {
+            fprintf(stderr, "kvcal run: --create-scratch: %s\n", e.msg);
+            return -1;
+        }
+        if (stat(tok, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "kvcal run: --scratch %s: %s (create it, or pass --create-scratch)\n", tok,
+                    stat(tok, &sb) != 0 ? "no such directory" : "not a directory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int kvcal_cmd_run(int argc, char **argv)
 {
     static const char *usage =
         "kvcal run --backend cpu|cuda --model M --db FILE [--quick] [--tp N] [--dtype fp16|bf16]\n"
-        "                 [--device-name NAME] [--scratch DIR[,DIR...]] [--device N] [--dry-run]\n"
+        "                 [--device-name NAME] [--scratch DIR[,DIR...] [--create-scratch]] [--device N] [--dry-run]\n"
         "  Measure cost curves on this machine and store them as one run (one transaction; Ctrl-C rolls it back).\n"
         "  --device-name  the device key stored (default: cuda → the hardware catalog's GPU key, cpu → \"cpu\")\n"
-        "  --scratch      directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)\n"
+        "  --scratch      existing directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)\n"
+        "  --create-scratch  create the --scratch directories when missing (else a missing one is refused)\n"
         "  --dry-run      print the plan (points per op; cuda: predicted time on --device-name, default H200)";
     CliArg args[] = {{"--backend", 0, NULL}, {"--model", 0, NULL},       {"--db", 0, NULL},      {"--quick", 1, NULL},
                      {"--tp", 0, NULL},      {"--dtype", 0, NULL},       {"--device-name", 0, NULL}, {"--scratch", 0, NULL},
-                     {"--device", 0, NULL},  {"--dry-run", 1, NULL}};
-    enum { A_BACKEND, A_MODEL, A_DB, A_QUICK, A_TP, A_DTYPE, A_DEVNAME, A_SCRATCH, A_DEVICE, A_DRY };
+                     {"--device", 0, NULL},  {"--dry-run", 1, NULL}, {"--create-scratch", 1, NULL}};
+    enum { A_BACKEND, A_MODEL, A_DB, A_QUICK, A_TP, A_DTYPE, A_DEVNAME, A_SCRATCH, A_DEVICE, A_DRY, A_MKSCRATCH };
     const char *pos[1];
     int npos, rc = cli_parse("run", usage, argc, argv, args, (int)KV_ARRAY_LEN(args), pos, 0, &npos);
     if (rc) return rc == 3 ? 0 : rc;
@@ -1574,6 +1598,10 @@ int kvcal_cmd_run(int argc, char **argv)
         printf("kvcal run --dry-run: %s%s, %s %s tp %d\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), tp);
         print_plan(&plan, &in, !strcmp(backend, "cuda"));
         rc = 0;
+        goto out;
+    }
+    if (args[A_SCRATCH].value && scratch_dirs_ready(args[A_SCRATCH].value, args[A_MKSCRATCH].value != NULL) != 0) {
+        rc = 2;
         goto out;
     }
     const char *db = args[A_DB].value;

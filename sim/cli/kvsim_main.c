@@ -2,6 +2,7 @@
  * the same trace and seed, write summary.json + requests.csv and print the Markdown table.
  * Only this file (and kvcal_main.c) prints and exits; everything else returns a status. */
 #include <cJSON.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include "results/plot.h"
 #include "policies/policy.h"
 #include "results/report.h"
+#include "results/resultset.h"
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
 #include "sim/base/units.h"
@@ -218,6 +220,24 @@ static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
     }
 }
 
+/* SIGINT/SIGTERM while a result set is written: remove its temporaries, then die of the signal. */
+static void on_stop_signal(int sig)
+{
+    rs_cleanup_on_signal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static int cmd_run(int argc, char **argv, int compare)
 {
     SimConfig cfg;
@@ -338,17 +358,20 @@ static int cmd_run(int argc, char **argv, int compare)
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 1;
     }
-    if (kv_mkdirs(out, &e) != 0) {
+    /* every file of the result is written into a set beside --out and swapped in at the end */
+    ResultSet rset;
+    install_stop_handlers();
+    if (rs_begin(&rset, out, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         sim_world_close(&w);
         return 1;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/requests.csv", out);
+    char path[4400];
     ReqCsv csv;
     memset(&csv, 0, sizeof csv);
-    if (!no_csv && report_csv_open(&csv, path, &e) != 0) {
+    if (!no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || report_csv_open(&csv, path, &e) != 0)) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
+        rs_abort(&rset);
         sim_world_close(&w);
         return 1;
     }
@@ -397,8 +420,8 @@ static int cmd_run(int argc, char **argv, int compare)
             snprintf(trace_desc, sizeof trace_desc, "%s", trace_describe(ts));
             trace_close(ts);
         }
-        snprintf(path, sizeof path, "%s/summary.json", out);
-        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
+        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || rs_path(&rset, "summary.json", path, sizeof path, &e) != 0 ||
+            report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             rc = 1;
         }
@@ -407,9 +430,8 @@ static int cmd_run(int argc, char **argv, int compare)
     }
     if (rc == 0) {
         report_markdown(stdout, &w, res, done);
-        snprintf(path, sizeof path, "%s/table.md", out);
         KvAtomicFile af;
-        if (kv_atomic_open(&af, path, &e) == 0) {
+        if (rs_path(&rset, "table.md", path, sizeof path, &e) == 0 && kv_atomic_open(&af, path, &e) == 0) {
             report_markdown(af.f, &w, res, done);
             if (kv_atomic_commit(&af, &e) != 0) rc = 1;
         } else {
@@ -418,12 +440,14 @@ static int cmd_run(int argc, char **argv, int compare)
         if (rc == 0) {
             char title[256];
             snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
-            snprintf(path, sizeof path, "%s/ttft_cdf.svg", out);
-            if (plot_ttft_cdf_svg(path, res, done, title, &e) != 0) rc = 1;
+            if (rs_path(&rset, "ttft_cdf.svg", path, sizeof path, &e) != 0 || plot_ttft_cdf_svg(path, res, done, title, &e) != 0)
+                rc = 1;
         }
+        if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
         if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
         else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md, ttft_cdf.svg)\n", out);
     }
+    rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
     for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
     sim_world_close(&w);
     return rc;

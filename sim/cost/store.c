@@ -290,7 +290,8 @@ fail:
 static int check_objects(sqlite3 *db, const char *name, KvErr *e)
 {
     sqlite3_stmt *st;
-    if (store_prep(db, name, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid", &st,
+    if (store_prep(db, name, "SELECT type, name, tbl_name, sql FROM sqlite_master "
+                   "ORDER BY name IN ('run', 'point', 'newest_run') DESC, rowid", &st,
                    "reading the schema", e) != 0)
         return -1;
     int seen[KV_ARRAY_LEN(k_objects)] = {0};
