@@ -357,9 +357,12 @@ ProbeSsd *probe_ssd_open(const char *const *dirs, int n_dirs, int max_files, int
     int on_tmpfs = 0;
     for (int d = 0; d < n_dirs; d++) {
         snprintf(s->dirs[d], sizeof s->dirs[d], "%s", dirs[d]);
-        KvErr me;
-        if (kv_mkdirs(dirs[d], &me) != 0) {
-            kv_err(e, "scratch %s: unusable (%s); expected a writable directory", dirs[d], me.msg);
+        struct stat dst;
+        errno = 0;
+        if (stat(dirs[d], &dst) != 0 || !S_ISDIR(dst.st_mode)) { /* never created here: a typo must not measure '/' */
+            int er = errno;
+            kv_err(e, "scratch %s: %s; expected a writable directory that exists (kvcal run --create-scratch creates it)",
+                   dirs[d], er == ENOENT ? "no such directory" : er ? strerror(er) : "not a directory");
             goto fail;
         }
         struct statvfs vfs;

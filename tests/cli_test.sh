@@ -260,5 +260,117 @@ for f in results/costmodels/spec-*.sql; do
   fi
 done
 
+
+# ---- hardening: untrusted stores and dumps ----
+printf -- '-- kvsim cost store dump, schema 1\nWITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c;\n' > "$tmp/loop.sql"
+expect 1 "import of an endless recursive query is refused" timeout 20 "$B"/kvcal import --db "$tmp/loop.db" "$tmp/loop.sql"
+contains "endless query: names file and line" "loop.sql: line 2: not a statement of a kvsim cost store dump"
+if [ -e "$tmp/loop.db" ]; then bad "refused import leaves no store"; else ok "refused import leaves no store"; fi
+printf -- '-- kvsim cost store dump, schema 1\nCREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT zeroblob(1000000) AS b FROM c;\n' > "$tmp/grow.sql"
+expect 1 "import of an ever-growing table is refused" timeout 20 "$B"/kvcal import --db "$tmp/grow.db" "$tmp/grow.sql"
+contains "growing dump: names file and line" "grow.sql: line 2: not a statement"
+# a store whose run table was replaced by a view with a recursive CTE
+cp "$tmp/costs.db" "$tmp/view.db"
+if python3 - "$tmp/view.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("""PRAGMA foreign_keys=OFF; PRAGMA legacy_alter_table=ON; ALTER TABLE run RENAME TO run_old;
+CREATE VIEW run AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT r.* FROM run_old AS r, c;""")
+PY
+then
+  expect 1 "kvcal show refuses a store whose run is a view" timeout 20 "$B"/kvcal show --db "$tmp/view.db"
+  contains "run is a view: named" "view.db: not a kvsim cost store: run is a view"
+  expect 1 "kvsim --costs refuses a store whose run is a view" timeout 20 "$B"/kvsim run --policy kv-offload --requests 20 --costs "$tmp/view.db" --quiet --out "$tmp/vv"
+  contains "kvsim: run is a view" "not a kvsim cost store: run is a view"
+else bad "could not craft the view store"; fi
+# a store edited by hand: refused by kvsim and by export, naming file, run, op and field
+cp "$tmp/costs.db" "$tmp/hand.db"
+python3 -c "
+import sqlite3,sys
+c=sqlite3.connect('$tmp/hand.db'); c.execute(\"UPDATE point SET median_ns='abc' WHERE rowid=(SELECT min(rowid) FROM point WHERE op='gemm_qkv')\"); c.commit()"
+expect 1 "kvsim refuses median_ns='abc'" "$B"/kvsim run --policy kv-offload --requests 20 --costs "$tmp/hand.db" --quiet --out "$tmp/hh"
+contains "bad median named" "hand.db: run 1: gemm_qkv point: field median_ns: 'abc' is text"
+expect 1 "export refuses the hand-edited store" "$B"/kvcal export --db "$tmp/hand.db" --format sql --out "$tmp/hand.sql"
+if [ -e "$tmp/hand.sql" ]; then bad "no export of an invalid store"; else ok "no export of an invalid store"; fi
+cp "$tmp/costs.db" "$tmp/neg.db"
+python3 -c "
+import sqlite3
+c=sqlite3.connect('$tmp/neg.db'); c.execute(\"UPDATE point SET p1=-p1 WHERE rowid=(SELECT min(rowid) FROM point WHERE op='gemm_qkv')\"); c.commit()"
+expect 1 "kvsim refuses a negative shape" "$B"/kvsim run --policy kv-offload --requests 20 --costs "$tmp/neg.db" --quiet --out "$tmp/hh"
+contains "negative shape named" "negative shape parameter"
+cp "$tmp/costs.db" "$tmp/op.db"
+python3 -c "
+import sqlite3
+c=sqlite3.connect('$tmp/op.db'); c.execute(\"INSERT INTO point VALUES(1,'warp_drive','Llama-2-7B','fp16',1,1,0,0,1,1,1,1)\"); c.commit()"
+expect 1 "kvsim refuses an unknown op in the run it reads" "$B"/kvsim run --policy kv-offload --requests 20 --costs "$tmp/op.db" --quiet --out "$tmp/hh"
+contains "unknown op named" "unknown op 'warp_drive'"
+# export and import round-trip: every format the export writes, import reads back
+for fmt in sql csv; do
+  expect 0 "export $fmt" "$B"/kvcal export --db "$tmp/costs.db" --format $fmt --out "$tmp/rt.$fmt"
+  rm -f "$tmp/rt-$fmt.db"
+  expect 0 "import of the $fmt export" "$B"/kvcal import --db "$tmp/rt-$fmt.db" "$tmp/rt.$fmt"
+done
+# export over its own store
+cp "$tmp/costs.db" "$tmp/self.db"; sum_self=$(md5sum < "$tmp/self.db")
+expect 2 "export --out the store itself is refused" "$B"/kvcal export --db "$tmp/self.db" --format sql --out "$tmp/self.db"
+contains "export over the store: message" "is the store --db"
+if [ "$(md5sum < "$tmp/self.db")" = "$sum_self" ]; then ok "the store is untouched"; else bad "the store is untouched"; fi
+expect 2 "export --out the store by another name is refused" "$B"/kvcal export --db "$tmp/self.db" --format csv --out "$tmp/./self.db"
+
+# ---- results are committed as a set ----
+expect 0 "earlier result" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
+(cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg) > "$tmp/set.md5"
+same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 4 ]; }
+no_tmp() { [ -z "$(find "$tmp" -name 'set.tmp.*' -o -name 'set.old.*' -o -path "$tmp/set/*.tmp.*" | head -1)" ]; }
+for n in 0 1 2 3; do
+  KVSIM_FAULT_AFTER_FILES=$n "$B"/kvsim compare --policies recompute,kv-offload --requests 150 --quiet --out "$tmp/set" >"$tmp/out" 2>&1; rc=$?
+  if [ $rc = 1 ] && same_set && no_tmp; then ok "fault after $n files: exit 1, the old set intact, no temporaries"
+  else bad "fault after $n files (exit $rc)"; sed 's/^/      /' "$tmp/out" | head -5 >&2; fi
+done
+contains "injected fault named" "injected fault"
+# a real full disk, where a tmpfs can be mounted (root)
+mkdir -p "$tmp/small"
+if mount -t tmpfs -o size=256k tmpfs "$tmp/small" 2>/dev/null; then
+  "$B"/kvsim compare --policies recompute --requests 20 --quiet --out "$tmp/small/r" >/dev/null 2>&1
+  (cd "$tmp/small/r" && md5sum *) > "$tmp/small.md5"
+  "$B"/kvsim compare --policies recompute,kv-offload --requests 3000 --quiet --out "$tmp/small/r" >"$tmp/out" 2>&1; rc=$?
+  if [ $rc = 1 ] && (cd "$tmp/small/r" && md5sum -c --quiet "$tmp/small.md5") && [ -z "$(ls "$tmp/small" | grep -v '^r$')" ]; then
+    ok "disk full mid-set: exit 1, the old set intact, no temporaries"
+  else bad "disk full mid-set (exit $rc)"; ls -la "$tmp/small" >&2; fi
+  umount "$tmp/small"
+else skip=$((skip+1)); echo "skip  cli: disk full mid-set (cannot mount a tmpfs here)"; fi
+# SIGTERM during compare: no temporaries, the earlier result intact
+"$B"/kvsim compare --policies all --requests 30000 --quiet --out "$tmp/set" >/dev/null 2>&1 & kpid=$!
+for i in $(seq 100); do [ -n "$(ls -d "$tmp"/set.tmp.* 2>/dev/null)" ] && break; sleep 0.05; done
+sleep 0.3; kill -TERM $kpid; wait $kpid; rc=$?
+if [ $rc = 143 ] && same_set && no_tmp; then ok "SIGTERM during compare: the old set intact, no temporaries"
+else bad "SIGTERM during compare (exit $rc)"; ls -la "$tmp" >&2; fi
+"$B"/kvsim compare --policies all --requests 30000 --quiet --out "$tmp/set" >/dev/null 2>&1 & kpid=$!
+for i in $(seq 100); do [ -n "$(ls -d "$tmp"/set.tmp.* 2>/dev/null)" ] && break; sleep 0.05; done
+sleep 0.3; kill -INT $kpid; wait $kpid; rc=$?
+if [ $rc = 130 ] && same_set && no_tmp; then ok "SIGINT during compare: the old set intact, no temporaries"
+else bad "SIGINT during compare (exit $rc)"; fi
+# stale temporaries of a dead process are removed by the next run
+sh -c 'exit 0' & dead=$!; wait $dead
+mkdir -p "$tmp/set.tmp.$dead"; echo partial > "$tmp/set.tmp.$dead/requests.csv"
+expect 0 "a run beside a dead process's temporaries" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
+if no_tmp && same_set; then ok "stale temporaries removed, the same result again"; else bad "stale temporaries removed"; fi
+# a run that only writes some files replaces the whole set (no stale requests.csv beside it)
+expect 0 "--no-csv into an earlier result" "$B"/kvsim run --policy recompute --requests 50 --no-csv --quiet --out "$tmp/set"
+if [ ! -e "$tmp/set/requests.csv" ] && [ -s "$tmp/set/summary.json" ]; then ok "--no-csv leaves no old requests.csv"; else bad "--no-csv leaves no old requests.csv"; fi
+# --out never wipes a directory of other files
+mkdir -p "$tmp/mine"; echo keep > "$tmp/mine/notes.txt"
+expect 1 "--out a directory of other files is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --out "$tmp/mine"
+contains "foreign file named" "notes.txt"
+if [ "$(cat "$tmp/mine/notes.txt")" = keep ] && [ "$(ls "$tmp/mine")" = notes.txt ]; then ok "the directory is untouched"; else bad "the directory is untouched"; fi
+
+# ---- kvcal run --scratch ----
+expect 2 "kvcal run --scratch of a missing directory is refused" "$B"/kvcal run --backend cpu --quick --model Llama-2-7B --db "$tmp/scr.db" --scratch "$tmp/typo"
+contains "missing scratch named" "$tmp/typo: no such directory"
+if [ -e "$tmp/typo" ] || [ -e "$tmp/scr.db" ]; then bad "nothing created for a missing scratch"; else ok "nothing created for a missing scratch"; fi
+mkdir -p "$tmp/dbdir"
+expect 1 "--create-scratch creates it (then the run fails on --db a directory)" "$B"/kvcal run --backend cpu --quick --model Llama-2-7B --db "$tmp/dbdir" --scratch "$tmp/made" --create-scratch
+if [ -d "$tmp/made" ]; then ok "--create-scratch created the directory"; else bad "--create-scratch created the directory"; fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -19,6 +19,8 @@
 
 #include "tests/harness.h"
 #include "sim/cost/store.h"
+#include "sim/cost/store_int.h"
+#include "calibrate/store_io.h"
 #include "calibrate/cli/store_cmds.h"
 
 /* ---- helpers ---- */
@@ -309,7 +311,7 @@ TEST(store_refuses_missing_tables_and_schema_zero)
     CostStore s;
     CHECK(store_open(&s, path, 1, &e) == -1);
     CHECK_CONTAINS(e.msg, path);
-    CHECK_CONTAINS(e.msg, "table run missing or malformed");
+    CHECK_CONTAINS(e.msg, "not a kvsim cost store: table run differs from this build's schema 1");
     const char *zero = tmp_path(t, "zero.db");
     raw_sql(t, zero, "PRAGMA application_id = 1263948621");
     CHECK(store_open(&s, zero, 1, &e) == -1);
@@ -576,7 +578,9 @@ TEST(store_killed_writer_leaves_no_partial_run)
     snprintf(journal, sizeof journal, "%s-journal", path);
     CHECK(access(journal, F_OK) == 0);
     CHECK(file_size(path) > size_before);
-    CHECK_MSG(store_open(&s, path, 0, &e) == 0, "%s", e.msg); /* hot journal rolled back, quick_check ok */
+    /* a reader (read-only) finds the hot journal: rolled back, quick_check ok */
+    CHECK_MSG(store_open(&s, path, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg);
+    CHECK(access(journal, F_OK) != 0);
     static RunSet rs;
     rs.n = 0;
     CHECK(store_list_runs(&s, collect_run, &rs, &e) == 0);
@@ -1003,22 +1007,22 @@ TEST(store_import_refuses_newer_and_broken_dumps)
     CHECK(import_edited(t, "COMMIT;\n", "", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: the dump ends inside its transaction");
     CHECK_EQ_I(runs, 0);
-    /* a syntax error names its line */
+    /* a statement that is not one of the dump's own forms names its line */
     CHECK(import_edited(t, "INSERT INTO point VALUES(2,", "INSERT INTO point VALUES(2,,", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: line ");
-    CHECK_CONTAINS(e.msg, "syntax error");
+    CHECK_CONTAINS(e.msg, "not a statement of a kvsim cost store dump: 'INSERT INTO point VALUES(2,,");
     /* a dump that reaches for other files */
     CHECK(import_edited(t, "BEGIN TRANSACTION;\n", "ATTACH DATABASE 'stolen.db' AS x;\nBEGIN TRANSACTION;\n", &e,
                         &runs) == -1);
-    CHECK_CONTAINS(e.msg, "not authorized");
+    CHECK_CONTAINS(e.msg, "edited.sql: line 3: not a statement of a kvsim cost store dump: 'ATTACH DATABASE");
     CHECK(import_edited(t, "BEGIN TRANSACTION;\n", "PRAGMA journal_mode = OFF;\nBEGIN TRANSACTION;\n", &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "not authorized");
+    CHECK_CONTAINS(e.msg, "edited.sql: line 3: not a statement of a kvsim cost store dump: 'PRAGMA journal_mode");
     /* invalid points are refused like add_point refuses them, and nothing is imported */
     CHECK(import_edited(t, ",999.25,", ",1e9,", &e, &runs) == -1); /* median above p90 */
     CHECK_CONTAINS(e.msg, "edited.sql: run 2: gemm_o point (64, 0, 0): expected 0 <= p10 <= median <= p90");
     CHECK_EQ_I(runs, 0);
     CHECK(import_edited(t, "'gemm_o'", "'gemm_zz'", &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "edited.sql: run 2: unknown op 'gemm_zz'");
+    CHECK_CONTAINS(e.msg, "edited.sql: run 2: point: field op: unknown op 'gemm_zz'");
     CHECK_EQ_I(runs, 0);
     CHECK(import_edited(t, "'spec','H100-SXM'", "'gpu','H100-SXM'", &e, &runs) == -1);
     CHECK_CONTAINS(e.msg, "edited.sql: run 2: run field backend: 'gpu'");
@@ -1029,7 +1033,7 @@ TEST(store_import_refuses_newer_and_broken_dumps)
     char to[260];
     snprintf(to, sizeof to, "'spec','%s'", longdev);
     CHECK(import_edited(t, "'spec','H100-SXM'", to, &e, &runs) == -1);
-    CHECK_CONTAINS(e.msg, "edited.sql: run 2: field device is 199 bytes");
+    CHECK_CONTAINS(e.msg, "edited.sql: run 2: run: field device is 199 bytes");
     /* the unedited dump imports: the edits above were the only problem */
     CHECK_MSG(import_edited(t, "-- kvsim", "-- kvsim", &e, &runs) == 0, "%s", e.msg);
     CHECK_EQ_I(runs, 2);
@@ -1490,4 +1494,260 @@ TEST(store_golden_csv_fixture_round_trips)
     free(got);
     free(want);
     store_close(&s);
+}
+
+/* ---- hardening: untrusted stores and dumps ---- */
+
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+TEST(store_import_refuses_recursive_and_growing_dumps_fast)
+{
+    const char *db = tmp_path(t, "x.db");
+    static const char *const bodies[] = {
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c;\n",
+        "CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+        "SELECT zeroblob(1000000) AS b FROM c;\n",
+        /* our own INSERT form, but a subquery in place of a literal */
+        "BEGIN TRANSACTION;\nINSERT INTO point VALUES((WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+        "SELECT count(*) FROM c),'h2d','','fp16',1,1,0,0,1,1,1,1);\n",
+        /* a function call where a literal belongs */
+        "INSERT INTO run VALUES(1,'spec',randomblob(1000000000),'','','','','','','','',1,0,'',1);\n",
+        /* a trigger: not a statement a dump holds */
+        "CREATE TRIGGER t AFTER INSERT ON point BEGIN SELECT 1; END;\n",
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bodies); i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "-- kvsim cost store dump, schema 1\n%s", bodies[i]);
+        unlink(db);
+        CostStore s;
+        KvErr e = {{0}};
+        CHECK_MSG(store_open(&s, db, STORE_OPEN_CREATE, &e) == 0, "%s", e.msg);
+        double t0 = now_s();
+        CHECK(store_import_sql(&s, text, "d.sql", &e) == -1);
+        CHECK_MSG(now_s() - t0 < 5, "import %zu took %.1f s", i, now_s() - t0);
+        CHECK_CONTAINS(e.msg, "d.sql: line ");
+        CHECK_CONTAINS(e.msg, "not a statement of a kvsim cost store dump");
+        int64_t nruns = -1;
+        CHECK(store_count_points(&s, 1, -1, &nruns, &e) == 0);
+        CHECK_EQ_I(nruns, 0);
+        store_close(&s);
+    }
+}
+
+TEST(store_guard_stops_a_runaway_statement)
+{
+    /* the guard on a plain connection: an endless recursive query is interrupted within budget */
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    StoreGuard g;
+    KvErr e = {{0}};
+    CHECK(store_guard_install(db, &g, 1000000, "mem", &e) == 0);
+    double t0 = now_s();
+    int rc = sqlite3_exec(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+                          NULL, NULL, NULL);
+    CHECK_EQ_I(rc & 0xff, SQLITE_INTERRUPT);
+    CHECK(now_s() - t0 < 5);
+    /* and the limits: no ATTACH, no giant values */
+    CHECK(sqlite3_exec(db, "ATTACH ':memory:' AS other", NULL, NULL, NULL) != SQLITE_OK);
+    store_guard_reset(&g, 1000000);
+    CHECK_EQ_I(sqlite3_exec(db, "SELECT zeroblob(100000000)", NULL, NULL, NULL) & 0xff, SQLITE_TOOBIG);
+    sqlite3_close(db);
+}
+
+/* A fresh good store at path with the sample runs. */
+static void sample_store(TestCtx *t, const char *path)
+{
+    unlink(path);
+    CostStore s;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&s, path, STORE_OPEN_CREATE, &e) == 0, "%s", e.msg);
+    make_sample(t, &s);
+    store_close(&s);
+}
+
+/* Open path in every mode and expect a refusal containing want, quickly. */
+static void expect_refused(TestCtx *t, const char *path, const char *want)
+{
+    for (int mode = STORE_OPEN_EXISTING; mode <= STORE_OPEN_READONLY; mode++) {
+        CostStore s;
+        KvErr e = {{0}};
+        double t0 = now_s();
+        int rc = store_open(&s, path, mode, &e);
+        CHECK_MSG(rc == -1, "mode %d: %s opened", mode, path);
+        if (rc == 0) store_close(&s);
+        CHECK(now_s() - t0 < 5);
+        CHECK_CONTAINS(e.msg, path);
+        CHECK_CONTAINS(e.msg, want);
+    }
+}
+
+TEST(store_open_refuses_planted_views_triggers_and_altered_schema)
+{
+    const char *p = tmp_path(t, "view.db");
+    sample_store(t, p);
+    raw_sql(t, p,
+            "PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON; ALTER TABLE run RENAME TO run_old;"
+            "CREATE VIEW run AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+            "SELECT r.* FROM run_old AS r, c");
+    expect_refused(t, p, "not a kvsim cost store: run is a view, expected a table");
+    p = tmp_path(t, "trigger.db");
+    sample_store(t, p);
+    raw_sql(t, p,
+            "CREATE TRIGGER boom AFTER INSERT ON point BEGIN "
+            "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c); END");
+    expect_refused(t, p, "not a kvsim cost store (unexpected trigger 'boom'");
+    p = tmp_path(t, "newest.db");
+    sample_store(t, p);
+    raw_sql(t, p, "DROP VIEW newest_run; CREATE VIEW newest_run AS SELECT device, model, dtype, tp, op, run_id FROM "
+                  "(SELECT '' AS device, '' AS model, '' AS dtype, 1 AS tp, '' AS op, 1 AS run_id)");
+    expect_refused(t, p, "not a kvsim cost store: view newest_run differs from this build's schema 1");
+    p = tmp_path(t, "column.db");
+    sample_store(t, p);
+    raw_sql(t, p, "ALTER TABLE point ADD COLUMN extra TEXT");
+    expect_refused(t, p, "table point differs from this build's schema 1");
+    p = tmp_path(t, "index.db");
+    sample_store(t, p);
+    raw_sql(t, p, "CREATE INDEX by_op ON point(op)");
+    expect_refused(t, p, "unexpected index 'by_op'");
+    /* ANALYZE's statistics are tolerated: they only steer the planner */
+    p = tmp_path(t, "analyzed.db");
+    sample_store(t, p);
+    raw_sql(t, p, "ANALYZE");
+    CostStore s;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&s, p, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg);
+    store_close(&s);
+}
+
+/* Edit the sample store by hand (sql on its first gemm_qkv point) and expect every reader to refuse
+ * it with a message holding want (file, run, op, field). */
+static void expect_edit_refused(TestCtx *t, const char *name, const char *sql, const char *want)
+{
+    const char *p = tmp_path(t, name);
+    sample_store(t, p);
+    raw_sql(t, p, sql);
+    CostStore s;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&s, p, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg);
+    CHECK(store_check_run(&s, 1, &e) == -1);
+    CHECK_CONTAINS(e.msg, p);
+    CHECK_CONTAINS(e.msg, want);
+    StorePointList l;
+    if (strstr(sql, "UPDATE point")) {
+        CHECK(store_points_all(&s, 1, -1, &l, &e) == -1);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(store_dump_sql(&s, f, &e) == -1); /* export never writes what import would refuse */
+    CHECK_CONTAINS(e.msg, want);
+    CHECK(store_export_csv(&s, 0, f, &e) == -1);
+    CHECK_CONTAINS(e.msg, want);
+    fclose(f);
+    free(buf);
+    store_close(&s);
+}
+
+TEST(store_readers_validate_points_as_import_does)
+{
+    const char *first = "WHERE rowid = (SELECT min(rowid) FROM point WHERE op = 'gemm_qkv')";
+    char sql[512];
+    snprintf(sql, sizeof sql, "UPDATE point SET median_ns = 'abc' %s", first);
+    expect_edit_refused(t, "abc.db", sql, ": run 1: gemm_qkv point: field median_ns: 'abc' is text, expected a number");
+    snprintf(sql, sizeof sql, "UPDATE point SET p1 = -5 %s", first);
+    expect_edit_refused(t, "neg.db", sql, ": run 1: gemm_qkv point (-5, 0, 0): negative shape parameter");
+    snprintf(sql, sizeof sql, "UPDATE point SET op = 'warp_drive' %s", first);
+    expect_edit_refused(t, "op.db", sql, ": run 1: point: field op: unknown op 'warp_drive'");
+    snprintf(sql, sizeof sql, "UPDATE point SET p2 = 7 %s", first);
+    expect_edit_refused(t, "p2.db", sql, "p2 must be 0 (the op has 1 parameter)");
+    snprintf(sql, sizeof sql, "UPDATE point SET n = 0 %s", first);
+    expect_edit_refused(t, "n.db", sql, "n = 0, expected >= 1");
+    snprintf(sql, sizeof sql, "UPDATE point SET p10_ns = p90_ns * 2 %s", first);
+    expect_edit_refused(t, "order.db", sql, "expected 0 <= p10 <= median <= p90");
+    snprintf(sql, sizeof sql, "UPDATE point SET tp = 'one' %s", first);
+    expect_edit_refused(t, "tptext.db", sql, "gemm_qkv point: field tp: 'one' is text, expected an integer");
+    expect_edit_refused(t, "backend.db", "UPDATE run SET backend = 'gpu' WHERE id = 1",
+                        ": run 1: run field backend: 'gpu'");
+}
+
+TEST(store_export_then_import_round_trips)
+{
+    const char *p = tmp_path(t, "src.db");
+    sample_store(t, p);
+    CostStore a, b;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&a, p, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg);
+    char *sql = dump_text(t, &a);
+    char *csv = export_text(t, &a, 0, 0);
+    store_close(&a);
+    const char *q = tmp_path(t, "dst_sql.db");
+    unlink(q);
+    CHECK_MSG(store_open(&b, q, STORE_OPEN_CREATE, &e) == 0, "%s", e.msg);
+    CHECK_MSG(sql && store_import_sql(&b, sql, "out.sql", &e) == 0, "%s", e.msg);
+    char *again = dump_text(t, &b);
+    CHECK(sql && again && strcmp(sql, again) == 0);
+    store_close(&b);
+    q = tmp_path(t, "dst_csv.db");
+    unlink(q);
+    CHECK_MSG(store_open(&b, q, STORE_OPEN_CREATE, &e) == 0, "%s", e.msg);
+    CHECK_MSG(csv && store_import_csv(&b, csv, "out.csv", &e) == 0, "%s", e.msg);
+    char *csv2 = export_text(t, &b, 0, 0);
+    CHECK(csv && csv2 && strcmp(csv, csv2) == 0);
+    store_close(&b);
+    free(sql);
+    free(again);
+    free(csv);
+    free(csv2);
+}
+
+TEST(store_readonly_refuses_writes)
+{
+    const char *p = tmp_path(t, "ro.db");
+    sample_store(t, p);
+    CostStore s;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&s, p, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg);
+    StoreRunMeta m = meta("cpu", "cpu", "");
+    CHECK(store_begin_run(&s, &m, &e) == -1);
+    CHECK_CONTAINS(e.msg, "read-only");
+    CHECK(store_import_sql(&s, "-- kvsim cost store dump, schema 1\n", "d.sql", &e) == -1);
+    CHECK_CONTAINS(e.msg, "read-only");
+    store_close(&s);
+    /* a read-only open of a missing file neither creates it nor succeeds */
+    const char *missing = tmp_path(t, "missing.db");
+    CHECK(store_open(&s, missing, STORE_OPEN_READONLY, &e) == -1);
+    CHECK(access(missing, F_OK) != 0);
+}
+
+TEST(store_cmd_export_refuses_its_own_store)
+{
+    const char *db = tmp_path(t, "self.db");
+    sample_store(t, db);
+    int64_t before = file_size(db);
+    char dbarg[4300];
+    snprintf(dbarg, sizeof dbarg, "%s", db);
+    const char *argv[] = {"export", "--db", dbarg, "--format", "sql", "--out", dbarg};
+    CHECK_EQ_I(run_cmd(t, kvcal_cmd_export, "o.txt", "e.txt", 7, argv), 2);
+    char *err = slurp(t, "e.txt");
+    CHECK_CONTAINS(err, "is the store --db");
+    free(err);
+    CHECK_EQ_I(file_size(db), before);
+    CostStore s;
+    KvErr e = {{0}};
+    CHECK_MSG(store_open(&s, db, STORE_OPEN_READONLY, &e) == 0, "%s", e.msg); /* still a store */
+    store_close(&s);
+    /* the same file by another name */
+    char other[4400];
+    snprintf(other, sizeof other, "%s/./self.db", test_tmpdir(t));
+    const char *argv2[] = {"export", "--db", dbarg, "--format", "csv", "--out", other};
+    CHECK_EQ_I(run_cmd(t, kvcal_cmd_export, "o.txt", "e.txt", 7, argv2), 2);
+    CHECK_EQ_I(file_size(db), before);
 }

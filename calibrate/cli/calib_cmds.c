@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "calibrate/calib_diff.h"
 #include "calibrate/calib_run.h"
@@ -59,6 +60,28 @@ static void print_plan(const CalibPlan *plan, const SpecInputs *in, int cuda)
     printf("\n");
 }
 
+/* Every directory of --scratch DIR[,DIR...] exists (created first with --create-scratch); a
+ * missing one is refused by name, so a typo never measures the root disk as the SSD. */
+static int scratch_dirs_ready(const char *list, int create)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        struct stat sb;
+        KvErr e;
+        if (create && kv_mkdirs(tok, &e) != 0) {
+            fprintf(stderr, "kvcal run: --create-scratch: %s\n", e.msg);
+            return -1;
+        }
+        if (stat(tok, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "kvcal run: --scratch %s: %s (create it, or pass --create-scratch)\n", tok,
+                    stat(tok, &sb) != 0 ? "no such directory" : "not a directory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static const OptSpec k_run_opts[] = {
     {"--backend", "cpu|cuda", OPT_REQUIRED, "cpu (the kernels of kernels/cpu.c) or cuda (cuBLAS GEMMs, our attention kernels)"},
     {"--model", "M", OPT_REQUIRED, "model from the catalog (kvsim list models)"},
@@ -67,7 +90,8 @@ static const OptSpec k_run_opts[] = {
     {"--tp", "N", 0, "per-GPU shapes of a tensor-parallel group of N (default 1), timed on one device"},
     {"--dtype", "fp16|bf16", 0, "the run's dtype (default fp16; the cpu computes in fp32 and keeps the label)"},
     {"--device-name", "NAME", 0, "the device key stored (default: cuda: the hardware catalog's GPU key, cpu: \"cpu\")"},
-    {"--scratch", "DIR[,DIR...]", 0, "directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)"},
+    {"--scratch", "DIR[,DIR...]", 0, "existing directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)"},
+    {"--create-scratch", NULL, 0, "create the --scratch directories when missing (else a missing one is refused)"},
     {"--device", "N", 0, "the CUDA device index (default 0)"},
     {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
 };
@@ -117,8 +141,12 @@ int kvcal_cmd_run(int argc, char **argv)
         rc = 0;
         goto out;
     }
+    if (opt_get(&a, "--scratch") && scratch_dirs_ready(opt_get(&a, "--scratch"), opt_count(&a, "--create-scratch") > 0) != 0) {
+        rc = 2;
+        goto out;
+    }
     const char *db = opt_get(&a, "--db");
-    if (store_open(&st, db, 1, &e) != 0) goto fail;
+    if (store_open(&st, db, STORE_OPEN_CREATE, &e) != 0) goto fail;
     CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick,
                       .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
                       .hw = &hw, .stop = &g_stop, .progress = cli_progress};
@@ -204,7 +232,7 @@ int kvcal_cmd_diff(int argc, char **argv)
     int64_t ra, rb;
     if (parse_run_id(a.pos[0], &ra) || parse_run_id(a.pos[1], &rb)) return KVCAL_USAGE;
     CostStore st;
-    if (store_open(&st, opt_get(&a, "--db"), 0, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
+    if (store_open(&st, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
     CalibDiff d;
     StoreRunMeta ma, mb;
     if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {

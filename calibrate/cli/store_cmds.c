@@ -3,17 +3,21 @@
  * Responsible for: the command-line face of the cost store: parsing options, printing tables,
  * writing exports (to a file atomically, else stdout) and running imports. This is CLI code, so
  * it prints: results to stdout, errors to stderr as "kvcal CMD: message".
- * Not responsible for: anything the store does (store.c); this file only calls its API.
- * Invariants: an export either replaces the --out file completely or leaves it untouched; an
- * import that fails leaves the store as it was (and removes a store file it had just created).
+ * Not responsible for: anything the store does (store.c, store_io.c); this file only calls their API.
+ * Invariants: show and export open the store read-only; an export either replaces the --out file
+ * completely or leaves it untouched, and is refused when --out is the store itself; an import
+ * that fails leaves the store as it was (and removes a store file it had just created).
  */
 #include "calibrate/cli/store_cmds.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "calibrate/cli/kvcal_cli.h"
+#include "calibrate/store_io.h"
 #include "sim/base/opt.h"
 #include "sim/base/util.h"
 #include "sim/cost/store.h"
@@ -221,7 +225,7 @@ int kvcal_cmd_show(int argc, char **argv)
     if (opt_get(&a, "--op") && (rc = parse_op(c, opt_get(&a, "--op"), &op)) != CLI_OK) return rc;
     KvErr e = {{0}};
     CostStore s;
-    if (store_open(&s, opt_get(&a, "--db"), 0, &e) != 0) return fail(c, &e);
+    if (store_open(&s, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return fail(c, &e);
     rc = run_id ? show_run(c, &s, run_id, op, &e) : show_runs(c, &s, op, &e);
     store_close(&s);
     if (rc == CLI_OK) rc = kvcal_cli_flush(c);
@@ -248,6 +252,15 @@ static const OptCmd k_export = {
     "        gives the same bytes), suitable for committing; load it with kvcal import\n",
     k_export_opts, (int)KV_ARRAY_LEN(k_export_opts), NULL, 0, 0};
 
+/* Whether paths a and b name the same file: the same inode, or (b absent) the same real path. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
 int kvcal_cmd_export(int argc, char **argv)
 {
     const OptCmd *c = &k_export;
@@ -261,8 +274,13 @@ int kvcal_cmd_export(int argc, char **argv)
     if (opt_get(&a, "--run") && (rc = parse_run_id(c, opt_get(&a, "--run"), &run_id)) != CLI_OK) return rc;
 
     KvErr e = {{0}};
+    if (out_path && same_file(opt_get(&a, "--db"), out_path)) {
+        fprintf(stderr, "kvcal export: --out %s is the store --db %s itself; the export would replace the store\n",
+                out_path, opt_get(&a, "--db"));
+        return CLI_USAGE;
+    }
     CostStore s;
-    if (store_open(&s, opt_get(&a, "--db"), 0, &e) != 0) return fail(c, &e);
+    if (store_open(&s, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return fail(c, &e);
     StoreRunMeta probe;
     if (run_id && store_get_run(&s, run_id, &probe, &e) != 0) { /* before creating any output file */
         store_close(&s);
@@ -335,6 +353,12 @@ int kvcal_cmd_import(int argc, char **argv)
     const char *db = opt_get(&a, "--db"), *input = a.pos[0];
 
     KvErr e = {{0}};
+    struct stat sb;
+    if (stat(input, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > STORE_IMPORT_MAX_BYTES) {
+        kv_err(&e, "%s: %lld bytes, larger than an import may be (%d MiB)", input, (long long)sb.st_size,
+               STORE_IMPORT_MAX_BYTES >> 20);
+        return fail(c, &e);
+    }
     char *text = kv_read_file(input, NULL, &e);
     if (!text) return fail(c, &e);
     InputKind kind = input_kind(input, text);

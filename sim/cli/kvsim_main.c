@@ -6,6 +6,7 @@
  * the model/hardware catalogs or scenarios, a trace that cannot be read, the run); 2 usage error
  * (unknown, missing or repeated option, a value of the wrong form, an unknown policy or setting). */
 #include <cJSON.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "results/plot.h"
 #include "policies/policy.h"
 #include "results/report.h"
+#include "results/resultset.h"
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
 #include "sim/base/opt.h"
@@ -323,6 +325,24 @@ static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size
                   cfg->trace, guess[0] ? "did you mean " : "", guess, guess[0] ? "? " : "", names);
 }
 
+/* SIGINT/SIGTERM while a result set is written: remove its temporaries, then die of the signal. */
+static void on_stop_signal(int sig)
+{
+    rs_cleanup_on_signal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static int cmd_run(int argc, char **argv, int compare)
 {
     const OptCmd *cmd = compare ? &k_compare : &k_run;
@@ -404,17 +424,20 @@ static int cmd_run(int argc, char **argv, int compare)
         sim_world_close(&w);
         return 1;
     }
-    if (kv_mkdirs(out, &e) != 0) {
+    /* every file of the result is written into a set beside --out and swapped in at the end */
+    ResultSet rset;
+    install_stop_handlers();
+    if (rs_begin(&rset, out, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         sim_world_close(&w);
         return 1;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/requests.csv", out);
+    char path[4400];
     ReqCsv csv;
     memset(&csv, 0, sizeof csv);
-    if (!no_csv && report_csv_open(&csv, path, &e) != 0) {
+    if (!no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || report_csv_open(&csv, path, &e) != 0)) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
+        rs_abort(&rset);
         sim_world_close(&w);
         return 1;
     }
@@ -447,8 +470,8 @@ static int cmd_run(int argc, char **argv, int compare)
         }
     }
     if (rc == 0) {
-        snprintf(path, sizeof path, "%s/summary.json", out);
-        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
+        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || rs_path(&rset, "summary.json", path, sizeof path, &e) != 0 ||
+            report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             rc = 1;
         }
@@ -457,9 +480,8 @@ static int cmd_run(int argc, char **argv, int compare)
     }
     if (rc == 0) {
         report_markdown(stdout, &w, res, done);
-        snprintf(path, sizeof path, "%s/table.md", out);
         KvAtomicFile af;
-        if (kv_atomic_open(&af, path, &e) == 0) {
+        if (rs_path(&rset, "table.md", path, sizeof path, &e) == 0 && kv_atomic_open(&af, path, &e) == 0) {
             report_markdown(af.f, &w, res, done);
             if (kv_atomic_commit(&af, &e) != 0) rc = 1;
         } else {
@@ -468,12 +490,14 @@ static int cmd_run(int argc, char **argv, int compare)
         if (rc == 0) {
             char title[256];
             snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
-            snprintf(path, sizeof path, "%s/ttft_cdf.svg", out);
-            if (plot_ttft_cdf_svg(path, res, done, title, &e) != 0) rc = 1;
+            if (rs_path(&rset, "ttft_cdf.svg", path, sizeof path, &e) != 0 || plot_ttft_cdf_svg(path, res, done, title, &e) != 0)
+                rc = 1;
         }
+        if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
         if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
         else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md, ttft_cdf.svg)\n", out);
     }
+    rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
     for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
     sim_world_close(&w);
     return rc;

@@ -1,5 +1,7 @@
 /* cost.c — dense cost tables: grid validation, monotone envelope, multilinear interpolation and
- * counted linear extrapolation. See cost.h for the rules. */
+ * counted linear extrapolation. See cost.h for the rules. Loading from a store opens it
+ * read-only and validates every point of every run it reads (store_check_run), so a store edited
+ * by hand is refused with the file, run, op and field rather than read as something else. */
 #include "sim/cost/cost.h"
 
 #include <stdlib.h>
@@ -241,7 +243,7 @@ int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, c
 {
     cost_model_init(cm, device, model, dtype, tp);
     CostStore st;
-    if (store_open(&st, db_path, 0, e) != 0) return -1;
+    if (store_open(&st, db_path, STORE_OPEN_READONLY, e) != 0) return -1;
     int found = 0;
     int64_t runs[OP_COUNT];
     int nruns = 0;
@@ -250,6 +252,10 @@ int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, c
         int64_t run = 0;
         if (store_pick_run(&st, device, io ? "" : model, dtype, io ? 1 : tp, (CostOp)op, &run, e) != 0) goto fail;
         if (!run) continue;
+        int seen = 0;
+        for (int i = 0; i < nruns; i++) seen |= runs[i] == run;
+        /* every point of a run we read is validated as import validates it, whatever its op */
+        if (!seen && store_check_run(&st, run, e) != 0) goto fail;
         StorePointList sp;
         if (store_points_all(&st, run, op, &sp, e) != 0) goto fail;
         CostPoint *pts = malloc((sp.n ? sp.n : 1) * sizeof *pts);

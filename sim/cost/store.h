@@ -15,8 +15,15 @@
  *
  * Invariants: a run's points are written in one transaction (begin_run .. end_run); a crash or
  * an interrupted kvcal leaves either the whole run or nothing. Opening a file that is not a
- * kvsim store (other application_id, newer user_version, not SQLite at all) is refused with a
- * message naming the file and what was found. Errors carry SQLite's message.
+ * kvsim store (other application_id, newer user_version, not SQLite at all, any schema object
+ * that is not exactly ours: "FILE: not a kvsim cost store: run is a view, expected a table") is
+ * refused with a message naming the file and what was found. Every run and point read back is
+ * validated as add_point validates it (a store edited by hand is refused, naming the file, run,
+ * op and field). No call runs unbounded: every connection has length/depth limits and an
+ * instruction budget per call. Errors carry SQLite's message.
+ *
+ * This header is what kvsim needs (the core, sim/cost/store.c). The text formats (SQL dump and
+ * import, CSV and JSON export, CSV import) are calibrate/store_io.h.
  */
 #ifndef KV_STORE_H
 #define KV_STORE_H
@@ -35,6 +42,8 @@ typedef struct sqlite3 sqlite3;
 typedef struct CostStore {
     sqlite3 *db;
     char path[4096];
+    int readonly;                    /* opened with STORE_OPEN_READONLY: the write calls refuse */
+    struct StoreGuard *guard;        /* the connection's instruction budget (store_int.h) */
     int in_run;
     int64_t run_id;                  /* the open run while in_run (added: add_point checks it) */
     struct sqlite3_stmt *ins_point;  /* cached INSERT for add_point, finalized by end_run/close */
@@ -68,8 +77,11 @@ typedef struct StorePoint {
     double median_ns, p10_ns, p90_ns;
 } StorePoint;
 
-/* create != 0: create the file and schema if absent. Refuses foreign or corrupt files. */
-int store_open(CostStore *s, const char *path, int create, KvErr *e);
+/* Open modes. STORE_OPEN_EXISTING: read-write, the file must exist; STORE_OPEN_CREATE: also
+ * create the file and schema if absent; STORE_OPEN_READONLY: SQLITE_OPEN_READONLY, for readers
+ * (kvsim --costs, kvcal show/export/diff). Refuses foreign, altered or corrupt files. */
+enum { STORE_OPEN_EXISTING = 0, STORE_OPEN_CREATE = 1, STORE_OPEN_READONLY = 2 };
+int store_open(CostStore *s, const char *path, int mode, KvErr *e);
 void store_close(CostStore *s);
 
 /* Writing a run: begin (BEGIN IMMEDIATE, insert run row, id returned), add points, end
@@ -88,6 +100,9 @@ int store_get_run(CostStore *s, int64_t run_id, StoreRunMeta *out, KvErr *e);
 /* Points of one run, optionally one op (op < 0: all), ordered by op, model, dtype, tp, p1, p2, p3. */
 typedef int (*StorePointFn)(void *ctx, const StorePoint *p);
 int store_run_points(CostStore *s, int64_t run_id, int op, StorePointFn fn, void *ctx, KvErr *e);
+/* Read (and so validate) the run's metadata and every point of it, whatever the op: 0 when all
+ * are valid, else the first problem. A point whose op this build does not know is an error. */
+int store_check_run(CostStore *s, int64_t run_id, KvErr *e);
 
 /* Whole listings in memory, for callers that need them all; the caller frees .v.
  * store_runs_all: one run (run_id > 0) or all, oldest first. store_points_all: as store_run_points. */
@@ -108,34 +123,6 @@ int store_points_all(CostStore *s, int64_t run_id, int op, StorePointList *out, 
 int store_pick_run(CostStore *s, const char *device, const char *model, const char *dtype, int tp,
                    CostOp op, int64_t *run_id, KvErr *e);
 
-/* Deterministic SQL text dump of the whole store (schema + INSERTs ordered by keys), suitable for
- * committing to the repository; import executes such a dump into a store, refusing one whose
- * user_version is newer, and remapping run ids so existing runs are kept. */
-int store_dump_sql(CostStore *s, FILE *out, KvErr *e);
-int store_import_sql(CostStore *s, const char *sql_text, const char *origin, KvErr *e);
-
-/* Export (CSV header: run_id,backend,device,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns;
- * JSON: {"runs":[{...meta, "points":[...]}]}). run_id 0: all runs. */
-int store_export_csv(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
-int store_export_json(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
-/* Import a CSV in the export format (one new run per distinct source run_id). */
-int store_import_csv(CostStore *s, const char *csv_text, const char *origin, KvErr *e);
-
-/* --- additions (store.c) --- */
-
-/* What an import did. A dump's run whose metadata equals a run already in the store (every
- * field but id) is skipped, so importing the same dump twice adds nothing. */
-typedef struct StoreImportStats {
-    int runs_added;
-    int runs_skipped;
-    int64_t points_added;
-} StoreImportStats;
-int store_import_sql_stats(CostStore *s, const char *sql_text, const char *origin, StoreImportStats *st,
-                           KvErr *e);
-int store_import_csv_stats(CostStore *s, const char *csv_text, const char *origin, StoreImportStats *st,
-                           KvErr *e);
-/* The dump of one run (run_id 0: the whole store, same as store_dump_sql). */
-int store_dump_sql_run(CostStore *s, int64_t run_id, FILE *out, KvErr *e);
 /* Number of points of a run (op < 0: all ops). 0 for a run that does not exist. */
 int store_count_points(CostStore *s, int64_t run_id, int op, int64_t *n, KvErr *e);
 
