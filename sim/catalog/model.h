@@ -67,6 +67,20 @@ typedef struct ModelSpec {
     int pos_offset;      /* learned positions: extra table rows beyond max_pos (OPT: 2) */
 } ModelSpec;
 
+/* Plausible ranges of the catalog's fields (inclusive; the catalog refuses values outside them with
+ * the key, the value and the range). Real models are one to two orders of magnitude inside every
+ * bound; the bounds keep every derived product (parameters, weight and KV bytes, FLOPs) in range. */
+#define MODEL_MAX_HIDDEN 131072
+#define MODEL_MAX_LAYERS 4096
+#define MODEL_MAX_HEADS 4096
+#define MODEL_MAX_HEAD_DIM 4096
+#define MODEL_MAX_INTERMEDIATE 1048576
+#define MODEL_MAX_VOCAB 16777216
+#define MODEL_MAX_POSITIONS 268435456 /* also the largest sliding_window */
+#define MODEL_MAX_POS_OFFSET 65536
+#define MODEL_MAX_EXPERTS 4096
+#define MODEL_MAX_PARAMS 1e15         /* parameters of the whole model (all experts) */
+
 typedef struct ModelCatalog {
     ModelSpec *models;
     int n;
