@@ -39,8 +39,8 @@
  *
  * Memory: files: O(distinct sessions) (names and per-session state), plus 24 bytes per row when the
  * file is out of release order (the index), plus one line buffer (at most TRACE_MAX_LINE_BYTES);
- * mooncake adds a hash set of the block ids seen. (What the simulator holds per pending request is
- * its own business: see sim/engine.)
+ * mooncake adds a hash set of the block ids seen. (A consumer that reads ahead to the next timed
+ * arrival, as sim/engine does, holds the closed-loop requests in between itself.)
  * Generators: O(1) (a session's turns come back to back). Errors: every failing call returns -1 or
  * NULL and leaves "FILE: line N: column X: expected ..., got ..." (or the generator/option at fault)
  * in the KvErr.

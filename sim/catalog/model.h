@@ -88,8 +88,9 @@ typedef struct ModelCatalog {
 } ModelCatalog;
 
 /* Parse a catalog from JSON text (origin names it in errors: "configs/models.json: [3].hidden_size:
- * expected a positive integer"). Validates every field (positive sizes, heads divisible by kv_heads,
- * experts_per_tok <= n_experts, ...). */
+ * expected a positive integer"). Validates every field (positive sizes within MODEL_MAX_*, heads
+ * divisible by kv_heads, experts_per_tok <= n_experts, ...) and bounds the parameter count by
+ * MODEL_MAX_PARAMS, so every function below computes without overflow. */
 int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e);
 /* Load from override path, $KVSIM_CONFIG_DIR/models.json or the embedded default. */
 int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e);
