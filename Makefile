@@ -4,6 +4,8 @@
 #   make run        install missing packages, build, run the default comparison
 #   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
+#   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
+#   make valgrind   the main commands under valgrind (errors and leaks fail)
 #   make deps       install missing Debian packages (root) or print the command
 #   make install    PREFIX=/usr/local
 #
@@ -18,7 +20,8 @@ BUILD      ?= build
 CUDA_HOME  ?= /usr/local/cuda
 CUDA_ARCH  ?=
 PKGS       := libcjson gsl sqlite3
-DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev
+DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev \
+              clang libclang-rt-dev valgrind
 
 # ---- dependency detection (pkg-config, evaluated once) ----
 PKG_OK     := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
@@ -87,7 +90,8 @@ LIB       := $(BUILD)/libkvsim.a
 EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
 DEFAULT_POLICIES ?= all
 
-.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers
+.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers \
+        fuzz fuzz-build fuzz-test valgrind
 .DEFAULT_GOAL := all
 
 all: found $(BIN)/kvsim $(BIN)/kvcal
@@ -149,7 +153,56 @@ test: test-plain
 ifeq ($(SANITIZE),)
 	@echo "== the same suite under SANITIZE=address,undefined =="
 	@$(MAKE) --no-print-directory test-plain SANITIZE=address,undefined
+	@echo "== every fuzz harness for $(FUZZ_TEST_SECONDS) s =="
+	@$(MAKE) --no-print-directory fuzz-test
 endif
+
+# ---- fuzzing (libFuzzer): tests/fuzz/fuzz_NAME.c, seeds in tests/fuzz/corpus/NAME/ ----
+# The library is compiled again with clang into build/fuzz/ (coverage for libFuzzer, ASan + UBSan,
+# no CUDA); each harness links it with -fsanitize=fuzzer. tools/fuzz.sh runs them one after another.
+FUZZ_CC           ?= clang
+FUZZ_SECONDS      ?= 300
+FUZZ_TEST_SECONDS ?= 10
+FUZZ_BUILD        := build/fuzz
+FUZZ_SAN          := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS       := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -I. $(PKG_CFLAGS) -O1 -g \
+                     $(FUZZ_SAN) $(if $(filter yes,$(URING_OK)),-DKV_HAVE_URING)
+FUZZ_LDLIBS       := -Wl,--as-needed $(PKG_LIBS) -lm -lpthread $(if $(filter yes,$(URING_OK)),$(shell pkg-config --libs liburing))
+FUZZ_NAMES        := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS         := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/bin/fuzz_%)
+FUZZ_LIB_OBJ      := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/gen/embedded.o $(FUZZ_BUILD)/gen/gitrev.o
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FUZZ_BUILD)/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/libkvsim.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libkvsim.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(FUZZ_LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_NAMES:%=$(FUZZ_BUILD)/tests/fuzz/fuzz_%.o)
+
+fuzz:
+	@bash tools/fuzz.sh --probe $(FUZZ_CC) || { echo "fuzz: $(FUZZ_CC) with libFuzzer not found; run 'make deps'"; exit 1; }
+	@$(MAKE) --no-print-directory fuzz-build
+	bash tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# part of make test: short runs; installs clang through make deps when missing, else says SKIPPED
+fuzz-test:
+	@bash tools/fuzz.sh --probe $(FUZZ_CC) || $(MAKE) --no-print-directory deps || true
+	@if bash tools/fuzz.sh --probe $(FUZZ_CC); then \
+	  $(MAKE) --no-print-directory fuzz-build && bash tools/fuzz.sh $(FUZZ_TEST_SECONDS) $(FUZZ_NAMES); \
+	else echo "fuzz: SKIPPED — $(FUZZ_CC) with libFuzzer (packages clang libclang-rt-dev) is not installed; 'make deps' installs it"; fi
+
+# ---- valgrind: the main commands, errors and leaks fail (tools/valgrind.sh) ----
+valgrind: all
+	bash tools/valgrind.sh $(BIN)
 
 bench: all
 	bash tests/bench.sh

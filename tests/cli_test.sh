@@ -241,6 +241,40 @@ expect 1 "kvcal validate unknown model is a failure" "$B"/kvcal validate --db "$
 expect 1 "kvcal diff missing run is a failure" "$B"/kvcal diff --db "$tmp/costs.db" 1 99
 expect 0 "kvcal --opt=value" "$B"/kvcal show --db="$tmp/costs.db" --run=1 --op=gemm_qkv
 contains "kvcal --opt=value shows the op" "gemm_qkv"
+# hardening reproducers: bad values are refused where they enter, naming file, line/key and range
+hdr="session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens"
+printf '%s\na,0,0,9000000000000000000,10,9000000000000000000\n' "$hdr" > "$tmp/big.csv"
+expect 1 "trace with 9e18 tokens refused" "$B"/kvsim run --policy recompute --trace "$tmp/big.csv" --quiet --out "$tmp/h1"
+contains "trace with 9e18 tokens: file, line, column, range" "big.csv: line 2: column new_input_tokens: value 9000000000000000000 out of range [0, 2147483647]"
+expect 1 "trace /dev/zero refused" "$B"/kvsim run --policy recompute --trace /dev/zero --quiet --out "$tmp/h1"
+contains "trace /dev/zero: not a regular file" "/dev/zero: not a regular file"
+mkfifo "$tmp/fifo"
+expect 1 "trace FIFO refused without hanging" timeout 20 "$B"/kvsim run --policy recompute --trace "$tmp/fifo" --quiet --out "$tmp/h1"
+contains "trace FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+{ echo "$hdr"; head -c 3000000 /dev/zero | tr '\0' s; echo ",0,0,1,1,0"; } > "$tmp/longline.csv"
+expect 1 "trace with a 3 MB line refused" "$B"/kvsim run --policy recompute --trace "$tmp/longline.csv" --quiet --out "$tmp/h1"
+contains "trace with a 3 MB line: line cap" "longline.csv: line 2: longer than 1 MiB"
+mkdir -p "$tmp/cat"
+sed 's#"h2d": "25.5 GB/s"#"h2d": "1e-20 B/s"#' configs/hardware.json > "$tmp/cat/hardware.json"
+expect 1 "hardware catalog with h2d 1e-20 B/s refused" env KVSIM_CONFIG_DIR="$tmp/cat" "$B"/kvsim run --policy kv-offload --requests 5 --quiet --out "$tmp/h1"
+contains "h2d 1e-20 B/s: key, value and range" 'links[0].h2d: "1e-20 B/s" = 0.00 B/s is out of the plausible range [10.00 MB/s, 10.00 TB/s]'
+sed '0,/"fp16": "312 TFLOP\/s"/s##"fp16": "1e-30 FLOP/s"#' configs/hardware.json > "$tmp/cat/hardware.json"
+expect 1 "hardware catalog with fp16 1e-30 FLOP/s refused" env KVSIM_CONFIG_DIR="$tmp/cat" "$B"/kvsim list gpus
+contains "fp16 1e-30 FLOP/s: key and range" 'gpus[0].fp16: "1e-30 FLOP/s" = 0.0 FLOP/s is out of the plausible range [100.0 GFLOP/s, 100.0 PFLOP/s]'
+rm -f "$tmp/cat/hardware.json"
+python3 - configs/models.json "$tmp/cat/models.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["models"][0]["vocab_size"] = 2147483647
+d["models"][0]["hidden_size"] = 2147483647
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect 1 "model catalog with hidden and vocab 2^31-1 refused" env KVSIM_CONFIG_DIR="$tmp/cat" "$B"/kvsim list models
+contains "model catalog 2^31: key and range" "models[0].hidden_size: 2147483647 is out of the plausible range [1, 131072]"
+rm -f "$tmp/cat/models.json"
+many=recompute; for i in $(seq 2 17); do many="$many,recompute"; done; many="$many,no-such-policy"
+expect 2 "compare with 18 policies refused, not truncated" "$B"/kvsim compare --policies "$many" --requests 5 --quiet --out "$tmp/h2"
+contains "compare with 18 policies: says so" "at most 16 policies per run"
 
 # committed cost models still equal what the code derives (a CI guard on cost-model regressions)
 for f in results/costmodels/spec-*.sql; do

@@ -523,3 +523,55 @@ TEST(hw_unknown_names_list_known_ones)
     CHECK_CONTAINS(e2.msg, "known platforms: none");
     hw_catalog_free(&empty);
 }
+
+/* catalog() with the first occurrence of `from` replaced by `to` (static buffer). */
+static const char *catalog_sub(const char *from, const char *to)
+{
+    static char out[sizeof g_text + 256];
+    const char *text = catalog(NULL, NULL, NULL, NULL, NULL);
+    const char *p = strstr(text, from);
+    if (!p) return "{}";
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(p - text), text, to, p + strlen(from));
+    return out;
+}
+
+/* Reproducers (hardening issue): "1e-20 B/s" made every transfer instant (inf cast to INT64_MIN,
+ * clamped to 0) and "1e-30 FLOP/s" overflowed the compute times. Every rate, capacity, count and
+ * latency has a plausible range, and the message names the file, the key, the value and the range. */
+TEST(hw_plausible_ranges_refuse_absurd_values)
+{
+    static const struct {
+        const char *from, *to, *msg;
+    } bad[] = {
+        {"\"h2d\": \"25.5 GB/s\"", "\"h2d\": \"1e-20 B/s\"",
+         "t.json: links[0].h2d: \"1e-20 B/s\" = 0.00 B/s is out of the plausible range [10.00 MB/s, 10.00 TB/s]"},
+        {"\"fp16\": \"100 TFLOP/s\"", "\"fp16\": \"1e-30 FLOP/s\"",
+         "t.json: gpus[0].fp16: \"1e-30 FLOP/s\" = 0.0 FLOP/s is out of the plausible range [100.0 GFLOP/s, 100.0 PFLOP/s]"},
+        {"\"fp32\": \"10 TFLOP/s\"", "\"fp32\": \"1e30 FLOP/s\"", "gpus[0].fp32: \"1e30 FLOP/s\""},
+        {"\"mem\": \"40 GB\"", "\"mem\": \"40 B\"", "gpus[0].mem: \"40 B\" = 40 B is out of the plausible range"},
+        {"\"mem_bw\": \"2000 GB/s\"", "\"mem_bw\": \"2000 B/s\"", "gpus[0].mem_bw: \"2000 B/s\""},
+        {"\"d2h\": \"26 GB/s\"", "\"d2h\": \"26 kB/s\"", "links[0].d2h: \"26 kB/s\""},
+        {"\"latency\": \"10 us\"", "\"latency\": \"3 h\"", "links[0].latency: \"3 h\" = "},
+        {"\"read\": \"6.5 GB/s\"", "\"read\": \"6.5 B/s\"", "ssds[0].read: \"6.5 B/s\""},
+        {"\"read_latency\": \"80 us\"", "\"read_latency\": \"80 s\"", "ssds[0].read_latency: \"80 s\""},
+        {"\"capacity\": \"7.68 TB\"", "\"capacity\": \"7.68 EB\"", NULL /* unit refused or range */},
+        {"\"capacity\": \"7.68 TB\"", "\"capacity\": \"7680 PB\"", "ssds[0].capacity: \"7680 PB\""},
+        {"\"line\": \"10 Gbps\"", "\"line\": \"10 bps\"", "nics[0].line: \"10 bps\""},
+        {"\"gpus_per_node\": 4", "\"gpus_per_node\": 100000", "platforms[0].gpus_per_node: 100000 is out of the plausible range [1, 4096]"},
+        {"\"n_ssd\": 4", "\"n_ssd\": 5000", "platforms[0].n_ssd: 5000 is out of the plausible range [1, 4096]"},
+        {"\"stripe_chunk\": \"128 KiB\"", "\"stripe_chunk\": \"1 B\"", "platforms[0].stripe_chunk: \"1 B\""},
+        {"\"dram\": \"256 GB\"", "\"dram\": \"256 B\"", "platforms[0].dram: \"256 B\" = 256 B is out of the plausible range [1.00 MB, 10.00 PB] (or 0 for none)"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        const char *m = parse_fails(t, catalog_sub(bad[i].from, bad[i].to));
+        if (bad[i].msg) CHECK_CONTAINS(m, bad[i].msg);
+    }
+    /* zero stays "none" where it means none; the edges of a range are accepted */
+    HwCatalog c;
+    KvErr e = {{0}};
+    CHECK_MSG(hw_catalog_parse(&c, catalog_sub("\"dram\": \"256 GB\"", "\"dram\": \"0 B\""), "t.json", &e) == 0, "%s", e.msg);
+    hw_catalog_free(&c);
+    CHECK_MSG(hw_catalog_parse(&c, catalog_sub("\"h2d_bidir\": \"12.5 GB/s\"", "\"h2d_bidir\": \"10 MB/s\""), "t.json", &e) == 0,
+              "%s", e.msg);
+    hw_catalog_free(&c);
+}

@@ -599,7 +599,7 @@ TEST(model_error_wrong_types)
     CHECK(parse_tiny(&c, ", \"sliding_window\": -1", &e) == -1);
     CHECK_CONTAINS(e.msg, "models[0].sliding_window: expected a non-negative integer, got -1");
     CHECK(parse_tiny(&c, ", \"sliding_window\": 1e12", &e) == -1);
-    CHECK_CONTAINS(e.msg, "expected at most");
+    CHECK_CONTAINS(e.msg, "models[0].sliding_window: 1000000000000 is out of the plausible range [0, 268435456]");
     CHECK(parse_tiny(&c, ", \"published_params\": [1]", &e) == -1);
     CHECK_CONTAINS(e.msg, "published_params: expected a non-negative integer, got an array");
     /* bad choice */
@@ -735,5 +735,77 @@ TEST(model_error_bad_layout)
         ModelLayout none = {NULL, KV_DT_FP16, 1, 1};
         CHECK(model_layout_check(&none, &e) == -1);
     }
+    model_catalog_free(&c);
+}
+
+/* tiny() with one "key": value pair replaced (the pair as written in tiny()). */
+static void tiny_sub(char *buf, size_t n, const char *from, const char *to)
+{
+    char obj[2048];
+    tiny(obj, sizeof obj, "Tiny", NULL);
+    char *p = strstr(obj, from);
+    if (!p) {
+        snprintf(buf, n, "{}");
+        return;
+    }
+    snprintf(buf, n, "{\"models\": [%.*s%s%s]}", (int)(p - obj), obj, to, p + strlen(from));
+}
+
+/* Reproducer (hardening issue): vocab and hidden near 2^31 overflowed the parameter and weight-byte
+ * products; every field has a plausible range and the parameter count is bounded. */
+TEST(model_field_ranges_and_products_checked)
+{
+    ModelCatalog c;
+    KvErr e = {{0}};
+    char doc[2300], doc2[2400];
+    tiny_sub(doc, sizeof doc, "\"hidden_size\": 64", "\"hidden_size\": 2147483647");
+    tiny_sub(doc2, sizeof doc2, "\"vocab_size\": 100", "\"vocab_size\": 2147483600");
+    CHECK(model_catalog_parse(&c, doc, "big.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "big.json: models[0].hidden_size: 2147483647 is out of the plausible range [1, 131072]");
+    CHECK(model_catalog_parse(&c, doc2, "big.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "big.json: models[0].vocab_size: 2147483600 is out of the plausible range [1, 16777216]");
+    static const struct {
+        const char *from, *to, *msg;
+    } bad[] = {
+        {"\"num_layers\": 2", "\"num_layers\": 5000", "num_layers: 5000 is out of the plausible range [1, 4096]"},
+        {"\"num_heads\": 4", "\"num_heads\": 8192", "num_heads: 8192 is out of the plausible range [1, 4096]"},
+        {"\"head_dim\": 16", "\"head_dim\": 1e6", "head_dim: 1000000 is out of the plausible range [1, 4096]"},
+        {"\"intermediate_size\": 128", "\"intermediate_size\": 4194304",
+         "intermediate_size: 4194304 is out of the plausible range [1, 1048576]"},
+        {"\"max_position_embeddings\": 512", "\"max_position_embeddings\": 2147483647",
+         "max_position_embeddings: 2147483647 is out of the plausible range [1, 268435456]"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        tiny_sub(doc, sizeof doc, bad[i].from, bad[i].to);
+        CHECK_MSG(model_catalog_parse(&c, doc, "r.json", &e) == -1, "%s accepted", bad[i].to);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+    }
+    /* each field in range, the product not: 4096 layers of 3·131072·1048576 FFN weights */
+    char obj[2048];
+    snprintf(obj, sizeof obj,
+             "{\"models\": [{\"name\": \"Huge\", \"hf_id\": \"t/h\", \"arch\": \"dense\", \"hidden_size\": 131072, "
+             "\"num_layers\": 4096, \"num_heads\": 64, \"num_kv_heads\": 8, \"head_dim\": 128, "
+             "\"intermediate_size\": 1048576, \"vocab_size\": 16777216, \"max_position_embeddings\": 8192, "
+             "\"ffn\": \"gated\", \"norm\": \"rmsnorm\", \"positional\": \"rope\", \"tie_word_embeddings\": false, "
+             "\"source\": \"t\"}]}");
+    CHECK(model_catalog_parse(&c, obj, "huge.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "huge.json: models[0]: about 1.");
+    CHECK_CONTAINS(e.msg, "parameters");
+    CHECK_CONTAINS(e.msg, "out of the plausible range [1, 1e+15]");
+    /* the largest model the ranges admit still has exact 64-bit products */
+    snprintf(obj, sizeof obj,
+             "{\"models\": [{\"name\": \"Big\", \"hf_id\": \"t/b\", \"arch\": \"dense\", \"hidden_size\": 65536, "
+             "\"num_layers\": 1024, \"num_heads\": 512, \"num_kv_heads\": 512, \"head_dim\": 128, "
+             "\"intermediate_size\": 262144, \"vocab_size\": 16777216, \"max_position_embeddings\": 268435456, "
+             "\"ffn\": \"gated\", \"norm\": \"rmsnorm\", \"positional\": \"rope\", \"tie_word_embeddings\": false, "
+             "\"source\": \"t\"}]}");
+    if (model_catalog_parse(&c, obj, "big.json", &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    ModelLayout ly = {&c.models[0], KV_DT_FP32, 1, 1};
+    CHECK(model_params_total(&c.models[0]) > 0);
+    CHECK(model_weight_bytes_per_gpu(&ly) > (uint64_t)model_params_total(&c.models[0]));
+    CHECK_EQ_U(model_kv_bytes_per_token(&ly), 2ull * 512 * 128 * 4 * 1024);
     model_catalog_free(&c);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
@@ -508,7 +509,7 @@ TEST(trace_csv_malformed_rows_name_file_and_line)
     snprintf(text, sizeof text, "%sa,0,900000000,1,1,0\n", hdr);
     TraceOptions o = topts(test_write_file(t, "scaled.csv", text));
     o.time_scale = 1e3;
-    expect_open_error(t, &o, "scaled.csv: line 2: column arrival_s", "too large");
+    expect_open_error(t, &o, "scaled.csv: line 2: column arrival_s: value 900000000 s × time_scale 1000 is out of range [0, 4000000000] s", NULL);
 }
 
 TEST(trace_csv_bad_headers_and_files)
@@ -774,10 +775,10 @@ TEST(trace_vidur_fixture_and_errors)
     o.format = "vidur";
     expect_open_error(t, &o, "v_qhdr.csv: line 1: unterminated quoted field in the header", NULL);
     o = topts(test_write_file(t, "v_huge.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n999999999999,1,1\n"));
-    expect_open_error(t, &o, "v_huge.csv: line 2: column arrived_at", "too large");
+    expect_open_error(t, &o, "v_huge.csv: line 2: column arrived_at: value 1e+12 out of range [0, 4000000000]", NULL);
     o = topts(test_write_file(t, "v_far.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n900000000,1,1\n"));
     o.time_scale = 1e3;
-    expect_open_error(t, &o, "v_far.csv: line 2: column arrived_at", "too large");
+    expect_open_error(t, &o, "v_far.csv: line 2: column arrived_at: value 900000000 s × time_scale 1000 is out of range", NULL);
 }
 
 /* ---------------------------------------------------------------- real files */
@@ -1178,4 +1179,124 @@ TEST(trace_gen_streams_a_million_requests_in_constant_memory)
     CHECK(tokens > 0);
     CHECK_MSG(after - before < 4096, "max RSS grew by %ld KiB", after - before);
     trace_close(s);
+}
+
+/* Reproducers (hardening issue): values past the limits of trace.h, checked where they enter. A row
+ * with history and new tokens of 9e18 overflowed the simulator's sums (UBSan abort; a release build
+ * failed later with "event queue ... pushed at -9.2e18 ns"). */
+TEST(trace_values_out_of_range_name_file_line_and_range)
+{
+    const char *hdr = "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n";
+    char text[512];
+    struct {
+        const char *name, *rows, *frag1, *frag2;
+    } cases[] = {
+        {"big.csv", "a,0,0,9000000000000000000,10,9000000000000000000\n",
+         "big.csv: line 2: column new_input_tokens: value 9000000000000000000 out of range [0, 2147483647]", NULL},
+        {"bighist.csv", "a,0,0,1,1,2147483648\n", "bighist.csv: line 2: column history_tokens: value 2147483648 out of range [0, 2147483647]", NULL},
+        {"sum.csv", "a,0,0,2000000000,1,2000000000\n",
+         "sum.csv: line 2: new_input_tokens + output_tokens + history_tokens: value 4000000001 out of range [0, 2147483647]", NULL},
+        {"late.csv", "a,0,5000000000,1,1,0\n", "late.csv: line 2: column arrival_s: value 5000000000 out of range [0, 4000000000]", NULL},
+        {"nul.csv", "a,0\0,0,1,1,0\n", "nul.csv: line 2: column 4: a NUL byte", NULL},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        size_t n = strlen(hdr) + strlen(cases[i].rows);
+        snprintf(text, sizeof text, "%s%s", hdr, cases[i].rows);
+        if (strcmp(cases[i].name, "nul.csv") == 0) { /* the NUL is part of the text */
+            memcpy(text + strlen(hdr), "a,0\0,0,1,1,0\n", 13);
+            n = strlen(hdr) + 13;
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", test_tmpdir(t), cases[i].name);
+        FILE *f = fopen(path, "wb");
+        CHECK(f != NULL);
+        if (!f) return;
+        fwrite(text, 1, n, f);
+        fclose(f);
+        TraceOptions o = topts(path);
+        expect_open_error(t, &o, cases[i].frag1, cases[i].frag2);
+    }
+    /* the edge values themselves are accepted */
+    snprintf(text, sizeof text, "%sa,0,4000000000,2147483645,1,1\n", hdr);
+    TraceOptions o = topts(test_write_file(t, "edge.csv", text));
+    KvErr e = {{0}};
+    TraceSource *s = trace_open(&o, &e);
+    CHECK_MSG(s != NULL, "%s", e.msg);
+    TraceRequest r;
+    if (s) {
+        CHECK_EQ_I(trace_next(s, &r, &e), 1);
+        CHECK_EQ_I(r.arrival_ns, TRACE_MAX_TIME_NS);
+        CHECK_EQ_I(r.new_input_tokens + r.output_tokens + r.history_tokens, TRACE_MAX_TOKENS);
+    }
+    trace_close(s);
+    /* mooncake and vidur */
+    o = topts(test_write_file(t, "m_big.jsonl", "{\"timestamp\": 0, \"input_length\": 3000000000, \"output_length\": 1, \"hash_ids\": []}\n"));
+    expect_open_error(t, &o, "m_big.jsonl: line 1: field input_length: value 3000000000 out of range [0, 2147483647]", NULL);
+    o = topts(test_write_file(t, "m_late.jsonl", "{\"timestamp\": 5e15, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": []}\n"));
+    expect_open_error(t, &o, "m_late.jsonl: line 1: field timestamp (ms): value 5e+15 out of range [0, 4e+12]", NULL);
+    o = topts(test_write_file(t, "v_big.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,2147483647\n"));
+    expect_open_error(t, &o, "v_big.csv: line 2: num_prefill_tokens + num_decode_tokens: value 2147483648 out of range [0, 2147483647]", NULL);
+    /* think times: the option, and their sum with the latest arrival (closed-loop release times) */
+    o = topts("sharegpt4");
+    o.think_ns = TRACE_MAX_THINK_NS + 1;
+    expect_open_error(t, &o, "trace: think_ns: value 100000000000000001 out of range [0, 100000000000000000]", NULL);
+    snprintf(text, sizeof text, "%sa,0,3950000000,1,1,0\na,1,,1,1,0\n", hdr);
+    o = topts(test_write_file(t, "thinksum.csv", text));
+    o.think_ns = TRACE_MAX_THINK_NS;
+    s = trace_open(&o, &e);
+    CHECK_MSG(s != NULL, "%s", e.msg);
+    if (s) {
+        CHECK_EQ_I(trace_next(s, &r, &e), 1);
+        CHECK_EQ_I(trace_next(s, &r, &e), -1);
+        CHECK_CONTAINS(e.msg, "thinksum.csv: request 1 (session 0 turn 1): the latest arrival (3.95e+09 s) plus the think times so far");
+        CHECK_CONTAINS(e.msg, "the limit of simulated time");
+    }
+    trace_close(s);
+}
+
+/* Reproducers: --trace /dev/zero read ~1 GB and then said "line 1: empty"; a 200 MB line took 200 MB;
+ * a FIFO hung. Now: regular files only (without blocking on a FIFO) and lines of at most 1 MiB. */
+TEST(trace_files_must_be_regular_and_lines_short)
+{
+    TraceOptions o = topts("/dev/zero");
+    expect_open_error(t, &o, "/dev/zero: not a regular file (a device)", NULL);
+    o.format = "csv";
+    expect_open_error(t, &o, "/dev/zero: not a regular file (a device)", NULL);
+    o = topts(test_tmpdir(t));
+    o.format = "csv";
+    expect_open_error(t, &o, "not a regular file (a directory)", NULL);
+    char fifo[4096];
+    snprintf(fifo, sizeof fifo, "%s/trace.fifo", test_tmpdir(t));
+    CHECK(mkfifo(fifo, 0600) == 0);
+    o = topts(fifo);
+    expect_open_error(t, &o, "trace.fifo: not a regular file (a FIFO or pipe)", NULL);
+    o.format = "mooncake";
+    expect_open_error(t, &o, "trace.fifo: not a regular file (a FIFO or pipe)", NULL);
+
+    /* a line of exactly 1 MiB is read; one byte more is refused (at 1 MiB, not at the line's end) */
+    const char *hdr = "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n";
+    const char *tail = ",0,0,1,1,0";
+    size_t max = (size_t)TRACE_MAX_LINE_BYTES, hl = strlen(hdr), tl = strlen(tail);
+    char *text = malloc(hl + max + 64);
+    CHECK(text != NULL);
+    if (!text) return;
+    for (int extra = 0; extra <= 1; extra++) {
+        size_t id = max - tl + (size_t)extra;
+        memcpy(text, hdr, hl);
+        memset(text + hl, 's', id);
+        memcpy(text + hl + id, tail, tl);
+        memcpy(text + hl + id + tl, "\n", 2);
+        o = topts(test_write_file(t, extra ? "toolong.csv" : "longest.csv", text));
+        if (extra) {
+            expect_open_error(t, &o, "toolong.csv: line 2: longer than 1 MiB", NULL);
+        } else {
+            KvErr e = {{0}};
+            TraceSource *s = trace_open(&o, &e);
+            CHECK_MSG(s != NULL, "%s", e.msg);
+            TraceRequest r;
+            if (s) CHECK_EQ_I(trace_next(s, &r, &e), 1);
+            trace_close(s);
+        }
+    }
+    free(text);
 }

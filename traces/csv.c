@@ -99,6 +99,8 @@ static int csv_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
         if (*f) {
             if (trace_parse_seconds(f, &r->arrival_s) != 0)
                 return csv_bad_field(c, line_no, CSV_ARRIVAL, "a non-negative number of seconds or nothing", f, e);
+            if (r->arrival_s > TRACE_MAX_TIME_NS / 1e9)
+                return trace_err_range(e, c->path, line_no, "column arrival_s", r->arrival_s, 0, TRACE_MAX_TIME_NS / 1e9);
             r->has_arrival = 1;
         }
     }
@@ -107,6 +109,9 @@ static int csv_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
         f = c->fields[c->col[CSV_NEW + k]];
         if (trace_parse_count(f, dst[k]) != 0) return csv_bad_field(c, line_no, CSV_NEW + k, "a non-negative integer", f, e);
     }
+    static const char *const tok_names[3] = {"new_input_tokens", "output_tokens", "history_tokens"};
+    const int64_t toks[3] = {r->new_tokens, r->out_tokens, r->hist_tokens};
+    if (trace_check_tokens(e, c->path, line_no, "column", tok_names, toks) != 0) return -1;
     return 1;
 }
 
@@ -128,7 +133,8 @@ static int csv_step(void *ctx, int64_t line_no, int64_t *key_ns, int *timed, KvE
     if (r->has_arrival) {
         *key_ns = trace_ns_from_s(r->arrival_s, c->src->opt.time_scale);
         if (*key_ns < 0)
-            return kv_err(e, "%s: line %lld: column arrival_s: %g s is too large", c->path, (long long)line_no, r->arrival_s);
+            return kv_err(e, "%s: line %lld: column arrival_s: value %.10g s × time_scale %g is out of range [0, %.10g] s",
+                          c->path, (long long)line_no, r->arrival_s, c->src->opt.time_scale, TRACE_MAX_TIME_NS / 1e9);
         if (s->max_turn >= 0 && *key_ns < s->last_key_ns)
             return kv_err(e, "%s: line %lld: session \"%s\" turn %d: arrival_s %g is before the session's previous request (line %lld)",
                           c->path, (long long)line_no, name, r->turn, r->arrival_s, (long long)s->last_line);
@@ -217,7 +223,9 @@ int trace_csv_open(TraceSource *s, KvErr *e)
     s->impl = c;
     c->rate_per_s = s->opt.session_rate_per_s > 0 ? s->opt.session_rate_per_s : TRACE_DEFAULT_SESSION_RATE_PER_S;
     c->think_ns = trace_scale_ns(s->opt.think_ns, s->opt.time_scale);
-    if (c->think_ns < 0) return kv_err(e, "%s: think_ns × time_scale is out of range", c->path);
+    if (c->think_ns < 0 || c->think_ns > TRACE_MAX_THINK_NS)
+        return kv_err(e, "%s: think time %g s × time_scale %g is out of range [0, %g] s", c->path,
+                      (double)s->opt.think_ns / 1e9, s->opt.time_scale, TRACE_MAX_THINK_NS / 1e9);
     if (trace_lines_open(&c->lines, c->path, e) != 0) return -1;
 
     char *line = NULL;

@@ -173,8 +173,8 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
         if (k > 0 && g->think_const_ns < 0) {
             double s = fmin(SW_THINK_MAX_S, trace_rng_lognormal(&g->think, SW_THINK_MU, SW_THINK_SIGMA));
             think_ns = trace_ns_from_s(s, g->src->opt.time_scale);
-            if (think_ns < 0)
-                return kv_err(e, "generator %s: session %llu turn %d: think time %g s × time_scale is out of range",
+            if (think_ns < 0 || think_ns > TRACE_MAX_THINK_NS)
+                return kv_err(e, "generator %s: session %llu turn %d: think time %g s × time_scale is out of range [0, 1e8] s",
                               gen_specs[g->kind].name, (unsigned long long)g->session, k, s);
         }
         out_tokens = gen_ln(g, k == 0 ? SW_OUT0_MU : SW_OUT_MU, k == 0 ? SW_OUT0_SIGMA : SW_OUT_SIGMA, 65536);
@@ -220,7 +220,9 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
     trace_poisson_init(&g->arrivals, o->seed, rate);
     int64_t think = o->think_ns > 0 ? o->think_ns : sp->think_ns;
     g->think_const_ns = think >= 0 ? trace_scale_ns(think, o->time_scale) : -1;
-    if (think >= 0 && g->think_const_ns < 0) return kv_err(e, "generator %s: think time × time_scale is out of range", sp->name);
+    if (think >= 0 && (g->think_const_ns < 0 || g->think_const_ns > TRACE_MAX_THINK_NS))
+        return kv_err(e, "generator %s: think time %g s × time_scale %g is out of range [0, %g] s", sp->name,
+                      (double)think / 1e9, o->time_scale, TRACE_MAX_THINK_NS / 1e9);
     if (s->max_requests == 0) s->max_requests = TRACE_DEFAULT_GEN_REQUESTS;
     char think_s[64];
     if (think >= 0)

@@ -117,6 +117,10 @@ static int moon_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
         goto done;
     }
     m->timestamp_ms = v->valuedouble;
+    if (m->timestamp_ms > TRACE_MAX_TIME_NS / 1e6) {
+        trace_err_range(e, m->path, line_no, "field timestamp (ms)", m->timestamp_ms, 0, TRACE_MAX_TIME_NS / 1e6);
+        goto done;
+    }
     static const char *const names[2] = {"input_length", "output_length"};
     int64_t *dst[2] = {&m->input_len, &m->output_len};
     for (int k = 0; k < 2; k++) {
@@ -124,6 +128,11 @@ static int moon_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
             kv_err(e, "%s: line %lld: field %s: expected a non-negative integer", m->path, (long long)line_no, names[k]);
             goto done;
         }
+    }
+    {
+        const int64_t toks[3] = {m->input_len, m->output_len, 0};
+        static const char *const tok_names[3] = {"input_length", "output_length", NULL};
+        if (trace_check_tokens(e, m->path, line_no, "field", tok_names, toks) != 0) goto done;
     }
     v = cJSON_GetObjectItemCaseSensitive(j, "hash_ids");
     if (!cJSON_IsArray(v)) {
@@ -160,7 +169,9 @@ static int moon_step(void *ctx, int64_t line_no, int64_t *key_ns, int *timed, Kv
 {
     MooncakeTrace *m = ctx;
     *key_ns = trace_ns_from_s(m->timestamp_ms / 1e3, m->src->opt.time_scale);
-    if (*key_ns < 0) return kv_err(e, "%s: line %lld: field timestamp: %g ms is too large", m->path, (long long)line_no, m->timestamp_ms);
+    if (*key_ns < 0)
+        return kv_err(e, "%s: line %lld: field timestamp: value %.10g ms × time_scale %g is out of range [0, %.10g] ms",
+                      m->path, (long long)line_no, m->timestamp_ms, m->src->opt.time_scale, TRACE_MAX_TIME_NS / 1e6);
     *timed = 1;
     return 0;
 }

@@ -70,8 +70,9 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
         kv_err(e, "trace: session_rate_per_s must be a positive number (0 = default), got %g", o->session_rate_per_s);
         return NULL;
     }
-    if (o->think_ns < 0) {
-        kv_err(e, "trace: think_ns must be >= 0 (0 = default), got %lld", (long long)o->think_ns);
+    if (o->think_ns < 0 || o->think_ns > TRACE_MAX_THINK_NS) {
+        kv_err(e, "trace: think_ns: value %lld out of range [0, %lld] (0 = default)", (long long)o->think_ns,
+               (long long)TRACE_MAX_THINK_NS);
         return NULL;
     }
     if (o->max_requests < 0) {
@@ -166,12 +167,46 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
                (long long)out->new_input_tokens, (long long)out->output_tokens, (long long)out->history_tokens);
         return trace_fail(s, err);
     }
+    /* the limits of trace.h (the loaders check them per line; this catches generators and bugs) */
+    int64_t tokens = out->new_input_tokens + out->output_tokens + out->history_tokens;
+    if (out->new_input_tokens > TRACE_MAX_TOKENS || out->output_tokens > TRACE_MAX_TOKENS ||
+        out->history_tokens > TRACE_MAX_TOKENS || tokens > TRACE_MAX_TOKENS) {
+        kv_err(err, "%s: request %lld (session %llu turn %d): tokens (new %lld, output %lld, history %lld) out of range [0, %lld]",
+               s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+               (long long)out->new_input_tokens, (long long)out->output_tokens, (long long)out->history_tokens,
+               (long long)TRACE_MAX_TOKENS);
+        return trace_fail(s, err);
+    }
+    if (out->arrival_ns > TRACE_MAX_TIME_NS || out->think_ns > TRACE_MAX_THINK_NS) {
+        kv_err(err, "%s: request %lld (session %llu turn %d): arrival %lld ns, think time %lld ns: out of range [0, %lld], [0, %lld]",
+               s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+               (long long)out->arrival_ns, (long long)out->think_ns, (long long)TRACE_MAX_TIME_NS,
+               (long long)TRACE_MAX_THINK_NS);
+        return trace_fail(s, err);
+    }
+    if (out->arrival_ns < 0 && out->think_ns > 0) { /* both <= 1e17 and the sum <= 4e18: no overflow */
+        s->think_total_ns += out->think_ns;
+        if (s->think_total_ns > TRACE_MAX_TIME_NS - s->last_arrival_ns) {
+            kv_err(err, "%s: request %lld (session %llu turn %d): the latest arrival (%.6g s) plus the think times so far "
+                   "(%.6g s) pass %.6g s, the limit of simulated time",
+                   s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+                   (double)s->last_arrival_ns / 1e9, (double)s->think_total_ns / 1e9, TRACE_MAX_TIME_NS / 1e9);
+            return trace_fail(s, err);
+        }
+    }
     /* release order: timed arrivals never go back; closed loop only after turn 0 */
     if (out->arrival_ns >= 0) {
         if (out->arrival_ns < s->last_arrival_ns) {
             kv_err(err, "%s: request %lld (session %llu turn %d): arrival %lld ns before the previous arrival %lld ns",
                    s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
                    (long long)out->arrival_ns, (long long)s->last_arrival_ns);
+            return trace_fail(s, err);
+        }
+        if (s->think_total_ns > TRACE_MAX_TIME_NS - out->arrival_ns) {
+            kv_err(err, "%s: request %lld (session %llu turn %d): arrival %.6g s plus the think times so far (%.6g s) "
+                   "pass %.6g s, the limit of simulated time",
+                   s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn,
+                   (double)out->arrival_ns / 1e9, (double)s->think_total_ns / 1e9, TRACE_MAX_TIME_NS / 1e9);
             return trace_fail(s, err);
         }
         s->last_arrival_ns = out->arrival_ns;

@@ -38,7 +38,9 @@
  * by one, so the full prompt keeps its length), output_tokens >= 1, history_tokens >= 0.
  *
  * Memory: files: O(distinct sessions) (names and per-session state), plus 24 bytes per row when the
- * file is out of release order (the index); mooncake adds a hash set of the block ids seen.
+ * file is out of release order (the index), plus one line buffer (at most TRACE_MAX_LINE_BYTES);
+ * mooncake adds a hash set of the block ids seen. (A consumer that reads ahead to the next timed
+ * arrival, as sim/engine does, holds the closed-loop requests in between itself.)
  * Generators: O(1) (a session's turns come back to back). Errors: every failing call returns -1 or
  * NULL and leaves "FILE: line N: column X: expected ..., got ..." (or the generator/option at fault)
  * in the KvErr.
@@ -75,6 +77,23 @@ typedef struct TraceOptions {
     int64_t max_context_tokens;/* 0 = none; else history+new truncated to this (drop oldest history:
                                   history = max(0, max_ctx - new); new capped at max_ctx) and counted */
 } TraceOptions;
+
+/* Limits on what a trace may carry, checked where each value enters (the file's line and column in
+ * the message) and again on every request leaving trace_next (generators included):
+ *  - tokens: each of history, new input and output in [0, TRACE_MAX_TOKENS], and so is their sum, so
+ *    the simulator's token arithmetic (sums, products with bytes per token) stays far inside int64;
+ *  - times: every arrival in [0, TRACE_MAX_TIME_NS] after time_scale (file timestamps in seconds:
+ *    [0, TRACE_MAX_TIME_NS / 1e9]); every think time in [0, TRACE_MAX_THINK_NS]; and the latest
+ *    arrival plus all the think time emitted so far stays below TRACE_MAX_TIME_NS (a closed-loop
+ *    session's release time is bounded by it), leaving over half of the int64 range of simulated
+ *    nanoseconds to the simulation itself;
+ *  - lines: at most TRACE_MAX_LINE_BYTES bytes ("FILE: line N: longer than 1 MiB"), no NUL bytes;
+ *    the file must be a regular file (not a device, FIFO or directory: they could not be re-read and
+ *    /dev/zero would never end a line). */
+#define TRACE_MAX_TOKENS 2147483647LL        /* 2^31 - 1 */
+#define TRACE_MAX_TIME_NS 4000000000000000000LL /* 4e18 ns, about 127 years */
+#define TRACE_MAX_THINK_NS 100000000000000000LL /* 1e17 ns, about 3 years */
+#define TRACE_MAX_LINE_BYTES (1 << 20)       /* 1 MiB */
 
 /* Defaults that the options' zeros stand for. */
 #define TRACE_DEFAULT_SESSION_RATE_PER_S 1.0 /* files without timestamps */

@@ -39,6 +39,7 @@ struct TraceSource {
     int64_t truncated;        /* requests cut by max_context or a generator's own cap */
     int backend_cut;          /* set by a backend when the request it just returned was cut */
     int64_t last_arrival_ns;  /* for the order check */
+    int64_t think_total_ns;   /* think time of every closed-loop request so far (the time bound) */
     int failed;               /* sticky: after an error every call fails again */
     KvErr err;
 };
@@ -69,9 +70,9 @@ double trace_ln(double x);
 double trace_exp(double x);
 /* A sampled real rounded to a token count in [lo, hi] (NaN and below lo give lo). */
 int64_t trace_tokens(double x, int64_t lo, int64_t hi);
-/* seconds × time_scale → ns, rounded; -1 if negative, not finite or past ~292 years. */
+/* seconds × time_scale → ns, rounded; -1 if negative, not finite or past TRACE_MAX_TIME_NS. */
 int64_t trace_ns_from_s(double s, double time_scale);
-/* ns × time_scale (exact when time_scale == 1); -1 on overflow. */
+/* ns × time_scale (exact when time_scale == 1); -1 past TRACE_MAX_TIME_NS. */
 int64_t trace_scale_ns(int64_t ns, double time_scale);
 
 /* A Poisson process of session starts, in seconds from 0 (first start after one gap). */
@@ -93,13 +94,23 @@ typedef struct TraceLines {
     int64_t line_off;   /* byte offset where that line starts */
     int64_t next_off;   /* byte offset after it */
 } TraceLines;
+/* Refuses anything but a regular file (devices, FIFOs, directories), without blocking on a FIFO. */
 int trace_lines_open(TraceLines *l, const char *path, KvErr *e);
 /* 1: *line is the next line without its "\n" / "\r\n" (NUL-terminated, writable, valid until the
- * next call); 0: end of file; -1: read error. */
+ * next call); 0: end of file; -1: read error, a line over TRACE_MAX_LINE_BYTES, or a NUL byte. */
 int trace_lines_read(TraceLines *l, char **line, KvErr *e);
 /* Position so that the next read returns the line starting at off, numbered line_no. */
 int trace_lines_seek(TraceLines *l, int64_t off, int64_t line_no, KvErr *e);
 void trace_lines_close(TraceLines *l);
+
+/* "PATH: line N: WHAT: value V out of range [LO, HI]" (WHAT: "column new_input_tokens", "field
+ * timestamp"); returns -1. */
+int trace_err_range(KvErr *e, const char *path, int64_t line_no, const char *what, double v, double lo, double hi);
+int trace_err_range_i64(KvErr *e, const char *path, int64_t line_no, const char *what, int64_t v, int64_t lo, int64_t hi);
+/* Token counts of one row (new input, output, history): each and their sum in [0, TRACE_MAX_TOKENS];
+ * names[] are the columns/fields as the file calls them. 0 ok, -1 + message. */
+int trace_check_tokens(KvErr *e, const char *path, int64_t line_no, const char *kind, const char *const names[3],
+                       const int64_t v[3]);
 
 /* ---- CSV fields and numbers ---- */
 /* Split line in place at commas (RFC 4180 quotes, "" inside quotes). Stores up to max_fields

@@ -11,8 +11,12 @@
  * (key, offset) keeps it after its predecessor; rows of equal key keep file order (the sort is total).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "traces/trace_int.h"
 
@@ -22,22 +26,80 @@ int trace_lines_open(TraceLines *l, const char *path, KvErr *e)
 {
     memset(l, 0, sizeof *l);
     l->path = path;
-    l->f = fopen(path, "rb");
-    if (!l->f) return kv_err(e, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK so that opening a FIFO without a writer returns at once instead of hanging; the
+     * flag does nothing for the regular files we then accept. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return kv_err(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return kv_err(e, "%s: cannot open: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return kv_err(e, "%s: not a regular file (%s); a trace must be a regular file", path,
+                      S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO or pipe"
+                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket or other special file");
+    }
+    l->f = fdopen(fd, "rb");
+    if (!l->f) {
+        int err = errno;
+        close(fd);
+        return kv_err(e, "%s: cannot open: %s", path, strerror(err));
+    }
     return 0;
 }
 
+/* One line into l->buf (without the newline; grown as needed, at most TRACE_MAX_LINE_BYTES + 1).
+ * Byte by byte from stdio's buffer, so that a line's length is known exactly even with NUL bytes. */
 int trace_lines_read(TraceLines *l, char **line, KvErr *e)
 {
     l->line_off = l->next_off;
-    ssize_t n = getline(&l->buf, &l->cap, l->f);
-    if (n < 0) {
-        if (ferror(l->f)) return kv_err(e, "%s: line %lld: read error: %s", l->path, (long long)l->line_no + 1, strerror(errno));
-        return 0;
+    size_t n = 0, consumed = 0;
+    int c = EOF, saw_nul = 0, over = 0, oom = 0;
+    flockfile(l->f);
+    for (;;) {
+        c = getc_unlocked(l->f);
+        if (c == EOF) break;
+        consumed++;
+        if (c == '\n') break;
+        if (n == (size_t)TRACE_MAX_LINE_BYTES) {
+            over = 1;
+            break;
+        }
+        if (n + 2 > l->cap) { /* room for this byte and the NUL */
+            size_t cap = l->cap ? l->cap * 2 : 4096;
+            if (cap > (size_t)TRACE_MAX_LINE_BYTES + 1) cap = (size_t)TRACE_MAX_LINE_BYTES + 1;
+            char *buf = realloc(l->buf, cap);
+            if (!buf) {
+                oom = 1;
+                break;
+            }
+            l->buf = buf;
+            l->cap = cap;
+        }
+        l->buf[n++] = (char)c;
+        saw_nul |= c == '\0';
     }
-    l->next_off += n;
+    funlockfile(l->f);
+    long long no = (long long)l->line_no + 1;
+    if (oom) return kv_err(e, "%s: line %lld: out of memory", l->path, no);
+    if (over) return kv_err(e, "%s: line %lld: longer than %d MiB (is it a trace file?)", l->path, no, TRACE_MAX_LINE_BYTES >> 20);
+    if (c == EOF && ferror(l->f)) return kv_err(e, "%s: line %lld: read error: %s", l->path, no, strerror(errno));
+    if (consumed == 0) return 0;
+    if (!l->buf) {
+        l->buf = malloc(64);
+        if (!l->buf) return kv_err(e, "%s: line %lld: out of memory", l->path, no);
+        l->cap = 64;
+    }
+    l->next_off += (int64_t)consumed;
     l->line_no++;
-    while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r')) l->buf[--n] = '\0';
+    if (saw_nul)
+        return kv_err(e, "%s: line %lld: column %zu: a NUL byte (a trace is text)", l->path, no,
+                      (size_t)((const char *)memchr(l->buf, '\0', n) - l->buf) + 1);
+    while (n > 0 && l->buf[n - 1] == '\r') n--;
+    l->buf[n] = '\0';
     *line = l->buf;
     return 1;
 }
@@ -56,6 +118,33 @@ void trace_lines_close(TraceLines *l)
     if (l->f) fclose(l->f);
     free(l->buf);
     memset(l, 0, sizeof *l);
+}
+
+int trace_err_range_i64(KvErr *e, const char *path, int64_t line_no, const char *what, int64_t v, int64_t lo, int64_t hi)
+{
+    return kv_err(e, "%s: line %lld: %s: value %lld out of range [%lld, %lld]", path, (long long)line_no, what,
+                  (long long)v, (long long)lo, (long long)hi);
+}
+
+int trace_err_range(KvErr *e, const char *path, int64_t line_no, const char *what, double v, double lo, double hi)
+{
+    return kv_err(e, "%s: line %lld: %s: value %.10g out of range [%.10g, %.10g]", path, (long long)line_no, what, v, lo, hi);
+}
+
+int trace_check_tokens(KvErr *e, const char *path, int64_t line_no, const char *kind, const char *const names[3],
+                       const int64_t v[3])
+{
+    char what[96];
+    for (int k = 0; k < 3; k++) {
+        if (!names[k] || (v[k] >= 0 && v[k] <= TRACE_MAX_TOKENS)) continue;
+        snprintf(what, sizeof what, "%s %s", kind, names[k]);
+        return trace_err_range_i64(e, path, line_no, what, v[k], 0, TRACE_MAX_TOKENS);
+    }
+    int64_t sum = v[0] + v[1] + v[2]; /* each <= 2^31: no overflow */
+    if (sum <= TRACE_MAX_TOKENS) return 0;
+    snprintf(what, sizeof what, "%s%s%s%s%s", names[0] ? names[0] : "", names[1] ? " + " : "", names[1] ? names[1] : "",
+             names[2] ? " + " : "", names[2] ? names[2] : "");
+    return trace_err_range_i64(e, path, line_no, what, sum, 0, TRACE_MAX_TOKENS);
 }
 
 /* ---------------------------------------------------------------- CSV fields, numbers */
@@ -141,7 +230,7 @@ int trace_parse_seconds(const char *s, double *out)
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !(v >= 0.0) || v > 1e12) return -1;
+    if (end == s || errno == ERANGE || !(v >= 0.0) || !isfinite(v)) return -1; /* the range: the caller */
     while (*end == ' ' || *end == '\t') end++;
     if (*end) return -1;
     *out = v;

@@ -127,7 +127,7 @@ int64_t trace_tokens(double x, int64_t lo, int64_t hi)
 int64_t trace_ns_from_s(double s, double time_scale)
 {
     double ns = s * 1e9 * time_scale;
-    if (!(ns >= 0.0) || ns > 9.0e18) return -1;
+    if (!(ns >= 0.0) || ns > (double)TRACE_MAX_TIME_NS) return -1;
     return (int64_t)floor(ns + 0.5);
 }
 
@@ -135,7 +135,7 @@ int64_t trace_scale_ns(int64_t ns, double time_scale)
 {
     if (time_scale == 1.0) return ns;
     double v = (double)ns * time_scale;
-    if (!(v >= 0.0) || v > 9.0e18) return -1;
+    if (!(v >= 0.0) || v > (double)TRACE_MAX_TIME_NS) return -1;
     return (int64_t)floor(v + 0.5);
 }
 

@@ -45,6 +45,8 @@ static int vid_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
         if (trace_parse_seconds(f, &v->arrived_s) != 0)
             return kv_err(e, "%s: line %lld: column arrived_at: expected a non-negative number of seconds, got \"%.60s\"",
                           v->path, (long long)line_no, f);
+        if (v->arrived_s > TRACE_MAX_TIME_NS / 1e9)
+            return trace_err_range(e, v->path, line_no, "column arrived_at", v->arrived_s, 0, TRACE_MAX_TIME_NS / 1e9);
     }
     int64_t *dst[2] = {&v->prefill, &v->decode};
     for (int k = 0; k < 2; k++) {
@@ -53,6 +55,9 @@ static int vid_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
             return kv_err(e, "%s: line %lld: column %s: expected a non-negative integer, got \"%.60s\"", v->path,
                           (long long)line_no, vid_col_names[VID_PREFILL + k], f);
     }
+    static const char *const tok_names[3] = {"num_prefill_tokens", "num_decode_tokens", NULL};
+    const int64_t toks[3] = {v->prefill, v->decode, 0};
+    if (trace_check_tokens(e, v->path, line_no, "column", tok_names, toks) != 0) return -1;
     return 1;
 }
 
@@ -62,8 +67,9 @@ static int vid_step(void *ctx, int64_t line_no, int64_t *key_ns, int *timed, KvE
     double t_s = v->col[VID_ARRIVED] >= 0 ? v->arrived_s : trace_poisson_next_s(&v->poisson);
     *key_ns = trace_ns_from_s(t_s, v->src->opt.time_scale);
     if (*key_ns < 0)
-        return kv_err(e, "%s: line %lld: %s: %g s is too large", v->path, (long long)line_no,
-                      v->col[VID_ARRIVED] >= 0 ? "column arrived_at" : "Poisson arrival", t_s);
+        return kv_err(e, "%s: line %lld: %s: value %.10g s × time_scale %g is out of range [0, %.10g] s", v->path,
+                      (long long)line_no, v->col[VID_ARRIVED] >= 0 ? "column arrived_at" : "Poisson arrival", t_s,
+                      v->src->opt.time_scale, TRACE_MAX_TIME_NS / 1e9);
     *timed = 1;
     return 0;
 }

@@ -48,6 +48,7 @@ typedef struct FieldDef {
     size_t off;
     size_t cap; /* F_STR only */
     int flags;
+    double lo, hi; /* numbers: the plausible range (in bytes, B/s, FLOP/s, ns); 0 passes when ZERO_OK */
 } FieldDef;
 
 /* Names a platform (or a GPU's host link) refers to, held until every section is read. */
@@ -58,20 +59,44 @@ typedef struct PlatformRefs {
     char nic[64];
 } PlatformRefs;
 
-#define STR_FIELD(T, k, member, fl) {k, F_STR, offsetof(T, member), sizeof(((T *)0)->member), fl}
-#define NUM_FIELD(T, k, kind, member, fl) {k, kind, offsetof(T, member), 0, fl}
-#define REF_FIELD(k, member, fl) {k, F_STR, offsetof(PlatformRefs, member), sizeof(((PlatformRefs *)0)->member), (fl) | AUX}
+#define STR_FIELD(T, k, member, fl) {k, F_STR, offsetof(T, member), sizeof(((T *)0)->member), fl, 0, 0}
+#define NUM_FIELD_(T, k, kind, member, fl, lo, hi) {k, kind, offsetof(T, member), 0, fl, lo, hi}
+#define NUM_FIELD(T, k, kind, member, fl, range) NUM_FIELD_(T, k, kind, member, fl, range) /* range: R_* below */
+#define REF_FIELD(k, member, fl) {k, F_STR, offsetof(PlatformRefs, member), sizeof(((PlatformRefs *)0)->member), (fl) | AUX, 0, 0}
+
+/* Plausibility ranges, wide enough for any real part of the last two decades and the next one, narrow
+ * enough that a slip of units (a rate in B/s meant as GB/s, "1e-20 B/s") or an absurd value is refused
+ * at load instead of turning into an instant or endless transfer. With these bounds every product the
+ * simulator forms from the catalog (capacities × counts, bytes / rate in ns) stays far inside 64 bits. */
+#define R_FLOPS 1e11, 1e17       /* 100 GFLOP/s .. 100 PFLOP/s */
+#define R_FLOPS32 1e10, 1e17     /* 10 GFLOP/s .. 100 PFLOP/s */
+#define R_HBM 1e8, 1e14          /* 100 MB .. 100 TB */
+#define R_HBM_BW 1e9, 1e15       /* 1 GB/s .. 1 PB/s */
+#define R_GPU_LINK 1e8, 1e14     /* 100 MB/s .. 100 TB/s */
+#define R_SM 1, 1e5
+#define R_HOST_LINK 1e7, 1e13    /* 10 MB/s .. 10 TB/s */
+#define R_LATENCY 0, 1e9         /* 0 .. 1 s, in ns */
+#define R_SSD_BW 1e6, 1e12       /* 1 MB/s .. 1 TB/s per drive */
+#define R_SSD_CAP 1e6, 1e15      /* 1 MB .. 1 PB per drive */
+#define R_IOPS 1, 1e10
+#define R_NIC 1e5, 1e13          /* 0.8 Mbit/s .. 10 TB/s */
+#define R_COUNT 1, 4096          /* GPUs per node, SSDs per node */
+#define R_CHUNK 512, 1073741824  /* 512 B .. 1 GiB */
+#define R_DRAM 1e6, 1e16         /* 1 MB .. 10 PB */
+#define R_DRAM_BW 1e8, 1e14      /* 100 MB/s .. 100 TB/s */
+#define R_REMOTE 1e6, 1e18       /* 1 MB .. 1 EB */
+#define R_RATIO 0, 0            /* (0, 1]: checked with its own message in check_link */
 
 static const FieldDef GPU_FIELDS[] = {
     STR_FIELD(GpuSpec, "name", name, REQ),
     STR_FIELD(GpuSpec, "full_name", full_name, REQ),
-    NUM_FIELD(GpuSpec, "fp16", F_FLOPS, fp16_flops, REQ),
-    NUM_FIELD(GpuSpec, "fp8", F_FLOPS, fp8_flops, ZERO_OK),
-    NUM_FIELD(GpuSpec, "fp32", F_FLOPS, fp32_flops, REQ),
-    NUM_FIELD(GpuSpec, "mem", F_SIZE, mem_bytes, REQ),
-    NUM_FIELD(GpuSpec, "mem_bw", F_RATE, mem_bw_bytes_per_s, REQ),
-    NUM_FIELD(GpuSpec, "gpu_link", F_RATE, gpu_link_bytes_per_s, ZERO_OK),
-    NUM_FIELD(GpuSpec, "sm_count", F_INT, sm_count, ZERO_OK),
+    NUM_FIELD(GpuSpec, "fp16", F_FLOPS, fp16_flops, REQ, R_FLOPS),
+    NUM_FIELD(GpuSpec, "fp8", F_FLOPS, fp8_flops, ZERO_OK, R_FLOPS),
+    NUM_FIELD(GpuSpec, "fp32", F_FLOPS, fp32_flops, REQ, R_FLOPS32),
+    NUM_FIELD(GpuSpec, "mem", F_SIZE, mem_bytes, REQ, R_HBM),
+    NUM_FIELD(GpuSpec, "mem_bw", F_RATE, mem_bw_bytes_per_s, REQ, R_HBM_BW),
+    NUM_FIELD(GpuSpec, "gpu_link", F_RATE, gpu_link_bytes_per_s, ZERO_OK, R_GPU_LINK),
+    NUM_FIELD(GpuSpec, "sm_count", F_INT, sm_count, ZERO_OK, R_SM),
     STR_FIELD(GpuSpec, "pcie", pcie, REQ),
     STR_FIELD(GpuSpec, "basis", basis, REQ),
     STR_FIELD(GpuSpec, "source", source, REQ),
@@ -80,13 +105,13 @@ static const FieldDef GPU_FIELDS[] = {
 
 static const FieldDef LINK_FIELDS[] = {
     STR_FIELD(LinkSpec, "name", name, REQ),
-    NUM_FIELD(LinkSpec, "theoretical", F_RATE, theoretical_bytes_per_s, REQ),
-    NUM_FIELD(LinkSpec, "h2d", F_RATE, h2d_bytes_per_s, REQ),
-    NUM_FIELD(LinkSpec, "d2h", F_RATE, d2h_bytes_per_s, REQ),
-    NUM_FIELD(LinkSpec, "h2d_bidir", F_RATE, h2d_bidir_bytes_per_s, REQ),
-    NUM_FIELD(LinkSpec, "d2h_bidir", F_RATE, d2h_bidir_bytes_per_s, REQ),
-    NUM_FIELD(LinkSpec, "pageable_factor", F_REAL, pageable_factor, REQ),
-    NUM_FIELD(LinkSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK),
+    NUM_FIELD(LinkSpec, "theoretical", F_RATE, theoretical_bytes_per_s, REQ, R_HOST_LINK),
+    NUM_FIELD(LinkSpec, "h2d", F_RATE, h2d_bytes_per_s, REQ, R_HOST_LINK),
+    NUM_FIELD(LinkSpec, "d2h", F_RATE, d2h_bytes_per_s, REQ, R_HOST_LINK),
+    NUM_FIELD(LinkSpec, "h2d_bidir", F_RATE, h2d_bidir_bytes_per_s, REQ, R_HOST_LINK),
+    NUM_FIELD(LinkSpec, "d2h_bidir", F_RATE, d2h_bidir_bytes_per_s, REQ, R_HOST_LINK),
+    NUM_FIELD(LinkSpec, "pageable_factor", F_REAL, pageable_factor, REQ, R_RATIO),
+    NUM_FIELD(LinkSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK, R_LATENCY),
     STR_FIELD(LinkSpec, "basis", basis, REQ),
     STR_FIELD(LinkSpec, "source", source, REQ),
     STR_FIELD(LinkSpec, "note", note, 0),
@@ -95,12 +120,12 @@ static const FieldDef LINK_FIELDS[] = {
 static const FieldDef SSD_FIELDS[] = {
     STR_FIELD(SsdSpec, "name", name, REQ),
     STR_FIELD(SsdSpec, "full_name", full_name, 0),
-    NUM_FIELD(SsdSpec, "read", F_RATE, read_bytes_per_s, REQ),
-    NUM_FIELD(SsdSpec, "write", F_RATE, write_bytes_per_s, REQ),
-    NUM_FIELD(SsdSpec, "read_latency", F_DURATION, read_latency_ns, REQ | ZERO_OK),
-    NUM_FIELD(SsdSpec, "write_latency", F_DURATION, write_latency_ns, REQ | ZERO_OK),
-    NUM_FIELD(SsdSpec, "capacity", F_SIZE, capacity_bytes, REQ),
-    NUM_FIELD(SsdSpec, "read_iops", F_REAL, read_iops, ZERO_OK),
+    NUM_FIELD(SsdSpec, "read", F_RATE, read_bytes_per_s, REQ, R_SSD_BW),
+    NUM_FIELD(SsdSpec, "write", F_RATE, write_bytes_per_s, REQ, R_SSD_BW),
+    NUM_FIELD(SsdSpec, "read_latency", F_DURATION, read_latency_ns, REQ | ZERO_OK, R_LATENCY),
+    NUM_FIELD(SsdSpec, "write_latency", F_DURATION, write_latency_ns, REQ | ZERO_OK, R_LATENCY),
+    NUM_FIELD(SsdSpec, "capacity", F_SIZE, capacity_bytes, REQ, R_SSD_CAP),
+    NUM_FIELD(SsdSpec, "read_iops", F_REAL, read_iops, ZERO_OK, R_IOPS),
     STR_FIELD(SsdSpec, "basis", basis, REQ),
     STR_FIELD(SsdSpec, "source", source, REQ),
     STR_FIELD(SsdSpec, "note", note, 0),
@@ -108,9 +133,9 @@ static const FieldDef SSD_FIELDS[] = {
 
 static const FieldDef NIC_FIELDS[] = {
     STR_FIELD(NicSpec, "name", name, REQ),
-    NUM_FIELD(NicSpec, "line", F_RATE, line_bytes_per_s, REQ),
-    NUM_FIELD(NicSpec, "effective", F_RATE, bytes_per_s, REQ),
-    NUM_FIELD(NicSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK),
+    NUM_FIELD(NicSpec, "line", F_RATE, line_bytes_per_s, REQ, R_NIC),
+    NUM_FIELD(NicSpec, "effective", F_RATE, bytes_per_s, REQ, R_NIC),
+    NUM_FIELD(NicSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK, R_LATENCY),
     STR_FIELD(NicSpec, "basis", basis, REQ),
     STR_FIELD(NicSpec, "source", source, REQ),
     STR_FIELD(NicSpec, "note", note, 0),
@@ -120,15 +145,15 @@ static const FieldDef PLATFORM_FIELDS[] = {
     STR_FIELD(PlatformSpec, "name", name, REQ),
     STR_FIELD(PlatformSpec, "description", description, REQ),
     REF_FIELD("gpu", gpu, REQ),
-    NUM_FIELD(PlatformSpec, "gpus_per_node", F_INT, gpus_per_node, REQ),
+    NUM_FIELD(PlatformSpec, "gpus_per_node", F_INT, gpus_per_node, REQ, R_COUNT),
     REF_FIELD("link", link, REQ),
     REF_FIELD("ssd", ssd, 0),
-    NUM_FIELD(PlatformSpec, "n_ssd", F_INT, n_ssd, 0),
-    NUM_FIELD(PlatformSpec, "stripe_chunk", F_SIZE, stripe_chunk_bytes, 0),
-    NUM_FIELD(PlatformSpec, "dram", F_SIZE, dram_bytes, REQ | ZERO_OK),
-    NUM_FIELD(PlatformSpec, "dram_bw", F_RATE, dram_bytes_per_s, ZERO_OK),
+    NUM_FIELD(PlatformSpec, "n_ssd", F_INT, n_ssd, 0, R_COUNT),
+    NUM_FIELD(PlatformSpec, "stripe_chunk", F_SIZE, stripe_chunk_bytes, 0, R_CHUNK),
+    NUM_FIELD(PlatformSpec, "dram", F_SIZE, dram_bytes, REQ | ZERO_OK, R_DRAM),
+    NUM_FIELD(PlatformSpec, "dram_bw", F_RATE, dram_bytes_per_s, ZERO_OK, R_DRAM_BW),
     REF_FIELD("nic", nic, 0),
-    NUM_FIELD(PlatformSpec, "remote", F_SIZE, remote_bytes, ZERO_OK),
+    NUM_FIELD(PlatformSpec, "remote", F_SIZE, remote_bytes, ZERO_OK, R_REMOTE),
     STR_FIELD(PlatformSpec, "source", source, REQ),
     STR_FIELD(PlatformSpec, "note", note, 0),
 };
@@ -217,6 +242,40 @@ typedef struct Ctx {
     KvErr *e;
 } Ctx;
 
+/* A value in the units of its kind, for messages ("25.50 GB/s", "1.07 GB", "10 us", "312.0 TFLOP/s"). */
+static void fmt_kind(char *buf, int len, FieldKind k, double v)
+{
+    switch (k) {
+    case F_FLOPS: kv_fmt_flops(buf, len, v); break;
+    case F_RATE: kv_fmt_rate(buf, len, v); break;
+    case F_SIZE: kv_fmt_size(buf, len, v); break;
+    case F_DURATION: kv_fmt_duration(buf, len, v); break;
+    default: snprintf(buf, (size_t)len, "%.15g", v); break;
+    }
+}
+
+/* The value just stored at dst against the field's plausible range (0 passes where ZERO_OK). */
+static int check_range(const Ctx *cx, const Section *s, int idx, const FieldDef *f, const void *dst, const char *text)
+{
+    if (f->lo == 0 && f->hi == 0) return 0;
+    double v;
+    switch (f->kind) {
+    case F_SIZE: v = (double)*(const uint64_t *)dst; break;
+    case F_DURATION: v = (double)*(const int64_t *)dst; break;
+    case F_INT: v = (double)*(const int *)dst; break;
+    default: v = *(const double *)dst; break;
+    }
+    if (v == 0 && (f->flags & ZERO_OK)) return 0;
+    if (v >= f->lo && v <= f->hi) return 0;
+    char got[48], lo[48], hi[48];
+    fmt_kind(got, sizeof got, f->kind, v);
+    fmt_kind(lo, sizeof lo, f->kind, f->lo);
+    fmt_kind(hi, sizeof hi, f->kind, f->hi);
+    return kv_err(cx->e, "%s: %s[%d].%s: %s%s%s%s is out of the plausible range [%s, %s]%s; check the value and its unit",
+                  cx->origin, s->key, idx, f->key, text ? "\"" : "", text ? text : "", text ? "\" = " : "", got, lo, hi,
+                  (f->flags & ZERO_OK) ? " (or 0 for none)" : "");
+}
+
 static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *f, const cJSON *it, void *dst)
 {
     KvErr ue;
@@ -249,7 +308,7 @@ static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *
         } else {
             *(double *)dst = v;
         }
-        return 0;
+        return check_range(cx, s, idx, f, dst, NULL);
     }
     /* Quantities with units: strings. A bare JSON number goes through the same parser so the
      * message is the same as for "80" (it has no unit). */
@@ -276,7 +335,7 @@ static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *
     if (zero && !(f->flags & ZERO_OK))
         return kv_err(cx->e, "%s: %s[%d].%s: must be greater than zero, got \"%s\"", cx->origin, s->key, idx,
                       f->key, text);
-    return 0;
+    return check_range(cx, s, idx, f, dst, text);
 }
 
 /* Read one entry object into spec (and aux, for AUX fields). */

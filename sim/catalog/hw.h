@@ -3,7 +3,9 @@
  * (units.h); here everything is in bytes, bytes per second and nanoseconds.
  *
  * Not responsible for: costs of ops (spec.c derives them), simulated state (sim/cluster).
- * Invariants after a successful load: every platform's references resolve; rates > 0; sizes > 0.
+ * Invariants after a successful load: every platform's references resolve; rates > 0; sizes > 0;
+ * every number inside its plausible range (hw.c: R_* — e.g. host links 10 MB/s..10 TB/s, latencies
+ * 0..1 s, FLOP/s 100 G..100 P), refused otherwise with the key, the value and the range.
  * Exceptions, all meaning "none": GpuSpec.fp8_flops, gpu_link_bytes_per_s and sm_count may be 0;
  * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic -1 = absent
  * (then n_ssd = 0 and stripe_chunk_bytes = 0). Names are unique per section, compared without

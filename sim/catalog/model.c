@@ -198,16 +198,17 @@ static int get_i64(const ParseCtx *pc, const cJSON *obj, const char *key, int re
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d)) return perr(pc, key, "expected %s, got %s", want, got);
     if (d < (double)min) return perr(pc, key, "expected %s, got %s", want, got);
-    if (d > (double)max) return perr(pc, key, "expected at most %lld, got %s", (long long)max, got);
+    if (d > (double)max)
+        return perr(pc, key, "%s is out of the plausible range [%lld, %lld]", got, (long long)min, (long long)max);
     *out = (int64_t)d;
     return 0;
 }
 
-static int get_int(const ParseCtx *pc, const cJSON *obj, const char *key, int required, int min, int dflt,
+static int get_int(const ParseCtx *pc, const cJSON *obj, const char *key, int required, int min, int max, int dflt,
                    int *out)
 {
     int64_t v;
-    if (get_i64(pc, obj, key, required, min, INT_MAX, dflt, &v)) return -1;
+    if (get_i64(pc, obj, key, required, min, max, dflt, &v)) return -1;
     *out = (int)v;
     return 0;
 }
@@ -289,6 +290,20 @@ static int check_keys(const ParseCtx *pc, const cJSON *obj, int is_moe)
     return 0;
 }
 
+/* An upper bound of the parameter count in double (never overflows): attention at most 4·D·h·d_h
+ * (q, o and k, v with h_kv <= h), the FFN or all experts with their gates, biases, norms, the router,
+ * embedding, lm_head and learned positions. */
+static double params_upper_estimate(const ModelSpec *m)
+{
+    double D = m->hidden, dh = m->head_dim, h = m->heads;
+    double ffn = 3.0 * D * m->intermediate + 4.0 * m->intermediate + D;
+    double moe = m->arch == MODEL_MOE ? D * m->n_experts + ((double)m->n_experts + m->shared_experts) *
+                                                               (3.0 * D * m->moe_intermediate + 4.0 * m->moe_intermediate + D)
+                                      : 0;
+    double layer = 4.0 * D * h * dh + 3.0 * h * dh + D + 2.0 * dh + 2.0 * D * m->norms_per_layer + (ffn > moe ? ffn : moe);
+    return (double)m->layers * layer + 2.0 * D * m->vocab + ((double)m->max_pos + m->pos_offset) * D + 2.0 * D;
+}
+
 static int parse_model(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
 {
     if (!cJSON_IsObject(obj)) {
@@ -306,14 +321,14 @@ static int parse_model(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
     if (get_str(pc, obj, "source", 1, NULL, 0)) return -1;
     if (get_str(pc, obj, "note", 0, NULL, 0)) return -1;
     m->arch = moe ? MODEL_MOE : MODEL_DENSE;
-    if (get_int(pc, obj, "hidden_size", 1, 1, 0, &m->hidden) ||
-        get_int(pc, obj, "num_layers", 1, 1, 0, &m->layers) ||
-        get_int(pc, obj, "num_heads", 1, 1, 0, &m->heads) ||
-        get_int(pc, obj, "num_kv_heads", 1, 1, 0, &m->kv_heads) ||
-        get_int(pc, obj, "head_dim", 1, 1, 0, &m->head_dim) ||
-        get_int(pc, obj, "intermediate_size", 1, 1, 0, &m->intermediate) ||
-        get_int(pc, obj, "vocab_size", 1, 1, 0, &m->vocab) ||
-        get_int(pc, obj, "max_position_embeddings", 1, 1, 0, &m->max_pos))
+    if (get_int(pc, obj, "hidden_size", 1, 1, MODEL_MAX_HIDDEN, 0, &m->hidden) ||
+        get_int(pc, obj, "num_layers", 1, 1, MODEL_MAX_LAYERS, 0, &m->layers) ||
+        get_int(pc, obj, "num_heads", 1, 1, MODEL_MAX_HEADS, 0, &m->heads) ||
+        get_int(pc, obj, "num_kv_heads", 1, 1, MODEL_MAX_HEADS, 0, &m->kv_heads) ||
+        get_int(pc, obj, "head_dim", 1, 1, MODEL_MAX_HEAD_DIM, 0, &m->head_dim) ||
+        get_int(pc, obj, "intermediate_size", 1, 1, MODEL_MAX_INTERMEDIATE, 0, &m->intermediate) ||
+        get_int(pc, obj, "vocab_size", 1, 1, MODEL_MAX_VOCAB, 0, &m->vocab) ||
+        get_int(pc, obj, "max_position_embeddings", 1, 1, MODEL_MAX_POSITIONS, 0, &m->max_pos))
         return -1;
     if (get_choice(pc, obj, "ffn", "gated", "plain", &plain) ||
         get_choice(pc, obj, "norm", "rmsnorm", "layernorm", &layer_norm) ||
@@ -328,18 +343,18 @@ static int parse_model(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
         get_bool(pc, obj, "attn_out_bias", 0, 0, &m->attn_out_bias) ||
         get_bool(pc, obj, "ffn_bias", 0, 0, &m->ffn_bias))
         return -1;
-    if (get_int(pc, obj, "norms_per_layer", 0, 1, 2, &m->norms_per_layer) ||
-        get_int(pc, obj, "position_offset", 0, 0, 0, &m->pos_offset) ||
-        get_int(pc, obj, "sliding_window", 0, 0, 0, &m->sliding_window) ||
-        get_i64(pc, obj, "published_params", 0, 0, INT64_MAX / 2, 0, &m->published_params) ||
-        get_i64(pc, obj, "published_active_params", 0, 0, INT64_MAX / 2, 0, &m->published_active_params))
+    if (get_int(pc, obj, "norms_per_layer", 0, 1, INT_MAX, 2, &m->norms_per_layer) ||
+        get_int(pc, obj, "position_offset", 0, 0, MODEL_MAX_POS_OFFSET, 0, &m->pos_offset) ||
+        get_int(pc, obj, "sliding_window", 0, 0, MODEL_MAX_POSITIONS, 0, &m->sliding_window) ||
+        get_i64(pc, obj, "published_params", 0, 0, (int64_t)MODEL_MAX_PARAMS, 0, &m->published_params) ||
+        get_i64(pc, obj, "published_active_params", 0, 0, (int64_t)MODEL_MAX_PARAMS, 0, &m->published_active_params))
         return -1;
     if (moe) {
-        if (get_int(pc, obj, "num_experts", 1, 1, 0, &m->n_experts) ||
-            get_int(pc, obj, "experts_per_tok", 1, 1, 0, &m->experts_per_tok) ||
-            get_int(pc, obj, "moe_intermediate_size", 1, 1, 0, &m->moe_intermediate) ||
-            get_int(pc, obj, "shared_experts", 0, 0, 0, &m->shared_experts) ||
-            get_int(pc, obj, "dense_layers", 0, 0, 0, &m->dense_layers))
+        if (get_int(pc, obj, "num_experts", 1, 1, MODEL_MAX_EXPERTS, 0, &m->n_experts) ||
+            get_int(pc, obj, "experts_per_tok", 1, 1, MODEL_MAX_EXPERTS, 0, &m->experts_per_tok) ||
+            get_int(pc, obj, "moe_intermediate_size", 1, 1, MODEL_MAX_INTERMEDIATE, 0, &m->moe_intermediate) ||
+            get_int(pc, obj, "shared_experts", 0, 0, MODEL_MAX_EXPERTS, 0, &m->shared_experts) ||
+            get_int(pc, obj, "dense_layers", 0, 0, MODEL_MAX_LAYERS, 0, &m->dense_layers))
             return -1;
     }
 
@@ -357,6 +372,16 @@ static int parse_model(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
             return perr(pc, "dense_layers", "%d leaves no MoE layer among num_layers %d", m->dense_layers,
                         m->layers);
     }
+    /* The products: every count, byte size and FLOP figure derived from the model is computed in
+     * 64-bit integers or doubles; bounding the parameter count (an upper estimate in double, so it
+     * cannot overflow itself) keeps weight bytes (<= 4 bytes each) and every intermediate product far
+     * inside int64. KV bytes per token are bounded by the field ranges (2·4096·4096·4 B·4096 layers). */
+    double est = params_upper_estimate(m);
+    if (!(est <= MODEL_MAX_PARAMS))
+        return perr(pc, NULL,
+                    "about %.3g parameters (hidden_size %d, num_layers %d, intermediate_size %d, vocab_size %d%s), "
+                    "out of the plausible range [1, %.0e]",
+                    est, m->hidden, m->layers, m->intermediate, m->vocab, moe ? ", experts" : "", MODEL_MAX_PARAMS);
     return 0;
 }
 

@@ -67,6 +67,20 @@ typedef struct ModelSpec {
     int pos_offset;      /* learned positions: extra table rows beyond max_pos (OPT: 2) */
 } ModelSpec;
 
+/* Plausible ranges of the catalog's fields (inclusive; the catalog refuses values outside them with
+ * the key, the value and the range). Real models are one to two orders of magnitude inside every
+ * bound; the bounds keep every derived product (parameters, weight and KV bytes, FLOPs) in range. */
+#define MODEL_MAX_HIDDEN 131072
+#define MODEL_MAX_LAYERS 4096
+#define MODEL_MAX_HEADS 4096
+#define MODEL_MAX_HEAD_DIM 4096
+#define MODEL_MAX_INTERMEDIATE 1048576
+#define MODEL_MAX_VOCAB 16777216
+#define MODEL_MAX_POSITIONS 268435456 /* also the largest sliding_window */
+#define MODEL_MAX_POS_OFFSET 65536
+#define MODEL_MAX_EXPERTS 4096
+#define MODEL_MAX_PARAMS 1e15         /* parameters of the whole model (all experts) */
+
 typedef struct ModelCatalog {
     ModelSpec *models;
     int n;
@@ -74,8 +88,9 @@ typedef struct ModelCatalog {
 } ModelCatalog;
 
 /* Parse a catalog from JSON text (origin names it in errors: "configs/models.json: [3].hidden_size:
- * expected a positive integer"). Validates every field (positive sizes, heads divisible by kv_heads,
- * experts_per_tok <= n_experts, ...). */
+ * expected a positive integer"). Validates every field (positive sizes within MODEL_MAX_*, heads
+ * divisible by kv_heads, experts_per_tok <= n_experts, ...) and bounds the parameter count by
+ * MODEL_MAX_PARAMS, so every function below computes without overflow. */
 int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e);
 /* Load from override path, $KVSIM_CONFIG_DIR/models.json or the embedded default. */
 int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e);

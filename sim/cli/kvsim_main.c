@@ -401,8 +401,12 @@ static int cmd_run(int argc, char **argv, int compare)
     /* validate every policy name before running anything */
     char names[16][32];
     int np = 0;
-    for (char *tok = policies; *tok && np < 16;) {
+    for (char *tok = policies; *tok;) {
         size_t len = strcspn(tok, ",");
+        if (np == 16) {
+            fprintf(stderr, "kvsim: --policies: at most 16 policies per run, got more (from \"%.*s\" on)\n", (int)len, tok);
+            return 2;
+        }
         snprintf(names[np], sizeof names[np], "%.*s", (int)len, tok);
         if (!policy_find(names[np], &e)) return usage_error(cmd, "%s", e.msg);
         np++;

@@ -1,0 +1,10 @@
+/* fuzz_trace_csv.c — libFuzzer harness: the csv trace reader (traces/) on arbitrary bytes, read to the
+ * end as format "csv" and again with format detection, max_context and a think time
+ * (fuzz_trace_common.h checks what comes out against trace.h's contract). */
+#include "tests/fuzz/fuzz_trace_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_trace_run("trace_csv", ".csv", "csv", data, size);
+    return 0;
+}
