@@ -15,8 +15,7 @@ new=${2:?usage: same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR]}
 work=${3:-$(mktemp -d)}
 N=${SAME_REQUESTS:-400}
 mkdir -p "$work"
-traces=$(dirname "$0")/../../shared/traces
-[ -d "$traces" ] || traces=$(dirname "$0")/../traces/data
+traces=$(dirname "$0")/../traces/data
 
 cases=()
 add() { cases+=("$*"); }

@@ -1,4 +1,4 @@
-/* csv.c — the canonical trace CSV (../shared/traces/NAME.csv, SOURCES.md): one row per request.
+/* csv.c — the canonical trace CSV (traces/data/NAME.csv; columns: docs/formats.md): one row per request.
  *
  * Responsible for: the header (columns found by name, in any order, unknown ones ignored; session_id,
  * turn, new_input_tokens, output_tokens, history_tokens required, arrival_s optional), validating
