@@ -142,5 +142,14 @@ for f in results/costmodels/spec-*.sql; do
   fi
 done
 
+# ---- newcomer checks (figures, table, Python entry point, link dependencies) ----
+# bin/kvsim needs no CUDA at run time: the CUDA objects link only into kvcal and the tests
+if command -v ldd >/dev/null 2>&1 && ldd "$B"/kvsim >/dev/null 2>&1; then
+  if ldd "$B"/kvsim | grep -q "libcudart\|libcublas"; then bad "kvsim links no CUDA library"; else ok "kvsim links no CUDA library"; fi
+else
+  skip=$((skip+1)); echo "skip  cli: kvsim links no CUDA library (no ldd)"
+fi
+# ---- end of newcomer checks ----
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]
