@@ -149,6 +149,14 @@ if command -v ldd >/dev/null 2>&1 && ldd "$B"/kvsim >/dev/null 2>&1; then
 else
   skip=$((skip+1)); echo "skip  cli: kvsim links no CUDA library (no ldd)"
 fi
+# the figures (a CDF and a tail view) and the announcement of what was written
+expect 0 "run without requests.csv" "$B"/kvsim run --policy recompute --requests 50 --no-csv --out "$tmp/nocsv"
+if grep -q "requests.csv" "$tmp/out"; then bad "--no-csv does not announce requests.csv"; else ok "--no-csv does not announce requests.csv"; fi
+contains "--no-csv announces the figures" "ttft_cdf.svg, ttft_ccdf.svg"
+if [ ! -e "$tmp/nocsv/requests.csv" ] && [ -s "$tmp/nocsv/ttft_ccdf.svg" ]; then ok "--no-csv writes no requests.csv, a tail figure"; else bad "--no-csv writes no requests.csv, a tail figure"; fi
+if cmp -s "$tmp/a/ttft_ccdf.svg" "$tmp/b/ttft_ccdf.svg" && [ -s "$tmp/a/ttft_ccdf.svg" ]; then ok "deterministic ttft_ccdf.svg"; else bad "deterministic ttft_ccdf.svg"; fi
+if grep -q '^| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | restore p99 ms | TBT mean ms | TBT p99 ms |' "$tmp/a/table.md" &&
+   grep -q '| 512 KiB | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
 # ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"

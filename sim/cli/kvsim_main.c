@@ -418,11 +418,11 @@ static int cmd_run(int argc, char **argv, int compare)
         if (rc == 0) {
             char title[256];
             snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
-            snprintf(path, sizeof path, "%s/ttft_cdf.svg", out);
-            if (plot_ttft_cdf_svg(path, res, done, title, &e) != 0) rc = 1;
+            if (plot_write_figures(out, res, done, title, cfg.slo_ttft_ns, &e) != 0) rc = 1;
         }
         if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
-        else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md, ttft_cdf.svg)\n", out);
+        else if (!cfg.quiet)
+            fprintf(stderr, "results in %s/ (summary.json, %stable.md, %s)\n", out, no_csv ? "" : "requests.csv, ", plot_file_list());
     }
     for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
     sim_world_close(&w);
