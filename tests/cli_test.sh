@@ -157,6 +157,15 @@ if [ ! -e "$tmp/nocsv/requests.csv" ] && [ -s "$tmp/nocsv/ttft_ccdf.svg" ]; then
 if cmp -s "$tmp/a/ttft_ccdf.svg" "$tmp/b/ttft_ccdf.svg" && [ -s "$tmp/a/ttft_ccdf.svg" ]; then ok "deterministic ttft_ccdf.svg"; else bad "deterministic ttft_ccdf.svg"; fi
 if grep -q '^| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | restore p99 ms | TBT mean ms | TBT p99 ms |' "$tmp/a/table.md" &&
    grep -q '| 512 KiB | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
+# models by Hugging Face id
+expect 0 "list models" "$B"/kvsim list models
+contains "list models shows Hugging Face ids" "meta-llama/Llama-2-7b-hf"
+contains "list models shows aliases" "meta-llama/Llama-3.1-8B-Instruct"
+expect 0 "run a model given by its Hugging Face id" "$B"/kvsim run --policy recompute --requests 30 --quiet --model meta-llama/Llama-2-7b-hf --out "$tmp/hf"
+expect 0 "the same model by catalog name" "$B"/kvsim run --policy recompute --requests 30 --quiet --model Llama-2-7B --out "$tmp/hfname"
+if cmp -s "$tmp/hf/requests.csv" "$tmp/hfname/requests.csv"; then ok "Hugging Face id and catalog name give the same results"; else bad "Hugging Face id and catalog name give the same results"; fi
+expect 1 "unknown Hugging Face id" "$B"/kvsim run --policy recompute --requests 30 --quiet --model meta-llama/Llama-2-7b --out "$tmp/hfbad"
+contains "unknown model message points at list models" "kvsim list models"
 # ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"
