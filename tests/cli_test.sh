@@ -166,6 +166,11 @@ expect 0 "the same model by catalog name" "$B"/kvsim run --policy recompute --re
 if cmp -s "$tmp/hf/requests.csv" "$tmp/hfname/requests.csv"; then ok "Hugging Face id and catalog name give the same results"; else bad "Hugging Face id and catalog name give the same results"; fi
 expect 1 "unknown Hugging Face id" "$B"/kvsim run --policy recompute --requests 30 --quiet --model meta-llama/Llama-2-7b --out "$tmp/hfbad"
 contains "unknown model message points at list models" "kvsim list models"
+# kvcal spec --explain prints its sources itself (an installed copy has no source files)
+expect 0 "kvcal spec --explain" "$B"/kvcal spec --explain
+contains "explain names the per-GPU sources" "source: MAMF H100 SXM"
+contains "explain lists the shared constants" "kernel launch overhead: 4000 ns"
+if grep -q "header of sim/" "$tmp/out"; then bad "explain does not send the user to a source file"; else ok "explain does not send the user to a source file"; fi
 # ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"
