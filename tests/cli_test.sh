@@ -171,6 +171,26 @@ expect 0 "kvcal spec --explain" "$B"/kvcal spec --explain
 contains "explain names the per-GPU sources" "source: MAMF H100 SXM"
 contains "explain lists the shared constants" "kernel launch overhead: 4000 ns"
 if grep -q "header of sim/" "$tmp/out"; then bad "explain does not send the user to a source file"; else ok "explain does not send the user to a source file"; fi
+# the Python entry point (python/kvsim): its unit tests against these binaries, and an offline install
+if command -v python3 >/dev/null 2>&1; then
+  if KVSIM_BIN="$B" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s python/tests >"$tmp/out" 2>&1; then
+    ok "python: kvsim.run / kvsim.compare unit tests ($(grep -o 'Ran [0-9]* tests' "$tmp/out"))"
+  else
+    bad "python: kvsim.run / kvsim.compare unit tests"; sed 's/^/      /' "$tmp/out" | tail -30 >&2
+  fi
+  if python3 -m pip --version >/dev/null 2>&1; then
+    if PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q --no-build-isolation --no-index --target "$tmp/pyinst" ./python >"$tmp/out" 2>&1 &&
+       [ -f "$tmp/pyinst/kvsim/__init__.py" ] && [ -d "$tmp/pyinst/kvsim-0.1.0.dist-info" ]; then
+      ok "python: pip install --no-build-isolation --no-index ./python"
+    else
+      bad "python: pip install --no-build-isolation --no-index ./python"; sed 's/^/      /' "$tmp/out" | tail -20 >&2
+    fi
+  else
+    skip=$((skip+1)); echo "skip  cli: python: pip install (no pip)"
+  fi
+else
+  skip=$((skip+1)); echo "skip  cli: python entry point (no python3)"
+fi
 # ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"
