@@ -19,18 +19,35 @@ int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
 {
     memset(c, 0, sizeof *c);
     if (kv_atomic_open(&c->af, path, e) != 0) return -1;
-    fputs("policy,request,session,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
+    fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
           "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
           "restore_lower_bound_s\n",
           c->af.f);
     return 0;
 }
 
+/* A CSV field: as is, or quoted (inner quotes doubled) when it holds a comma, quote or line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
-    int n = fprintf(c->af.f, "%s,%llu,%llu,%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
-                    c->policy, (unsigned long long)r->id, (unsigned long long)r->session, r->turn, r->replica,
+    fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
+    csv_field(c->af.f, r->session_id ? r->session_id : "");
+    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
+                    r->turn, r->replica,
                     (double)r->arrival_ns / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
                     (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
                     (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,

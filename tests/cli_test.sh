@@ -191,6 +191,10 @@ if command -v python3 >/dev/null 2>&1; then
 else
   skip=$((skip+1)); echo "skip  cli: python entry point (no python3)"
 fi
+# requests.csv names each request's session as the trace does
+expect 0 "run the shipped leval trace" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace traces/data/leval.csv --out "$tmp/sid"
+if head -2 "$tmp/sid/requests.csv" | grep -q '^policy,request,session,session_id,turn,' &&
+   grep -q '^recompute,0,0,leval_coursera_0000,0,' "$tmp/sid/requests.csv"; then ok "requests.csv has the trace's session_id"; else bad "requests.csv has the trace's session_id"; fi
 # ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"

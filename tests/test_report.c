@@ -195,3 +195,56 @@ TEST(report_table_headers_units_and_not_applicable)
     for (int i = 0; i < 2; i++) sim_result_free(&res[i]);
     sim_world_close(&w);
 }
+
+/* requests.csv carries the trace's own session id next to the dense one, CSV-quoted when needed */
+static char *run_to_csv(TestCtx *t, const char *trace, const char *name)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    snprintf(c.trace, sizeof c.trace, "%s", trace);
+    c.requests = 6;
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return NULL;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(t), name);
+    ReqCsv csv;
+    SimResult res;
+    CHECK(report_csv_open(&csv, path, &e) == 0);
+    csv.policy = "recompute";
+    int rc = sim_run(&w, "recompute", report_csv_row, &csv, NULL, NULL, &res, &e);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    CHECK(report_csv_commit(&csv, &e) == 0);
+    sim_result_free(&res);
+    sim_world_close(&w);
+    return slurp(t, path);
+}
+
+TEST(report_requests_csv_session_id)
+{
+    const char *trace = test_write_file(t, "names.csv",
+                                        "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                                        "alpha,0,0.5,100,10,0\n"
+                                        "\"with, comma\",0,1.0,200,20,0\n"
+                                        "\"say \"\"hi\"\"\",0,1.5,50,5,0\n"
+                                        "alpha,1,2.0,30,5,110\n");
+    char *s = run_to_csv(t, trace, "names-requests.csv");
+    if (!s) return;
+    CHECK_CONTAINS(s, "policy,request,session,session_id,turn,replica,");
+    CHECK_CONTAINS(s, "recompute,0,0,alpha,0,");
+    CHECK_CONTAINS(s, "recompute,3,0,alpha,1,");
+    CHECK_CONTAINS(s, "recompute,1,1,\"with, comma\",0,");
+    CHECK_CONTAINS(s, "recompute,2,2,\"say \"\"hi\"\"\",0,");
+    free(s);
+    s = run_to_csv(t, "sharegpt4", "gen-requests.csv");
+    if (!s) return;
+    CHECK_CONTAINS(s, "recompute,0,0,sharegpt4-0,0,");
+    free(s);
+    s = run_to_csv(t, test_path("tests/fixtures/traces/vidur.csv"), "vidur-requests.csv");
+    if (!s) return;
+    CHECK_CONTAINS(s, "recompute,1,1,1,0,"); /* the second data row */
+    free(s);
+}

@@ -181,6 +181,7 @@ static int csv_next(void *impl, TraceRequest *out, KvErr *e)
     CsvSession *s = &c->ses[row->session];
     if (s->out_id < 0) s->out_id = c->next_out_id++;
     out->session = (uint64_t)s->out_id;
+    out->session_id = c->names.names[row->session];
     out->turn = row->turn;
     out->arrival_ns = timed ? key : -1;
     out->think_ns = timed ? 0 : c->think_ns;

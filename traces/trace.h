@@ -59,6 +59,11 @@ typedef struct TraceRequest {
     int64_t new_input_tokens;  /* >= 1 after loading (0 in a file becomes 1, as traces/data/README.md says) */
     int64_t output_tokens;     /* >= 1 */
     int64_t history_tokens;    /* reusable prefix from earlier turns */
+    const char *session_id;    /* the trace's own name of the session: a canonical CSV's session_id as
+                                  written; Mooncake and Vidur files (one session per request): the
+                                  request's 0-based line (Mooncake) or data row (Vidur) in the file;
+                                  generators: "NAME-N" with N the dense session id. Valid until the
+                                  next trace_next or trace_close (copy it to keep it). */
 } TraceRequest;
 
 typedef struct TraceOptions {

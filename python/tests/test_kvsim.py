@@ -42,6 +42,7 @@ class CompareTest(unittest.TestCase):
         for k in ("arrival_s", "ttft_s", "queue_s", "restore_s", "prefill_s", "done_s"):
             self.assertIsInstance(first[k], float, k)
         self.assertIsInstance(first["restore_from"], str)
+        self.assertEqual(first["session_id"], "sharegpt4-%d" % first["session"])
         for row in rows:
             self.assertAlmostEqual(row["ttft_s"], row["queue_s"] + row["restore_s"] + row["prefill_s"], places=6)
         # the same requests under both policies
