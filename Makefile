@@ -1,7 +1,8 @@
 # kvsim — build, run and test.
 #
 #   make            build bin/kvsim and bin/kvcal (CUDA parts whenever the toolkit is found)
-#   make run        install missing packages, build, run the default comparison
+#   make run        install missing packages, build bin/kvsim (no CUDA needed), run the default comparison
+#   make figures    PNG renders of results/default/*.svg (needs rsvg-convert or ImageMagick)
 #   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
 #   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
@@ -11,8 +12,14 @@
 #
 # Switches: NO_CUDA=1 (no CUDA even if found), CUDA_ARCH=90 (target sm_90),
 #           SANITIZE=address,undefined, DEBUG=1, CUDA_HOME=/usr/local/cuda.
+# Builds run in parallel on every core unless -jN is given. Only what links CUDA (bin/kvcal, the
+# tests) is compiled with nvcc: the CUDA objects live in their own archive, libkvcuda.a.
 
 SHELL      := /bin/bash
+NPROC      := $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(MAKELEVEL),0)
+  MAKEFLAGS += -j$(NPROC)   # a -jN on the command line wins; sub-makes share the jobserver
+endif
 comma      := ,
 PREFIX     ?= /usr/local
 CC         ?= cc
@@ -67,9 +74,10 @@ ifeq ($(URING_OK),yes)
   CFLAGS += -DKV_HAVE_URING
   LDLIBS += $(shell pkg-config --libs liburing)
 endif
+CUDA_LDLIBS :=
 ifeq ($(HAVE_CUDA),1)
   CFLAGS += -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include
-  LDLIBS += -L$(CUDA_ROOT)/lib64 -Wl,-rpath,$(CUDA_ROOT)/lib64 -lcublas -lcudart -lstdc++
+  CUDA_LDLIBS := -L$(CUDA_ROOT)/lib64 -Wl,-rpath,$(CUDA_ROOT)/lib64 -lcublas -lcudart -lstdc++
   NVFLAGS := -O2 -std=c++17 -Xcompiler -Wall,-Werror,-fPIC -I. \
              $(if $(CUDA_ARCH),-gencode arch=compute_$(CUDA_ARCH)$(comma)code=sm_$(CUDA_ARCH))
 endif
@@ -84,14 +92,19 @@ CLI_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(filter-out %_main.c,$(KVSIM_CLI) $(KV
 CU_SRC    := $(if $(HAVE_CUDA),$(wildcard kernels/*.cu),)
 TEST_SRC  := $(wildcard tests/test_*.c) tests/harness.c tests/simtest.c
 EMBED_SRC := $(BUILD)/gen/embedded.c $(BUILD)/gen/gitrev.c
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(EMBED_SRC:%.c=%.o)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libkvsim.a
+# the CUDA kernels (gpu.cu) apart, linked only into what calls them: bin/kvcal and the tests;
+# bin/kvsim never does (with CUDA, kernels/gpu_stub.c compiles to nothing, so a stray kgpu_ call
+# in the simulator would fail to link instead of pulling CUDA in)
+CUDA_LIB  := $(if $(CU_OBJ),$(BUILD)/libkvcuda.a,)
 EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
 DEFAULT_POLICIES ?= all
 
 .PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers \
-        fuzz fuzz-build fuzz-test valgrind
+        fuzz fuzz-build fuzz-test valgrind figures
 .DEFAULT_GOAL := all
 
 all: found $(BIN)/kvsim $(BIN)/kvcal
@@ -129,21 +142,35 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/libkvcuda.a: $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB)
+$(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB) $(CUDA_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LDLIBS)
 
-$(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB) $(LDLIBS) $(CUDA_LDLIBS)
 
 # ---- the two README commands ----
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory found bin/kvsim
 	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --out results/default
+
+# PNG renders of the default comparison's figures, for a quick look (make run first)
+SVG2PNG := $(shell command -v rsvg-convert 2>/dev/null || command -v convert 2>/dev/null)
+figures:
+	@test -n "$(SVG2PNG)" || { echo "figures: need rsvg-convert (apt-get install librsvg2-bin) or ImageMagick convert"; exit 1; }
+	@test -f results/default/ttft_cdf.svg || { echo "figures: no results/default/*.svg; run 'make run' first"; exit 1; }
+	@for f in results/default/*.svg; do \
+	  case "$(SVG2PNG)" in *rsvg-convert) "$(SVG2PNG)" -f png -o "$${f%.svg}.png" "$$f" ;; \
+	                       *) "$(SVG2PNG)" "$$f" "$${f%.svg}.png" ;; esac && echo "figures: $${f%.svg}.png"; \
+	done
 
 test-plain: all $(BUILD)/kvtest
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)

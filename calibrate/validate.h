@@ -1,5 +1,6 @@
-/* validate.h — rung 3 of the validation ladder (DESIGN §7): run an actual restoration of a small
- * slice of a model on this CPU and set its measured time against what the cpu cost model predicts.
+/* validate.h — rung 3 of the validation ladder (docs/model.md "How the numbers are checked"): run
+ * an actual restoration of a small slice of a model on this CPU and set its measured time against
+ * what the cpu cost model predicts.
  *
  * Responsible for:
  *  - building K layers of a dense model's real per-layer shapes (model_gemm_shape, tp 1) with

@@ -1,5 +1,5 @@
-/* cpu.h — the CPU kernels of the calibrator's cpu backend (DESIGN §3): what kvcal times when it
- * calibrates a host, and what a real CPU restoration runs.
+/* cpu.h — the CPU kernels of the calibrator's cpu backend (docs/model.md "The cost contract"):
+ * what kvcal times when it calibrates a host, and what a real CPU restoration runs.
  *
  * Responsible for: fast host versions of the twins in ref.h with the same signatures, layouts and
  * error messages — GEMM through OpenBLAS's cblas_sgemm when the build has it (KV_HAVE_BLAS; the C

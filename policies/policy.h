@@ -1,4 +1,4 @@
-/* policy.h — the restoration-policy plug-in interface (DESIGN §5).
+/* policy.h — the restoration-policy plug-in interface (docs/model.md "Policies").
  *
  * A policy is a const KvPolicyOps: a name, a one-line summary and callbacks the core calls at its
  * decision points. Policies decide, the core executes: a policy returns a RestorePlan (what to

@@ -19,18 +19,35 @@ int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
 {
     memset(c, 0, sizeof *c);
     if (kv_atomic_open(&c->af, path, e) != 0) return -1;
-    fputs("policy,request,session,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
+    fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
           "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
           "restore_lower_bound_s\n",
           c->af.f);
     return 0;
 }
 
+/* A CSV field: as is, or quoted (inner quotes doubled) when it holds a comma, quote or line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
-    int n = fprintf(c->af.f, "%s,%llu,%llu,%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
-                    c->policy, (unsigned long long)r->id, (unsigned long long)r->session, r->turn, r->replica,
+    fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
+    csv_field(c->af.f, r->session_id ? r->session_id : "");
+    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
+                    r->turn, r->replica,
                     (double)r->arrival_ns / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
                     (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
                     (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,
@@ -226,16 +243,38 @@ int report_summary_json(const char *path, const SimWorld *w, const char *trace_d
 
 static void ms(char *b, size_t n, double ns) { snprintf(b, n, "%.1f", ns / 1e6); }
 
+/* Bytes for a person: 0 B, 512 B, 512 KiB, 1.5 MiB, 12.5 GiB (binary units, three significant digits). */
+void report_human_bytes(char *b, size_t n, double bytes)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < (int)KV_ARRAY_LEN(unit) - 1) bytes /= 1024, u++;
+    if (u == 0) {
+        snprintf(b, n, "%.0f B", bytes);
+        return;
+    }
+    snprintf(b, n, bytes >= 100 ? "%.0f %s" : bytes >= 10 ? "%.1f %s" : "%.2f %s", bytes, unit[u]);
+    /* drop a zero fraction: "248.0 KiB" → "248 KiB", "1.50 MiB" → "1.5 MiB" */
+    char *sp = strchr(b, ' '), *dot = strchr(b, '.');
+    if (sp && dot && dot < sp) {
+        char *end = sp;
+        while (end > dot + 1 && end[-1] == '0') end--;
+        if (end == dot + 1) end = dot;
+        memmove(end, sp, strlen(sp) + 1);
+    }
+}
+
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
 {
     fprintf(out, "\n%s on %s (%s, tp %d, pp %d), trace %s, %s\n\n", w->model->name, w->platform->name,
             w->hw.gpus[w->platform->gpu].name, w->cfg->tp, w->cfg->pp, w->cfg->trace, w->cost_source);
-    fprintf(out, "| policy | requests | TTFT mean ms | p50 | p90 | p99 | restore mean ms | p99 | TBT mean ms | p99 | "
-                 "SLO %% | saved B/token | restore/bound |\n");
+    /* every header unique (a table reader keys columns by them); units in the header */
+    fprintf(out, "| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | "
+                 "restore p99 ms | TBT mean ms | TBT p99 ms | SLO %% | saved per token | restore/bound |\n");
     fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         const SimResult *r = &res[i];
-        char a[8][32];
+        char a[8][32], saved[32], lb[32];
         ms(a[0], 32, hist_mean(&r->ttft));
         ms(a[1], 32, hist_percentile(&r->ttft, 0.5));
         ms(a[2], 32, hist_percentile(&r->ttft, 0.9));
@@ -244,10 +283,13 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
         ms(a[5], 32, hist_percentile(&r->restore, 0.99));
         ms(a[6], 32, hist_mean(&r->tbt));
         ms(a[7], 32, hist_percentile(&r->tbt, 0.99));
-        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f |\n", r->policy,
+        report_human_bytes(saved, sizeof saved, r->saved_bytes_per_token);
+        /* the ratio applies only to requests that restored something (none under ideal) */
+        if (r->lb_ratio.n) snprintf(lb, sizeof lb, "%.2f", hist_mean(&r->lb_ratio) / 1000);
+        else snprintf(lb, sizeof lb, "–");
+        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", r->policy,
                 (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, r->saved_bytes_per_token,
-                hist_mean(&r->lb_ratio) / 1000);
+                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, saved, lb);
     }
     uint64_t ex = 0;
     for (int i = 0; i < n; i++) ex += res[i].extrapolations;

@@ -25,7 +25,10 @@ void report_csv_abort(ReqCsv *c);
 /* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]} */
 int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                         KvErr *e);
-/* The comparison table, GitHub Markdown. */
+/* The comparison table, GitHub Markdown: unique column headers with their units, bytes in binary
+ * units ("512 KiB"), "–" where a ratio does not apply (no request restored anything). */
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);
+/* bytes → "0 B", "512 B", "248 KiB", "1.5 MiB" (three significant digits, zero fractions dropped) */
+void report_human_bytes(char *b, size_t n, double bytes);
 
 #endif

@@ -11,7 +11,7 @@
  * (the CLI does; rs_cleanup_on_signal is what its handler calls).
  *
  * Invariants: D is replaced only if it is absent, empty, or holds nothing but kvsim result files
- * (summary.json, requests.csv, table.md, ttft_cdf.svg, and *.tmp.<pid> leftovers of older
+ * (summary.json, requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg, and *.tmp.<pid> leftovers of older
  * builds), so --out never wipes a directory of other files; between rs_begin and
  * rs_commit/rs_abort, every file of the set lies in D.tmp.<pid>; at most one set per process is
  * in progress (the one rs_cleanup_on_signal removes).

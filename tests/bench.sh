@@ -2,7 +2,7 @@
 # bench.sh — simulator speed and memory (make bench). Prints a Markdown table: simulated requests per
 # wall second, events per second, simulated time / wall time, peak RSS, for
 #   1. a ShareGPT4-like replay on one GPU (the real-time goal: >= 50,000x),
-#   2. the SWE-bench trace (../shared/traces/swebench.csv),
+#   2. the SWE-bench trace (traces/data/swebench.csv),
 #   3. the Mooncake conversation trace on an 8-replica cluster,
 #   4. a synthetic stream of BENCH_STREAM requests (default 10M) at 1M and at full length: peak RSS
 #      must not grow with trace length (ratio printed).
@@ -33,12 +33,12 @@ echo "| workload | requests | wall s | requests/s | events/s | sim/wall | peak R
 echo "|---|---:|---:|---:|---:|---:|---:|"
 row "sharegpt4 1 GPU (A100, Llama-2-7B, kv-offload)" --policy kv-offload --trace sharegpt4 --requests 200000 \
     --set session_rate=0.05 --set evict_each_turn=1 --set max_context=16384
-if [ -f ../shared/traces/swebench.csv ]; then
-  row "swebench.csv (H100, Llama-3.1-8B, 4 replicas)" --policy kv-offload --trace ../shared/traces/swebench.csv \
+if [ -f traces/data/swebench.csv ]; then
+  row "swebench.csv (H100, Llama-3.1-8B, 4 replicas)" --policy kv-offload --trace traces/data/swebench.csv \
       --platform cacheflow-h100-40g --model Llama-3.1-8B --replicas 4 --set max_context=131072
 fi
-if [ -f ../shared/traces/mooncake_conversation.csv ]; then
-  row "mooncake conversation (H100, 8 replicas)" --policy kv-offload --trace ../shared/traces/mooncake_conversation.csv \
+if [ -f traces/data/mooncake_conversation.csv ]; then
+  row "mooncake conversation (H100, 8 replicas)" --policy kv-offload --trace traces/data/mooncake_conversation.csv \
       --platform cacheflow-h100-40g --model Llama-3.1-8B --replicas 8 --set max_context=131072
 fi
 row "synthetic stream 1M (8 replicas)" --policy kv-offload --trace sharegpt4 --requests 1000000 --replicas 8 \

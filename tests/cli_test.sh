@@ -354,9 +354,9 @@ expect 2 "export --out the store by another name is refused" "$B"/kvcal export -
 # ---- results are committed as a set ----
 expect 0 "earlier result" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
 (cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg) > "$tmp/set.md5"
-same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 4 ]; }
+same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 5 ]; }
 no_tmp() { [ -z "$(find "$tmp" -name 'set.tmp.*' -o -name 'set.old.*' -o -path "$tmp/set/*.tmp.*" | head -1)" ]; }
-for n in 0 1 2 3; do
+for n in 0 1 2 3 4; do
   KVSIM_FAULT_AFTER_FILES=$n "$B"/kvsim compare --policies recompute,kv-offload --requests 150 --quiet --out "$tmp/set" >"$tmp/out" 2>&1; rc=$?
   if [ $rc = 1 ] && same_set && no_tmp; then ok "fault after $n files: exit 1, the old set intact, no temporaries"
   else bad "fault after $n files (exit $rc)"; sed 's/^/      /' "$tmp/out" | head -5 >&2; fi
@@ -405,6 +405,60 @@ if [ -e "$tmp/typo" ] || [ -e "$tmp/scr.db" ]; then bad "nothing created for a m
 mkdir -p "$tmp/dbdir"
 expect 1 "--create-scratch creates it (then the run fails on --db a directory)" "$B"/kvcal run --backend cpu --quick --model Llama-2-7B --db "$tmp/dbdir" --scratch "$tmp/made" --create-scratch
 if [ -d "$tmp/made" ]; then ok "--create-scratch created the directory"; else bad "--create-scratch created the directory"; fi
+# ---- newcomer checks (figures, table, Python entry point, link dependencies) ----
+# bin/kvsim needs no CUDA at run time: the CUDA objects link only into kvcal and the tests
+if command -v ldd >/dev/null 2>&1 && ldd "$B"/kvsim >/dev/null 2>&1; then
+  if ldd "$B"/kvsim | grep -q "libcudart\|libcublas"; then bad "kvsim links no CUDA library"; else ok "kvsim links no CUDA library"; fi
+else
+  skip=$((skip+1)); echo "skip  cli: kvsim links no CUDA library (no ldd)"
+fi
+# the figures (a CDF and a tail view) and the announcement of what was written
+expect 0 "run without requests.csv" "$B"/kvsim run --policy recompute --requests 50 --no-csv --out "$tmp/nocsv"
+if grep -q "requests.csv" "$tmp/out"; then bad "--no-csv does not announce requests.csv"; else ok "--no-csv does not announce requests.csv"; fi
+contains "--no-csv announces the figures" "ttft_cdf.svg, ttft_ccdf.svg"
+if [ ! -e "$tmp/nocsv/requests.csv" ] && [ -s "$tmp/nocsv/ttft_ccdf.svg" ]; then ok "--no-csv writes no requests.csv, a tail figure"; else bad "--no-csv writes no requests.csv, a tail figure"; fi
+if cmp -s "$tmp/a/ttft_ccdf.svg" "$tmp/b/ttft_ccdf.svg" && [ -s "$tmp/a/ttft_ccdf.svg" ]; then ok "deterministic ttft_ccdf.svg"; else bad "deterministic ttft_ccdf.svg"; fi
+if grep -q '^| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | restore p99 ms | TBT mean ms | TBT p99 ms |' "$tmp/a/table.md" &&
+   grep -q '| 512 KiB | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
+# models by Hugging Face id
+expect 0 "list models" "$B"/kvsim list models
+contains "list models shows Hugging Face ids" "meta-llama/Llama-2-7b-hf"
+contains "list models shows aliases" "meta-llama/Llama-3.1-8B-Instruct"
+expect 0 "run a model given by its Hugging Face id" "$B"/kvsim run --policy recompute --requests 30 --quiet --model meta-llama/Llama-2-7b-hf --out "$tmp/hf"
+expect 0 "the same model by catalog name" "$B"/kvsim run --policy recompute --requests 30 --quiet --model Llama-2-7B --out "$tmp/hfname"
+if cmp -s "$tmp/hf/requests.csv" "$tmp/hfname/requests.csv"; then ok "Hugging Face id and catalog name give the same results"; else bad "Hugging Face id and catalog name give the same results"; fi
+expect 1 "unknown Hugging Face id" "$B"/kvsim run --policy recompute --requests 30 --quiet --model meta-llama/Llama-2-7b --out "$tmp/hfbad"
+contains "unknown model message points at list models" "kvsim list models"
+# kvcal spec --explain prints its sources itself (an installed copy has no source files)
+expect 0 "kvcal spec --explain" "$B"/kvcal spec --explain
+contains "explain names the per-GPU sources" "source: MAMF H100 SXM"
+contains "explain lists the shared constants" "kernel launch overhead: 4000 ns"
+if grep -q "header of sim/" "$tmp/out"; then bad "explain does not send the user to a source file"; else ok "explain does not send the user to a source file"; fi
+# the Python entry point (python/kvsim): its unit tests against these binaries, and an offline install
+if command -v python3 >/dev/null 2>&1; then
+  if KVSIM_BIN="$B" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s python/tests >"$tmp/out" 2>&1; then
+    ok "python: kvsim.run / kvsim.compare unit tests ($(grep -o 'Ran [0-9]* tests' "$tmp/out"))"
+  else
+    bad "python: kvsim.run / kvsim.compare unit tests"; sed 's/^/      /' "$tmp/out" | tail -30 >&2
+  fi
+  if python3 -m pip --version >/dev/null 2>&1; then
+    if PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q --no-build-isolation --no-index --target "$tmp/pyinst" ./python >"$tmp/out" 2>&1 &&
+       [ -f "$tmp/pyinst/kvsim/__init__.py" ] && [ -d "$tmp/pyinst/kvsim-0.1.0.dist-info" ]; then
+      ok "python: pip install --no-build-isolation --no-index ./python"
+    else
+      bad "python: pip install --no-build-isolation --no-index ./python"; sed 's/^/      /' "$tmp/out" | tail -20 >&2
+    fi
+  else
+    skip=$((skip+1)); echo "skip  cli: python: pip install (no pip)"
+  fi
+else
+  skip=$((skip+1)); echo "skip  cli: python entry point (no python3)"
+fi
+# requests.csv names each request's session as the trace does
+expect 0 "run the shipped leval trace" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace traces/data/leval.csv --out "$tmp/sid"
+if head -2 "$tmp/sid/requests.csv" | grep -q '^policy,request,session,session_id,turn,' &&
+   grep -q '^recompute,0,0,leval_coursera_0000,0,' "$tmp/sid/requests.csv"; then ok "requests.csv has the trace's session_id"; else bad "requests.csv has the trace's session_id"; fi
+# ---- end of newcomer checks ----
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

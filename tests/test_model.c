@@ -809,3 +809,85 @@ TEST(model_field_ranges_and_products_checked)
     CHECK_EQ_U(model_kv_bytes_per_token(&ly), 2ull * 512 * 128 * 4 * 1024);
     model_catalog_free(&c);
 }
+/* ---------------------------------------------------------------- Hugging Face ids and aliases */
+
+TEST(model_find_by_hf_id_and_alias)
+{
+    ModelCatalog c;
+    KvErr e = {{0}};
+    if (model_catalog_load(&c, NULL, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    struct { const char *id, *name; } k[] = {
+        {"meta-llama/Llama-2-7b-hf", "Llama-2-7B"},        {"META-LLAMA/llama-2-7B-HF", "Llama-2-7B"},
+        {"meta-llama/Llama-2-7b-chat-hf", "Llama-2-7B"},   {"meta-llama/Llama-3.1-8B", "Llama-3.1-8B"},
+        {"meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B"}, {"meta-llama/Meta-Llama-3.1-70B", "Llama-3.1-70B"},
+        {"Qwen/Qwen3-8B", "Qwen3-8B"},                     {"Qwen/Qwen3-30B-A3B", "Qwen3-30B-A3B"},
+        {"mistralai/Mistral-7B-Instruct-v0.3", "Mistral-7B-v0.3"}, {"google/gemma-2-9b-it", "Gemma-2-9B"},
+        {"facebook/opt-30b", "OPT-30B"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(k); i++) {
+        const ModelSpec *m = model_find(&c, k[i].id, &e);
+        CHECK_MSG(m && !strcmp(m->name, k[i].name), "%s → %s (%s)", k[i].id, m ? m->name : "NULL", m ? "" : e.msg);
+    }
+    /* every catalogued model answers to its own hf_id and aliases */
+    for (int i = 0; i < c.n; i++) {
+        CHECK(model_find(&c, c.models[i].hf_id, &e) == &c.models[i]);
+        for (int a = 0; a < c.models[i].n_aliases; a++) CHECK(model_find(&c, c.models[i].aliases[a], &e) == &c.models[i]);
+    }
+    /* a prefix is not a match */
+    CHECK(model_find(&c, "meta-llama/Llama-2-7b", &e) == NULL);
+    CHECK_CONTAINS(e.msg, "Hugging Face id");
+    model_catalog_free(&c);
+}
+
+TEST(model_error_aliases)
+{
+    ModelCatalog c;
+    KvErr e = {{0}};
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"test/tiny-chat\", \"tiny-it\"]", &e) == 0);
+    if (c.n == 1) {
+        CHECK_EQ_I(c.models[0].n_aliases, 2);
+        CHECK(model_find(&c, "TINY-IT", &e) == &c.models[0]);
+        CHECK(model_find(&c, "test/tiny", &e) == &c.models[0]);
+        model_catalog_free(&c);
+    }
+    CHECK(parse_tiny(&c, ", \"aliases\": \"test/tiny-chat\"", &e) == -1);
+    CHECK_CONTAINS(e.msg, "tiny.json: models[0].aliases: expected an array of names, got \"test/tiny-chat\"");
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"ok\", 7]", &e) == -1);
+    CHECK_CONTAINS(e.msg, "models[0].aliases: [1]: expected a non-empty string, got 7");
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"\"]", &e) == -1);
+    CHECK_CONTAINS(e.msg, "[0]: expected a non-empty string");
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"]", &e) == -1);
+    CHECK_CONTAINS(e.msg, "9 names: at most 8 allowed");
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"x\", \"X\"]", &e) == -1);
+    CHECK_CONTAINS(e.msg, "\"X\" given twice");
+    CHECK(parse_tiny(&c, ", \"aliases\": [\"Test/Tiny\"]", &e) == -1);
+    CHECK_CONTAINS(e.msg, "given twice");
+    CHECK(c.n == 0 && c.models == NULL);
+    /* a name that would find two models is refused, whichever field it sits in */
+    char a[2048], b[2048], doc[4400];
+    tiny(a, sizeof a, "Tiny", ", \"aliases\": [\"shared/name\"]");
+    tiny(b, sizeof b, "Other", NULL);
+    char *hf = strstr(b, "test/tiny");
+    memcpy(hf, "test/othr", 9);
+    snprintf(doc, sizeof doc, "{\"models\": [%s, %s]}", a, b);
+    CHECK_MSG(model_catalog_parse(&c, doc, "two.json", &e) == 0, "%s", e.msg);
+    model_catalog_free(&c);
+    tiny(b, sizeof b, "Shared/Name", NULL);
+    memcpy(strstr(b, "test/tiny"), "test/othr", 9);
+    snprintf(doc, sizeof doc, "{\"models\": [%s, %s]}", a, b);
+    CHECK(model_catalog_parse(&c, doc, "two.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "two.json: models[1].name: \"Shared/Name\" already names models[0] (Tiny)");
+    tiny(b, sizeof b, "Other", ", \"aliases\": [\"TEST/TINY\"]");
+    memcpy(strstr(b, "test/tiny"), "test/othr", 9);
+    snprintf(doc, sizeof doc, "{\"models\": [%s, %s]}", a, b);
+    CHECK(model_catalog_parse(&c, doc, "two.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "models[1].aliases: \"TEST/TINY\" already names models[0] (Tiny)");
+    tiny(b, sizeof b, "Other", NULL); /* same hf_id test/tiny */
+    snprintf(doc, sizeof doc, "{\"models\": [%s, %s]}", a, b);
+    CHECK(model_catalog_parse(&c, doc, "two.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "models[1].hf_id: \"test/tiny\" already names models[0] (Tiny)");
+    CHECK(c.n == 0 && c.models == NULL);
+}

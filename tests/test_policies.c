@@ -370,8 +370,8 @@ TEST(policy_every_policy_trace_model_runs)
         CHECK_MSG(0, "%s", e.msg);
         return;
     }
-    const char *traces[] = {"sharegpt4", "leval", "swebench", "../shared/traces/leval.csv",
-                            "../shared/traces/swebench.csv", "../shared/traces/mooncake_conversation.csv"};
+    const char *traces[] = {"sharegpt4", "leval", "swebench", "traces/data/leval.csv",
+                            "traces/data/swebench.csv", "traces/data/mooncake_conversation.csv"};
     int runs = 0, failures = 0;
     for (int m = 0; m < mc.n; m++) {
         const ModelSpec *ms = &mc.models[m];

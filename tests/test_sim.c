@@ -275,9 +275,9 @@ static void replay_file(TestCtx *t, const char *rel, int64_t expect_rows, int re
     sim_world_close(&w);
 }
 
-TEST(sim_replays_leval) { replay_file(t, "../shared/traces/leval.csv", 2074, 1); }
-TEST(sim_replays_swebench) { replay_file(t, "../shared/traces/swebench.csv", 20163, 4); }
-TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "../shared/traces/mooncake_conversation.csv", 12031, 8); }
+TEST(sim_replays_leval) { replay_file(t, "traces/data/leval.csv", 2074, 1); }
+TEST(sim_replays_swebench) { replay_file(t, "traces/data/swebench.csv", 20163, 4); }
+TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "traces/data/mooncake_conversation.csv", 12031, 8); }
 
 /* a measured host-link curve in the cost store replaces the catalog's bandwidth */
 #include "sim/cost/spec.h"

@@ -142,3 +142,43 @@ TEST(spec_refuses_bad_layout)
     CHECK(e.msg[0] != '\0');
     fix_close(&f);
 }
+
+/* `kvcal spec --explain` prints these tables: every number has a source, every catalogued GPU has a
+ * row, and the numbers printed are the numbers the model uses */
+TEST(spec_constants_have_sources_and_are_used)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-3.1-8B", "cacheflow-h100-10g", 1) != 0) return;
+    int rows = 0;
+    for (int i = 0; spec_gpu_row(i); i++, rows++) {
+        const SpecGpuRow *r = spec_gpu_row(i);
+        CHECK(r->match != NULL && r->source != NULL && strlen(r->source) > 10);
+        CHECK(r->mamf > 0 && r->mamf <= 1 && r->attn > 0 && r->attn <= 1);
+    }
+    CHECK(rows >= 2);
+    CHECK_STR(spec_gpu_row(rows - 1)->match, ""); /* the default comes last */
+    for (int g = 0; g < f.hw.n_gpus; g++) {
+        const SpecGpuRow *r = spec_gpu_row_for(&f.hw.gpus[g]);
+        CHECK_MSG(r->match[0] != '\0', "GPU %s falls to the default row", f.hw.gpus[g].name);
+        CHECK_NEAR(spec_gemm_efficiency(&f.hw.gpus[g], 1 << 20), r->mamf * 0.792 / 0.803, 1e-9, 0);
+        CHECK_NEAR(spec_attn_efficiency(&f.hw.gpus[g], 1 << 30), r->attn, 1e-6, 0);
+    }
+    int n = 0, seen_mem = 0, seen_4096 = 0;
+    for (int i = 0; spec_constant(i); i++, n++) {
+        const SpecConstant *c = spec_constant(i);
+        CHECK(c->name && c->unit && c->source && strlen(c->source) > 10);
+        if (strstr(c->name, "HBM bandwidth")) {
+            seen_mem = 1;
+            CHECK_NEAR(c->value, spec_mem_efficiency(f.in.gpu), 0, 0);
+        }
+        if (strstr(c->name, "M = 4096")) {
+            seen_4096 = 1;
+            CHECK_NEAR(c->value, spec_gemm_efficiency(f.in.gpu, 4096), 1e-12, 0);
+        }
+        if (strstr(c->name, "attention ramp"))
+            CHECK_NEAR(spec_attn_efficiency(f.in.gpu, (int64_t)c->value), 0.60 / 2, 1e-12, 0);
+    }
+    CHECK(n >= 8 && seen_mem && seen_4096);
+    CHECK(spec_constant(n) == NULL && spec_constant(-1) == NULL && spec_gpu_row(-1) == NULL);
+    fix_close(&f);
+}

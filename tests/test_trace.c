@@ -2,7 +2,7 @@
  * contract, the arrival process, truncation, the generators' fitted statistics and determinism, the
  * deterministic random numbers, streaming memory, and every error path the loaders have.
  *
- * Real files (../shared/traces/, SKIP when absent): row counts, exact rows, order over the whole
+ * Real files (traces/data/, SKIP when absent): row counts, exact rows, order over the whole
  * stream, and means within 0.5 % of SOURCES.md. Fixtures: tests/fixtures/traces/ (see its README)
  * and small files written per test. Expected values are hand-computed in the comments.
  */
@@ -785,7 +785,7 @@ TEST(trace_vidur_fixture_and_errors)
 
 TEST(trace_real_leval)
 {
-    const char *path = test_path("../shared/traces/leval.csv");
+    const char *path = test_path("traces/data/leval.csv");
     if (!file_exists(path)) SKIP("%s absent", path);
     TraceOptions o = topts(path);
     KvErr e;
@@ -823,7 +823,7 @@ TEST(trace_real_leval)
 
 TEST(trace_real_swebench)
 {
-    const char *path = test_path("../shared/traces/swebench.csv");
+    const char *path = test_path("traces/data/swebench.csv");
     if (!file_exists(path)) SKIP("%s absent", path);
     TraceOptions o = topts(path);
     KvErr e;
@@ -856,7 +856,7 @@ TEST(trace_real_swebench)
 
 TEST(trace_real_mooncake)
 {
-    const char *path = test_path("../shared/traces/mooncake_conversation.csv");
+    const char *path = test_path("traces/data/mooncake_conversation.csv");
     if (!file_exists(path)) SKIP("%s absent", path);
     TraceOptions o = topts(path);
     KvErr e;

@@ -10,7 +10,7 @@ they were obtained and how to re-derive them when the files change.
 Not responsible for: the C generator itself or its tests (tests/test_trace.c checks the C output
 against the same targets).
 
-Usage: python3 tools/fit_traces.py [TRACES_DIR]   (default ../shared/traces next to the repo root)
+Usage: python3 tools/fit_traces.py [TRACES_DIR]   (default traces/data of the repository)
 Python 3 standard library only. Deterministic (fixed seeds).
 """
 import csv
@@ -25,7 +25,7 @@ Z90 = 1.2815515655446004  # standard normal quantile at 0.9
 
 
 def quantile(v, p):
-    """The p-quantile as SOURCES.md reports it: the sorted value at index floor(p*n)."""
+    """The p-quantile as traces/data/README.md reports it: the sorted value at index floor(p*n)."""
     s = sorted(v)
     return s[min(len(s) - 1, int(p * len(s)))]
 
@@ -270,7 +270,7 @@ def fit_sharegpt4():
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "traces")
+    d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "traces", "data")
     fit_leval(os.path.join(d, "leval.csv"))
     fit_swebench(os.path.join(d, "swebench.csv"))
     fit_sharegpt4()

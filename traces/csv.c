@@ -1,4 +1,4 @@
-/* csv.c — the canonical trace CSV (../shared/traces/NAME.csv, SOURCES.md): one row per request.
+/* csv.c — the canonical trace CSV (traces/data/NAME.csv; columns: docs/formats.md): one row per request.
  *
  * Responsible for: the header (columns found by name, in any order, unknown ones ignored; session_id,
  * turn, new_input_tokens, output_tokens, history_tokens required, arrival_s optional), validating
@@ -187,6 +187,7 @@ static int csv_next(void *impl, TraceRequest *out, KvErr *e)
     CsvSession *s = &c->ses[row->session];
     if (s->out_id < 0) s->out_id = c->next_out_id++;
     out->session = (uint64_t)s->out_id;
+    out->session_id = c->names.names[row->session];
     out->turn = row->turn;
     out->arrival_ns = timed ? key : -1;
     out->think_ns = timed ? 0 : c->think_ns;

@@ -97,6 +97,7 @@ typedef struct Gen {
     int history_cut;        /* the history of the next turn was capped */
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
+    char session_id[48];    /* "NAME-N" of the current session, handed out with each of its turns */
 } Gen;
 
 int trace_generator_count(void) { return GEN_COUNT; }
@@ -182,6 +183,8 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     }
     if (k > 0 && g->think_const_ns >= 0) think_ns = g->think_const_ns;
     out->session = g->session;
+    snprintf(g->session_id, sizeof g->session_id, "%s-%llu", gen_specs[g->kind].name, (unsigned long long)g->session);
+    out->session_id = g->session_id;
     out->turn = k;
     out->arrival_ns = k == 0 ? g->arrival_ns : -1;
     out->think_ns = k == 0 ? 0 : think_ns;

@@ -36,6 +36,7 @@ typedef struct MooncakeTrace {
     int64_t *ids;
     size_t n_ids, ids_cap;
     uint64_t next_session;
+    char session_id[24]; /* the last request's 0-based line, handed out as its session id */
 } MooncakeTrace;
 
 static uint64_t moon_mix(uint64_t x)
@@ -194,6 +195,8 @@ static int moon_next(void *impl, TraceRequest *out, KvErr *e)
     for (size_t i = k; i < m->n_ids; i++)
         if (moon_seen_add(&m->seen, m->ids[i]) != 0) return kv_err(e, "%s: line %lld: out of memory", m->path, (long long)line_no);
     out->session = m->next_session++;
+    snprintf(m->session_id, sizeof m->session_id, "%lld", (long long)(line_no - 1));
+    out->session_id = m->session_id;
     out->turn = 0;
     out->arrival_ns = key;
     out->think_ns = 0;

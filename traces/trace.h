@@ -9,7 +9,7 @@
  * actually released — the simulator releases it think_ns after the session's previous turn finished.
  *
  * Sources:
- *   canonical CSV  (../shared/traces/NAME.csv; header row; columns by name: session_id, turn,
+ *   canonical CSV  (traces/data/NAME.csv; header row; columns by name: session_id, turn,
  *                   arrival_s (optional column, empty cells allowed), new_input_tokens, output_tokens,
  *                   history_tokens; other columns ignored; quoted fields and CRLF accepted)
  *   mooncake JSONL ({"timestamp": ms, "input_length", "output_length", "hash_ids": [...]} per line;
@@ -58,9 +58,14 @@ typedef struct TraceRequest {
     int64_t arrival_ns;      /* >= 0: absolute arrival; -1: closed loop, arrives think_ns after
                                 the session's previous turn finished */
     int64_t think_ns;        /* closed-loop gap (used when arrival_ns == -1) */
-    int64_t new_input_tokens;  /* >= 1 after loading (0 in a file becomes 1, as SOURCES.md says) */
+    int64_t new_input_tokens;  /* >= 1 after loading (0 in a file becomes 1, as traces/data/README.md says) */
     int64_t output_tokens;     /* >= 1 */
     int64_t history_tokens;    /* reusable prefix from earlier turns */
+    const char *session_id;    /* the trace's own name of the session: a canonical CSV's session_id as
+                                  written; Mooncake and Vidur files (one session per request): the
+                                  request's 0-based line (Mooncake) or data row (Vidur) in the file;
+                                  generators: "NAME-N" with N the dense session id. Valid until the
+                                  next trace_next or trace_close (copy it to keep it). */
 } TraceRequest;
 
 typedef struct TraceOptions {

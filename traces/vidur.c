@@ -28,6 +28,7 @@ typedef struct VidurTrace {
     double arrived_s;
     int64_t prefill, decode;
     uint64_t next_session;
+    char session_id[24]; /* the last request's 0-based data row (line - 2), handed out as its session id */
 } VidurTrace;
 
 static int vid_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
@@ -90,6 +91,8 @@ static int vid_next(void *impl, TraceRequest *out, KvErr *e)
     int r = trace_order_next(&v->order, &key, &timed, &line_no, e);
     if (r <= 0) return r;
     out->session = v->next_session++;
+    snprintf(v->session_id, sizeof v->session_id, "%lld", (long long)(line_no - 2));
+    out->session_id = v->session_id;
     out->turn = 0;
     out->arrival_ns = key;
     out->think_ns = 0;

@@ -79,8 +79,21 @@ static int explain(const char *gpu_name)
         for (size_t i = 0; i < KV_ARRAY_LEN(ms); i++) printf(" %-8.3f", spec_gemm_efficiency(&hw.gpus[g], ms[i]));
         printf(" %-8.3f %-8.3f\n", spec_attn_efficiency(&hw.gpus[g], 512), spec_attn_efficiency(&hw.gpus[g], 8192));
     }
-    printf("sources: see the header of sim/cost/spec.c (XLA sm_90 GEMM table, ml-engineering MAMF, "
-           "FlashAttention-2/3 papers)\n");
+    printf("\nPer-GPU fractions (mamf: max achievable matmul; attn: flash attention at long sequences):\n");
+    for (int g = 0; g < hw.n_gpus; g++) {
+        if (gpu_name && strcasecmp(gpu_name, hw.gpus[g].name)) continue;
+        const SpecGpuRow *r = spec_gpu_row_for(&hw.gpus[g]);
+        printf("  %-12s mamf %.3f  attn %.2f  [row \"%s\"] source: %s\n", hw.gpus[g].name, r->mamf, r->attn,
+               r->match[0] ? r->match : "default", r->source);
+    }
+    printf("\nConstants shared by every GPU:\n");
+    for (int i = 0; spec_constant(i); i++) {
+        const SpecConstant *c = spec_constant(i);
+        printf("  %s: %g %s\n      source: %s\n", c->name, c->value, c->unit, c->source);
+    }
+    printf("\nThe roofline: t = max(flops / (peak x eff), bytes / (HBM x %.2f)) + launch; the model is described\n"
+           "in docs/model.md (\"The spec cost model\").\n",
+           spec_mem_efficiency(NULL));
     hw_catalog_free(&hw);
     return 0;
 }

@@ -1,5 +1,6 @@
-/* ops.h — the operations of the cost model (DESIGN §3), shared by kvcal (which measures them) and
- * kvsim (which reads them). Each op is a function of up to three integer shape parameters.
+/* ops.h — the operations of the cost model (docs/formats.md "Cost store", docs/model.md "The cost
+ * contract"), shared by kvcal (which measures them) and kvsim (which reads them). Each op is a
+ * function of up to three integer shape parameters.
  *
  * | op             | p1            | p2                  | p3     | per                     |
  * |----------------|---------------|---------------------|--------|-------------------------|

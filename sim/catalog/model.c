@@ -13,7 +13,9 @@
  *             norm ("rmsnorm"|"layernorm"), positional ("rope"|"learned"), tie_word_embeddings, source
  *   optional: norms_per_layer (2), qk_norm (false), position_offset (0; learned positions only),
  *             attn_bias (false; q,k,v), attn_out_bias (false; o), ffn_bias (false),
- *             sliding_window (0), published_params (0), published_active_params (0), note
+ *             sliding_window (0), published_params (0), published_active_params (0), note,
+             aliases (an array of at most MODEL_MAX_ALIASES other names, e.g. Hugging Face ids of
+             variants with the same architecture; names, hf_ids and aliases are unique over the catalog)
  *   MoE (required when arch is "moe", refused otherwise): num_experts, experts_per_tok,
  *             moe_intermediate_size; optional shared_experts (0), dense_layers (0).
  * Unknown keys and keys given twice are refused (they are usually typos).
@@ -174,6 +176,7 @@ static const struct {
     {"published_params", KEY_OPTIONAL},
     {"published_active_params", KEY_OPTIONAL},
     {"note", KEY_OPTIONAL},
+    {"aliases", KEY_OPTIONAL},
     {"num_experts", KEY_MOE_REQUIRED},
     {"experts_per_tok", KEY_MOE_REQUIRED},
     {"moe_intermediate_size", KEY_MOE_REQUIRED},
@@ -252,6 +255,52 @@ static int get_str(const ParseCtx *pc, const cJSON *obj, const char *key, int re
     return 0;
 }
 
+/* "aliases": absent, or an array of non-empty strings that fit ModelSpec.aliases. */
+static int get_aliases(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "aliases");
+    m->n_aliases = 0;
+    if (!v) return 0;
+    char got[80];
+    if (!cJSON_IsArray(v)) {
+        describe(v, got, sizeof got);
+        return perr(pc, "aliases", "expected an array of names, got %s", got);
+    }
+    if (cJSON_GetArraySize(v) > MODEL_MAX_ALIASES)
+        return perr(pc, "aliases", "%d names: at most %d allowed", cJSON_GetArraySize(v), MODEL_MAX_ALIASES);
+    int k = 0;
+    for (const cJSON *it = v->child; it; it = it->next, k++) {
+        if (!cJSON_IsString(it) || !it->valuestring[0]) {
+            describe(it, got, sizeof got);
+            return perr(pc, "aliases", "[%d]: expected a non-empty string, got %s", k, got);
+        }
+        if (strlen(it->valuestring) >= sizeof m->aliases[0])
+            return perr(pc, "aliases", "[%d]: longer than %zu characters", k, sizeof m->aliases[0] - 1);
+        snprintf(m->aliases[k], sizeof m->aliases[k], "%s", it->valuestring);
+    }
+    m->n_aliases = k;
+    return 0;
+}
+
+/* Whether s names model m (name, hf_id or an alias; case-insensitive). */
+static int model_answers_to(const ModelSpec *m, const char *s)
+{
+    if (strcasecmp(m->name, s) == 0 || strcasecmp(m->hf_id, s) == 0) return 1;
+    for (int k = 0; k < m->n_aliases; k++)
+        if (strcasecmp(m->aliases[k], s) == 0) return 1;
+    return 0;
+}
+
+/* A string that names both a and b (name, hf_id or alias of b that a answers to), or NULL. */
+static const char *model_shared_name(const ModelSpec *a, const ModelSpec *b)
+{
+    if (model_answers_to(a, b->name)) return b->name;
+    if (model_answers_to(a, b->hf_id)) return b->hf_id;
+    for (int k = 0; k < b->n_aliases; k++)
+        if (model_answers_to(a, b->aliases[k])) return b->aliases[k];
+    return NULL;
+}
+
 /* One of two names (all our enumerations have two values). */
 static int get_choice(const ParseCtx *pc, const cJSON *obj, const char *key, const char *a, const char *b,
                       int *out)
@@ -320,6 +369,7 @@ static int parse_model(const ParseCtx *pc, const cJSON *obj, ModelSpec *m)
     if (get_str(pc, obj, "hf_id", 1, m->hf_id, sizeof m->hf_id)) return -1;
     if (get_str(pc, obj, "source", 1, NULL, 0)) return -1;
     if (get_str(pc, obj, "note", 0, NULL, 0)) return -1;
+    if (get_aliases(pc, obj, m)) return -1;
     m->arch = moe ? MODEL_MOE : MODEL_DENSE;
     if (get_int(pc, obj, "hidden_size", 1, 1, MODEL_MAX_HIDDEN, 0, &m->hidden) ||
         get_int(pc, obj, "num_layers", 1, 1, MODEL_MAX_LAYERS, 0, &m->layers) ||
@@ -445,6 +495,24 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
                 goto done;
             }
         }
+        /* every name a lookup accepts (name, hf_id, aliases) must name one model only */
+        const ModelSpec *mi = &c->models[i];
+        for (int k = 0; k < mi->n_aliases; k++) {
+            int dup = strcasecmp(mi->aliases[k], mi->name) == 0 || strcasecmp(mi->aliases[k], mi->hf_id) == 0;
+            for (int q = 0; q < k; q++) dup |= strcasecmp(mi->aliases[k], mi->aliases[q]) == 0;
+            if (dup) {
+                perr(&pc, "aliases", "\"%s\" given twice (already a name of this model)", mi->aliases[k]);
+                goto done;
+            }
+        }
+        for (int j = 0; j < i; j++) {
+            const char *dup = model_shared_name(&c->models[j], mi);
+            if (dup) {
+                const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
+                perr(&pc, key, "\"%s\" already names models[%d] (%s)", dup, j, c->models[j].name);
+                goto done;
+            }
+        }
     }
     c->n = n;
     rc = 0;
@@ -480,13 +548,14 @@ void model_catalog_free(ModelCatalog *c)
 const ModelSpec *model_find(const ModelCatalog *c, const char *name, KvErr *e)
 {
     for (int i = 0; name && i < c->n; i++)
-        if (strcasecmp(c->models[i].name, name) == 0) return &c->models[i];
+        if (model_answers_to(&c->models[i], name)) return &c->models[i];
     char known[900] = "";
     for (int i = 0; i < c->n; i++) {
         size_t len = strlen(known);
         snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", c->models[i].name);
     }
-    kv_err(e, "unknown model '%s' in %s (known: %s)", name ? name : "(null)", c->origin, known);
+    kv_err(e, "unknown model '%s' in %s (known: %s; or a Hugging Face id that `kvsim list models` shows)",
+           name ? name : "(null)", c->origin, known);
     return NULL;
 }
 

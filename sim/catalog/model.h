@@ -34,6 +34,8 @@ typedef enum ModelArch { MODEL_DENSE, MODEL_MOE } ModelArch;
 typedef enum ModelNorm { NORM_RMS, NORM_LAYER } ModelNorm;
 typedef enum ModelPos { POS_ROPE, POS_LEARNED } ModelPos;
 
+#define MODEL_MAX_ALIASES 8
+
 typedef struct ModelSpec {
     char name[64];
     char hf_id[128];
@@ -65,6 +67,10 @@ typedef struct ModelSpec {
     int attn_out_bias;   /* bias on the output projection o (OPT yes; Qwen2.5 has q,k,v biases only) */
     int qk_norm;         /* per-head RMSNorm on q and k (Qwen3): 2·d_h parameters per layer */
     int pos_offset;      /* learned positions: extra table rows beyond max_pos (OPT: 2) */
+    /* other names model_find accepts besides name and hf_id (Hugging Face ids of variants with the
+     * same architecture, e.g. the chat/instruct fine-tunes): "aliases" in the catalog */
+    char aliases[MODEL_MAX_ALIASES][128];
+    int n_aliases;
 } ModelSpec;
 
 /* Plausible ranges of the catalog's fields (inclusive; the catalog refuses values outside them with
@@ -95,7 +101,9 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
 /* Load from override path, $KVSIM_CONFIG_DIR/models.json or the embedded default. */
 int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e);
 void model_catalog_free(ModelCatalog *c);
-/* Case-insensitive exact name; on failure the message lists every known name. */
+/* By catalog name, Hugging Face id (hf_id) or one of the model's aliases, each matched exactly but
+ * case-insensitively ("meta-llama/Llama-2-7b-hf" finds Llama-2-7B); on failure the message lists every
+ * known name. The catalog guarantees that no string names two models. */
 const ModelSpec *model_find(const ModelCatalog *c, const char *name, KvErr *e);
 
 typedef struct ModelLayout {

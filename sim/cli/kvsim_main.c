@@ -157,15 +157,17 @@ static int cmd_list(int argc, char **argv)
             fprintf(stderr, "kvsim: %s\n", e.msg);
             return 1;
         }
-        printf("%-16s %5s %6s %5s %4s %5s %12s %14s %8s\n", "model", "arch", "layers", "hidden", "h", "h_kv", "params",
-               "KV B/token", "KV/hid");
+        printf("%-16s %5s %6s %5s %4s %5s %12s %14s %8s  %s\n", "model", "arch", "layers", "hidden", "h", "h_kv", "params",
+               "KV B/token", "KV/hid", "also accepted as (Hugging Face ids)");
         for (int i = 0; i < mc.n; i++) {
             const ModelSpec *m = &mc.models[i];
             ModelLayout ly = {m, KV_DT_FP16, 1, 1};
-            printf("%-16s %5s %6d %5d %4d %5d %11.2fB %14llu %8.3f\n", m->name, m->arch == MODEL_MOE ? "moe" : "dense",
+            printf("%-16s %5s %6d %5d %4d %5d %11.2fB %14llu %8.3f  %s", m->name, m->arch == MODEL_MOE ? "moe" : "dense",
                    m->layers, m->hidden, m->heads, m->kv_heads, (double)model_params_total(m) / 1e9,
                    (unsigned long long)model_kv_bytes_per_token(&ly),
-                   (double)model_kv_bytes_per_token(&ly) / (double)model_hidden_bytes_per_token(&ly));
+                   (double)model_kv_bytes_per_token(&ly) / (double)model_hidden_bytes_per_token(&ly), m->hf_id);
+            for (int k = 0; k < m->n_aliases; k++) printf(", %s", m->aliases[k]);
+            putchar('\n');
         }
         model_catalog_free(&mc);
         return 0;
@@ -494,12 +496,16 @@ static int cmd_run(int argc, char **argv, int compare)
         if (rc == 0) {
             char title[256];
             snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
-            if (rs_path(&rset, "ttft_cdf.svg", path, sizeof path, &e) != 0 || plot_ttft_cdf_svg(path, res, done, title, &e) != 0)
+            if (rs_path(&rset, "ttft_cdf.svg", path, sizeof path, &e) != 0 ||
+                plot_ttft_cdf_svg(path, res, done, title, cfg.slo_ttft_ns, &e) != 0 ||
+                rs_path(&rset, "ttft_ccdf.svg", path, sizeof path, &e) != 0 ||
+                plot_ttft_ccdf_svg(path, res, done, title, cfg.slo_ttft_ns, &e) != 0)
                 rc = 1;
         }
         if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
         if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
-        else if (!cfg.quiet) fprintf(stderr, "results in %s/ (summary.json, requests.csv, table.md, ttft_cdf.svg)\n", out);
+        else if (!cfg.quiet)
+            fprintf(stderr, "results in %s/ (summary.json, %stable.md, %s)\n", out, no_csv ? "" : "requests.csv, ", plot_file_list());
     }
     rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
     for (int i = 0; i < 16; i++) sim_result_free(&res[i]);

@@ -2,7 +2,7 @@
  * parameters, loaded once (from a SQLite store or straight from the spec generator) and queried on
  * the hot path.
  *
- * Reading rules (DESIGN §3):
+ * Reading rules (docs/model.md "The cost contract"):
  *  - Points of one op must form a full grid (every combination of the axis values); a hole is an
  *    error naming the op and the missing coordinates.
  *  - Values are made non-decreasing along every work axis (tokens, context, batch, bytes: a running

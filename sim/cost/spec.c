@@ -1,8 +1,9 @@
 /* spec.c — roofline cost curves from the catalogs; see spec.h.
  *
- * Every efficiency below is a fit to a public measurement, named next to the number
- * (facts collected in shared/docs/REFERENCE.md §B–C). Where no measurement exists the number is
- * marked ESTIMATE; `kvcal spec --explain` prints this table.
+ * Every efficiency below is a fit to a public measurement, named next to the number. Where no
+ * measurement exists the number is marked ESTIMATE. The tables g_eff and g_constants carry each
+ * number with its source; spec_gpu_row / spec_constant expose them and `kvcal spec --explain`
+ * prints them (docs/model.md explains the model for users).
  *
  * GEMM efficiency vs M (rows = tokens): the shape of the curve is the H100 bf16 cuBLAS table of
  * XLA's sm_90 cost model at N = K = 4096 (M 256: 41.7 %, 512: 65.1 %, 1024: 74.7 %, 2048: 76.2 %,
@@ -39,15 +40,9 @@
 #define SPEC_COLLECTIVE_LAT_NS 10000.0
 #define SPEC_MEM_EFF 0.69
 
-/* MAMF fractions (max achievable bf16 matmul / dense peak) and attention fractions per GPU. */
-typedef struct {
-    const char *prefix;
-    double mamf;      /* fraction of dense fp16 peak */
-    double attn;      /* flash attention fraction of peak at long sequences */
-    const char *note;
-} GpuEff;
-
-static const GpuEff g_eff[] = {
+/* MAMF fractions (max achievable bf16 matmul / dense peak) and attention fractions per GPU
+ * (SpecGpuRow: match is a case-insensitive prefix of the catalog's GPU name; first match wins). */
+static const SpecGpuRow g_eff[] = {
     {"A100-40GB", 0.869, 0.55, "MAMF A100 SXM 271.2/312 (ml-engineering); FA2 fwd hd128 156-187 TFLOP/s"},
     {"A100-80GB", 0.869, 0.55, "as A100-40GB (same SXM compute)"},
     {"A100", 0.811, 0.55, "MAMF A100 PCIe 252.9/312"},
@@ -59,17 +54,55 @@ static const GpuEff g_eff[] = {
     {"RTX4090", 0.80, 0.80, "ESTIMATE MAMF; flash fwd causal hd128 151 TFLOP/s (apache/tvm table)"},
 };
 
-static const GpuEff *gpu_eff(const GpuSpec *gpu)
+static const SpecGpuRow g_eff_default = {"", 0.78, 0.55, "ESTIMATE: unlisted GPU, mid-range fractions"};
+
+static const SpecGpuRow *gpu_eff(const GpuSpec *gpu)
 {
     for (size_t i = 0; i < KV_ARRAY_LEN(g_eff); i++)
-        if (strncasecmp(gpu->name, g_eff[i].prefix, strlen(g_eff[i].prefix)) == 0) return &g_eff[i];
-    static const GpuEff def = {"", 0.78, 0.55, "ESTIMATE: unlisted GPU, mid-range fractions"};
-    return &def;
+        if (strncasecmp(gpu->name, g_eff[i].match, strlen(g_eff[i].match)) == 0) return &g_eff[i];
+    return &g_eff_default;
 }
+
+const SpecGpuRow *spec_gpu_row(int i)
+{
+    if (i >= 0 && i < (int)KV_ARRAY_LEN(g_eff)) return &g_eff[i];
+    return i == (int)KV_ARRAY_LEN(g_eff) ? &g_eff_default : NULL;
+}
+
+const SpecGpuRow *spec_gpu_row_for(const GpuSpec *gpu) { return gpu_eff(gpu); }
 
 /* XLA sm_90 table, N = K = 4096: (log2 M, fraction of 989 TFLOP/s) */
 static const double g_gemm_shape[][2] = {{8, 0.417}, {9, 0.651}, {10, 0.747}, {11, 0.762}, {12, 0.792}};
 #define H100_MAMF 0.803
+#define SPEC_ATTN_RAMP_TOKENS 64.0
+#define XLA_SRC "XLA sm_90 cost model, H100 bf16 cuBLAS, N = K = 4096 (fraction of 989 TFLOP/s)"
+
+/* The constants every GPU shares, each with its source (the values are the ones the code uses). */
+static const SpecConstant g_constants[] = {
+    {"GEMM efficiency at M = 256 (curve shape)", 0.417, "fraction", XLA_SRC},
+    {"GEMM efficiency at M = 512", 0.651, "fraction", XLA_SRC},
+    {"GEMM efficiency at M = 1024", 0.747, "fraction", XLA_SRC},
+    {"GEMM efficiency at M = 2048", 0.762, "fraction", XLA_SRC},
+    {"GEMM efficiency at M = 4096 and above", 0.792, "fraction", XLA_SRC},
+    {"GEMM efficiency below M = 256", 256, "falls as M / this",
+     "a tensor-core tile costs the same however few rows it holds"},
+    {"reference MAMF the curve is scaled by (H100 SXM)", H100_MAMF, "fraction",
+     "ml-engineering MAMF table: H100 SXM 794.5 of 989 TFLOP/s; each GPU's curve is scaled by its MAMF / this"},
+    {"HBM bandwidth efficiency (small-M GEMMs, decode attention, elementwise ops)", SPEC_MEM_EFF, "fraction",
+     "H100 fp16 matmuls at M = 1..16, N = K = 8192: 2.3-36.7 TFLOP/s, ~2.3 TB/s of weights of 3.35 TB/s"},
+    {"attention ramp over new tokens: efficiency x n / (n + this)", SPEC_ATTN_RAMP_TOKENS, "tokens",
+     "ESTIMATE: under-filled query tiles, half a 128-row tile"},
+    {"kernel launch overhead", SPEC_LAUNCH_NS, "ns", "ESTIMATE: typical cuBLAS/flash kernel launch on a busy stream"},
+    {"TP collective latency (each all-reduce / all-gather)", SPEC_COLLECTIVE_LAT_NS, "ns",
+     "ESTIMATE: NCCL latency at these sizes; ring all-reduce moves 2(T-1)/T of the bytes"},
+    {"SSD bandwidth at queue depth qd: per-drive rate x qd / (qd + this)", 1, "IOs",
+     "ESTIMATE: NVMe reaches its sequential rate at queue depth >= 8 with large IOs"},
+};
+
+const SpecConstant *spec_constant(int i)
+{
+    return i >= 0 && i < (int)KV_ARRAY_LEN(g_constants) ? &g_constants[i] : NULL;
+}
 
 double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
 {
@@ -94,7 +127,7 @@ double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
 double spec_attn_efficiency(const GpuSpec *gpu, int64_t new_tokens)
 {
     double n = (double)(new_tokens < 1 ? 1 : new_tokens);
-    return gpu_eff(gpu)->attn * n / (n + 64.0);
+    return gpu_eff(gpu)->attn * n / (n + SPEC_ATTN_RAMP_TOKENS);
 }
 
 double spec_mem_efficiency(const GpuSpec *gpu)

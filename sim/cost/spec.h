@@ -35,6 +35,27 @@ int spec_generate(const SpecInputs *in, SpecEmitFn emit, void *ctx, KvErr *e);
 /* The same points straight into an in-memory cost model (the embedded default of kvsim). */
 int spec_cost_model(CostModel *cm, const SpecInputs *in, KvErr *e);
 
+/* The numbers of the spec model with their sources, for `kvcal spec --explain` and tests.
+ * SpecGpuRow: the per-GPU fractions; spec_gpu_row(i) for i = 0.. lists the table, the last row (match
+ * "") being the default for GPUs no row matches, then NULL; spec_gpu_row_for gives the row that
+ * applies to a catalogued GPU. SpecConstant: the numbers every GPU shares; spec_constant(i) for
+ * i = 0.. until NULL. Every source names a public measurement or starts with "ESTIMATE". */
+typedef struct SpecGpuRow {
+    const char *match;   /* case-insensitive prefix of the GPU's catalog name ("" = every other GPU) */
+    double mamf;         /* max achievable dense fp16/bf16 matmul, fraction of peak */
+    double attn;         /* flash attention at long sequences, fraction of peak */
+    const char *source;
+} SpecGpuRow;
+typedef struct SpecConstant {
+    const char *name;
+    double value;
+    const char *unit;
+    const char *source;
+} SpecConstant;
+const SpecGpuRow *spec_gpu_row(int i);
+const SpecGpuRow *spec_gpu_row_for(const GpuSpec *gpu);
+const SpecConstant *spec_constant(int i);
+
 /* The fitted curves, exposed for tests and for `kvcal spec --explain`. */
 double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M);
 double spec_attn_efficiency(const GpuSpec *gpu, int64_t new_tokens);

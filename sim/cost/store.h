@@ -1,5 +1,5 @@
-/* store.h — the SQLite cost store (DESIGN §3): runs with their metadata and the timed points of
- * each op, the contract between kvcal (writer) and kvsim (reader, via cost.c).
+/* store.h — the SQLite cost store (docs/formats.md "Cost store"): runs with their metadata and the
+ * timed points of each op, the contract between kvcal (writer) and kvsim (reader, via cost.c).
  *
  * Schema (PRAGMA application_id = 0x4b56534d 'KVSM', PRAGMA user_version = STORE_SCHEMA_VERSION):
  *   run(id INTEGER PRIMARY KEY, backend TEXT, device TEXT, host TEXT, driver TEXT, cuda TEXT,

@@ -69,6 +69,7 @@ typedef struct Unit {
 
 struct Session {
     uint64_t id;
+    char *name;                /* the trace's own session id (TraceRequest.session_id), for requests.csv */
     int replica;
     int busy;                  /* a turn admitted or waiting */
     int refs;                  /* requests that point to this session (pulled, not yet freed) */
@@ -302,6 +303,7 @@ static void sess_remove(Sim *sm, Session *s)
         }
     }
     sm->tab_n--;
+    free(s->name);
     free(s);
 }
 
@@ -833,7 +835,7 @@ static void emit_row(Sim *sm, Request *r)
         if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
                              r->from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
-                             tbt_mean, r->tbt_max, r->lb_ns};
+                             tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : ""};
         if (sm->row_fn(sm->row_ctx, &row, sm->e) != 0) sm->failed = 1;
     }
 }
@@ -956,6 +958,7 @@ static int pull_trace(Sim *sm)
         TraceRequest *tr = &sm->next_tr;
         Session *s = sess_get(sm, tr->session);
         if (!s) return fail(sm, "out of memory%s", "");
+        if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return fail(sm, "out of memory%s", "");
         Request *r = calloc(1, sizeof *r);
         if (!r) return fail(sm, "out of memory%s", "");
         r->id = sm->next_req_id++;
@@ -1846,6 +1849,7 @@ static void sim_teardown(Sim *sm)
                 request_free(r);
                 r = nx;
             }
+            free(s->name);
             free(s);
         }
         free(sm->tab);

@@ -210,6 +210,7 @@ typedef struct SimRequestRow {
     double tbt_mean_ns;
     int64_t tbt_max_ns;
     double lb_restore_ns;
+    const char *session_id;       /* the trace's own session id (TraceRequest.session_id); valid during the call */
 } SimRequestRow;
 typedef int (*SimRowFn)(void *ctx, const SimRequestRow *row, KvErr *e);
 

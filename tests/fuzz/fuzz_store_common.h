@@ -4,6 +4,7 @@
 #ifndef KV_FUZZ_STORE_COMMON_H
 #define KV_FUZZ_STORE_COMMON_H
 
+#include "calibrate/store_io.h"
 #include "sim/cost/store.h"
 #include "tests/fuzz/fuzz_common.h"
 

@@ -1,0 +1,103 @@
+"""test_kvsim.py — the Python entry point against the real binary: a tiny compare and run, the
+structures they return, settings reaching the binary, errors carrying kvsim's message.
+Run from the repository root: KVSIM_BIN=bin python3 -m unittest discover -s python/tests"""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import kvsim  # noqa: E402
+
+SMALL = dict(requests=40, seed=3, model="Llama-3.1-8B", platform="cacheflow-h100-10g")
+
+
+class CompareTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r = kvsim.compare(policies=["recompute", "kv-offload"], evict_each_turn=True, **SMALL)
+
+    def test_summary_and_policies(self):
+        r = self.r
+        self.assertEqual([p["name"] for p in r["summary"]["policies"]], ["recompute", "kv-offload"])
+        self.assertEqual(list(r["policies"]), ["recompute", "kv-offload"])
+        for name, p in r["policies"].items():
+            self.assertEqual(p["requests"], 40, name)
+            self.assertGreater(p["ttft_s"]["p99"], 0)
+            self.assertGreaterEqual(p["ttft_s"]["p99"], p["ttft_s"]["p50"])
+        self.assertEqual(r["summary"]["inputs"]["config"]["model"], "Llama-3.1-8B")
+        self.assertTrue(r["summary"]["inputs"]["config"]["evict_each_turn"])
+        self.assertEqual(r["policies"]["recompute"]["saved_bytes_per_token"], 0)
+        self.assertGreater(r["policies"]["kv-offload"]["saved_bytes_per_token"], 0)
+        self.assertIn("| kv-offload |", r["table"])
+        self.assertIsNone(r["dir"])  # the temporary directory is gone
+
+    def test_requests_rows_typed(self):
+        rows = self.r["requests"]
+        self.assertEqual(len(rows), 80)
+        self.assertEqual({row["policy"] for row in rows}, {"recompute", "kv-offload"})
+        first = rows[0]
+        for k in ("request", "session", "turn", "history_tokens", "new_tokens", "output_tokens"):
+            self.assertIsInstance(first[k], int, k)
+        for k in ("arrival_s", "ttft_s", "queue_s", "restore_s", "prefill_s", "done_s"):
+            self.assertIsInstance(first[k], float, k)
+        self.assertIsInstance(first["restore_from"], str)
+        self.assertEqual(first["session_id"], "sharegpt4-%d" % first["session"])
+        for row in rows:
+            self.assertAlmostEqual(row["ttft_s"], row["queue_s"] + row["restore_s"] + row["prefill_s"], places=6)
+        # the same requests under both policies
+        ids = {p: sorted(x["request"] for x in rows if x["policy"] == p) for p in ("recompute", "kv-offload")}
+        self.assertEqual(ids["recompute"], ids["kv-offload"])
+
+    def test_same_inputs_same_results(self):
+        again = kvsim.compare(policies=["recompute", "kv-offload"], evict_each_turn=True, **SMALL)
+        self.assertEqual(again["requests"], self.r["requests"])
+        self.assertEqual(again["summary"]["policies"], self.r["summary"]["policies"])
+
+
+class RunTest(unittest.TestCase):
+    def test_run_keeps_out_dir_and_units(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = kvsim.run("kv-offload", out=d, slo_ttft="150 ms", **SMALL)
+            self.assertEqual(r["dir"], d)
+            for f in ("summary.json", "requests.csv", "table.md", "ttft_cdf.svg", "ttft_ccdf.svg"):
+                self.assertTrue(os.path.exists(os.path.join(d, f)), f)
+        self.assertEqual(list(r["policies"]), ["kv-offload"])
+        self.assertEqual(r["summary"]["inputs"]["config"]["slo_ttft"], "150 ms")
+
+    def test_without_requests_csv(self):
+        r = kvsim.run("recompute", requests_csv=False, **SMALL)
+        self.assertEqual(r["requests"], [])
+        self.assertIn("--no-csv", r["command"])
+
+    def test_errors_carry_kvsim_message(self):
+        with self.assertRaises(kvsim.KvsimError) as cm:
+            kvsim.run("recompute", model="No-Such-Model", requests=5)
+        self.assertIn("unknown model 'No-Such-Model'", str(cm.exception))
+        self.assertIn("No-Such-Model", cm.exception.stderr)
+        self.assertNotEqual(cm.exception.returncode, 0)
+        with self.assertRaises(kvsim.KvsimError) as cm:
+            kvsim.run("no-such-policy", requests=5)
+        self.assertIn("no-such-policy", str(cm.exception))
+
+    def test_binary_not_found(self):
+        with self.assertRaises(kvsim.KvsimError) as cm:
+            kvsim.run("recompute", binary="/nonexistent/kvsim")
+        self.assertIn("/nonexistent/kvsim", str(cm.exception))
+
+    def test_as_frame(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            with self.assertRaises(ImportError) as cm:
+                kvsim.run("recompute", as_frame=True, **SMALL)
+            self.assertIn("pandas", str(cm.exception))
+            return
+        r = kvsim.compare(policies=["recompute", "kv-offload"], as_frame=True, **SMALL)
+        self.assertEqual(len(r["requests"]), 80)
+        self.assertIn("ttft_s.p99", r["metrics"].columns)
+        self.assertEqual(list(r["metrics"].index), ["recompute", "kv-offload"])
+
+
+if __name__ == "__main__":
+    unittest.main()
