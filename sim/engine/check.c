@@ -4,7 +4,8 @@
  * reporting the first mismatch as the run's error:
  *  - per replica: pool_used within [0, pool_cap] and equal to the admitted requests' reservations
  *    plus the resident blocks of sessions with no admitted request; the HBM LRU holds exactly the
- *    sessions marked in_hbm_lru, none busy, each with resident KV; active_count = queued + admitted;
+ *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
+ *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
  *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED;
  *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
@@ -112,6 +113,9 @@ static int check_replica(Sim *sm, Replica *rp)
         if (r->state != RQ_QUEUED)
             return sim_fail(sm, "sim_check: replica %d: queued request %llu is %s", i, (unsigned long long)r->id,
                             rq_state_name(r->state));
+        if (r->s->in_hbm_lru)
+            return sim_fail(sm, "sim_check: session %llu has a turn queued and is evictable (in the HBM LRU)",
+                            (unsigned long long)r->s->id);
     }
     if (rp->active_count != (uint64_t)rp->q_len + (uint64_t)rp->n_active)
         return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d admitted", i,
@@ -124,8 +128,9 @@ static int check_replica(Sim *sm, Replica *rp)
         if (!s->chk_active && s->loading)
             return sim_fail(sm, "sim_check: session %llu: loading %d with no admitted request", (unsigned long long)s->id, s->loading);
         if (s->in_hbm_lru) in_lru++;
-        if (s->busy && s->in_hbm_lru)
-            return sim_fail(sm, "sim_check: session %llu is busy and evictable (in the HBM LRU)", (unsigned long long)s->id);
+        if (s->chk_active && s->in_hbm_lru)
+            return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
+                            (unsigned long long)s->id);
     }
     if (acc != rp->pool_used)
         return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use, admitted reservations and idle resident "

@@ -360,8 +360,8 @@ void iter_done(Sim *sm, Replica *rp);
 
 /* Walk the run's structures and compare every counter with what it counts: per replica the pool's
  * tokens in use vs the active reservations plus the idle sessions' resident blocks, the HBM LRU vs
- * the sessions in it (none busy), the routing count vs queued plus active requests; per tier list its
- * bytes vs the sum of its sessions' saved bytes and its length vs the sessions in that tier; per
+ * the sessions in it (none with a turn queued or admitted), the routing count vs queued plus
+ * active requests; per tier list its bytes vs the sum of its sessions' saved bytes and its length vs the sessions in that tier; per
  * channel its queue counts vs its lists and every unit's place; per session its saves in flight vs
  * its save units. Returns 0, or -1 with the first violation as the run's error. O(sessions + units). */
 int sim_check(Sim *sm);
