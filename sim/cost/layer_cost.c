@@ -1,4 +1,9 @@
-/* layer_cost.c — the per-layer composition; see layer_cost.h for the formula and its order. */
+/* layer_cost.c — the per-layer composition (formula and order in layer_cost.h).
+ *
+ * Responsible for: the sum itself and the cost-model op source. Not responsible for: op times.
+ * Invariants: additions left to right in the documented order; one lookup per op of the layer.
+ * Complexity: O(1) (at most 9 lookups).
+ */
 #include "sim/cost/layer_cost.h"
 
 static double model_ns(void *ctx, CostOp op, int64_t p1, int64_t p2) { return cost_lookup_ns(ctx, op, p1, p2, 0); }

@@ -1,4 +1,15 @@
-/* channel.c — IO channels and transfer units; see channel.h for the model and its invariants. */
+/* channel.c — IO channels and transfer units (the model is described in channel.h).
+ *
+ * Responsible for: the channel table (kind → name, one per stage or one per replica), queueing,
+ * picking the next unit (stalled load, else the policy's io_pick, else FIFO; loads before saves),
+ * service at the unit's rate (SSD striping, both-ways slowdown), re-arming on rate changes, moving
+ * a unit to its next hop and calling its done callback after the last; the unit free list.
+ * Not responsible for: what a unit is for (its creator's callback), result counters (metrics.c).
+ * Invariants (SIM_CHECK): a unit starts only from US_QUEUED at the channel of its current hop and
+ * only on an idle channel; a completion event that matches the armed sequence finds a unit in
+ * service; a unit is enqueued only new or after a hop, freed only after its last hop (served once).
+ * Complexity: O(1) per operation, O(min(waiting loads, 64)) to pick among waiting loads.
+ */
 #include "sim/engine/channel.h"
 
 #include <math.h>

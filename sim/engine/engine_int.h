@@ -22,9 +22,9 @@
  *   RQ_ARRIVED   read from the trace, waiting for its release time or its session's previous turn
  *      └ release_request ───────────────▶ RQ_QUEUED
  *   RQ_QUEUED    in its replica's admission FIFO
- *      ├ admit (history to restore) ─────▶ RQ_RESTORING
- *      ├ admit (none: resident, Ideal, no history) ─▶ RQ_PREFILL
- *      └ admit_queue (never fits the pool: dropped) ─▶ RQ_DONE
+ *      ├ restore_admit (history to restore) ─────▶ RQ_RESTORING
+ *      ├ restore_admit (none: resident, Ideal, no history) ─▶ RQ_PREFILL
+ *      └ admit_queue → drop_head (never fits the pool: dropped) ─▶ RQ_DONE
  *   RQ_RESTORING admitted; recompute chunks, layer-wise loads or token-wise chunks in flight. For
  *                layer-wise restoration RESTORING overlaps prefill: the first new-input chunk
  *                carries the layer-wise work and each of its layers waits for that layer's state.
@@ -37,8 +37,8 @@
  *
  * Invariants checked always (SIM_CHECK: a violation ends the run with an error naming the file and
  * line, never silently): the clock never goes back (evq); lifecycle moves follow the table above
- * (so no request completes twice); the KV pool never goes negative nor above capacity (session.c,
- * lifecycle.c); every channel serves one unit at a time and every unit is served once per hop
+ * (so no request completes twice); the KV pool never goes negative nor above capacity (at every
+ * pool_reserve and pool_release, session.c); every channel serves one unit at a time and every unit is served once per hop
  * (channel.c). The accounting walker sim_check (check.c) verifies the sums behind the counters.
  */
 #ifndef KV_ENGINE_INT_H

@@ -1,4 +1,12 @@
-/* metrics.c — the metrics_on_* hooks; see metrics.h. */
+/* metrics.c — the metrics_on_* hooks (definitions in metrics.h and next to each hook).
+ *
+ * Responsible for: the two field tables (per tier: its hits and peak in SimResult; per channel
+ * kind: the byte counters of loads and of writes) and every write into SimResult and the rows.
+ * Not responsible for: decisions; formatting (results/).
+ * Invariants: each counter has one writer (this file); floating-point sums are accumulated in event
+ * order, as the engine always did (results are compared byte for byte).
+ * Complexity: O(1) per hook; the end of a run O(replicas × stages).
+ */
 #include "sim/engine/metrics.h"
 
 #include <math.h>
