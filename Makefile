@@ -11,7 +11,8 @@
 #   make install    PREFIX=/usr/local
 #
 # Switches: NO_CUDA=1 (no CUDA even if found), CUDA_ARCH=90 (target sm_90),
-#           SANITIZE=address,undefined, DEBUG=1, CUDA_HOME=/usr/local/cuda.
+#           SANITIZE=address,undefined, DEBUG=1 (-O0, KV_DEBUG: the engine's accounting walker at
+#           every iteration boundary), CUDA_HOME=/usr/local/cuda. check-long runs the walker too (KVSIM_CHECK=1).
 # Builds run in parallel on every core unless -jN is given. Only what links CUDA (bin/kvcal, the
 # tests) is compiled with nvcc: the CUDA objects live in their own archive, libkvcuda.a.
 
@@ -51,7 +52,7 @@ HAVE_CUDA := $(if $(and $(NVCC),$(CUBLAS_OK)),1,)
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation \
                -I. $(PKG_CFLAGS)
 ifeq ($(DEBUG),1)
-  OPT := -O0 -g3
+  OPT := -O0 -g3 -DKV_DEBUG
 else
   OPT := -O2 -g
 endif
@@ -235,7 +236,7 @@ bench: all
 	bash tests/bench.sh
 
 check-long: all $(BUILD)/kvtest
-	KVSIM_LONG=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
+	KVSIM_LONG=1 KVSIM_CHECK=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all
 	bash tests/stress.sh
 

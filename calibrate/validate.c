@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/cost/layer_cost.h"
 #include "kernels/cpu.h"
 
 #define VAL_ALIGN 4096
@@ -98,15 +99,11 @@ int validate_predict(CostModel *cm, const ModelSpec *m, int layers, int64_t toke
         return -1;
 
     uint64_t x0 = extrapolations_sum(cm);
-    int norms = m->norms_per_layer < 1 ? 1 : m->norms_per_layer;
-    double layer = 0;
-    for (size_t i = 0; i < KV_ARRAY_LEN(layer_ops); i++) {
-        double v = cost_lookup_ns(cm, layer_ops[i], tokens, 0, 0);
-        if (layer_ops[i] == OP_NORM) v *= norms;
-        p->layer_op_ns[layer_ops[i]] = v;
-        layer += v;
-    }
-    if (rope) layer += p->layer_op_ns[OP_ROPE] = cost_lookup_ns(cm, OP_ROPE, tokens, 0, 0);
+    /* one layer's recompute: the same composition as the simulator's (sim/cost/layer_cost), tp 1
+     * (no all-reduce), N new tokens over no context */
+    ModelLayout ly = {m, KV_DT_FP16, 1, 1};
+    LayerOps ops = layer_ops_of_model(cm);
+    double layer = layer_cost_prefill_ns(&ops, &ly, tokens, 0, p->layer_op_ns);
     double kvb = (double)validate_kv_bytes(m, layers, tokens), hb = (double)validate_hidden_bytes(m, layers, tokens);
     if (read_bytes_per_s > 0) {
         p->kv_read_ns = kvb / read_bytes_per_s * 1e9;

@@ -17,7 +17,8 @@
  *                   output into K and V, and RoPE on K;
  *    files are read with O_DIRECT when the filesystem allows it, else with buffered reads after
  *    posix_fadvise(DONTNEED) (said in ValidateResult.io_note);
- *  - predicting the same three from a CostModel (validate_predict): recompute = K × (gemm_qkv +
+ *  - predicting the same three from a CostModel (validate_predict): recompute = K × one layer as
+ *    sim/cost/layer_cost composes it for the simulator (gemm_qkv +
  *    gemm_o + gemm_ffn_up + gemm_ffn_down at N + attn_prefill(N, 0) + norms_per_layer × norm(N) +
  *    act(N) + rope(N)); kv_load = read time of its bytes; hidden_load = read time of its bytes +
  *    K × gemm_kv_proj(N) (the calibrated kv_proj already includes RoPE on K, so rope is not added

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "sim/cost/layer_cost.h"
+
 int simtest_keep_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     (void)e;
@@ -39,13 +41,8 @@ void simtest_set(TestCtx *t, SimConfig *c, const char *key, const char *value)
 
 double simtest_lin(SimWorld *w, int64_t M)
 {
-    CostModel *cm = &w->cost;
-    double t = cost_lookup_ns(cm, OP_GEMM_QKV, M, 0, 0) + cost_lookup_ns(cm, OP_GEMM_O, M, 0, 0) +
-               cost_lookup_ns(cm, OP_GEMM_FFN_UP, M, 0, 0) + cost_lookup_ns(cm, OP_GEMM_FFN_DOWN, M, 0, 0);
-    t += w->model->norms_per_layer * cost_lookup_ns(cm, OP_NORM, M, 0, 0) + cost_lookup_ns(cm, OP_ACT, M, 0, 0);
-    if (w->model->pos == POS_ROPE) t += cost_lookup_ns(cm, OP_ROPE, M, 0, 0);
-    if (w->ly.tp > 1) t += cost_lookup_ns(cm, OP_ALLREDUCE, M, 0, 0);
-    return t;
+    LayerOps ops = layer_ops_of_model(&w->cost);
+    return layer_cost_linear_ns(&ops, &w->ly, M, NULL);
 }
 
 int simtest_run(TestCtx *t, const SimConfig *c, const char *policy, SimWorld *w, Rows *rows, SimResult *res)

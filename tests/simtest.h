@@ -17,7 +17,8 @@ int simtest_keep_row(void *ctx, const SimRequestRow *r, KvErr *e);
 void simtest_iso_config(TestCtx *t, SimConfig *c, int64_t n0, int64_t n1, const char *platform, const char *model);
 /* sim_config_set that must succeed (a failure is a test failure naming the key) */
 void simtest_set(TestCtx *t, SimConfig *c, const char *key, const char *value);
-/* per-layer linear part of an iteration of M tokens, as the engine composes it (TP all-reduce incl.) */
+/* per-layer linear part of an iteration of M tokens: sim/cost/layer_cost, the engine's composition
+ * (test_layer_cost checks it against hand-computed sums) */
 double simtest_lin(SimWorld *w, int64_t M);
 /* run `policy` on the config; fills rows and res; returns 0 on success */
 int simtest_run(TestCtx *t, const SimConfig *c, const char *policy, SimWorld *w, Rows *rows, SimResult *res);

@@ -31,6 +31,8 @@
  */
 #include "sim/cost/spec.h"
 
+#include "sim/cost/layer_cost.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +164,10 @@ static double collective_ns(const SpecInputs *in, int64_t tokens, double factor)
     return factor * (double)(T - 1) / T * bytes / bw * 1e9 + SPEC_COLLECTIVE_LAT_NS;
 }
 
+/* the parts of a layer for layer_cost: every compute op exists in the spec backend */
+static double layer_part_ns(void *ctx, CostOp op, int64_t p1, int64_t p2) { return spec_op_ns(ctx, op, p1, p2, 0); }
+static int layer_part_has(void *ctx, CostOp op) { return 1; }
+
 double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3)
 {
     const GpuSpec *g = in->gpu;
@@ -188,13 +194,9 @@ double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64
         return 2 * collective_ns(in, p1, 2.0);
     case OP_ALLGATHER:
         return collective_ns(in, p1, 1.0);
-    case OP_LAYER_PREFILL: {
-        int64_t n = p1, c = p2;
-        double t = gemm_ns(in, OP_GEMM_QKV, n) + gemm_ns(in, OP_GEMM_O, n) + gemm_ns(in, OP_GEMM_FFN_UP, n) +
-                   gemm_ns(in, OP_GEMM_FFN_DOWN, n) + spec_op_ns(in, OP_ATTN_PREFILL, n, c, 0) +
-                   in->ly->m->norms_per_layer * spec_op_ns(in, OP_NORM, n, 0, 0) + spec_op_ns(in, OP_ACT, n, 0, 0);
-        if (in->ly->m->pos == POS_ROPE) t += spec_op_ns(in, OP_ROPE, n, 0, 0);
-        return t + spec_op_ns(in, OP_ALLREDUCE, n, 0, 0);
+    case OP_LAYER_PREFILL: { /* the layer composed from its parts, as the engine composes it */
+        LayerOps ops = {layer_part_ns, layer_part_has, (void *)in};
+        return layer_cost_prefill_ns(&ops, in->ly, p1, p2, NULL);
     }
     case OP_H2D:
         return in->link ? in->link->latency_ns + (double)p1 / in->link->h2d_bytes_per_s * 1e9 : 0;

@@ -2,8 +2,9 @@
  *
  * A run replays one trace against one policy on one modelled cluster and fills a SimResult.
  * SimConfig is validated once (sim_config_check, then sim_config_resolve against the catalogs in
- * sim_world_open) and is const during the run; all run state lives
- * in the Sim object (engine.c), so runs of several policies over the same config are independent.
+ * sim_world_open) and is const during the run; all run state lives in the Sim object
+ * (sim/engine/engine_int.h, one per sim_run call), so runs of several policies over the same config
+ * are independent. The engine's modules and the request lifecycle are listed in engine_int.h.
  *
  * Modelling choices that a user must know (README "Model"):
  *  - A replica has S pipeline stages of T tensor-parallel GPUs. The T GPUs of a stage work in

@@ -1,0 +1,216 @@
+/* channel.c — IO channels and transfer units (the model is described in channel.h).
+ *
+ * Responsible for: the channel table (kind → name, one per stage or one per replica), queueing,
+ * picking the next unit (stalled load, else the policy's io_pick, else FIFO; loads before saves),
+ * service at the unit's rate (SSD striping, both-ways slowdown), re-arming on rate changes, moving
+ * a unit to its next hop and calling its done callback after the last; the unit free list.
+ * Not responsible for: what a unit is for (its creator's callback), result counters (metrics.c).
+ * Invariants (SIM_CHECK): a unit starts only from US_QUEUED at the channel of its current hop and
+ * only on an idle channel; a completion event that matches the armed sequence finds a unit in
+ * service; a unit is enqueued only new or after a hop, freed only after its last hop (served once).
+ * Complexity: O(1) per operation, O(min(waiting loads, 64)) to pick among waiting loads.
+ */
+#include "sim/engine/channel.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/engine/engine_int.h"
+#include "sim/engine/metrics.h"
+
+/* the channel table: one row per kind */
+static const struct {
+    const char *name;
+    int per_stage; /* one per pipeline stage (each stage's GPUs have their own link) */
+} ch_kinds[CH_COUNT] = {
+    [CH_H2D] = {"h2d", 1}, [CH_D2H] = {"d2h", 1}, [CH_SSD] = {"ssd", 0}, [CH_NIC_IN] = {"nic_in", 0}, [CH_NIC_OUT] = {"nic_out", 0},
+};
+
+const char *ch_kind_name(int kind) { return ch_kinds[kind].name; }
+int ch_kind_per_stage(int kind) { return ch_kinds[kind].per_stage; }
+
+void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns)
+{
+    memset(c, 0, sizeof *c);
+    c->name = ch_kinds[kind].name;
+    c->kind = kind;
+    c->stage = stage;
+    c->rate = rate_bytes_per_s / 1e9;
+    c->rate_bidir = (bidir_bytes_per_s > 0 ? bidir_bytes_per_s : rate_bytes_per_s) / 1e9;
+    c->rate_write = c->rate;
+    c->latency_ns = latency_ns;
+}
+
+static int is_load(const Unit *u) { return u->kind == U_LOAD || u->kind == U_LOAD_TOK; }
+
+static double unit_rate(const Channel *c, const Unit *u)
+{
+    if (c->n_drives > 0) {
+        /* a transfer smaller than n stripes keeps only some drives busy */
+        double r = is_load(u) ? c->rate : c->rate_write;
+        double pieces = ceil(u->bytes[u->hop] / (u->stripe_bytes > 0 ? u->stripe_bytes : c->stripe_bytes));
+        return pieces < c->n_drives ? r * pieces / c->n_drives : r;
+    }
+    if (c->peer && c->peer->cur) return c->rate_bidir;
+    return c->rate;
+}
+
+static void schedule(Sim *sm, Channel *c)
+{
+    double t = c->cur_left / c->cur_rate;
+    int64_t dt = (int64_t)ceil(t - 1e-9);
+    if (dt < 0) dt = 0;
+    c->ev_seq = sim_push(sm, sim_now(sm) + dt, EV_UNIT_DONE, c, 0);
+}
+
+/* the rate of the unit in flight changes (the other direction started or stopped) */
+static void rerate(Sim *sm, Channel *c)
+{
+    if (!c->cur) return;
+    int64_t now = sim_now(sm);
+    c->cur_left -= (double)(now - c->cur_since) * c->cur_rate;
+    if (c->cur_left < 0) c->cur_left = 0;
+    c->cur_since = now;
+    double nr = unit_rate(c, c->cur);
+    if (nr == c->cur_rate) return;
+    c->cur_rate = nr;
+    schedule(sm, c);
+}
+
+/* the next load to serve: one an iteration in flight waits for (the GPU is stalled on it), else the
+ * policy's choice among the first 64 (default FIFO); unlinked from the queue */
+static Unit *pick_load(Sim *sm, Channel *c)
+{
+    Unit *prev = NULL, *u = c->hi_head;
+    Unit *bp = NULL, *bu = c->hi_head;
+    while (bu && !(bu->kind == U_LOAD && bu->r->in_iter)) {
+        bp = bu;
+        bu = bu->next;
+    }
+    if (bu) {
+        u = bu;
+        prev = bp;
+    } else if (sm->pol->io_pick && c->nhi > 1) {
+        IoChoice ch[64] = {{0}};
+        Unit *us[64];
+        int n = 0;
+        for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
+            us[n] = x;
+            ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
+                               (uint64_t)x->bytes[x->hop], x->enq_ns};
+            n++;
+        }
+        int k = sm->pol->io_pick(sm->pstate, ch, n);
+        if (k < 0 || k >= n) k = 0;
+        u = us[k];
+        prev = k ? us[k - 1] : NULL;
+    }
+    if (prev) prev->next = u->next;
+    else c->hi_head = u->next;
+    if (c->hi_tail == u) c->hi_tail = prev;
+    c->nhi--;
+    return u;
+}
+
+static void start(Sim *sm, Channel *c)
+{
+    if (c->cur) return;
+    Unit *u;
+    if (c->hi_head) {
+        u = pick_load(sm, c);
+    } else if (c->lo_head) {
+        u = c->lo_head;
+        c->lo_head = u->next;
+        if (!c->lo_head) c->lo_tail = NULL;
+        c->nlo--;
+    } else {
+        return;
+    }
+    SIM_CHECK(sm, u->state == US_QUEUED && u->chain[u->hop] == c); /* served once, by its own channel */
+    u->state = US_SERVING;
+    u->next = NULL;
+    c->cur = u;
+    c->cur_since = sim_now(sm);
+    c->busy_since = c->cur_since;
+    c->cur_rate = unit_rate(c, u);
+    c->cur_left = u->bytes[u->hop] + (double)c->latency_ns * c->cur_rate;
+    schedule(sm, c);
+    if (c->peer) rerate(sm, c->peer);
+}
+
+void ch_enqueue(Sim *sm, Unit *u)
+{
+    SIM_CHECK(sm, (u->state == US_NEW || u->state == US_SERVING) && u->hop < u->nhops && u->chain[u->hop]);
+    if (sm->failed) return;
+    Channel *c = u->chain[u->hop];
+    u->state = US_QUEUED;
+    u->enq_ns = sim_now(sm);
+    u->next = NULL;
+    if (is_load(u)) {
+        if (c->hi_tail) c->hi_tail->next = u;
+        else c->hi_head = u;
+        c->hi_tail = u;
+        c->nhi++;
+    } else {
+        if (c->lo_tail) c->lo_tail->next = u;
+        else c->lo_head = u;
+        c->lo_tail = u;
+        c->nlo++;
+    }
+    start(sm, c);
+}
+
+void ch_on_event(Sim *sm, Channel *c, uint64_t seq)
+{
+    if (seq != c->ev_seq) return; /* re-armed by a rate change since */
+    Unit *u = c->cur;
+    SIM_CHECK(sm, u && u->state == US_SERVING); /* one unit at a time: the one this event was armed for */
+    if (sm->failed) return;
+    int64_t now = sim_now(sm);
+    c->cur = NULL;
+    c->busy_ns += (double)(now - c->busy_since);
+    c->bytes += u->bytes[u->hop];
+    metrics_on_unit(sm, c, u);
+    if (c->peer) rerate(sm, c->peer);
+    u->hop++;
+    if (u->hop < u->nhops) ch_enqueue(sm, u);
+    else u->done(sm, u);
+    start(sm, c);
+}
+
+void ch_free_units(Channel *c)
+{
+    Unit *lists[3] = {c->hi_head, c->lo_head, c->cur};
+    for (int j = 0; j < 3; j++) {
+        Unit *u = lists[j];
+        while (u) {
+            Unit *nx = j < 2 ? u->next : NULL;
+            free(u);
+            u = nx;
+        }
+    }
+    c->hi_head = c->hi_tail = c->lo_head = c->lo_tail = c->cur = NULL;
+}
+
+Unit *unit_new(Sim *sm)
+{
+    Unit *u = sm->free_units;
+    if (u) sm->free_units = u->next;
+    else u = malloc(sizeof *u);
+    if (!u) {
+        sim_fail(sm, "out of memory");
+        return NULL;
+    }
+    memset(u, 0, sizeof *u);
+    u->state = US_NEW;
+    return u;
+}
+
+void unit_free(Sim *sm, Unit *u)
+{
+    SIM_CHECK(sm, u->state == US_SERVING && u->hop == u->nhops); /* done once, after its last hop */
+    u->state = US_FREE;
+    u->next = sm->free_units;
+    sm->free_units = u;
+}

@@ -1,0 +1,92 @@
+/* channel.h — IO channels: servers that move transfer units one at a time (per stage H2D and D2H,
+ * the host's SSD array, the NIC in and out of the remote store).
+ *
+ * Responsible for: each channel's two queues (restoration loads before background saves and spills,
+ * FIFO within a class; among loads, one that an iteration in flight waits for goes first, else the
+ * policy's io_pick chooses), serving the unit at the head for bytes / rate + latency, the fluid
+ * both-ways model (H2D and D2H of one link run at the catalog's bidirectional rates while the other
+ * direction is busy: the rate of the unit in flight changes and its completion event is re-armed),
+ * the SSD array's striping (a transfer of fewer pieces than drives keeps only some drives busy),
+ * moving a unit along its chain of hops and, after the last hop, calling the unit's own completion
+ * callback u->done(sm, u) — the way redis ae calls a time event's timeProc: a channel knows no
+ * consumer; busy time and bytes per channel.
+ * Not responsible for: what a unit is for (restore.c, tier.c make units and handle their done),
+ * byte counters of the results (metrics_on_unit), the unit free list (unit_new / unit_free here
+ * are allocation only).
+ * Invariants (SIM_CHECK, always on): a channel serves one unit at a time (a completion event finds
+ * the unit it armed; a unit starts only on an idle channel); every unit is served once per hop (a
+ * unit is in at most one queue, is never enqueued while queued or in service, and is done once:
+ * a freed unit is never served).
+ * Complexity: enqueue O(1); start O(1), or O(waiting loads) (≤ 64 shown to io_pick) when loads wait;
+ * rerate O(1).
+ */
+#ifndef KV_CHANNEL_H
+#define KV_CHANNEL_H
+
+#include <stdint.h>
+
+struct Sim;
+struct Request;
+struct Session;
+
+/* channel kinds: a row each in the channel table (channel.c) */
+enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_COUNT };
+/* transfer classes: loads are served before saves and spills */
+enum { U_LOAD, U_LOAD_TOK, U_SAVE, U_SPILL };
+/* a unit's place in its life (checked: served once) */
+enum { US_FREE = 0, US_NEW, US_QUEUED, US_SERVING };
+
+typedef struct Unit Unit;
+typedef struct Channel Channel;
+/* called once, after the unit's last hop; the callback may free or reuse the unit */
+typedef void (*UnitDoneFn)(struct Sim *sm, Unit *u);
+
+struct Unit {
+    Unit *next;
+    UnitDoneFn done;
+    struct Request *r;         /* loads: the restoring request */
+    struct Session *s;         /* saves and spills: the session */
+    int kind, layer, stage, hop, nhops, state;
+    int tier, tier_from;       /* spills: the destination tier and the one spilled from */
+    int64_t upto;              /* saves: context position covered once this unit lands; token loads: slot */
+    double stripe_bytes;       /* SSD layout of this state (0: the array's stripe) */
+    Channel *chain[3];         /* the channels of its hops, in order */
+    double bytes[3];
+    int64_t enq_ns;
+};
+
+struct Channel {
+    const char *name;
+    int kind, stage;
+    double rate, rate_bidir, rate_write; /* bytes per ns */
+    int n_drives;                        /* SSD array: drives striped in stripe_bytes pieces */
+    double stripe_bytes;
+    int64_t latency_ns;
+    Channel *peer;                       /* the other direction of the same link */
+    Unit *hi_head, *hi_tail, *lo_head, *lo_tail;
+    int nhi, nlo;
+    Unit *cur;
+    double cur_left, cur_rate;
+    int64_t cur_since;
+    uint64_t ev_seq;                     /* the completion event armed for cur */
+    double busy_ns, bytes;
+    int64_t busy_since;
+};
+
+/* channel table: name of a kind, and whether there is one per pipeline stage */
+const char *ch_kind_name(int kind);
+int ch_kind_per_stage(int kind);
+
+void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
+/* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */
+void ch_enqueue(struct Sim *sm, Unit *u);
+/* the completion event of c's unit in flight (seq: the event's sequence number; stale ones ignored) */
+void ch_on_event(struct Sim *sm, Channel *c, uint64_t seq);
+/* free every unit c holds (teardown) */
+void ch_free_units(Channel *c);
+
+/* units: a free list on the Sim */
+Unit *unit_new(struct Sim *sm);
+void unit_free(struct Sim *sm, Unit *u);
+
+#endif

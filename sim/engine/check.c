@@ -1,0 +1,169 @@
+/* check.c — sim_check, the accounting walker (SQLite's assert_pager_state, for the simulator).
+ *
+ * Responsible for: recomputing, from the structures themselves, what the run's counters claim, and
+ * reporting the first mismatch as the run's error:
+ *  - per replica: pool_used within [0, pool_cap] and equal to the admitted requests' reservations
+ *    plus the resident blocks of sessions with no admitted request; the HBM LRU holds exactly the
+ *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
+ *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
+ *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED;
+ *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
+ *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
+ *    session in that tier at that place, and as many listed as the session map has there;
+ *  - per channel: nhi / nlo = the lengths of its two queues, the tails are the last units, queued
+ *    units wait at this channel for their current hop, the unit in service is this channel's;
+ *  - per session: `saving` = its save units in flight, `loading` = whether its admitted request
+ *    still has loads in flight.
+ * Enabled at every iteration boundary in KV_DEBUG builds (make DEBUG=1), with KVSIM_CHECK=1 in the
+ * environment (make check-long), or by the tests' hook.
+ * Not responsible for: the always-on checks (SIM_CHECK at the point of change), fixing anything.
+ * Complexity: O(sessions in the map + requests + units in flight) per call.
+ */
+#include <math.h>
+
+#include "sim/engine/engine_int.h"
+
+static int check_channel(Sim *sm, Channel *c, int replica)
+{
+    int n = 0;
+    Unit *last = NULL;
+    for (Unit *u = c->hi_head; u; u = u->next, n++) {
+        last = u;
+        if (u->state != US_QUEUED || u->hop >= u->nhops || u->chain[u->hop] != c || (u->kind != U_LOAD && u->kind != U_LOAD_TOK))
+            return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its load queue is not a load waiting there",
+                            replica, c->name, c->stage);
+        if (u->kind == U_SAVE) u->s->chk_saving++;
+    }
+    if (n != c->nhi || c->hi_tail != last)
+        return sim_fail(sm, "sim_check: replica %d channel %s/%d: load queue counts %d, its list holds %d%s", replica,
+                        c->name, c->stage, c->nhi, n, c->hi_tail != last ? " (and the tail is not the last unit)" : "");
+    n = 0;
+    last = NULL;
+    for (Unit *u = c->lo_head; u; u = u->next, n++) {
+        last = u;
+        if (u->state != US_QUEUED || u->hop >= u->nhops || u->chain[u->hop] != c || (u->kind != U_SAVE && u->kind != U_SPILL))
+            return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its save queue is not a save or spill waiting there",
+                            replica, c->name, c->stage);
+        if (u->kind == U_SAVE) u->s->chk_saving++;
+    }
+    if (n != c->nlo || c->lo_tail != last)
+        return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d, its list holds %d%s", replica,
+                        c->name, c->stage, c->nlo, n, c->lo_tail != last ? " (and the tail is not the last unit)" : "");
+    if (c->cur) {
+        Unit *u = c->cur;
+        if (u->state != US_SERVING || u->hop >= u->nhops || u->chain[u->hop] != c)
+            return sim_fail(sm, "sim_check: replica %d channel %s/%d: the unit in service is not this channel's", replica,
+                            c->name, c->stage);
+        if (u->kind == U_SAVE) u->s->chk_saving++;
+    }
+    return 0;
+}
+
+static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl)
+{
+    double sum = 0, spill = 0;
+    size_t n = 0;
+    for (Session *s = tl->head; s; s = s->t_next, n++) {
+        if (s->tier != t || (!tier_table[t].shared && s->replica != replica))
+            return sim_fail(sm, "sim_check: tier %s (replica %d): session %llu is listed but is in tier %s of replica %d",
+                            tier_table[t].name, replica, (unsigned long long)s->id, tier_table[s->tier].name, s->replica);
+        if (!s->t_next && tl->tail != s)
+            return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_table[t].name, replica);
+        sum += s->saved_bytes;
+        if (s->spilling) spill += s->saved_bytes;
+    }
+    size_t want = 0;
+    for (size_t i = 0; i < sm->tab_cap; i++) {
+        const Session *s = sm->tab[i];
+        if (s && s->tier == t && (tier_table[t].shared || s->replica == replica)) want++;
+    }
+    if (n != want)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): its list holds %zu sessions, %zu sessions are in it",
+                        tier_table[t].name, replica, n, want);
+    double tol = 1e-6 * (double)sm->tiers[t].peak_bytes + 1.0;
+    if (fabs(tl->used_bytes - sum) > tol)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted in use, its sessions hold %.0f",
+                        tier_table[t].name, replica, tl->used_bytes, sum);
+    if (fabs(tl->spilling_bytes - spill) > tol)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted spilling, its spilling sessions hold %.0f",
+                        tier_table[t].name, replica, tl->spilling_bytes, spill);
+    return 0;
+}
+
+static int check_replica(Sim *sm, Replica *rp)
+{
+    int i = rp->id;
+    if (rp->pool_used < 0 || rp->pool_used > rp->pool_cap)
+        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use of %lld", i, (long long)rp->pool_used,
+                        (long long)rp->pool_cap);
+    int64_t acc = 0;
+    for (int k = 0; k < rp->n_active; k++) {
+        Request *r = rp->active[k];
+        if (r->state != RQ_RESTORING && r->state != RQ_PREFILL && r->state != RQ_DECODE)
+            return sim_fail(sm, "sim_check: replica %d: admitted request %llu is %s", i, (unsigned long long)r->id,
+                            rq_state_name(r->state));
+        acc += r->reserved_tokens;
+        r->s->chk_active = 1;
+        if (r->s->loading != (r->loads_left > 0))
+            return sim_fail(sm, "sim_check: session %llu: loading %d but its request has %d loads in flight",
+                            (unsigned long long)r->s->id, r->s->loading, r->loads_left);
+    }
+    for (size_t k = 0; k < rp->q_len; k++) {
+        Request *r = rp->queue[(rp->q_head + k) % rp->q_cap];
+        if (r->state != RQ_QUEUED)
+            return sim_fail(sm, "sim_check: replica %d: queued request %llu is %s", i, (unsigned long long)r->id,
+                            rq_state_name(r->state));
+        if (r->s->in_hbm_lru)
+            return sim_fail(sm, "sim_check: session %llu has a turn queued and is evictable (in the HBM LRU)",
+                            (unsigned long long)r->s->id);
+    }
+    if (rp->active_count != (uint64_t)rp->q_len + (uint64_t)rp->n_active)
+        return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d admitted", i,
+                        (unsigned long long)rp->active_count, rp->q_len, rp->n_active);
+    size_t in_lru = 0;
+    for (size_t k = 0; k < sm->tab_cap; k++) {
+        Session *s = sm->tab[k];
+        if (!s || s->replica != i) continue;
+        if (!s->chk_active && s->resident_tokens > 0) acc += blocks_tokens(sm, s->resident_tokens);
+        if (!s->chk_active && s->loading)
+            return sim_fail(sm, "sim_check: session %llu: loading %d with no admitted request", (unsigned long long)s->id, s->loading);
+        if (s->in_hbm_lru) in_lru++;
+        if (s->chk_active && s->in_hbm_lru)
+            return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
+                            (unsigned long long)s->id);
+    }
+    if (acc != rp->pool_used)
+        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use, admitted reservations and idle resident "
+                            "sessions account for %lld",
+                        i, (long long)rp->pool_used, (long long)acc);
+    size_t n = 0;
+    for (Session *s = rp->lru_head; s; s = s->hbm_next, n++)
+        if (!s->in_hbm_lru || s->replica != i || s->resident_tokens <= 0 || (!s->hbm_next && rp->lru_tail != s))
+            return sim_fail(sm, "sim_check: replica %d: HBM LRU entry session %llu is not an idle resident session of it", i,
+                            (unsigned long long)s->id);
+    if (n != in_lru)
+        return sim_fail(sm, "sim_check: replica %d: HBM LRU holds %zu sessions, %zu are marked in it", i, n, in_lru);
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++)
+        if (!tier_table[t].shared && check_tier_list(sm, (Tier)t, i, &rp->tier[t]) != 0) return -1;
+    for (int k = 0; k < CH_COUNT; k++)
+        for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++)
+            if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;
+    return 0;
+}
+
+int sim_check(Sim *sm)
+{
+    for (size_t k = 0; k < sm->tab_cap; k++)
+        if (sm->tab[k]) sm->tab[k]->chk_saving = sm->tab[k]->chk_active = 0;
+    int rc = 0;
+    for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i]);
+    for (int t = TIER_DRAM; t < SIM_TIERS && rc == 0; t++)
+        if (tier_table[t].shared) rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t]);
+    for (size_t k = 0; k < sm->tab_cap && rc == 0; k++) {
+        Session *s = sm->tab[k];
+        if (s && s->saving != s->chk_saving)
+            rc = sim_fail(sm, "sim_check: session %llu: %d saves counted in flight, %d save units found",
+                          (unsigned long long)s->id, s->saving, s->chk_saving);
+    }
+    return rc;
+}

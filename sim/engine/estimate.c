@@ -1,0 +1,38 @@
+/* estimate.c — the per-layer estimates the engine gives policies (PolicyEnv callbacks) and uses
+ * for its own iteration costs and restoration lower bounds.
+ *
+ * Responsible for: a layer's compute time from the cost model through the one composition in
+ * sim/cost/layer_cost (est_linear_ns: the token-proportional part; est_layer_ns: + prefill
+ * attention), and a layer's load time from a tier (est_load_layer_ns: the slower of H2D and the
+ * tier's own channel, each at its streaming rate plus latency, from the tier table's in_hop).
+ * Not responsible for: per-item extras of restoration (iteration.c adds projections, dequantize,
+ * all-gathers), queueing (an estimate assumes idle channels).
+ * Invariants: pure functions of the run's settings and the cost model (only its lookup counters
+ * change). Complexity: O(1) lookups per call.
+ */
+#include "sim/cost/layer_cost.h"
+#include "sim/engine/engine_int.h"
+
+double est_linear_ns(Sim *sm, int64_t M)
+{
+    LayerOps ops = layer_ops_of_model(&sm->w->cost);
+    return layer_cost_linear_ns(&ops, &sm->w->ly, M, NULL);
+}
+
+double est_layer_ns(void *core, int64_t new_tokens, int64_t ctx_tokens)
+{
+    Sim *sm = core;
+    if (new_tokens < 1) new_tokens = 1;
+    LayerOps ops = layer_ops_of_model(&sm->w->cost);
+    return layer_cost_prefill_ns(&ops, &sm->w->ly, new_tokens, ctx_tokens, NULL);
+}
+
+double est_load_layer_ns(void *core, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu)
+{
+    Sim *sm = core;
+    double h2d = (double)tokens * bpt_layer_gpu / sm->rate_h2d + (double)sm->lat_link;
+    double hop = 0;
+    int in = tier_table[tier].in_hop;
+    if (in >= 0 && sm->hop_rate[in] > 0) hop = (double)tokens * bpt_layer / sm->hop_rate[in] + (double)sm->hop_lat[in];
+    return h2d > hop ? h2d : hop;
+}

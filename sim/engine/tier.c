@@ -1,0 +1,225 @@
+/* tier.c — saved state: the tier table and the sessions' places in it.
+ *
+ * Responsible for: one row per tier (tier_table: its name, whether one store serves all replicas,
+ * the channel a load crosses before H2D and the one a save crosses after D2H), each tier's LRU list
+ * of sessions per place with its bytes, saves (background: D2H per stage then on to the tier; or
+ * SAVE_DIRECT: written by the iteration), spills of a tier's LRU victims to its spill target,
+ * drops when the last tier is full, TTL expiry (state unused for state_ttl is dropped), and the
+ * load chain of a tier (which channels a restoration's load crosses).
+ * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
+ * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
+ * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
+ * shared one); a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
+ * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
+ * flight are never dropped nor spilled.
+ * Complexity: link/unlink/touch O(1); capacity enforcement O(victims + sessions skipped at the
+ * LRU heads); TTL expiry O(expired); a save O(stages).
+ */
+#include "sim/engine/engine_int.h"
+#include "sim/engine/metrics.h"
+
+const TierInfo tier_table[SIM_TIERS] = {
+    [TIER_NONE] = {"none", 0, -1, -1},
+    [TIER_DRAM] = {"dram", 0, -1, -1},
+    [TIER_SSD] = {"ssd", 0, CH_SSD, CH_SSD},
+    [TIER_REMOTE] = {"remote", 1, CH_NIC_IN, CH_NIC_OUT},
+};
+
+TierList *tier_list(Sim *sm, int replica, Tier t)
+{
+    return tier_table[t].shared ? &sm->shared[t] : &sm->rep[replica].tier[t];
+}
+
+static void tier_unlink(Sim *sm, Session *s)
+{
+    if (s->tier == TIER_NONE) return;
+    TierList *tl = tier_list(sm, s->replica, s->tier);
+    LRU_UNLINK(tl->head, tl->tail, s, t_prev, t_next);
+    tl->used_bytes -= s->saved_bytes;
+}
+
+static void tier_link(Sim *sm, Session *s, Tier t)
+{
+    s->tier = t;
+    s->last_use_ns = sim_now(sm);
+    if (t == TIER_NONE) return;
+    TierList *tl = tier_list(sm, s->replica, t);
+    LRU_APPEND(tl->head, tl->tail, s, t_prev, t_next);
+    tl->used_bytes += s->saved_bytes;
+    metrics_on_tier_bytes(sm, t, tl->used_bytes);
+}
+
+void tier_touch(Sim *sm, Session *s)
+{
+    Tier t = s->tier;
+    if (t == TIER_NONE) return;
+    tier_unlink(sm, s);
+    tier_link(sm, s, t);
+}
+
+static void tier_drop(Sim *sm, Session *s)
+{
+    tier_unlink(sm, s);
+    s->tier = TIER_NONE;
+    s->saved_tokens = 0;
+    s->saved_bytes = 0;
+    s->issued_pos = 0; /* never called while a save is in flight */
+    sess_maybe_free(sm, s);
+}
+
+/* a spill landed: the session moves down to the target tier (unless it was dropped meanwhile) */
+static void spill_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    Tier from = (Tier)u->tier_from, to = (Tier)u->tier;
+    s->spilling = 0;
+    tier_list(sm, s->replica, from)->spilling_bytes -= s->saved_bytes;
+    if (s->tier != from) { /* dropped meanwhile */
+        sess_maybe_free(sm, s);
+    } else {
+        tier_unlink(sm, s);
+        tier_link(sm, s, to);
+        tier_enforce_capacity(sm, &sm->rep[s->replica]);
+    }
+    unit_free(sm, u);
+}
+
+/* one stage's share of a background save landed; the save is done when all have */
+static void save_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    double bytes = u->nhops == 1 ? u->bytes[0] * sm->T : u->bytes[1];
+    int64_t upto = u->upto;
+    unit_free(sm, u);
+    s->save_acc += bytes;
+    if (upto > s->saved_tokens) s->saved_tokens = upto;
+    if (--s->saving > 0) return;
+    bytes = s->save_acc;
+    s->save_acc = 0;
+    Tier t = s->tier;
+    if (t == TIER_NONE) t = sm->save_first;
+    tier_unlink(sm, s);
+    s->saved_bytes += bytes;
+    tier_link(sm, s, t);
+    /* may drop (and free) s itself when the tiers are full: s is not touched after this */
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* lists are in touch order: expire from the head while entries are older than the TTL */
+static void expire_list(Sim *sm, Session *head, int64_t cutoff)
+{
+    for (Session *v = head; v && v->last_use_ns < cutoff;) {
+        Session *nx = v->t_next;
+        if (!v->spilling && !v->loading && !v->saving) tier_drop(sm, v);
+        v = nx;
+    }
+}
+
+/* Keep every tier under its capacity, tier after tier in table order: a tier with a spill target
+ * moves its LRU sessions there (a spill unit over the target's channel), the others drop theirs. */
+void tier_enforce_capacity(Sim *sm, Replica *rp)
+{
+    if (sm->cfg->state_ttl_ns > 0) {
+        int64_t cutoff = sim_now(sm) - sm->cfg->state_ttl_ns;
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++) expire_list(sm, tier_list(sm, rp->id, (Tier)t)->head, cutoff);
+    }
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+        TierList *tl = tier_list(sm, rp->id, (Tier)t);
+        const TierRun *tr = &sm->tiers[t];
+        while (tr->capped && tl->used_bytes - tl->spilling_bytes > tr->cap_bytes) {
+            Session *v = tl->head;
+            while (v && (v->spilling || v->loading || v->saving)) v = v->t_next;
+            if (!v) break;
+            if (tr->spill_to == TIER_NONE) {
+                tier_drop(sm, v);
+                continue;
+            }
+            Unit *u = unit_new(sm);
+            if (!u) return;
+            u->s = v;
+            u->kind = U_SPILL;
+            u->done = spill_done;
+            u->tier = tr->spill_to;
+            u->tier_from = t;
+            u->nhops = 1;
+            u->chain[0] = rep_channel(rp, tier_table[tr->spill_to].out_hop, 0);
+            u->bytes[0] = v->saved_bytes;
+            v->spilling = 1;
+            tl->spilling_bytes += v->saved_bytes;
+            ch_enqueue(sm, u);
+        }
+    }
+}
+
+/* write the state of context positions [issued_pos, upto) out: D2H per stage (each GPU its shard),
+ * then on to the session's tier over its channel (DRAM: nothing more; SSD or remote: a second hop) */
+void tier_save_range(Sim *sm, Session *s, int64_t upto)
+{
+    if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
+    double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
+    s->issued_pos = upto;
+    Tier dest = s->tier != TIER_NONE ? s->tier : sm->save_first;
+    int out = tier_table[dest].out_hop;
+    Replica *rp = &sm->rep[s->replica];
+    for (int st = 0; st < sm->S; st++) {
+        Unit *u = unit_new(sm);
+        if (!u) return;
+        u->s = s;
+        u->kind = U_SAVE;
+        u->done = save_done;
+        u->stage = st;
+        u->upto = upto;
+        double share = bytes * sm->stage_layers[st] / sm->L;
+        u->chain[0] = rep_channel(rp, CH_D2H, st);
+        u->bytes[0] = share / sm->T;
+        u->nhops = 1;
+        if (out >= 0) {
+            u->chain[1] = rep_channel(rp, out, st);
+            u->bytes[1] = share;
+            u->nhops = 2;
+        }
+        s->saving++;
+        ch_enqueue(sm, u);
+    }
+}
+
+/* SAVE_DIRECT: the state of [issued_pos, upto) was written by the iteration that just ended */
+void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
+{
+    if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
+    double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
+    s->issued_pos = upto;
+    Tier t = s->tier != TIER_NONE ? s->tier : sm->direct_first;
+    metrics_on_direct_save(sm, t, bytes);
+    tier_unlink(sm, s);
+    s->saved_tokens = upto;
+    s->saved_bytes += bytes;
+    tier_link(sm, s, t);
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* SAVE_DIRECT: the iteration itself writes its new state out, in 64-token pieces per layer, and
+ * waits for it: D2H of each GPU's shard, then the writes to the SSD array (or DRAM) */
+double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces)
+{
+    if (sm->save_bpt <= 0 || tokens <= 0) return 0;
+    double bytes = (double)tokens * sm->save_bpt;
+    double t = bytes / sm->T / sm->rate_d2h + (double)sm->lat_link;
+    if (sm->tiers[TIER_SSD].on && sm->rate_ssd_w > 0) {
+        int n = sm->n_ssd > 0 ? sm->n_ssd : 1;
+        t += bytes / sm->rate_ssd_w + (double)pieces * sm->L * (double)sm->lat_ssd_w / n;
+    }
+    return t;
+}
+
+void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double tier_bytes, double gpu_bytes)
+{
+    int h = 0, in = tier_table[src].in_hop;
+    if (in >= 0) {
+        u->chain[h] = rep_channel(rp, in, stage);
+        u->bytes[h++] = tier_bytes;
+    }
+    u->chain[h] = rep_channel(rp, CH_H2D, stage);
+    u->bytes[h++] = gpu_bytes;
+    u->nhops = h;
+}

@@ -1,0 +1,62 @@
+/* walk.c — the layer walk of an iteration in flight.
+ *
+ * Responsible for: advancing a replica's cursor layer by layer from where it stands, adding each
+ * layer's duration to its stage's busy time, stopping at the first layer whose state (a restoring
+ * request's layer-wise load) has not arrived — either re-arming at the cursor (EV_ITER_RESUME) when
+ * the cursor is ahead of the clock, or waiting for that state (rp->wait_r, rp->wait_layer: the load's
+ * arrival resumes the walk) — and, after the last layer (plus SAVE_DIRECT's synchronous writes),
+ * arming EV_ITER_DONE. An iteration with no layer-wise work is one step (every layer costs the same).
+ * Not responsible for: the per-layer durations (iteration.c computes rp->layer_ns when forming),
+ * what happens when the iteration ends (iteration.c).
+ * Invariants: the cursor never goes back; a layer is walked once per iteration; layer-wise
+ * recompute finishes (t_restored) when the cursor passes its layer.
+ * Complexity: O(items) per layer walked; O(stages) for an iteration without layer-wise work.
+ */
+#include <math.h>
+
+#include "sim/engine/engine_int.h"
+
+void iter_advance(Sim *sm, Replica *rp)
+{
+    int64_t now = sim_now(sm);
+    if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
+        int64_t d = (int64_t)llround(rp->layer_ns[0]);
+        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        rp->cursor_ns += d * sm->L;
+        rp->layer = sm->L;
+    }
+    while (rp->layer < sm->L) {
+        int l = rp->layer;
+        Request *waiting = NULL;
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            if (it->lw && !it->r->arrived[l]) {
+                waiting = it->r;
+                break;
+            }
+        }
+        if (waiting) {
+            if (rp->cursor_ns > now) {
+                rp->iter_seq = sim_push(sm, rp->cursor_ns, EV_ITER_RESUME, rp, 0);
+            } else {
+                rp->wait_r = waiting;
+                rp->wait_layer = l;
+            }
+            return;
+        }
+        int64_t d = (int64_t)llround(rp->layer_ns[l]);
+        rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
+        rp->cursor_ns += d;
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            if (it->lw && !it->r->stage_par && it->r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > it->r->t_restored)
+                it->r->t_restored = rp->cursor_ns;
+        }
+        rp->layer++;
+    }
+    if (rp->direct_save_ns > 0) { /* synchronous writes after the last layer */
+        rp->cursor_ns += (int64_t)llround(rp->direct_save_ns);
+        rp->direct_save_ns = 0;
+    }
+    rp->iter_seq = sim_push(sm, rp->cursor_ns, EV_ITER_DONE, rp, 0);
+}

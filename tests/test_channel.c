@@ -1,0 +1,159 @@
+/* test_channel.c — sim/engine/channel.c on its own, without a simulation: service times (bytes /
+ * rate + latency), loads before saves, FIFO within a class, the both-ways slowdown of a link, the
+ * unit's own done callback after its last hop, and the always-on checks (a unit enqueued while
+ * queued, a unit freed before its last hop). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/engine/engine_int.h"
+#include "tests/harness.h"
+
+typedef struct {
+    Sim sm;
+    SimResult res;
+    KvPolicyOps pol;
+    KvErr e;
+    int order[8];
+    int64_t at[8];
+    int n;
+} Bench;
+
+static Bench *g_bench;
+static Request g_req; /* the restoring request of U_LOAD units (not in an iteration) */
+
+static void done_cb(Sim *sm, Unit *u)
+{
+    g_bench->order[g_bench->n] = u->layer;
+    g_bench->at[g_bench->n++] = sim_now(sm);
+    unit_free(sm, u);
+}
+
+static void bench_init(Bench *b)
+{
+    memset(b, 0, sizeof *b);
+    b->pol.name = "test";
+    b->sm.pol = &b->pol;
+    b->sm.res = &b->res;
+    b->sm.e = &b->e;
+    evq_init(&b->sm.q, &b->e);
+    g_bench = b;
+}
+
+static void bench_run(Bench *b)
+{
+    Event ev;
+    while (!b->sm.failed && evq_pop(&b->sm.q, &ev, &b->e) == 1)
+        if (ev.kind == EV_UNIT_DONE) ch_on_event(&b->sm, ev.obj, ev.seq);
+}
+
+static void bench_free(Bench *b)
+{
+    while (b->sm.free_units) {
+        Unit *nx = b->sm.free_units->next;
+        free(b->sm.free_units);
+        b->sm.free_units = nx;
+    }
+    evq_free(&b->sm.q);
+}
+
+static Unit *mk(Bench *b, Channel *c, int kind, int id, double bytes)
+{
+    Unit *u = unit_new(&b->sm);
+    u->kind = kind;
+    u->layer = id;
+    u->done = done_cb;
+    u->chain[0] = c;
+    u->bytes[0] = bytes;
+    u->nhops = 1;
+    if (kind == U_LOAD) u->r = &g_req;
+    return u;
+}
+
+TEST(channel_serves_loads_first_fifo_with_latency)
+{
+    Bench b;
+    bench_init(&b);
+    Channel c;
+    ch_init(&c, CH_H2D, 0, 1e9, 0, 100); /* 1 byte/ns, 100 ns latency */
+    /* a save starts at once (the channel is idle); then two loads and another save wait */
+    ch_enqueue(&b.sm, mk(&b, &c, U_SAVE, 0, 1000));
+    ch_enqueue(&b.sm, mk(&b, &c, U_SAVE, 1, 1000));
+    ch_enqueue(&b.sm, mk(&b, &c, U_LOAD_TOK, 2, 500));
+    ch_enqueue(&b.sm, mk(&b, &c, U_LOAD_TOK, 3, 500));
+    CHECK_EQ_I(c.nhi, 2);
+    CHECK_EQ_I(c.nlo, 1);
+    bench_run(&b);
+    CHECK_MSG(!b.sm.failed, "%s", b.e.msg);
+    CHECK_EQ_I(b.n, 4);
+    int want[4] = {0, 2, 3, 1};
+    int64_t at[4] = {1100, 1700, 2300, 3400};
+    for (int i = 0; i < 4 && i < b.n; i++) {
+        CHECK_EQ_I(b.order[i], want[i]);
+        CHECK_EQ_I(b.at[i], at[i]);
+    }
+    CHECK_NEAR(b.res.bytes_h2d, 3000, 0, 0);
+    CHECK_NEAR(c.busy_ns, 3400, 0, 0);
+    bench_free(&b);
+}
+
+TEST(channel_both_ways_rates_and_chains)
+{
+    Bench b;
+    bench_init(&b);
+    Channel h, d, ssd;
+    ch_init(&h, CH_H2D, 0, 2e9, 1e9, 0); /* 2 bytes/ns alone, 1 while the other direction is busy */
+    ch_init(&d, CH_D2H, 0, 2e9, 1e9, 0);
+    h.peer = &d;
+    d.peer = &h;
+    /* H2D alone for 1000 bytes: 500 ns; a D2H unit of 1000 bytes starts with it and both slow down */
+    ch_enqueue(&b.sm, mk(&b, &h, U_LOAD, 0, 1000));
+    ch_enqueue(&b.sm, mk(&b, &d, U_SAVE, 1, 1000));
+    bench_run(&b);
+    CHECK_EQ_I(b.n, 2);
+    CHECK_EQ_I(b.at[0], 1000);
+    CHECK_EQ_I(b.at[1], 1000);
+    /* a two-hop chain: the SSD array (4 drives, 1 byte/ns, striped 100 bytes: a 200-byte read uses
+     * 2 drives, half the rate), then H2D; done once, after the last hop */
+    ch_init(&ssd, CH_SSD, 0, 1e9, 0, 0);
+    ssd.n_drives = 4;
+    ssd.stripe_bytes = 100;
+    Unit *u = mk(&b, &ssd, U_LOAD, 2, 200);
+    u->chain[1] = &h;
+    u->bytes[1] = 200;
+    u->nhops = 2;
+    ch_enqueue(&b.sm, u);
+    bench_run(&b);
+    CHECK_EQ_I(b.n, 3);
+    CHECK_EQ_I(b.at[2], 1000 + 400 + 100);
+    CHECK_NEAR(b.res.bytes_ssd_read, 200, 0, 0);
+    bench_free(&b);
+}
+
+TEST(channel_checks_units_served_once)
+{
+    Bench b;
+    bench_init(&b);
+    Channel c;
+    ch_init(&c, CH_D2H, 0, 1e9, 0, 0);
+    Unit *u = mk(&b, &c, U_SAVE, 0, 100);
+    Unit *v = mk(&b, &c, U_SAVE, 1, 100);
+    ch_enqueue(&b.sm, u);
+    ch_enqueue(&b.sm, v);
+    ch_enqueue(&b.sm, v); /* already queued */
+    CHECK(b.sm.failed);
+    CHECK_CONTAINS(b.e.msg, "internal: sim/engine/channel.c:");
+    CHECK_CONTAINS(b.e.msg, "u->state == US_NEW");
+    /* freeing a unit that was never served */
+    Bench b2;
+    bench_init(&b2);
+    Unit *w = unit_new(&b2.sm);
+    w->nhops = 1;
+    unit_free(&b2.sm, w);
+    CHECK(b2.sm.failed);
+    CHECK_CONTAINS(b2.e.msg, "u->state == US_SERVING && u->hop == u->nhops");
+    bench_free(&b2);
+    g_bench = &b;
+    bench_run(&b); /* failed: serves nothing more */
+    ch_free_units(&c);
+    bench_free(&b);
+}
