@@ -432,7 +432,7 @@ contains "unknown model message points at list models" "kvsim list models"
 # kvcal spec --explain prints its sources itself (an installed copy has no source files)
 expect 0 "kvcal spec --explain" "$B"/kvcal spec --explain
 contains "explain names the per-GPU sources" "source: MAMF H100 SXM"
-contains "explain lists the shared constants" "kernel launch overhead: 4000 ns"
+contains "explain lists the shared constants" "minimum kernel time (a floor, not an addition): 2000 ns"
 if grep -q "header of sim/" "$tmp/out"; then bad "explain does not send the user to a source file"; else ok "explain does not send the user to a source file"; fi
 # the Python entry point (python/kvsim): its unit tests against these binaries, and an offline install
 if command -v python3 >/dev/null 2>&1; then

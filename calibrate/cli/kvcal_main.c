@@ -72,26 +72,33 @@ static int explain(const char *gpu_name)
     printf("%-12s", "GPU");
     static const int64_t ms[] = {16, 64, 128, 256, 512, 1024, 2048, 4096, 16384};
     for (size_t i = 0; i < KV_ARRAY_LEN(ms); i++) printf(" M=%-6lld", (long long)ms[i]);
-    printf(" attn@512 attn@8K\n");
+    printf(" fa2@512  fa2@8K   fa3@8K\n");
     for (int g = 0; g < hw.n_gpus; g++) {
         if (gpu_name && strcasecmp(gpu_name, hw.gpus[g].name)) continue;
         printf("%-12s", hw.gpus[g].name);
         for (size_t i = 0; i < KV_ARRAY_LEN(ms); i++) printf(" %-8.3f", spec_gemm_efficiency(&hw.gpus[g], ms[i]));
-        printf(" %-8.3f %-8.3f\n", spec_attn_efficiency(&hw.gpus[g], 512), spec_attn_efficiency(&hw.gpus[g], 8192));
+        printf(" %-8.3f %-8.3f ", spec_attn_efficiency(&hw.gpus[g], SPEC_STACK_FA2, 512),
+               spec_attn_efficiency(&hw.gpus[g], SPEC_STACK_FA2, 8192));
+        if (spec_stack_resolve(&hw.gpus[g], SPEC_STACK_AUTO) == SPEC_STACK_FA3)
+            printf("%-8.3f\n", spec_attn_efficiency(&hw.gpus[g], SPEC_STACK_FA3, 8192));
+        else
+            printf("%-8s\n", "-");
     }
-    printf("\nPer-GPU fractions (mamf: max achievable matmul; attn: flash attention at long sequences):\n");
+    printf("\nPer-GPU fractions (mamf: max achievable matmul; fa2/fa3: FlashAttention-2/-3 at long sequences):\n");
     for (int g = 0; g < hw.n_gpus; g++) {
         if (gpu_name && strcasecmp(gpu_name, hw.gpus[g].name)) continue;
         const SpecGpuRow *r = spec_gpu_row_for(&hw.gpus[g]);
-        printf("  %-12s mamf %.3f  attn %.2f  [row \"%s\"] source: %s\n", hw.gpus[g].name, r->mamf, r->attn,
-               r->match[0] ? r->match : "default", r->source);
+        char fa3[16] = "-";
+        if (r->attn_fa3 > 0) snprintf(fa3, sizeof fa3, "%.2f", r->attn_fa3);
+        printf("  %-12s mamf %.3f  fa2 %.2f  fa3 %-4s  [row \"%s\"] source: %s\n", hw.gpus[g].name, r->mamf, r->attn_fa2,
+               fa3, r->match[0] ? r->match : "default", r->source);
     }
     printf("\nConstants shared by every GPU:\n");
     for (int i = 0; spec_constant(i); i++) {
         const SpecConstant *c = spec_constant(i);
         printf("  %s: %g %s\n      source: %s\n", c->name, c->value, c->unit, c->source);
     }
-    printf("\nThe roofline: t = max(flops / (peak x eff), bytes / (HBM x %.2f)) + launch; the model is described\n"
+    printf("\nThe roofline: t = max(flops / (peak x eff), bytes / (HBM x %.2f), minimum kernel time); the model is described\n"
            "in docs/model.md (\"The spec cost model\").\n",
            spec_mem_efficiency(NULL));
     hw_catalog_free(&hw);
@@ -106,6 +113,7 @@ static const OptSpec k_spec_opts[] = {
     {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},
     {"--pp", "N", 0, "pipeline stages (default 1)"},
     {"--dtype", "D", 0, "fp16, bf16, fp8, ... (default fp16)"},
+    {"--stack", "S", 0, "attention kernels: auto (FlashAttention-3 on Hopper, else 2), fa2 (vLLM 0.6), fa3 (Hopper)"},
     {"--explain", NULL, 0, "print the fitted efficiency curves (of --gpu, else every GPU) and their sources"},
 };
 static const OptCmd k_spec = {"kvcal spec",
@@ -151,6 +159,14 @@ static int cmd_spec(int argc, char **argv)
         in.gpu = g;
         in.link = g->pcie[0] ? hw_find_link(&hw, g->pcie, &e) : NULL;
     }
+    const char *stack = opt_get(&a, "--stack") ? opt_get(&a, "--stack") : "auto";
+    in.stack = !strcmp(stack, "fa2") ? SPEC_STACK_FA2 : !strcmp(stack, "fa3") ? SPEC_STACK_FA3 : SPEC_STACK_AUTO;
+    if (strcmp(stack, "auto") && strcmp(stack, "fa2") && strcmp(stack, "fa3")) {
+        rc = kvcal_cli_usage(&k_spec, "--stack '%s': expected auto, fa2 or fa3", stack);
+        goto done;
+    }
+    if (spec_stack_check(in.gpu, in.stack, &e) != 0) goto out;
+    in.stack = spec_stack_resolve(in.gpu, in.stack);
     if (store_open(&st, db, 1, &e) != 0) goto out;
     StoreRunMeta meta;
     memset(&meta, 0, sizeof meta);
@@ -162,7 +178,8 @@ static int cmd_spec(int argc, char **argv)
     snprintf(meta.model, sizeof meta.model, "%s", m->name);
     snprintf(meta.dtype, sizeof meta.dtype, "%s", kv_dtype_name(dt));
     meta.tp = (int)tp;
-    snprintf(meta.notes, sizeof meta.notes, "spec roofline; platform %s", p ? p->name : "(none: GPU's host link only)");
+    snprintf(meta.notes, sizeof meta.notes, "spec roofline; platform %s; attention %s", p ? p->name : "(none: GPU's host link only)",
+             spec_stack_name(in.stack));
     if (store_begin_run(&st, &meta, &e) != 0) goto out;
     StoreEmit se = {&st, meta.id, 0};
     if (spec_generate(&in, emit_to_store, &se, &e) != 0) {
@@ -176,6 +193,7 @@ static int cmd_spec(int argc, char **argv)
     rc = 0;
 out:
     if (rc) kvcal_cli_fail(&k_spec, &e);
+done:
     if (st.db) store_close(&st);
     hw_catalog_free(&hw);
     model_catalog_free(&mc);

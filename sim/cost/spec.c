@@ -1,28 +1,43 @@
 /* spec.c — roofline cost curves from the catalogs; see spec.h.
  *
- * Every efficiency below is a fit to a public measurement, named next to the number. Where no
- * measurement exists the number is marked ESTIMATE. The tables g_eff and g_constants carry each
- * number with its source; spec_gpu_row / spec_constant expose them and `kvcal spec --explain`
- * prints them (docs/model.md explains the model for users).
+ * Every op costs max(compute roofline, memory roofline, minimum kernel time): both rooflines always,
+ * so a decode-sized GEMM is bound by streaming its weights and decode attention by reading the KV
+ * cache, never by a FLOP efficiency extrapolated to small M. Every efficiency below is a fit to a
+ * public measurement, named next to the number. Where no measurement exists the number is marked
+ * ESTIMATE. The tables g_eff and g_constants carry each number with its source; spec_gpu_row /
+ * spec_constant expose them and `kvcal spec --explain` prints them (docs/model.md explains the
+ * model for users).
  *
  * GEMM efficiency vs M (rows = tokens): the shape of the curve is the H100 bf16 cuBLAS table of
  * XLA's sm_90 cost model at N = K = 4096 (M 256: 41.7 %, 512: 65.1 %, 1024: 74.7 %, 2048: 76.2 %,
- * 4096: 79.2 % of 989 TFLOP/s), interpolated in log2(M). Below M = 256 a tensor-core tile costs the
- * same however few rows it holds, so efficiency falls in proportion to M. Per GPU the curve is scaled
- * by the ratio of its maximum achievable matmul FLOP/s (MAMF, ml-engineering's table) to H100's
- * (80.3 %). Small-M GEMMs are bound by streaming the weights; that side of the roofline uses HBM
- * bandwidth × 0.69 (H100 fp16 matmuls at M = 1..16, N = K = 8192 reach 2.3–36.7 TFLOP/s, i.e.
- * ~2.3 TB/s of weights, 69 % of 3.35 TB/s).
+ * 4096: 79.2 % of 989 TFLOP/s), interpolated in log2(M). Per GPU the curve is scaled by the ratio
+ * of its maximum achievable matmul FLOP/s (MAMF, ml-engineering's table) to H100's (80.3 %).
+ * Below M = 256 the table has no points. ESTIMATE: cuBLAS runs small-M GEMMs on 64-row tiles, so a
+ * tile costs what a 64-row tile costs however few rows it holds: the efficiency stays at M = 256's
+ * from 64 to 256 rows and falls in proportion to M below 64. It hardly matters: at these M the
+ * memory side binds on every catalogued GPU (test spec_small_m_gemms_stream_their_weights).
+ * Memory side of GEMMs: weights + activations at HBM bandwidth × 0.69 (H100 fp16 matmuls at
+ * M = 1..16, N = K = 8192 reach 2.3–36.7 TFLOP/s, i.e. ~2.3 TB/s of weights, 69 % of 3.35 TB/s;
+ * REFERENCE §C1). The same fraction is used for the other memory-bound kernels (norms,
+ * activations, decode attention reading the KV cache).
  *
- * Attention: flash-style kernels reach a fraction of peak that depends on the GPU generation
- * (A100: FlashAttention-2 forward at hd128, 156 TFLOP/s causal … 187 non-causal of 312 → 0.55;
- * H100: FlashAttention-3 fp16 forward 661–740 TFLOP/s non-causal of 989, causal lower → 0.60;
- * RTX 4090: 151 TFLOP/s causal hd128 against the 165 TFLOP/s fp32-accumulate peak → 0.80 (the
- * kernel uses fp16 accumulation partly; capped)). The ramp n/(n + 64) over new tokens models
- * under-filled query tiles (ESTIMATE: 64 = half a 128-row tile). Decode attention is bound by
- * reading the KV cache (HBM × 0.69).
+ * Attention depends on the serving stack as much as on the GPU (SpecStack):
+ *   FlashAttention-2 (the vLLM 0.6 generation; every GPU): A100: FA2 forward at hd128, 156 TFLOP/s
+ *     causal … 187 non-causal of 312 → 0.55; RTX 4090: 151 TFLOP/s causal hd128 against the
+ *     165 TFLOP/s fp32-accumulate peak → 0.80 (the kernel uses fp16 accumulation partly; capped);
+ *     Hopper: FA2/FA3 = 65.9/107.8 = 0.61 at hd128, causal, seqlen 2048 (H20, Dao-AILab/
+ *     flash-attention#1310), so 0.60 × 0.61 = 0.37, in line with FA3's paper putting FA2 at ~35 %
+ *     of H100.
+ *   FlashAttention-3 (Hopper only): H100: FA3 fp16 forward 661–740 TFLOP/s non-causal of 989,
+ *     causal lower → 0.60.
+ *   auto: FA3 where the GPU runs it (Hopper), else FA2 — what a current vLLM picks.
+ * The ramp n/(n + 64) over new tokens models under-filled query tiles (ESTIMATE: 64 = half a
+ * 128-row tile).
  *
- * Launch overhead 4 µs per kernel (ESTIMATE; typical cuBLAS/flash kernel launch on a busy stream).
+ * Minimum kernel time 2 µs (ESTIMATE): kernels are queued asynchronously, so the host's launch cost
+ * overlaps the GPU's work; what remains is the GPU-side start-up and tail of a tiny kernel, about
+ * 1–2 µs on a busy stream (and less under CUDA graphs, which vLLM uses for decode batches). It is a
+ * floor, not an addition: a kernel that streams 30 MB of weights pays nothing extra.
  * TP collectives: ring all-reduce 2·(T−1)/T·bytes over the GPU link per direction + 10 µs each
  * (ESTIMATE for NCCL latency at these sizes); two all-reduces per layer (after attention and FFN).
  * Host link: measured pinned bandwidth from the catalog + the link's latency. SSD: per-drive
@@ -38,25 +53,28 @@
 #include <string.h>
 #include <strings.h>
 
-#define SPEC_LAUNCH_NS 4000.0
+#define SPEC_MIN_KERNEL_NS 2000.0
 #define SPEC_COLLECTIVE_LAT_NS 10000.0
 #define SPEC_MEM_EFF 0.69
 
-/* MAMF fractions (max achievable bf16 matmul / dense peak) and attention fractions per GPU
+/* MAMF fractions (max achievable bf16 matmul / dense peak) and attention fractions per GPU and stack
  * (SpecGpuRow: match is a case-insensitive prefix of the catalog's GPU name; first match wins). */
+/* Hopper FA2 = FA3 × 0.61 (FA2/FA3 at hd128, causal, seqlen 2048: Dao-AILab/flash-attention#1310) */
+#define HOPPER_FA2_OVER_FA3 0.61
 static const SpecGpuRow g_eff[] = {
-    {"A100-40GB", 0.869, 0.55, "MAMF A100 SXM 271.2/312 (ml-engineering); FA2 fwd hd128 156-187 TFLOP/s"},
-    {"A100-80GB", 0.869, 0.55, "as A100-40GB (same SXM compute)"},
-    {"A100", 0.811, 0.55, "MAMF A100 PCIe 252.9/312"},
-    {"H100-PCIe", 0.803, 0.60, "ESTIMATE: H100 SXM's fractions"},
-    {"H100", 0.803, 0.60, "MAMF H100 SXM 794.5/989; FA3 fp16 fwd 661-740 TFLOP/s (causal lower)"},
-    {"H200", 0.803, 0.60, "H100 compute (H200 = H100 SXM compute, more HBM): H100 SXM fractions"},
-    {"B200", 0.776, 0.55, "MAMF B200 1745/2250; attention ESTIMATE"},
-    {"L40S", 0.75, 0.55, "ESTIMATE: no public MAMF/flash figure found"},
-    {"RTX4090", 0.80, 0.80, "ESTIMATE MAMF; flash fwd causal hd128 151 TFLOP/s (apache/tvm table)"},
+    {"A100-40GB", 0.869, 0.55, 0, "MAMF A100 SXM 271.2/312 (ml-engineering); FA2 fwd hd128 156-187 TFLOP/s"},
+    {"A100-80GB", 0.869, 0.55, 0, "as A100-40GB (same SXM compute)"},
+    {"A100", 0.811, 0.55, 0, "MAMF A100 PCIe 252.9/312"},
+    {"H100-PCIe", 0.803, 0.60 * HOPPER_FA2_OVER_FA3, 0.60, "ESTIMATE: H100 SXM's fractions"},
+    {"H100", 0.803, 0.60 * HOPPER_FA2_OVER_FA3, 0.60,
+     "MAMF H100 SXM 794.5/989; FA3 fp16 fwd 661-740 TFLOP/s (causal lower); FA2 = FA3 x 0.61 (flash-attention#1310)"},
+    {"H200", 0.803, 0.60 * HOPPER_FA2_OVER_FA3, 0.60, "H100 compute (H200 = H100 SXM compute, more HBM): H100 SXM fractions"},
+    {"B200", 0.776, 0.55, 0, "MAMF B200 1745/2250; attention ESTIMATE (FA3 is Hopper-only)"},
+    {"L40S", 0.75, 0.55, 0, "ESTIMATE: no public MAMF/flash figure found"},
+    {"RTX4090", 0.80, 0.80, 0, "ESTIMATE MAMF; flash fwd causal hd128 151 TFLOP/s (apache/tvm table)"},
 };
 
-static const SpecGpuRow g_eff_default = {"", 0.78, 0.55, "ESTIMATE: unlisted GPU, mid-range fractions"};
+static const SpecGpuRow g_eff_default = {"", 0.78, 0.55, 0, "ESTIMATE: unlisted GPU, mid-range fractions"};
 
 static const SpecGpuRow *gpu_eff(const GpuSpec *gpu)
 {
@@ -72,8 +90,34 @@ const SpecGpuRow *spec_gpu_row(int i)
 }
 
 const SpecGpuRow *spec_gpu_row_for(const GpuSpec *gpu) { return gpu_eff(gpu); }
+static const char *const g_stack_names[] = {"auto", "fa2", "fa3"};
+
+const char *spec_stack_name(SpecStack s)
+{
+    return s >= 0 && (size_t)s < KV_ARRAY_LEN(g_stack_names) ? g_stack_names[s] : "?";
+}
+
+SpecStack spec_stack_resolve(const GpuSpec *gpu, SpecStack s)
+{
+    if (s != SPEC_STACK_AUTO) return s;
+    return gpu && gpu_eff(gpu)->attn_fa3 > 0 ? SPEC_STACK_FA3 : SPEC_STACK_FA2;
+}
+
+int spec_stack_check(const GpuSpec *gpu, SpecStack s, KvErr *e)
+{
+    if (s == SPEC_STACK_FA3 && gpu && !(gpu_eff(gpu)->attn_fa3 > 0))
+        return kv_err(e, "stack fa3: FlashAttention-3 runs on Hopper GPUs only, not on %s (use fa2 or auto)", gpu->name);
+    return 0;
+}
+
+static double attn_fraction(const GpuSpec *gpu, SpecStack s)
+{
+    const SpecGpuRow *g = gpu_eff(gpu);
+    return spec_stack_resolve(gpu, s) == SPEC_STACK_FA3 && g->attn_fa3 > 0 ? g->attn_fa3 : g->attn_fa2;
+}
 
 /* XLA sm_90 table, N = K = 4096: (log2 M, fraction of 989 TFLOP/s) */
+#define SPEC_GEMM_TILE_ROWS 64 /* ESTIMATE: cuBLAS's small-M tile height (see the header) */
 static const double g_gemm_shape[][2] = {{8, 0.417}, {9, 0.651}, {10, 0.747}, {11, 0.762}, {12, 0.792}};
 #define H100_MAMF 0.803
 #define SPEC_ATTN_RAMP_TOKENS 64.0
@@ -86,15 +130,18 @@ static const SpecConstant g_constants[] = {
     {"GEMM efficiency at M = 1024", 0.747, "fraction", XLA_SRC},
     {"GEMM efficiency at M = 2048", 0.762, "fraction", XLA_SRC},
     {"GEMM efficiency at M = 4096 and above", 0.792, "fraction", XLA_SRC},
-    {"GEMM efficiency below M = 256", 256, "falls as M / this",
-     "a tensor-core tile costs the same however few rows it holds"},
+    {"GEMM efficiency below M = 256: M = 256's down to this many rows, then x M / this", SPEC_GEMM_TILE_ROWS, "rows",
+     "ESTIMATE: cuBLAS runs small-M GEMMs on 64-row tiles; at these M the memory side binds on every catalogued GPU"},
     {"reference MAMF the curve is scaled by (H100 SXM)", H100_MAMF, "fraction",
      "ml-engineering MAMF table: H100 SXM 794.5 of 989 TFLOP/s; each GPU's curve is scaled by its MAMF / this"},
     {"HBM bandwidth efficiency (small-M GEMMs, decode attention, elementwise ops)", SPEC_MEM_EFF, "fraction",
      "H100 fp16 matmuls at M = 1..16, N = K = 8192: 2.3-36.7 TFLOP/s, ~2.3 TB/s of weights of 3.35 TB/s"},
     {"attention ramp over new tokens: efficiency x n / (n + this)", SPEC_ATTN_RAMP_TOKENS, "tokens",
      "ESTIMATE: under-filled query tiles, half a 128-row tile"},
-    {"kernel launch overhead", SPEC_LAUNCH_NS, "ns", "ESTIMATE: typical cuBLAS/flash kernel launch on a busy stream"},
+    {"minimum kernel time (a floor, not an addition)", SPEC_MIN_KERNEL_NS, "ns",
+     "ESTIMATE: GPU-side start-up and tail of a tiny kernel on a busy stream (launches overlap the GPU's work)"},
+    {"FlashAttention-2 on Hopper, as a fraction of FlashAttention-3", HOPPER_FA2_OVER_FA3, "fraction",
+     "FA2 65.9 vs FA3 107.8 TFLOP/s, hd128, causal, seqlen 2048 (Dao-AILab/flash-attention#1310)"},
     {"TP collective latency (each all-reduce / all-gather)", SPEC_COLLECTIVE_LAT_NS, "ns",
      "ESTIMATE: NCCL latency at these sizes; ring all-reduce moves 2(T-1)/T of the bytes"},
     {"SSD bandwidth at queue depth qd: per-drive rate x qd / (qd + this)", 1, "IOs",
@@ -112,7 +159,7 @@ double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
     double lm = log2((double)M), f;
     size_t n = KV_ARRAY_LEN(g_gemm_shape);
     if (lm <= g_gemm_shape[0][0]) {
-        f = g_gemm_shape[0][1] * (double)M / 256.0;
+        f = g_gemm_shape[0][1] * (M < SPEC_GEMM_TILE_ROWS ? (double)M / SPEC_GEMM_TILE_ROWS : 1.0);
     } else if (lm >= g_gemm_shape[n - 1][0]) {
         f = g_gemm_shape[n - 1][1];
     } else {
@@ -126,11 +173,13 @@ double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
     return f < mamf ? f : mamf;
 }
 
-double spec_attn_efficiency(const GpuSpec *gpu, int64_t new_tokens)
+double spec_attn_efficiency(const GpuSpec *gpu, SpecStack stack, int64_t new_tokens)
 {
     double n = (double)(new_tokens < 1 ? 1 : new_tokens);
-    return gpu_eff(gpu)->attn * n / (n + SPEC_ATTN_RAMP_TOKENS);
+    return attn_fraction(gpu, stack) * n / (n + SPEC_ATTN_RAMP_TOKENS);
 }
+
+double spec_min_kernel_ns(void) { return SPEC_MIN_KERNEL_NS; }
 
 double spec_mem_efficiency(const GpuSpec *gpu)
 {
@@ -142,7 +191,8 @@ static double roofline(const GpuSpec *gpu, double flops, double eff, double byte
 {
     double tc = flops > 0 ? flops / (gpu->fp16_flops * eff) : 0;
     double tm = bytes > 0 ? bytes / (gpu->mem_bw_bytes_per_s * SPEC_MEM_EFF) : 0;
-    return (tc > tm ? tc : tm) * 1e9 + SPEC_LAUNCH_NS;
+    double t = (tc > tm ? tc : tm) * 1e9;
+    return t > SPEC_MIN_KERNEL_NS ? t : SPEC_MIN_KERNEL_NS;
 }
 
 static double gemm_ns(const SpecInputs *in, CostOp op, int64_t tokens)
@@ -179,11 +229,11 @@ double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64
     case OP_GEMM_KV_PROJ:
         return gemm_ns(in, op, p1);
     case OP_ATTN_PREFILL:
-        return roofline(g, model_op_flops(in->ly, op, p1, p2), spec_attn_efficiency(g, p1),
+        return roofline(g, model_op_flops(in->ly, op, p1, p2), spec_attn_efficiency(g, in->stack, p1),
                         model_op_bytes(in->ly, op, p1, p2));
     case OP_ATTN_DECODE:
         /* bound by reading the batch's KV; compute at the attention fraction without ramp */
-        return roofline(g, model_op_flops(in->ly, op, p1, p2), gpu_eff(g)->attn, model_op_bytes(in->ly, op, p1, p2));
+        return roofline(g, model_op_flops(in->ly, op, p1, p2), attn_fraction(g, in->stack), model_op_bytes(in->ly, op, p1, p2));
     case OP_NORM:
     case OP_ACT:
     case OP_ROPE:
@@ -372,7 +422,7 @@ int spec_cost_model(CostModel *cm, const SpecInputs *in, KvErr *e)
         cost_model_free(cm);
         return -1;
     }
-    snprintf(cm->source, sizeof cm->source, "spec roofline (in memory): %s, %s %s, tp %d", cm->device, cm->model,
-             cm->dtype, cm->tp);
+    snprintf(cm->source, sizeof cm->source, "spec roofline (in memory): %s, %s %s, tp %d, attention %s", cm->device,
+             cm->model, cm->dtype, cm->tp, spec_stack_name(spec_stack_resolve(in->gpu, in->stack)));
     return 0;
 }

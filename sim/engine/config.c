@@ -35,6 +35,7 @@ static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
 static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
 static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", NULL};
 static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
+static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
 
 int64_t sim_engine_overhead_ns(SimEngine engine)
 {
@@ -152,6 +153,8 @@ static const CfgKey g_keys[] = {
     /* cost model */
     STRK("costs", costs, "spec", KF_NONEMPTY, NULL, "cost model: 'spec' (roofline from the catalog) or a cost store file"),
     STRK("cost_device", cost_device, "platform", 0, "platform", "device name in the cost store ('platform': the platform's GPU)"),
+    ENUMK("stack", stack, "auto", g_stack_names,
+          "serving stack of the spec model's attention: fa2 (vLLM 0.6, FlashAttention-2), fa3 (Hopper only), auto (fa3 on Hopper, else fa2)"),
 };
 
 static void *field(SimConfig *c, const CfgKey *k) { return (char *)c + k->off; }
@@ -644,5 +647,7 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
     if (out->max_context == 0) out->max_context = m->max_pos;
     if (!out->cost_device[0]) snprintf(out->cost_device, sizeof out->cost_device, "%s", hw->gpus[p->gpu].name);
+    if (spec_stack_check(&hw->gpus[p->gpu], out->stack, e) != 0) return -1;
+    out->stack = spec_stack_resolve(&hw->gpus[p->gpu], out->stack);
     return 0;
 }

@@ -46,6 +46,7 @@ int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e)
     if (!cfg->costs[0] || strcmp(cfg->costs, "spec") == 0) {
         SpecInputs in;
         spec_inputs_from_platform(&in, &w->hw, w->platform, &w->ly);
+        in.stack = cfg->stack;
         if (spec_cost_model(&w->cost, &in, e) != 0) goto fail;
     } else {
         const char *dev = cfg->cost_device[0] ? cfg->cost_device : w->hw.gpus[w->platform->gpu].name;

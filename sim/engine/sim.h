@@ -39,6 +39,7 @@
 #include "sim/catalog/model.h"
 #include "sim/base/util.h"
 #include "policies/policy.h"
+#include "sim/cost/spec.h"
 
 #define SIM_MAX_LAYERS 256
 #define SIM_MAX_STAGES 16
@@ -100,6 +101,7 @@ typedef struct SimConfig {
     /* cost model */
     char costs[4096];           /* "spec": in-memory spec model; else a store path */
     char cost_device[128];      /* derived: "" = the platform's GPU (device name in the store) */
+    SpecStack stack;            /* the spec model's attention kernels; derived: AUTO resolved per GPU */
     /* policies' knobs, by registry index (policy_at) and knob-table order; defaults unless set */
     double knobs[POLICY_MAX_REGISTERED][POLICY_MAX_KNOBS];
     /* run options, not settings of the experiment (not in the table) */
