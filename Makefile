@@ -12,7 +12,8 @@
 #
 # Switches: NO_CUDA=1 (no CUDA even if found), CUDA_ARCH=90 (target sm_90),
 #           SANITIZE=address,undefined, DEBUG=1 (-O0, KV_DEBUG: the engine's accounting walker at
-#           every iteration boundary), CUDA_HOME=/usr/local/cuda. check-long runs the walker too (KVSIM_CHECK=1).
+#           every iteration boundary), CUDA_HOME=/usr/local/cuda. check-long runs the walker too (KVSIM_CHECK=8: every
+#           8th iteration boundary; KVSIM_CHECK=1: every one).
 # Builds run in parallel on every core unless -jN is given. Only what links CUDA (bin/kvcal, the
 # tests) is compiled with nvcc: the CUDA objects live in their own archive, libkvcuda.a.
 
@@ -236,7 +237,7 @@ bench: all
 	bash tests/bench.sh
 
 check-long: all $(BUILD)/kvtest
-	KVSIM_LONG=1 KVSIM_CHECK=1 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
+	KVSIM_LONG=1 KVSIM_CHECK=8 KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all
 	bash tests/stress.sh
 

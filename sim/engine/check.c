@@ -14,12 +14,15 @@
  *    units wait at this channel for their current hop, the unit in service is this channel's;
  *  - per session: `saving` = its save units in flight, `loading` = whether its admitted request
  *    still has loads in flight.
- * Enabled at every iteration boundary in KV_DEBUG builds (make DEBUG=1), with KVSIM_CHECK=1 in the
- * environment (make check-long), or by the tests' hook.
+ * Enabled at every iteration boundary in KV_DEBUG builds (make DEBUG=1) and by the tests' hook, and
+ * at every N-th boundary with KVSIM_CHECK=N in the environment (make check-long: N = 8), plus once
+ * at the end of a run.
  * Not responsible for: the always-on checks (SIM_CHECK at the point of change), fixing anything.
- * Complexity: O(sessions in the map + requests + units in flight) per call.
+ * Complexity: O(session map slots + requests + units in flight + list lengths) per call: two passes
+ * over the session map.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "sim/engine/engine_int.h"
 
@@ -59,7 +62,14 @@ static int check_channel(Sim *sm, Channel *c, int replica)
     return 0;
 }
 
-static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl)
+/* per replica (index R: the shared stores), what the session map holds */
+typedef struct {
+    int64_t idle_resident_tokens; /* blocks of sessions with resident KV and no admitted turn */
+    size_t in_lru;                /* sessions marked in_hbm_lru */
+    size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
+} Agg;
+
+static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want)
 {
     double sum = 0, spill = 0;
     size_t n = 0;
@@ -71,11 +81,6 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl)
             return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_table[t].name, replica);
         sum += s->saved_bytes;
         if (s->spilling) spill += s->saved_bytes;
-    }
-    size_t want = 0;
-    for (size_t i = 0; i < sm->tab_cap; i++) {
-        const Session *s = sm->tab[i];
-        if (s && s->tier == t && (tier_table[t].shared || s->replica == replica)) want++;
     }
     if (n != want)
         return sim_fail(sm, "sim_check: tier %s (replica %d): its list holds %zu sessions, %zu sessions are in it",
@@ -90,19 +95,15 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl)
     return 0;
 }
 
-static int check_replica(Sim *sm, Replica *rp)
+/* admitted and queued requests of rp: their states, their sessions marked (chk_active) */
+static int check_requests(Sim *sm, Replica *rp)
 {
     int i = rp->id;
-    if (rp->pool_used < 0 || rp->pool_used > rp->pool_cap)
-        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use of %lld", i, (long long)rp->pool_used,
-                        (long long)rp->pool_cap);
-    int64_t acc = 0;
     for (int k = 0; k < rp->n_active; k++) {
         Request *r = rp->active[k];
         if (r->state != RQ_RESTORING && r->state != RQ_PREFILL && r->state != RQ_DECODE)
             return sim_fail(sm, "sim_check: replica %d: admitted request %llu is %s", i, (unsigned long long)r->id,
                             rq_state_name(r->state));
-        acc += r->reserved_tokens;
         r->s->chk_active = 1;
         if (r->s->loading != (r->loads_left > 0))
             return sim_fail(sm, "sim_check: session %llu: loading %d but its request has %d loads in flight",
@@ -120,34 +121,53 @@ static int check_replica(Sim *sm, Replica *rp)
     if (rp->active_count != (uint64_t)rp->q_len + (uint64_t)rp->n_active)
         return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d admitted", i,
                         (unsigned long long)rp->active_count, rp->q_len, rp->n_active);
-    size_t in_lru = 0;
+    for (int k = 0; k < CH_COUNT; k++)
+        for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++)
+            if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;
+    return 0;
+}
+
+/* one pass over the session map: per-session checks, and the aggregates of every replica */
+static int check_sessions(Sim *sm, Agg *agg)
+{
     for (size_t k = 0; k < sm->tab_cap; k++) {
         Session *s = sm->tab[k];
-        if (!s || s->replica != i) continue;
-        if (!s->chk_active && s->resident_tokens > 0) acc += blocks_tokens(sm, s->resident_tokens);
+        if (!s) continue;
+        if (s->saving != s->chk_saving)
+            return sim_fail(sm, "sim_check: session %llu: %d saves counted in flight, %d save units found",
+                            (unsigned long long)s->id, s->saving, s->chk_saving);
+        if (s->replica < 0) continue;
         if (!s->chk_active && s->loading)
             return sim_fail(sm, "sim_check: session %llu: loading %d with no admitted request", (unsigned long long)s->id, s->loading);
-        if (s->in_hbm_lru) in_lru++;
         if (s->chk_active && s->in_hbm_lru)
             return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
                             (unsigned long long)s->id);
+        Agg *a = &agg[s->replica];
+        if (!s->chk_active && s->resident_tokens > 0) a->idle_resident_tokens += blocks_tokens(sm, s->resident_tokens);
+        if (s->in_hbm_lru) a->in_lru++;
+        if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
     }
-    if (acc != rp->pool_used)
-        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use, admitted reservations and idle resident "
-                            "sessions account for %lld",
-                        i, (long long)rp->pool_used, (long long)acc);
+    return 0;
+}
+
+static int check_replica(Sim *sm, Replica *rp, const Agg *a)
+{
+    int i = rp->id;
+    int64_t acc = a->idle_resident_tokens;
+    for (int k = 0; k < rp->n_active; k++) acc += rp->active[k]->reserved_tokens;
+    if (rp->pool_used < 0 || rp->pool_used > rp->pool_cap || acc != rp->pool_used)
+        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use (of %lld), admitted reservations and "
+                            "idle resident sessions account for %lld",
+                        i, (long long)rp->pool_used, (long long)rp->pool_cap, (long long)acc);
     size_t n = 0;
     for (Session *s = rp->lru_head; s; s = s->hbm_next, n++)
         if (!s->in_hbm_lru || s->replica != i || s->resident_tokens <= 0 || (!s->hbm_next && rp->lru_tail != s))
             return sim_fail(sm, "sim_check: replica %d: HBM LRU entry session %llu is not an idle resident session of it", i,
                             (unsigned long long)s->id);
-    if (n != in_lru)
-        return sim_fail(sm, "sim_check: replica %d: HBM LRU holds %zu sessions, %zu are marked in it", i, n, in_lru);
+    if (n != a->in_lru)
+        return sim_fail(sm, "sim_check: replica %d: HBM LRU holds %zu sessions, %zu are marked in it", i, n, a->in_lru);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++)
-        if (!tier_table[t].shared && check_tier_list(sm, (Tier)t, i, &rp->tier[t]) != 0) return -1;
-    for (int k = 0; k < CH_COUNT; k++)
-        for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++)
-            if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;
+        if (!tier_table[t].shared && check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t]) != 0) return -1;
     return 0;
 }
 
@@ -155,15 +175,14 @@ int sim_check(Sim *sm)
 {
     for (size_t k = 0; k < sm->tab_cap; k++)
         if (sm->tab[k]) sm->tab[k]->chk_saving = sm->tab[k]->chk_active = 0;
+    Agg *agg = calloc((size_t)sm->R + 1, sizeof *agg);
+    if (!agg) return sim_fail(sm, "out of memory");
     int rc = 0;
-    for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i]);
+    for (int i = 0; i < sm->R && rc == 0; i++) rc = check_requests(sm, &sm->rep[i]);
+    if (rc == 0) rc = check_sessions(sm, agg);
+    for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i], &agg[i]);
     for (int t = TIER_DRAM; t < SIM_TIERS && rc == 0; t++)
-        if (tier_table[t].shared) rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t]);
-    for (size_t k = 0; k < sm->tab_cap && rc == 0; k++) {
-        Session *s = sm->tab[k];
-        if (s && s->saving != s->chk_saving)
-            rc = sim_fail(sm, "sim_check: session %llu: %d saves counted in flight, %d save units found",
-                          (unsigned long long)s->id, s->saving, s->chk_saving);
-    }
+        if (tier_table[t].shared) rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_tier[t]);
+    free(agg);
     return rc;
 }

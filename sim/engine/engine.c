@@ -34,14 +34,18 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* the accounting walker: always in KV_DEBUG builds, else on request (KVSIM_CHECK=1, the tests' hook) */
-static int check_wanted(void)
+/* the accounting walker's period in iteration boundaries (0: off): every boundary in KV_DEBUG
+ * builds and for the tests' hook; KVSIM_CHECK=N in the environment: every N-th (1: every one) */
+static int check_period(void)
 {
 #ifdef KV_DEBUG
     return 1;
 #else
+    if (g_hook_check) return 1;
     const char *v = getenv("KVSIM_CHECK");
-    return g_hook_check || (v && *v && strcmp(v, "0") != 0);
+    if (!v || !*v || strcmp(v, "0") == 0) return 0;
+    int n = atoi(v);
+    return n >= 1 ? n : 1;
 #endif
 }
 
@@ -92,7 +96,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     sm->row_ctx = row_ctx;
     sm->prog = prog;
     sm->prog_ctx = prog_ctx;
-    sm->check = check_wanted();
+    sm->check = check_period();
     sm->test_hook = g_hook;
     sm->test_ctx = g_hook_ctx;
     double t0 = wall_now();

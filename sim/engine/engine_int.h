@@ -226,7 +226,8 @@ struct Sim {
     void *prog_ctx;
     KvErr *e;
     int failed;
-    int check;                            /* run sim_check at iteration boundaries */
+    int check;                            /* run sim_check every `check` iteration boundaries (0: never) */
+    uint64_t check_n;                     /* boundaries seen */
     SimTestHook test_hook;                /* tests: called at iteration boundaries, before the walker */
     void *test_ctx;
     Unit *free_units;

@@ -204,7 +204,7 @@ void form_iteration(Sim *sm, Replica *rp)
 static void boundary(Sim *sm)
 {
     if (sm->test_hook) sm->test_hook(sm, sm->test_ctx);
-    if (sm->check && !sm->failed) sim_check(sm);
+    if (sm->check && !sm->failed && ++sm->check_n % (uint64_t)sm->check == 0) sim_check(sm);
 }
 
 void iter_done(Sim *sm, Replica *rp)
