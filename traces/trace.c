@@ -5,7 +5,8 @@
  * generator name from a path and detecting a file's format, the context cut of max_context_tokens
  * (and counting it), and checking on every request that arrival_ns never goes back and that the
  * token invariants hold — a violation is a loader bug and fails loudly instead of corrupting a run.
- * Not responsible for: parsing (csv.c, vidur.c, mooncake.c) or sampling (gen.c).
+ * Not responsible for: parsing (csv.c, vidur.c, mooncake.c: one row each in k_formats) or
+ * sampling (gen.c).
  * Invariants: after trace_next returns -1 the source stays failed (every later call returns -1 with
  * the same message); emitted <= max_requests when a limit is set.
  */
@@ -25,13 +26,53 @@ static int trace_has_suffix(const char *s, const char *suffix)
     return 1;
 }
 
-/* "csv", "mooncake" or "vidur" from the extension, else from the first line. */
+static int mooncake_by_path(const char *path) { return trace_has_suffix(path, ".jsonl") || trace_has_suffix(path, ".json"); }
+static int mooncake_by_line(const char *line)
+{
+    while (*line == ' ' || *line == '\t') line++;
+    return *line == '{';
+}
+static int vidur_by_line(const char *line) { return strstr(line, "num_prefill_tokens") || strstr(line, "arrived_at"); }
+
+/* The file formats, one row each: a new format is its reader (NAME.c, its open function in
+ * trace_int.h) plus one row here. Detection ("auto"): the first row whose by_path claims the file's
+ * name, else the first whose by_line claims its first line, else the last row (the canonical CSV). */
+typedef struct TraceFormat {
+    const char *name;
+    int (*open)(TraceSource *s, KvErr *e);
+    int (*by_path)(const char *path);  /* NULL: not recognisable by name */
+    int (*by_line)(const char *line);  /* NULL: not recognisable by its first line */
+} TraceFormat;
+static const TraceFormat k_formats[] = {
+    {"mooncake", trace_mooncake_open, mooncake_by_path, mooncake_by_line},
+    {"vidur", trace_vidur_open, NULL, vidur_by_line},
+    {"csv", trace_csv_open, NULL, NULL}, /* last: the fallback of detection */
+};
+#define N_FORMATS ((int)KV_ARRAY_LEN(k_formats))
+
+static const TraceFormat *trace_format_find(const char *name)
+{
+    for (int i = 0; i < N_FORMATS; i++)
+        if (strcmp(k_formats[i].name, name) == 0) return &k_formats[i];
+    return NULL;
+}
+
+/* "auto, csv, mooncake or vidur" for messages (the names in the table, sorted as listed here) */
+static void trace_format_names(char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "auto");
+    for (int i = N_FORMATS - 1; i >= 0 && n < cap; i--)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? " or " : ", ", k_formats[i].name);
+}
+
+/* The format of a file: from its name, else from its first line (see k_formats). */
 static int trace_detect_format(const char *path, const char **format, KvErr *e)
 {
-    if (trace_has_suffix(path, ".jsonl") || trace_has_suffix(path, ".json")) {
-        *format = "mooncake";
-        return 0;
-    }
+    for (int i = 0; i < N_FORMATS; i++)
+        if (k_formats[i].by_path && k_formats[i].by_path(path)) {
+            *format = k_formats[i].name;
+            return 0;
+        }
     TraceLines l;
     if (trace_lines_open(&l, path, e) != 0) return -1;
     char *line = NULL;
@@ -44,14 +85,12 @@ static int trace_detect_format(const char *path, const char **format, KvErr *e)
         trace_lines_close(&l);
         return kv_err(e, "%s: line 1: empty file, expected a header row or a JSON object", path);
     }
-    const char *p = line;
-    while (*p == ' ' || *p == '\t') p++;
-    if (*p == '{')
-        *format = "mooncake";
-    else if (strstr(line, "num_prefill_tokens") || strstr(line, "arrived_at"))
-        *format = "vidur";
-    else
-        *format = "csv";
+    *format = k_formats[N_FORMATS - 1].name;
+    for (int i = 0; i < N_FORMATS; i++)
+        if (k_formats[i].by_line && k_formats[i].by_line(line)) {
+            *format = k_formats[i].name;
+            break;
+        }
     trace_lines_close(&l);
     return 0;
 }
@@ -84,8 +123,10 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
         return NULL;
     }
     const char *format = o->format && *o->format ? o->format : "auto";
-    if (strcmp(format, "auto") && strcmp(format, "csv") && strcmp(format, "mooncake") && strcmp(format, "vidur")) {
-        kv_err(e, "trace: unknown format \"%s\" (expected auto, csv, mooncake or vidur)", format);
+    if (strcmp(format, "auto") && !trace_format_find(format)) {
+        char names[128];
+        trace_format_names(names, sizeof names);
+        kv_err(e, "trace: unknown format \"%s\" (expected %s)", format, names);
         return NULL;
     }
     int gen = trace_gen_find(o->source);
@@ -114,15 +155,7 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
     s->max_requests = o->max_requests;
     s->last_arrival_ns = 0;
 
-    int rc;
-    if (gen >= 0)
-        rc = trace_gen_open(s, gen, e);
-    else if (strcmp(format, "csv") == 0)
-        rc = trace_csv_open(s, e);
-    else if (strcmp(format, "vidur") == 0)
-        rc = trace_vidur_open(s, e);
-    else
-        rc = trace_mooncake_open(s, e);
+    int rc = gen >= 0 ? trace_gen_open(s, gen, e) : trace_format_find(format)->open(s, e);
     if (rc != 0) {
         trace_close(s);
         return NULL;
