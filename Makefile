@@ -175,6 +175,7 @@ figures:
 	done
 
 test-plain: all $(BUILD)/kvtest
+	@bash tools/lint_layers.sh
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	KVSIM_BIN=$(BIN) bash tests/cli_test.sh
 
