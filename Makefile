@@ -181,6 +181,8 @@ test-plain: all $(BUILD)/kvtest
 
 test: test-plain
 ifeq ($(SANITIZE),)
+	@echo "== every command the README shows, from a scratch directory =="
+	bash tests/readme_examples.sh README.md
 	@echo "== the same suite under SANITIZE=address,undefined =="
 	@$(MAKE) --no-print-directory test-plain SANITIZE=address,undefined
 	@echo "== every fuzz harness for $(FUZZ_TEST_SECONDS) s =="

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# readme_examples.sh [README] — run every command the README shows, as a user of a fresh clone would.
+#
+# Takes each ```sh block of the README, joins continued lines, drops comments, and runs the lines
+# that start with bin/ in order, in a scratch directory that links the checkout's bin/, traces/ and
+# configs/ (so results/, costs.db and the like land there, not in the checkout). Schematic forms are
+# expanded: "list a | b | c" runs each listing, "[--opt v]" runs without and with the bracket;
+# a line with "..." is a pattern, not a command, and is reported as such. Lines starting with make
+# are the suite's own entry points and are not re-run from here.
+# Expected exit: 0, except where run_one says otherwise (the cuda backend without a device exits 1
+# with "no CUDA device"; kvcal diff exits 1 when a curve drifted, which two CPU runs may). Ends with "N passed, N failed, N skipped"; exit 1 on a failure.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+readme=${1:-$root/README.md}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ln -s "$root/bin" "$work/bin"
+ln -s "$root/traces" "$work/traces"
+ln -s "$root/configs" "$work/configs"
+cd "$work" || exit 1
+
+have_gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
+
+pass=0 fail=0 skip=0
+run_one() {
+  local cmd=$1 want=0 need=""
+  case $cmd in
+    *"kvcal diff"*) want="0|1" ;; # both are documented outcomes: 1 = a curve drifted
+    *"--backend cuda"*"--dry-run"*) ;;
+    *"--backend cuda"*) [ $have_gpu = 1 ] || { want=1 need="no CUDA device"; } ;;
+  esac
+  out=$(timeout 300 bash -c "$cmd" 2>&1); rc=$?
+  if [[ $rc =~ ^($want)$ ]] && { [ -z "$need" ] || grep -q "$need" <<<"$out"; }; then
+    pass=$((pass + 1)); echo "ok    readme: $cmd"
+  else
+    fail=$((fail + 1)); echo "FAIL  readme: $cmd (exit $rc, wanted $want${need:+ with '$need'})"
+    sed 's/^/      /' <<<"$out" | tail -5
+  fi
+}
+
+lines=$(awk '/^```sh/ {f = 1; next} /^```/ {f = 0} f' "$readme" |
+  sed -E 's/[[:space:]]+#.*$//' | awk '/\\$/ {sub(/\\$/, ""); printf "%s", $0; next} {print}' |
+  sed -E 's/[[:space:]]+/ /g; s/^ //; s/ $//')
+while IFS= read -r l; do
+  [ -n "$l" ] || continue
+  case $l in
+    make*) skip=$((skip + 1)); echo "skip  readme: $l (the suite's own entry point)"; continue ;;
+    bin/*) ;;
+    *) skip=$((skip + 1)); echo "skip  readme: $l (not a command)"; continue ;;
+  esac
+  if [[ $l == *"..."* ]]; then skip=$((skip + 1)); echo "skip  readme: $l (a pattern, not a command)"; continue; fi
+  if [[ $l == *" | "* ]]; then # alternatives: "bin/kvsim list a | b | c"
+    head=${l%% | *}; first=${head##* }; prefix=${head% *}
+    for alt in "$first" $(sed -E 's/^[^|]*\|//; s/\|/ /g' <<<"$l"); do run_one "$prefix $alt"; done
+    continue
+  fi
+  if [[ $l =~ ^(.*)\ \[(.*)\](.*)$ ]]; then # an optional part: without it, then with it
+    a=${BASH_REMATCH[1]} opt=${BASH_REMATCH[2]} z=${BASH_REMATCH[3]}
+    run_one "$a$z"
+    run_one "$a $opt$z"
+    continue
+  fi
+  run_one "$l"
+done <<<"$lines"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail = 0 ]
