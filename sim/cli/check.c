@@ -184,7 +184,7 @@ int check_main(int argc, char **argv)
     }
     const char *dir = opt_get(&a, "--baseline") ? opt_get(&a, "--baseline") : "results/reference";
     const char *only = opt_get(&a, "--scenario");
-    int update = opt_get(&a, "--update") != NULL, quiet = opt_get(&a, "--quiet") != NULL;
+    int update = opt_count(&a, "--update") > 0, quiet = opt_count(&a, "--quiet") > 0;
     if (only) {
         size_t i = 0;
         while (i < KV_ARRAY_LEN(k_canon) && strcmp(k_canon[i].scenario, only)) i++;

@@ -925,7 +925,7 @@ int sweep_main(int argc, char **argv)
     }
 #define MPI_END() ((void)0)
 #endif
-    int quiet = opt_get(&a, "--quiet") != NULL || rank != 0;
+    int quiet = opt_count(&a, "--quiet") > 0 || rank != 0;
     const char *db_path = opt_get(&a, "--db");
     int64_t jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs_n < 1) jobs_n = 1;
@@ -988,20 +988,24 @@ int sweep_main(int argc, char **argv)
         int skipped_done = 0, skipped_failed = 0;
         for (int i = 0; rc == 0 && i < r.n; i++) {
             if (r.status[i] == 1) skipped_done++;
-            else if (r.status[i] == 2 && !opt_get(&a, "--retry-failed")) skipped_failed++;
+            else if (r.status[i] == 2 && !opt_count(&a, "--retry-failed")) skipped_failed++;
             else todo[r.todo++] = i;
         }
-        if (rc == 0 && opt_get(&a, "--dry-run")) {
+        if (rc == 0 && opt_count(&a, "--dry-run")) {
             for (int i = 0; i < r.n; i++)
                 printf("point %lld %-7s %s\n", (long long)r.ids[i], r.status[i] == 1 ? "done" : r.status[i] == 2 ? "failed" : "pending",
                        r.params[i]);
             r.todo = 0;
         }
-        if (rc == 0 && has_grid && !quiet)
-            fprintf(stderr, "sweep: %d points, %d already done%s%.0d%s, %d to run %s%lld %s\n", r.n, skipped_done,
-                    skipped_failed ? ", " : "", skipped_failed, skipped_failed ? " failed before (--retry-failed)" : "", r.todo,
-                    size > 1 ? "on " : "with -j ", size > 1 ? (long long)size - 1 : (long long)(jobs_n < r.todo ? jobs_n : r.todo),
-                    size > 1 ? "MPI worker ranks" : "worker processes");
+        if (rc == 0 && has_grid && !quiet) {
+            char how[96] = "nothing to run";
+            if (r.todo > 0 && size > 1) snprintf(how, sizeof how, "%d to run on %d MPI worker ranks", r.todo, size - 1);
+            else if (r.todo > 0)
+                snprintf(how, sizeof how, "%d to run in %lld worker processes", r.todo, (long long)(jobs_n < r.todo ? jobs_n : r.todo));
+            char failed[96] = "";
+            if (skipped_failed) snprintf(failed, sizeof failed, ", %d failed before (--retry-failed runs them)", skipped_failed);
+            fprintf(stderr, "sweep: %d points, %d already done%s; %s\n", r.n, skipped_done, failed, how);
+        }
     }
     if (rc == 0 && rank == 0) {
         struct sigaction sa, old_int, old_term;
