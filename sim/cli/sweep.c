@@ -91,7 +91,7 @@ static int check_value(const char *key, const char *value, const char *where, Kv
         cJSON_AddStringToObject(o, "policies", value);
         int rc = point_config(&c, o, where, pol, sizeof pol, e);
         cJSON_Delete(o);
-        return rc;
+        return rc != 0 && strncmp(e->msg, where, strlen(where)) ? kv_err_prefix(e, "%s: ", where) : rc;
     }
     if (!strcmp(key, "scenario")) {
         cJSON *o = cJSON_CreateObject();
