@@ -754,7 +754,7 @@ static void exec_mpi_work(const SweepExec *x)
 /* Launched by mpirun/srun (so MPI_Init will not start a singleton)? */
 static int launched_by_mpi(void)
 {
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") || getenv("SLURM_PROCID");
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 #endif
 
