@@ -974,10 +974,28 @@ int sweep_main(int argc, char **argv)
     for (int i = 0; rc == 0 && i < r.n; i++)
         if (!(r.params[i] = cJSON_PrintUnformatted(r.points[i]))) rc = kv_err(&e, "out of memory") ? 1 : 0;
     /* every point's settings pass the checks that need no catalog before anything runs */
+    char last_hw[4096] = "", last_models[4096] = "";
     for (int i = 0; rc == 0 && i < r.n; i++) {
         SimConfig c;
         char pol[600];
-        if (point_config(&c, r.points[i], r.params[i], pol, sizeof pol, &e) != 0) rc = 2;
+        if (point_config(&c, r.points[i], r.params[i], pol, sizeof pol, &e) != 0) {
+            rc = 2;
+            break;
+        }
+        /* the overlays too (each distinct pair once in a row), so that a bad file fails the sweep, not every point */
+        if ((c.hardware_overlay[0] || c.models_overlay[0]) &&
+            (strcmp(c.hardware_overlay, last_hw) || strcmp(c.models_overlay, last_models))) {
+            ModelCatalog mc;
+            HwCatalog hw;
+            if (sim_catalogs_open(&c, &mc, &hw, &e) != 0) {
+                rc = 2;
+                break;
+            }
+            model_catalog_free(&mc);
+            hw_catalog_free(&hw);
+            snprintf(last_hw, sizeof last_hw, "%s", c.hardware_overlay);
+            snprintf(last_models, sizeof last_models, "%s", c.models_overlay);
+        }
     }
     int *todo = rc == 0 ? calloc((size_t)r.n + 1, sizeof *todo) : NULL;
     SweepExec x = {run_job, run_done, &r};
