@@ -790,7 +790,9 @@ static char *run_job(void *ctx, int job, size_t *len)
     KvErr e;
     PointResult pr;
     memset(&pr, 0, sizeof pr);
-    snprintf(origin, sizeof origin, "point %lld", (long long)(r->ids ? r->ids[job] : job + 1));
+    /* ids exist on the coordinator only (MPI workers never open the database) */
+    if (r->ids && r->ids[job] > 0) snprintf(origin, sizeof origin, "point %lld", (long long)r->ids[job]);
+    else snprintf(origin, sizeof origin, "point %d of the sweep", job + 1);
     if (point_config(&c, r->points[job], origin, policies, sizeof policies, &e) != 0)
         snprintf(pr.error, sizeof pr.error, "%s", e.msg);
     else

@@ -21,7 +21,8 @@
  *
  * The executor (how points reach workers) is private to sweep.c behind SweepExec: a fork-based
  * pool of -j N processes, or MPI ranks where rank 0 deals points one at a time to the worker that
- * asks and merges every result into the database.
+ * asks and merges every result into the database. A point whose worker process dies is recorded
+ * as failed (local pool); a rank that dies ends an MPI run (the points done so far stay done).
  */
 #ifndef KV_SWEEP_H
 #define KV_SWEEP_H
