@@ -1,6 +1,7 @@
 # kvsim — build, run and test.
 #
-#   make            build bin/kvsim and bin/kvcal (CUDA parts whenever the toolkit is found)
+#   make            build bin/kvsim and bin/kvcal (CUDA parts whenever the toolkit is found; bin/kvsim-mpi
+#                   whenever mpicc is found)
 #   make run        install missing packages, build bin/kvsim (no CUDA needed), run the default comparison
 #   make figures    PNG renders of results/default/*.svg (needs rsvg-convert or ImageMagick)
 #   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
@@ -10,7 +11,7 @@
 #   make deps       install missing Debian packages (root) or print the command
 #   make install    PREFIX=/usr/local
 #
-# Switches: NO_CUDA=1 (no CUDA even if found), CUDA_ARCH=90 (target sm_90),
+# Switches: NO_CUDA=1 (no CUDA even if found), NO_MPI=1 (no bin/kvsim-mpi), CUDA_ARCH=90 (target sm_90),
 #           SANITIZE=address,undefined, DEBUG=1 (-O0, KV_DEBUG: the engine's accounting walker at
 #           every iteration boundary), CUDA_HOME=/usr/local/cuda. check-long runs the walker too (KVSIM_CHECK=8: every
 #           8th iteration boundary; KVSIM_CHECK=1: every one).
@@ -30,7 +31,7 @@ CUDA_HOME  ?= /usr/local/cuda
 CUDA_ARCH  ?=
 PKGS       := libcjson gsl sqlite3
 DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev \
-              clang libclang-rt-dev valgrind
+              clang libclang-rt-dev valgrind libopenmpi-dev openmpi-bin
 
 # ---- dependency detection (pkg-config, evaluated once) ----
 PKG_OK     := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
@@ -49,6 +50,13 @@ ifneq ($(NVCC),)
   CUBLAS_OK := $(shell test -f $(CUDA_ROOT)/include/cublas_v2.h && ls $(CUDA_ROOT)/lib64/libcublas.so* >/dev/null 2>&1 && echo yes)
 endif
 HAVE_CUDA := $(if $(and $(NVCC),$(CUBLAS_OK)),1,)
+# MPI: bin/kvsim-mpi, the sweep as MPI ranks (only sim/cli/sweep.c differs: compiled by mpicc with KVSIM_MPI)
+ifeq ($(NO_MPI),1)
+  MPICC :=
+else
+  MPICC := $(shell command -v mpicc 2>/dev/null)
+endif
+HAVE_MPI := $(if $(MPICC),1,)
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation \
                -I. $(PKG_CFLAGS)
@@ -109,13 +117,15 @@ DEFAULT_POLICIES ?= all
         fuzz fuzz-build fuzz-test valgrind figures
 .DEFAULT_GOAL := all
 
-all: found $(BIN)/kvsim $(BIN)/kvcal
+all: found $(BIN)/kvsim $(BIN)/kvcal $(if $(HAVE_MPI),$(BIN)/kvsim-mpi)
 
 found:
 	@printf 'kvsim build: %s cjson/gsl/sqlite3 %s openblas %s liburing %s CUDA%s\n' \
 	  "$(if $(PKG_OK),✓,✗)" "$(if $(BLAS_OK),✓,✗ (cpu GEMMs use the C path))" \
 	  "$(if $(URING_OK),✓,✗ (SSD probes use threads))" \
 	  "$(if $(HAVE_CUDA),✓,✗)" "$(if $(HAVE_CUDA), $(CUDA_ROOT)$(if $(CUDA_ARCH), sm_$(CUDA_ARCH)),$(if $(filter 1,$(NO_CUDA)), (NO_CUDA=1), (nvcc/cuBLAS not found)))"
+	@printf 'kvsim build: %s MPI%s\n' "$(if $(HAVE_MPI),✓,✗)" \
+	  "$(if $(HAVE_MPI), bin/kvsim-mpi ($(MPICC)),$(if $(filter 1,$(NO_MPI)), (NO_MPI=1), (mpicc not found: kvsim sweep runs on one machine; make deps installs Open MPI)))"
 	@$(if $(PKG_OK),true,echo "missing: $(PKGS) — run 'make deps'"; false)
 	@$(if $(SANITIZE),echo "sanitizers: $(SANITIZE) (objects in $(BUILD))",true)
 
@@ -151,6 +161,14 @@ $(BUILD)/libkvcuda.a: $(CU_OBJ)
 $(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/mpi/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -DKVSIM_MPI -MMD -MP -c $< -o $@
+
+$(BIN)/kvsim-mpi: $(filter-out $(BUILD)/sim/cli/sweep.o,$(KVSIM_CLI:%.c=$(BUILD)/%.o)) $(BUILD)/mpi/sim/cli/sweep.o $(LIB)
+	@mkdir -p $(BIN)
+	$(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB) $(CUDA_LIB)
 	@mkdir -p $(BIN)

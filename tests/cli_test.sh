@@ -460,5 +460,124 @@ if head -2 "$tmp/sid/requests.csv" | grep -q '^policy,request,session,session_id
    grep -q '^recompute,0,0,leval_coursera_0000,0,' "$tmp/sid/requests.csv"; then ok "requests.csv has the trace's session_id"; else bad "requests.csv has the trace's session_id"; fi
 # ---- end of newcomer checks ----
 
+# ---- capacity planning: overlays, part settings, --dry-run, sweep, MPI, check ----
+for c in ssds nics links; do expect 0 "list $c" "$B"/kvsim list $c; done
+contains "list links has pcie5" "pcie5"
+cat > "$tmp/ov.json" <<'EOF'
+{"gpus": [{"name": "MI300X", "full_name": "AMD Instinct MI300X", "fp16": "1307 TFLOP/s", "fp32": "163 TFLOP/s",
+  "mem": "192 GB", "mem_bw": "5.3 TB/s", "pcie": "pcie5", "basis": "vendor_spec", "source": "AMD datasheet"}],
+ "platforms": [{"name": "mi300x-box", "description": "8x MI300X", "gpu": "MI300X", "gpus_per_node": 8, "link": "pcie5",
+   "ssd": "PM9A3", "n_ssd": 4, "stripe_chunk": "128 KiB", "dram": "1 TB", "source": "mine"}]}
+EOF
+expect 0 "list gpus --hardware (an added GPU)" "$B"/kvsim list gpus --hardware "$tmp/ov.json"
+contains "the overlay's GPU is listed" "MI300X"
+expect 0 "dry run on an overlay platform" "$B"/kvsim run --dry-run --policy recompute --hardware "$tmp/ov.json" \
+  --platform mi300x-box --model Llama-3.1-70B --tp 4
+contains "dry run: the GPU" "MI300X (AMD Instinct MI300X)"
+contains "dry run: weights per GPU" "weights      35.28 GB per GPU"
+contains "dry run: the KV pool" "kv pool      1678720 tokens per replica"
+contains "dry run: it fits" "fits         yes"
+contains "dry run: the resolved settings" "hardware_overlay = $tmp/ov.json"
+contains "no efficiency row of its own: a warning" "warning: GPU MI300X has no efficiency row of its own"
+if [ -e "$tmp/x" ]; then bad "dry run writes nothing"; else ok "dry run writes nothing"; fi
+expect 1 "dry run: a model that does not fit exits 1" "$B"/kvsim compare --dry-run --set gpu=RTX4090 --model Llama-2-13B
+contains "dry run says it does not fit" "fits         no"
+expect 0 "dry run with a part replaced" "$B"/kvsim run --dry-run --policy recompute --set gpu=H100-SXM --set n_ssd=8 --set ssd=CM7 --set nic=40GbE
+contains "the GPU replaced" "gpu          H100-SXM"
+contains "the SSDs replaced" "ssd          8 × CM7"
+contains "the NIC replaced" "nic          40GbE"
+expect 1 "unknown GPU in gpu=" "$B"/kvsim run --dry-run --policy recompute --set gpu=H900
+contains "gpu= names the key and the known GPUs" "gpu: "
+contains "gpu= lists the GPUs" "A100-40GB"
+expect 2 "run without --out or --dry-run" "$B"/kvsim run --policy recompute --requests 5 --quiet
+sed 's/"192 GB"/"192"/' "$tmp/ov.json" > "$tmp/ovbad.json"
+expect 1 "an overlay with a bad value" "$B"/kvsim run --dry-run --policy recompute --hardware "$tmp/ovbad.json"
+contains "the overlay's error names the file and key" "$tmp/ovbad.json: gpus[0].mem"
+expect 0 "run with parts recorded" "$B"/kvsim run --policy recompute --requests 30 --quiet --set gpu=H100-SXM --out "$tmp/parts"
+if python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['inputs']['config']; assert c['gpu']=='H100-SXM' and c['host_link']=='pcie4' and c['ssd']=='PM9A3' and c['hardware_overlay']=='none'" "$tmp/parts/summary.json"; then
+  ok "summary.json records the parts"; else bad "summary.json records the parts"; fi
+
+# sweep: -j 1 and -j 2 give the same database content; an interrupted sweep resumes
+cat > "$tmp/grid.json" <<'EOF'
+{"base": {"scenario": "hcache-sharegpt4-llama2-7b", "requests": 150, "policies": "recompute,kv-offload"},
+ "axes": {"n_ssd": [1, 4], "nic": ["none", "10GbE"], "seed": [1, 2]}}
+EOF
+expect 0 "sweep -j 1" "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/j1.db" -j 1 --csv "$tmp/j1.csv"
+contains "sweep reports progress" "sweep: 8/8 points"
+expect 0 "sweep -j 2" "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/j2.db" -j 2 --csv "$tmp/j2.csv" --quiet
+if [ -s "$tmp/j1.csv" ] && cmp -s "$tmp/j1.csv" "$tmp/j2.csv"; then ok "sweep: -j 1 and -j 2 give the same CSV"; else bad "sweep: -j 1 and -j 2 give the same CSV"; fi
+dbdump() { sqlite3 "$1" "select id, params, status from point order by id; select point_id, policy, name, quote(value) from metric order by point_id, policy, name; select * from failure order by point_id"; }
+if command -v sqlite3 >/dev/null 2>&1; then
+  if [ "$(dbdump "$tmp/j1.db" | md5sum)" = "$(dbdump "$tmp/j2.db" | md5sum)" ] && [ "$(dbdump "$tmp/j1.db" | wc -l)" -gt 100 ]; then
+    ok "sweep: -j 1 and -j 2 give identical database content"; else bad "sweep: -j 1 and -j 2 give identical database content"; fi
+else skip=$((skip+1)); echo "skip  cli: sweep database dump (no sqlite3 CLI)"; fi
+rows=$(($(wc -l < "$tmp/j1.csv") - 1)); per=$(grep -c '^1,.*,recompute,' "$tmp/j1.csv")
+if [ "$rows" = $((8 * 2 * per)) ] && head -1 "$tmp/j1.csv" | grep -q '^point,scenario,requests,policies,n_ssd,nic,seed,policy,metric,value$'; then
+  ok "sweep CSV: a row per point × policy × metric"; else bad "sweep CSV: $rows rows, header $(head -1 "$tmp/j1.csv")"; fi
+expect 0 "sweep again: nothing to run" "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/j1.db"
+contains "sweep again skips every done point" "8 already done; nothing to run"
+cat > "$tmp/slow.json" <<'EOF'
+{"base": {"scenario": "hcache-sharegpt4-llama2-7b", "requests": 1500, "policies": "recompute,kv-offload,hcache"},
+ "axes": {"n_ssd": [1, 2, 4, 8], "seed": [1, 2]}}
+EOF
+"$B"/kvsim sweep --spec "$tmp/slow.json" --db "$tmp/k.db" -j 1 >"$tmp/kill.out" 2>&1 & spid=$!
+for i in $(seq 1 600); do
+  n=$("$B"/kvsim sweep --db "$tmp/k.db" 2>/dev/null | sed -n 's/.*: \([0-9]*\) points done.*/\1/p'); [ "${n:-0}" -ge 2 ] && break; sleep 0.1
+done
+kill -TERM $spid; wait $spid; src=$?
+before=$("$B"/kvsim sweep --db "$tmp/k.db" | sed -n 's/.*: \([0-9]*\) points done.*/\1/p')
+if [ "$src" = 130 ] && [ "${before:-0}" -ge 2 ] && [ "$before" -lt 8 ]; then ok "sweep: killed mid-sweep ($before of 8 done, exit 130)"
+else bad "sweep: killed mid-sweep (exit $src, ${before:-?} done)"; cat "$tmp/kill.out" >&2; fi
+expect 0 "sweep: the re-run completes" "$B"/kvsim sweep --spec "$tmp/slow.json" --db "$tmp/k.db" -j 2 --csv "$tmp/k.csv"
+contains "the re-run runs only the missing points" "8 points, $before already done; $((8 - before)) to run"
+expect 0 "sweep: the same sweep uninterrupted" "$B"/kvsim sweep --spec "$tmp/slow.json" --db "$tmp/k2.db" -j 2 --csv "$tmp/k2.csv" --quiet
+if cmp -s "$tmp/k.csv" "$tmp/k2.csv"; then ok "sweep: resumed = uninterrupted"; else bad "sweep: resumed = uninterrupted"; fi
+expect 0 "sweep with --set lists" "$B"/kvsim sweep --db "$tmp/set.db" --scenario cake-a100-llama2-13b --policies recompute \
+  --set requests=50 --set tp=1 --set gpu=A100-80GB,H100-SXM --set session_rate=0.5,1 --csv "$tmp/set.csv" --quiet
+if [ "$(cut -d, -f1 "$tmp/set.csv" | sort -u | grep -c '^[0-9]')" = 4 ]; then ok "sweep --set: 2 × 2 points"; else bad "sweep --set: 2 × 2 points"; fi
+expect 0 "sweep --dry-run lists the points" "$B"/kvsim sweep --db "$tmp/set.db" --scenario cake-a100-llama2-13b --policies recompute \
+  --set requests=50 --set tp=1 --set gpu=A100-80GB,H100-SXM --set session_rate=0.5,1,2 --dry-run
+contains "dry-run: done points" "point 4 done"
+contains "dry-run: new points" "point 6 pending"
+expect 1 "sweep: a failing point exits 1 and is recorded" "$B"/kvsim sweep --db "$tmp/fail.db" --set model=Llama-2-13B \
+  --set gpu=A100-40GB,RTX4090 --set requests=20 --quiet
+if [ "$(sqlite3 "$tmp/fail.db" "select count(*) from failure where message like '%does not fit%'" 2>/dev/null)" = 1 ]; then
+  ok "sweep: the failure's message is in the database"; else bad "sweep: the failure's message is in the database"; fi
+echo '{"axes": {"n_ssd": [1, "x"]}}' > "$tmp/badgrid.json"
+expect 2 "sweep: a bad spec value" "$B"/kvsim sweep --spec "$tmp/badgrid.json" --db "$tmp/bad.db"
+contains "the spec's error names the file and the value's path" "badgrid.json: axes.n_ssd[1]"
+expect 2 "a build without MPI refuses to run as MPI ranks" env OMPI_COMM_WORLD_SIZE=2 "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/nompi.db"
+contains "and says so" "built without MPI"
+if [ -x "$B/kvsim-mpi" ] && command -v mpirun >/dev/null 2>&1; then
+  if ASAN_OPTIONS=detect_leaks=0 timeout 300 mpirun --allow-run-as-root --oversubscribe -np 3 "$B"/kvsim-mpi sweep --spec "$tmp/grid.json" \
+       --db "$tmp/mpi.db" --csv "$tmp/mpi.csv" >"$tmp/out" 2>&1 && cmp -s "$tmp/j1.csv" "$tmp/mpi.csv"; then
+    ok "sweep under mpirun -np 3 (2 worker ranks): the same results as -j 1"
+  else bad "sweep under mpirun -np 3"; sed 's/^/      /' "$tmp/out" | tail -20 >&2; fi
+  contains "MPI: points dealt to worker ranks" "to run on 2 MPI worker ranks"
+  if ASAN_OPTIONS=detect_leaks=0 timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 "$B"/kvsim-mpi sweep --spec "$tmp/grid.json" \
+       --db "$tmp/mpi2.db" --csv "$tmp/mpi2.csv" --quiet >"$tmp/out" 2>&1 && cmp -s "$tmp/j1.csv" "$tmp/mpi2.csv"; then
+    ok "sweep under mpirun -np 2"; else bad "sweep under mpirun -np 2"; sed 's/^/      /' "$tmp/out" | tail -20 >&2; fi
+else
+  skip=$((skip+1)); echo "skip  cli: sweep under mpirun (bin/kvsim-mpi not built: Open MPI's mpicc not found; make deps installs it)"
+fi
+
+# the regression check against the committed references, and against a perturbed copy
+expect 0 "kvsim check passes on results/reference" "$B"/kvsim check
+contains "check compares every scenario" "check: all "
+mkdir -p "$tmp/ref" && cp results/reference/*.json "$tmp/ref/"
+python3 - "$tmp/ref/cake-a100-llama2-13b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["metrics"]["cake"]["ttft_s.p99"] *= 1.5
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "kvsim check fails on a perturbed reference" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check prints what moved" "| cake-a100-llama2-13b | cake | ttft_s.p99 |"
+expect 1 "kvsim check without references" "$B"/kvsim check --baseline "$tmp/noref"
+contains "check says how to write them" "kvsim check --update"
+expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet
+if diff -r results/reference "$tmp/ref2" >/dev/null; then ok "check --update reproduces the committed references"; else bad "check --update reproduces the committed references"; fi
+# ---- end of capacity planning checks ----
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -520,11 +520,36 @@ static int json_syntax_error(const Ctx *cx, const char *text, const char *at)
     return kv_err(cx->e, "%s:%d:%d: malformed JSON near \"%s\"", cx->origin, line, col, near);
 }
 
-int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, KvErr *e)
+/* Entries of an overlay section laid over a base section (by name, without case): an entry that
+ * names a base entry replaces it in place (so indices into the base stay valid), the others are
+ * appended in the overlay's order. map[i]: where overlay entry i went. NULL when out of memory. */
+static void *merge_section(const void *base, int nb, const void *ov, int no, size_t stride, int *n_out, int *map)
+{
+    char *out = calloc((size_t)(nb + no) + 1, stride);
+    if (!out) return NULL;
+    if (nb) memcpy(out, base, (size_t)nb * stride);
+    int n = nb;
+    for (int i = 0; i < no; i++) {
+        const char *spec = (const char *)ov + (size_t)i * stride;
+        int k = find_index(out, nb, stride, spec);
+        if (k < 0) k = n++;
+        memcpy(out + (size_t)k * stride, spec, stride);
+        map[i] = k;
+    }
+    *n_out = n;
+    return out;
+}
+
+/* Parse json_text (a whole catalog, or an overlay when base is given) into c. With a base, every
+ * entry of the text is validated on its own (messages name origin and the text's own index), then
+ * laid over a copy of the base (merge_section) and its references resolved against the merged
+ * catalog; base itself is not changed. */
+static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, const HwCatalog *base, KvErr *e)
 {
     memset(c, 0, sizeof *c);
     Ctx cx = {origin && *origin ? origin : "hardware catalog", e};
-    snprintf(c->origin, sizeof c->origin, "%s", cx.origin);
+    if (base) snprintf(c->origin, sizeof c->origin, "%s + %s", base->origin, cx.origin);
+    else snprintf(c->origin, sizeof c->origin, "%s", cx.origin);
     if (!json_text) return kv_err(e, "%s: no text to parse", cx.origin);
 
     const char *end = NULL;
@@ -556,25 +581,49 @@ int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, Kv
 
     PlatformRefs *refs = NULL;
     void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *plats = NULL;
+    int ng = 0, nl = 0, ns = 0, nn = 0, np = 0;
+    int *map = NULL; /* per section: overlay index -> merged index (identity without a base) */
     int rc = -1;
-    if (read_section(&cx, root, &SEC_GPUS, &gpus, &c->n_gpus, NULL) ||
-        read_section(&cx, root, &SEC_LINKS, &links, &c->n_links, NULL) ||
-        read_section(&cx, root, &SEC_SSDS, &ssds, &c->n_ssds, NULL) ||
-        read_section(&cx, root, &SEC_NICS, &nics, &c->n_nics, NULL) ||
-        read_section(&cx, root, &SEC_PLATFORMS, &plats, &c->n_platforms, &refs))
+    if (read_section(&cx, root, &SEC_GPUS, &gpus, &ng, NULL) || read_section(&cx, root, &SEC_LINKS, &links, &nl, NULL) ||
+        read_section(&cx, root, &SEC_SSDS, &ssds, &ns, NULL) || read_section(&cx, root, &SEC_NICS, &nics, &nn, NULL) ||
+        read_section(&cx, root, &SEC_PLATFORMS, &plats, &np, &refs))
         goto done;
-    c->gpus = gpus;
-    c->links = links;
-    c->ssds = ssds;
-    c->nics = nics;
-    c->platforms = plats;
-
-    for (int i = 0; i < c->n_links; i++)
-        if (check_link(&cx, i, &c->links[i])) goto done;
-    for (int i = 0; i < c->n_nics; i++)
-        if (check_nic(&cx, i, &c->nics[i])) goto done;
-    for (int i = 0; i < c->n_gpus; i++) {
-        GpuSpec *g = &c->gpus[i];
+    for (int i = 0; i < nl; i++)
+        if (check_link(&cx, i, &((LinkSpec *)links)[i])) goto done;
+    for (int i = 0; i < nn; i++)
+        if (check_nic(&cx, i, &((NicSpec *)nics)[i])) goto done;
+    int nmax = ng;
+    const int counts[] = {nl, ns, nn, np};
+    for (size_t i = 0; i < KV_ARRAY_LEN(counts); i++)
+        if (counts[i] > nmax) nmax = counts[i];
+    map = calloc((size_t)nmax + 1, sizeof *map);
+    if (!map) {
+        kv_err(e, "%s: out of memory", cx.origin);
+        goto done;
+    }
+    if (base) { /* lay every section over a copy of the base (links, SSDs, NICs need no map) */
+        c->links = merge_section(base->links, base->n_links, links, nl, sizeof(LinkSpec), &c->n_links, map);
+        c->ssds = merge_section(base->ssds, base->n_ssds, ssds, ns, sizeof(SsdSpec), &c->n_ssds, map);
+        c->nics = merge_section(base->nics, base->n_nics, nics, nn, sizeof(NicSpec), &c->n_nics, map);
+        c->gpus = merge_section(base->gpus, base->n_gpus, gpus, ng, sizeof(GpuSpec), &c->n_gpus, map);
+        if (!c->links || !c->ssds || !c->nics || !c->gpus) {
+            kv_err(e, "%s: out of memory", cx.origin);
+            goto done;
+        }
+    } else {
+        c->gpus = gpus;
+        c->links = links;
+        c->ssds = ssds;
+        c->nics = nics;
+        c->n_gpus = ng;
+        c->n_links = nl;
+        c->n_ssds = ns;
+        c->n_nics = nn;
+        gpus = links = ssds = nics = NULL;
+        for (int i = 0; i < ng; i++) map[i] = i;
+    }
+    for (int i = 0; i < ng; i++) {
+        GpuSpec *g = &c->gpus[map[i]];
         int k = find_index(c->links, c->n_links, sizeof(LinkSpec), g->pcie);
         if (k < 0) {
             char names[700];
@@ -585,23 +634,58 @@ int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, Kv
         }
         snprintf(g->pcie, sizeof g->pcie, "%s", c->links[k].name); /* canonical spelling */
     }
+    if (base) {
+        /* base platforms keep their (still valid) indices; the overlay's are resolved below */
+        c->platforms = merge_section(base->platforms, base->n_platforms, plats, np, sizeof(PlatformSpec),
+                                     &c->n_platforms, map);
+        if (!c->platforms) {
+            kv_err(e, "%s: out of memory", cx.origin);
+            goto done;
+        }
+    } else {
+        c->platforms = plats;
+        c->n_platforms = np;
+        plats = NULL;
+        for (int i = 0; i < np; i++) map[i] = i;
+    }
     const cJSON *parr = cJSON_GetObjectItemCaseSensitive(root, "platforms");
     const cJSON *pobj = parr ? parr->child : NULL;
-    for (int i = 0; i < c->n_platforms; i++, pobj = pobj->next)
-        if (check_platform(&cx, c, i, &c->platforms[i], &refs[i], pobj)) goto done;
+    for (int i = 0; i < np; i++, pobj = pobj->next)
+        if (check_platform(&cx, c, i, &c->platforms[map[i]], &refs[i], pobj)) goto done;
     rc = 0;
 done:
+    free(map);
     free(refs);
+    free(gpus);
+    free(links);
+    free(ssds);
+    free(nics);
+    free(plats);
     cJSON_Delete(root);
-    if (rc != 0) {
-        /* The section arrays may or may not have been handed to c yet; free whichever is set. */
-        if (c->gpus != gpus) free(gpus);
-        if (c->links != links) free(links);
-        if (c->ssds != ssds) free(ssds);
-        if (c->nics != nics) free(nics);
-        if (c->platforms != plats) free(plats);
-        hw_catalog_free(c);
-    }
+    if (rc != 0) hw_catalog_free(c);
+    return rc;
+}
+
+int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, KvErr *e)
+{
+    return parse_layer(c, json_text, origin, NULL, e);
+}
+
+int hw_catalog_overlay(HwCatalog *c, const char *json_text, const char *origin, KvErr *e)
+{
+    HwCatalog merged;
+    if (parse_layer(&merged, json_text, origin, c, e) != 0) return -1;
+    hw_catalog_free(c);
+    *c = merged;
+    return 0;
+}
+
+int hw_catalog_overlay_file(HwCatalog *c, const char *path, KvErr *e)
+{
+    char *text = kv_read_file(path, NULL, e);
+    if (!text) return kv_err_prefix(e, "hardware overlay: ");
+    int rc = hw_catalog_overlay(c, text, path, e);
+    free(text);
     return rc;
 }
 

@@ -122,6 +122,15 @@ typedef struct HwCatalog {
 int hw_catalog_parse(HwCatalog *c, const char *json_text, const char *origin, KvErr *e);
 /* Load from override path, $KVSIM_CONFIG_DIR/hardware.json or the embedded default. */
 int hw_catalog_load(HwCatalog *c, const char *override_path, KvErr *e);
+/* Lay an overlay (same format, every section optional; `kvsim --hardware FILE`) over c: an entry
+ * whose name (without case) is already in its section replaces that entry whole (a base platform
+ * that referred to a replaced GPU, link, SSD or NIC now gets the overlay's), the others are added.
+ * Every overlay entry is validated as in a catalog (fields, plausible ranges, relations), its
+ * platforms' references are resolved against the merged catalog; messages name the overlay's
+ * origin and its own JSON path ("mybox.json: gpus[0].mem: ..."). On failure c is unchanged.
+ * c->origin becomes "BASE + OVERLAY". */
+int hw_catalog_overlay(HwCatalog *c, const char *json_text, const char *origin, KvErr *e);
+int hw_catalog_overlay_file(HwCatalog *c, const char *path, KvErr *e);
 void hw_catalog_free(HwCatalog *c);
 
 /* Lookups by name, case-insensitive; on failure the message lists every known name. */

@@ -537,6 +537,60 @@ int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e)
     return rc;
 }
 
+int model_catalog_overlay(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e)
+{
+    if (!origin) origin = "(overlay)";
+    ModelCatalog ov;
+    if (model_catalog_parse(&ov, json_text, origin, e) != 0) return -1;
+    ModelSpec *out = calloc((size_t)(c->n + ov.n), sizeof *out);
+    if (!out) {
+        model_catalog_free(&ov);
+        return kv_err(e, "%s: out of memory", origin);
+    }
+    if (c->n) memcpy(out, c->models, (size_t)c->n * sizeof *out);
+    int n = c->n;
+    ParseCtx pc = {origin, -1, e};
+    for (int i = 0; i < ov.n; i++) {
+        const ModelSpec *mi = &ov.models[i];
+        int k = -1; /* the base model this one replaces: same name */
+        for (int j = 0; j < c->n; j++)
+            if (strcasecmp(out[j].name, mi->name) == 0) k = j;
+        /* every name a lookup accepts must still name one model: check against the base models it
+         * does not replace (the overlay's own names were checked by model_catalog_parse) */
+        for (int j = 0; j < c->n; j++) {
+            if (j == k) continue;
+            const char *dup = model_shared_name(&out[j], mi);
+            if (dup) {
+                pc.idx = i;
+                const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
+                perr(&pc, key, "\"%s\" already names %s's model %s (an overlay model replaces a catalog model of the same "
+                     "name only)", dup, c->origin, out[j].name);
+                free(out);
+                model_catalog_free(&ov);
+                return -1;
+            }
+        }
+        out[k >= 0 ? k : n++] = *mi;
+    }
+    model_catalog_free(&ov);
+    free(c->models);
+    c->models = out;
+    c->n = n;
+    char both[sizeof c->origin];
+    snprintf(both, sizeof both, "%s + %s", c->origin, origin);
+    memcpy(c->origin, both, sizeof both);
+    return 0;
+}
+
+int model_catalog_overlay_file(ModelCatalog *c, const char *path, KvErr *e)
+{
+    char *text = kv_read_file(path, NULL, e);
+    if (!text) return kv_err_prefix(e, "models overlay: ");
+    int rc = model_catalog_overlay(c, text, path, e);
+    free(text);
+    return rc;
+}
+
 void model_catalog_free(ModelCatalog *c)
 {
     if (!c) return;

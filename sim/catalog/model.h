@@ -100,6 +100,12 @@ typedef struct ModelCatalog {
 int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e);
 /* Load from override path, $KVSIM_CONFIG_DIR/models.json or the embedded default. */
 int model_catalog_load(ModelCatalog *c, const char *override_path, KvErr *e);
+/* Lay an overlay (same format; `kvsim --models FILE`) over c: a model whose name (without case) is
+ * in c replaces it, the others are added after c's. Overlay models are validated as a catalog's;
+ * a name, hf_id or alias that would also name another (not replaced) model is refused naming the
+ * overlay's origin and key ("mine.json: models[0].hf_id: ..."). On failure c is unchanged. */
+int model_catalog_overlay(ModelCatalog *c, const char *json_text, const char *origin, KvErr *e);
+int model_catalog_overlay_file(ModelCatalog *c, const char *path, KvErr *e);
 void model_catalog_free(ModelCatalog *c);
 /* By catalog name, Hugging Face id (hf_id) or one of the model's aliases, each matched exactly but
  * case-insensitively ("meta-llama/Llama-2-7b-hf" finds Llama-2-7B); on failure the message lists every

@@ -23,6 +23,9 @@
 #include "traces/trace.h"
 #include "sim/base/opt.h"
 #include "sim/base/units.h"
+#include "sim/cli/check.h"
+#include "sim/cli/point.h"
+#include "sim/cli/sweep.h"
 
 const char *kv_embedded(const char *name, size_t *len);
 static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,
@@ -34,9 +37,11 @@ static void usage(FILE *out)
             "usage: kvsim COMMAND [options]\n"
             "\n"
             "commands:\n"
-            "  list CATALOG    show a catalog: policies, models, platforms, gpus, traces, scenarios\n"
-            "  run             simulate one policy (--policy P --out DIR)\n"
+            "  list CATALOG    show a catalog: policies, models, platforms, gpus, ssds, nics, links, traces, scenarios\n"
+            "  run             simulate one policy (--policy P --out DIR; --dry-run: only the resolved configuration)\n"
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
+            "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
+            "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -48,7 +53,10 @@ static char g_policy_help[1024]; /* "the restoration policy: recompute, ..." (fi
 static char g_policies_help[1200];
 
 #define KVSIM_SIM_OPTS                                                                                              \
-    {"--out", "DIR", OPT_REQUIRED, "results directory (summary.json, requests.csv, table.md, ttft_cdf.svg)"},       \
+    {"--out", "DIR", 0, "results directory (summary.json, requests.csv, table.md, ttft_cdf.svg); required unless --dry-run"}, \
+        {"--dry-run", NULL, 0, "print the resolved configuration, weights per GPU, the KV pool and whether it fits; simulate nothing"}, \
+        {"--hardware", "FILE", 0, "hardware overlay: GPUs, links, SSDs, NICs, platforms added or replaced by name"},  \
+        {"--models", "FILE", 0, "models overlay: models added or replaced by name"},                                 \
         {"--model", "M", 0, "model from the catalog (kvsim list models; default Llama-2-7B)"},                      \
         {"--platform", "X", 0, "platform from the catalog (kvsim list platforms; default hcache-a100)"},            \
         {"--trace", "T", 0, "generator (sharegpt4, leval, swebench) or trace file (default sharegpt4)"},            \
@@ -72,8 +80,12 @@ static const OptCmd k_compare = {"kvsim compare",
                                  "Simulate several policies on the same trace and seed; write the results of all of "
                                  "them to DIR and print one table.",
                                  k_compare_opts, (int)KV_ARRAY_LEN(k_compare_opts), NULL, 0, 0};
-static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, traces or scenarios.",
-                              NULL, 0, "{policies|models|platforms|gpus|traces|scenarios}", 1, 1};
+static const OptSpec k_list_opts[] = {
+    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (platforms, gpus, ssds, nics, links)"},
+    {"--models", "FILE", 0, "models overlay laid over the catalog (models)"}};
+static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, ssds, nics, links, traces or scenarios.",
+                              k_list_opts, (int)KV_ARRAY_LEN(k_list_opts),
+                              "{policies|models|platforms|gpus|ssds|nics|links|traces|scenarios}", 1, 1};
 
 static void fill_policy_help(void)
 {
@@ -151,12 +163,21 @@ static int cmd_list(int argc, char **argv)
         printf("(or a file: canonical CSV, Mooncake JSONL, Vidur/Splitwise CSV)\n");
         return 0;
     }
-    if (!strcmp(what, "models")) {
-        ModelCatalog mc;
-        if (model_catalog_load(&mc, NULL, &e) != 0) {
+    SimConfig ovc; /* the overlays, through the settings that carry them into runs */
+    sim_config_defaults(&ovc);
+    if ((opt_get(&a, "--hardware") && sim_config_set(&ovc, "hardware_overlay", opt_get(&a, "--hardware"), &e) != 0) ||
+        (opt_get(&a, "--models") && sim_config_set(&ovc, "models_overlay", opt_get(&a, "--models"), &e) != 0))
+        return usage_error(&k_list, "%s", e.msg);
+    ModelCatalog mc;
+    HwCatalog hw;
+    if (!strcmp(what, "models") || !strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") ||
+        !strcmp(what, "nics") || !strcmp(what, "links")) {
+        if (sim_catalogs_open(&ovc, &mc, &hw, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             return 1;
         }
+    }
+    if (!strcmp(what, "models")) {
         printf("%-16s %5s %6s %5s %4s %5s %12s %14s %8s  %s\n", "model", "arch", "layers", "hidden", "h", "h_kv", "params",
                "KV B/token", "KV/hid", "also accepted as (Hugging Face ids)");
         for (int i = 0; i < mc.n; i++) {
@@ -170,21 +191,19 @@ static int cmd_list(int argc, char **argv)
             putchar('\n');
         }
         model_catalog_free(&mc);
+        hw_catalog_free(&hw);
         return 0;
     }
-    HwCatalog hw;
-    if (!strcmp(what, "platforms") || !strcmp(what, "gpus")) {
-        if (hw_catalog_load(&hw, NULL, &e) != 0) {
-            fprintf(stderr, "kvsim: %s\n", e.msg);
-            return 1;
-        }
+    if (!strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") || !strcmp(what, "nics") ||
+        !strcmp(what, "links")) {
+        model_catalog_free(&mc);
         if (!strcmp(what, "gpus")) {
             for (int i = 0; i < hw.n_gpus; i++) {
                 const GpuSpec *g = &hw.gpus[i];
                 printf("%-12s %7.1f TFLOP/s %6.0f GB %6.0f GB/s  %s\n", g->name, g->fp16_flops / 1e12,
                        (double)g->mem_bytes / 1e9, g->mem_bw_bytes_per_s / 1e9, g->full_name);
             }
-        } else {
+        } else if (!strcmp(what, "platforms")) {
             for (int i = 0; i < hw.n_platforms; i++) {
                 const PlatformSpec *p = &hw.platforms[i];
                 char ssd[96] = "no SSD", nic[96] = "no remote store";
@@ -193,11 +212,14 @@ static int cmd_list(int argc, char **argv)
                 printf("%-20s %d× %-10s %-6s %-16s %-10s  %s\n", p->name, p->gpus_per_node, hw.gpus[p->gpu].name,
                        hw.links[p->link].name, ssd, nic, p->description);
             }
+        } else {
+            point_list_parts(stdout, &hw, what);
         }
         hw_catalog_free(&hw);
         return 0;
     }
-    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, traces, scenarios)", what);
+    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, ssds, nics, links, traces, scenarios)",
+                       what);
 }
 
 /* Apply a JSON object of settings (a --config file or a scenario). "policies" and "description"
@@ -355,7 +377,7 @@ static int cmd_run(int argc, char **argv, int compare)
     sim_config_defaults(&cfg);
     char policies[512] = "";
     const char *out = NULL;
-    int no_csv = 0, stats = 0;
+    int no_csv = 0, stats = 0, dry_run = 0;
     KvErr e;
     char scen_policies[512] = "", scen_desc[1024] = "";
     /* --scenario, then --config, so that the other options override them */
@@ -369,7 +391,8 @@ static int cmd_run(int argc, char **argv, int compare)
         const char *opt, *key;
     } direct[] = {{"--model", "model"},     {"--platform", "platform"}, {"--trace", "trace"}, {"--requests", "requests"},
                   {"--seed", "seed"},       {"--tp", "tp"},             {"--pp", "pp"},       {"--costs", "costs"},
-                  {"--replicas", "replicas"}, {"--dtype", "dtype"}};
+                  {"--replicas", "replicas"}, {"--dtype", "dtype"}, {"--hardware", "hardware_overlay"},
+                  {"--models", "models_overlay"}};
     /* the other options in command-line order (--set model=X --model Y: Y) */
     for (int i = 0; i < a.n_hits; i++) {
         const char *o = opt_hit_name(&a, i), *v = a.hits[i].value;
@@ -377,6 +400,7 @@ static int cmd_run(int argc, char **argv, int compare)
         if (!strcmp(o, "--quiet")) cfg.quiet = 1;
         else if (!strcmp(o, "--no-csv")) no_csv = 1;
         else if (!strcmp(o, "--stats")) stats = 1;
+        else if (!strcmp(o, "--dry-run")) dry_run = 1;
         else if (!strcmp(o, "--out")) out = v;
         else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
         else if (!strcmp(o, "--set")) {
@@ -392,6 +416,7 @@ static int cmd_run(int argc, char **argv, int compare)
             if (sim_config_set(&cfg, direct[k].key, v, &e) != 0) return usage_error(cmd, "%s: %s", o, e.msg);
         }
     }
+    if (!out && !dry_run) return usage_error(cmd, "option --out is required (or --dry-run)");
     if (!policies[0] && compare && scen_policies[0]) snprintf(policies, sizeof policies, "%s", scen_policies);
     if (!policies[0]) snprintf(policies, sizeof policies, "%s", "recompute,kv-offload"); /* compare's default */
     if (scen_desc[0] && !cfg.quiet) fprintf(stderr, "scenario: %s\n", scen_desc);
@@ -423,6 +448,13 @@ static int cmd_run(int argc, char **argv, int compare)
     if (sim_world_open(&w, &cfg, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 1;
+    }
+    char warning[512];
+    if (point_spec_warning(&w, warning, sizeof warning)) fprintf(stderr, "kvsim: warning: %s\n", warning);
+    if (dry_run) { /* exit 1 when the model does not fit, as the run would */
+        int fits = point_dry_run(stdout, &w, policies);
+        sim_world_close(&w);
+        return fits ? 0 : 1;
     }
     char trace_desc[1024] = "";
     if (trace_check(&cfg, &w, trace_desc, sizeof trace_desc, &e) != 0) {
@@ -532,6 +564,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "sweep")) return sweep_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check; kvsim --help)\n", cmd);
     return 2;
 }

@@ -114,6 +114,13 @@ static const CfgKey g_keys[] = {
     NUMK("tp", CT_INT, tp, "1", 1, 1024, 0, NULL, "tensor-parallel GPUs per stage (tp × pp <= the platform's GPUs per node)"),
     NUMK("pp", CT_INT, pp, "1", 1, SIM_MAX_STAGES, 0, NULL, "pipeline stages per replica"),
     NUMK("replicas", CT_INT, replicas, "1", 1, 64, 0, NULL, "model replicas, one node each (sessions pinned to one)"),
+    STRK("gpu", gpu, "platform", 0, "platform", "GPU replacing the platform's (kvsim list gpus; 'platform': the platform's)"),
+    STRK("host_link", host_link, "platform", 0, "platform",
+         "host link replacing the platform's GPU<->host link (kvsim list links; 'platform': the platform's)"),
+    STRK("hardware_overlay", hardware_overlay, "none", 0, "none",
+         "hardware catalog overlay: a JSON file of GPUs, links, SSDs, NICs, platforms added or replaced by name (--hardware)"),
+    STRK("models_overlay", models_overlay, "none", 0, "none",
+         "model catalog overlay: a JSON file of models added or replaced by name (--models)"),
     /* engine */
     ENUMK("engine", engine, "vllm", g_engine_names, "engine profile (sets the default iteration overhead)"),
     NUMK("iter_overhead", CT_DUR, iter_overhead_ns, "profile", 0, MAX_DUR, 0, "profile",
@@ -139,6 +146,7 @@ static const CfgKey g_keys[] = {
     /* storage */
     ENUMK("store", store, "auto", g_store_names, "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)"),
     NUMK("dram", CT_SIZE, dram_bytes, "0 B", 0, 1e18, 0, NULL, "host DRAM for saved state, e.g. 256 GB (0: the platform's)"),
+    STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
     STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
     NUMK("state_ttl", CT_DUR, state_ttl_ns, "1 h", 0, MAX_DUR, 0, NULL, "drop saved state unused this long (0: never)"),
@@ -483,7 +491,9 @@ int sim_config_set(SimConfig *c, const char *key, const char *value, KvErr *e)
     const CfgKey *k = find_key(key);
     if (k) {
         unsigned char old[sizeof c->trace];
-        _Static_assert(sizeof c->trace >= sizeof c->costs, "the largest field");
+        _Static_assert(sizeof c->trace >= sizeof c->costs && sizeof c->trace >= sizeof c->hardware_overlay &&
+                           sizeof c->trace >= sizeof c->models_overlay,
+                       "the largest field");
         memcpy(old, field(c, k), k->size);
         if (row_parse(c, k, value, e) == 0 && row_check(c, k, e) == 0) return 0;
         memcpy(field(c, k), old, k->size);
@@ -626,10 +636,15 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
         return kv_err(e, "tp %d × pp %d = %lld GPUs per replica, but platform %s has %d GPUs per node "
                       "(allowed tp × pp <= %d; a replica runs on one node, each replica on its own)",
                       in->tp, in->pp, (long long)gpus, p->name, p->gpus_per_node, p->gpus_per_node);
+    if (!out->gpu[0]) snprintf(out->gpu, sizeof out->gpu, "%s", hw->gpus[p->gpu].name);
+    if (!out->host_link[0]) snprintf(out->host_link, sizeof out->host_link, "%s", hw->links[p->link].name);
     if (out->iter_overhead_ns < 0) out->iter_overhead_ns = sim_engine_overhead_ns(out->engine);
     if (out->n_ssd < 0) out->n_ssd = p->ssd >= 0 ? p->n_ssd : 0;
     if (out->n_ssd > 0 && p->ssd < 0 && hw->n_ssds == 0)
         return kv_err(e, "n_ssd: %d SSDs, but the hardware catalog has no SSD", out->n_ssd);
+    /* the drive the engine uses: the platform's, else the catalog's first (sim_setup) */
+    if (!out->ssd[0] && out->n_ssd > 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd >= 0 ? p->ssd : 0].name);
+    if (!out->ssd[0] && p->ssd >= 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd].name);
     if (!out->nic[0]) {
         if (p->nic >= 0) snprintf(out->nic, sizeof out->nic, "%s", hw->nics[p->nic].name);
         else snprintf(out->nic, sizeof out->nic, "none");
@@ -649,5 +664,42 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     if (!out->cost_device[0]) snprintf(out->cost_device, sizeof out->cost_device, "%s", hw->gpus[p->gpu].name);
     if (spec_stack_check(&hw->gpus[p->gpu], out->stack, e) != 0) return -1;
     out->stack = spec_stack_resolve(&hw->gpus[p->gpu], out->stack);
+    return 0;
+}
+
+int sim_catalogs_open(const SimConfig *c, ModelCatalog *mc, HwCatalog *hw, KvErr *e)
+{
+    memset(hw, 0, sizeof *hw);
+    if (model_catalog_load(mc, NULL, e) != 0) return -1;
+    if ((c->models_overlay[0] && model_catalog_overlay_file(mc, c->models_overlay, e) != 0) ||
+        hw_catalog_load(hw, NULL, e) != 0 ||
+        (c->hardware_overlay[0] && hw_catalog_overlay_file(hw, c->hardware_overlay, e) != 0)) {
+        model_catalog_free(mc);
+        hw_catalog_free(hw);
+        return -1;
+    }
+    return 0;
+}
+
+int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec *p, KvErr *e)
+{
+    PlatformSpec *q = &hw->platforms[p - hw->platforms];
+    if (c->gpu[0]) {
+        const GpuSpec *g = hw_find_gpu(hw, c->gpu, e);
+        if (!g) return kv_err_prefix(e, "gpu: ");
+        q->gpu = (int)(g - hw->gpus);
+    }
+    if (c->host_link[0]) {
+        const LinkSpec *l = hw_find_link(hw, c->host_link, e);
+        if (!l) return kv_err_prefix(e, "host_link: ");
+        q->link = (int)(l - hw->links);
+    }
+    if (c->ssd[0]) {
+        const SsdSpec *d = hw_find_ssd(hw, c->ssd, e);
+        if (!d) return kv_err_prefix(e, "ssd: ");
+        if (q->ssd < 0 && c->n_ssd < 0)
+            return kv_err(e, "ssd: %s, but platform %s has no SSD array to take its place (set n_ssd too)", d->name, q->name);
+        q->ssd = (int)(d - hw->ssds);
+    }
     return 0;
 }

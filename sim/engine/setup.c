@@ -24,10 +24,10 @@ int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e)
     /* the tables first, then the settings: all before any catalog, trace or cost store is opened */
     if (policy_registry_check_builtin(e) != 0 || sim_config_table_check(e) != 0 || sim_config_check(cfg, e) != 0) return -1;
     w->cfg = &w->resolved;
-    if (model_catalog_load(&w->models, NULL, e) != 0) return -1;
-    if (hw_catalog_load(&w->hw, NULL, e) != 0) goto fail;
+    if (sim_catalogs_open(cfg, &w->models, &w->hw, e) != 0) return -1;
     if (!(w->model = model_find(&w->models, cfg->model, e))) goto fail;
     if (!(w->platform = hw_find_platform(&w->hw, cfg->platform, e))) goto fail;
+    if (sim_config_apply_parts(cfg, &w->hw, w->platform, e) != 0) goto fail;
     if (sim_config_resolve(&w->resolved, cfg, &w->hw, w->platform, w->model, &w->nic, e) != 0) goto fail;
     w->save_tier = w->resolved.store == SIM_STORE_DRAM_SSD ? TIER_SSD : w->resolved.store == SIM_STORE_DRAM ? TIER_DRAM : TIER_REMOTE;
     cfg = w->cfg;
@@ -98,6 +98,26 @@ static double link_rate(CostModel *cm, CostOp op, double catalog_bytes_per_s)
     return (double)((1LL << 30) - (1LL << 26)) / ((b - a) / 1e9);
 }
 
+void sim_world_capacity(const SimWorld *w, SimCapacity *out)
+{
+    const SimConfig *cfg = w->cfg;
+    const GpuSpec *gpu = &w->hw.gpus[w->platform->gpu];
+    memset(out, 0, sizeof *out);
+    out->hbm_bytes = gpu->mem_bytes;
+    out->weight_bytes_per_gpu = model_weight_bytes_per_gpu(&w->ly);
+    out->usable_bytes = (double)gpu->mem_bytes * cfg->mem_util - (double)out->weight_bytes_per_gpu;
+    int max_stage_layers = 0;
+    for (int s = 0; s < w->ly.pp; s++) {
+        int first, count;
+        model_stage_layers(&w->ly, s, &first, &count);
+        if (count > max_stage_layers) max_stage_layers = count;
+    }
+    double per_tok = (double)model_kv_bytes_per_token_layer_gpu(&w->ly) * max_stage_layers;
+    out->kv_bytes_per_token_gpu = per_tok;
+    out->fits = !(out->usable_bytes < per_tok * 1024);
+    if (out->fits) out->pool_tokens = (int64_t)(out->usable_bytes / per_tok) / cfg->block_tokens * cfg->block_tokens;
+}
+
 int sim_setup(Sim *sm)
 {
     SimWorld *w = sm->w;
@@ -159,22 +179,18 @@ int sim_setup(Sim *sm)
     sm->save_first = use_dram ? TIER_DRAM : TIER_REMOTE;
     sm->direct_first = use_ssd ? TIER_SSD : use_dram ? TIER_DRAM : TIER_REMOTE;
     /* KV pool */
-    uint64_t weights = model_weight_bytes_per_gpu(&w->ly);
-    double usable = (double)gpu->mem_bytes * cfg->mem_util - (double)weights;
-    int max_stage_layers = 0;
-    for (int s = 0; s < sm->S; s++)
-        if (sm->stage_layers[s] > max_stage_layers) max_stage_layers = sm->stage_layers[s];
-    double per_tok = sm->kv_tok_layer_gpu * max_stage_layers;
-    if (usable < per_tok * 1024)
+    SimCapacity cap;
+    sim_world_capacity(w, &cap);
+    if (!cap.fits)
         return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.1f GB per GPU of %.1f GB × mem_util %.2f",
-                      w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)weights / 1e9, (double)gpu->mem_bytes / 1e9,
-                      cfg->mem_util);
+                      w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
+                      (double)gpu->mem_bytes / 1e9, cfg->mem_util);
     sm->rep = calloc((size_t)sm->R, sizeof *sm->rep);
     if (!sm->rep) return kv_err(sm->e, "out of memory");
     for (int i = 0; i < sm->R; i++) {
         Replica *rp = &sm->rep[i];
         rp->id = i;
-        rp->pool_cap = (int64_t)(usable / per_tok) / cfg->block_tokens * cfg->block_tokens;
+        rp->pool_cap = cap.pool_tokens;
         for (int s = 0; s < sm->S; s++) {
             Channel *h = &rp->ch[CH_H2D][s], *d = &rp->ch[CH_D2H][s];
             ch_init(h, CH_H2D, s, h2d_bps, h2d_bi_bps, link->latency_ns);

@@ -69,6 +69,13 @@ typedef struct SimConfig {
     char platform[64];
     char dtype[8];
     int tp, pp, replicas;
+    /* the platform's parts replaced by catalog entries of that name (derived: "" = the platform's) */
+    char gpu[64];
+    char host_link[64];
+    char ssd[64];
+    /* catalog overlays laid over the built-in catalogs ("" = none; --hardware, --models) */
+    char hardware_overlay[4096];
+    char models_overlay[4096];
     /* engine */
     SimEngine engine;           /* profile: fixed host overhead per iteration */
     int64_t iter_overhead_ns;   /* per-iteration host overhead; derived: -1 = the engine profile's */
@@ -148,6 +155,13 @@ int64_t sim_engine_overhead_ns(SimEngine engine);
  * store's NIC or NULL. Messages name the key, the value and the platform. */
 int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw, const PlatformSpec *p,
                        const ModelSpec *m, const NicSpec **nic, KvErr *e);
+/* The model and hardware catalogs with c's overlays (hardware_overlay, models_overlay) laid over
+ * them (hw_catalog_overlay, model_catalog_overlay); both or neither are open afterwards. */
+int sim_catalogs_open(const SimConfig *c, ModelCatalog *mc, HwCatalog *hw, KvErr *e);
+/* Replace the parts of platform p (an entry of hw, which is changed) named by c's gpu, host_link
+ * and ssd settings with those catalog entries; before sim_config_resolve. Messages name the key,
+ * the value and the known names. */
+int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec *p, KvErr *e);
 
 typedef struct SimClassStats {
     Hist ttft, restore;
@@ -201,6 +215,18 @@ typedef struct SimWorld {
  * catalogs, resolves cfg (sim_config_resolve) and builds the cost model. w may not be copied. */
 int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e);
 void sim_world_close(SimWorld *w);
+
+/* What one GPU of a replica holds (the rule sim_setup applies): weights of the stage with the most,
+ * usable = HBM × mem_util − weights, the KV pool in whole blocks of the stage with the most layers. */
+typedef struct SimCapacity {
+    uint64_t hbm_bytes;             /* per GPU */
+    uint64_t weight_bytes_per_gpu;
+    double usable_bytes;            /* HBM × mem_util − weights (may be negative) */
+    double kv_bytes_per_token_gpu;  /* all layers of the largest stage, this GPU's heads */
+    int64_t pool_tokens;            /* per replica (0 when it does not fit) */
+    int fits;                       /* usable holds at least 1024 tokens of KV */
+} SimCapacity;
+void sim_world_capacity(const SimWorld *w, SimCapacity *out);
 
 /* Per-request rows: called as each request completes (results writer streams them). */
 typedef struct SimRequestRow {

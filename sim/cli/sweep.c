@@ -1,0 +1,1093 @@
+/* sweep.c — `kvsim sweep`: grids of settings run in parallel into one SQLite results database;
+ * the spec, the database schema and the resume rule are in sweep.h.
+ *
+ * Responsible for: the spec (parse, --set lists, enumeration), the database (schema, point
+ * registration, one transaction per finished point, the CSV export), the executors behind
+ * SweepExec (a fork-based pool; MPI ranks when compiled with KVSIM_MPI), the progress line.
+ * Not responsible for: what a point computes (point.c), the settings' syntax (config.c).
+ *
+ * Executors. SweepExec.job runs in a worker and returns the point's result as text (point.h's
+ * text form); SweepExec.done runs in the coordinator, the only process that writes the database.
+ *  - local: fork one child per running point (at most -j N), the result comes back through a
+ *    pipe; a child that dies without its END line is a failed point ("killed by signal 9"). The
+ *    children die with the coordinator (PR_SET_PDEATHSIG). SIGINT/SIGTERM: the coordinator kills
+ *    the running children and returns; their points stay pending.
+ *  - MPI (bin/kvsim-mpi under mpirun, more than one rank): every rank parses the same command
+ *    line and enumerates the same points; rank 0 opens the database and deals the points to do,
+ *    one at a time, to whichever worker asks (a worker's request carries its last result); other
+ *    ranks only simulate. With a single rank (no mpirun) the local pool runs.
+ * Invariants: points get their ids in enumeration order when first registered, so the same sweep
+ * gives the same database content for any -j or rank count; a done point has all its metric rows.
+ * Complexity: O(points × axes) to enumerate; one simulation per point to do; the database work is
+ * O(metrics) per point.
+ */
+#include "sim/cli/sweep.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/base/opt.h"
+#include "sim/cli/point.h"
+#include "sim/engine/sim.h"
+
+#ifdef KVSIM_MPI
+#include <mpi.h>
+#endif
+
+/* ---------------------------------------------------------------- spec */
+
+void sweep_spec_init(SweepSpec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->base = cJSON_CreateObject();
+    snprintf(s->origin, sizeof s->origin, "command line");
+}
+
+static void axis_free(SweepAxis *a)
+{
+    for (int i = 0; i < a->n; i++) free(a->values[i]);
+    free(a->values);
+    memset(a, 0, sizeof *a);
+}
+
+void sweep_spec_free(SweepSpec *s)
+{
+    for (int i = 0; i < s->n_axes; i++) axis_free(&s->axes[i]);
+    free(s->axes);
+    cJSON_Delete(s->base);
+    memset(s, 0, sizeof *s);
+}
+
+/* A JSON scalar as the text --set takes: numbers in the shortest form that reads back exactly. */
+static int scalar_text(const cJSON *it, char *val, size_t n)
+{
+    if (cJSON_IsString(it)) snprintf(val, n, "%s", it->valuestring);
+    else if (cJSON_IsBool(it)) snprintf(val, n, "%s", cJSON_IsTrue(it) ? "true" : "false");
+    else if (cJSON_IsNumber(it)) {
+        snprintf(val, n, "%.15g", it->valuedouble);
+        if (strtod(val, NULL) != it->valuedouble) snprintf(val, n, "%.17g", it->valuedouble);
+    } else return -1;
+    return 0;
+}
+
+/* key=value checked by the setting's parser (a scenario by loading it, policies by name). */
+static int check_value(const char *key, const char *value, const char *where, KvErr *e)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    if (!strcmp(key, "policies")) {
+        cJSON *o = cJSON_CreateObject();
+        char pol[600];
+        cJSON_AddStringToObject(o, "policies", value);
+        int rc = point_config(&c, o, where, pol, sizeof pol, e);
+        cJSON_Delete(o);
+        return rc != 0 && strncmp(e->msg, where, strlen(where)) ? kv_err_prefix(e, "%s: ", where) : rc;
+    }
+    if (!strcmp(key, "scenario")) {
+        cJSON *o = cJSON_CreateObject();
+        char pol[600];
+        cJSON_AddStringToObject(o, "scenario", value);
+        int rc = point_apply(&c, o, where, pol, sizeof pol, e);
+        cJSON_Delete(o);
+        return rc;
+    }
+    if (sim_config_set(&c, key, value, e) != 0) return kv_err_prefix(e, "%s: ", where);
+    return 0;
+}
+
+static int find_axis(const SweepSpec *s, const char *key)
+{
+    for (int i = 0; i < s->n_axes; i++)
+        if (!strcmp(s->axes[i].key, key)) return i;
+    return -1;
+}
+
+static void remove_axis(SweepSpec *s, int i)
+{
+    axis_free(&s->axes[i]);
+    memmove(&s->axes[i], &s->axes[i + 1], (size_t)(s->n_axes - i - 1) * sizeof *s->axes);
+    s->n_axes--;
+}
+
+static int set_base(SweepSpec *s, const char *key, const char *value, KvErr *e)
+{
+    cJSON *v = cJSON_CreateString(value);
+    if (!v) return kv_err(e, "out of memory");
+    if (cJSON_GetObjectItemCaseSensitive(s->base, key)) cJSON_ReplaceItemInObjectCaseSensitive(s->base, key, v);
+    else cJSON_AddItemToObject(s->base, key, v);
+    int a = find_axis(s, key);
+    if (a >= 0) remove_axis(s, a);
+    return 0;
+}
+
+/* A new (or replaced) axis with n values, copied. */
+static int set_axis(SweepSpec *s, const char *key, char **values, int n, KvErr *e)
+{
+    if (strlen(key) >= sizeof s->axes[0].key) return kv_err(e, "%s: setting name too long", key);
+    int a = find_axis(s, key);
+    if (a < 0) {
+        SweepAxis *ax = realloc(s->axes, (size_t)(s->n_axes + 1) * sizeof *ax);
+        if (!ax) return kv_err(e, "out of memory");
+        s->axes = ax;
+        a = s->n_axes++;
+        memset(&s->axes[a], 0, sizeof s->axes[a]);
+    } else {
+        axis_free(&s->axes[a]);
+    }
+    SweepAxis *ax = &s->axes[a];
+    snprintf(ax->key, sizeof ax->key, "%s", key);
+    ax->values = calloc((size_t)n, sizeof *ax->values);
+    if (!ax->values) return kv_err(e, "out of memory");
+    for (int i = 0; i < n; i++) {
+        if (!(ax->values[i] = strdup(values[i]))) return kv_err(e, "out of memory");
+        ax->n = i + 1;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(s->base, key)) cJSON_DeleteItemFromObjectCaseSensitive(s->base, key);
+    return 0;
+}
+
+int sweep_spec_parse(SweepSpec *s, const char *text, const char *origin, KvErr *e)
+{
+    snprintf(s->origin, sizeof s->origin, "%s", origin);
+    cJSON *root = cJSON_Parse(text);
+    if (!cJSON_IsObject(root)) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1;
+        if (!root && at)
+            for (const char *p = text; p < at && *p; p++) line += *p == '\n';
+        cJSON_Delete(root);
+        return kv_err(e, "%s: line %d: expected a JSON object {\"base\": {...}, \"axes\": {...}}", origin, line);
+    }
+    int rc = -1;
+    char val[4200], where[700];
+    for (const cJSON *it = root->child; it; it = it->next)
+        if (strcmp(it->string, "base") && strcmp(it->string, "axes") && strcmp(it->string, "description")) {
+            kv_err(e, "%s: unknown key \"%s\" (known: description, base, axes)", origin, it->string);
+            goto done;
+        }
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
+    const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
+    if (base && !cJSON_IsObject(base)) {
+        kv_err(e, "%s: base: expected an object of settings", origin);
+        goto done;
+    }
+    if (axes && !cJSON_IsObject(axes)) {
+        kv_err(e, "%s: axes: expected an object of setting: [values]", origin);
+        goto done;
+    }
+    for (const cJSON *it = base ? base->child : NULL; it; it = it->next) {
+        snprintf(where, sizeof where, "%s: base.%s", origin, it->string);
+        if (scalar_text(it, val, sizeof val) != 0) {
+            kv_err(e, "%s: expected a string, number or boolean", where);
+            goto done;
+        }
+        if (check_value(it->string, val, where, e) != 0 || set_base(s, it->string, val, e) != 0) goto done;
+    }
+    for (const cJSON *it = axes ? axes->child : NULL; it; it = it->next) {
+        int n = cJSON_GetArraySize(it);
+        if (!cJSON_IsArray(it) || n == 0) {
+            kv_err(e, "%s: axes.%s: expected a non-empty array of values", origin, it->string);
+            goto done;
+        }
+        if (find_axis(s, it->string) >= 0) {
+            kv_err(e, "%s: axes.%s: given twice", origin, it->string);
+            goto done;
+        }
+        char **vals = calloc((size_t)n, sizeof *vals);
+        if (!vals) {
+            kv_err(e, "out of memory");
+            goto done;
+        }
+        int k = 0, bad = 0;
+        for (const cJSON *v = it->child; v && !bad; v = v->next, k++) {
+            snprintf(where, sizeof where, "%s: axes.%s[%d]", origin, it->string, k);
+            if (scalar_text(v, val, sizeof val) != 0) bad = kv_err(e, "%s: expected a string, number or boolean", where);
+            else if (check_value(it->string, val, where, e) != 0) bad = -1;
+            else {
+                for (int j = 0; j < k && !bad; j++)
+                    if (!strcmp(vals[j], val)) bad = kv_err(e, "%s: \"%s\" is already axes.%s[%d]", where, val, it->string, j);
+                if (!bad && !(vals[k] = strdup(val))) bad = kv_err(e, "out of memory");
+            }
+        }
+        if (!bad) bad = set_axis(s, it->string, vals, n, e);
+        for (int j = 0; j < n; j++) free(vals[j]);
+        free(vals);
+        if (bad) goto done;
+    }
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int sweep_spec_set(SweepSpec *s, const char *kv, KvErr *e)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || !eq[1]) return kv_err(e, "--set %s: expected KEY=VALUE or KEY=V1,V2,...", kv);
+    char key[64], where[200];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    snprintf(where, sizeof where, "--set %s", key);
+    int n = 1;
+    for (const char *p = eq + 1; *p; p++) n += *p == ',';
+    char **vals = calloc((size_t)n, sizeof *vals);
+    if (!vals) return kv_err(e, "out of memory");
+    int rc = 0, k = 0;
+    for (const char *tok = eq + 1; rc == 0 && k < n; k++) {
+        size_t len = strcspn(tok, ",");
+        if (len == 0) rc = kv_err(e, "%s: empty value in the list '%s'", where, eq + 1);
+        else if (!(vals[k] = strndup(tok, len))) rc = kv_err(e, "out of memory");
+        else if (check_value(key, vals[k], where, e) != 0) rc = -1;
+        for (int j = 0; j < k && rc == 0; j++)
+            if (!strcmp(vals[j], vals[k])) rc = kv_err(e, "%s: '%s' is listed twice", where, vals[k]);
+        tok += len;
+        if (*tok == ',') tok++;
+    }
+    if (rc == 0) rc = n == 1 ? set_base(s, key, vals[0], e) : set_axis(s, key, vals, n, e);
+    for (int j = 0; j < n; j++) free(vals[j]);
+    free(vals);
+    return rc;
+}
+
+void sweep_points_free(cJSON **points, int n)
+{
+    for (int i = 0; points && i < n; i++) cJSON_Delete(points[i]);
+    free(points);
+}
+
+int sweep_points(const SweepSpec *s, cJSON ***out, int *n_out, KvErr *e)
+{
+    *out = NULL;
+    *n_out = 0;
+    double total = 1;
+    for (int a = 0; a < s->n_axes; a++) total *= s->axes[a].n;
+    if (total > 1e6) return kv_err(e, "%s: %.0f points; at most 1000000 per sweep", s->origin, total);
+    int n = (int)total;
+    cJSON **pts = calloc((size_t)n, sizeof *pts);
+    if (!pts) return kv_err(e, "out of memory");
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_Duplicate(s->base, 1);
+        if (!o) {
+            sweep_points_free(pts, i);
+            return kv_err(e, "out of memory");
+        }
+        int rest = i;
+        /* the last axis varies fastest */
+        int idx[64] = {0};
+        for (int a = s->n_axes - 1; a >= 0 && a < 64; a--) {
+            idx[a] = rest % s->axes[a].n;
+            rest /= s->axes[a].n;
+        }
+        for (int a = 0; a < s->n_axes && a < 64; a++) cJSON_AddStringToObject(o, s->axes[a].key, s->axes[a].values[idx[a]]);
+        pts[i] = o;
+    }
+    if (s->n_axes > 64) {
+        sweep_points_free(pts, n);
+        return kv_err(e, "%s: %d axes; at most 64", s->origin, s->n_axes);
+    }
+    *out = pts;
+    *n_out = n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- database */
+
+static const char *const k_schema =
+    "CREATE TABLE IF NOT EXISTS point(id INTEGER PRIMARY KEY, params TEXT NOT NULL UNIQUE,"
+    " status TEXT NOT NULL CHECK(status IN ('pending','done','failed')));"
+    "CREATE TABLE IF NOT EXISTS metric(point_id INTEGER NOT NULL REFERENCES point(id), policy TEXT NOT NULL,"
+    " name TEXT NOT NULL, value REAL, PRIMARY KEY(point_id, policy, name));"
+    "CREATE TABLE IF NOT EXISTS failure(point_id INTEGER PRIMARY KEY REFERENCES point(id), message TEXT NOT NULL);";
+
+static int db_fail(sqlite3 *db, const char *path, const char *what, KvErr *e)
+{
+    return kv_err(e, "%s: %s: %s", path, what, db ? sqlite3_errmsg(db) : "cannot open");
+}
+
+static int db_open(sqlite3 **db, const char *path, int create, KvErr *e)
+{
+    *db = NULL;
+    if (!create && access(path, F_OK) != 0) return kv_err(e, "%s: no such results database", path);
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) != SQLITE_OK) {
+        int rc = db_fail(*db, path, "open", e);
+        sqlite3_close(*db);
+        *db = NULL;
+        return rc;
+    }
+    sqlite3_busy_timeout(*db, 10000);
+    char *msg = NULL;
+    if (sqlite3_exec(*db, k_schema, NULL, NULL, &msg) != SQLITE_OK) {
+        kv_err(e, "%s: not a kvsim results database (%s)", path, msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int db_exec(sqlite3 *db, const char *path, const char *sql, KvErr *e)
+{
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) return db_fail(db, path, sql, e);
+    return 0;
+}
+
+/* Register every point (new ones get ids in enumeration order); ids[i], status[i]: 0 pending,
+ * 1 done, 2 failed. */
+static int db_register(sqlite3 *db, const char *path, char **params, int n, int64_t *ids, int *status, KvErr *e)
+{
+    sqlite3_stmt *ins = NULL, *sel = NULL;
+    if (db_exec(db, path, "BEGIN IMMEDIATE", e) != 0) return -1;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO point(params, status) VALUES(?, 'pending')", -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT id, status FROM point WHERE params = ?", -1, &sel, NULL) != SQLITE_OK) {
+        db_fail(db, path, "prepare", e);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        sqlite3_reset(ins);
+        sqlite3_bind_text(ins, 1, params[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            db_fail(db, path, "insert point", e);
+            goto done;
+        }
+        sqlite3_reset(sel);
+        sqlite3_bind_text(sel, 1, params[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(sel) != SQLITE_ROW) {
+            db_fail(db, path, "select point", e);
+            goto done;
+        }
+        ids[i] = sqlite3_column_int64(sel, 0);
+        const char *st = (const char *)sqlite3_column_text(sel, 1);
+        status[i] = !strcmp(st, "done") ? 1 : !strcmp(st, "failed") ? 2 : 0;
+    }
+    rc = 0;
+done:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(sel);
+    if (db_exec(db, path, rc == 0 ? "COMMIT" : "ROLLBACK", rc == 0 ? e : NULL) != 0) rc = -1;
+    return rc;
+}
+
+/* One finished point: its metric rows (or its failure) and its status, in one transaction. */
+static int db_store(sqlite3 *db, const char *path, int64_t id, const PointResult *r, KvErr *e)
+{
+    if (db_exec(db, path, "BEGIN IMMEDIATE", e) != 0) return -1;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    char sql[256];
+    snprintf(sql, sizeof sql, "DELETE FROM metric WHERE point_id = %lld; DELETE FROM failure WHERE point_id = %lld",
+             (long long)id, (long long)id);
+    if (db_exec(db, path, sql, e) != 0) goto done;
+    if (r->error[0]) {
+        if (sqlite3_prepare_v2(db, "INSERT INTO failure(point_id, message) VALUES(?, ?)", -1, &st, NULL) != SQLITE_OK) goto fail;
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, r->error, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+    } else {
+        if (sqlite3_prepare_v2(db, "INSERT INTO metric(point_id, policy, name, value) VALUES(?, ?, ?, ?)", -1, &st, NULL) !=
+            SQLITE_OK)
+            goto fail;
+        for (int i = 0; i < r->n; i++) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_text(st, 2, r->m[i].policy, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 3, r->m[i].name, -1, SQLITE_STATIC);
+            if (isfinite(r->m[i].value)) sqlite3_bind_double(st, 4, r->m[i].value);
+            else sqlite3_bind_null(st, 4);
+            if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+        }
+    }
+    snprintf(sql, sizeof sql, "UPDATE point SET status = '%s' WHERE id = %lld", r->error[0] ? "failed" : "done", (long long)id);
+    if (db_exec(db, path, sql, e) != 0) goto done;
+    rc = 0;
+    goto done;
+fail:
+    db_fail(db, path, "store a point", e);
+done:
+    sqlite3_finalize(st);
+    if (db_exec(db, path, rc == 0 ? "COMMIT" : "ROLLBACK", rc == 0 ? e : NULL) != 0) rc = -1;
+    return rc;
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* The tidy CSV: point, one column per setting that any point names (first appearance order),
+ * policy, metric, value; a row per done point × policy × metric, in point id order. */
+static int db_export_csv(sqlite3 *db, const char *dbpath, const char *csv, KvErr *e)
+{
+    sqlite3_stmt *st = NULL;
+    char **cols = NULL;
+    int ncols = 0, rc = -1;
+    KvAtomicFile af;
+    memset(&af, 0, sizeof af);
+    if (sqlite3_prepare_v2(db, "SELECT params FROM point ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, dbpath, "read points", e);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *p = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
+        for (const cJSON *it = p ? p->child : NULL; it; it = it->next) {
+            int known = 0;
+            for (int i = 0; i < ncols && !known; i++) known = !strcmp(cols[i], it->string);
+            if (known) continue;
+            char **c2 = realloc(cols, (size_t)(ncols + 1) * sizeof *c2);
+            if (!c2 || !(c2[ncols] = strdup(it->string))) {
+                cols = c2 ? c2 : cols;
+                cJSON_Delete(p);
+                kv_err(e, "out of memory");
+                goto done;
+            }
+            cols = c2;
+            ncols++;
+        }
+        cJSON_Delete(p);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (kv_atomic_open(&af, csv, e) != 0) goto done;
+    fputs("point", af.f);
+    for (int i = 0; i < ncols; i++) {
+        fputc(',', af.f);
+        csv_field(af.f, cols[i]);
+    }
+    fputs(",policy,metric,value\n", af.f);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT p.id, p.params, m.policy, m.name, m.value FROM metric m JOIN point p ON p.id = m.point_id "
+                           "WHERE p.status = 'done' ORDER BY p.id, m.rowid",
+                           -1, &st, NULL) != SQLITE_OK) {
+        db_fail(db, dbpath, "read metrics", e);
+        kv_atomic_abort(&af);
+        goto done;
+    }
+    int64_t last = -1;
+    cJSON *params = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id != last) {
+            cJSON_Delete(params);
+            params = cJSON_Parse((const char *)sqlite3_column_text(st, 1));
+            last = id;
+        }
+        fprintf(af.f, "%lld", (long long)id);
+        for (int i = 0; i < ncols; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, cols[i]);
+            fputc(',', af.f);
+            if (cJSON_IsString(v)) csv_field(af.f, v->valuestring);
+        }
+        fputc(',', af.f);
+        csv_field(af.f, (const char *)sqlite3_column_text(st, 2));
+        fputc(',', af.f);
+        csv_field(af.f, (const char *)sqlite3_column_text(st, 3));
+        if (sqlite3_column_type(st, 4) == SQLITE_NULL) fputs(",\n", af.f);
+        else fprintf(af.f, ",%.17g\n", sqlite3_column_double(st, 4));
+    }
+    cJSON_Delete(params);
+    rc = kv_atomic_commit(&af, e);
+done:
+    sqlite3_finalize(st);
+    for (int i = 0; i < ncols; i++) free(cols[i]);
+    free(cols);
+    return rc;
+}
+
+/* points by status: n[0] pending, n[1] done, n[2] failed */
+static int db_counts(sqlite3 *db, const char *path, int64_t n[3], KvErr *e)
+{
+    sqlite3_stmt *st = NULL;
+    n[0] = n[1] = n[2] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT status, count(*) FROM point GROUP BY status", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, path, "count points", e);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *s = (const char *)sqlite3_column_text(st, 0);
+        n[!strcmp(s, "done") ? 1 : !strcmp(s, "failed") ? 2 : 0] += sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the executors */
+
+typedef struct SweepExec {
+    /* in a worker: the point's result as text (malloc'd); never fails (a failed point is a result) */
+    char *(*job)(void *ctx, int job, size_t *len);
+    /* in the coordinator: the job's result text, or crash = why its worker died; -1 stops the sweep */
+    int (*done)(void *ctx, int job, const char *text, size_t len, const char *crash, KvErr *e);
+    void *ctx;
+} SweepExec;
+
+static volatile sig_atomic_t g_stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+typedef struct Slot {
+    pid_t pid;
+    int fd;
+    int job;
+    char *buf;
+    size_t len, cap;
+} Slot;
+
+static int slot_read(Slot *s)
+{
+    if (s->cap - s->len < 4096) {
+        size_t cap = s->cap ? 2 * s->cap : 16384;
+        char *b = realloc(s->buf, cap);
+        if (!b) return -1;
+        s->buf = b;
+        s->cap = cap;
+    }
+    ssize_t k = read(s->fd, s->buf + s->len, s->cap - s->len - 1);
+    if (k < 0) return errno == EINTR ? 1 : -1;
+    s->len += (size_t)k;
+    return k == 0 ? 0 : 1;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return;
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Start jobs[*next] in a forked child on slot s. */
+static int slot_start(Slot *s, const SweepExec *x, int job, KvErr *e)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return kv_err(e, "pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return kv_err(e, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(fds[0]);
+        size_t len = 0;
+        char *text = x->job(x->ctx, job, &len);
+        if (text) write_all(fds[1], text, len);
+        _exit(text ? 0 : 3);
+    }
+    close(fds[1]);
+    s->pid = pid;
+    s->fd = fds[0];
+    s->job = job;
+    s->len = 0;
+    return 0;
+}
+
+static void crash_text(int status, char *buf, size_t n)
+{
+    if (WIFSIGNALED(status)) snprintf(buf, n, "the worker was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(buf, n, "the worker exited with status %d before writing the whole result", WEXITSTATUS(status));
+}
+
+/* The local pool: every job of jobs[0..n) in a child, at most `workers` at once. */
+static int exec_local(const SweepExec *x, const int *jobs, int n, int workers, KvErr *e)
+{
+    if (workers < 1) workers = 1;
+    if (workers > 256) workers = 256;
+    if (workers > n) workers = n;
+    Slot *slots = calloc((size_t)(workers > 0 ? workers : 1), sizeof *slots);
+    struct pollfd *pfd = calloc((size_t)(workers > 0 ? workers : 1), sizeof *pfd);
+    if (!slots || !pfd) {
+        free(slots);
+        free(pfd);
+        return kv_err(e, "out of memory");
+    }
+    for (int i = 0; i < workers; i++) slots[i].pid = -1;
+    int next = 0, running = 0, rc = 0;
+    while (rc == 0 && (next < n || running > 0)) {
+        for (int i = 0; i < workers && next < n && !g_stop; i++)
+            if (slots[i].pid < 0) {
+                if (slot_start(&slots[i], x, jobs[next], e) != 0) {
+                    rc = -1;
+                    break;
+                }
+                next++;
+                running++;
+            }
+        if (rc || g_stop) break;
+        int np = 0;
+        int map[256];
+        for (int i = 0; i < workers && np < 256; i++)
+            if (slots[i].pid >= 0) {
+                pfd[np] = (struct pollfd){.fd = slots[i].fd, .events = POLLIN};
+                map[np++] = i;
+            }
+        if (poll(pfd, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR) continue;
+            rc = kv_err(e, "poll: %s", strerror(errno));
+            break;
+        }
+        for (int k = 0; k < np && rc == 0; k++) {
+            if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            Slot *s = &slots[map[k]];
+            int r = slot_read(s);
+            if (r > 0) continue;
+            close(s->fd);
+            int status = 0;
+            while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            s->pid = -1;
+            running--;
+            char crash[160] = "";
+            if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) crash_text(status, crash, sizeof crash);
+            if (x->done(x->ctx, s->job, s->buf ? s->buf : "", s->len, crash[0] ? crash : NULL, e) != 0) rc = -1;
+        }
+    }
+    for (int i = 0; i < workers; i++) { /* interrupted or failed: the running points stay pending */
+        if (slots[i].pid >= 0) {
+            kill(slots[i].pid, SIGKILL);
+            close(slots[i].fd);
+            while (waitpid(slots[i].pid, NULL, 0) < 0 && errno == EINTR) {
+            }
+        }
+        free(slots[i].buf);
+    }
+    free(slots);
+    free(pfd);
+    if (rc == 0 && g_stop) rc = kv_err(e, "interrupted");
+    return rc;
+}
+
+#ifdef KVSIM_MPI
+enum { TAG_ASK = 1, TAG_WORK = 2, TAG_STOP = 3 };
+
+/* Rank 0: deal jobs to the workers that ask (their request carries the previous job's result). */
+static int exec_mpi_coordinate(const SweepExec *x, const int *jobs, int n, int size, KvErr *e)
+{
+    int next = 0, stopped = 0, rc = 0;
+    char *buf = NULL;
+    while (stopped < size - 1) {
+        MPI_Status st;
+        int len;
+        MPI_Probe(MPI_ANY_SOURCE, TAG_ASK, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_CHAR, &len);
+        char *b = realloc(buf, (size_t)len + 1);
+        if (!b) {
+            rc = kv_err(e, "out of memory");
+            break;
+        }
+        buf = b;
+        MPI_Recv(buf, len, MPI_CHAR, st.MPI_SOURCE, TAG_ASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        /* an ask with a result: "<job>\n<text>" */
+        if (len > 0 && rc == 0) {
+            buf[len] = '\0';
+            int job = atoi(buf);
+            const char *text = strchr(buf, '\n');
+            text = text ? text + 1 : buf + len;
+            if (x->done(x->ctx, job, text, (size_t)(buf + len - text), NULL, e) != 0) rc = -1;
+        }
+        if (rc == 0 && !g_stop && next < n) {
+            MPI_Send(&jobs[next], 1, MPI_INT, st.MPI_SOURCE, TAG_WORK, MPI_COMM_WORLD);
+            next++;
+        } else {
+            int zero = 0;
+            MPI_Send(&zero, 1, MPI_INT, st.MPI_SOURCE, TAG_STOP, MPI_COMM_WORLD);
+            stopped++;
+        }
+    }
+    free(buf);
+    if (rc == 0 && g_stop) rc = kv_err(e, "interrupted");
+    return rc;
+}
+
+/* Ranks > 0: ask, simulate, answer with the result, until told to stop. */
+static void exec_mpi_work(const SweepExec *x)
+{
+    char *msg = NULL;
+    int len = 0;
+    for (;;) {
+        MPI_Send(msg ? msg : "", len, MPI_CHAR, 0, TAG_ASK, MPI_COMM_WORLD);
+        free(msg);
+        msg = NULL;
+        MPI_Status st;
+        int job;
+        MPI_Recv(&job, 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        if (st.MPI_TAG == TAG_STOP) break;
+        size_t tl = 0;
+        char *text = x->job(x->ctx, job, &tl);
+        char head[32];
+        int hl = snprintf(head, sizeof head, "%d\n", job);
+        msg = malloc((size_t)hl + tl + 1);
+        if (!msg) abort();
+        memcpy(msg, head, (size_t)hl);
+        if (text) memcpy(msg + hl, text, tl);
+        len = hl + (int)tl;
+        free(text);
+    }
+}
+
+/* Launched by mpirun/srun (so MPI_Init will not start a singleton)? */
+static int launched_by_mpi(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+#endif
+
+/* ---------------------------------------------------------------- the command */
+
+typedef struct Run {
+    cJSON **points;
+    char **params; /* JSON text of each point */
+    int n;
+    int64_t *ids;
+    int *status;
+    sqlite3 *db;
+    const char *db_path;
+    int quiet, tty;
+    int todo, done, failed;
+    double t0, last_line;
+    char **warnings;
+    int n_warnings;
+} Run;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char *run_job(void *ctx, int job, size_t *len)
+{
+    Run *r = ctx;
+    SimConfig c;
+    char policies[600], origin[64];
+    KvErr e;
+    PointResult pr;
+    memset(&pr, 0, sizeof pr);
+    /* ids exist on the coordinator only (MPI workers never open the database) */
+    if (r->ids && r->ids[job] > 0) snprintf(origin, sizeof origin, "point %lld", (long long)r->ids[job]);
+    else snprintf(origin, sizeof origin, "point %d of the sweep", job + 1);
+    if (point_config(&c, r->points[job], origin, policies, sizeof policies, &e) != 0)
+        snprintf(pr.error, sizeof pr.error, "%s", e.msg);
+    else
+        point_run(&c, policies, &pr, &e);
+    char *text = point_result_text(&pr, len);
+    point_result_free(&pr);
+    return text;
+}
+
+static void progress_line(Run *r, int final)
+{
+    if (r->quiet) return;
+    double t = now_s();
+    if (!final && !r->tty && t - r->last_line < 2) return;
+    r->last_line = t;
+    int fin = r->done + r->failed;
+    double rate = t > r->t0 ? fin / (t - r->t0) : 0;
+    double eta = rate > 0 ? (r->todo - fin) / rate : 0;
+    fprintf(stderr, "%ssweep: %d/%d points%s%.0d%s, %.2f points/s, ETA %.0f s%s", r->tty ? "\r" : "", fin, r->todo,
+            r->failed ? " (" : "", r->failed, r->failed ? " failed)" : "", rate, eta, r->tty && !final ? "   " : "\n");
+}
+
+static int run_done(void *ctx, int job, const char *text, size_t len, const char *crash, KvErr *e)
+{
+    Run *r = ctx;
+    PointResult pr;
+    KvErr pe;
+    if (crash) {
+        memset(&pr, 0, sizeof pr);
+        snprintf(pr.error, sizeof pr.error, "%s", crash);
+    } else if (point_result_parse(&pr, text, len, &pe) != 0) {
+        memset(&pr, 0, sizeof pr);
+        snprintf(pr.error, sizeof pr.error, "%s", pe.msg);
+    }
+    if (pr.warning[0]) {
+        int seen = 0;
+        for (int i = 0; i < r->n_warnings && !seen; i++) seen = !strcmp(r->warnings[i], pr.warning);
+        char **w2 = seen ? NULL : realloc(r->warnings, (size_t)(r->n_warnings + 1) * sizeof *w2);
+        if (w2) {
+            r->warnings = w2;
+            r->warnings[r->n_warnings++] = strdup(pr.warning);
+            if (!r->quiet) fprintf(stderr, "%skvsim: warning: %s\n", r->tty ? "\n" : "", pr.warning);
+        }
+    }
+    int rc = db_store(r->db, r->db_path, r->ids[job], &pr, e);
+    if (rc == 0) {
+        if (pr.error[0]) {
+            r->failed++;
+            if (!r->quiet) fprintf(stderr, "%ssweep: point %lld failed: %s\n", r->tty ? "\n" : "", (long long)r->ids[job], pr.error);
+        } else {
+            r->done++;
+        }
+        progress_line(r, 0);
+    }
+    point_result_free(&pr);
+    return rc;
+}
+
+static const OptSpec k_sweep_opts[] = {
+    {"--db", "FILE", OPT_REQUIRED, "the SQLite results database (created; a second run resumes it)"},
+    {"--spec", "FILE", 0, "the sweep: {\"base\": {settings}, \"axes\": {setting: [values]}} (sim/cli/sweep.h)"},
+    {"--set", "KEY=V1,V2,...", OPT_REPEAT, "an axis (a list) or a base setting (one value); after --spec"},
+    {"--scenario", "NAME", 0, "base scenario (kvsim list scenarios)"},
+    {"--policies", "a,b,c|all", 0, "the policies every point runs (default: the scenario's, else recompute,kv-offload)"},
+    {"--hardware", "FILE", 0, "hardware overlay for every point"},
+    {"--models", "FILE", 0, "models overlay for every point"},
+    {"--jobs", "N", 0, "points at once on this machine, also -j N (default: every online core)"},
+    {"--csv", "FILE", 0, "write the tidy CSV export (a row per point × policy × metric) when done"},
+    {"--retry-failed", NULL, 0, "run the failed points of the database again"},
+    {"--dry-run", NULL, 0, "list the points and whether each is done; run nothing"},
+    {"--quiet", NULL, 0, "no progress line"},
+};
+static const OptCmd k_sweep = {
+    "kvsim sweep",
+    "Run every point of a grid of settings (its own simulation per point, in parallel worker processes, or as MPI "
+    "ranks with bin/kvsim-mpi under mpirun/srun) into one SQLite results database; done points of an earlier run "
+    "are skipped. Without --spec and --set: export (--csv) or show the database's state.",
+    k_sweep_opts, (int)KV_ARRAY_LEN(k_sweep_opts), NULL, 0, 0};
+
+static int cmd_fail(const char *msg)
+{
+    fprintf(stderr, "kvsim sweep: %s\n", msg);
+    return 1;
+}
+
+int sweep_main(int argc, char **argv)
+{
+    /* -j N / -jN as --jobs N (the option parser takes long options only) */
+    char *args[OPT_MAX_ARGS + 2];
+    char jbuf[64];
+    int na = 0;
+    for (int i = 0; i < argc && na < OPT_MAX_ARGS; i++) {
+        if (!strcmp(argv[i], "-j")) args[na++] = "--jobs";
+        else if (!strncmp(argv[i], "-j", 2) && argv[i][2] >= '0' && argv[i][2] <= '9') {
+            args[na++] = "--jobs";
+            snprintf(jbuf, sizeof jbuf, "%s", argv[i] + 2);
+            args[na++] = jbuf;
+        } else args[na++] = argv[i];
+    }
+    args[na] = NULL;
+    OptArgs a;
+    KvErr e;
+    if (opt_parse(&k_sweep, na, args, &a, &e) != 0) {
+        opt_print_error(&k_sweep, e.msg, stderr);
+        return 2;
+    }
+    if (a.help) {
+        opt_help(&k_sweep, stdout);
+        printf("\nsettings (base, axes and --set take every key of `kvsim run --help`, plus scenario and policies)\n");
+#ifdef KVSIM_MPI
+        printf("MPI: built in (run under mpirun or srun; rank 0 deals points and writes the database)\n");
+#else
+        printf("MPI: not in this build (make builds bin/kvsim-mpi when mpicc is found)\n");
+#endif
+        return 0;
+    }
+    int rank = 0, size = 1;
+#ifdef KVSIM_MPI
+    int use_mpi = launched_by_mpi();
+    if (use_mpi) {
+        MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+    }
+#define MPI_END() ((void)(use_mpi ? MPI_Finalize() : 0))
+#else
+    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
+    if (ranks && atoi(ranks) > 1) {
+        fprintf(stderr, "kvsim sweep: started as one of %s MPI ranks, but this kvsim is built without MPI (every rank would "
+                        "run the whole sweep); use bin/kvsim-mpi (make builds it when mpicc is found)\n", ranks);
+        return 2;
+    }
+#define MPI_END() ((void)0)
+#endif
+    int quiet = opt_count(&a, "--quiet") > 0 || rank != 0;
+    const char *db_path = opt_get(&a, "--db");
+    int64_t jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs_n < 1) jobs_n = 1;
+    if (opt_get(&a, "--jobs") && opt_int("--jobs", opt_get(&a, "--jobs"), 1, 4096, &jobs_n, &e) != 0) {
+        opt_print_error(&k_sweep, e.msg, stderr);
+        MPI_END();
+        return 2;
+    }
+    SweepSpec spec;
+    sweep_spec_init(&spec);
+    int has_grid = opt_get(&a, "--spec") || opt_count(&a, "--set") > 0;
+    int rc = 0;
+    /* the grid: --spec, then the base options, then --set in order */
+    if (opt_get(&a, "--spec")) {
+        char *text = kv_read_file(opt_get(&a, "--spec"), NULL, &e);
+        if (!text || sweep_spec_parse(&spec, text, opt_get(&a, "--spec"), &e) != 0) rc = 2;
+        free(text);
+    }
+    static const struct {
+        const char *opt, *key;
+    } base_opts[] = {{"--scenario", "scenario"}, {"--policies", "policies"}, {"--hardware", "hardware_overlay"},
+                     {"--models", "models_overlay"}};
+    for (size_t i = 0; rc == 0 && i < KV_ARRAY_LEN(base_opts); i++) {
+        const char *v = opt_get(&a, base_opts[i].opt);
+        if (v && (check_value(base_opts[i].key, v, base_opts[i].opt, &e) != 0 || set_base(&spec, base_opts[i].key, v, &e) != 0))
+            rc = 2;
+    }
+    for (int i = 0; rc == 0 && i < a.n_hits; i++)
+        if (!strcmp(opt_hit_name(&a, i), "--set") && sweep_spec_set(&spec, a.hits[i].value, &e) != 0) rc = 2;
+    if (rc) {
+        if (rank == 0) fprintf(stderr, "kvsim sweep: %s\n", e.msg);
+        sweep_spec_free(&spec);
+        MPI_END();
+        return rc;
+    }
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.db_path = db_path;
+    r.quiet = quiet;
+    r.tty = isatty(2);
+    if (has_grid && sweep_points(&spec, &r.points, &r.n, &e) != 0) rc = 2;
+    r.params = rc == 0 ? calloc((size_t)r.n + 1, sizeof *r.params) : NULL;
+    r.ids = rc == 0 ? calloc((size_t)r.n + 1, sizeof *r.ids) : NULL;
+    r.status = rc == 0 ? calloc((size_t)r.n + 1, sizeof *r.status) : NULL;
+    if (rc == 0 && (!r.params || !r.ids || !r.status)) rc = kv_err(&e, "out of memory") ? 1 : 0;
+    for (int i = 0; rc == 0 && i < r.n; i++)
+        if (!(r.params[i] = cJSON_PrintUnformatted(r.points[i]))) rc = kv_err(&e, "out of memory") ? 1 : 0;
+    /* every point's settings pass the checks that need no catalog before anything runs */
+    char last_hw[4096] = "", last_models[4096] = "";
+    for (int i = 0; rc == 0 && i < r.n; i++) {
+        SimConfig c;
+        char pol[600];
+        if (point_config(&c, r.points[i], r.params[i], pol, sizeof pol, &e) != 0) {
+            rc = 2;
+            break;
+        }
+        /* the overlays too (each distinct pair once in a row), so that a bad file fails the sweep, not every point */
+        if ((c.hardware_overlay[0] || c.models_overlay[0]) &&
+            (strcmp(c.hardware_overlay, last_hw) || strcmp(c.models_overlay, last_models))) {
+            ModelCatalog mc;
+            HwCatalog hw;
+            if (sim_catalogs_open(&c, &mc, &hw, &e) != 0) {
+                rc = 2;
+                break;
+            }
+            model_catalog_free(&mc);
+            hw_catalog_free(&hw);
+            snprintf(last_hw, sizeof last_hw, "%s", c.hardware_overlay);
+            snprintf(last_models, sizeof last_models, "%s", c.models_overlay);
+        }
+    }
+    int *todo = rc == 0 ? calloc((size_t)r.n + 1, sizeof *todo) : NULL;
+    SweepExec x = {run_job, run_done, &r};
+    if (rank == 0 && rc == 0) {
+        if (db_open(&r.db, db_path, has_grid, &e) != 0 ||
+            (has_grid && db_register(r.db, db_path, r.params, r.n, r.ids, r.status, &e) != 0))
+            rc = 1;
+        int skipped_done = 0, skipped_failed = 0;
+        for (int i = 0; rc == 0 && i < r.n; i++) {
+            if (r.status[i] == 1) skipped_done++;
+            else if (r.status[i] == 2 && !opt_count(&a, "--retry-failed")) skipped_failed++;
+            else todo[r.todo++] = i;
+        }
+        if (rc == 0 && opt_count(&a, "--dry-run")) {
+            for (int i = 0; i < r.n; i++)
+                printf("point %lld %-7s %s\n", (long long)r.ids[i], r.status[i] == 1 ? "done" : r.status[i] == 2 ? "failed" : "pending",
+                       r.params[i]);
+            r.todo = 0;
+        }
+        if (rc == 0 && has_grid && !quiet) {
+            char how[96] = "nothing to run";
+            if (r.todo > 0 && size > 1) snprintf(how, sizeof how, "%d to run on %d MPI worker ranks", r.todo, size - 1);
+            else if (r.todo > 0)
+                snprintf(how, sizeof how, "%d to run in %lld worker processes", r.todo, (long long)(jobs_n < r.todo ? jobs_n : r.todo));
+            char failed[96] = "";
+            if (skipped_failed) snprintf(failed, sizeof failed, ", %d failed before (--retry-failed runs them)", skipped_failed);
+            fprintf(stderr, "sweep: %d points, %d already done%s; %s\n", r.n, skipped_done, failed, how);
+        }
+    }
+    if (rc == 0 && rank == 0) {
+        struct sigaction sa, old_int, old_term;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        g_stop = 0;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        r.t0 = r.last_line = now_s();
+        int xrc;
+#ifdef KVSIM_MPI
+        if (size > 1) xrc = exec_mpi_coordinate(&x, todo, r.todo, size, &e);
+        else
+#endif
+            xrc = r.todo > 0 ? exec_local(&x, todo, r.todo, (int)jobs_n, &e) : 0;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        if (r.todo > 0) progress_line(&r, 1);
+        if (xrc != 0) {
+            int left = r.todo - r.done - r.failed;
+            if (g_stop) fprintf(stderr, "kvsim sweep: interrupted: %d points done in this run, %d left pending in %s; run the "
+                                        "same command again to finish them\n", r.done + r.failed, left, db_path);
+            else fprintf(stderr, "kvsim sweep: %s\n", e.msg);
+            rc = g_stop ? 130 : 1;
+        }
+    }
+#ifdef KVSIM_MPI
+    else if (size > 1 && rank == 0) {
+        /* a failure on rank 0 before dealing: still release every worker */
+        exec_mpi_coordinate(&x, todo, 0, size, &e);
+    }
+    if (size > 1 && rank > 0) {
+        if (rc == 0) exec_mpi_work(&x);
+        else { /* the same failure on every rank: ask once, get STOP */
+            int job;
+            MPI_Send("", 0, MPI_CHAR, 0, TAG_ASK, MPI_COMM_WORLD);
+            MPI_Recv(&job, 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+#endif
+    if (rank == 0 && r.db) {
+        int64_t cnt[3];
+        if (rc == 0 && opt_get(&a, "--csv") && db_export_csv(r.db, db_path, opt_get(&a, "--csv"), &e) != 0) rc = cmd_fail(e.msg);
+        if (db_counts(r.db, db_path, cnt, &e) == 0 && (!quiet || !has_grid))
+            fprintf(has_grid ? stderr : stdout, "%s: %lld points done, %lld failed, %lld pending%s%s\n", db_path,
+                    (long long)cnt[1], (long long)cnt[2], (long long)cnt[0], opt_get(&a, "--csv") && rc == 0 ? "; CSV in " : "",
+                    opt_get(&a, "--csv") && rc == 0 ? opt_get(&a, "--csv") : "");
+        if (rc == 0 && r.failed > 0) rc = 1;
+        sqlite3_close(r.db);
+    } else if (rank == 0 && rc != 0 && rc != 130) {
+        fprintf(stderr, "kvsim sweep: %s\n", e.msg);
+    }
+    free(todo);
+    for (int i = 0; i < r.n_warnings; i++) free(r.warnings[i]);
+    free(r.warnings);
+    for (int i = 0; r.params && i < r.n; i++) cJSON_free(r.params[i]);
+    free(r.params);
+    free(r.ids);
+    free(r.status);
+    sweep_points_free(r.points, r.n);
+    sweep_spec_free(&spec);
+    MPI_END();
+    return rc;
+}

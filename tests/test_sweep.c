@@ -1,0 +1,343 @@
+/* test_sweep.c — capacity planning: catalog overlays (hw.c, model.c: add, replace by name, refuse
+ * naming the overlay file and key, leave the catalog unchanged on failure), the platform part
+ * settings (gpu, host_link, ssd) and their record, the capacity rule of --dry-run against a run,
+ * sweep specs (parse, --set lists, enumeration order, refusals) and point results as text. */
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness.h"
+#include "sim/catalog/hw.h"
+#include "sim/catalog/model.h"
+#include "sim/cli/point.h"
+#include "sim/cli/sweep.h"
+#include "sim/engine/sim.h"
+
+#define MI300X_J                                                                                                    \
+    "{\"name\": \"MI300X\", \"full_name\": \"AMD Instinct MI300X\", \"fp16\": \"1307 TFLOP/s\", \"fp32\": \"163 TFLOP/s\", " \
+    "\"mem\": \"192 GB\", \"mem_bw\": \"5.3 TB/s\", \"pcie\": \"pcie5\", \"basis\": \"vendor_spec\", \"source\": \"t\"}"
+#define BOX_J(GPU)                                                                                                   \
+    "{\"name\": \"mybox\", \"description\": \"t\", \"gpu\": \"" GPU "\", \"gpus_per_node\": 8, \"link\": \"pcie5\", "     \
+    "\"ssd\": \"PM9A3\", \"n_ssd\": 2, \"stripe_chunk\": \"128 KiB\", \"dram\": \"1 TB\", \"source\": \"t\"}"
+
+static int load_hw(TestCtx *t, HwCatalog *hw)
+{
+    KvErr e;
+    int rc = hw_catalog_load(hw, NULL, &e);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    return rc;
+}
+
+TEST(overlay_hw_adds_gpu_and_platform)
+{
+    HwCatalog hw;
+    if (load_hw(t, &hw) != 0) return;
+    int ng = hw.n_gpus, np = hw.n_platforms;
+    KvErr e;
+    int rc = hw_catalog_overlay(&hw, "{\"gpus\": [" MI300X_J "], \"platforms\": [" BOX_J("mi300x") "]}", "ov.json", &e);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    CHECK_EQ_I(hw.n_gpus, ng + 1);
+    CHECK_EQ_I(hw.n_platforms, np + 1);
+    const PlatformSpec *p = hw_find_platform(&hw, "mybox", &e);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_STR(hw.gpus[p->gpu].name, "MI300X");
+        CHECK_EQ_U(hw.gpus[p->gpu].mem_bytes, 192000000000ULL);
+        CHECK_STR(hw.ssds[p->ssd].name, "PM9A3");
+        CHECK_EQ_I(p->n_ssd, 2);
+    }
+    /* the catalog's own platforms are untouched */
+    p = hw_find_platform(&hw, "hcache-a100", &e);
+    CHECK(p && !strcmp(hw.gpus[p->gpu].name, "A100-40GB"));
+    CHECK_CONTAINS(hw.origin, "+ ov.json");
+    hw_catalog_free(&hw);
+}
+
+TEST(overlay_hw_replaces_by_name)
+{
+    HwCatalog hw;
+    if (load_hw(t, &hw) != 0) return;
+    int ng = hw.n_gpus;
+    KvErr e;
+    /* the same name in another case replaces the entry in place: platforms that use it get it */
+    const char *ov = "{\"gpus\": [{\"name\": \"a100-40gb\", \"full_name\": \"A100 with more HBM\", \"fp16\": \"312 TFLOP/s\", "
+                     "\"fp32\": \"19.5 TFLOP/s\", \"mem\": \"48 GB\", \"mem_bw\": \"1555 GB/s\", \"pcie\": \"pcie4\", "
+                     "\"basis\": \"estimate\", \"source\": \"t\"}]}";
+    CHECK_MSG(hw_catalog_overlay(&hw, ov, "more.json", &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(hw.n_gpus, ng);
+    const PlatformSpec *p = hw_find_platform(&hw, "hcache-a100", &e);
+    CHECK(p && hw.gpus[p->gpu].mem_bytes == 48000000000ULL);
+    hw_catalog_free(&hw);
+}
+
+TEST(overlay_hw_refusals_name_the_file_and_key)
+{
+    HwCatalog hw;
+    if (load_hw(t, &hw) != 0) return;
+    int ng = hw.n_gpus;
+    KvErr e;
+    /* a size without its unit */
+    const char *bad_mem = "{\"gpus\": [{\"name\": \"X\", \"full_name\": \"x\", \"fp16\": \"100 TFLOP/s\", \"fp32\": \"10 TFLOP/s\", "
+                          "\"mem\": \"80\", \"mem_bw\": \"2 TB/s\", \"pcie\": \"pcie4\", \"basis\": \"t\", \"source\": \"t\"}]}";
+    CHECK(hw_catalog_overlay(&hw, bad_mem, "mine.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "mine.json: gpus[0].mem");
+    /* out of the plausible range: the catalog's own ranges apply */
+    const char *huge = "{\"ssds\": [{\"name\": \"Z\", \"read\": \"5000 TB/s\", \"write\": \"1 GB/s\", \"read_latency\": \"80 us\", "
+                       "\"write_latency\": \"20 us\", \"capacity\": \"1 TB\", \"basis\": \"t\", \"source\": \"t\"}]}";
+    CHECK(hw_catalog_overlay(&hw, huge, "mine.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "mine.json: ssds[0].read");
+    CHECK_CONTAINS(e.msg, "plausible range");
+    /* a platform naming a GPU that neither the catalog nor the overlay has */
+    CHECK(hw_catalog_overlay(&hw, "{\"platforms\": [" BOX_J("NoSuchGPU") "]}", "mine.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "mine.json: platforms[0].gpu");
+    CHECK_CONTAINS(e.msg, "NoSuchGPU");
+    /* unknown top-level key, malformed JSON */
+    CHECK(hw_catalog_overlay(&hw, "{\"gpu\": []}", "mine.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "mine.json: unknown top-level key \"gpu\"");
+    CHECK(hw_catalog_overlay(&hw, "{\"gpus\": [", "mine.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "mine.json:1:");
+    /* a failed overlay leaves the catalog as it was */
+    CHECK_EQ_I(hw.n_gpus, ng);
+    CHECK(hw_find_gpu(&hw, "A100-40GB", &e) != NULL);
+    CHECK(hw_catalog_overlay_file(&hw, "/nonexistent/ov.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "/nonexistent/ov.json");
+    hw_catalog_free(&hw);
+}
+
+#define MODEL_J(NAME, HF, LAYERS)                                                                                       \
+    "{\"name\": \"" NAME "\", \"hf_id\": \"" HF "\", \"arch\": \"dense\", \"hidden_size\": 4096, \"num_layers\": " LAYERS \
+    ", \"num_heads\": 32, \"num_kv_heads\": 8, \"head_dim\": 128, \"intermediate_size\": 14336, \"vocab_size\": 32000, "  \
+    "\"max_position_embeddings\": 8192, \"ffn\": \"gated\", \"norm\": \"rmsnorm\", \"positional\": \"rope\", "             \
+    "\"tie_word_embeddings\": false, \"source\": \"t\"}"
+
+TEST(overlay_models_add_replace_refuse)
+{
+    ModelCatalog mc;
+    KvErr e;
+    CHECK_MSG(model_catalog_load(&mc, NULL, &e) == 0, "%s", e.msg);
+    int n = mc.n;
+    CHECK_MSG(model_catalog_overlay(&mc, "{\"models\": [" MODEL_J("Mine-8B", "me/mine-8b", "40") ", "
+                                         MODEL_J("llama-2-7b", "meta-llama/Llama-2-7b-hf", "33") "]}", "m.json", &e) == 0,
+              "%s", e.msg);
+    CHECK_EQ_I(mc.n, n + 1);
+    const ModelSpec *m = model_find(&mc, "me/mine-8b", &e);
+    CHECK(m && m->layers == 40);
+    m = model_find(&mc, "Llama-2-7B", &e);
+    CHECK(m && m->layers == 33);
+    /* a new model may not take a name another model answers to */
+    CHECK(model_catalog_overlay(&mc, "{\"models\": [" MODEL_J("Other", "Qwen/Qwen3-8B", "36") "]}", "m2.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "m2.json: models[0].hf_id");
+    CHECK_EQ_I(mc.n, n + 1);
+    /* the catalog's own validation */
+    CHECK(model_catalog_overlay(&mc, "{\"models\": [" MODEL_J("Bad", "x/bad", "0") "]}", "m3.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "m3.json: models[0].num_layers");
+    model_catalog_free(&mc);
+}
+
+static void set(TestCtx *t, SimConfig *c, const char *k, const char *v)
+{
+    KvErr e;
+    CHECK_MSG(sim_config_set(c, k, v, &e) == 0, "%s=%s: %s", k, v, e.msg);
+}
+
+TEST(parts_replace_the_platforms_and_are_recorded)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    set(t, &c, "platform", "hcache-a100");
+    set(t, &c, "gpu", "H100-SXM");
+    set(t, &c, "host_link", "pcie5");
+    set(t, &c, "ssd", "CM7");
+    SimWorld w;
+    KvErr e;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK_STR(w.hw.gpus[w.platform->gpu].name, "H100-SXM");
+    CHECK_STR(w.hw.links[w.platform->link].name, "pcie5");
+    CHECK_STR(w.hw.ssds[w.platform->ssd].name, "CM7");
+    CHECK_STR(w.cfg->cost_device, "H100-SXM");
+    cJSON *j = sim_config_json(w.cfg);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(j, "gpu")), "H100-SXM");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(j, "ssd")), "CM7");
+    cJSON_Delete(j);
+    sim_world_close(&w);
+    /* defaults record the platform's own parts */
+    sim_config_defaults(&c);
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK_STR(w.cfg->gpu, "A100-40GB");
+    CHECK_STR(w.cfg->host_link, "pcie4");
+    CHECK_STR(w.cfg->ssd, "PM9A3");
+    sim_world_close(&w);
+    /* refusals name the key and the known names */
+    sim_config_defaults(&c);
+    set(t, &c, "gpu", "H900");
+    CHECK(sim_world_open(&w, &c, &e) == -1);
+    CHECK_CONTAINS(e.msg, "gpu: ");
+    CHECK_CONTAINS(e.msg, "H900");
+    CHECK_CONTAINS(e.msg, "A100-40GB");
+    sim_config_defaults(&c);
+    set(t, &c, "platform", "cake-a100");
+    set(t, &c, "ssd", "PM9A3");
+    CHECK(sim_world_open(&w, &c, &e) == -1); /* cake-a100 has no SSD array to replace */
+    CHECK_CONTAINS(e.msg, "set n_ssd too");
+    set(t, &c, "n_ssd", "2");
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK_EQ_I(w.cfg->n_ssd, 2);
+    CHECK_STR(w.hw.ssds[w.platform->ssd].name, "PM9A3");
+    sim_world_close(&w);
+}
+
+TEST(capacity_is_the_runs_pool)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    set(t, &c, "requests", "20");
+    set(t, &c, "model", "Llama-2-13B");
+    SimWorld w;
+    KvErr e;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    SimCapacity cap;
+    sim_world_capacity(&w, &cap);
+    CHECK(cap.fits);
+    CHECK(cap.pool_tokens > 1024 && cap.pool_tokens % c.block_tokens == 0);
+    SimResult res;
+    memset(&res, 0, sizeof res);
+    CHECK_MSG(sim_run(&w, "recompute", NULL, NULL, NULL, NULL, &res, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(res.pool_tokens, cap.pool_tokens);
+    sim_result_free(&res);
+    sim_world_close(&w);
+    /* a model that does not fit: fits 0, and the run refuses */
+    set(t, &c, "gpu", "RTX4090");
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    sim_world_capacity(&w, &cap);
+    CHECK(!cap.fits && cap.pool_tokens == 0);
+    CHECK(sim_run(&w, "recompute", NULL, NULL, NULL, NULL, &res, &e) == -1);
+    CHECK_CONTAINS(e.msg, "does not fit");
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+static const char *param(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+TEST(sweep_spec_enumerates_in_order)
+{
+    SweepSpec s;
+    sweep_spec_init(&s);
+    KvErr e;
+    const char *spec = "{\"description\": \"d\", \"base\": {\"requests\": 100, \"policies\": \"recompute,kv-offload\", "
+                       "\"mem_util\": 0.85}, \"axes\": {\"n_ssd\": [1, 2, 4], \"nic\": [\"10GbE\", \"40GbE\"]}}";
+    CHECK_MSG(sweep_spec_parse(&s, spec, "g.json", &e) == 0, "%s", e.msg);
+    CHECK_MSG(sweep_spec_set(&s, "seed=1,2", &e) == 0, "%s", e.msg);
+    CHECK_MSG(sweep_spec_set(&s, "nic=25GbE", &e) == 0, "%s", e.msg); /* one value: base, the axis goes */
+    cJSON **pts;
+    int n;
+    CHECK_MSG(sweep_points(&s, &pts, &n, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(n, 6);
+    if (n == 6) {
+        CHECK_STR(param(pts[0], "requests"), "100");
+        CHECK_STR(param(pts[0], "mem_util"), "0.85");
+        CHECK_STR(param(pts[0], "nic"), "25GbE");
+        CHECK_STR(param(pts[0], "n_ssd"), "1");
+        CHECK_STR(param(pts[0], "seed"), "1");
+        CHECK_STR(param(pts[1], "seed"), "2"); /* the last axis varies fastest */
+        CHECK_STR(param(pts[1], "n_ssd"), "1");
+        CHECK_STR(param(pts[5], "n_ssd"), "4");
+        char *txt = cJSON_PrintUnformatted(pts[0]);
+        CHECK_STR(txt, "{\"requests\":\"100\",\"policies\":\"recompute,kv-offload\",\"mem_util\":\"0.85\",\"nic\":\"25GbE\","
+                       "\"n_ssd\":\"1\",\"seed\":\"1\"}");
+        cJSON_free(txt);
+        SimConfig c;
+        char pol[600];
+        CHECK_MSG(point_config(&c, pts[5], "p", pol, sizeof pol, &e) == 0, "%s", e.msg);
+        CHECK_EQ_I(c.n_ssd, 4);
+        CHECK_EQ_I(c.seed, 2);
+        CHECK_STR(pol, "recompute,kv-offload");
+    }
+    sweep_points_free(pts, n);
+    sweep_spec_free(&s);
+}
+
+TEST(sweep_spec_refusals)
+{
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"{\"axes\": {\"n_ssd\": [1, \"x\"]}}", "g.json: axes.n_ssd[1]"},
+        {"{\"axes\": {\"n_ssdd\": [1, 2]}}", "unknown setting 'n_ssdd'"},
+        {"{\"axes\": {\"seed\": []}}", "axes.seed: expected a non-empty array"},
+        {"{\"axes\": {\"seed\": [1, 1]}}", "is already axes.seed[0]"},
+        {"{\"base\": {\"policies\": \"recompute,nope\"}}", "g.json: base.policies"},
+        {"{\"base\": {\"scenario\": \"no-such-scenario\"}}", "unknown scenario"},
+        {"{\"grid\": {}}", "unknown key \"grid\""},
+        {"[1]", "expected a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SweepSpec s;
+        sweep_spec_init(&s);
+        KvErr e = {{0}};
+        CHECK_MSG(sweep_spec_parse(&s, cases[i].spec, "g.json", &e) == -1, "accepted: %s", cases[i].spec);
+        CHECK_CONTAINS(e.msg, cases[i].want);
+        sweep_spec_free(&s);
+    }
+    SweepSpec s;
+    sweep_spec_init(&s);
+    KvErr e;
+    CHECK(sweep_spec_set(&s, "n_ssd=1,,2", &e) == -1);
+    CHECK_CONTAINS(e.msg, "empty value");
+    CHECK(sweep_spec_set(&s, "n_ssd", &e) == -1);
+    CHECK(sweep_spec_set(&s, "tp=1,0", &e) == -1);
+    CHECK_CONTAINS(e.msg, "tp");
+    sweep_spec_free(&s);
+}
+
+TEST(point_result_text_round_trip)
+{
+    PointResult r;
+    memset(&r, 0, sizeof r);
+    SimConfig c;
+    KvErr e;
+    char pol[600];
+    cJSON *o = cJSON_Parse("{\"requests\": 30, \"policies\": \"recompute,kv-offload\"}");
+    CHECK_MSG(point_config(&c, o, "p", pol, sizeof pol, &e) == 0, "%s", e.msg);
+    cJSON_Delete(o);
+    CHECK_MSG(point_run(&c, pol, &r, &e) == 0, "%s", e.msg);
+    int per = 0;
+    while (point_metric_name(per)) per++;
+    CHECK_EQ_I(r.n, 2 * per);
+    size_t len;
+    char *text = point_result_text(&r, &len);
+    PointResult back;
+    CHECK_MSG(point_result_parse(&back, text, len, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(back.n, r.n);
+    for (int i = 0; i < r.n && i < back.n; i++) {
+        CHECK_STR(back.m[i].policy, r.m[i].policy);
+        CHECK_STR(back.m[i].name, r.m[i].name);
+        CHECK(back.m[i].value == r.m[i].value);
+    }
+    point_result_free(&back);
+    /* a worker that died mid-write: no END line */
+    CHECK(point_result_parse(&back, text, len / 2, &e) == -1);
+    CHECK_CONTAINS(e.msg, "ends early");
+    free(text);
+    point_result_free(&r);
+    /* a failing point: the error travels, no metrics */
+    o = cJSON_Parse("{\"model\": \"Llama-2-13B\", \"gpu\": \"RTX4090\", \"requests\": 5, \"policies\": \"recompute\"}");
+    CHECK_MSG(point_config(&c, o, "p", pol, sizeof pol, &e) == 0, "%s", e.msg);
+    cJSON_Delete(o);
+    CHECK(point_run(&c, pol, &r, &e) == -1);
+    CHECK_CONTAINS(r.error, "does not fit");
+    text = point_result_text(&r, &len);
+    CHECK_MSG(point_result_parse(&back, text, len, &e) == 0, "%s", e.msg);
+    CHECK_STR(back.error, r.error);
+    CHECK_EQ_I(back.n, 0);
+    free(text);
+    point_result_free(&back);
+    point_result_free(&r);
+}
