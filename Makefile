@@ -28,8 +28,8 @@ CC         ?= cc
 BUILD      ?= build
 CUDA_HOME  ?= /usr/local/cuda
 CUDA_ARCH  ?=
-PKGS       := libcjson gsl sqlite3
-DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev \
+PKGS       := libcjson gsl sqlite3 libcrypto
+DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libssl-dev libopenblas-dev liburing-dev \
               clang libclang-rt-dev valgrind
 
 # ---- dependency detection (pkg-config, evaluated once) ----
@@ -112,7 +112,7 @@ DEFAULT_POLICIES ?= all
 all: found $(BIN)/kvsim $(BIN)/kvcal
 
 found:
-	@printf 'kvsim build: %s cjson/gsl/sqlite3 %s openblas %s liburing %s CUDA%s\n' \
+	@printf 'kvsim build: %s cjson/gsl/sqlite3/libcrypto %s openblas %s liburing %s CUDA%s\n' \
 	  "$(if $(PKG_OK),✓,✗)" "$(if $(BLAS_OK),✓,✗ (cpu GEMMs use the C path))" \
 	  "$(if $(URING_OK),✓,✗ (SSD probes use threads))" \
 	  "$(if $(HAVE_CUDA),✓,✗)" "$(if $(HAVE_CUDA), $(CUDA_ROOT)$(if $(CUDA_ARCH), sm_$(CUDA_ARCH)),$(if $(filter 1,$(NO_CUDA)), (NO_CUDA=1), (nvcc/cuBLAS not found)))"
