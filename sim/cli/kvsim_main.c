@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sim/cli/experiment.h"
+#include "sim/cli/reproduce.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "results/plot.h"
@@ -37,6 +38,7 @@ static void usage(FILE *out)
             "  list CATALOG    show a catalog: policies, models, platforms, gpus, traces, scenarios\n"
             "  run             simulate one policy (--policy P --out DIR)\n"
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
+            "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -441,6 +443,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, reproduce; kvsim --help)\n", cmd);
     return 2;
 }
