@@ -590,8 +590,9 @@ void sim_config_print_keys(FILE *out)
         char aka[128] = "";
         for (size_t j = 0, len = 0; j < KV_ARRAY_LEN(g_key_aliases); j++)
             if (!strcmp(g_key_aliases[j].key, k->key))
-                len += (size_t)snprintf(aka + len, sizeof aka - len, "%s%s", len ? ", " : "; alias ", g_key_aliases[j].alias);
-        fprintf(out, "  %-16s %s (default %s%s%s%s)\n", k->key, k->help, k->def, allowed[0] ? "; " : "", allowed, aka);
+                len += (size_t)snprintf(aka + len, sizeof aka - len, "%s%s", len ? ", " : " [also: ", g_key_aliases[j].alias);
+        if (aka[0]) snprintf(aka + strlen(aka), sizeof aka - strlen(aka), "]");
+        fprintf(out, "  %-16s %s (default %s%s%s)%s\n", k->key, k->help, k->def, allowed[0] ? "; " : "", allowed, aka);
     }
     fprintf(out, "\npolicy knobs (--set POLICY.KNOB=VALUE):\n");
     for (int i = 0; i < policy_count(); i++) sim_config_print_knobs(out, policy_at(i), "  ");
