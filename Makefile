@@ -4,6 +4,7 @@
 #                   whenever mpicc is found)
 #   make run        install missing packages, build bin/kvsim (no CUDA needed), run the default comparison
 #   make figures    PNG renders of results/default/*.svg (needs rsvg-convert or ImageMagick)
+#   make reproduce  run every published claim (configs/claims/), report in results/reproduce/
 #   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
 #   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
@@ -29,8 +30,8 @@ CC         ?= cc
 BUILD      ?= build
 CUDA_HOME  ?= /usr/local/cuda
 CUDA_ARCH  ?=
-PKGS       := libcjson gsl sqlite3
-DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libopenblas-dev liburing-dev \
+PKGS       := libcjson gsl sqlite3 libcrypto
+DEB_PKGS   := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev sqlite3 libssl-dev libopenblas-dev liburing-dev \
               clang libclang-rt-dev valgrind libopenmpi-dev openmpi-bin
 
 # ---- dependency detection (pkg-config, evaluated once) ----
@@ -110,17 +111,19 @@ LIB       := $(BUILD)/libkvsim.a
 # bin/kvsim never does (with CUDA, kernels/gpu_stub.c compiles to nothing, so a stray kgpu_ call
 # in the simulator would fail to link instead of pulling CUDA in)
 CUDA_LIB  := $(if $(CU_OBJ),$(BUILD)/libkvcuda.a,)
-EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json))
+EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json)) \
+             $(sort $(wildcard configs/claims/*.json))
 DEFAULT_POLICIES ?= all
 
-.PHONY: all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers \
+#   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
+.PHONY: reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers \
         fuzz fuzz-build fuzz-test valgrind figures
 .DEFAULT_GOAL := all
 
 all: found $(BIN)/kvsim $(BIN)/kvcal $(if $(HAVE_MPI),$(BIN)/kvsim-mpi)
 
 found:
-	@printf 'kvsim build: %s cjson/gsl/sqlite3 %s openblas %s liburing %s CUDA%s\n' \
+	@printf 'kvsim build: %s cjson/gsl/sqlite3/libcrypto %s openblas %s liburing %s CUDA%s\n' \
 	  "$(if $(PKG_OK),✓,✗)" "$(if $(BLAS_OK),✓,✗ (cpu GEMMs use the C path))" \
 	  "$(if $(URING_OK),✓,✗ (SSD probes use threads))" \
 	  "$(if $(HAVE_CUDA),✓,✗)" "$(if $(HAVE_CUDA), $(CUDA_ROOT)$(if $(CUDA_ARCH), sm_$(CUDA_ARCH)),$(if $(filter 1,$(NO_CUDA)), (NO_CUDA=1), (nvcc/cuBLAS not found)))"
@@ -181,6 +184,10 @@ $(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
 run: deps
 	@$(MAKE) --no-print-directory found bin/kvsim
 	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --out results/default
+
+# every published claim (configs/claims/*.json) run and judged: results/reproduce/report.md, report.json
+reproduce: found $(BIN)/kvsim
+	$(BIN)/kvsim reproduce --out results/reproduce
 
 # PNG renders of the default comparison's figures, for a quick look (make run first)
 SVG2PNG := $(shell command -v rsvg-convert 2>/dev/null || command -v convert 2>/dev/null)

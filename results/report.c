@@ -14,15 +14,27 @@
 
 #include <cJSON.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "results/digest.h"
+#include "results/replications.h"
+
+const char *kv_embedded(const char *name, size_t *len); /* the build's embedded files (build/gen/embedded.c) */
+
+void report_csv_header(FILE *f, int seed_col)
+{
+    if (seed_col) fputs("seed,", f);
+    fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
+          "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
+          "restore_lower_bound_s\n",
+          f);
+}
 
 int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
 {
     memset(c, 0, sizeof *c);
     if (kv_atomic_open(&c->af, path, e) != 0) return -1;
-    fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
-          "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
-          "restore_lower_bound_s\n",
-          c->af.f);
+    report_csv_header(c->af.f, 0);
     return 0;
 }
 
@@ -44,6 +56,7 @@ static void csv_field(FILE *f, const char *s)
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
+    if (c->seed_col) fprintf(c->af.f, "%llu,", (unsigned long long)c->seed);
     fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
     csv_field(c->af.f, r->session_id ? r->session_id : "");
     int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
@@ -207,8 +220,61 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     return o;
 }
 
+/* A catalog's bytes hashed: the file it was read from, or the embedded copy ("NAME (embedded)"). */
+static int catalog_hash(const char *name, const char *origin, char hex[DIGEST_HEX_LEN], KvErr *e)
+{
+    size_t ol = strlen(origin), sl = strlen(" (embedded)");
+    if (ol > sl && !strcmp(origin + ol - sl, " (embedded)")) {
+        size_t len = 0;
+        const char *emb = kv_embedded(name, &len);
+        if (!emb) return kv_err(e, "%s: no embedded copy to hash", name);
+        return digest_sha256_hex(emb, len, hex, e);
+    }
+    return digest_sha256_file_hex(origin, hex, e);
+}
+
+static int is_regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+cJSON *report_input_hashes(const SimWorld *w, KvErr *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    char hex[DIGEST_HEX_LEN];
+    const SimConfig *c = w->cfg;
+    /* a trace that is a file is hashed; a generator's name is not a file (null) */
+    if (is_regular_file(c->trace)) {
+        if (digest_sha256_file_hex(c->trace, hex, e) != 0) goto fail;
+        cJSON_AddStringToObject(o, "trace", hex);
+    } else {
+        cJSON_AddNullToObject(o, "trace");
+    }
+    if (catalog_hash("configs/models.json", w->models.origin, hex, e) != 0) goto fail;
+    cJSON_AddStringToObject(o, "model_catalog", hex);
+    if (catalog_hash("configs/hardware.json", w->hw.origin, hex, e) != 0) goto fail;
+    cJSON_AddStringToObject(o, "hardware_catalog", hex);
+    if (strcmp(c->costs, "spec") != 0) {
+        if (digest_sha256_file_hex(c->costs, hex, e) != 0) goto fail;
+        cJSON_AddStringToObject(o, "cost_store", hex);
+    } else {
+        cJSON_AddNullToObject(o, "cost_store");
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
 int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                         KvErr *e)
+{
+    return report_summary_json_repl(path, w, trace_desc, res, n, NULL, e);
+}
+
+int report_summary_json_repl(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
+                             const Replications *rep, KvErr *e)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *k = cJSON_AddObjectToObject(root, "kvsim");
@@ -229,8 +295,31 @@ int report_summary_json(const char *path, const SimWorld *w, const char *trace_d
     cJSON_AddNumberToObject(md, "kv_bytes_per_token", (double)model_kv_bytes_per_token(&w->ly));
     cJSON_AddNumberToObject(md, "hidden_bytes_per_token", (double)model_hidden_bytes_per_token(&w->ly));
     cJSON_AddNumberToObject(md, "weight_bytes_per_gpu", (double)model_weight_bytes_per_gpu(&w->ly));
+    cJSON *hashes = report_input_hashes(w, e);
+    if (!hashes) {
+        cJSON_Delete(root);
+        return kv_err_prefix(e, "%s: inputs.sha256: ", path);
+    }
+    cJSON_AddItemToObject(in, "sha256", hashes);
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, policy_json(w->cfg, &res[i]));
+    if (rep) {
+        cJSON *rj = repl_json(rep, e);
+        if (!rj) {
+            cJSON_Delete(root);
+            return kv_err_prefix(e, "%s: replications: ", path);
+        }
+        cJSON *ps = cJSON_AddArrayToObject(rj, "per_seed");
+        for (int s = 0; s < rep->n_seeds; s++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "seed", (double)rep->seeds[s]);
+            cJSON *pa = cJSON_AddArrayToObject(x, "policies");
+            for (int p = 0; p < rep->n_policies; p++)
+                cJSON_AddItemToArray(pa, policy_json(w->cfg, &rep->res[s * rep->n_policies + p]));
+            cJSON_AddItemToArray(ps, x);
+        }
+        cJSON_AddItemToObject(root, "replications", rj);
+    }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return kv_err(e, "%s: out of memory formatting JSON", path);

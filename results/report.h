@@ -15,16 +15,30 @@ typedef struct ReqCsv {
     KvAtomicFile af;
     const char *policy;
     uint64_t rows;
+    int seed_col;  /* replications: every row starts with a seed column */
+    uint64_t seed; /* its value */
 } ReqCsv;
 
+struct Replications;
+
 int report_csv_open(ReqCsv *c, const char *path, KvErr *e);
+/* The header line ("policy,request,..."; with seed_col, "seed,policy,request,..."). */
+void report_csv_header(FILE *f, int seed_col);
 int report_csv_row(void *ctx, const SimRequestRow *row, KvErr *e); /* a SimRowFn; set c->policy first */
 int report_csv_commit(ReqCsv *c, KvErr *e);
 void report_csv_abort(ReqCsv *c);
 
-/* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]} */
+/* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]}. inputs.sha256 holds the
+ * SHA-256 of the trace file, both catalogs (the file read, or the embedded bytes) and the cost
+ * store (null for a generator / the spec model). */
 int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                         KvErr *e);
+/* The same with a "replications" block when rep is not NULL (rep->res[0..n_policies-1], the first
+ * seed, is what "policies" holds; "replications.per_seed" holds every seed's "policies"). */
+int report_summary_json_repl(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
+                             const struct Replications *rep, KvErr *e);
+/* inputs.sha256 alone (for tests and kvsim reproduce): a new object, NULL + e on failure. */
+struct cJSON *report_input_hashes(const SimWorld *w, KvErr *e);
 /* The comparison table, GitHub Markdown: unique column headers with their units, bytes in binary
  * units ("512 KiB"), "–" where a ratio does not apply (no request restored anything). */
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);

@@ -27,7 +27,8 @@
 /* The set in progress, for the signal handler. */
 static ResultSet *volatile g_active;
 
-static const char *const k_result_files[] = {"summary.json", "requests.csv", "table.md", "ttft_cdf.svg", "ttft_ccdf.svg"};
+static const char *const k_result_files[] = {"summary.json", "requests.csv", "table.md",   "ttft_cdf.svg",
+                                            "ttft_ccdf.svg", "report.md",    "report.json"};
 
 /* name ends in ".tmp.<digits>" (our writers' temporaries) or, with kind, is exactly
  * base + kind + <digits>; *pid receives the digits. */
@@ -128,7 +129,7 @@ static int check_replaceable(const char *dir, KvErr *e)
         if (!ours)
             ret = kv_err(e, "%s: holds '%s', which is not a kvsim result file; a result replaces the whole "
                             "directory, so --out must be new, empty or an earlier result (summary.json, "
-                            "requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg)",
+                            "requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg; kvsim reproduce: report.md, report.json)",
                          dir, n);
     }
     closedir(d);

@@ -578,6 +578,94 @@ contains "check says how to write them" "kvsim check --update"
 expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet
 if diff -r results/reference "$tmp/ref2" >/dev/null; then ok "check --update reproduces the committed references"; else bad "check --update reproduces the committed references"; fi
 # ---- end of capacity planning checks ----
+# ---- replications, workers, reproduce, provenance, vLLM spellings ----
+R=(--config configs/default.json --requests 150 --quiet)
+expect 0 "compare --seeds 3 -j 1" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 1 --out "$tmp/rj1"
+contains "the table shows mean ± ci" "± "
+contains "the table has the paired differences" "Paired differences to kv-offload"
+expect 0 "compare --seeds 3 -j 2" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 2 --out "$tmp/rj2"
+for f in summary.json requests.csv table.md ttft_cdf.svg ttft_ccdf.svg; do
+  if cmp -s "$tmp/rj1/$f" "$tmp/rj2/$f"; then ok "replications -j 1 = -j 2: $f"; else bad "replications -j 1 = -j 2: $f (files differ)"; fi
+done
+expect 0 "compare, 3 policies, --jobs 3" "$B"/kvsim compare "${R[@]}" --policies recompute,kv-offload,hcache --jobs 3 --out "$tmp/pj3"
+expect 0 "compare, 3 policies, -j1" "$B"/kvsim compare "${R[@]}" --policies recompute,kv-offload,hcache -j1 --out "$tmp/pj1"
+for f in summary.json requests.csv table.md ttft_cdf.svg; do
+  if cmp -s "$tmp/pj1/$f" "$tmp/pj3/$f"; then ok "compare across policies -j 1 = -j 3: $f"; else bad "compare across policies -j 1 = -j 3: $f"; fi
+done
+if head -1 "$tmp/rj1/requests.csv" | grep -q '^seed,policy,request,' && grep -q '^3,ideal,' "$tmp/rj1/requests.csv"; then
+  ok "replications: requests.csv has a seed column"; else bad "replications: requests.csv has a seed column"; fi
+expect 0 "one seed of the replications alone" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seed 1 --out "$tmp/s1"
+expect 0 "a policy against itself" "$B"/kvsim compare "${R[@]}" --policies kv-offload,kv-offload --seeds 3 --baseline kv-offload --out "$tmp/self"
+expect 0 "more seeds" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache --seeds 8 --baseline kv-offload --out "$tmp/r8"
+if python3 - "$tmp/rj1/summary.json" "$tmp/s1/summary.json" "$tmp/self/summary.json" "$tmp/r8/summary.json" <<'PY'
+import json, sys
+r3, one, self_, r8 = (json.load(open(p)) for p in sys.argv[1:])
+rep = r3["replications"]
+assert rep["seeds"] == [1, 2, 3] and rep["level"] == 0.95
+m = {x["policy"]: x for x in rep["metrics"]}
+t = m["kv-offload"]["ttft_mean_s"]
+assert t["n"] == 3 and len(t["per_seed"]) == 3 and t["ci95"] > 0
+# seed 1 of the replications is exactly the single run with --seed 1
+assert r3["policies"] == one["policies"], "policies block = the first seed"
+assert t["per_seed"][0] == one["policies"][0]["ttft_s"]["mean"]
+assert len(rep["per_seed"]) == 3 and rep["per_seed"][0]["policies"] == one["policies"]
+d = {x["policy"]: x for x in rep["paired_differences"]["policies"]}
+assert "kv-offload" not in d and set(d) == {"hcache", "ideal"}
+assert d["ideal"]["ttft_mean_s"]["significant"] is True
+s = self_["replications"]["paired_differences"]["policies"][0]["ttft_mean_s"]
+assert s["mean"] == 0 and s["ci95"] == 0 and s["significant"] is False, s
+m8 = {x["policy"]: x for x in r8["replications"]["metrics"]}
+# the interval shrinks with more seeds (t quantile 4.30 -> 2.36 and sqrt(n))
+assert m8["kv-offload"]["ttft_mean_s"]["ci95"] < t["ci95"], (m8["kv-offload"]["ttft_mean_s"]["ci95"], t["ci95"])
+PY
+then ok "replications block: per seed, paired differences, n.s. for a policy vs itself, CI shrinks"; else bad "replications block"; fi
+grep -q "n.s." "$tmp/self/table.md" && ok "table.md marks n.s." || bad "table.md marks n.s."
+expect 2 "--seeds 1 refused" "$B"/kvsim compare --seeds 1 --out "$tmp/bad1"
+contains "--seeds 1 says why" "at least 2 seeds"
+expect 2 "--baseline without --seeds refused" "$B"/kvsim compare --policies recompute,hcache --baseline hcache --out "$tmp/bad2"
+expect 2 "--baseline not compared refused" "$B"/kvsim compare --policies recompute,hcache --seeds 2 --baseline ideal --out "$tmp/bad3"
+contains "--baseline names the policies" "not one of the policies compared (recompute, hcache)"
+expect 2 "--jobs 0 refused" "$B"/kvsim run --policy ideal --jobs 0 --out "$tmp/bad4"
+# provenance: the trace's hash follows its bytes
+cp traces/data/leval.csv "$tmp/tr.csv"
+expect 0 "run on a trace file" "$B"/kvsim run --policy recompute --requests 10 --quiet --trace "$tmp/tr.csv" --out "$tmp/h1"
+cp traces/data/leval.csv "$tmp/tr2.csv"; echo "" >> "$tmp/tr2.csv"  # one more byte: an edit that changes nothing else
+expect 0 "run on the edited trace" "$B"/kvsim run --policy recompute --requests 10 --quiet --trace "$tmp/tr2.csv" --out "$tmp/h2"
+if python3 - "$tmp/h1/summary.json" "$tmp/h2/summary.json" traces/data/leval.csv <<'PY'
+import hashlib, json, sys
+a, b = (json.load(open(p))["inputs"]["sha256"] for p in sys.argv[1:3])
+assert a["trace"] == hashlib.sha256(open(sys.argv[3], "rb").read()).hexdigest()
+assert b["trace"] != a["trace"], "editing the trace changes its hash"
+assert a["model_catalog"] == hashlib.sha256(open("configs/models.json", "rb").read()).hexdigest()
+assert a["hardware_catalog"] == hashlib.sha256(open("configs/hardware.json", "rb").read()).hexdigest()
+assert a["cost_store"] is None
+PY
+then ok "inputs.sha256: trace, catalogs; an edited trace hashes differently"; else bad "inputs.sha256"; fi
+# vLLM spellings
+expect 0 "vLLM spellings as settings" "$B"/kvsim run --policy ideal --requests 20 --quiet --set max_num_batched_tokens=1024 --set max_num_seqs=8 --set gpu_memory_utilization=0.8 --out "$tmp/vl"
+if python3 -c "
+import json,sys; c=json.load(open(sys.argv[1]))['inputs']['config']
+assert (c['token_budget'], c['max_batch'], c['mem_util']) == (1024, 8, 0.8), c" "$tmp/vl/summary.json"; then ok "vLLM spellings set token_budget, max_batch, mem_util"; else bad "vLLM spellings"; fi
+# reproduce: the fast subset
+expect 0 "reproduce --fast" "$B"/kvsim reproduce --fast --out "$tmp/rep"
+contains "reproduce prints verdicts" "| verdict |"
+if python3 - "$tmp/rep/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ids = {c["id"]: c for c in r["claims"]}
+assert set(ids) == {"hcache-storage-vs-kv-offload", "cake-chunk-1", "cake-chunk-64"}, set(ids)
+assert ids["hcache-storage-vs-kv-offload"]["verdict"] == "met"
+for c in r["claims"]:
+    assert c["verdict"] in ("met", "missed", "skipped") and c["reason"]
+PY
+then ok "reproduce --fast: three claims judged, storage met"; else bad "reproduce --fast report.json"; fi
+[ -s "$tmp/rep/report.md" ] && ok "reproduce wrote report.md" || bad "reproduce wrote report.md"
+printf '{"paper": "P", "claims": [{"id": "x", "set": {"no_such_mode": 1}, "metric": {"kind": "ratio"}, "published": {"value": 1}}]}\n' > "$tmp/claim.json"
+expect 0 "reproduce skips a claim with an unknown setting" "$B"/kvsim reproduce --claims "$tmp/claim.json" --out "$tmp/rep2"
+contains "the skip names the setting" "needs setting no_such_mode"
+printf '{"paper": "P", "claims": [{"id": "y", "metric": {"kind": "nonsense"}, "published": {"value": 1}}]}\n' > "$tmp/claim2.json"
+expect 1 "reproduce fails on a claim that cannot run" "$B"/kvsim reproduce --claims "$tmp/claim2.json" --out "$tmp/rep3"
+contains "the failure says why" "metric.kind 'nonsense'"
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -10,9 +10,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "sim/cli/experiment.h"
+#include "sim/cli/reproduce.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "results/plot.h"
@@ -42,6 +43,7 @@ static void usage(FILE *out)
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
+            "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -71,8 +73,9 @@ static char g_policies_help[1200];
         {"--quiet", NULL, 0, "no progress lines"}, {"--no-csv", NULL, 0, "skip requests.csv"},                     \
         {"--stats", NULL, 0, "print a machine-readable speed/memory line per policy on stderr"}
 
-static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS};
-static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS};
+static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS};
+static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
+                                         EXPERIMENT_COMPARE_OPTS};
 static const OptCmd k_run = {"kvsim run", "Simulate one restoration policy; write summary.json, requests.csv, table.md "
                                           "and ttft_cdf.svg to DIR and print the table.",
                              k_run_opts, (int)KV_ARRAY_LEN(k_run_opts), NULL, 0, 0};
@@ -294,27 +297,6 @@ static int load_scenario(SimConfig *c, const char *name, char *policies, size_t 
     return rc;
 }
 
-typedef struct {
-    int tty;
-    double last_line;
-    const char *policy;
-    int printed;
-} Progress;
-
-static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
-{
-    Progress *p = ctx;
-    if (p->tty) {
-        if (frac >= 0) fprintf(stderr, "\r  %-12s %5.1f%%  %llu requests  %.0f s simulated   ", p->policy, 100 * frac,
-                               (unsigned long long)done, (double)sim_ns / 1e9);
-        else fprintf(stderr, "\r  %-12s %llu requests  %.0f s simulated   ", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
-        p->printed = 1;
-    } else if (p->last_line++ >= 4) { /* every ~5 s when not a terminal */
-        p->last_line = 0;
-        fprintf(stderr, "  %s: %llu requests, %.0f s simulated\n", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
-    }
-}
-
 /* Open the trace once before any policy runs (the engine opens it again per policy): a trace that
  * cannot be opened is reported once, naming the trace, not a policy; a name that is neither a
  * file nor a generator gets the generators' names. desc: trace_describe's line. */
@@ -370,6 +352,7 @@ static void install_stop_handlers(void)
 static int cmd_run(int argc, char **argv, int compare)
 {
     const OptCmd *cmd = compare ? &k_compare : &k_run;
+    experiment_rewrite_short_opts(argc, argv);
     OptArgs a;
     int prc = parse_or_exit(cmd, argc, argv, &a, 1);
     if (prc >= 0) return prc;
@@ -378,6 +361,7 @@ static int cmd_run(int argc, char **argv, int compare)
     char policies[512] = "";
     const char *out = NULL;
     int no_csv = 0, stats = 0, dry_run = 0;
+    ExpOpts xo;
     KvErr e;
     char scen_policies[512] = "", scen_desc[1024] = "";
     /* --scenario, then --config, so that the other options override them */
@@ -403,6 +387,7 @@ static int cmd_run(int argc, char **argv, int compare)
         else if (!strcmp(o, "--dry-run")) dry_run = 1;
         else if (!strcmp(o, "--out")) out = v;
         else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
+        else if (experiment_opt_is(o)) continue; /* read by experiment_opts_read below */
         else if (!strcmp(o, "--set")) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v) return usage_error(cmd, "--set %s: expected KEY=VALUE", v);
@@ -440,6 +425,7 @@ static int cmd_run(int argc, char **argv, int compare)
         tok += len;
         if (*tok == ',') tok++;
     }
+    if (experiment_opts_read(&a, &cfg, names, np, &xo, &e) != 0) return usage_error(cmd, "%s", e.msg);
     if (sim_config_check(&cfg, &e) != 0) { /* a usage error: refused before anything is opened */
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 2;
@@ -462,85 +448,10 @@ static int cmd_run(int argc, char **argv, int compare)
         sim_world_close(&w);
         return 1;
     }
-    /* every file of the result is written into a set beside --out and swapped in at the end */
-    ResultSet rset;
     install_stop_handlers();
-    if (rs_begin(&rset, out, &e) != 0) {
-        fprintf(stderr, "kvsim: %s\n", e.msg);
-        sim_world_close(&w);
-        return 1;
-    }
-    char path[4400];
-    ReqCsv csv;
-    memset(&csv, 0, sizeof csv);
-    if (!no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || report_csv_open(&csv, path, &e) != 0)) {
-        fprintf(stderr, "kvsim: %s\n", e.msg);
-        rs_abort(&rset);
-        sim_world_close(&w);
-        return 1;
-    }
-    SimResult res[16];
-    memset(res, 0, sizeof res);
-    int rc = 0, done = 0;
-    for (int i = 0; i < np && rc == 0; i++) {
-        csv.policy = names[i];
-        Progress pg = {isatty(2), 0, names[i], 0};
-        if (sim_run(&w, names[i], no_csv ? NULL : report_csv_row, &csv, cfg.quiet ? NULL : progress, &pg, &res[i], &e) != 0) {
-            if (pg.printed) fputc('\n', stderr);
-            fprintf(stderr, "kvsim: %s: %s\n", names[i], e.msg);
-            rc = 1;
-            break;
-        }
-        if (pg.printed) fputc('\n', stderr);
-        done++;
-        if (!cfg.quiet)
-            fprintf(stderr, "  %-12s %llu requests, %.1f s simulated in %.2f s (%.0f× real time, %llu events)\n", names[i],
-                    (unsigned long long)res[i].requests, (double)res[i].sim_end_ns / 1e9, res[i].wall_s,
-                    res[i].wall_s > 0 ? (double)res[i].sim_end_ns / 1e9 / res[i].wall_s : 0,
-                    (unsigned long long)res[i].events);
-        if (stats) {
-            struct rusage ru;
-            getrusage(RUSAGE_SELF, &ru);
-            /* one machine-readable line for tests/bench.sh */
-            fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld\n", names[i],
-                    (unsigned long long)res[i].requests, (unsigned long long)res[i].events,
-                    (double)res[i].sim_end_ns / 1e9, res[i].wall_s, ru.ru_maxrss);
-        }
-    }
-    if (rc == 0) {
-        if ((!no_csv && report_csv_commit(&csv, &e) != 0) || rs_path(&rset, "summary.json", path, sizeof path, &e) != 0 ||
-            report_summary_json(path, &w, trace_desc, res, done, &e) != 0) {
-            fprintf(stderr, "kvsim: %s\n", e.msg);
-            rc = 1;
-        }
-    } else if (!no_csv) {
-        report_csv_abort(&csv);
-    }
-    if (rc == 0) {
-        report_markdown(stdout, &w, res, done);
-        KvAtomicFile af;
-        if (rs_path(&rset, "table.md", path, sizeof path, &e) == 0 && kv_atomic_open(&af, path, &e) == 0) {
-            report_markdown(af.f, &w, res, done);
-            if (kv_atomic_commit(&af, &e) != 0) rc = 1;
-        } else {
-            rc = 1;
-        }
-        if (rc == 0) {
-            char title[256];
-            snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w.model->name, w.platform->name, cfg.trace);
-            if (rs_path(&rset, "ttft_cdf.svg", path, sizeof path, &e) != 0 ||
-                plot_ttft_cdf_svg(path, res, done, title, cfg.slo_ttft_ns, &e) != 0 ||
-                rs_path(&rset, "ttft_ccdf.svg", path, sizeof path, &e) != 0 ||
-                plot_ttft_ccdf_svg(path, res, done, title, cfg.slo_ttft_ns, &e) != 0)
-                rc = 1;
-        }
-        if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
-        if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
-        else if (!cfg.quiet)
-            fprintf(stderr, "results in %s/ (summary.json, %stable.md, %s)\n", out, no_csv ? "" : "requests.csv, ", plot_file_list());
-    }
-    rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
-    for (int i = 0; i < 16; i++) sim_result_free(&res[i]);
+    ExpSpec x = {&cfg, &w, trace_desc, (const char(*)[32])names, np, out, xo.n_seeds, xo.seed_base, xo.jobs,
+                 xo.baseline, no_csv, stats};
+    int rc = experiment_run(&x);
     sim_world_close(&w);
     return rc;
 }
@@ -566,6 +477,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "sweep")) return sweep_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check, reproduce; kvsim --help)\n", cmd);
     return 2;
 }

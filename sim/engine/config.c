@@ -165,6 +165,16 @@ static const CfgKey g_keys[] = {
           "serving stack of the spec model's attention: fa2 (vLLM 0.6, FlashAttention-2), fa3 (Hopper only), auto (fa3 on Hopper, else fa2)"),
 };
 
+/* Other spellings of a setting (vLLM's engine arguments; docs/vllm-lmcache.md): accepted by
+ * sim_config_set and config files, listed by --help; summary.json records the setting's own name. */
+static const struct {
+    const char *alias, *key;
+} g_key_aliases[] = {
+    {"max_num_batched_tokens", "token_budget"},
+    {"max_num_seqs", "max_batch"},
+    {"gpu_memory_utilization", "mem_util"},
+};
+
 static void *field(SimConfig *c, const CfgKey *k) { return (char *)c + k->off; }
 static const void *cfield(const SimConfig *c, const CfgKey *k) { return (const char *)c + k->off; }
 
@@ -172,6 +182,8 @@ static const CfgKey *find_key(const char *key)
 {
     for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++)
         if (!strcmp(g_keys[i].key, key)) return &g_keys[i];
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_key_aliases); i++)
+        if (!strcmp(g_key_aliases[i].alias, key)) return find_key(g_key_aliases[i].key);
     return NULL;
 }
 
@@ -477,6 +489,14 @@ int sim_config_table_check(KvErr *e)
             if (!strcmp(g_keys[j].key, k->key)) return kv_err(e, "setting '%s' is listed twice", k->key);
         if (strchr(k->key, '.')) return kv_err(e, "setting '%s': a '.' marks a policy knob", k->key);
     }
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_key_aliases); i++) {
+        const char *al = g_key_aliases[i].alias, *to = g_key_aliases[i].key;
+        int pi, ki;
+        for (size_t j = 0; j < KV_ARRAY_LEN(g_keys); j++)
+            if (!strcmp(g_keys[j].key, al)) return kv_err(e, "alias '%s' is also a setting", al);
+        if (find_knob(al, &pi, &ki)) return kv_err(e, "alias '%s' is also a policy knob's alias", al);
+        if (!find_key(to) || strcmp(find_key(to)->key, to) != 0) return kv_err(e, "alias '%s' names no setting ('%s')", al, to);
+    }
     for (int i = 0; i < policy_count(); i++) {
         const KvPolicyOps *ops = policy_at(i);
         for (int j = 0; j < ops->n_knobs; j++)
@@ -577,7 +597,12 @@ void sim_config_print_keys(FILE *out)
         } else if (k->type != CT_STR && k->type != CT_U64) {
             fmt_range(allowed, sizeof allowed, k);
         }
-        fprintf(out, "  %-16s %s (default %s%s%s)\n", k->key, k->help, k->def, allowed[0] ? "; " : "", allowed);
+        char aka[128] = "";
+        for (size_t j = 0, len = 0; j < KV_ARRAY_LEN(g_key_aliases); j++)
+            if (!strcmp(g_key_aliases[j].key, k->key))
+                len += (size_t)snprintf(aka + len, sizeof aka - len, "%s%s", len ? ", " : " [also: ", g_key_aliases[j].alias);
+        if (aka[0]) snprintf(aka + strlen(aka), sizeof aka - strlen(aka), "]");
+        fprintf(out, "  %-16s %s (default %s%s%s)%s\n", k->key, k->help, k->def, allowed[0] ? "; " : "", allowed, aka);
     }
     fprintf(out, "\npolicy knobs (--set POLICY.KNOB=VALUE):\n");
     for (int i = 0; i < policy_count(); i++) sim_config_print_knobs(out, policy_at(i), "  ");

@@ -1,0 +1,226 @@
+/* replications.c — mean ± CI over seeds and paired differences; see replications.h. */
+#include "results/replications.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/report.h"
+#include "sim/base/stats.h"
+
+typedef enum { MK_COUNT, MK_MS, MK_PCT, MK_BYTES, MK_RATIO } MetricKind;
+
+typedef struct Metric {
+    const char *key;    /* summary.json name, in its units */
+    const char *header; /* table.md column, the same as the single-run table's */
+    MetricKind kind;
+} Metric;
+
+/* the columns of the single-run table, in its order, then the restore throughput */
+static const Metric k_metrics[] = {
+    {"requests", "requests", MK_COUNT},
+    {"ttft_mean_s", "TTFT mean ms", MK_MS},
+    {"ttft_p50_s", "TTFT p50 ms", MK_MS},
+    {"ttft_p90_s", "TTFT p90 ms", MK_MS},
+    {"ttft_p99_s", "TTFT p99 ms", MK_MS},
+    {"restore_mean_s", "restore mean ms", MK_MS},
+    {"restore_p99_s", "restore p99 ms", MK_MS},
+    {"tbt_mean_s", "TBT mean ms", MK_MS},
+    {"tbt_p99_s", "TBT p99 ms", MK_MS},
+    {"slo_attainment", "SLO %", MK_PCT},
+    {"saved_bytes_per_token", "saved per token", MK_BYTES},
+    {"restore_over_lower_bound_mean", "restore/bound", MK_RATIO},
+    {"restore_throughput_tokens_per_s", "restore tokens/s", MK_COUNT},
+};
+#define N_METRICS ((int)KV_ARRAY_LEN(k_metrics))
+
+int repl_metric_count(void) { return N_METRICS; }
+const char *repl_metric_key(int m) { return m >= 0 && m < N_METRICS ? k_metrics[m].key : NULL; }
+
+double repl_metric_value(const SimResult *r, int m)
+{
+    switch (m) {
+    case 0: return (double)r->requests;
+    case 1: return hist_mean(&r->ttft) / 1e9;
+    case 2: return hist_percentile(&r->ttft, 0.50) / 1e9;
+    case 3: return hist_percentile(&r->ttft, 0.90) / 1e9;
+    case 4: return hist_percentile(&r->ttft, 0.99) / 1e9;
+    case 5: return hist_mean(&r->restore) / 1e9;
+    case 6: return hist_percentile(&r->restore, 0.99) / 1e9;
+    case 7: return hist_mean(&r->tbt) / 1e9;
+    case 8: return hist_percentile(&r->tbt, 0.99) / 1e9;
+    case 9: return r->requests ? (double)r->slo_met / (double)r->requests : 0;
+    case 10: return r->saved_bytes_per_token;
+    case 11: return r->lb_ratio.n ? hist_mean(&r->lb_ratio) / 1000 : NAN;
+    case 12: return r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : 0;
+    }
+    return NAN;
+}
+
+int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvErr *e)
+{
+    memset(out, 0, sizeof *out);
+    out->n = r->n_seeds;
+    out->mean = out->ci95 = NAN;
+    if (diff && (r->baseline < 0 || r->baseline >= r->n_policies)) return kv_err(e, "paired difference without a baseline");
+    double *x = malloc(sizeof *x * (size_t)(r->n_seeds > 0 ? r->n_seeds : 1));
+    if (!x) return kv_err(e, "replications: out of memory");
+    int ok = 1;
+    for (int s = 0; s < r->n_seeds; s++) {
+        double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
+        if (diff) v -= repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
+        if (!isfinite(v)) ok = 0;
+        x[s] = v;
+    }
+    int rc = 0;
+    if (ok && r->n_seeds >= 2) {
+        double mean, hw;
+        rc = stats_mean_ci(x, (size_t)r->n_seeds, r->level, &mean, &hw, e);
+        if (rc == 0) {
+            out->mean = mean;
+            out->ci95 = hw;
+            out->significant = fabs(mean) > hw; /* the interval [mean - hw, mean + hw] excludes 0 */
+        }
+    }
+    free(x);
+    return rc;
+}
+
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *stat_json(const Replications *r, int p, int m, int diff, KvErr *e)
+{
+    ReplStat st;
+    if (repl_stat(r, p, m, diff, &st, e) != 0) return NULL;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "mean", num_or_null(st.mean));
+    cJSON_AddItemToObject(o, "ci95", num_or_null(st.ci95));
+    cJSON_AddNumberToObject(o, "n", st.n);
+    if (diff) {
+        if (isfinite(st.mean)) cJSON_AddBoolToObject(o, "significant", st.significant);
+        else cJSON_AddNullToObject(o, "significant");
+    }
+    cJSON *vals = cJSON_AddArrayToObject(o, "per_seed");
+    for (int s = 0; s < r->n_seeds; s++) {
+        double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
+        if (diff) v -= repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
+        cJSON_AddItemToArray(vals, num_or_null(v));
+    }
+    return o;
+}
+
+static cJSON *policy_stats(const Replications *r, int p, int diff, KvErr *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "policy", r->res[p].policy);
+    for (int m = 0; m < N_METRICS; m++) {
+        cJSON *x = stat_json(r, p, m, diff, e);
+        if (!x) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+        cJSON_AddItemToObject(o, k_metrics[m].key, x);
+    }
+    return o;
+}
+
+cJSON *repl_json(const Replications *r, KvErr *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *seeds = cJSON_AddArrayToObject(o, "seeds");
+    for (int s = 0; s < r->n_seeds; s++) cJSON_AddItemToArray(seeds, cJSON_CreateNumber((double)r->seeds[s]));
+    cJSON_AddNumberToObject(o, "level", r->level);
+    cJSON_AddStringToObject(o, "method", "mean over seeds ± Student-t half-width t(1-(1-level)/2, n-1) · s/sqrt(n); "
+                                         "common random numbers: every policy replays the same trace per seed");
+    cJSON *arr = cJSON_AddArrayToObject(o, "metrics");
+    for (int p = 0; p < r->n_policies; p++) {
+        cJSON *x = policy_stats(r, p, 0, e);
+        if (!x) goto fail;
+        cJSON_AddItemToArray(arr, x);
+    }
+    if (r->baseline >= 0) {
+        cJSON *d = cJSON_AddObjectToObject(o, "paired_differences");
+        cJSON_AddStringToObject(d, "baseline", r->res[r->baseline].policy);
+        cJSON_AddStringToObject(d, "definition", "policy − baseline per seed; significant: the interval excludes 0");
+        cJSON *pa = cJSON_AddArrayToObject(d, "policies");
+        for (int p = 0; p < r->n_policies; p++) {
+            if (p == r->baseline) continue;
+            cJSON *x = policy_stats(r, p, 1, e);
+            if (!x) goto fail;
+            cJSON_AddItemToArray(pa, x);
+        }
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* "mean ± ci" in the column's units; diff: signed, " n.s." when the interval holds 0 */
+static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
+{
+    if (!isfinite(st->mean) || !isfinite(st->ci95)) {
+        snprintf(b, n, "–");
+        return;
+    }
+    double m = st->mean, c = st->ci95;
+    char mb[48], cb[48];
+    switch (k) {
+    case MK_MS: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 1e3, c * 1e3); break;
+    case MK_PCT: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 100, c * 100); break;
+    case MK_RATIO: snprintf(b, n, diff ? "%+.2f ± %.2f" : "%.2f ± %.2f", m, c); break;
+    case MK_COUNT: snprintf(b, n, diff ? "%+.0f ± %.0f" : "%.0f ± %.0f", m, c); break;
+    case MK_BYTES:
+        report_human_bytes(mb, sizeof mb, fabs(m));
+        report_human_bytes(cb, sizeof cb, c);
+        snprintf(b, n, "%s%s ± %s", diff ? (m < 0 ? "-" : "+") : "", mb, cb);
+        break;
+    }
+    if (diff && !st->significant) {
+        size_t l = strlen(b);
+        snprintf(b + l, n - l, " n.s.");
+    }
+}
+
+static int table(FILE *out, const Replications *r, int diff, KvErr *e)
+{
+    fprintf(out, "| policy | seeds |");
+    for (int m = 0; m < N_METRICS; m++) fprintf(out, " %s%s |", diff ? "Δ " : "", k_metrics[m].header);
+    fprintf(out, "\n|---|---:|");
+    for (int m = 0; m < N_METRICS; m++) fprintf(out, "---:|");
+    fputc('\n', out);
+    for (int p = 0; p < r->n_policies; p++) {
+        if (diff && p == r->baseline) continue;
+        if (diff) fprintf(out, "| %s − %s | %d |", r->res[p].policy, r->res[r->baseline].policy, r->n_seeds);
+        else fprintf(out, "| %s | %d |", r->res[p].policy, r->n_seeds);
+        for (int m = 0; m < N_METRICS; m++) {
+            ReplStat st;
+            if (repl_stat(r, p, m, diff, &st, e) != 0) return -1;
+            char b[128];
+            cell(b, sizeof b, k_metrics[m].kind, &st, diff);
+            fprintf(out, " %s |", b);
+        }
+        fputc('\n', out);
+    }
+    return 0;
+}
+
+int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
+{
+    fprintf(out, "\n%s on %s (%s, tp %d, pp %d), trace %s, %s\n", w->model->name, w->platform->name,
+            w->hw.gpus[w->platform->gpu].name, w->cfg->tp, w->cfg->pp, w->cfg->trace, w->cost_source);
+    fprintf(out, "%d seeds (%llu..%llu), mean ± %.0f %% confidence interval (Student t); every policy replays the same "
+                 "trace per seed\n\n",
+            r->n_seeds, (unsigned long long)r->seeds[0], (unsigned long long)r->seeds[r->n_seeds - 1], r->level * 100);
+    if (table(out, r, 0, e) != 0) return -1;
+    if (r->baseline >= 0) {
+        fprintf(out, "\nPaired differences to %s (policy − %s, seed by seed; n.s.: the %.0f %% interval contains 0)\n\n",
+                r->res[r->baseline].policy, r->res[r->baseline].policy, r->level * 100);
+        if (table(out, r, 1, e) != 0) return -1;
+    }
+    uint64_t ex = 0;
+    for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += r->res[i].extrapolations;
+    if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
+    return 0;
+}

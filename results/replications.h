@@ -1,0 +1,53 @@
+/* replications.h — N independent seeds of the same experiment summarised: every headline metric of
+ * every policy as mean ± 95 % confidence interval over the seeds (Student t), and optionally each
+ * policy's paired difference to a baseline policy.
+ *
+ * Responsible for: the headline metrics' definitions (the columns of table.md, extracted from a
+ * SimResult in summary.json's units: seconds, shares, bytes per token, ratios, counts), their
+ * per-seed values, mean, CI half-width and n (the "replications" block of summary.json, less the
+ * per-seed "policies" copies that report.c adds), paired differences (policy − baseline, seed by
+ * seed: the same trace for both, common random numbers) marked significant only when the
+ * interval excludes 0, and the Markdown tables "mean ± ci" and "Δ vs baseline".
+ * Not responsible for: running the seeds (sim/cli/experiment.c), requests.csv, summary.json's
+ * other blocks (report.c).
+ * Invariants: output depends only on the results and their order (seeds ascending, policies in
+ * command-line order); a metric that does not apply in some seed (restore/bound when nothing was
+ * restored) has mean, ci95 and difference null (JSON) / "–" (Markdown), never a made-up number.
+ * Complexity: O(policies × seeds × metrics).
+ */
+#ifndef KV_REPLICATIONS_H
+#define KV_REPLICATIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/engine/sim.h"
+
+typedef struct Replications {
+    int n_seeds, n_policies;
+    const uint64_t *seeds;  /* n_seeds, ascending */
+    const SimResult *res;   /* [s * n_policies + p]: seed s, policy p */
+    int baseline;           /* index of the baseline policy, or -1 */
+    double level;           /* 0.95 */
+} Replications;
+
+int repl_metric_count(void);
+const char *repl_metric_key(int m);        /* JSON name: "ttft_mean_s" */
+/* The metric of one run in JSON units; NAN when it does not apply. */
+double repl_metric_value(const SimResult *r, int m);
+
+typedef struct ReplStat {
+    double mean, ci95; /* NAN when some seed has no value */
+    int n;
+    int significant;   /* differences: the interval excludes 0 */
+} ReplStat;
+/* mean ± ci of metric m of policy p over the seeds; with diff, of (p − baseline) seed by seed. */
+int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvErr *e);
+
+/* {"seeds": [...], "level": 0.95, "method": ..., "metrics": {policy: {metric: {...}}},
+ *  "paired_differences": {...} (with a baseline)}; NULL + e on failure. */
+struct cJSON *repl_json(const Replications *r, KvErr *e);
+/* The tables (title line, mean ± ci per policy; with a baseline, the differences). */
+int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e);
+
+#endif

@@ -1,0 +1,333 @@
+/* experiment.c — run/compare as jobs of the process pool, merged into one result set; see
+ * experiment.h.
+ *
+ * A job's file: its requests.csv rows (no header; with the seed column under replications), then
+ * its SimResult record (results/resfile.h), then a trailer: "KVJOBEND" and the record's offset
+ * (u64). The parent copies the rows into requests.csv and reads the record, job after job.
+ */
+#include "sim/cli/experiment.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "results/plot.h"
+#include "results/replications.h"
+#include "results/report.h"
+#include "results/resfile.h"
+#include "results/resultset.h"
+#include "sim/base/opt.h"
+#include "sim/cli/procpool.h"
+
+static const char k_trailer[8] = {'K', 'V', 'J', 'O', 'B', 'E', 'N', 'D'};
+
+typedef struct Progress {
+    int tty;
+    double last_line;
+    const char *policy;
+    int printed;
+} Progress;
+
+static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
+{
+    Progress *p = ctx;
+    if (p->tty) {
+        if (frac >= 0) fprintf(stderr, "\r  %-12s %5.1f%%  %llu requests  %.0f s simulated   ", p->policy, 100 * frac,
+                               (unsigned long long)done, (double)sim_ns / 1e9);
+        else fprintf(stderr, "\r  %-12s %llu requests  %.0f s simulated   ", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
+        p->printed = 1;
+    } else if (p->last_line++ >= 4) { /* every ~5 s when not a terminal */
+        p->last_line = 0;
+        fprintf(stderr, "  %s: %llu requests, %.0f s simulated\n", p->policy, (unsigned long long)done, (double)sim_ns / 1e9);
+    }
+}
+
+typedef struct Exp {
+    const ExpSpec *x;
+    pid_t parent;
+} Exp;
+
+static uint64_t job_seed(const ExpSpec *x, int k) { return x->n_seeds ? x->seed_base + (uint64_t)(k / x->np) : x->cfg->seed; }
+
+static void job_label(void *ctx, int k, char *buf, size_t cap)
+{
+    const ExpSpec *x = ((Exp *)ctx)->x;
+    if (x->n_seeds) snprintf(buf, cap, "seed %llu, %s", (unsigned long long)job_seed(x, k), x->names[k % x->np]);
+    else snprintf(buf, cap, "%s", x->names[k % x->np]);
+}
+
+static int job_run(void *ctx, int k, const char *path, KvErr *e)
+{
+    Exp *xp = ctx;
+    const ExpSpec *x = xp->x;
+    const char *name = x->names[k % x->np];
+    uint64_t seed = job_seed(x, k);
+    SimWorld own, *w = x->w;
+    int opened = 0;
+    if (seed != x->w->cfg->seed) { /* another replication: the same settings under its own seed */
+        SimConfig c = *x->cfg;
+        c.seed = seed;
+        if (sim_world_open(&own, &c, e) != 0) return -1;
+        w = &own;
+        opened = 1;
+    }
+    int rc = -1;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        kv_err(e, "%s: cannot create the job's file", path);
+        goto out;
+    }
+    ReqCsv csv;
+    memset(&csv, 0, sizeof csv);
+    csv.af.f = f;
+    snprintf(csv.af.path, sizeof csv.af.path, "%s", path);
+    csv.policy = name;
+    csv.seed_col = x->n_seeds > 0;
+    csv.seed = seed;
+    /* progress only where someone sees it as it happens: not in a worker (its stderr is replayed later) */
+    int show = !x->cfg->quiet && getpid() == xp->parent;
+    Progress pg = {isatty(2), 0, name, 0};
+    SimResult r;
+    memset(&r, 0, sizeof r);
+    if (sim_run(w, name, x->no_csv ? NULL : report_csv_row, &csv, show ? progress : NULL, &pg, &r, e) != 0) {
+        if (pg.printed) fputc('\n', stderr);
+        fclose(f);
+        sim_result_free(&r);
+        goto out;
+    }
+    if (pg.printed) fputc('\n', stderr);
+    char who[64] = "";
+    if (x->n_seeds) snprintf(who, sizeof who, " (seed %llu)", (unsigned long long)seed);
+    if (!x->cfg->quiet)
+        fprintf(stderr, "  %-12s%s %llu requests, %.1f s simulated in %.2f s (%.0f× real time, %llu events)\n", name, who,
+                (unsigned long long)r.requests, (double)r.sim_end_ns / 1e9, r.wall_s,
+                r.wall_s > 0 ? (double)r.sim_end_ns / 1e9 / r.wall_s : 0, (unsigned long long)r.events);
+    if (x->stats) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        /* one machine-readable line for tests/bench.sh */
+        fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld\n", name,
+                (unsigned long long)r.requests, (unsigned long long)r.events, (double)r.sim_end_ns / 1e9, r.wall_s,
+                ru.ru_maxrss);
+    }
+    uint64_t off = (uint64_t)ftello(f);
+    int wr = resfile_write(f, &r, e);
+    sim_result_free(&r);
+    if (wr == 0 && (fwrite(k_trailer, 1, sizeof k_trailer, f) != sizeof k_trailer || fwrite(&off, sizeof off, 1, f) != 1))
+        wr = kv_err(e, "%s: write failed", path);
+    if (fclose(f) != 0 && wr == 0) wr = kv_err(e, "%s: write failed (disk full?)", path);
+    rc = wr;
+out:
+    if (opened) sim_world_close(&own);
+    return rc;
+}
+
+/* Job k's file: rows appended to csv (when given), the record read into *r; the file removed. */
+static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return kv_err(e, "%s: a job's file is missing", path);
+    int rc = -1;
+    char tr[8];
+    uint64_t off = 0;
+    if (fseeko(f, -16, SEEK_END) != 0 || fread(tr, 1, 8, f) != 8 || memcmp(tr, k_trailer, 8) != 0 ||
+        fread(&off, sizeof off, 1, f) != 1) {
+        kv_err(e, "%s: a job's file without its trailer", path);
+        goto done;
+    }
+    if (csv) {
+        if (fseeko(f, 0, SEEK_SET) != 0) goto io;
+        char buf[65536];
+        for (uint64_t left = off; left > 0;) {
+            size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
+            if (fread(buf, 1, want, f) != want || fwrite(buf, 1, want, csv) != want) goto io;
+            left -= want;
+        }
+    }
+    if (fseeko(f, (off_t)off, SEEK_SET) != 0) goto io;
+    rc = resfile_read(f, path, r, e);
+    goto done;
+io:
+    kv_err(e, "%s: read or write failed while merging", path);
+done:
+    fclose(f);
+    unlink(path);
+    return rc;
+}
+
+/* The figures: one curve per policy; under replications every seed's requests pooled. */
+static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, KvErr *e)
+{
+    SimResult pooled[EXP_MAX_POLICIES];
+    const SimResult *curves = res;
+    char title[320];
+    snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
+    if (x->n_seeds) {
+        memset(pooled, 0, sizeof pooled);
+        for (int p = 0; p < x->np; p++) {
+            snprintf(pooled[p].policy, sizeof pooled[p].policy, "%s", res[p].policy);
+            for (int s = 0; s < x->n_seeds; s++) hist_merge(&pooled[p].ttft, &res[s * x->np + p].ttft);
+        }
+        curves = pooled;
+        size_t l = strlen(title);
+        snprintf(title + l, sizeof title - l, ", %d seeds pooled", x->n_seeds);
+    }
+    char path[4400];
+    int rc = 0;
+    if (rs_path(rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
+        plot_ttft_cdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0 ||
+        rs_path(rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
+        plot_ttft_ccdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0)
+        rc = -1;
+    if (x->n_seeds)
+        for (int p = 0; p < x->np; p++) sim_result_free(&pooled[p]);
+    return rc;
+}
+
+static int write_table(FILE *out, const ExpSpec *x, const SimWorld *w, const SimResult *res, const Replications *rep, KvErr *e)
+{
+    if (!rep) {
+        report_markdown(out, w, res, x->np);
+        return 0;
+    }
+    return repl_markdown(out, w, rep, e);
+}
+
+int experiment_run(const ExpSpec *x)
+{
+    KvErr e;
+    int n_jobs = (x->n_seeds ? x->n_seeds : 1) * x->np;
+    SimResult *res = calloc((size_t)n_jobs, sizeof *res);
+    uint64_t *seeds = calloc((size_t)(x->n_seeds ? x->n_seeds : 1), sizeof *seeds);
+    if (!res || !seeds) {
+        fprintf(stderr, "kvsim: out of memory for %d runs\n", n_jobs);
+        free(res);
+        free(seeds);
+        return 1;
+    }
+    /* every file of the result is written into a set beside --out and swapped in at the end */
+    ResultSet rset;
+    if (rs_begin(&rset, x->out, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        free(res);
+        free(seeds);
+        return 1;
+    }
+    Exp ctx = {x, getpid()};
+    ProcPool pool = {n_jobs, x->jobs, rset.tmp, job_run, job_label, &ctx};
+    char path[4400], jpath[4400];
+    KvAtomicFile csv;
+    memset(&csv, 0, sizeof csv);
+    int rc = 0, csv_open = 0, merged = 0;
+    if (procpool_run(&pool, &e) != 0) {
+        rc = 1;
+    } else if (!x->no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || kv_atomic_open(&csv, path, &e) != 0)) {
+        rc = 1;
+    } else {
+        csv_open = !x->no_csv;
+        if (csv_open) report_csv_header(csv.f, x->n_seeds > 0);
+        for (int k = 0; k < n_jobs && rc == 0; k++, merged++)
+            if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) != 0 ||
+                job_merge(jpath, csv_open ? csv.f : NULL, &res[k], &e) != 0)
+                rc = 1;
+    }
+    for (int k = merged; k < n_jobs; k++) /* files a failure left behind */
+        if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) == 0) unlink(jpath);
+    if (rc == 0 && csv_open) {
+        csv_open = 0;
+        if (kv_atomic_commit(&csv, &e) != 0) rc = 1;
+    }
+    if (csv_open) kv_atomic_abort(&csv);
+    for (int s = 0; s < x->n_seeds; s++) seeds[s] = x->seed_base + (uint64_t)s;
+    Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95};
+    const Replications *rp = x->n_seeds ? &rep : NULL;
+    if (rc == 0 && (rs_path(&rset, "summary.json", path, sizeof path, &e) != 0 ||
+                    report_summary_json_repl(path, x->w, x->trace_desc, res, x->np, rp, &e) != 0))
+        rc = 1;
+    if (rc == 0) {
+        KvAtomicFile af;
+        if (write_table(stdout, x, x->w, res, rp, &e) != 0 || rs_path(&rset, "table.md", path, sizeof path, &e) != 0 ||
+            kv_atomic_open(&af, path, &e) != 0)
+            rc = 1;
+        else if (write_table(af.f, x, x->w, res, rp, &e) != 0) {
+            kv_atomic_abort(&af);
+            rc = 1;
+        } else if (kv_atomic_commit(&af, &e) != 0)
+            rc = 1;
+    }
+    if (rc == 0 && write_figures(&rset, x, x->w, res, &e) != 0) rc = 1;
+    if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
+    if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
+    else if (!x->cfg->quiet)
+        fprintf(stderr, "results in %s/ (summary.json, %stable.md, %s)\n", x->out, x->no_csv ? "" : "requests.csv, ", plot_file_list());
+    rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
+    for (int k = 0; k < n_jobs; k++) sim_result_free(&res[k]);
+    free(res);
+    free(seeds);
+    return rc;
+}
+
+void experiment_rewrite_short_opts(int argc, char **argv)
+{
+    static char jobs_eq[48];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) return;
+        if (!strcmp(argv[i], "-j")) argv[i] = (char *)"--jobs";
+        else if (!strncmp(argv[i], "-j", 2) && argv[i][2] >= '0' && argv[i][2] <= '9' && strlen(argv[i]) < 32) {
+            snprintf(jobs_eq, sizeof jobs_eq, "--jobs=%s", argv[i] + 2);
+            argv[i] = jobs_eq;
+        }
+    }
+}
+
+int experiment_opt_is(const char *o)
+{
+    return !strcmp(o, "--seeds") || !strcmp(o, "--seed-base") || !strcmp(o, "--jobs") || !strcmp(o, "--baseline");
+}
+
+int experiment_opts_read(const OptArgs *a, SimConfig *cfg, const char (*names)[32], int np, ExpOpts *xo, KvErr *e)
+{
+    memset(xo, 0, sizeof *xo);
+    xo->baseline = -1;
+    xo->jobs = procpool_default_procs();
+    int64_t v;
+    const char *s;
+    if ((s = opt_get(a, "--jobs"))) {
+        if (opt_int("--jobs", s, 1, 1024, &v, e) != 0) return -1;
+        xo->jobs = (int)v;
+    }
+    if ((s = opt_get(a, "--seeds"))) {
+        if (opt_int("--seeds", s, 2, EXP_MAX_SEEDS, &v, e) != 0)
+            return kv_err_prefix(e, "%s", "a confidence interval needs at least 2 seeds: ");
+        xo->n_seeds = (int)v;
+    }
+    xo->seed_base = cfg->seed;
+    if ((s = opt_get(a, "--seed-base"))) {
+        if (!xo->n_seeds) return kv_err(e, "--seed-base %s: only with --seeds N (a single run takes --seed)", s);
+        char *end;
+        errno = 0;
+        unsigned long long b = strtoull(s, &end, 10);
+        if (*end || errno || s[0] == '-') return kv_err(e, "--seed-base: expected a non-negative integer, got '%s'", s);
+        if (b > UINT64_MAX - (uint64_t)xo->n_seeds) return kv_err(e, "--seed-base %s: the last seed would overflow", s);
+        xo->seed_base = b;
+    }
+    if (xo->n_seeds) {
+        if (xo->seed_base > UINT64_MAX - (uint64_t)xo->n_seeds) return kv_err(e, "seed %llu: the last seed would overflow", (unsigned long long)xo->seed_base);
+        cfg->seed = xo->seed_base;
+    }
+    if ((s = opt_get(a, "--baseline"))) {
+        if (!xo->n_seeds) return kv_err(e, "--baseline %s: paired differences are over seeds; give --seeds N too", s);
+        for (int i = 0; i < np && xo->baseline < 0; i++)
+            if (!strcmp(names[i], s)) xo->baseline = i;
+        if (xo->baseline < 0) {
+            char list[600] = "";
+            size_t len = 0;
+            for (int i = 0; i < np; i++) len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s", i ? ", " : "", names[i]);
+            return kv_err(e, "--baseline %s: not one of the policies compared (%s)", s, list);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,55 @@
+/* procpool.h — run K independent jobs in at most J worker processes (fork), each job a callback
+ * that writes its whole result to its own file; the parent waits for them and reports failures.
+ *
+ * Responsible for: forking at most J children at a time, one job each (the job callback runs in
+ * the child and writes to the path the pool gives it), capturing each child's stderr in a file of
+ * its own, replaying the stderr of finished jobs on the parent's stderr in job order (so the
+ * parent's output does not depend on the scheduling), stopping the other children (SIGTERM, by
+ * their pids) as soon as one fails, and reporting the first failure in job order with the job's
+ * label, its exit status or signal and the end of its stderr. With J == 1 or K == 1 the jobs run in
+ * the calling process, one after another, with no fork (same files, same order).
+ * Not responsible for: what a job computes or writes, merging the jobs' files (the caller reads
+ * them in job order once procpool_run returns 0), removing those files (procpool_job_path names
+ * them; the caller removes them).
+ *
+ * Invariants: the files the caller reads are complete (a child's file counts only after the child
+ * exited 0); a child never returns into the caller's code: it leaves with _exit after its job,
+ * with SIGINT/SIGTERM at their defaults and PR_SET_PDEATHSIG so it dies with the parent; stdout
+ * and stderr are flushed before every fork. Temporary stderr files are named <dir>/job-<k>.err.tmp.<pid>
+ * and removed by the pool; job files <dir>/job-<k>.tmp.<pid> (the ".tmp.<pid>" suffix marks them
+ * as temporaries to result sets).
+ * Complexity: K forks (none when serial), one wait per job; memory O(K).
+ */
+#ifndef KV_PROCPOOL_H
+#define KV_PROCPOOL_H
+
+#include <stddef.h>
+
+#include "sim/base/util.h"
+
+/* A job: write job k's result to path. 0 on success; -1 with the message in e. In a child, the
+ * message goes to the child's stderr (captured) and the child exits 1. */
+typedef int (*PoolJobFn)(void *ctx, int k, const char *path, KvErr *e);
+/* A job's name for messages ("seed 3, hcache"). */
+typedef void (*PoolLabelFn)(void *ctx, int k, char *buf, size_t cap);
+
+typedef struct ProcPool {
+    int n_jobs;        /* K >= 0 */
+    int max_procs;     /* J >= 1 */
+    const char *dir;   /* where the job files and stderr captures live (an existing directory) */
+    PoolJobFn run;
+    PoolLabelFn label; /* may be NULL: "job k" */
+    void *ctx;
+} ProcPool;
+
+/* The path of job k's file in dir (what run receives): <dir>/job-<k>.tmp.<pid of the caller>. */
+int procpool_job_path(const char *dir, int k, char *buf, size_t cap, KvErr *e);
+
+/* Run every job. 0 when all succeeded; else -1 and e: "<label>: <its message or stderr tail>"
+ * ("<label>: killed by signal 9" ...), for the lowest-numbered job that failed. */
+int procpool_run(const ProcPool *p, KvErr *e);
+
+/* The number of online cores (the default J), at least 1. */
+int procpool_default_procs(void);
+
+#endif

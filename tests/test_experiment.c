@@ -1,0 +1,224 @@
+/* test_experiment.c — replications (intervals shrink with more seeds, paired differences of equal
+ * policies not significant, a constant difference significant), SimResult records read back equal
+ * (reports from them byte-identical), the process pool (jobs in order, any worker count gives the
+ * same files, a failing job reported with its stderr), SHA-256 of known inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+#include "results/digest.h"
+#include "results/replications.h"
+#include "results/report.h"
+#include "results/resfile.h"
+#include "sim/cli/procpool.h"
+
+#include <cJSON.h>
+
+static const int k_ttft = 1; /* repl metric index of ttft_mean_s */
+
+/* res[s * np + p]: policy p's every request at base_ms + (s odd ? +d : -d) ms (+ p * shift_ms) */
+static void fill(SimResult *res, int ns, int np, double d_ms, double shift_ms)
+{
+    memset(res, 0, sizeof *res * (size_t)(ns * np));
+    for (int s = 0; s < ns; s++)
+        for (int p = 0; p < np; p++) {
+            SimResult *r = &res[s * np + p];
+            snprintf(r->policy, sizeof r->policy, "p%d", p);
+            double ms = 100 + (s % 2 ? d_ms : -d_ms) + p * shift_ms + 0.37 * s;
+            for (int i = 0; i < 10; i++) hist_add(&r->ttft, (uint64_t)(ms * 1e6));
+            r->requests = 10;
+        }
+}
+
+static void free_all(SimResult *res, int n)
+{
+    for (int i = 0; i < n; i++) sim_result_free(&res[i]);
+}
+
+TEST(replications_interval_shrinks_with_seeds)
+{
+    SimResult a[4], b[16];
+    uint64_t seeds[16];
+    for (int i = 0; i < 16; i++) seeds[i] = (uint64_t)i + 1;
+    fill(a, 4, 1, 5, 0);
+    fill(b, 16, 1, 5, 0);
+    Replications ra = {4, 1, seeds, a, -1, 0.95}, rb = {16, 1, seeds, b, -1, 0.95};
+    ReplStat sa, sb;
+    KvErr e;
+    CHECK(repl_stat(&ra, 0, k_ttft, 0, &sa, &e) == 0);
+    CHECK(repl_stat(&rb, 0, k_ttft, 0, &sb, &e) == 0);
+    CHECK_EQ_I(sa.n, 4);
+    CHECK_EQ_I(sb.n, 16);
+    CHECK(sa.ci95 > 0 && sb.ci95 > 0);
+    CHECK_MSG(sb.ci95 < sa.ci95 / 2, "16 seeds: ± %g s, 4 seeds: ± %g s", sb.ci95, sa.ci95);
+    CHECK(fabs(sa.mean - 0.1) < 0.01);
+    free_all(a, 4);
+    free_all(b, 16);
+}
+
+TEST(replications_paired_difference_significance)
+{
+    SimResult same[10], shifted[10];
+    uint64_t seeds[5] = {1, 2, 3, 4, 5};
+    fill(same, 5, 2, 20, 0);    /* two identical policies */
+    fill(shifted, 5, 2, 20, 3); /* p1 = p0 + 3 ms in every seed */
+    KvErr e;
+    ReplStat st;
+    Replications r = {5, 2, seeds, same, 0, 0.95};
+    CHECK(repl_stat(&r, 1, k_ttft, 1, &st, &e) == 0);
+    CHECK(st.mean == 0 && st.ci95 == 0 && !st.significant);
+    Replications r2 = {5, 2, seeds, shifted, 0, 0.95};
+    CHECK(repl_stat(&r2, 1, k_ttft, 1, &st, &e) == 0);
+    CHECK_NEAR(st.mean, 0.003, 1e-3, 1e-6);
+    CHECK(st.significant);
+    /* the spread of p0 alone (±20 ms) would swamp 3 ms: the pairing is what makes it significant */
+    ReplStat p0;
+    CHECK(repl_stat(&r2, 0, k_ttft, 0, &p0, &e) == 0);
+    CHECK(p0.ci95 > 0.003);
+    cJSON *j = repl_json(&r, &e);
+    CHECK(j != NULL);
+    char *txt = cJSON_PrintUnformatted(j);
+    CHECK_CONTAINS(txt, "\"paired_differences\"");
+    CHECK_CONTAINS(txt, "\"significant\":false");
+    cJSON_free(txt);
+    cJSON_Delete(j);
+    free_all(same, 10);
+    free_all(shifted, 10);
+}
+
+TEST(resfile_round_trip_gives_the_same_report)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    c.requests = 60;
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    SimResult r, back;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&w, "hcache", NULL, NULL, NULL, NULL, &r, &e) == 0);
+    char p1[4200], p2[4200], rec[4200];
+    snprintf(rec, sizeof rec, "%s/rec.bin", test_tmpdir(t));
+    FILE *f = fopen(rec, "wb");
+    CHECK(f && resfile_write(f, &r, &e) == 0);
+    fclose(f);
+    f = fopen(rec, "rb");
+    CHECK(f && resfile_read(f, rec, &back, &e) == 0);
+    fclose(f);
+    snprintf(p1, sizeof p1, "%s/a.json", test_tmpdir(t));
+    snprintf(p2, sizeof p2, "%s/b.json", test_tmpdir(t));
+    CHECK(report_summary_json(p1, &w, "t", &r, 1, &e) == 0);
+    CHECK(report_summary_json(p2, &w, "t", &back, 1, &e) == 0);
+    char *a = kv_read_file(p1, NULL, &e), *b = kv_read_file(p2, NULL, &e);
+    CHECK(a && b && strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    sim_result_free(&back);
+    /* a truncated record is refused, not misread */
+    f = fopen(rec, "r+b");
+    CHECK(f && ftruncate(fileno(f), 100) == 0);
+    fclose(f);
+    f = fopen(rec, "rb");
+    CHECK(resfile_read(f, rec, &back, &e) != 0);
+    CHECK_CONTAINS(e.msg, "truncated");
+    fclose(f);
+    sim_result_free(&r);
+    sim_result_free(&back);
+    sim_world_close(&w);
+}
+
+typedef struct PoolCtx {
+    int fail_job;
+} PoolCtx;
+
+static int pool_job(void *ctx, int k, const char *path, KvErr *e)
+{
+    PoolCtx *c = ctx;
+    if (k == c->fail_job) {
+        return kv_err(e, "job %d broke on purpose", k);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return kv_err(e, "%s: cannot write", path);
+    fprintf(f, "job %d of pid-independent content\n", k);
+    fclose(f);
+    return 0;
+}
+
+static void pool_label(void *ctx, int k, char *buf, size_t cap)
+{
+    (void)ctx;
+    snprintf(buf, cap, "seed %d", k + 1);
+}
+
+static char *pool_outputs(TestCtx *t, int jobs, int procs)
+{
+    PoolCtx c = {-1};
+    ProcPool p = {jobs, procs, test_tmpdir(t), pool_job, pool_label, &c};
+    KvErr e;
+    if (procpool_run(&p, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return NULL;
+    }
+    char *all = calloc(1, 4096);
+    for (int k = 0; k < jobs; k++) {
+        char path[4400];
+        CHECK(procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e) == 0);
+        char *s = kv_read_file(path, NULL, &e);
+        CHECK_MSG(s != NULL, "job %d left no file", k);
+        if (s) strncat(all, s, 4096 - strlen(all) - 1);
+        free(s);
+        unlink(path);
+    }
+    return all;
+}
+
+TEST(procpool_any_worker_count_same_files)
+{
+    char *one = pool_outputs(t, 7, 1), *three = pool_outputs(t, 7, 3), *many = pool_outputs(t, 7, 16);
+    CHECK(one && three && many);
+    if (one && three && many) {
+        CHECK_STR(one, three);
+        CHECK_STR(one, many);
+        CHECK_CONTAINS(one, "job 6 of");
+    }
+    free(one);
+    free(three);
+    free(many);
+}
+
+TEST(procpool_reports_the_failing_job)
+{
+    for (int procs = 1; procs <= 3; procs += 2) {
+        PoolCtx c = {4};
+        ProcPool p = {6, procs, test_tmpdir(t), pool_job, pool_label, &c};
+        KvErr e;
+        CHECK(procpool_run(&p, &e) != 0);
+        CHECK_CONTAINS(e.msg, "seed 5: ");
+        CHECK_CONTAINS(e.msg, "job 4 broke on purpose");
+        for (int k = 0; k < 6; k++) { /* whatever was written is the caller's to remove */
+            char path[4400];
+            procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e);
+            unlink(path);
+        }
+    }
+}
+
+TEST(digest_sha256_known_values)
+{
+    char hex[DIGEST_HEX_LEN];
+    KvErr e;
+    CHECK(digest_sha256_hex("abc", 3, hex, &e) == 0);
+    CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(digest_sha256_hex("", 0, hex, &e) == 0);
+    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *p = test_write_file(t, "abc.txt", "abc");
+    CHECK(digest_sha256_file_hex(p, hex, &e) == 0);
+    CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(digest_sha256_file_hex("/nonexistent/x", hex, &e) != 0);
+    CHECK_CONTAINS(e.msg, "/nonexistent/x");
+}
