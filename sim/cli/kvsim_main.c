@@ -485,6 +485,7 @@ static int cmd_run(int argc, char **argv, int compare)
         report_csv_abort(&csv);
     }
     if (rc == 0) {
+        report_warnings(stderr, &w, res, done); /* also under the table, for runs whose stdout is kept */
         report_markdown(stdout, &w, res, done);
         KvAtomicFile af;
         if (rs_path(&rset, "table.md", path, sizeof path, &e) == 0 && kv_atomic_open(&af, path, &e) == 0) {

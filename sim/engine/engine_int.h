@@ -355,6 +355,8 @@ void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 TierList *tier_list(Sim *sm, int replica, Tier t);
 void tier_touch(Sim *sm, Session *s);
 void tier_enforce_capacity(Sim *sm, Replica *rp);
+/* drop s's saved state if it was unused for state_ttl (counted as lost) */
+void tier_expire_session(Sim *sm, Session *s);
 void tier_save_range(Sim *sm, Session *s, int64_t upto);
 void tier_direct_saved(Sim *sm, Session *s, int64_t upto);
 double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces);

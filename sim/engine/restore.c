@@ -422,6 +422,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     Session *s = r->s;
     r->parts = malloc((size_t)sm->S * RESTORE_MAX_PARTS * sizeof *r->parts);
     if (!r->parts) return sim_fail(sm, "out of memory");
+    tier_expire_session(sm, s);
     int64_t covered = restore_parts(sm, r, N);
     /* tokens × layers per place (a wait reads from DRAM); the fastest place for the bound */
     double at[SIM_TIERS] = {0};

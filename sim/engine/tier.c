@@ -150,6 +150,14 @@ static void expire_list(Sim *sm, Session *head, int64_t cutoff)
     }
 }
 
+/* s's saved state, if unused for state_ttl, is dropped now (a restoration about to read it: the
+ * lists' expiry runs only when a tier changes) */
+void tier_expire_session(Sim *sm, Session *s)
+{
+    if (sm->cfg->state_ttl_ns <= 0 || s->tier == TIER_NONE || s->spilling || s->loading || s->saving) return;
+    if (s->last_use_ns < sim_now(sm) - sm->cfg->state_ttl_ns) tier_drop(sm, s, LOST_TTL);
+}
+
 /* Keep every tier under its capacity, tier after tier in table order: a tier with a spill target
  * moves its LRU sessions there (a spill unit over the target's channel), the others drop theirs. */
 void tier_enforce_capacity(Sim *sm, Replica *rp)
