@@ -9,6 +9,9 @@
  *  - lower-bound ratio = a request's restoration time / its bound with all compute and IO used
  *    perfectly (T_comp·T_io/(T_comp+T_io); T_comp alone when nothing was saved).
  *  - slo attainment = share of requests with ttft <= slo_ttft and mean tbt <= slo_tbt.
+ *  - under the table: per policy the requests truncated and dropped, sessions whose saved state was
+ *    lost, restorations that waited for a save or fell back to recompute; a warning naming the
+ *    setting behind it when more than 5 % of the requests were truncated, dropped or fell back.
  */
 #include "results/report.h"
 
@@ -160,6 +163,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(hits, "dram", (double)r->hits_dram);
     cJSON_AddNumberToObject(hits, "ssd", (double)r->hits_ssd);
     cJSON_AddNumberToObject(hits, "remote", (double)r->hits_remote);
+    cJSON_AddNumberToObject(hits, "mixed", (double)r->hits_mixed);
     cJSON_AddNumberToObject(hits, "recompute", (double)r->misses);
     cJSON_AddNumberToObject(hits, "no_history", (double)r->no_history);
     /* hit rates: the share of requests restored from each place (no_history excluded) */
@@ -169,7 +173,20 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : 0);
     cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : 0);
     cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : 0);
     cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : 0);
+    /* saved state in flight and lost: restorations that waited for a save to cross D2H (and how
+     * long, the longest wait of one of their loads), those of a saving policy that recomputed
+     * everything (and why), sessions whose saved state was dropped */
+    cJSON *sv = cJSON_AddObjectToObject(o, "saved_state");
+    cJSON_AddNumberToObject(sv, "waited_for_save", (double)r->restore_waits);
+    cJSON_AddNumberToObject(sv, "wait_total_s", r->restore_wait_ns / 1e9);
+    cJSON_AddNumberToObject(sv, "wait_mean_s", r->restore_waits ? r->restore_wait_ns / 1e9 / (double)r->restore_waits : 0);
+    cJSON_AddNumberToObject(sv, "fallback_recompute", (double)r->fallbacks);
+    cJSON_AddNumberToObject(sv, "fallback_no_state", (double)r->fallback_uncovered);
+    cJSON_AddNumberToObject(sv, "fallback_wait_slower", (double)r->fallback_slower);
+    cJSON_AddNumberToObject(sv, "state_lost_ttl", (double)r->state_lost_ttl);
+    cJSON_AddNumberToObject(sv, "state_lost_capacity", (double)r->state_lost_capacity);
     cJSON *b = cJSON_AddObjectToObject(o, "bytes");
     cJSON_AddNumberToObject(b, "h2d", r->bytes_h2d);
     cJSON_AddNumberToObject(b, "d2h", r->bytes_d2h);
@@ -195,6 +212,22 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(u, "ssd", r->util_ssd);
     cJSON_AddNumberToObject(u, "nic_in", r->util_nic_in);
     cJSON_AddNumberToObject(u, "nic_out", r->util_nic_out);
+    /* the same shares inside restoration windows (>= 1 restoration in progress) */
+    cJSON *rw = cJSON_AddObjectToObject(o, "restore_window");
+    cJSON_AddNumberToObject(rw, "time_s", r->win_ns / 1e9);
+    cJSON_AddNumberToObject(rw, "share_of_time", r->sim_end_ns > 0 ? r->win_ns / (double)r->sim_end_ns : 0);
+    cJSON *wu = cJSON_AddObjectToObject(rw, "utilisation");
+    cJSON *wg = cJSON_AddArrayToObject(wu, "gpu_stage");
+    cJSON *wh = cJSON_AddArrayToObject(wu, "h2d_stage");
+    cJSON *wd = cJSON_AddArrayToObject(wu, "d2h_stage");
+    for (int s = 0; s < cJSON_GetArraySize(ug); s++) {
+        cJSON_AddItemToArray(wg, cJSON_CreateNumber(r->win_util_gpu[s]));
+        cJSON_AddItemToArray(wh, cJSON_CreateNumber(r->win_util_h2d[s]));
+        cJSON_AddItemToArray(wd, cJSON_CreateNumber(r->win_util_d2h[s]));
+    }
+    cJSON_AddNumberToObject(wu, "ssd", r->win_util_ssd);
+    cJSON_AddNumberToObject(wu, "nic_in", r->win_util_nic_in);
+    cJSON_AddNumberToObject(wu, "nic_out", r->win_util_nic_out);
     cJSON *cls = cJSON_AddArrayToObject(o, "by_history_class");
     for (int c = 0; c < SIM_CLASSES; c++) {
         cJSON *x = cJSON_CreateObject();
@@ -383,4 +416,83 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
     uint64_t ex = 0;
     for (int i = 0; i < n; i++) ex += res[i].extrapolations;
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
+    report_footer(out, w, res, n);
+}
+
+/* the share of a run's requests (done or dropped) */
+static double req_share(const SimResult *r, uint64_t k)
+{
+    uint64_t all = r->requests + r->dropped;
+    return all ? (double)k / (double)all : 0;
+}
+
+/* The warning lines: more than REPORT_WARN_SHARE of the requests truncated (once: the trace's),
+ * dropped, or restored by recomputing although the policy saves state — each naming the setting
+ * behind it. Returns the number of lines written. */
+int report_warnings(FILE *out, const SimWorld *w, const SimResult *res, int n)
+{
+    int lines = 0;
+    const SimResult *tr = NULL;
+    for (int i = 0; i < n; i++)
+        if (!tr || res[i].truncated > tr->truncated) tr = &res[i];
+    if (tr && req_share(tr, tr->truncated) > REPORT_WARN_SHARE) {
+        fprintf(out, "warning: %.1f%% of the requests were truncated to max_context (%lld tokens): raise max_context to keep their context\n",
+                100 * req_share(tr, tr->truncated), (long long)w->cfg->max_context);
+        lines++;
+    }
+    for (int i = 0; i < n; i++) {
+        const SimResult *r = &res[i];
+        if (req_share(r, r->dropped) > REPORT_WARN_SHARE) {
+            fprintf(out, "warning: %s: %.1f%% of the requests were dropped, larger than the KV pool (%llu tokens per replica: "
+                         "set by mem_util %.2f and the model's weights)\n",
+                    r->policy, 100 * req_share(r, r->dropped), (unsigned long long)r->pool_tokens, w->cfg->mem_util);
+            lines++;
+        }
+        uint64_t with_hist = r->requests - r->no_history;
+        double fb = with_hist ? (double)r->fallbacks / (double)with_hist : 0;
+        if (fb <= REPORT_WARN_SHARE) continue;
+        const char *why;
+        char buf[160];
+        if (r->fallback_slower > r->fallback_uncovered) {
+            why = "waiting for saves still crossing D2H was estimated slower than recomputing";
+        } else if (r->state_lost_ttl + r->state_lost_capacity == 0) {
+            why = "no saved state covered the history (the trace's history exceeds what this run saved)";
+        } else if (r->state_lost_ttl >= r->state_lost_capacity) {
+            snprintf(buf, sizeof buf, "saved state expired after state_ttl (%.0f s; %llu sessions lost their state)",
+                     (double)w->cfg->state_ttl_ns / 1e9, (unsigned long long)r->state_lost_ttl);
+            why = buf;
+        } else {
+            snprintf(buf, sizeof buf, "the tiers were full: tier capacity (dram, n_ssd; %llu sessions lost their state)",
+                     (unsigned long long)r->state_lost_capacity);
+            why = buf;
+        }
+        fprintf(out, "warning: %s: %.1f%% of the restorations fell back to recompute: %s\n", r->policy, 100 * fb, why);
+        lines++;
+    }
+    return lines;
+}
+
+/* Under the table: per policy what was lost or waited for (only policies with any), then the
+ * warnings. */
+void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
+{
+    int head = 0;
+    for (int i = 0; i < n; i++) {
+        const SimResult *r = &res[i];
+        if (!r->truncated && !r->dropped && !r->state_lost_ttl && !r->state_lost_capacity && !r->restore_waits && !r->fallbacks)
+            continue;
+        if (!head++) fputc('\n', out);
+        fprintf(out, "%s: %llu truncated, %llu dropped, %llu state lost (%llu state_ttl, %llu capacity), %llu waited for a save",
+                r->policy, (unsigned long long)r->truncated, (unsigned long long)r->dropped,
+                (unsigned long long)(r->state_lost_ttl + r->state_lost_capacity), (unsigned long long)r->state_lost_ttl,
+                (unsigned long long)r->state_lost_capacity, (unsigned long long)r->restore_waits);
+        if (r->restore_waits) fprintf(out, " (mean %.1f ms)", r->restore_wait_ns / 1e6 / (double)r->restore_waits);
+        fprintf(out, ", %llu fell back to recompute\n", (unsigned long long)r->fallbacks);
+    }
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= res[i].truncated || res[i].dropped || res[i].fallbacks;
+    if (!any) return;
+    /* the warnings go under the counts (a blank line first when there were none) */
+    if (!head) fputc('\n', out);
+    report_warnings(out, w, res, n);
 }

@@ -666,6 +666,19 @@ contains "the skip names the setting" "needs setting no_such_mode"
 printf '{"paper": "P", "claims": [{"id": "y", "metric": {"kind": "nonsense"}, "published": {"value": 1}}]}\n' > "$tmp/claim2.json"
 expect 1 "reproduce fails on a claim that cannot run" "$B"/kvsim reproduce --claims "$tmp/claim2.json" --out "$tmp/rep3"
 contains "the failure says why" "metric.kind 'nonsense'"
+# faithful semantics: saved state in flight is read, not recomputed; warnings name their setting
+expect 0 "L-Eval follow-ups with their state in flight" "$B"/kvsim compare --scenario hcache-leval-llama2-7b --policies kv-offload,hcache --requests 40 --quiet --out "$tmp/inflight"
+if ! grep -q '^kv-offload,.*,recompute,' "$tmp/inflight/requests.csv" && grep -q '^kv-offload,.*in-flight,' "$tmp/inflight/requests.csv" &&
+   grep -q '^hcache,.*ssd+in-flight,' "$tmp/inflight/requests.csv"; then ok "follow-ups load what was saved or is in flight, none recomputes"
+else bad "follow-ups load what was saved or is in flight, none recomputes"; fi
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; assert p['saved_state']['waited_for_save'] > 0 and p['restore_window']['time_s'] > 0 and 'gpu_stage' in p['restore_window']['utilisation']" "$tmp/inflight/summary.json" 2>/dev/null; then
+  ok "summary.json counts waits for saves and restoration windows"; else bad "summary.json counts waits for saves and restoration windows"; fi
+contains "the footer counts waits for saves" "waited for a save (mean"
+expect 0 "saved state expiring at once" "$B"/kvsim run --policy kv-offload --requests 100 --set state_ttl=1ms --set evict_each_turn=1 --quiet --out "$tmp/ttl"
+contains "the fallback warning names state_ttl" "fell back to recompute: saved state expired after state_ttl"
+if grep -q "warning: kv-offload: .* fell back to recompute" "$tmp/ttl/table.md"; then ok "table.md carries the warning"; else bad "table.md carries the warning"; fi
+expect 0 "contexts over max_context" "$B"/kvsim run --policy recompute --requests 100 --set max_context=1024 --quiet --out "$tmp/trunc"
+contains "the truncation warning names max_context" "truncated to max_context (1024 tokens)"
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

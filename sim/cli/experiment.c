@@ -249,6 +249,7 @@ int experiment_run(const ExpSpec *x)
         rc = 1;
     if (rc == 0) {
         KvAtomicFile af;
+        report_warnings(stderr, x->w, res, x->np); /* also under the table, for runs whose stdout is kept */
         if (write_table(stdout, x, x->w, res, rp, &e) != 0 || rs_path(&rset, "table.md", path, sizeof path, &e) != 0 ||
             kv_atomic_open(&af, path, &e) != 0)
             rc = 1;

@@ -53,6 +53,7 @@ struct Unit {
     Channel *chain[3];         /* the channels of its hops, in order */
     double bytes[3];
     int64_t enq_ns;
+    int64_t wait_pos;          /* loads parked on a session: the D2H position they wait for */
 };
 
 struct Channel {

@@ -80,7 +80,7 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
         if (!s->t_next && tl->tail != s)
             return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_table[t].name, replica);
         sum += s->saved_bytes;
-        if (s->spilling) spill += s->saved_bytes;
+        if (s->spilling) spill += s->spill_bytes;
     }
     if (n != want)
         return sim_fail(sm, "sim_check: tier %s (replica %d): its list holds %zu sessions, %zu sessions are in it",

@@ -58,6 +58,11 @@ enum { IT_DECODE, IT_RECOMP, IT_NEW };
 /* the request lifecycle (see the table above) */
 typedef enum RqState { RQ_ARRIVED = 0, RQ_QUEUED, RQ_RESTORING, RQ_PREFILL, RQ_DECODE, RQ_DONE, RQ_NSTATES } RqState;
 
+/* why a session's saved state was dropped (Session.lost) */
+enum { LOST_NONE = 0, LOST_TTL, LOST_CAPACITY };
+/* the places a restoration's loads came from (Request.src_mask), in restore_from's order */
+enum { SRC_DRAM = 1, SRC_SSD = 2, SRC_REMOTE = 4, SRC_INFLIGHT = 8, SRC_MASKS = 16 };
+
 /* tiers are policy.h's Tier (TIER_NONE, TIER_DRAM, TIER_SSD, TIER_REMOTE); one row each here */
 #define SIM_TIERS (TIER_REMOTE + 1)
 
@@ -65,6 +70,7 @@ typedef struct Session Session;
 typedef struct Request Request;
 typedef struct Replica Replica;
 typedef struct Sim Sim;
+struct StatePart;
 
 /* One row per tier (tier.c): adding a tier is a row here plus its channel and hardware entry. */
 typedef struct TierInfo {
@@ -93,11 +99,20 @@ struct Session {
     int in_hbm_lru;
     Session *hbm_prev, *hbm_next;
     Tier tier;
-    int64_t saved_tokens;
+    int64_t saved_tokens;      /* context positions [0, saved_tokens) whose state is in `tier` (linked) */
     double saved_bytes;
     int saving, spilling, loading;
     double save_acc;           /* bytes of the save in flight, summed over its units */
+    double spill_bytes;        /* bytes counted in its list's spilling_bytes while spilling */
     int64_t issued_pos;        /* context positions whose save has been issued */
+    /* the saves in flight (saving > 0), per pipeline stage (each stage saves its own layers): the
+     * positions whose state crossed D2H (now in host DRAM: the staging copy, or the DRAM tier) and
+     * those that reached the destination tier; saved_tokens <= land_pos <= d2h_pos <= issued_pos */
+    int64_t d2h_pos[SIM_MAX_STAGES], land_pos[SIM_MAX_STAGES];
+    Tier save_dest;            /* where the saves in flight go (constant while saving > 0) */
+    int d2h_inflight;          /* save units still in their D2H hop */
+    Unit *parked;              /* restoration loads waiting for a save of this session to cross D2H */
+    int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
     Session *t_prev, *t_next;  /* tier LRU */
     int64_t last_use_ns;
     int chk_saving, chk_active; /* sim_check's scratch */
@@ -118,6 +133,14 @@ struct Request {
     int lw_pending;             /* layer-wise work not yet executed in an iteration */
     int early_layers, arrived_prefix, loads_left;
     uint8_t *mode, *arrived;
+    uint8_t *layer_units;       /* per layer: its load units not yet arrived (one per place its bytes are) */
+    int src_mask;               /* SRC_*: where the loads issued so far read from */
+    int parked_units;           /* loads parked on the session (waiting for a save to cross D2H) */
+    int64_t wait_max_ns;        /* the longest one of its loads waited for a save */
+    /* the last layer whose restoration has compute after its arrival (hidden-state projection,
+     * dequantize, all-gather): its index (-1: none) and the end of that work from the layer's start */
+    int rc_layer;
+    double rc_off_ns;
     /* token-wise two pointers */
     int tw, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
@@ -131,6 +154,10 @@ struct Request {
     int tw_ck_n;
     Tier src;
     int64_t t_admit, t_restored, t_first, t_last_tok;
+    /* where the history's bytes were at admission: per stage up to RESTORE_MAX_PARTS token ranges,
+     * each with its place (restore.c) */
+    struct StatePart *parts;
+    int nparts[SIM_MAX_STAGES];
     int64_t new_left, new_done, out_done;
     double tbt_sum;
     int64_t tbt_max;
@@ -172,6 +199,15 @@ struct Replica {
     double pre_ns;                        /* stage-parallel restoration before the layer walk */
     int any_lw;                           /* the batch waits on layer-wise state (else one event) */
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
+    /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
+    int n_restoring;
+    int64_t win_since;                    /* the open window's start */
+    double win_ns;                        /* window time so far (closed windows) */
+    double win_ch_base[CH_COUNT][SIM_MAX_STAGES]; /* each channel's busy time when the window opened */
+    double win_ch_ns[CH_COUNT][SIM_MAX_STAGES];   /* each channel's busy time inside windows */
+    double win_gpu_ns[SIM_MAX_STAGES];    /* GPU busy time inside windows (per iteration, pro rata) */
+    double iter_win0_ns;                  /* window time at the start of the iteration in flight */
+    double iter_busy0[SIM_MAX_STAGES];    /* busy_stage_ns at the start of the iteration in flight */
     uint64_t active_count;                /* released and not done, for routing */
 };
 
@@ -319,6 +355,8 @@ void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 TierList *tier_list(Sim *sm, int replica, Tier t);
 void tier_touch(Sim *sm, Session *s);
 void tier_enforce_capacity(Sim *sm, Replica *rp);
+/* drop s's saved state if it was unused for state_ttl (counted as lost) */
+void tier_expire_session(Sim *sm, Session *s);
 void tier_save_range(Sim *sm, Session *s, int64_t upto);
 void tier_direct_saved(Sim *sm, Session *s, int64_t upto);
 double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces);
@@ -343,6 +381,8 @@ void restore_tw_issue(Sim *sm, Request *r);
 void restore_tw_check_done(Sim *sm, Request *r);
 /* after r's restoration work changed: RQ_RESTORING ends once nothing of it is left */
 void restore_progress(Sim *sm, Request *r);
+/* stage st of s's saves crossed D2H further (s->d2h_pos[st]): send the loads parked on it that it covers */
+void restore_unpark(Sim *sm, Session *s, int st);
 
 /* ------------------------------------------------------------------ lifecycle.c */
 

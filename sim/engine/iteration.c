@@ -141,12 +141,17 @@ static void layer_costs(Sim *sm, Replica *rp)
         rp->busy_stage_ns[st] += lane[st];
         if (lane[st] > rp->pre_ns) rp->pre_ns = lane[st];
     }
-    /* layer-wise restoration work: recompute rows join the GEMMs, hidden states are projected */
+    /* layer-wise restoration work: recompute rows join the GEMMs, hidden states are projected
+     * (all-gathered under TP), quantized KV is dequantized. Within a layer that work runs first, in
+     * item order: a request's state of layer l is KV at the layer's start + the work up to its own
+     * (rc_layer / rc_off_ns: its last such layer, for the end of its restoration, walk.c) */
     int64_t prevR = -1;
     double prev_lin = base - attn;
+    for (int i = 0; i < rp->n_items; i++)
+        if (rp->items[i].lw) rp->items[i].r->rc_layer = -1;
     for (int l = 0; l < sm->L; l++) {
         int64_t R = 0;
-        double extra = 0;
+        double extra = 0, conv = 0;
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
             if (!it->lw) continue;
@@ -156,10 +161,18 @@ static void layer_costs(Sim *sm, Replica *rp)
                 R += r->lw_tokens;
                 extra += cost_lookup_ns(cm, OP_ATTN_PREFILL, r->lw_tokens, r->recompute_total, 0);
             } else if (r->mode[l] == LM_LOAD_HIDDEN) {
-                extra += cost_lookup_ns(cm, OP_GEMM_KV_PROJ, r->lw_tokens, 0, 0);
-                if (sm->T > 1 && cost_has(cm, OP_ALLGATHER)) extra += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+                double x = cost_lookup_ns(cm, OP_GEMM_KV_PROJ, r->lw_tokens, 0, 0);
+                if (sm->T > 1 && cost_has(cm, OP_ALLGATHER)) x += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+                extra += x;
+                conv += x;
+                r->rc_layer = l;
+                r->rc_off_ns = conv;
             } else if (r->mode[l] == LM_LOAD_KV && r->kv_scale < 1 && cost_has(cm, OP_DEQUANT)) {
-                extra += cost_lookup_ns(cm, OP_DEQUANT, r->lw_tokens, 0, 0);
+                double x = cost_lookup_ns(cm, OP_DEQUANT, r->lw_tokens, 0, 0);
+                extra += x;
+                conv += x;
+                r->rc_layer = l;
+                r->rc_off_ns = conv;
             }
         }
         if (R != prevR) {
@@ -186,6 +199,7 @@ void form_iteration(Sim *sm, Replica *rp)
             direct_pieces += (it->tokens + 63) / 64;
         }
     if (rp->n_items == 0) return;
+    metrics_on_iteration(sm, rp);
     layer_costs(sm, rp);
     rp->direct_save_ns = tier_direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
@@ -196,7 +210,6 @@ void form_iteration(Sim *sm, Replica *rp)
             rp->items[i].r->t_restored = rp->cursor_ns;
     rp->layer = 0;
     rp->wait_r = NULL;
-    metrics_on_iteration(sm);
     iter_advance(sm, rp);
 }
 
@@ -210,6 +223,7 @@ static void boundary(Sim *sm)
 void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
+    metrics_on_iteration_done(sm, rp);
     rp->iterating = 0;
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];

@@ -28,6 +28,8 @@ void request_free(Request *r)
     r->s->refs--;
     free(r->mode);
     free(r->arrived);
+    free(r->layer_units);
+    free(r->parts);
     free(r);
 }
 

@@ -41,7 +41,82 @@ void metrics_on_setup(Sim *sm)
 
 void metrics_on_event(Sim *sm) { sm->res->events++; }
 
-void metrics_on_iteration(Sim *sm) { sm->res->iterations++; }
+/* ---- restoration windows ---- */
+
+/* the window time of rp so far, open window included */
+static double win_time(const Sim *sm, const Replica *rp)
+{
+    return rp->win_ns + (rp->n_restoring > 0 ? (double)(sim_now(sm) - rp->win_since) : 0);
+}
+
+/* a channel's busy time up to now (the unit in service counted up to now) */
+static double ch_busy_now(const Sim *sm, const Channel *c)
+{
+    return c->busy_ns + (c->cur ? (double)(sim_now(sm) - c->busy_since) : 0);
+}
+
+static int rep_has(const Sim *sm, const Replica *rp, int k, int st)
+{
+    return rp->has_ch[k] && st < (ch_kind_per_stage(k) ? sm->S : 1);
+}
+
+void metrics_on_restoring(Sim *sm, Replica *rp, int delta)
+{
+    int was = rp->n_restoring;
+    rp->n_restoring += delta;
+    SIM_CHECK(sm, rp->n_restoring >= 0);
+    if (was == 0 && rp->n_restoring > 0) {
+        rp->win_since = sim_now(sm);
+        for (int k = 0; k < CH_COUNT; k++)
+            for (int st = 0; st < SIM_MAX_STAGES; st++)
+                if (rep_has(sm, rp, k, st)) rp->win_ch_base[k][st] = ch_busy_now(sm, &rp->ch[k][st]);
+    } else if (was > 0 && rp->n_restoring == 0) {
+        rp->win_ns += (double)(sim_now(sm) - rp->win_since);
+        for (int k = 0; k < CH_COUNT; k++)
+            for (int st = 0; st < SIM_MAX_STAGES; st++)
+                if (rep_has(sm, rp, k, st)) rp->win_ch_ns[k][st] += ch_busy_now(sm, &rp->ch[k][st]) - rp->win_ch_base[k][st];
+    }
+}
+
+void metrics_on_iteration(Sim *sm, Replica *rp)
+{
+    sm->res->iterations++;
+    rp->iter_win0_ns = win_time(sm, rp);
+    for (int st = 0; st < sm->S; st++) rp->iter_busy0[st] = rp->busy_stage_ns[st];
+}
+
+/* GPU busy inside windows, per iteration: its busy time × the share of its span inside a window
+ * (within an iteration the GPU's busy layers are taken as spread evenly) */
+void metrics_on_iteration_done(Sim *sm, Replica *rp)
+{
+    double span = (double)(sim_now(sm) - rp->iter_start_ns);
+    double in = win_time(sm, rp) - rp->iter_win0_ns;
+    if (span <= 0 || in <= 0) return;
+    double f = in >= span ? 1 : in / span;
+    for (int st = 0; st < sm->S; st++) rp->win_gpu_ns[st] += (rp->busy_stage_ns[st] - rp->iter_busy0[st]) * f;
+}
+
+void metrics_on_fallback(Sim *sm, int slower)
+{
+    sm->res->fallbacks++;
+    if (slower) sm->res->fallback_slower++;
+    else sm->res->fallback_uncovered++;
+}
+
+void metrics_on_state_lost(Sim *sm, int why)
+{
+    if (why == LOST_TTL) sm->res->state_lost_ttl++;
+    else sm->res->state_lost_capacity++;
+}
+
+/* restore_from for every combination of places, in the order dram, ssd, remote, in-flight */
+static const char *const g_source_names[SRC_MASKS] = {
+    "recompute", "dram", "ssd", "dram+ssd", "remote", "dram+remote", "ssd+remote", "dram+ssd+remote",
+    "in-flight", "dram+in-flight", "ssd+in-flight", "dram+ssd+in-flight", "remote+in-flight",
+    "dram+remote+in-flight", "ssd+remote+in-flight", "dram+ssd+remote+in-flight",
+};
+
+const char *metrics_source_name(int mask) { return g_source_names[mask & (SRC_MASKS - 1)]; }
 
 /* bytes of one hop, on the link it crossed: loads read, saves and spills write (SSD counts both) */
 void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u)
@@ -63,7 +138,7 @@ void metrics_on_admit(Sim *sm, MetricSource src, Tier t)
     switch (src) {
     case MS_NO_HISTORY: sm->res->no_history++; break;
     case MS_RESIDENT: sm->res->hits_resident++; break;
-    case MS_TIER: sm->tiers[t].hits++; break;
+    case MS_TIER: sm->tiers[t].hits++; break; /* (loads are counted when the request is done) */
     case MS_RECOMPUTE: sm->res->misses++; break;
     }
 }
@@ -99,15 +174,33 @@ static int hist_class(const Sim *sm, int64_t hist)
 }
 
 /* TTFT = first token − release; queue = admission − release; restore = restored − admission
- * (0 when nothing was restored); prefill = the rest of TTFT. SLO: TTFT and mean TBT within bounds. */
+ * (0 when nothing was restored; capped at the first token); prefill = the rest of TTFT, so that
+ * queue + restore + prefill = TTFT for every request. SLO: TTFT and mean TBT within bounds. */
 void metrics_on_request_done(Sim *sm, Request *r)
 {
     SimResult *res = sm->res;
     int64_t ttft = r->t_first - r->arrival_ns;
     int64_t queue = r->t_admit - r->arrival_ns;
-    int64_t restore = r->t_restored > r->t_admit ? r->t_restored - r->t_admit : 0;
+    /* restore ends when the last restored state is in place — its arrival and the compute that turns
+     * it into KV (t_restored) — and never after the first token, so that the split adds up exactly */
+    int64_t t_rest = r->t_restored < r->t_first ? r->t_restored : r->t_first;
+    int64_t restore = t_rest > r->t_admit ? t_rest - r->t_admit : 0;
     int64_t prefill = ttft - queue - restore;
-    if (prefill < 0) prefill = 0;
+    SIM_CHECK(sm, queue >= 0 && prefill >= 0);
+    const char *from = r->from;
+    if (r->src_mask) { /* loaded: one place (a save's DRAM copy counts as DRAM), or a mix */
+        from = metrics_source_name(r->src_mask);
+        int m = r->src_mask & (SRC_DRAM | SRC_SSD | SRC_REMOTE);
+        if (r->src_mask & SRC_INFLIGHT) m |= SRC_DRAM;
+        if (m == SRC_DRAM) sm->tiers[TIER_DRAM].hits++;
+        else if (m == SRC_SSD) sm->tiers[TIER_SSD].hits++;
+        else if (m == SRC_REMOTE) sm->tiers[TIER_REMOTE].hits++;
+        else res->hits_mixed++;
+        if (r->src_mask & SRC_INFLIGHT) {
+            res->restore_waits++;
+            res->restore_wait_ns += (double)r->wait_max_ns;
+        }
+    }
     hist_add(&res->ttft, (uint64_t)ttft);
     hist_add(&res->queue, (uint64_t)queue);
     hist_add(&res->restore, (uint64_t)restore);
@@ -133,7 +226,7 @@ void metrics_on_request_done(Sim *sm, Request *r)
         if (r->mode && r->mode[0] == LM_RECOMPUTE) recomputed += r->lw_tokens;
         if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
-                             r->from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
+                             from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
                              tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : ""};
         if (sm->row_fn(sm->row_ctx, &row, sm->e) != 0) sm->failed = 1;
     }
@@ -167,6 +260,36 @@ void metrics_on_run_end(Sim *sm)
         out->util_ssd += sm->rep[i].ch[CH_SSD][0].busy_ns / (T * sm->R);
         out->util_nic_in += sm->rep[i].ch[CH_NIC_IN][0].busy_ns / (T * sm->R);
         out->util_nic_out += sm->rep[i].ch[CH_NIC_OUT][0].busy_ns / (T * sm->R);
+    }
+    /* inside restoration windows: busy time in windows / window time, summed over replicas */
+    double win = 0, ssd = 0, nin = 0, nout = 0;
+    for (int i = 0; i < sm->R; i++) {
+        Replica *rp = &sm->rep[i];
+        if (rp->n_restoring > 0) { /* (a failed run may end inside one) */
+            rp->n_restoring = 1;
+            metrics_on_restoring(sm, rp, -1);
+        }
+        win += rp->win_ns;
+        ssd += rp->win_ch_ns[CH_SSD][0];
+        nin += rp->win_ch_ns[CH_NIC_IN][0];
+        nout += rp->win_ch_ns[CH_NIC_OUT][0];
+    }
+    out->win_ns = win;
+    if (win > 0) {
+        for (int s = 0; s < sm->S; s++) {
+            double g = 0, h = 0, d = 0;
+            for (int i = 0; i < sm->R; i++) {
+                g += sm->rep[i].win_gpu_ns[s];
+                h += sm->rep[i].win_ch_ns[CH_H2D][s];
+                d += sm->rep[i].win_ch_ns[CH_D2H][s];
+            }
+            out->win_util_gpu[s] = g / win;
+            out->win_util_h2d[s] = h / win;
+            out->win_util_d2h[s] = d / win;
+        }
+        out->win_util_ssd = ssd / win;
+        out->win_util_nic_in = nin / win;
+        out->win_util_nic_out = nout / win;
     }
     out->extrapolations = cost_extrapolations_total(&w->cost);
     memcpy(out->extrapolations_op, w->cost.extrapolations, sizeof out->extrapolations_op);

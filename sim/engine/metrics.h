@@ -3,9 +3,11 @@
  * Responsible for: the hooks the engine calls where something measurable happens — a request done
  * (its latency split, SLO, class and its requests.csv row), a decode token (TBT), an iteration, an
  * event, a unit's hop (bytes per link and direction), bytes written from the critical path
- * (SAVE_DIRECT), an admission's restore source (hits per tier, misses), a pool reservation (HBM
- * peak), a tier's new occupancy (peak), a drop; and at the end of a run the utilisations, tier
- * counters and cost-model facts. Metric definitions are written where each is computed.
+ * (SAVE_DIRECT), an admission's restore source (misses, fallbacks; the places loaded from are
+ * counted when the request is done), a pool reservation (HBM peak), a tier's new occupancy (peak),
+ * saved state lost, a drop, restoration windows (time with >= 1 restoration in progress, and the
+ * GPU's and each channel's busy time inside them); and at the end of a run the utilisations (also
+ * inside the windows), tier counters and cost-model facts. Metric definitions are written where each is computed.
  * Not responsible for: deciding anything (no engine state is changed except the request's TBT
  * statistics and sm->failed when the row writer fails), formatting results (results/).
  * Invariants: a request's row is emitted once (called from request_done only).
@@ -21,7 +23,20 @@ typedef enum MetricSource { MS_NO_HISTORY, MS_RESIDENT, MS_TIER, MS_RECOMPUTE } 
 
 void metrics_on_setup(Sim *sm);
 void metrics_on_event(Sim *sm);
-void metrics_on_iteration(Sim *sm);
+/* an iteration of rp is formed (before its per-layer costs) / has ended: its GPU busy time is
+ * attributed to the replica's restoration windows in proportion to the window time inside it */
+void metrics_on_iteration(Sim *sm, Replica *rp);
+void metrics_on_iteration_done(Sim *sm, Replica *rp);
+/* a request of rp entered (+1) or left (-1) RQ_RESTORING: opens/closes rp's restoration window */
+void metrics_on_restoring(Sim *sm, Replica *rp, int delta);
+/* a saving policy's restoration recomputes everything: slower = waiting for the save in flight was
+ * estimated slower than recomputing (else no saved state, or it covers less than the history) */
+void metrics_on_fallback(Sim *sm, int slower);
+/* a session's saved state was dropped: why = LOST_TTL or LOST_CAPACITY */
+void metrics_on_state_lost(Sim *sm, int why);
+/* restore_from of a restoration that loaded from the places in mask (SRC_*): "dram", "dram+ssd",
+ * "ssd+in-flight", ... */
+const char *metrics_source_name(int mask);
 void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u);
 void metrics_on_direct_save(Sim *sm, Tier t, double bytes);
 void metrics_on_admit(Sim *sm, MetricSource src, Tier t);

@@ -1,20 +1,28 @@
 /* restore.c — admission-time restoration of a request's history.
  *
- * Responsible for: asking the policy for a RestorePlan when a request with history is admitted
- * (unless its KV is resident), validating the plan, the restoration lower bound (lb_ns), and
- * executing the plan's IO: layer-wise loads (per layer from the tier over its channel then H2D;
- * boundary activations of stage-parallel restorations first) with the arrival bookkeeping that
- * lets an iteration's layer walk continue, and the token-wise two pointers (compute forward from
- * token 0 in the iterations, load backward from the end in io_chunk_tokens chunks, at most
- * TW_DEPTH chunks in flight, until they meet). Moves RQ_QUEUED → RQ_RESTORING / RQ_PREFILL at
- * admission and RQ_RESTORING → RQ_PREFILL when nothing of the restoration is left.
+ * Responsible for: where the history's bytes are at admission (restore_parts: per pipeline stage,
+ * token ranges in a tier, in the DRAM copy of a save still being flushed, or in a save still
+ * crossing D2H — nothing else is "saved"; the KV pool's resident copy is the caller's case),
+ * asking the policy for a RestorePlan when a request with history is admitted (unless its KV is
+ * resident), validating the plan, the policy-independent restoration lower bound (lb_ns), and
+ * executing the plan's IO: layer-wise loads (per layer one unit per place its bytes are, from the
+ * tier over its channel then H2D; boundary activations of stage-parallel restorations first) with
+ * the arrival bookkeeping that lets an iteration's layer walk continue, and the token-wise two
+ * pointers (compute forward from token 0 in the iterations, load backward from the end in
+ * io_chunk_tokens chunks, at most TW_DEPTH chunks in flight, until they meet). A load of bytes still
+ * crossing D2H is parked on the session and sent (from DRAM) once that save's D2H lands — when the
+ * wait is estimated shorter than recomputing the history; else the history is recomputed (counted).
+ * Moves RQ_QUEUED → RQ_RESTORING / RQ_PREFILL at admission and RQ_RESTORING → RQ_PREFILL when
+ * nothing of the restoration is left (and opens/closes the replica's restoration window).
  * Not responsible for: the compute part of restoration (iteration.c puts recompute chunks in
- * batches), the admission decision (lifecycle.c: pool, batch slots), where state is (tier.c).
- * Invariants: loads_left counts the plan's loads not yet arrived and the session's `loading` is
- * held exactly while some are in flight; arrived_prefix is the longest prefix of arrived layers;
- * the two pointers never cross (tw_io_issued >= tw_comp + tw_comp_inflight).
- * Complexity: admission O(L) (+ the policy); per arrived unit O(1) amortised (the prefix pointer
- * only moves forward).
+ * batches), the admission decision (lifecycle.c: pool, batch slots), the tier lists (tier.c).
+ * Invariants: loads_left counts the plan's load units not yet arrived (parked ones included) and
+ * the session's `loading` is held exactly while some are in flight; a layer has arrived when all
+ * its units have (layer_units); arrived_prefix is the longest prefix of arrived layers; the two
+ * pointers never cross (tw_io_issued >= tw_comp + tw_comp_inflight); a history that the saved state
+ * covers is never recomputed unless the policy plans it or waiting for a save is slower.
+ * Complexity: admission O(L × parts) (+ the policy, + the lower bound's O(log N) cost lookups);
+ * per arrived unit O(1) amortised (the prefix pointer only moves forward); unparking O(parked).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +31,58 @@
 #include "sim/engine/metrics.h"
 
 #define TW_DEPTH 2
+#define RESTORE_MAX_PARTS 4
+
+/* a token range [lo, hi) of one stage's share of the history, and where its bytes are */
+typedef struct StatePart {
+    int64_t lo, hi;
+    Tier src;  /* the tier to read from (TIER_DRAM for a save's staging copy) */
+    int wait;  /* still crossing D2H: read from DRAM once it has */
+} StatePart;
+
+static StatePart *stage_parts(Request *r, int st) { return r->parts + (size_t)st * RESTORE_MAX_PARTS; }
+
+static void part_add(Request *r, int st, int64_t lo, int64_t hi, int64_t N, Tier src, int wait)
+{
+    if (hi > N) hi = N;
+    if (lo >= hi || src == TIER_NONE) return;
+    StatePart *p = stage_parts(r, st);
+    int n = r->nparts[st];
+    if (n > 0 && p[n - 1].src == src && p[n - 1].wait == wait && p[n - 1].hi == lo) {
+        p[n - 1].hi = hi;
+        return;
+    }
+    p[n] = (StatePart){lo, hi, src, wait};
+    r->nparts[st] = n + 1;
+}
+
+/* Where the bytes of r's history [0, N) are now, per stage (r->parts); returns the context positions
+ * the saved state covers (0: none). Per stage: [0, saved_tokens) in the session's tier; of the saves
+ * in flight, [saved_tokens, land_pos) in their destination, [land_pos, d2h_pos) in host DRAM (the
+ * copy a flush to SSD or the remote store reads from), [d2h_pos, issued_pos) still crossing D2H. */
+static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
+{
+    Session *s = r->s;
+    for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
+    if (s->tier == TIER_NONE && !s->saving) return 0;
+    int64_t c = s->tier != TIER_NONE ? s->saved_tokens : 0;
+    for (int st = 0; st < sm->S; st++) {
+        part_add(r, st, 0, c, N, s->tier, 0);
+        if (!s->saving) continue;
+        int64_t land = kv_max_i64(c, s->land_pos[st]), d2h = kv_max_i64(land, s->d2h_pos[st]);
+        Tier dest = s->save_dest;
+        part_add(r, st, c, land, N, dest, 0);
+        part_add(r, st, land, d2h, N, tier_table[dest].out_hop >= 0 ? TIER_DRAM : dest, 0);
+        part_add(r, st, d2h, s->issued_pos, N, TIER_DRAM, 1);
+    }
+    return s->saving ? s->issued_pos : c;
+}
+
+static int src_bit(const StatePart *p)
+{
+    if (p->wait) return SRC_INFLIGHT;
+    return p->src == TIER_DRAM ? SRC_DRAM : p->src == TIER_SSD ? SRC_SSD : SRC_REMOTE;
+}
 
 int restore_is_boundary(const Sim *sm, const Request *r, int l)
 {
@@ -31,20 +91,77 @@ int restore_is_boundary(const Sim *sm, const Request *r, int l)
 
 void restore_progress(Sim *sm, Request *r)
 {
-    if (r->state == RQ_RESTORING && !r->tw && r->recompute_left == 0 && !r->lw_pending) rq_set_state(sm, r, RQ_PREFILL);
+    if (r->state == RQ_RESTORING && !r->tw && r->recompute_left == 0 && !r->lw_pending) {
+        rq_set_state(sm, r, RQ_PREFILL);
+        metrics_on_restoring(sm, &sm->rep[r->replica], -1);
+    }
+}
+
+/* ---- loads: one unit per place the bytes of a range are; parked while they still cross D2H ---- */
+
+/* u (its chain set, reading from DRAM) waits until the session's stage-st save has crossed D2H up
+ * to position `upto`; appended to the session's parked list (FIFO) */
+static void park(Sim *sm, Request *r, Unit *u, int64_t upto)
+{
+    Session *s = r->s;
+    u->wait_pos = upto;
+    u->enq_ns = sim_now(sm);
+    u->next = NULL;
+    Unit **pp = &s->parked;
+    while (*pp) pp = &(*pp)->next;
+    *pp = u;
+    r->parked_units++;
+}
+
+void restore_unpark(Sim *sm, Session *s, int st)
+{
+    int64_t now = sim_now(sm);
+    for (Unit **pp = &s->parked; *pp;) {
+        Unit *u = *pp;
+        if (u->stage != st || u->wait_pos > s->d2h_pos[st]) {
+            pp = &u->next;
+            continue;
+        }
+        *pp = u->next;
+        u->next = NULL;
+        Request *r = u->r;
+        r->parked_units--;
+        if (now - u->enq_ns > r->wait_max_ns) r->wait_max_ns = now - u->enq_ns;
+        ch_enqueue(sm, u);
+    }
+}
+
+/* a load of `tokens` × per-token bytes of part p for stage st: chain from p's place, then H2D;
+ * enqueued, or parked when its bytes still cross D2H. done: the unit's callback. */
+static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, int stage, double per_tok, double per_tok_gpu)
+{
+    Unit *u = unit_new(sm);
+    if (!u) return NULL;
+    u->r = r;
+    u->stage = stage;
+    tier_load_chain(sm, u, &sm->rep[r->replica], p->src, stage, (double)tokens * per_tok, (double)tokens * per_tok_gpu);
+    r->src_mask |= src_bit(p);
+    return u;
+}
+
+static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
+{
+    if (p->wait && r->s->d2h_pos[u->stage] < p->hi) park(sm, r, u, p->hi);
+    else ch_enqueue(sm, u);
 }
 
 /* ---- layer-wise ---- */
 
-/* layer `layer` of r's state arrived (-1: only recompute the prefix count) */
+/* one unit of layer `layer` of r's state arrived (-1: only recompute the prefix count) */
 static void lw_arrived(Sim *sm, Request *r, int layer)
 {
     int64_t now = sim_now(sm);
     if (layer >= 0) {
-        if (restore_is_boundary(sm, r, layer)) r->bnd_left--;
-        r->arrived[layer] = 1;
         if (now > r->t_restored) r->t_restored = now;
         if (--r->loads_left == 0) r->s->loading--;
+        if (--r->layer_units[layer] > 0) return; /* the layer's other places still to come */
+        if (restore_is_boundary(sm, r, layer)) r->bnd_left--;
+        r->arrived[layer] = 1;
     }
     while (r->arrived_prefix < sm->L && r->arrived[r->arrived_prefix]) r->arrived_prefix++;
     Replica *rp = &sm->rep[r->replica];
@@ -59,39 +176,47 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
 
 static void layer_loaded(Sim *sm, Unit *u)
 {
-    lw_arrived(sm, u->r, u->layer);
+    Request *r = u->r;
+    int layer = u->layer;
     unit_free(sm, u);
+    lw_arrived(sm, r, layer);
 }
 
-static int issue_one_load(Sim *sm, Request *r, int l, int hidden)
+/* the parts of layer l's state in [from, N) (KV: each GPU its heads; hidden states and boundary
+ * activations: token-sharded over the TP group, all-gathered per layer in the iteration); count
+ * only (issue = 0) or issue them. Returns the number of units, -1 when out of memory. */
+static int layer_parts(Sim *sm, Request *r, int l, int hidden, int issue)
 {
-    /* KV: each GPU its heads; hidden states (and boundary activations): token-sharded over the TP
-     * group, all-gathered per layer (the all-gather is compute-side, in the iteration) */
     double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
     double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
-    Unit *u = unit_new(sm);
-    if (!u) return -1;
-    u->r = r;
-    u->kind = U_LOAD;
-    u->done = layer_loaded;
-    u->layer = l;
-    u->stage = sm->stage_of[l];
-    u->stripe_bytes = (double)r->chunk_tokens * per_layer;
-    tier_load_chain(sm, u, &sm->rep[r->replica], r->src, u->stage, (double)r->lw_tokens * per_layer,
-                    (double)r->lw_tokens * per_gpu);
-    ch_enqueue(sm, u);
-    return 0;
+    int st = sm->stage_of[l], n = 0;
+    int64_t from = r->hist - r->lw_tokens;
+    const StatePart *ps = stage_parts(r, st);
+    for (int k = 0; k < r->nparts[st]; k++) {
+        int64_t lo = kv_max_i64(ps[k].lo, from), hi = ps[k].hi < r->hist ? ps[k].hi : r->hist;
+        if (hi <= lo) continue;
+        n++;
+        if (!issue) continue;
+        Unit *u = load_part(sm, r, &ps[k], hi - lo, st, per_layer, per_gpu);
+        if (!u) return -1;
+        u->kind = U_LOAD;
+        u->done = layer_loaded;
+        u->layer = l;
+        u->stripe_bytes = (double)r->chunk_tokens * per_layer;
+        send_or_park(sm, r, u, &ps[k]);
+    }
+    return n;
 }
 
-/* issue the layer-wise loads of r's plan (per layer: from the tier, then H2D); boundary activations
- * of stage-parallel restorations go first */
+/* issue the layer-wise loads of r's plan (per layer: from each place, then H2D); boundary
+ * activations of stage-parallel restorations go first */
 static int issue_layer_loads(Sim *sm, Request *r)
 {
     for (int l = 0; l < sm->L; l++)
-        if (restore_is_boundary(sm, r, l) && issue_one_load(sm, r, l, 1) != 0) return -1;
+        if (restore_is_boundary(sm, r, l) && layer_parts(sm, r, l, 1, 1) < 0) return -1;
     for (int l = 0; l < sm->L; l++) {
         int m = r->mode[l];
-        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && issue_one_load(sm, r, l, m == LM_LOAD_HIDDEN) != 0) return -1;
+        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, 1) < 0) return -1;
     }
     return 0;
 }
@@ -102,30 +227,38 @@ static void tok_loaded(Sim *sm, Unit *u);
 
 void restore_tw_issue(Sim *sm, Request *r)
 {
-    Replica *rp = &sm->rep[r->replica];
     while (r->tw && r->tw_ck_n < TW_DEPTH) {
         int64_t lower = r->tw_comp + r->tw_comp_inflight;
         if (r->tw_io_issued <= lower) return;
         int64_t c = r->tw_io_issued - lower;
         if (c > r->tw_io_chunk) c = r->tw_io_chunk;
         int slot = r->tw_ck_units[0] ? 1 : 0;
-        r->tw_io_issued -= c;
+        int64_t hi = r->tw_io_issued, lo = hi - c;
+        r->tw_io_issued = lo;
         r->tw_ck_tokens[slot] = c;
-        r->tw_ck_units[slot] = sm->S;
+        r->tw_ck_units[slot] = 0;
         r->tw_ck_n++;
+        /* count the chunk's units first: one that lands at once must not end the slot early */
+        for (int st = 0; st < sm->S; st++)
+            for (int k = 0; k < r->nparts[st]; k++) {
+                const StatePart *p = &stage_parts(r, st)[k];
+                if (kv_max_i64(p->lo, lo) < (p->hi < hi ? p->hi : hi)) r->tw_ck_units[slot]++;
+            }
         for (int st = 0; st < sm->S; st++) {
-            Unit *u = unit_new(sm);
-            if (!u) return;
-            u->r = r;
-            u->kind = U_LOAD_TOK;
-            u->done = tok_loaded;
-            u->layer = -1;
-            u->upto = slot;
-            u->stage = st;
             double layers = sm->stage_layers[st];
-            tier_load_chain(sm, u, rp, r->src, st, (double)c * sm->kv_tok_layer * layers * r->kv_scale,
-                            (double)c * sm->kv_tok_layer_gpu * layers * r->kv_scale);
-            ch_enqueue(sm, u);
+            for (int k = 0; k < r->nparts[st]; k++) {
+                const StatePart *p = &stage_parts(r, st)[k];
+                int64_t a = kv_max_i64(p->lo, lo), b = p->hi < hi ? p->hi : hi;
+                if (a >= b) continue;
+                Unit *u = load_part(sm, r, p, b - a, st, sm->kv_tok_layer * layers * r->kv_scale,
+                                    sm->kv_tok_layer_gpu * layers * r->kv_scale);
+                if (!u) return;
+                u->kind = U_LOAD_TOK;
+                u->done = tok_loaded;
+                u->layer = -1;
+                u->upto = slot;
+                send_or_park(sm, r, u, p);
+            }
         }
     }
 }
@@ -145,7 +278,7 @@ void restore_tw_check_done(Sim *sm, Request *r)
     sim_kick(sm, &sm->rep[r->replica]);
 }
 
-/* one stage's part of a token-wise chunk landed; the chunk counts once all stages' have */
+/* one unit of a token-wise chunk landed; the chunk counts once all its units (stages × places) have */
 static void tok_loaded(Sim *sm, Unit *u)
 {
     Request *r = u->r;
@@ -161,6 +294,86 @@ static void tok_loaded(Sim *sm, Unit *u)
     restore_tw_check_done(sm, r);
 }
 
+/* ---- the lower bound ---- */
+
+/* Restoring N tokens with every GPU stage and every link used perfectly: a share of the history is
+ * recomputed, the rest loaded, both at once. Compute of the first k tokens costs at least
+ * min(C(k), k/N·C(N)) with C(k) = L·layer(k tokens from scratch)/S (a token prefix or a share of
+ * the layers, on S stages at once); loading m tokens costs m/N·T_io, T_io the history in its
+ * smallest form (KV, hidden states, 4-bit KV — the smallest form a built-in policy stores) from
+ * the fastest place its bytes are, each stage over its own H2D and the tier's link shared. The
+ * bound is min over k of max(compute(k), load(N − k)); T_comp alone when nothing is saved.
+ * t_comp_model: L·layer(N) (computed by the caller, counted once as a cost lookup; the search's
+ * own lookups are not counted). */
+static double lower_bound_ns(Sim *sm, int64_t N, Tier fastest, double t_comp_model)
+{
+    double S = (double)sm->S, CN = t_comp_model / S;
+    if (fastest == TIER_NONE || N < 1) return CN;
+    double q4 = 4.0 / 16.0 + 1.0 / (double)sm->w->model->head_dim;
+    const double form[3][2] = {{sm->kv_tok_layer, sm->kv_tok_layer_gpu},
+                               {sm->hid_tok_layer, sm->hid_tok_layer / sm->T},
+                               {sm->kv_tok_layer * q4, sm->kv_tok_layer_gpu * q4}};
+    double t_io = -1;
+    int in = tier_table[fastest].in_hop;
+    for (int f = 0; f < 3; f++) {
+        double h2d = (double)sm->L * ((double)N * form[f][1] / sm->rate_h2d + (double)sm->lat_link) / S;
+        double hop = 0;
+        if (in >= 0 && sm->hop_rate[in] > 0)
+            hop = (double)sm->L * ((double)N * form[f][0] / sm->hop_rate[in] + (double)sm->hop_lat[in]);
+        double t = h2d > hop ? h2d : hop;
+        if (t_io < 0 || t < t_io) t_io = t;
+    }
+    CostModel *cm = &sm->w->cost;
+    uint64_t lk[OP_COUNT], ex[OP_COUNT];
+    memcpy(lk, cm->lookups, sizeof lk);
+    memcpy(ex, cm->extrapolations, sizeof ex);
+    /* compute(k) rises with k, load(N − k) falls: bisect for the crossing */
+    int64_t a = 0, b = N;
+    while (b - a > 1) {
+        int64_t k = a + (b - a) / 2;
+        double ck = (double)sm->L * est_layer_ns(sm, k, 0) / S, lin = CN * (double)k / (double)N;
+        if (lin < ck) ck = lin;
+        if (ck < t_io * (double)(N - k) / (double)N) a = k;
+        else b = k;
+    }
+    double best = -1;
+    for (int64_t k = a; k <= b; k++) {
+        double ck = k ? (double)sm->L * est_layer_ns(sm, k, 0) / S : 0, lin = CN * (double)k / (double)N;
+        if (lin < ck) ck = lin;
+        double io = t_io * (double)(N - k) / (double)N, t = ck > io ? ck : io;
+        if (best < 0 || t < best) best = t;
+    }
+    memcpy(cm->lookups, lk, sizeof lk);
+    memcpy(cm->extrapolations, ex, sizeof ex);
+    return best;
+}
+
+/* the time until every stage's share of s's saves in flight has crossed D2H: the bytes ahead of
+ * (and including) its last save unit on each stage's D2H channel at the channel's rate */
+static double d2h_wait_ns(Sim *sm, Session *s)
+{
+    Replica *rp = &sm->rep[s->replica];
+    int64_t now = sim_now(sm);
+    double worst = 0;
+    for (int st = 0; st < sm->S; st++) {
+        if (s->d2h_pos[st] >= s->issued_pos) continue;
+        Channel *c = rep_channel(rp, CH_D2H, st);
+        double bytes = 0, mark = 0;
+        if (c->cur) {
+            double left = c->cur_left - (double)(now - c->cur_since) * c->cur_rate;
+            bytes += left > 0 ? left : 0;
+            if (c->cur->kind == U_SAVE && c->cur->s == s) mark = bytes;
+        }
+        for (Unit *u = c->lo_head; u; u = u->next) {
+            bytes += u->bytes[u->hop] + (double)c->latency_ns * c->rate;
+            if (u->kind == U_SAVE && u->s == s) mark = bytes;
+        }
+        double t = mark / c->rate;
+        if (t > worst) worst = t;
+    }
+    return worst;
+}
+
 /* ---- admission ---- */
 
 /* the plan's layer-wise part: validate the modes, count the loads, issue them */
@@ -169,7 +382,8 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
     Session *s = r->s;
     r->mode = malloc((size_t)sm->L);
     r->arrived = calloc((size_t)sm->L, 1);
-    if (!r->mode || !r->arrived) return sim_fail(sm, "out of memory");
+    r->layer_units = calloc((size_t)sm->L, 1);
+    if (!r->mode || !r->arrived || !r->layer_units) return sim_fail(sm, "out of memory");
     memcpy(r->mode, plan->layer_mode, (size_t)sm->L);
     r->lw_pending = 1;
     r->early_layers = plan->early_layers < 0 || plan->early_layers > sm->L ? sm->L : plan->early_layers;
@@ -182,11 +396,14 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
         if (m == LM_RECOMPUTE && seen_other)
             return sim_fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers (of each stage)", sm->pol->name);
         if (m != LM_RECOMPUTE) seen_other = 1;
-        if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) r->loads_left++;
-        if (restore_is_boundary(sm, r, l)) {
-            r->loads_left++;
-            r->bnd_left++;
+        int n = 0;
+        if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) n = layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, 0);
+        else if (restore_is_boundary(sm, r, l)) {
+            n = layer_parts(sm, r, l, 1, 0);
+            if (n) r->bnd_left++;
         }
+        r->layer_units[l] = (uint8_t)n;
+        r->loads_left += n;
     }
     if (r->loads_left) {
         s->loading++;
@@ -194,45 +411,60 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
         if (issue_layer_loads(sm, r) != 0) return -1;
     }
     for (int l = 0; l < sm->L; l++) /* layers without IO count as arrived */
-        if (r->mode[l] != LM_LOAD_KV && r->mode[l] != LM_LOAD_HIDDEN && !restore_is_boundary(sm, r, l)) r->arrived[l] = 1;
+        if (!r->layer_units[l]) r->arrived[l] = 1;
     return 0;
 }
 
-/* r's history of N tokens is not resident: plan its restoration and start it. *ideal: the plan said
- * the state is on the GPU already (the Ideal reference). */
+/* r's history of N tokens is not resident: find where its bytes are, plan its restoration and
+ * start it. *ideal: the plan said the state is on the GPU already (the Ideal reference). */
 static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *ideal)
 {
     Session *s = r->s;
-    RestoreQuery q = {N, r->nnew, s->tier, s->saved_tokens};
-    if (s->saved_tokens < N || s->tier == TIER_NONE) {
-        q.saved_tier = TIER_NONE;
-        q.saved_tokens = 0;
+    r->parts = malloc((size_t)sm->S * RESTORE_MAX_PARTS * sizeof *r->parts);
+    if (!r->parts) return sim_fail(sm, "out of memory");
+    tier_expire_session(sm, s);
+    int64_t covered = restore_parts(sm, r, N);
+    /* tokens × layers per place (a wait reads from DRAM); the fastest place for the bound */
+    double at[SIM_TIERS] = {0};
+    int waits = 0;
+    for (int st = 0; st < sm->S; st++)
+        for (int k = 0; k < r->nparts[st]; k++) {
+            const StatePart *p = &stage_parts(r, st)[k];
+            at[p->src] += (double)(p->hi - p->lo) * sm->stage_layers[st];
+            waits |= p->wait;
+        }
+    Tier dom = TIER_NONE, fastest = TIER_NONE;
+    double best_io = 0;
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+        if (at[t] <= 0) continue;
+        if (dom == TIER_NONE || at[t] >= at[dom]) dom = (Tier)t; /* ties: the later (slower) tier */
+        double io = est_load_layer_ns(sm, (Tier)t, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+        if (fastest == TIER_NONE || io < best_io) fastest = (Tier)t, best_io = io;
     }
+    double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
+    int usable = covered >= N && dom != TIER_NONE, slower = 0;
+    if (usable && waits) { /* wait for the save in flight only when that beats recomputing */
+        double t_load = (double)sm->L * est_load_layer_ns(sm, TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+        if (d2h_wait_ns(sm, s) + t_load >= t_comp) usable = 0, slower = 1;
+    }
+    RestoreQuery q = {N, r->nnew, usable ? dom : TIER_NONE, usable ? N : 0};
     RestorePlan plan;
     memset(&plan, 0, sizeof plan);
     plan.early_layers = -1;
     if (sm->pol->plan_restore(sm->pstate, &sm->env, &q, &plan, sm->e) != 0) return sm->failed = 1, -1;
     /* resident tokens that do not cover the history are dropped */
     if (s->resident_tokens > 0) sess_drop_resident(sm, rp, s);
-    /* lower bound on restoration: all compute and IO used perfectly (harmonic mean of recomputing
-     * everything and loading everything), with the smaller of the two state forms (KV or hidden
-     * states) so that the bound holds for every policy */
-    double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
-    if (q.saved_tier != TIER_NONE) {
-        double t_kv = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
-        double t_hid = (double)sm->L * est_load_layer_ns(sm, q.saved_tier, N, sm->hid_tok_layer, sm->hid_tok_layer / sm->T);
-        double t_io = t_kv < t_hid ? t_kv : t_hid;
-        r->lb_ns = t_comp * t_io / (t_comp + t_io);
-    } else {
-        r->lb_ns = t_comp;
-    }
-    if (plan.no_restore) {
+    if (plan.no_restore) { /* the state is on the GPU by assumption: no restoration to bound */
         *ideal = 1;
+        r->lb_ns = 0;
         return 0;
     }
-    if (q.saved_tier == TIER_NONE) { /* nothing to load: recompute, whatever the policy said */
+    r->lb_ns = lower_bound_ns(sm, N, usable ? fastest : TIER_NONE, t_comp);
+    if (!usable) { /* nothing to load: recompute, whatever the policy said */
         memset(&plan, 0, sizeof plan);
         plan.recompute_tokens = N;
+        for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
+        if (sm->save_bpt > 0) metrics_on_fallback(sm, slower);
     }
     r->low_prio = plan.low_priority;
     r->chunk_tokens = plan.chunk_tokens > 0 ? plan.chunk_tokens : 0;
@@ -256,8 +488,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }
     if (r->loads_left) {
-        r->from = tier_table[q.saved_tier].name;
-        metrics_on_admit(sm, MS_TIER, q.saved_tier);
+        r->from = NULL; /* the places its loads read from (src_mask), named when it is done */
     } else {
         r->from = "recompute";
         metrics_on_admit(sm, MS_RECOMPUTE, TIER_NONE);
@@ -275,6 +506,7 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     r->new_left = r->nnew;
     r->from = "none";
     r->src = TIER_NONE;
+    r->rc_layer = -1;
     int64_t N = r->hist;
     if (N > 0 && s->resident_tokens >= N) {
         r->from = "resident";
@@ -297,7 +529,9 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
         rp->cap_active = nc;
     }
     rp->active[rp->n_active++] = r;
-    rq_set_state(sm, r, r->tw || r->recompute_left > 0 || r->lw_pending ? RQ_RESTORING : RQ_PREFILL);
+    int restoring = r->tw || r->recompute_left > 0 || r->lw_pending;
+    rq_set_state(sm, r, restoring ? RQ_RESTORING : RQ_PREFILL);
+    if (restoring) metrics_on_restoring(sm, rp, +1);
     if (r->lw_tokens > 0) lw_arrived(sm, r, -1);
     return 0;
 }

@@ -7,7 +7,7 @@
  * Not responsible for: saved state (tier.c), when a session's turns run (lifecycle.c).
  * Invariants (SIM_CHECK, always on): 0 <= pool_used <= pool_cap after every reserve and release;
  * a session is freed only when it is not busy, holds no pending turn, no request refers to it, it
- * has no resident KV, no saved state and no save, spill or load in flight.
+ * has no resident KV, no saved state and no save, spill or load in flight (so no load parked on it).
  * Complexity: find/get/remove O(1) expected; LRU operations O(1); evict O(1) per session.
  */
 #include <stdlib.h>
@@ -106,6 +106,11 @@ void sess_free_all(Sim *sm, void (*free_request)(Request *r))
             Request *nx = r->next;
             free_request(r);
             r = nx;
+        }
+        while (s->parked) { /* loads still waiting for a save (a run that failed) */
+            Unit *nx = s->parked->next;
+            free(s->parked);
+            s->parked = nx;
         }
         free(s->name);
         free(s);

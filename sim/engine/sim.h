@@ -24,7 +24,9 @@
  *    (history + new + output); idle sessions' KV stays resident until LRU eviction needs the space.
  *  - Saved state lives in host DRAM, then the SSD array (LRU spill), or a remote store; it is
  *    dropped when the last tier is full (LRU) or when unused for state_ttl (1 h by default, as
- *    AttentionStore). A session whose saved state is gone, or never existed, restores by recomputing.
+ *    AttentionStore). A restoration reads each part of the state from where its bytes are at that
+ *    instant (a tier, the DRAM copy of a save still being flushed, or — waiting for it — a save
+ *    still crossing D2H); a session whose saved state is gone, or never existed, recomputes.
  *  - A turn is released at max(its trace arrival, the end of the session's previous turn) — or its
  *    think time after that end, for closed-loop traces. TTFT counts from the release.
  */
@@ -181,6 +183,18 @@ typedef struct SimResult {
     uint64_t restored_tokens;
     double restore_busy_ns;       /* sum over requests of restoration time */
     uint64_t hits_resident, hits_dram, hits_ssd, hits_remote, misses, no_history;
+    uint64_t hits_mixed;          /* restorations that loaded parts of the history from more than one place */
+    uint64_t restore_waits;       /* restorations with a load that waited for a save in flight to cross D2H */
+    double restore_wait_ns;       /* sum over those of the longest wait of one of their loads */
+    uint64_t fallbacks;           /* restorations of a saving policy that recomputed everything (misses) */
+    uint64_t fallback_uncovered;  /* of those: no saved state, or less than the history (see lost) */
+    uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
+    uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
+    /* restoration windows: time with >= 1 restoration in progress (RQ_RESTORING) summed over replicas,
+     * and each resource's busy share inside them */
+    double win_ns;
+    double win_util_gpu[SIM_MAX_STAGES], win_util_h2d[SIM_MAX_STAGES], win_util_d2h[SIM_MAX_STAGES];
+    double win_util_ssd, win_util_nic_in, win_util_nic_out;
     double bytes_h2d, bytes_d2h, bytes_ssd_read, bytes_ssd_write, bytes_net_in, bytes_net_out;
     double saved_bytes_per_token;
     uint64_t dram_peak_bytes, ssd_peak_bytes, remote_peak_bytes, hbm_peak_tokens;
@@ -233,7 +247,8 @@ typedef struct SimRequestRow {
     uint64_t id, session;
     int turn, replica;
     int64_t arrival_ns, history_tokens, new_tokens, output_tokens;
-    const char *restore_from;     /* resident, dram, ssd, remote, recompute, none */
+    const char *restore_from;     /* resident, ideal, recompute, none, dropped, or the places loaded from
+                                     joined by '+' (dram, ssd, remote, in-flight: waited for a save) */
     int64_t recomputed_tokens, loaded_tokens;
     int64_t queue_ns, restore_ns, prefill_ns, ttft_ns, done_ns;
     double tbt_mean_ns;

@@ -4,12 +4,16 @@
  * the channel a load crosses before H2D and the one a save crosses after D2H), each tier's LRU list
  * of sessions per place with its bytes, saves (background: D2H per stage then on to the tier; or
  * SAVE_DIRECT: written by the iteration), spills of a tier's LRU victims to its spill target,
- * drops when the last tier is full, TTL expiry (state unused for state_ttl is dropped), and the
+ * drops when the last tier is full, TTL expiry (state unused for state_ttl is dropped; both are
+ * counted as state lost and marked on the session), where a save in flight has got to (per stage:
+ * crossed D2H, landed), and the
  * load chain of a tier (which channels a restoration's load crosses).
  * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
  * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
- * shared one); a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
+ * shared one); a save in flight is one unit per stage, first over D2H (then its bytes are in host
+ * DRAM: d2h_pos) and on over the tier's link (then in the tier: land_pos), so per stage
+ * saved_tokens <= land_pos <= d2h_pos <= issued_pos; a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
  * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
  * flight are never dropped nor spilled.
  * Complexity: link/unlink/touch O(1); capacity enforcement O(victims + sessions skipped at the
@@ -57,13 +61,18 @@ void tier_touch(Sim *sm, Session *s)
     tier_link(sm, s, t);
 }
 
-static void tier_drop(Sim *sm, Session *s)
+/* the session's saved state is gone (why: LOST_TTL or LOST_CAPACITY); never called while a save,
+ * spill or load of it is in flight */
+static void tier_drop(Sim *sm, Session *s, int why)
 {
     tier_unlink(sm, s);
     s->tier = TIER_NONE;
     s->saved_tokens = 0;
     s->saved_bytes = 0;
-    s->issued_pos = 0; /* never called while a save is in flight */
+    s->issued_pos = 0;
+    for (int st = 0; st < sm->S; st++) s->d2h_pos[st] = s->land_pos[st] = 0;
+    s->lost = why;
+    metrics_on_state_lost(sm, why);
     sess_maybe_free(sm, s);
 }
 
@@ -73,7 +82,9 @@ static void spill_done(Sim *sm, Unit *u)
     Session *s = u->s;
     Tier from = (Tier)u->tier_from, to = (Tier)u->tier;
     s->spilling = 0;
-    tier_list(sm, s->replica, from)->spilling_bytes -= s->saved_bytes;
+    /* the bytes counted when it started (a save may have grown the session meanwhile) */
+    tier_list(sm, s->replica, from)->spilling_bytes -= s->spill_bytes;
+    s->spill_bytes = 0;
     if (s->tier != from) { /* dropped meanwhile */
         sess_maybe_free(sm, s);
     } else {
@@ -84,18 +95,21 @@ static void spill_done(Sim *sm, Unit *u)
     unit_free(sm, u);
 }
 
-/* one stage's share of a background save landed; the save is done when all have */
+/* one stage's share of a background save reached its destination; the save is done when all have */
 static void save_done(Sim *sm, Unit *u)
 {
     Session *s = u->s;
-    double bytes = u->nhops == 1 ? u->bytes[0] * sm->T : u->bytes[1];
+    /* bytes[0]: the share on its last hop (the tier's own link), or the GPU's shard of it over D2H */
+    double bytes = tier_table[u->tier].out_hop >= 0 ? u->bytes[0] : u->bytes[0] * sm->T;
     int64_t upto = u->upto;
+    if (upto > s->land_pos[u->stage]) s->land_pos[u->stage] = upto;
     unit_free(sm, u);
     s->save_acc += bytes;
-    if (upto > s->saved_tokens) s->saved_tokens = upto;
     if (--s->saving > 0) return;
     bytes = s->save_acc;
     s->save_acc = 0;
+    s->saved_tokens = s->issued_pos; /* every save issued has landed */
+    s->lost = LOST_NONE;
     Tier t = s->tier;
     if (t == TIER_NONE) t = sm->save_first;
     tier_unlink(sm, s);
@@ -105,14 +119,43 @@ static void save_done(Sim *sm, Unit *u)
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
 
+/* one stage's share of a save crossed D2H: its bytes are in host DRAM now. Loads parked on it go;
+ * then it goes on to the tier's own link (SSD, NIC), or it has arrived (DRAM). */
+static void save_d2h_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    int st = u->stage;
+    s->d2h_inflight--;
+    if (u->upto > s->d2h_pos[st]) s->d2h_pos[st] = u->upto;
+    if (s->parked) restore_unpark(sm, s, st);
+    int out = tier_table[u->tier].out_hop;
+    if (out < 0) {
+        save_done(sm, u);
+        return;
+    }
+    u->chain[0] = rep_channel(&sm->rep[s->replica], out, st);
+    u->bytes[0] = u->bytes[1];
+    u->hop = 0;
+    u->done = save_done;
+    ch_enqueue(sm, u);
+}
+
 /* lists are in touch order: expire from the head while entries are older than the TTL */
 static void expire_list(Sim *sm, Session *head, int64_t cutoff)
 {
     for (Session *v = head; v && v->last_use_ns < cutoff;) {
         Session *nx = v->t_next;
-        if (!v->spilling && !v->loading && !v->saving) tier_drop(sm, v);
+        if (!v->spilling && !v->loading && !v->saving) tier_drop(sm, v, LOST_TTL);
         v = nx;
     }
+}
+
+/* s's saved state, if unused for state_ttl, is dropped now (a restoration about to read it: the
+ * lists' expiry runs only when a tier changes) */
+void tier_expire_session(Sim *sm, Session *s)
+{
+    if (sm->cfg->state_ttl_ns <= 0 || s->tier == TIER_NONE || s->spilling || s->loading || s->saving) return;
+    if (s->last_use_ns < sim_now(sm) - sm->cfg->state_ttl_ns) tier_drop(sm, s, LOST_TTL);
 }
 
 /* Keep every tier under its capacity, tier after tier in table order: a tier with a spill target
@@ -131,7 +174,7 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
             while (v && (v->spilling || v->loading || v->saving)) v = v->t_next;
             if (!v) break;
             if (tr->spill_to == TIER_NONE) {
-                tier_drop(sm, v);
+                tier_drop(sm, v, LOST_CAPACITY);
                 continue;
             }
             Unit *u = unit_new(sm);
@@ -145,6 +188,7 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
             u->chain[0] = rep_channel(rp, tier_table[tr->spill_to].out_hop, 0);
             u->bytes[0] = v->saved_bytes;
             v->spilling = 1;
+            v->spill_bytes = v->saved_bytes;
             tl->spilling_bytes += v->saved_bytes;
             ch_enqueue(sm, u);
         }
@@ -152,33 +196,32 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
 }
 
 /* write the state of context positions [issued_pos, upto) out: D2H per stage (each GPU its shard),
- * then on to the session's tier over its channel (DRAM: nothing more; SSD or remote: a second hop) */
+ * then on to the session's tier over its channel (DRAM: nothing more; SSD or remote: a second hop,
+ * the same unit sent on by save_d2h_done) */
 void tier_save_range(Sim *sm, Session *s, int64_t upto)
 {
     if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
     double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
     s->issued_pos = upto;
     Tier dest = s->tier != TIER_NONE ? s->tier : sm->save_first;
-    int out = tier_table[dest].out_hop;
+    s->save_dest = dest;
     Replica *rp = &sm->rep[s->replica];
     for (int st = 0; st < sm->S; st++) {
         Unit *u = unit_new(sm);
         if (!u) return;
         u->s = s;
         u->kind = U_SAVE;
-        u->done = save_done;
+        u->done = save_d2h_done;
         u->stage = st;
         u->upto = upto;
+        u->tier = dest;
         double share = bytes * sm->stage_layers[st] / sm->L;
         u->chain[0] = rep_channel(rp, CH_D2H, st);
         u->bytes[0] = share / sm->T;
+        u->bytes[1] = share; /* for the tier's own link after D2H (not a hop of this unit yet) */
         u->nhops = 1;
-        if (out >= 0) {
-            u->chain[1] = rep_channel(rp, out, st);
-            u->bytes[1] = share;
-            u->nhops = 2;
-        }
         s->saving++;
+        s->d2h_inflight++;
         ch_enqueue(sm, u);
     }
 }
@@ -193,6 +236,8 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
     metrics_on_direct_save(sm, t, bytes);
     tier_unlink(sm, s);
     s->saved_tokens = upto;
+    for (int st = 0; st < sm->S; st++) s->d2h_pos[st] = s->land_pos[st] = upto;
+    s->lost = LOST_NONE;
     s->saved_bytes += bytes;
     tier_link(sm, s, t);
     tier_enforce_capacity(sm, &sm->rep[s->replica]);

@@ -9,7 +9,8 @@
  * Not responsible for: the per-layer durations (iteration.c computes rp->layer_ns when forming),
  * what happens when the iteration ends (iteration.c).
  * Invariants: the cursor never goes back; a layer is walked once per iteration; layer-wise
- * recompute finishes (t_restored) when the cursor passes its layer.
+ * recompute finishes (t_restored) when the cursor passes its layer, a request's last projection or
+ * dequantize rc_off_ns after the start of its layer (rc_layer, set when the iteration was formed).
  * Complexity: O(items) per layer walked; O(stages) for an iteration without layer-wise work.
  */
 #include <math.h>
@@ -46,11 +47,18 @@ void iter_advance(Sim *sm, Replica *rp)
         }
         int64_t d = (int64_t)llround(rp->layer_ns[l]);
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
+        int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns += d;
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
-            if (it->lw && !it->r->stage_par && it->r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > it->r->t_restored)
-                it->r->t_restored = rp->cursor_ns;
+            if (!it->lw) continue;
+            Request *r = it->r;
+            if (!r->stage_par && r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > r->t_restored) r->t_restored = rp->cursor_ns;
+            if (r->rc_layer == l) { /* its last projection / dequantize, at the head of the layer */
+                int64_t t = layer_start + (int64_t)llround(r->rc_off_ns);
+                if (t > rp->cursor_ns) t = rp->cursor_ns;
+                if (t > r->t_restored) r->t_restored = t;
+            }
         }
         rp->layer++;
     }
