@@ -307,6 +307,8 @@ static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size
     to.think_ns = cfg->think_ns;
     to.max_requests = cfg->requests;
     to.max_context_tokens = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
+    to.request_rate_per_s = cfg->request_rate;
+    to.burstiness = cfg->burstiness;
     TraceSource *ts = trace_open(&to, e);
     if (ts) {
         snprintf(desc, dlen, "%s", trace_describe(ts));
@@ -441,7 +443,8 @@ static int cmd_run(int argc, char **argv, int compare)
     char path[4400];
     ReqCsv csv;
     memset(&csv, 0, sizeof csv);
-    if (!no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || report_csv_open(&csv, path, &e) != 0)) {
+    if (!no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 ||
+                    report_csv_open_load(&csv, path, report_csv_load_columns(&w.resolved), &e) != 0)) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         rs_abort(&rset);
         sim_world_close(&w);
@@ -466,6 +469,9 @@ static int cmd_run(int argc, char **argv, int compare)
                     (unsigned long long)res[i].requests, (double)res[i].sim_end_ns / 1e9, res[i].wall_s,
                     res[i].wall_s > 0 ? (double)res[i].sim_end_ns / 1e9 / res[i].wall_s : 0,
                     (unsigned long long)res[i].events);
+        char warn[640]; /* overloaded: always said, even with --quiet */
+        int lv = report_load_warning(warn, sizeof warn, &res[i]);
+        if (lv == 2 || (lv == 1 && !cfg.quiet)) fprintf(stderr, "kvsim: %s: %s\n", lv == 2 ? "warning" : "note", warn);
         if (stats) {
             struct rusage ru;
             getrusage(RUSAGE_SELF, &ru);
