@@ -172,12 +172,16 @@ static cJSON *load_json(const SimResult *r)
     cJSON_AddNumberToObject(ev, "delay_first_half_mean_s", ld->delay_first_half_s);
     cJSON_AddNumberToObject(ev, "delay_last_half_mean_s", ld->delay_last_half_s);
     cJSON_AddNumberToObject(ev, "last_half_requests", (double)ld->half_n);
+    cJSON_AddNumberToObject(ev, "last_half_batches", ld->batches);
     cJSON_AddNumberToObject(ev, "delay_slope_s_per_s", ld->slope);
     cJSON_AddNumberToObject(ev, "delay_slope_t", ld->slope_t);
     cJSON_AddNumberToObject(ev, "t_critical_99_5", ld->t_crit);
     cJSON_AddNumberToObject(ev, "delay_growth_last_half_s", ld->growth_s);
     cJSON_AddNumberToObject(ev, "growth_threshold_s", ld->threshold_s);
     cJSON_AddNumberToObject(ev, "overload_growth_s", ld->overload_growth_s);
+    cJSON_AddNumberToObject(ev, "requests_after_window", (double)ld->after_n);
+    cJSON_AddNumberToObject(ev, "delay_after_window_mean_s", ld->delay_after_s);
+    cJSON_AddNumberToObject(ev, "backlog_after_window_s", ld->backlog_s);
     return o;
 }
 
@@ -407,6 +411,8 @@ int report_load_warning(char *b, size_t n, const SimResult *r)
     size_t len = (size_t)snprintf(b, n, "%s: %s: %.3g requests/s arrived, %.3g requests/s done while the load ran (%.4g s to %.4g s)",
                                   r->policy, ld->overloaded ? "overloaded" : "not in steady state", ld->offered_per_s,
                                   ld->served_per_s, (double)ld->window_start_ns / 1e9, (double)ld->window_end_ns / 1e9);
+    if (ld->backlog_s > ld->overload_growth_s && len < n)
+        len += (size_t)snprintf(b + len, n - len, "; the requests after it waited %.3g s longer (backlog)", ld->backlog_s);
     if (!ld->steady && len < n)
         snprintf(b + len, n - len,
                  "; arrival-to-first-token time grew %.3g s over its last half (%.3g -> %.3g s mean, slope t = %.3g > %.3g)%s",

@@ -141,7 +141,14 @@ static int cmd_list(int argc, char **argv)
                 fprintf(stderr, "kvsim: %s\n", e.msg);
                 return 1;
             }
-            printf("%-40.*s %s\n    policies: %s\n", (int)(strlen(n) - 18 - 5), n + 18, desc, pol);
+            char conc[32];
+            snprintf(conc, sizeof conc, "%d", c.concurrency);
+            cJSON *root = cJSON_Parse(text);
+            const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "measures");
+            printf("%-40.*s %s\n    measures: %s\n    load: %s%s%s\n    policies: %s\n", (int)(strlen(n) - 18 - 5), n + 18,
+                   desc, cJSON_IsString(ms) ? ms->valuestring : "(not stated)", sim_load_mode_name(sim_load_mode(&c)),
+                   c.concurrency > 0 ? ", clients " : "", c.concurrency > 0 ? conc : "", pol);
+            cJSON_Delete(root);
         }
         return 0;
     }
@@ -235,6 +242,7 @@ static int apply_config_json(SimConfig *c, const char *text, const char *origin,
             if (desc) snprintf(desc, dlen, "%s", val);
             continue;
         }
+        if (!strcmp(it->string, "measures")) continue; /* a scenario's text (kvsim list scenarios) */
         if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
     }
     cJSON_Delete(root);

@@ -41,6 +41,7 @@ static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* Si
 SimLoadMode sim_load_mode(const SimConfig *c)
 {
     if (c->concurrency > 0) return SIM_LOAD_CONCURRENCY;
+    if (c->request_rate > 0) return SIM_LOAD_TRACE; /* every request timed in advance: open loop */
     return c->arrivals == SIM_ARRIVALS_TRACE ? SIM_LOAD_TRACE : SIM_LOAD_SESSION;
 }
 

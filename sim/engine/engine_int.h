@@ -200,6 +200,7 @@ typedef struct TierRun {
  * state. LOAD_BINS bins of width bin_ns from t = 0; when an arrival passes the last bin, pairs
  * merge and the width doubles (O(1) memory, exact least squares over whole bins). */
 #define LOAD_BINS 256
+#define LOAD_BATCHES 10 /* batch means of the steady-state test */
 typedef struct LoadBin {
     double n, st, sy, stt, sty, syy; /* requests arriving in the bin: moments of (arrival, delay) in seconds */
     double nd;                       /* requests done in the bin */

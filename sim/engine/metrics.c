@@ -316,12 +316,15 @@ void metrics_on_request_done(Sim *sm, Request *r)
  * it no new session starts and the run drains (the late turns of the last sessions), which is not
  * the load under test. Over the window: offered = kept requests arriving in it / its length; served
  * = kept requests done in it / its length. Steady-state test: least squares of y = session wait +
- * TTFT (arrival to first token) on the arrival time over the kept requests arriving in the second
- * half of the window; not steady when the slope is positive at the 99.5 % one-sided level (Student
- * t, n − 2 df) AND the fitted growth over that half passes max(1 ms, 10 % of slo_ttft) (a workload
+ * TTFT (arrival to first token) on the arrival time, by batch means: the second half of the window
+ * cut into LOAD_BATCHES batches of arrival time, each batch's mean arrival and mean delay one point
+ * (the turns of a session are correlated; batch means are nearly independent); not steady when the
+ * slope is positive at the 99.5 % one-sided level (Student t, batches − 2 df) AND the fitted growth over that half passes max(1 ms, 10 % of slo_ttft) (a workload
  * whose mix drifts, e.g. histories still growing, fails it too). Overloaded: queues build up — not
  * steady with a growth above max(slo_ttft, that threshold) — or (at least 20 requests in the
- * window) served below 90 % of offered. Bins are whole
+ * window) served below 90 % of offered, or the backlog spilled past the window: the requests arriving
+ * after it (at least 10: the last turns of the sessions started in it) waited on average more than
+ * max(slo_ttft, threshold) longer than those arriving in it. Bins are whole
  * (the window's ends are rounded to the bin width, at most 1/128 of the run's span). */
 static void load_finish(Sim *sm)
 {
@@ -335,42 +338,65 @@ static void load_finish(Sim *sm)
     ld->throughput_per_s = run_s > 0 ? (double)ld->kept / run_s : 0;
     if (ld->kept == 0 || ld->window_end_ns <= ld->window_start_ns) return;
     int64_t mid_ns = ld->window_start_ns + (ld->window_end_ns - ld->window_start_ns) / 2;
-    LoadBin a = {0}, f = {0};
-    double arrived = 0, done = 0;
+    /* batch means over the last half (turns of one session are correlated; batches of arrival time
+     * make the points nearly independent): LOAD_BATCHES batches of equal width, each its mean arrival
+     * and mean delay */
+    double bn[LOAD_BATCHES] = {0}, bt[LOAD_BATCHES] = {0}, by[LOAD_BATCHES] = {0};
+    double arrived = 0, done = 0, fn = 0, fy = 0, an = 0, ay = 0, dn = 0, dy = 0;
     for (int i = 0; i < LOAD_BINS; i++) {
         LoadBin *b = &L->bin[i];
         int64_t start = (int64_t)i * L->bin_ns;
-        if (start > ld->window_end_ns) break;
+        if (start > ld->window_end_ns) {
+            dn += b->n, dy += b->sy;
+            continue;
+        }
         arrived += b->n;
         done += b->nd;
-        LoadBin *d = start >= mid_ns ? &a : &f;
-        d->n += b->n, d->st += b->st, d->sy += b->sy, d->stt += b->stt, d->sty += b->sty, d->syy += b->syy;
+        if (start < mid_ns) {
+            fn += b->n, fy += b->sy;
+            continue;
+        }
+        an += b->n, ay += b->sy;
+        int k = (int)((double)(start - mid_ns) * LOAD_BATCHES / (double)(ld->window_end_ns - mid_ns + 1));
+        if (k >= LOAD_BATCHES) k = LOAD_BATCHES - 1;
+        bn[k] += b->n, bt[k] += b->st, by[k] += b->sy;
     }
     double span_s = (double)(ld->window_end_ns - ld->window_start_ns) / 1e9;
     ld->window_requests = (uint64_t)arrived;
     ld->offered_per_s = arrived / span_s;
     ld->served_per_s = done / span_s;
-    ld->half_n = (uint64_t)a.n;
-    ld->delay_first_half_s = f.n > 0 ? f.sy / f.n : 0;
-    ld->delay_last_half_s = a.n > 0 ? a.sy / a.n : 0;
-    if (a.n >= 10) {
-        double sxx = a.stt - a.st * a.st / a.n, sxy = a.sty - a.st * a.sy / a.n, syy = a.syy - a.sy * a.sy / a.n;
+    ld->half_n = (uint64_t)an;
+    ld->delay_first_half_s = fn > 0 ? fy / fn : 0;
+    ld->delay_last_half_s = an > 0 ? ay / an : 0;
+    ld->after_n = (uint64_t)dn;
+    ld->delay_after_s = dn > 0 ? dy / dn : 0;
+    double wmean = fn + an > 0 ? (fy + ay) / (fn + an) : 0;
+    double k = 0, st = 0, sy = 0, stt = 0, sty = 0, syy = 0;
+    for (int b = 0; b < LOAD_BATCHES; b++) {
+        if (bn[b] <= 0) continue;
+        double t = bt[b] / bn[b], y = by[b] / bn[b];
+        k += 1, st += t, sy += y, stt += t * t, sty += t * y, syy += y * y;
+    }
+    ld->batches = (int)k;
+    if (k >= 5 && an >= 10) {
+        double sxx = stt - st * st / k, sxy = sty - st * sy / k, syy_c = syy - sy * sy / k;
         if (sxx > 0) {
             ld->slope = sxy / sxx;
-            double resid = (syy - ld->slope * sxy) / (a.n - 2);
+            double resid = (syy_c - ld->slope * sxy) / (k - 2);
             double se = resid > 0 ? sqrt(resid / sxx) : 0;
             ld->slope_t = se > 0 ? ld->slope / se : ld->slope > 0 ? 1e9 : 0;
             if (ld->slope_t > 1e9) ld->slope_t = 1e9;
             KvErr e;
-            if (stats_t_quantile(a.n - 2, 0.995, &ld->t_crit, &e) != 0) ld->t_crit = 2.576;
+            if (stats_t_quantile(k - 2, 0.995, &ld->t_crit, &e) != 0) ld->t_crit = 3.0;
             ld->growth_s = ld->slope * (double)(ld->window_end_ns - mid_ns) / 1e9;
             ld->steady = !(ld->slope_t > ld->t_crit && ld->growth_s > ld->threshold_s);
         }
     }
     ld->overload_growth_s = (double)sm->cfg->slo_ttft_ns / 1e9;
     if (ld->overload_growth_s < ld->threshold_s) ld->overload_growth_s = ld->threshold_s;
+    ld->backlog_s = dn >= 10 ? ld->delay_after_s - wmean : 0;
     ld->overloaded = (!ld->steady && ld->growth_s > ld->overload_growth_s) ||
-                     (arrived >= 20 && ld->served_per_s < 0.9 * ld->offered_per_s);
+                     (arrived >= 20 && ld->served_per_s < 0.9 * ld->offered_per_s) || ld->backlog_s > ld->overload_growth_s;
 }
 
 void metrics_free(Sim *sm)

@@ -163,7 +163,8 @@ const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
 SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops);
 const char *sim_save_mode_name(SaveMode m);         /* "turn", "iteration", "direct" */
 const char *sim_trace_format_name(SimTraceFormat f); /* "auto", "csv", ... (TraceOptions.format) */
-/* The load mode c resolves to: CONCURRENCY when concurrency > 0, else TRACE or SESSION from arrivals. */
+/* The load mode c resolves to: CONCURRENCY when concurrency > 0, else TRACE when request_rate > 0
+ * (every request timed in advance) or arrivals=trace, else SESSION. */
 SimLoadMode sim_load_mode(const SimConfig *c);
 const char *sim_load_mode_name(SimLoadMode m);      /* "session", "trace", "concurrency" */
 /* The engine profile's per-iteration host overhead. */
@@ -198,13 +199,18 @@ typedef struct SimLoad {
     uint64_t window_requests;
     double offered_per_s, served_per_s;
     double throughput_per_s;      /* kept / (last done − first arrival), vLLM's request throughput */
-    /* steady state: least squares of (session wait + TTFT) on arrival time over the kept
-     * requests arriving in the second half of the window */
+    /* steady state: least squares of (session wait + TTFT) on arrival time over batch means of the
+     * kept requests arriving in the second half of the window */
     uint64_t half_n;
+    int batches;                  /* non-empty batches of the last half (the test needs 5) */
     double slope, slope_t, t_crit, growth_s, threshold_s, delay_first_half_s, delay_last_half_s;
     double overload_growth_s;     /* max(slo_ttft, threshold_s) */
+    uint64_t after_n;             /* kept requests arriving after the window (the drain) */
+    double delay_after_s;         /* their mean session wait + TTFT */
+    double backlog_s;             /* delay_after_s − the window's mean (after_n >= 10; else 0) */
     int steady;      /* no significant growth (slope_t <= t_crit, or growth_s <= threshold_s) */
-    int overloaded;  /* !steady with growth_s > overload_growth_s, or served < 0.9 × offered over the window */
+    int overloaded;  /* !steady with growth_s > overload_growth_s, served < 0.9 × offered over the window,
+                        or backlog_s > overload_growth_s */
 } SimLoad;
 
 typedef struct SimResult {
