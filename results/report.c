@@ -12,6 +12,11 @@
  *  - under the table: per policy the requests truncated and dropped, sessions whose saved state was
  *    lost, restorations that waited for a save or fell back to recompute; a warning naming the
  *    setting behind it when more than 5 % of the requests were truncated, dropped or fell back.
+ *  - load (per policy, README "Load"): over the kept requests (after warmup/cooldown trimming), the
+ *    window from the first arrival to the last completion; request throughput = kept / window, token
+ *    throughputs = tokens / window (input = history + new: the whole prompt, as vLLM's benchmark
+ *    counts it), goodput = kept requests within the SLO / window (vLLM's "request goodput");
+ *    offered = (kept − 1) / arrival span; the steady-state test and the overloaded flag (metrics.c).
  */
 #include "results/report.h"
 
@@ -24,22 +29,28 @@
 
 const char *kv_embedded(const char *name, size_t *len); /* the build's embedded files (build/gen/embedded.c) */
 
-void report_csv_header(FILE *f, int seed_col)
+void report_csv_header(FILE *f, int seed_col, int load_columns)
 {
     if (seed_col) fputs("seed,", f);
     fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
           "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
-          "restore_lower_bound_s\n",
+          "restore_lower_bound_s",
           f);
+    fputs(load_columns ? ",session_wait_s\n" : "\n", f);
 }
 
-int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
+int report_csv_open_load(ReqCsv *c, const char *path, int load_columns, KvErr *e)
 {
     memset(c, 0, sizeof *c);
     if (kv_atomic_open(&c->af, path, e) != 0) return -1;
-    report_csv_header(c->af.f, 0);
+    c->load_columns = load_columns;
+    report_csv_header(c->af.f, 0, load_columns);
     return 0;
 }
+
+int report_csv_open(ReqCsv *c, const char *path, KvErr *e) { return report_csv_open_load(c, path, 0, e); }
+
+int report_csv_load_columns(const SimConfig *cfg) { return sim_load_mode(cfg) != SIM_LOAD_SESSION; }
 
 /* A CSV field: as is, or quoted (inner quotes doubled) when it holds a comma, quote or line break. */
 static void csv_field(FILE *f, const char *s)
@@ -62,13 +73,14 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
     if (c->seed_col) fprintf(c->af.f, "%llu,", (unsigned long long)c->seed);
     fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
     csv_field(c->af.f, r->session_id ? r->session_id : "");
-    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
+    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f",
                     r->turn, r->replica,
-                    (double)r->arrival_ns / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
+                    (double)(c->load_columns ? r->offered_ns : r->arrival_ns) / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
                     (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
                     (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,
                     (double)r->prefill_ns / 1e9, (double)r->ttft_ns / 1e9, r->tbt_mean_ns / 1e9,
                     (double)r->tbt_max_ns / 1e9, (double)r->done_ns / 1e9, r->lb_restore_ns / 1e9);
+    if (n >= 0) n = c->load_columns ? fprintf(c->af.f, ",%.9f\n", (double)r->session_wait_ns / 1e9) : fprintf(c->af.f, "\n");
     if (n < 0) return kv_err(e, "%s: write failed", c->af.path);
     c->rows++;
     return 0;
@@ -129,6 +141,65 @@ static cJSON *knobs_json(const SimConfig *c, const char *policy)
 }
 
 static const char *g_class_names[SIM_CLASSES] = {"short", "medium", "long"};
+
+static double per_s(double x, const SimLoad *ld)
+{
+    double w = (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9;
+    return w > 0 ? x / w : 0;
+}
+
+/* a policy's "load": throughput and goodput as vLLM's benchmark prints them, the session wait,
+ * trimming, the steady-state test and the overloaded flag with its evidence */
+static cJSON *load_json(const SimResult *r)
+{
+    const SimLoad *ld = &r->load;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "overloaded", ld->overloaded);
+    cJSON_AddBoolToObject(o, "steady_state", ld->steady);
+    cJSON_AddNumberToObject(o, "requests", (double)ld->kept);
+    cJSON_AddNumberToObject(o, "duration_s", (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9);
+    cJSON_AddNumberToObject(o, "first_arrival_s", (double)ld->first_arrival_ns / 1e9);
+    cJSON_AddNumberToObject(o, "last_arrival_s", (double)ld->last_arrival_ns / 1e9);
+    cJSON_AddNumberToObject(o, "last_done_s", (double)ld->last_done_ns / 1e9);
+    cJSON_AddNumberToObject(o, "request_throughput_per_s", ld->throughput_per_s);
+    cJSON_AddNumberToObject(o, "input_tokens", ld->input_tokens);
+    cJSON_AddNumberToObject(o, "new_input_tokens", ld->new_input_tokens);
+    cJSON_AddNumberToObject(o, "output_tokens", ld->output_tokens);
+    cJSON_AddNumberToObject(o, "input_tokens_per_s", per_s(ld->input_tokens, ld));
+    cJSON_AddNumberToObject(o, "new_input_tokens_per_s", per_s(ld->new_input_tokens, ld));
+    cJSON_AddNumberToObject(o, "output_tokens_per_s", per_s(ld->output_tokens, ld));
+    cJSON_AddNumberToObject(o, "total_tokens_per_s", per_s(ld->input_tokens + ld->output_tokens, ld));
+    cJSON_AddNumberToObject(o, "goodput_requests", (double)ld->good);
+    cJSON_AddNumberToObject(o, "request_goodput_per_s", per_s((double)ld->good, ld));
+    cJSON *w = cJSON_AddObjectToObject(o, "session_wait");
+    cJSON_AddNumberToObject(w, "requests", (double)ld->waited);
+    cJSON_AddNumberToObject(w, "mean_s", ld->kept ? ld->wait_sum_ns / (double)ld->kept / 1e9 : 0);
+    cJSON_AddNumberToObject(w, "max_s", (double)ld->wait_max_ns / 1e9);
+    cJSON *t = cJSON_AddObjectToObject(o, "trimmed");
+    cJSON_AddNumberToObject(t, "warmup", (double)ld->trimmed_warmup);
+    cJSON_AddNumberToObject(t, "cooldown", (double)ld->trimmed_cooldown);
+    cJSON *ev = cJSON_AddObjectToObject(o, "evidence");
+    cJSON_AddNumberToObject(ev, "window_start_s", (double)ld->window_start_ns / 1e9);
+    cJSON_AddNumberToObject(ev, "window_end_s", (double)ld->window_end_ns / 1e9);
+    cJSON_AddNumberToObject(ev, "window_requests", (double)ld->window_requests);
+    cJSON_AddNumberToObject(ev, "offered_requests_per_s", ld->offered_per_s);
+    cJSON_AddNumberToObject(ev, "served_requests_per_s", ld->served_per_s);
+    cJSON_AddNumberToObject(ev, "served_over_offered", ld->offered_per_s > 0 ? ld->served_per_s / ld->offered_per_s : 0);
+    cJSON_AddNumberToObject(ev, "delay_first_half_mean_s", ld->delay_first_half_s);
+    cJSON_AddNumberToObject(ev, "delay_last_half_mean_s", ld->delay_last_half_s);
+    cJSON_AddNumberToObject(ev, "last_half_requests", (double)ld->half_n);
+    cJSON_AddNumberToObject(ev, "last_half_batches", ld->batches);
+    cJSON_AddNumberToObject(ev, "delay_slope_s_per_s", ld->slope);
+    cJSON_AddNumberToObject(ev, "delay_slope_t", ld->slope_t);
+    cJSON_AddNumberToObject(ev, "t_critical_99_5", ld->t_crit);
+    cJSON_AddNumberToObject(ev, "delay_growth_last_half_s", ld->growth_s);
+    cJSON_AddNumberToObject(ev, "growth_threshold_s", ld->threshold_s);
+    cJSON_AddNumberToObject(ev, "overload_growth_s", ld->overload_growth_s);
+    cJSON_AddNumberToObject(ev, "requests_after_window", (double)ld->after_n);
+    cJSON_AddNumberToObject(ev, "delay_after_window_mean_s", ld->delay_after_s);
+    cJSON_AddNumberToObject(ev, "backlog_after_window_s", ld->backlog_s);
+    return o;
+}
 
 static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
 {
@@ -250,6 +321,38 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         if (notes) cJSON_AddItemToObject(o, "policy_notes", notes);
         else cJSON_AddStringToObject(o, "policy_notes", r->policy_notes);
     }
+    cJSON_AddItemToObject(o, "load", load_json(r));
+    return o;
+}
+
+/* inputs.load: the resolved load mode and the settings that make it */
+static cJSON *load_inputs_json(const SimConfig *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    SimLoadMode m = sim_load_mode(c);
+    char b[64];
+    cJSON_AddStringToObject(o, "mode", sim_load_mode_name(m));
+    cJSON_AddStringToObject(o, "loop", m == SIM_LOAD_TRACE ? "open" : "closed");
+    if (m == SIM_LOAD_CONCURRENCY) cJSON_AddNumberToObject(o, "clients", c->concurrency);
+    if (c->request_rate > 0) {
+        cJSON_AddNumberToObject(o, "request_rate_per_s", c->request_rate);
+        cJSON_AddNumberToObject(o, "burstiness", c->burstiness);
+    }
+    const char *what = m == SIM_LOAD_CONCURRENCY
+                           ? "each client sends a session's turns one after another (think time after the previous turn ended), then takes the next session; trace timestamps unused"
+                       : c->request_rate > 0
+                           ? "every request arrives by a gamma process of request_rate (open loop, the same times for every policy); a turn waits for its previous turn"
+                       : m == SIM_LOAD_TRACE
+                           ? "timestamps or Poisson session starts; a later turn without a timestamp arrives its think time after the previous turn's arrival (the same times for every policy) and waits for that turn to end"
+                           : "timestamps or Poisson session starts; a later turn without a timestamp is sent its think time after the previous turn ended (each session a closed loop)";
+    cJSON_AddStringToObject(o, "description", what);
+    const SimTrim *tr[2] = {&c->warmup, &c->cooldown};
+    const char *names[2] = {"warmup", "cooldown"};
+    for (int i = 0; i < 2; i++) {
+        if (tr[i]->by_time) snprintf(b, sizeof b, "%.9g s", (double)tr[i]->n / 1e9);
+        else snprintf(b, sizeof b, "%lld requests", (long long)tr[i]->n);
+        cJSON_AddStringToObject(o, names[i], tr[i]->n ? b : "none");
+    }
     return o;
 }
 
@@ -316,6 +419,7 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
     cJSON *in = cJSON_AddObjectToObject(root, "inputs");
     cJSON_AddItemToObject(in, "config", config_json(w->cfg, res, n));
     cJSON_AddStringToObject(in, "trace", trace_desc ? trace_desc : "");
+    cJSON_AddItemToObject(in, "load", load_inputs_json(w->cfg));
     cJSON_AddStringToObject(in, "model_catalog", w->models.origin);
     cJSON_AddStringToObject(in, "hardware_catalog", w->hw.origin);
     cJSON_AddStringToObject(in, "cost_model", w->cost_source);
@@ -392,8 +496,9 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
             w->hw.gpus[w->platform->gpu].name, w->cfg->tp, w->cfg->pp, w->cfg->trace, w->cost_source);
     /* every header unique (a table reader keys columns by them); units in the header */
     fprintf(out, "| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | "
-                 "restore p99 ms | TBT mean ms | TBT p99 ms | SLO %% | saved per token | restore/bound |\n");
-    fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                 "restore p99 ms | TBT mean ms | TBT p99 ms | SLO %% | saved per token | restore/bound | req/s | "
+                 "out tok/s | goodput req/s |\n");
+    fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         const SimResult *r = &res[i];
         char a[8][32], saved[32], lb[32];
@@ -409,10 +514,12 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
         /* the ratio applies only to requests that restored something (none under ideal) */
         if (r->lb_ratio.n) snprintf(lb, sizeof lb, "%.2f", hist_mean(&r->lb_ratio) / 1000);
         else snprintf(lb, sizeof lb, "–");
-        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", r->policy,
+        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %.3f | %.1f | %.3f |\n", r->policy,
                 (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, saved, lb);
+                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, saved, lb, r->load.throughput_per_s,
+                per_s(r->load.output_tokens, &r->load), per_s((double)r->load.good, &r->load));
     }
+    report_load_footer(out, w->cfg, res, n);
     uint64_t ex = 0;
     for (int i = 0; i < n; i++) ex += res[i].extrapolations;
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
@@ -495,4 +602,39 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
     /* the warnings go under the counts (a blank line first when there were none) */
     if (!head) fputc('\n', out);
     report_warnings(out, w, res, n);
+}
+
+int report_load_warning(char *b, size_t n, const SimResult *r)
+{
+    const SimLoad *ld = &r->load;
+    b[0] = '\0';
+    if (!ld->overloaded && ld->steady) return 0;
+    size_t len = (size_t)snprintf(b, n, "%s: %s: %.3g requests/s arrived, %.3g requests/s done while the load ran (%.4g s to %.4g s)",
+                                  r->policy, ld->overloaded ? "overloaded" : "not in steady state", ld->offered_per_s,
+                                  ld->served_per_s, (double)ld->window_start_ns / 1e9, (double)ld->window_end_ns / 1e9);
+    if (ld->backlog_s > ld->overload_growth_s && len < n)
+        len += (size_t)snprintf(b + len, n - len, "; the requests after it waited %.3g s longer (backlog)", ld->backlog_s);
+    if (!ld->steady && len < n)
+        snprintf(b + len, n - len,
+                 "; arrival-to-first-token time grew %.3g s over its last half (%.3g -> %.3g s mean, slope t = %.3g > %.3g)%s",
+                 ld->growth_s, ld->delay_first_half_s, ld->delay_last_half_s, ld->slope_t, ld->t_crit,
+                 ld->overloaded ? "" : "; the means depend on the run length (warmup=, cooldown=, or a longer run)");
+    return ld->overloaded ? 2 : 1;
+}
+
+void report_load_footer(FILE *out, const SimConfig *cfg, const SimResult *res, int n)
+{
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        char b[640];
+        int lv = report_load_warning(b, sizeof b, &res[i]);
+        if (!lv) continue;
+        fprintf(out, "%s%s: %s\n", first ? "\n" : "", lv == 2 ? "warning" : "note", b);
+        first = 0;
+    }
+    if (cfg->warmup.n > 0 || cfg->cooldown.n > 0)
+        for (int i = 0; i < n; i++)
+            fprintf(out, "%strimmed: %s: %llu warm-up and %llu cool-down requests left out of the metrics (%llu kept)\n",
+                    i ? "" : "\n", res[i].policy, (unsigned long long)res[i].load.trimmed_warmup,
+                    (unsigned long long)res[i].load.trimmed_cooldown, (unsigned long long)res[i].load.kept);
 }

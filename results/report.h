@@ -17,13 +17,21 @@ typedef struct ReqCsv {
     uint64_t rows;
     int seed_col;  /* replications: every row starts with a seed column */
     uint64_t seed; /* its value */
+    int load_columns;   /* arrival_s is the load process's arrival, and session_wait_s follows */
 } ReqCsv;
 
 struct Replications;
 
 int report_csv_open(ReqCsv *c, const char *path, KvErr *e);
-/* The header line ("policy,request,..."; with seed_col, "seed,policy,request,..."). */
-void report_csv_header(FILE *f, int seed_col);
+/* The header line ("policy,request,..."; with seed_col, "seed,policy,request,..."; with
+ * load_columns, a last column session_wait_s). */
+void report_csv_header(FILE *f, int seed_col, int load_columns);
+/* load_columns (report_csv_load_columns: every load mode but session): arrival_s is the arrival the
+ * load process fixed (the same for every policy under arrivals=trace) and a last column
+ * session_wait_s (release − arrival: the wait for the session's previous turn) follows; TTFT and
+ * its split count from the release either way. */
+int report_csv_open_load(ReqCsv *c, const char *path, int load_columns, KvErr *e);
+int report_csv_load_columns(const SimConfig *cfg);
 int report_csv_row(void *ctx, const SimRequestRow *row, KvErr *e); /* a SimRowFn; set c->policy first */
 int report_csv_commit(ReqCsv *c, KvErr *e);
 void report_csv_abort(ReqCsv *c);
@@ -52,6 +60,12 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n);
  * max_context), dropped (the KV pool: mem_util and the model), fell back to recompute (state_ttl,
  * tier capacity dram/n_ssd, saves in flight, or uncovered history). Returns the lines written. */
 int report_warnings(FILE *out, const SimWorld *w, const SimResult *res, int n);
+/* One line on a run that is overloaded (returns 2) or not in steady state (1): arrived vs done over
+ * the load window, and the growth of the arrival-to-first-token time; 0 and "" otherwise. */
+int report_load_warning(char *b, size_t n, const SimResult *r);
+/* The table's footer: "warning: ..." per overloaded policy, "note: ..." per policy not in steady
+ * state, the trimmed counts when trimming is on. */
+void report_load_footer(FILE *out, const SimConfig *cfg, const SimResult *res, int n);
 /* bytes → "0 B", "512 B", "248 KiB", "1.5 MiB" (three significant digits, zero fractions dropped) */
 void report_human_bytes(char *b, size_t n, double bytes);
 

@@ -419,7 +419,7 @@ contains "--no-csv announces the figures" "ttft_cdf.svg, ttft_ccdf.svg"
 if [ ! -e "$tmp/nocsv/requests.csv" ] && [ -s "$tmp/nocsv/ttft_ccdf.svg" ]; then ok "--no-csv writes no requests.csv, a tail figure"; else bad "--no-csv writes no requests.csv, a tail figure"; fi
 if cmp -s "$tmp/a/ttft_ccdf.svg" "$tmp/b/ttft_ccdf.svg" && [ -s "$tmp/a/ttft_ccdf.svg" ]; then ok "deterministic ttft_ccdf.svg"; else bad "deterministic ttft_ccdf.svg"; fi
 if grep -q '^| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | restore p99 ms | TBT mean ms | TBT p99 ms |' "$tmp/a/table.md" &&
-   grep -q '| 512 KiB | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
+   grep -q '| 512 KiB | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
 # models by Hugging Face id
 expect 0 "list models" "$B"/kvsim list models
 contains "list models shows Hugging Face ids" "meta-llama/Llama-2-7b-hf"
@@ -458,6 +458,35 @@ fi
 expect 0 "run the shipped leval trace" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace traces/data/leval.csv --out "$tmp/sid"
 if head -2 "$tmp/sid/requests.csv" | grep -q '^policy,request,session,session_id,turn,' &&
    grep -q '^recompute,0,0,leval_coursera_0000,0,' "$tmp/sid/requests.csv"; then ok "requests.csv has the trace's session_id"; else bad "requests.csv has the trace's session_id"; fi
+# ---- load modes (README "Load") ----
+expect 0 "list scenarios" "$B"/kvsim list scenarios
+contains "list scenarios says what each measures" "measures: HCache's L-Eval result"
+contains "list scenarios shows the L-Eval setup's batch-1 load" "load: concurrency, clients 1"
+# arrivals=trace: every policy sees the same arrival times (requests.csv), the wait is a column
+expect 0 "compare with arrivals=trace" "$B"/kvsim compare --policies recompute,ideal --requests 150 --quiet \
+  --set arrivals=trace --set think="2 s" --set session_rate=0.2 --out "$tmp/tr"
+if head -1 "$tmp/tr/requests.csv" | grep -q ',restore_lower_bound_s,session_wait_s$' &&
+   python3 - "$tmp/tr/requests.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {}
+for r in rows: by.setdefault(r["policy"], {})[r["request"]] = r["arrival_s"]
+a, b = by["recompute"], by["ideal"]
+waited = sum(float(r["session_wait_s"]) > 0 for r in rows)
+sys.exit(0 if a == b and len(a) == 150 and waited > 0 else 1)
+PY
+then ok "arrivals=trace: the same arrival_s for every policy, turns that waited have session_wait_s"; else bad "arrivals=trace: the same arrival_s for every policy"; fi
+grep -q '"mode":[[:space:]]*"trace"' "$tmp/tr/summary.json" && ok "summary.json records the load mode" || bad "summary.json records the load mode"
+# an overloaded run says so on stderr and under the table, with throughput columns
+expect 0 "an overloaded run" "$B"/kvsim run --policy recompute --requests 300 --quiet --trace leval --set request_rate=5 --out "$tmp/ov"
+contains "overload is said on stderr even with --quiet" "kvsim: warning: recompute: overloaded:"
+if grep -q '^warning: recompute: overloaded:' "$tmp/ov/table.md" && grep -q '| req/s | out tok/s | goodput req/s |$' "$tmp/ov/table.md" &&
+   grep -q '"overloaded":[[:space:]]*true' "$tmp/ov/summary.json"; then ok "table.md and summary.json flag the overload"; else bad "table.md and summary.json flag the overload"; fi
+expect 2 "concurrency with arrivals=trace is refused" "$B"/kvsim run --policy recompute --out "$tmp/x" --set concurrency=2 --set arrivals=trace
+contains "the refusal names both settings" "arrivals=trace"
+expect 2 "a warmup that is neither a count nor a duration is refused" "$B"/kvsim run --policy recompute --out "$tmp/x" --set warmup=soon
+expect 0 "trimmed run" "$B"/kvsim run --policy recompute --requests 200 --quiet --set warmup=50 --set cooldown="100 s" --out "$tmp/trim"
+grep -q '^trimmed: recompute: 50 warm-up' "$tmp/trim/table.md" && ok "table.md counts the trimmed requests" || bad "table.md counts the trimmed requests"
 # ---- end of newcomer checks ----
 
 # ---- capacity planning: overlays, part settings, --dry-run, sweep, MPI, check ----

@@ -14,7 +14,10 @@
 #   - summary.json's "policies" array (every metric), byte for byte after JSON normalisation.
 # summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
 # configuration, whose spelling a refactor may change on purpose. Nor is each policy entry's
-# "knobs" object (the save mode and knob values the policy ran with; added after the baseline).
+# "knobs" object (the save mode and knob values the policy ran with; added after the baseline), nor
+# its "load" object (throughput, goodput, trimming, the steady-state test; added after the baseline),
+# nor the table's load footer lines ("warning: P: overloaded: ...", "note: P: not in steady state:
+# ...", "trimmed: ...") whose numbers are in that object.
 # Exit 0 when every experiment matches, 1 otherwise (the differing files are named).
 set -u
 old=${1:?usage: same_results.sh OLD_KVSIM NEW_KVSIM [WORKDIR]}
@@ -47,8 +50,8 @@ for f in leval.csv swebench.csv mooncake_conversation.csv; do
 done
 
 fail=0 i=0
-# table.md without its header row and separator, each table row cut to its first eleven columns
-tab() { awk -F'|' '/^\| policy \|/ || /^\|---/ {next} /^\|/ {o=""; for (i = 2; i <= 12; i++) o = o "|" $i; print o "|"; next} {print}' "$1"; }
+# table.md without its header row, separator, blank lines and load footer, each table row cut to its first eleven columns
+tab() { awk -F'|' '/^\| policy \|/ || /^\|---/ {next} /^(warning|note): [^ ]+: (overloaded|not in steady state): / || /^trimmed: / || /^$/ {next} /^\|/ {o=""; for (i = 2; i <= 12; i++) o = o "|" $i; print o "|"; next} {print}' "$1"; }
 # requests.csv equal but for a session_id column only one of them has
 reqs() {
   python3 - "$1" "$2" <<'PY'
@@ -65,7 +68,7 @@ drop = ("session_id" in ha) != ("session_id" in hb)
 sys.exit(0 if drop and rows(sys.argv[1], True) == rows(sys.argv[2], True) else 1)
 PY
 }
-norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [x.pop("knobs", None) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
+norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [(x.pop("knobs", None), x.pop("load", None)) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
 for c in "${cases[@]}"; do
   i=$((i + 1))
   a=$work/$i.old b=$work/$i.new

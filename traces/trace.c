@@ -2,7 +2,8 @@
  * through on its way out (max_requests, context truncation, token and order invariants).
  *
  * Responsible for: validating TraceOptions once (then the copy in the source is const), telling a
- * generator name from a path and detecting a file's format, the context cut of max_context_tokens
+ * generator name from a path and detecting a file's format, the request_rate arrival process (a
+ * gamma process over the stream, replacing the source's times), the context cut of max_context_tokens
  * (and counting it), and checking on every request that arrival_ns never goes back and that the
  * token invariants hold — a violation is a loader bug and fails loudly instead of corrupting a run.
  * Not responsible for: parsing (csv.c, vidur.c, mooncake.c: one row each in k_formats) or
@@ -118,6 +119,14 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
         kv_err(e, "trace: max_requests must be >= 0 (0 = no limit), got %lld", (long long)o->max_requests);
         return NULL;
     }
+    if (!(o->request_rate_per_s >= 0.0) || isinf(o->request_rate_per_s)) {
+        kv_err(e, "trace: request_rate_per_s must be a finite number >= 0 (0 = off), got %g", o->request_rate_per_s);
+        return NULL;
+    }
+    if (!(o->burstiness >= 0.0) || isinf(o->burstiness)) {
+        kv_err(e, "trace: burstiness must be a finite number > 0 (0 = 1, Poisson), got %g", o->burstiness);
+        return NULL;
+    }
     if (o->max_context_tokens < 0) {
         kv_err(e, "trace: max_context_tokens must be >= 0 (0 = none), got %lld", (long long)o->max_context_tokens);
         return NULL;
@@ -163,6 +172,14 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
     size_t used = strlen(s->describe);
     if (gen < 0 && s->max_requests > 0)
         used += (size_t)snprintf(s->describe + used, sizeof s->describe - used, "; max_requests %lld", (long long)s->max_requests);
+    if (s->opt.request_rate_per_s > 0) {
+        trace_gamma_init(&s->req_arrivals, s->opt.seed, s->opt.request_rate_per_s, s->opt.burstiness);
+        if (used < sizeof s->describe)
+            used += (size_t)snprintf(s->describe + used, sizeof s->describe - used,
+                                     "; every request arrives by a gamma process: %g requests/s, burstiness %g "
+                                     "(replaces the source's arrival times and think times)",
+                                     s->opt.request_rate_per_s, s->req_arrivals.shape);
+    }
     if (used < sizeof s->describe) {
         if (s->opt.max_context_tokens > 0)
             snprintf(s->describe + used, sizeof s->describe - used, "; max_context %lld", (long long)s->opt.max_context_tokens);
@@ -192,6 +209,14 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
     int r = s->be->next(s->impl, out, err);
     if (r < 0) return trace_fail(s, err);
     if (r == 0) return 0;
+    if (s->opt.request_rate_per_s > 0) { /* request_rate: the gamma process times every request */
+        out->arrival_ns = trace_ns_from_s(trace_gamma_next_s(&s->req_arrivals), 1.0);
+        out->think_ns = 0;
+        if (out->arrival_ns < 0) {
+            kv_err(err, "%s: request %lld: the request_rate arrival passes the time range", s->opt.source, (long long)s->emitted);
+            return trace_fail(s, err);
+        }
+    }
 
     /* token invariants (backends guarantee them; a failure here is a loader bug) */
     if (out->new_input_tokens < 1 || out->output_tokens < 1 || out->history_tokens < 0 || out->turn < 0) {

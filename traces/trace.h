@@ -19,7 +19,8 @@
  *                   request its own session, history 0)
  *   generators     "sharegpt4", "leval", "swebench" (parameters and how they were fitted: FITS.md)
  *
- * Arrival process: a row with a timestamp arrives at it (× time_scale). A session's turn 0 without a
+ * Arrival process: with request_rate_per_s > 0 every request is timed by a gamma process of
+ * requests (below). Otherwise a row with a timestamp arrives at it (× time_scale). A session's turn 0 without a
  * timestamp arrives by a Poisson process of sessions (session_rate_per_s, first arrival after one
  * exponential gap); a later turn without a timestamp is closed loop: arrival_ns = -1 and it arrives
  * think_ns after the session's previous turn finished. time_scale multiplies every time the stream
@@ -81,6 +82,13 @@ typedef struct TraceOptions {
                                   or default 1000) */
     int64_t max_context_tokens;/* 0 = none; else history+new truncated to this (drop oldest history:
                                   history = max(0, max_ctx - new); new capped at max_ctx) and counted */
+    double request_rate_per_s; /* > 0: every request (any turn) arrives by a gamma renewal process of
+                                  this mean rate, in stream order, replacing the source's timestamps,
+                                  session arrivals and think times (vLLM's --request-rate); not
+                                  multiplied by time_scale. 0 = off */
+    double burstiness;         /* the gamma shape of request_rate's gaps (vLLM's --burstiness): 1 =
+                                  Poisson, < 1 burstier, > 1 more regular (CV = 1/sqrt(burstiness));
+                                  0 = 1 */
 } TraceOptions;
 
 /* Limits on what a trace may carry, checked where each value enters (the file's line and column in

@@ -20,37 +20,6 @@
 
 #include "traces/trace.h"
 
-/* ---- the source object ---- */
-typedef struct TraceBackend {
-    const char *format; /* "csv", "mooncake", "vidur", "generator" */
-    int (*next)(void *impl, TraceRequest *out, KvErr *e); /* 1, 0 (end), -1 */
-    void (*close)(void *impl);
-} TraceBackend;
-
-struct TraceSource {
-    TraceOptions opt;         /* validated copy: time_scale > 0; source/format point at copies */
-    char *source_copy;
-    char *format_copy;
-    const TraceBackend *be;
-    void *impl;
-    char describe[1024];
-    int64_t max_requests;     /* effective limit (0 = none) */
-    int64_t emitted;
-    int64_t truncated;        /* requests cut by max_context or a generator's own cap */
-    int backend_cut;          /* set by a backend when the request it just returned was cut */
-    int64_t last_arrival_ns;  /* for the order check */
-    int64_t think_total_ns;   /* think time of every closed-loop request so far (the time bound) */
-    int failed;               /* sticky: after an error every call fails again */
-    KvErr err;
-};
-
-/* Backend constructors: fill s->be, s->impl and s->describe; -1 + message on failure. */
-int trace_csv_open(TraceSource *s, KvErr *e);
-int trace_vidur_open(TraceSource *s, KvErr *e);
-int trace_mooncake_open(TraceSource *s, KvErr *e);
-int trace_gen_open(TraceSource *s, int gen_index, KvErr *e);
-int trace_gen_find(const char *name); /* index or -1 */
-
 /* ---- deterministic random numbers ---- */
 typedef struct TraceRng {
     uint64_t s[4];
@@ -83,6 +52,51 @@ typedef struct TracePoisson {
 } TracePoisson;
 void trace_poisson_init(TracePoisson *p, uint64_t seed, double rate_per_s);
 double trace_poisson_next_s(TracePoisson *p);
+
+/* A gamma renewal process of requests, in seconds from 0 (first arrival after one gap): gaps are
+ * Gamma(shape k, scale 1/(rate·k)), mean 1/rate, coefficient of variation 1/sqrt(k); k = 1 is the
+ * Poisson process (exactly trace_rng_exponential's stream). */
+typedef struct TraceGamma {
+    TraceRng rng;
+    double rate_per_s, shape;
+    double t_s;
+} TraceGamma;
+void trace_gamma_init(TraceGamma *g, uint64_t seed, double rate_per_s, double shape);
+double trace_gamma_next_s(TraceGamma *g);
+/* Gamma(shape, 1) by Marsaglia and Tsang (shape < 1: Gamma(shape + 1)·U^(1/shape)) */
+double trace_rng_gamma(TraceRng *r, double shape);
+
+/* ---- the source object ---- */
+typedef struct TraceBackend {
+    const char *format; /* "csv", "mooncake", "vidur", "generator" */
+    int (*next)(void *impl, TraceRequest *out, KvErr *e); /* 1, 0 (end), -1 */
+    void (*close)(void *impl);
+} TraceBackend;
+
+struct TraceSource {
+    TraceOptions opt;         /* validated copy: time_scale > 0; source/format point at copies */
+    char *source_copy;
+    char *format_copy;
+    const TraceBackend *be;
+    void *impl;
+    char describe[1024];
+    int64_t max_requests;     /* effective limit (0 = none) */
+    int64_t emitted;
+    int64_t truncated;        /* requests cut by max_context or a generator's own cap */
+    int backend_cut;          /* set by a backend when the request it just returned was cut */
+    int64_t last_arrival_ns;  /* for the order check */
+    int64_t think_total_ns;   /* think time of every closed-loop request so far (the time bound) */
+    int failed;               /* sticky: after an error every call fails again */
+    TraceGamma req_arrivals;  /* request_rate_per_s > 0: the requests' arrival process */
+    KvErr err;
+};
+
+/* Backend constructors: fill s->be, s->impl and s->describe; -1 + message on failure. */
+int trace_csv_open(TraceSource *s, KvErr *e);
+int trace_vidur_open(TraceSource *s, KvErr *e);
+int trace_mooncake_open(TraceSource *s, KvErr *e);
+int trace_gen_open(TraceSource *s, int gen_index, KvErr *e);
+int trace_gen_find(const char *name); /* index or -1 */
 
 /* ---- lines with offsets ---- */
 typedef struct TraceLines {

@@ -1,7 +1,7 @@
 /* trace_rng.c — deterministic random numbers for the trace generators and arrival processes.
  *
- * Responsible for: xoshiro256** (seeded through splitmix64), uniform, normal, exponential and
- * lognormal samplers, and ln/exp written with + - * / and exact library operations only (frexp,
+ * Responsible for: xoshiro256** (seeded through splitmix64), uniform, normal, exponential,
+ * lognormal and gamma samplers, the Poisson and gamma renewal processes, and ln/exp written with + - * / and exact library operations only (frexp,
  * ldexp, floor, sqrt are exact or correctly rounded under IEEE 754), so that a seed gives the same
  * bits on every machine and libm version. The build uses -std=c11, which keeps GCC from contracting
  * a*b+c into FMA, so the arithmetic below is evaluated exactly as written.
@@ -150,4 +150,37 @@ double trace_poisson_next_s(TracePoisson *p)
 {
     p->t_s += trace_rng_exponential(&p->rng, p->rate_per_s);
     return p->t_s;
+}
+
+double trace_rng_gamma(TraceRng *r, double shape)
+{
+    if (shape < 1.0) {
+        /* Gamma(k) = Gamma(k + 1) · U^(1/k) */
+        double g = trace_rng_gamma(r, shape + 1.0);
+        return g * trace_exp(trace_ln(trace_rng_uniform(r)) / shape);
+    }
+    double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x = trace_rng_normal(r), v = 1.0 + c * x;
+        if (v <= 0.0) continue;
+        v = v * v * v;
+        double u = trace_rng_uniform(r);
+        if (u < 1.0 - 0.0331 * (x * x) * (x * x)) return d * v;
+        if (trace_ln(u) < 0.5 * x * x + d * (1.0 - v + trace_ln(v))) return d * v;
+    }
+}
+
+void trace_gamma_init(TraceGamma *g, uint64_t seed, double rate_per_s, double shape)
+{
+    trace_rng_seed(&g->rng, seed, 0xA55A); /* its own stream: token counts and session arrivals unchanged */
+    g->rate_per_s = rate_per_s;
+    g->shape = shape > 0 ? shape : 1.0;
+    g->t_s = 0.0;
+}
+
+double trace_gamma_next_s(TraceGamma *g)
+{
+    if (g->shape == 1.0) g->t_s += trace_rng_exponential(&g->rng, g->rate_per_s);
+    else g->t_s += trace_rng_gamma(&g->rng, g->shape) / (g->rate_per_s * g->shape);
+    return g->t_s;
 }

@@ -87,6 +87,7 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
     csv.policy = name;
     csv.seed_col = x->n_seeds > 0;
     csv.seed = seed;
+    csv.load_columns = report_csv_load_columns(w->cfg);
     /* progress only where someone sees it as it happens: not in a worker (its stderr is replayed later) */
     int show = !x->cfg->quiet && getpid() == xp->parent;
     Progress pg = {isatty(2), 0, name, 0};
@@ -105,6 +106,9 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         fprintf(stderr, "  %-12s%s %llu requests, %.1f s simulated in %.2f s (%.0f× real time, %llu events)\n", name, who,
                 (unsigned long long)r.requests, (double)r.sim_end_ns / 1e9, r.wall_s,
                 r.wall_s > 0 ? (double)r.sim_end_ns / 1e9 / r.wall_s : 0, (unsigned long long)r.events);
+    char warn[640]; /* overloaded: always said, even with --quiet; not in steady state: a note */
+    int lv = report_load_warning(warn, sizeof warn, &r);
+    if (lv == 2 || (lv == 1 && !x->cfg->quiet)) fprintf(stderr, "kvsim: %s%s: %s\n", lv == 2 ? "warning" : "note", who, warn);
     if (x->stats) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
@@ -228,7 +232,7 @@ int experiment_run(const ExpSpec *x)
         rc = 1;
     } else {
         csv_open = !x->no_csv;
-        if (csv_open) report_csv_header(csv.f, x->n_seeds > 0);
+        if (csv_open) report_csv_header(csv.f, x->n_seeds > 0, report_csv_load_columns(x->w->cfg));
         for (int k = 0; k < n_jobs && rc == 0; k++, merged++)
             if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) != 0 ||
                 job_merge(jpath, csv_open ? csv.f : NULL, &res[k], &e) != 0)

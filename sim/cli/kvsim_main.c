@@ -156,7 +156,14 @@ static int cmd_list(int argc, char **argv)
                 fprintf(stderr, "kvsim: %s\n", e.msg);
                 return 1;
             }
-            printf("%-40.*s %s\n    policies: %s\n", (int)(strlen(n) - 18 - 5), n + 18, desc, pol);
+            char conc[32];
+            snprintf(conc, sizeof conc, "%d", c.concurrency);
+            cJSON *root = cJSON_Parse(text);
+            const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "measures");
+            printf("%-40.*s %s\n    measures: %s\n    load: %s%s%s\n    policies: %s\n", (int)(strlen(n) - 18 - 5), n + 18,
+                   desc, cJSON_IsString(ms) ? ms->valuestring : "(not stated)", sim_load_mode_name(sim_load_mode(&c)),
+                   c.concurrency > 0 ? ", clients " : "", c.concurrency > 0 ? conc : "", pol);
+            cJSON_Delete(root);
         }
         return 0;
     }
@@ -260,6 +267,7 @@ static int apply_config_json(SimConfig *c, const char *text, const char *origin,
             if (desc) snprintf(desc, dlen, "%s", val);
             continue;
         }
+        if (!strcmp(it->string, "measures")) continue; /* a scenario's text (kvsim list scenarios) */
         if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
     }
     cJSON_Delete(root);
@@ -311,6 +319,8 @@ static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size
     to.think_ns = cfg->think_ns;
     to.max_requests = cfg->requests;
     to.max_context_tokens = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
+    to.request_rate_per_s = cfg->request_rate;
+    to.burstiness = cfg->burstiness;
     TraceSource *ts = trace_open(&to, e);
     if (ts) {
         snprintf(desc, dlen, "%s", trace_describe(ts));

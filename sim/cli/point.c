@@ -67,7 +67,7 @@ int point_apply(SimConfig *c, const cJSON *obj, const char *origin, char *polici
         if (apply_scenario(c, sc->valuestring, policies, plen, e) != 0) return kv_err_prefix(e, "%s: \"scenario\": ", origin);
     }
     for (const cJSON *it = obj->child; it; it = it->next) {
-        if (!strcmp(it->string, "scenario") || !strcmp(it->string, "description")) continue;
+        if (!strcmp(it->string, "scenario") || !strcmp(it->string, "description") || !strcmp(it->string, "measures")) continue;
         if (value_text(it, val, sizeof val) != 0)
             return kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
         if (!strcmp(it->string, "policies")) {

@@ -123,7 +123,7 @@ static int is_known_setting(const char *key)
 static int apply_settings(SimConfig *c, const cJSON *obj, const char *origin, char *missing, size_t mlen, KvErr *e)
 {
     for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
-        if (!strcmp(it->string, "policies") || !strcmp(it->string, "description")) continue;
+        if (!strcmp(it->string, "policies") || !strcmp(it->string, "description") || !strcmp(it->string, "measures")) continue;
         char val[4096];
         if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
         else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");

@@ -36,6 +36,24 @@ static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur",
 static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", NULL};
 static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
 static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
+static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* SimArrivals order */
+
+SimLoadMode sim_load_mode(const SimConfig *c)
+{
+    if (c->concurrency > 0) return SIM_LOAD_CONCURRENCY;
+    if (c->request_rate > 0) return SIM_LOAD_TRACE; /* every request timed in advance: open loop */
+    return c->arrivals == SIM_ARRIVALS_TRACE ? SIM_LOAD_TRACE : SIM_LOAD_SESSION;
+}
+
+const char *sim_load_mode_name(SimLoadMode m)
+{
+    switch (m) {
+    case SIM_LOAD_TRACE: return "trace";
+    case SIM_LOAD_CONCURRENCY: return "concurrency";
+    case SIM_LOAD_SESSION: break;
+    }
+    return "session";
+}
 
 int64_t sim_engine_overhead_ns(SimEngine engine)
 {
@@ -80,6 +98,7 @@ typedef enum {
     CT_SIZE, /* uint64_t bytes, written "256 GB" */
     CT_BOOL, /* int 0/1 */
     CT_ENUM, /* int index into names */
+    CT_TRIM, /* SimTrim: a request count ("200") or a duration ("60 s"); range: count in [min, max], time <= MAX_DUR */
 } CfgType;
 
 enum {
@@ -137,10 +156,29 @@ static const CfgKey g_keys[] = {
     NUMK("seed", CT_U64, seed, "1", 0, 18446744073709551615.0, 0, NULL, "random seed"),
     NUMK("requests", CT_I64, requests, "0", 0, 1e12, 0, NULL, "stop after this many requests (0: all / 1000 for generators)"),
     NUMK("session_rate", CT_REAL, session_rate, "0", 0, 1e6, 0, NULL,
-         "sessions per second where the trace has no timestamps (0: the trace's default)"),
+         "sessions per second (Poisson) where the trace has no timestamps (0: the trace's default: sharegpt4 0.5, "
+         "leval 0.1, swebench 0.080225, files 1)"),
     NUMK("time_scale", CT_REAL, time_scale, "1", 0, 1e6, KF_MIN_OPEN, NULL,
          "multiply trace timestamps and think times (> 0; 0 is refused, not 'unscaled')"),
-    NUMK("think", CT_DUR, think_ns, "0 s", 0, MAX_DUR, 0, NULL, "think time between turns without timestamps (0: trace default)"),
+    NUMK("think", CT_DUR, think_ns, "0 s", 0, MAX_DUR, 0, NULL,
+         "think time between turns without timestamps (0: trace default: sharegpt4 30 s, leval 0, swebench lognormal)"),
+    ENUMK("arrivals", arrivals, "session", g_arrival_names,
+          "later turns without timestamps: session (closed loop per session: think after the previous turn ended) or "
+          "trace (open loop: think after the previous turn's arrival, the same times for every policy; a turn "
+          "arriving before its previous one ended waits: session_wait)"),
+    NUMK("concurrency", CT_INT, concurrency, "0", 0, 1000000, 0, NULL,
+         "closed loop of N clients, each running whole sessions: the next turn think after the previous one ended, "
+         "the next session at once; trace timestamps and session_rate unused (0: off; 1: batch-1 harness)"),
+    NUMK("request_rate", CT_REAL, request_rate, "0", 0, 1e6, 0, NULL,
+         "requests per second: every request (any turn) arrives by a gamma process, replacing the trace's times "
+         "(vLLM --request-rate; 0: off)"),
+    NUMK("burstiness", CT_REAL, burstiness, "1", 0, 1e6, KF_MIN_OPEN, NULL,
+         "gamma shape of request_rate's gaps (vLLM --burstiness): 1 Poisson, < 1 burstier, > 1 more regular"),
+    NUMK("warmup", CT_TRIM, warmup, "0", 0, 1e12, 0, NULL,
+         "leave the first N requests (e.g. 200) or the requests arriving in the first T (e.g. '300 s') out of the "
+         "request metrics (0: none)"),
+    NUMK("cooldown", CT_TRIM, cooldown, "0", 0, 1e12, 0, NULL,
+         "leave the last N requests or those arriving in the last T of the arrivals out of the request metrics (0: none)"),
     NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
     NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
     /* storage */
@@ -246,6 +284,12 @@ static void fmt_value(char *b, size_t n, const SimConfig *c, const CfgKey *k)
     case CT_DUR: fmt_dur_exact(b, n, *(const int64_t *)p); break;
     case CT_SIZE: fmt_size_exact(b, n, *(const uint64_t *)p); break;
     case CT_BOOL: snprintf(b, n, "%s", *(const int *)p ? "true" : "false"); break;
+    case CT_TRIM: {
+        const SimTrim *tr = p;
+        if (tr->by_time) fmt_dur_exact(b, n, tr->n);
+        else snprintf(b, n, "%lld", (long long)tr->n);
+        break;
+    }
     case CT_ENUM: {
         int v = *(const int *)p, m = 0;
         while (k->names[m]) m++;
@@ -292,6 +336,18 @@ static int row_check(const SimConfig *c, const CfgKey *k, KvErr *e)
     case CT_I64:
     case CT_DUR: v = (double)*(const int64_t *)p; break;
     case CT_U64: return 0; /* any 64-bit value */
+    case CT_TRIM: {
+        const SimTrim *tr = p;
+        char vs[64], rs[128];
+        fmt_value(vs, sizeof vs, c, k);
+        if (tr->by_time != 0 && tr->by_time != 1) return kv_err(e, "%s: invalid value", k->key);
+        if (tr->by_time && (tr->n < 0 || (double)tr->n > MAX_DUR))
+            return kv_err(e, "%s: %s is out of range (allowed 0 s..1000000 s)", k->key, vs);
+        fmt_range(rs, sizeof rs, k);
+        if (!tr->by_time && ((double)tr->n < k->min || (double)tr->n > k->max))
+            return kv_err(e, "%s: %s is out of range (allowed %s requests, or a duration)", k->key, vs, rs);
+        return 0;
+    }
     case CT_SIZE: v = (double)*(const uint64_t *)p; break;
     case CT_REAL: v = *(const double *)p; break;
     default: return kv_err(e, "%s: bad table row", k->key);
@@ -384,6 +440,20 @@ static int row_parse(SimConfig *c, const CfgKey *k, const char *value, KvErr *e)
         else if (kv_parse_size(value, &uv, e) != 0) return kv_err_prefix(e, "%s: ", k->key);
         *(uint64_t *)p = uv;
         return 0;
+    case CT_TRIM: {
+        SimTrim *tr = p;
+        KvErr e2;
+        if (kv_parse_i64(value, &iv, &e2) == 0) {
+            tr->n = iv;
+            tr->by_time = 0;
+            return 0;
+        }
+        if (kv_parse_duration(value, &iv, &e2) != 0)
+            return kv_err(e, "%s: expected a request count (e.g. 200) or a duration (e.g. '300 s'), got '%s'", k->key, value);
+        tr->n = iv;
+        tr->by_time = 1;
+        return 0;
+    }
     case CT_BOOL:
         if (parse_bool(value, (int *)p) != 0) return kv_err(e, "%s: expected true or false, got '%s'", k->key, value);
         return 0;
@@ -558,6 +628,15 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->trace_format != SIM_TRACE_AUTO && is_generator(c->trace))
         return kv_err(e, "trace_format: %s does not apply to the generator '%s' (allowed: auto)",
                       sim_trace_format_name(c->trace_format), c->trace);
+    if (c->concurrency > 0 && c->arrivals == SIM_ARRIVALS_TRACE)
+        return kv_err(e, "concurrency: %d clients are a closed loop, but arrivals=trace asks for an open loop "
+                      "(allowed: concurrency=0 with arrivals=trace, or concurrency > 0 with arrivals=session)", c->concurrency);
+    if (c->concurrency > 0 && c->request_rate > 0)
+        return kv_err(e, "concurrency: %d clients send when their previous request ends, but request_rate %g times every "
+                      "request in advance (allowed: one of them)", c->concurrency, c->request_rate);
+    if (c->burstiness != 1 && c->request_rate == 0)
+        return kv_err(e, "burstiness: %g applies to request_rate, which is 0 (allowed: burstiness 1, or set request_rate)",
+                      c->burstiness);
     KvDtype dt;
     if (kv_dtype_parse(c->dtype, &dt, e) != 0) return kv_err_prefix(e, "dtype: ");
     if (!policy_find(c->policy, e)) return kv_err_prefix(e, "policy: ");
@@ -594,6 +673,8 @@ void sim_config_print_keys(FILE *out)
             for (int j = 0; k->names[j]; j++) len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%s", j ? "|" : "", k->names[j]);
         } else if (k->type == CT_BOOL) {
             snprintf(allowed, sizeof allowed, "true|false");
+        } else if (k->type == CT_TRIM) {
+            snprintf(allowed, sizeof allowed, "a count 0..1e12 or a duration 0 s..1000000 s");
         } else if (k->type != CT_STR && k->type != CT_U64) {
             fmt_range(allowed, sizeof allowed, k);
         }
@@ -625,6 +706,14 @@ cJSON *sim_config_json(const SimConfig *c)
         case CT_I64: cJSON_AddNumberToObject(o, k->key, (double)*(const int64_t *)p); break;
         case CT_REAL: cJSON_AddNumberToObject(o, k->key, *(const double *)p); break;
         case CT_BOOL: cJSON_AddBoolToObject(o, k->key, *(const int *)p); break;
+        case CT_TRIM:
+            if (!((const SimTrim *)p)->by_time) {
+                cJSON_AddNumberToObject(o, k->key, (double)((const SimTrim *)p)->n);
+                break;
+            }
+            fmt_value(b, sizeof b, c, k);
+            cJSON_AddStringToObject(o, k->key, b);
+            break;
         case CT_U64: /* exact in a JSON double only up to 2^53 */
             if (*(const uint64_t *)p <= (1ULL << 53)) {
                 cJSON_AddNumberToObject(o, k->key, (double)*(const uint64_t *)p);

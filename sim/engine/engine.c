@@ -128,6 +128,8 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     to.think_ns = sm->cfg->think_ns;
     to.max_requests = sm->cfg->requests;
     to.max_context_tokens = sm->max_ctx;
+    to.request_rate_per_s = sm->cfg->request_rate;
+    to.burstiness = sm->cfg->burstiness;
     if (!(sm->trace = trace_open(&to, e))) goto done;
     if (pull_trace(sm) != 0) goto done;
     double next_prog = t0 + 1.0;

@@ -116,6 +116,10 @@ struct Session {
     Session *t_prev, *t_next;  /* tier LRU */
     int64_t last_use_ns;
     int chk_saving, chk_active; /* sim_check's scratch */
+    /* concurrency=N (lifecycle.c): seen in the stream, held by a client, next in the FIFO of
+     * sessions read and not yet given a client */
+    int conc_seen, conc_client;
+    Session *conc_next;
 };
 
 struct Request {
@@ -164,6 +168,12 @@ struct Request {
     double lb_ns;
     int in_iter;
     Request *next;              /* session pending list */
+    /* load (lifecycle.c sets, metrics.c reads) */
+    int64_t offered_ns;         /* the load process's arrival (-1 until known: then the release) */
+    int pulls_trace;            /* its arrival reads the trace on to the next timed arrival */
+    int trim;                   /* metrics: left out as warm-up (decided at release) */
+    int64_t *gaps;              /* metrics with trimming on: its TBT gaps until its trim is decided */
+    int64_t n_gaps, cap_gaps;
 };
 
 typedef struct IterItem {
@@ -221,6 +231,28 @@ typedef struct TierRun {
     uint64_t peak_bytes;    /* most used at one place */
 } TierRun;
 
+/* Load accumulators of a run (metrics.c owns them): the kept requests' window and tokens, an
+ * adaptive time series of (arrival, delay) moments for the steady-state test, and the trimming
+ * state. LOAD_BINS bins of width bin_ns from t = 0; when an arrival passes the last bin, pairs
+ * merge and the width doubles (O(1) memory, exact least squares over whole bins). */
+#define LOAD_BINS 256
+#define LOAD_BATCHES 10 /* batch means of the steady-state test */
+typedef struct LoadBin {
+    double n, st, sy, stt, sty, syy; /* requests arriving in the bin: moments of (arrival, delay) in seconds */
+    double nd;                       /* requests done in the bin */
+} LoadBin;
+typedef struct TrimPending TrimPending;
+typedef struct LoadAcc {
+    int64_t bin_ns;
+    LoadBin bin[LOAD_BINS];
+    int64_t t0_ns;                 /* the first arrival of the run (-1: none yet) */
+    int64_t max_arrival_ns;        /* the latest arrival released so far */
+    int64_t exo_last_ns;           /* the latest arrival the load process made on its own (a timestamp,
+                                      a session start, a client given a session): after it the run drains */
+    TrimPending *pend;             /* completed requests whose cool-down trim is not decided yet */
+    size_t n_pend, cap_pend, scan_at;
+} LoadAcc;
+
 typedef void (*SimTestHook)(Sim *sm, void *ctx);
 
 struct Sim {
@@ -267,6 +299,13 @@ struct Sim {
     SimTestHook test_hook;                /* tests: called at iteration boundaries, before the walker */
     void *test_ctx;
     Unit *free_units;
+    /* load (lifecycle.c): trace mode: the offered arrival of each dense session's last turn read
+     * (-1: none); concurrency: idle clients and the FIFO of sessions waiting for one */
+    int64_t *sess_last_ns;
+    size_t sess_last_cap;
+    int conc_started, clients_idle;
+    Session *wait_head, *wait_tail;
+    LoadAcc load;                         /* metrics.c */
 };
 
 /* ------------------------------------------------------------------ errors and checks */
@@ -392,6 +431,8 @@ int pull_trace(Sim *sm);
 void on_arrival(Sim *sm, Request *r);
 void admit_queue(Sim *sm, Replica *rp);
 void request_done(Sim *sm, Replica *rp, Request *r);
+/* the run's load state (sess_last_ns), at teardown */
+void lifecycle_free(Sim *sm);
 
 /* ------------------------------------------------------------------ iteration.c */
 

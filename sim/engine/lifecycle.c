@@ -1,7 +1,12 @@
 /* lifecycle.c — a request from the trace to its end.
  *
  * Responsible for: reading the trace ahead up to the next timed arrival (closed-loop turns wait
- * for their session's previous turn plus think time), arrivals, release (a turn joins its session's
+ * for their session's previous turn plus think time), the load modes (sim_load_mode; README
+ * "Load": arrivals=session as just said; arrivals=trace gives a later turn without a timestamp the
+ * arrival "previous turn's arrival + think", fixed while reading and the same for every policy, and
+ * it waits for its previous turn if that is still running; concurrency=N: N clients each take the
+ * stream's next session and send its turns one after another, a turn its think time after the
+ * previous one ended, reading the stream on as far as their sessions need), arrivals, release (a turn joins its session's
  * replica's admission FIFO; a new session is routed to the replica with the fewest requests in
  * flight), the admission queue (FIFO, as soon as the KV pool — evicting idle sessions' KV in LRU
  * order — and a batch slot allow, also while an iteration runs so that restoration IO starts at
@@ -15,7 +20,10 @@
  * in its pending list in trace order; the pool stays within [0, capacity] (SIM_CHECK in
  * pool_reserve/pool_release); active_count = queued + admitted requests of the replica.
  * Complexity: release O(replicas) for a new session, else O(1); admission O(1) per request plus
- * O(evicted); request done O(active) (removal from the admission-ordered array).
+ * O(evicted); request done O(active) (removal from the admission-ordered array). Memory:
+ * arrivals=trace 8 bytes per session; concurrency reads a file ahead until the next turn of a
+ * client's session (or the end) shows up: generators O(1), a file with interleaved sessions up to
+ * all of its rows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +31,13 @@
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
 
+static void conc_turn_done(Sim *sm, Session *s);
+static void pend_append(Session *s, Request *r);
+
 void request_free(Request *r)
 {
     r->s->refs--;
+    free(r->gaps);
     free(r->mode);
     free(r->arrived);
     free(r->layer_units);
@@ -63,15 +75,19 @@ void request_done(Sim *sm, Replica *rp, Request *r)
             break;
         }
     /* the next turn of the session */
-    Request *nx = s->pend_head;
-    if (nx) {
-        s->pend_head = nx->next;
-        if (!s->pend_head) s->pend_tail = NULL;
-        nx->next = NULL;
-        int64_t now = sim_now(sm);
-        int64_t t = nx->trace_arrival_ns >= 0 ? kv_max_i64(nx->trace_arrival_ns, now) : now + nx->think_ns;
-        s->busy = 1;
-        sim_push(sm, t, EV_RELEASE, nx, 0);
+    if (sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) {
+        conc_turn_done(sm, s);
+    } else {
+        Request *nx = s->pend_head;
+        if (nx) {
+            s->pend_head = nx->next;
+            if (!s->pend_head) s->pend_tail = NULL;
+            nx->next = NULL;
+            int64_t now = sim_now(sm);
+            int64_t t = nx->trace_arrival_ns >= 0 ? kv_max_i64(nx->trace_arrival_ns, now) : now + nx->think_ns;
+            s->busy = 1;
+            sim_push(sm, t, EV_RELEASE, nx, 0);
+        }
     }
     request_free(r);
     sess_maybe_free(sm, s);
@@ -107,6 +123,8 @@ void release_request(Sim *sm, Request *r)
     Replica *rp = &sm->rep[s->replica];
     r->replica = s->replica;
     r->arrival_ns = sim_now(sm);
+    if (r->offered_ns < 0 || r->offered_ns > r->arrival_ns) r->offered_ns = r->arrival_ns; /* closed loop: sent now */
+    metrics_on_release(sm, r);
     rq_set_state(sm, r, RQ_QUEUED);
     rp->active_count++;
     s->busy = 1;
@@ -121,41 +139,176 @@ static void pend_append(Session *s, Request *r)
     s->pend_tail = r;
 }
 
-/* pull trace requests up to the next timed arrival */
+/* a request from the trace's next row (the caller has the row in sm->next_tr); NULL after sim_fail */
+static Request *request_from_trace(Sim *sm, const TraceRequest *tr)
+{
+    Session *s = sess_get(sm, tr->session);
+    if (!s) return sim_fail(sm, "out of memory"), NULL;
+    if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return sim_fail(sm, "out of memory"), NULL;
+    Request *r = calloc(1, sizeof *r);
+    if (!r) return sim_fail(sm, "out of memory"), NULL;
+    r->id = sm->next_req_id++;
+    r->s = s;
+    s->refs++;
+    r->state = RQ_ARRIVED;
+    r->turn = tr->turn;
+    r->hist = tr->history_tokens;
+    r->nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens;
+    r->nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
+    r->trace_arrival_ns = tr->arrival_ns;
+    r->think_ns = tr->think_ns;
+    r->offered_ns = -1;
+    r->replica = -1;
+    return r;
+}
+
+/* the next row of the trace into sm->next_tr: 1, 0 (end: trace_done set), -1 (failed) */
+static int read_row(Sim *sm)
+{
+    if (sm->have_next) return 1;
+    int rc = trace_next(sm->trace, &sm->next_tr, sm->e);
+    if (rc < 0) return sm->failed = 1, -1;
+    if (rc == 0) {
+        sm->trace_done = 1;
+        return 0;
+    }
+    sm->have_next = 1;
+    return 1;
+}
+
+/* arrivals=trace: the offered arrival of each dense session's last turn read */
+static int64_t *sess_last(Sim *sm, uint64_t session)
+{
+    if (session >= sm->sess_last_cap) {
+        size_t nc = sm->sess_last_cap ? sm->sess_last_cap : 1024;
+        while (nc <= session) nc *= 2;
+        int64_t *nv = realloc(sm->sess_last_ns, nc * sizeof *nv);
+        if (!nv) return NULL;
+        for (size_t i = sm->sess_last_cap; i < nc; i++) nv[i] = -1;
+        sm->sess_last_ns = nv;
+        sm->sess_last_cap = nc;
+    }
+    return &sm->sess_last_ns[session];
+}
+
+void lifecycle_free(Sim *sm)
+{
+    free(sm->sess_last_ns);
+    sm->sess_last_ns = NULL;
+    sm->sess_last_cap = 0;
+}
+
+/* ------------------------------------------------------------------ concurrency=N */
+
+/* Read one row into its session's pending list; a session seen for the first time joins the FIFO
+ * of sessions waiting for a client. 1, 0 (end), -1. */
+static int conc_read_one(Sim *sm)
+{
+    int rc = read_row(sm);
+    if (rc <= 0) return rc;
+    Request *r = request_from_trace(sm, &sm->next_tr);
+    if (!r) return -1;
+    sm->have_next = 0;
+    Session *s = r->s;
+    pend_append(s, r);
+    if (!s->conc_seen) {
+        s->conc_seen = 1;
+        if (sm->wait_tail) sm->wait_tail->conc_next = s;
+        else sm->wait_head = s;
+        sm->wait_tail = s;
+    }
+    return 1;
+}
+
+/* release s's next pending turn: `think` from now (a new session's first turn: now) */
+static void conc_release_next(Sim *sm, Session *s, int first)
+{
+    Request *nx = s->pend_head;
+    s->pend_head = nx->next;
+    if (!s->pend_head) s->pend_tail = NULL;
+    nx->next = NULL;
+    s->busy = 1;
+    sim_push(sm, sim_now(sm) + (first ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+}
+
+/* give every idle client the next session of the stream */
+static int conc_fill(Sim *sm)
+{
+    if (!sm->conc_started) {
+        sm->conc_started = 1;
+        sm->clients_idle = sm->cfg->concurrency;
+    }
+    while (sm->clients_idle > 0 && !sm->failed) {
+        if (!sm->wait_head) {
+            if (sm->trace_done || conc_read_one(sm) <= 0) break;
+            continue;
+        }
+        Session *s = sm->wait_head;
+        sm->wait_head = s->conc_next;
+        if (!sm->wait_head) sm->wait_tail = NULL;
+        s->conc_next = NULL;
+        s->conc_client = 1;
+        sm->clients_idle--;
+        metrics_on_exogenous(sm, sim_now(sm));
+        conc_release_next(sm, s, 1);
+    }
+    return sm->failed ? -1 : 0;
+}
+
+/* s's turn ended (done or dropped): its client sends the session's next turn after its think time,
+ * reading the stream on until that turn or the end shows up; a session without more turns frees its
+ * client for the next session */
+static void conc_turn_done(Sim *sm, Session *s)
+{
+    while (!s->pend_head && !sm->trace_done && !sm->failed)
+        if (conc_read_one(sm) < 0) return;
+    if (s->pend_head) {
+        conc_release_next(sm, s, 0);
+        return;
+    }
+    s->conc_client = 0;
+    sm->clients_idle++;
+    conc_fill(sm);
+}
+
+/* ------------------------------------------------------------------ open loop and per-session loop */
+
+/* Pull trace requests up to the next timed arrival. arrivals=session: a later turn without a
+ * timestamp waits in its session's pending list for the previous turn's end (+ think);
+ * arrivals=trace: it arrives at its previous turn's arrival + think (or now, if that passed),
+ * fixed here and the same for every policy. concurrency: the clients take sessions. */
 int pull_trace(Sim *sm)
 {
+    SimLoadMode mode = sim_load_mode(sm->cfg);
+    if (mode == SIM_LOAD_CONCURRENCY) return conc_fill(sm);
     while (!sm->trace_done && !sm->failed) {
-        if (!sm->have_next) {
-            int rc = trace_next(sm->trace, &sm->next_tr, sm->e);
-            if (rc < 0) return sm->failed = 1, -1;
-            if (rc == 0) {
-                sm->trace_done = 1;
-                break;
-            }
-            sm->have_next = 1;
-        }
+        int rc = read_row(sm);
+        if (rc < 0) return -1;
+        if (rc == 0) break;
         TraceRequest *tr = &sm->next_tr;
-        Session *s = sess_get(sm, tr->session);
-        if (!s) return sim_fail(sm, "out of memory");
-        if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return sim_fail(sm, "out of memory");
-        Request *r = calloc(1, sizeof *r);
-        if (!r) return sim_fail(sm, "out of memory");
-        r->id = sm->next_req_id++;
-        r->s = s;
-        s->refs++;
-        r->state = RQ_ARRIVED;
-        r->turn = tr->turn;
-        r->hist = tr->history_tokens;
-        r->nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens;
-        r->nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
-        r->trace_arrival_ns = tr->arrival_ns;
-        r->think_ns = tr->think_ns;
-        r->replica = -1;
+        Request *r = request_from_trace(sm, tr);
+        if (!r) return -1;
+        Session *s = r->s;
         sm->have_next = 0;
+        int64_t now = sim_now(sm);
+        int64_t *last = NULL;
+        if (mode == SIM_LOAD_TRACE && !(last = sess_last(sm, tr->session))) return sim_fail(sm, "out of memory");
         if (tr->arrival_ns >= 0) {
-            int64_t now = sim_now(sm);
-            sim_push(sm, tr->arrival_ns > now ? tr->arrival_ns : now, EV_ARRIVAL, r, 0);
+            int64_t t = tr->arrival_ns > now ? tr->arrival_ns : now;
+            r->offered_ns = t;
+            r->pulls_trace = 1;
+            metrics_on_exogenous(sm, t);
+            if (last) *last = t;
+            sim_push(sm, t, EV_ARRIVAL, r, 0);
             return 0; /* read more when this one arrives */
+        }
+        if (mode == SIM_LOAD_TRACE) { /* open loop: a time fixed by the trace and the think times alone */
+            int64_t t = *last >= 0 ? *last + r->think_ns : now;
+            if (t < now) t = now;
+            *last = t;
+            r->offered_ns = r->trace_arrival_ns = t;
+            sim_push(sm, t, EV_ARRIVAL, r, 0);
+            continue;
         }
         /* closed loop: after the session's previous turn */
         if (!s->busy && !s->pend_head) {
@@ -171,9 +324,10 @@ int pull_trace(Sim *sm)
 void on_arrival(Sim *sm, Request *r)
 {
     Session *s = r->s;
+    int pulls = r->pulls_trace;
     if (s->busy || s->pend_head) pend_append(s, r); /* previous turn still running: wait for it */
     else release_request(sm, r);
-    pull_trace(sm);
+    if (pulls) pull_trace(sm);
 }
 
 /* the head of the queue can never fit the pool: it is dropped (done, with no row) */
@@ -190,13 +344,17 @@ static void drop_head(Sim *sm, Replica *rp, Request *r)
     s->busy = 0;
     rq_set_state(sm, r, RQ_DONE);
     sm->done_requests++;
-    Request *nx = s->pend_head;
-    if (nx) {
-        s->pend_head = nx->next;
-        if (!s->pend_head) s->pend_tail = NULL;
-        nx->next = NULL;
-        s->busy = 1;
-        sim_push(sm, sim_now(sm) + (nx->trace_arrival_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+    if (sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) {
+        conc_turn_done(sm, s);
+    } else {
+        Request *nx = s->pend_head;
+        if (nx) {
+            s->pend_head = nx->next;
+            if (!s->pend_head) s->pend_tail = NULL;
+            nx->next = NULL;
+            s->busy = 1;
+            sim_push(sm, sim_now(sm) + (nx->trace_arrival_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+        }
     }
     request_free(r);
     sess_maybe_free(sm, s);

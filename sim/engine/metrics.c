@@ -11,7 +11,10 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "sim/base/stats.h"
 
 /* SimResult fields per tier row (hits, peak) and per channel kind (bytes read by loads, written) */
 static const struct {
@@ -37,6 +40,8 @@ static uint64_t *res_u64(SimResult *r, size_t off) { return (uint64_t *)(void *)
 void metrics_on_setup(Sim *sm)
 {
     sm->res->pool_tokens = (uint64_t)sm->rep[0].pool_cap;
+    sm->load.bin_ns = 1000000; /* 1 ms, doubled as the run grows */
+    sm->load.t0_ns = sm->load.max_arrival_ns = sm->load.exo_last_ns = -1;
 }
 
 void metrics_on_event(Sim *sm) { sm->res->events++; }
@@ -158,12 +163,90 @@ void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes)
 
 void metrics_on_drop(Sim *sm) { sm->res->dropped++; }
 
-/* a decode token `gap_ns` after the previous one (time between tokens) */
+static int trim_on(const Sim *sm) { return sm->cfg->warmup.n > 0 || sm->cfg->cooldown.n > 0; }
+
+/* a decode token `gap_ns` after the previous one (time between tokens); with trimming on, the gaps
+ * of a request wait in it until it is known to be kept (a warm-up request's are not kept at all) */
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
 {
-    hist_add(&sm->res->tbt, (uint64_t)gap_ns);
+    if (!trim_on(sm)) {
+        hist_add(&sm->res->tbt, (uint64_t)gap_ns);
+    } else if (!r->trim) {
+        if (r->n_gaps == r->cap_gaps) {
+            int64_t nc = r->cap_gaps ? 2 * r->cap_gaps : 64;
+            int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
+            if (!ng) {
+                sim_fail(sm, "out of memory");
+                return;
+            }
+            r->gaps = ng;
+            r->cap_gaps = nc;
+        }
+        r->gaps[r->n_gaps++] = gap_ns;
+    }
     r->tbt_sum += (double)gap_ns;
     if (gap_ns > r->tbt_max) r->tbt_max = gap_ns;
+}
+
+/* A request's arrival is the load process's time (offered_ns). Warm-up is decided here: the first
+ * `warmup` requests of the stream, or those arriving less than `warmup` after the run's first arrival. */
+void metrics_on_exogenous(Sim *sm, int64_t t_ns)
+{
+    if (t_ns > sm->load.exo_last_ns) sm->load.exo_last_ns = t_ns;
+}
+
+void metrics_on_release(Sim *sm, Request *r)
+{
+    LoadAcc *L = &sm->load;
+    if (L->t0_ns < 0 || r->offered_ns < L->t0_ns) L->t0_ns = r->offered_ns;
+    if (r->offered_ns > L->max_arrival_ns) L->max_arrival_ns = r->offered_ns;
+    const SimTrim *w = &sm->cfg->warmup;
+    if (w->n > 0) r->trim = w->by_time ? r->offered_ns - L->t0_ns < w->n : r->id < (uint64_t)w->n;
+}
+
+
+/* what a completed request contributes to the reported metrics */
+typedef struct ReqSample {
+    uint64_t id;
+    int64_t offered, done, wait, ttft, queue, restore, prefill, hist, nnew, nout, out_done;
+    double lb_ns;
+    int slo;
+} ReqSample;
+
+struct TrimPending {
+    ReqSample x;
+    int64_t *gaps;
+    int64_t n_gaps;
+};
+
+/* the time series: whole bins from t = 0, merged pairwise (width doubled) when t passes the last bin */
+static void series_cover(LoadAcc *L, int64_t t_ns)
+{
+    while (t_ns / LOAD_BINS >= L->bin_ns) {
+        for (int i = 0; i < LOAD_BINS / 2; i++) {
+            LoadBin *a = &L->bin[2 * i], *b = &L->bin[2 * i + 1];
+            LoadBin m = {a->n + b->n, a->st + b->st, a->sy + b->sy, a->stt + b->stt, a->sty + b->sty, a->syy + b->syy,
+                         a->nd + b->nd};
+            L->bin[i] = m;
+        }
+        memset(&L->bin[LOAD_BINS / 2], 0, sizeof L->bin[0] * (LOAD_BINS / 2));
+        L->bin_ns *= 2;
+    }
+}
+
+/* a kept request: its arrival with y = session wait + TTFT (arrival to first token), and its completion */
+static void series_add(LoadAcc *L, int64_t t_ns, double y_s, int64_t done_ns)
+{
+    series_cover(L, t_ns > done_ns ? t_ns : done_ns);
+    LoadBin *b = &L->bin[t_ns / L->bin_ns];
+    double t = (double)t_ns / 1e9;
+    b->n += 1;
+    b->st += t;
+    b->sy += y_s;
+    b->stt += t * t;
+    b->sty += t * y_s;
+    b->syy += y_s * y_s;
+    L->bin[done_ns / L->bin_ns].nd += 1;
 }
 
 static int hist_class(const Sim *sm, int64_t hist)
@@ -173,9 +256,83 @@ static int hist_class(const Sim *sm, int64_t hist)
     return 2;
 }
 
+/* a kept request into every reported metric (gaps: its TBT gaps when trimming held them back) */
+static void sample_add(Sim *sm, const ReqSample *x, const int64_t *gaps, int64_t n_gaps)
+{
+    SimResult *res = sm->res;
+    hist_add(&res->ttft, (uint64_t)x->ttft);
+    hist_add(&res->queue, (uint64_t)x->queue);
+    hist_add(&res->restore, (uint64_t)x->restore);
+    hist_add(&res->prefill, (uint64_t)x->prefill);
+    for (int64_t i = 0; i < n_gaps; i++) hist_add(&res->tbt, (uint64_t)gaps[i]);
+    res->slo_met += (uint64_t)x->slo;
+    int c = hist_class(sm, x->hist);
+    hist_add(&res->cls[c].ttft, (uint64_t)x->ttft);
+    hist_add(&res->cls[c].restore, (uint64_t)x->restore);
+    res->cls[c].n++;
+    res->cls[c].slo_met += (uint64_t)x->slo;
+    if (x->restore > 0) {
+        res->restored_tokens += (uint64_t)x->hist;
+        res->restore_busy_ns += (double)x->restore;
+        if (x->lb_ns > 0) hist_add(&res->lb_ratio, (uint64_t)llround(1000.0 * (double)x->restore / x->lb_ns));
+    }
+    res->requests++;
+    /* the load window */
+    SimLoad *ld = &res->load;
+    if (ld->kept == 0 || x->offered < ld->first_arrival_ns) ld->first_arrival_ns = x->offered;
+    if (ld->kept == 0 || x->offered > ld->last_arrival_ns) ld->last_arrival_ns = x->offered;
+    if (x->done > ld->last_done_ns) ld->last_done_ns = x->done;
+    ld->kept++;
+    ld->input_tokens += (double)(x->hist + x->nnew);
+    ld->new_input_tokens += (double)x->nnew;
+    ld->output_tokens += (double)x->out_done;
+    ld->good += (uint64_t)x->slo;
+    if (x->wait > 0) {
+        ld->waited++;
+        ld->wait_sum_ns += (double)x->wait;
+        if (x->wait > ld->wait_max_ns) ld->wait_max_ns = x->wait;
+    }
+    series_add(&sm->load, x->offered, (double)(x->wait + x->ttft) / 1e9, x->done);
+}
+
+/* cool-down: 1 left out, 0 kept, -1 not known yet (final: at the end of the run, always known) */
+static int cooldown_state(const Sim *sm, const ReqSample *x, int final)
+{
+    const SimTrim *c = &sm->cfg->cooldown;
+    if (c->n <= 0) return 0;
+    if (!c->by_time) { /* the last n of the stream: id >= total − n, total = next_req_id at the end */
+        if (x->id + (uint64_t)c->n < sm->next_req_id) return 0;
+        return final || sm->trace_done ? 1 : -1;
+    }
+    /* arriving in the last n of the arrivals: offered > last arrival − n (the latest so far only grows) */
+    if (x->offered + c->n <= sm->load.max_arrival_ns) return 0;
+    return final ? 1 : -1;
+}
+
+/* decide the held-back requests that can be decided (all of them when final) */
+static void trim_scan(Sim *sm, int final)
+{
+    LoadAcc *L = &sm->load;
+    size_t k = 0;
+    for (size_t i = 0; i < L->n_pend; i++) {
+        TrimPending *p = &L->pend[i];
+        int st = cooldown_state(sm, &p->x, final);
+        if (st < 0) {
+            L->pend[k++] = *p;
+            continue;
+        }
+        if (st == 0) sample_add(sm, &p->x, p->gaps, p->n_gaps);
+        else sm->res->load.trimmed_cooldown++;
+        free(p->gaps);
+    }
+    L->n_pend = k;
+    L->scan_at = k * 2 > 64 ? k * 2 : 64; /* amortised O(1) per request */
+}
+
 /* TTFT = first token − release; queue = admission − release; restore = restored − admission
  * (0 when nothing was restored; capped at the first token); prefill = the rest of TTFT, so that
- * queue + restore + prefill = TTFT for every request. SLO: TTFT and mean TBT within bounds. */
+ * queue + restore + prefill = TTFT for every request. SLO: TTFT and mean TBT within bounds.
+ * With warmup/cooldown set, only kept requests enter these metrics (every request gets its row). */
 void metrics_on_request_done(Sim *sm, Request *r)
 {
     SimResult *res = sm->res;
@@ -201,24 +358,39 @@ void metrics_on_request_done(Sim *sm, Request *r)
             res->restore_wait_ns += (double)r->wait_max_ns;
         }
     }
-    hist_add(&res->ttft, (uint64_t)ttft);
-    hist_add(&res->queue, (uint64_t)queue);
-    hist_add(&res->restore, (uint64_t)restore);
-    hist_add(&res->prefill, (uint64_t)prefill);
     double tbt_mean = r->out_done > 1 ? r->tbt_sum / (double)(r->out_done - 1) : 0;
     int slo = ttft <= sm->cfg->slo_ttft_ns && (r->out_done <= 1 || tbt_mean <= (double)sm->cfg->slo_tbt_ns);
-    res->slo_met += (uint64_t)slo;
-    int c = hist_class(sm, r->hist);
-    hist_add(&res->cls[c].ttft, (uint64_t)ttft);
-    hist_add(&res->cls[c].restore, (uint64_t)restore);
-    res->cls[c].n++;
-    res->cls[c].slo_met += (uint64_t)slo;
-    if (restore > 0) {
-        res->restored_tokens += (uint64_t)r->hist;
-        res->restore_busy_ns += (double)restore;
-        if (r->lb_ns > 0) hist_add(&res->lb_ratio, (uint64_t)llround(1000.0 * (double)restore / r->lb_ns));
+    int64_t offered = r->offered_ns >= 0 && r->offered_ns <= r->arrival_ns ? r->offered_ns : r->arrival_ns;
+    ReqSample x = {r->id, offered, r->t_last_tok, r->arrival_ns - offered, ttft, queue, restore, prefill, r->hist,
+                   r->nnew, r->nout, r->out_done, r->lb_ns, slo};
+    if (!trim_on(sm)) {
+        sample_add(sm, &x, NULL, 0);
+    } else if (r->trim) {
+        res->load.trimmed_warmup++;
+    } else {
+        int st = cooldown_state(sm, &x, 0);
+        if (st == 0) {
+            sample_add(sm, &x, r->gaps, r->n_gaps);
+        } else if (st > 0) {
+            res->load.trimmed_cooldown++;
+        } else {
+            LoadAcc *L = &sm->load;
+            if (L->n_pend == L->cap_pend) {
+                size_t nc = L->cap_pend ? 2 * L->cap_pend : 64;
+                TrimPending *np = realloc(L->pend, nc * sizeof *np);
+                if (!np) {
+                    sim_fail(sm, "out of memory");
+                    return;
+                }
+                L->pend = np;
+                L->cap_pend = nc;
+            }
+            L->pend[L->n_pend++] = (TrimPending){x, r->gaps, r->n_gaps};
+            r->gaps = NULL;
+            r->n_gaps = r->cap_gaps = 0;
+            if (L->n_pend >= L->scan_at) trim_scan(sm, 0);
+        }
     }
-    res->requests++;
     if (sm->row_fn) {
         /* recomputed: token-wise prefix + whole-model recompute + layer-wise recompute (counted once per
          * token even if only some layers were recomputed); loaded: tokens whose state came from a tier */
@@ -227,9 +399,106 @@ void metrics_on_request_done(Sim *sm, Request *r)
         if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
                              from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
-                             tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : ""};
+                             tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : "", offered,
+                             r->arrival_ns - offered};
         if (sm->row_fn(sm->row_ctx, &row, sm->e) != 0) sm->failed = 1;
     }
+}
+
+/* The load window is [first kept arrival, the last arrival the load process made on its own]: after
+ * it no new session starts and the run drains (the late turns of the last sessions), which is not
+ * the load under test. Over the window: offered = kept requests arriving in it / its length; served
+ * = kept requests done in it / its length. Steady-state test: least squares of y = session wait +
+ * TTFT (arrival to first token) on the arrival time, by batch means: the second half of the window
+ * cut into LOAD_BATCHES batches of arrival time, each batch's mean arrival and mean delay one point
+ * (the turns of a session are correlated; batch means are nearly independent); not steady when the
+ * slope is positive at the 99.5 % one-sided level (Student t, batches − 2 df) AND the fitted growth over that half passes max(1 ms, 10 % of slo_ttft) (a workload
+ * whose mix drifts, e.g. histories still growing, fails it too). Overloaded: queues build up — not
+ * steady with a growth above max(slo_ttft, that threshold) — or (at least 20 requests in the
+ * window) served below 90 % of offered, or the backlog spilled past the window: the requests arriving
+ * after it (at least 10: the last turns of the sessions started in it) waited on average more than
+ * max(slo_ttft, threshold) longer than those arriving in it. Bins are whole
+ * (the window's ends are rounded to the bin width, at most 1/128 of the run's span). */
+static void load_finish(Sim *sm)
+{
+    SimLoad *ld = &sm->res->load;
+    LoadAcc *L = &sm->load;
+    ld->threshold_s = fmax(0.001, 0.1 * (double)sm->cfg->slo_ttft_ns / 1e9);
+    ld->steady = 1;
+    ld->window_start_ns = ld->first_arrival_ns;
+    ld->window_end_ns = L->exo_last_ns > ld->first_arrival_ns ? L->exo_last_ns : ld->last_arrival_ns;
+    double run_s = (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9;
+    ld->throughput_per_s = run_s > 0 ? (double)ld->kept / run_s : 0;
+    if (ld->kept == 0 || ld->window_end_ns <= ld->window_start_ns) return;
+    int64_t mid_ns = ld->window_start_ns + (ld->window_end_ns - ld->window_start_ns) / 2;
+    /* batch means over the last half (turns of one session are correlated; batches of arrival time
+     * make the points nearly independent): LOAD_BATCHES batches of equal width, each its mean arrival
+     * and mean delay */
+    double bn[LOAD_BATCHES] = {0}, bt[LOAD_BATCHES] = {0}, by[LOAD_BATCHES] = {0};
+    double arrived = 0, done = 0, fn = 0, fy = 0, an = 0, ay = 0, dn = 0, dy = 0;
+    for (int i = 0; i < LOAD_BINS; i++) {
+        LoadBin *b = &L->bin[i];
+        int64_t start = (int64_t)i * L->bin_ns;
+        if (start > ld->window_end_ns) {
+            dn += b->n, dy += b->sy;
+            continue;
+        }
+        arrived += b->n;
+        done += b->nd;
+        if (start < mid_ns) {
+            fn += b->n, fy += b->sy;
+            continue;
+        }
+        an += b->n, ay += b->sy;
+        int k = (int)((double)(start - mid_ns) * LOAD_BATCHES / (double)(ld->window_end_ns - mid_ns + 1));
+        if (k >= LOAD_BATCHES) k = LOAD_BATCHES - 1;
+        bn[k] += b->n, bt[k] += b->st, by[k] += b->sy;
+    }
+    double span_s = (double)(ld->window_end_ns - ld->window_start_ns) / 1e9;
+    ld->window_requests = (uint64_t)arrived;
+    ld->offered_per_s = arrived / span_s;
+    ld->served_per_s = done / span_s;
+    ld->half_n = (uint64_t)an;
+    ld->delay_first_half_s = fn > 0 ? fy / fn : 0;
+    ld->delay_last_half_s = an > 0 ? ay / an : 0;
+    ld->after_n = (uint64_t)dn;
+    ld->delay_after_s = dn > 0 ? dy / dn : 0;
+    double wmean = fn + an > 0 ? (fy + ay) / (fn + an) : 0;
+    double k = 0, st = 0, sy = 0, stt = 0, sty = 0, syy = 0;
+    for (int b = 0; b < LOAD_BATCHES; b++) {
+        if (bn[b] <= 0) continue;
+        double t = bt[b] / bn[b], y = by[b] / bn[b];
+        k += 1, st += t, sy += y, stt += t * t, sty += t * y, syy += y * y;
+    }
+    ld->batches = (int)k;
+    if (k >= 5 && an >= 10) {
+        double sxx = stt - st * st / k, sxy = sty - st * sy / k, syy_c = syy - sy * sy / k;
+        if (sxx > 0) {
+            ld->slope = sxy / sxx;
+            double resid = (syy_c - ld->slope * sxy) / (k - 2);
+            double se = resid > 0 ? sqrt(resid / sxx) : 0;
+            ld->slope_t = se > 0 ? ld->slope / se : ld->slope > 0 ? 1e9 : 0;
+            if (ld->slope_t > 1e9) ld->slope_t = 1e9;
+            KvErr e;
+            if (stats_t_quantile(k - 2, 0.995, &ld->t_crit, &e) != 0) ld->t_crit = 3.0;
+            ld->growth_s = ld->slope * (double)(ld->window_end_ns - mid_ns) / 1e9;
+            ld->steady = !(ld->slope_t > ld->t_crit && ld->growth_s > ld->threshold_s);
+        }
+    }
+    ld->overload_growth_s = (double)sm->cfg->slo_ttft_ns / 1e9;
+    if (ld->overload_growth_s < ld->threshold_s) ld->overload_growth_s = ld->threshold_s;
+    ld->backlog_s = dn >= 10 ? ld->delay_after_s - wmean : 0;
+    ld->overloaded = (!ld->steady && ld->growth_s > ld->overload_growth_s) ||
+                     (arrived >= 20 && ld->served_per_s < 0.9 * ld->offered_per_s) || ld->backlog_s > ld->overload_growth_s;
+}
+
+void metrics_free(Sim *sm)
+{
+    LoadAcc *L = &sm->load;
+    for (size_t i = 0; i < L->n_pend; i++) free(L->pend[i].gaps);
+    free(L->pend);
+    L->pend = NULL;
+    L->n_pend = L->cap_pend = 0;
 }
 
 /* utilisation = busy time / (simulated time × replicas), per stage for the GPU and its links */
@@ -291,6 +560,9 @@ void metrics_on_run_end(Sim *sm)
         out->win_util_nic_in = nin / win;
         out->win_util_nic_out = nout / win;
     }
+    trim_scan(sm, 1);
+    metrics_free(sm);
+    load_finish(sm);
     out->extrapolations = cost_extrapolations_total(&w->cost);
     memcpy(out->extrapolations_op, w->cost.extrapolations, sizeof out->extrapolations_op);
     if (sm->pol->notes) sm->pol->notes(sm->pstate, out->policy_notes, sizeof out->policy_notes);

@@ -5,12 +5,15 @@
  * event, a unit's hop (bytes per link and direction), bytes written from the critical path
  * (SAVE_DIRECT), an admission's restore source (misses, fallbacks; the places loaded from are
  * counted when the request is done), a pool reservation (HBM peak), a tier's new occupancy (peak),
- * saved state lost, a drop, restoration windows (time with >= 1 restoration in progress, and the
- * GPU's and each channel's busy time inside them); and at the end of a run the utilisations (also
- * inside the windows), tier counters and cost-model facts. Metric definitions are written where each is computed.
+ * saved state lost, a drop, a release (warm-up trimming), restoration windows (time with >= 1
+ * restoration in progress, and the GPU's and each channel's busy time inside them); and at the end
+ * of a run the utilisations (also inside the windows), tier counters, cost-model facts and the load
+ * (SimLoad: throughput, goodput, the session wait, warm-up/cool-down trimming, the steady-state test
+ * and the overloaded flag). Metric definitions are written where each is computed.
  * Not responsible for: deciding anything (no engine state is changed except the request's TBT
  * statistics and sm->failed when the row writer fails), formatting results (results/).
- * Invariants: a request's row is emitted once (called from request_done only).
+ * Invariants: a request's row is emitted once (called from request_done only); with trimming off
+ * every metric is updated in the same order as before trimming existed (results byte-identical).
  * Complexity: O(1) per hook; metrics_on_run_end O(replicas × stages).
  */
 #ifndef KV_METRICS_H
@@ -45,6 +48,13 @@ void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes);
 void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);
 void metrics_on_request_done(Sim *sm, Request *r);
+/* a request released: the run's first and latest arrival, its warm-up trim */
+void metrics_on_release(Sim *sm, Request *r);
+/* the load process made an arrival on its own at t (a trace timestamp, a session start, a client
+ * given a session): the end of the load window */
+void metrics_on_exogenous(Sim *sm, int64_t t_ns);
 void metrics_on_run_end(Sim *sm);
+/* what a run that ends early leaves in the trimming buffer (sim_teardown) */
+void metrics_free(Sim *sm);
 
 #endif

@@ -244,6 +244,8 @@ void sim_teardown(Sim *sm)
     while (sm->q.n && evq_pop(&sm->q, &ev, &e2) == 1)
         if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) request_free(ev.obj);
     sess_free_all(sm, request_free);
+    lifecycle_free(sm);
+    metrics_free(sm);
     while (sm->free_units) {
         Unit *nx = sm->free_units->next;
         free(sm->free_units);

@@ -27,8 +27,12 @@
  *    AttentionStore). A restoration reads each part of the state from where its bytes are at that
  *    instant (a tier, the DRAM copy of a save still being flushed, or — waiting for it — a save
  *    still crossing D2H); a session whose saved state is gone, or never existed, recomputes.
- *  - A turn is released at max(its trace arrival, the end of the session's previous turn) — or its
- *    think time after that end, for closed-loop traces. TTFT counts from the release.
+ *  - A turn is released at max(its arrival, the end of the session's previous turn). Its arrival is
+ *    the trace's timestamp or request_rate's gamma process; without one (arrivals=session) it is its
+ *    think time after that end; with arrivals=trace, its think time after the previous turn's
+ *    arrival, fixed before the run; under concurrency=N, N clients each run whole sessions, a turn
+ *    its think time after the previous one ended. TTFT counts from the release; the wait between
+ *    arrival and release is the session wait (README "Load").
  */
 #ifndef KV_SIM_H
 #define KV_SIM_H
@@ -58,6 +62,20 @@ typedef enum SimStore {
     SIM_STORE_DRAM_REMOTE,
     SIM_STORE_REMOTE,
 } SimStore;
+/* How later turns of a session are timed (README "Load"): SESSION releases a turn without a
+ * timestamp `think` after its session's previous turn ended (each session is a closed loop; the
+ * default); TRACE gives it a time fixed in advance (the previous turn's arrival + think), the same
+ * for every policy (open loop) */
+typedef enum SimArrivals { SIM_ARRIVALS_SESSION = 0, SIM_ARRIVALS_TRACE } SimArrivals;
+/* warm-up / cool-down trimming: the first (last) `n` requests, or the requests arriving in the
+ * first (last) `n` ns of the arrivals when by_time; n = 0: none */
+typedef struct SimTrim {
+    int64_t n;
+    int by_time;
+} SimTrim;
+/* the resolved load mode (sim_load_mode) */
+typedef enum SimLoadMode { SIM_LOAD_SESSION = 0, SIM_LOAD_TRACE, SIM_LOAD_CONCURRENCY } SimLoadMode;
+
 /* POLICY: each policy's own SaveMode (KvPolicyOps.save_mode); else forced for every policy */
 typedef enum SimSaveMode { SIM_SAVE_POLICY = 0, SIM_SAVE_TURN, SIM_SAVE_ITERATION, SIM_SAVE_DIRECT } SimSaveMode;
 
@@ -96,6 +114,12 @@ typedef struct SimConfig {
     int64_t think_ns;
     int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
     int evict_each_turn;
+    /* load (README "Load"; the resolved mode: sim_load_mode) */
+    SimArrivals arrivals;
+    int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
+    double request_rate;        /* > 0: every request arrives by a gamma process of this rate (per s) */
+    double burstiness;          /* the gamma shape of request_rate (1: Poisson) */
+    SimTrim warmup, cooldown;   /* requests left out of the reported request metrics */
     /* storage */
     SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
     uint64_t dram_bytes;        /* derived: 0 = the platform's */
@@ -148,6 +172,10 @@ const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
 SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops);
 const char *sim_save_mode_name(SaveMode m);         /* "turn", "iteration", "direct" */
 const char *sim_trace_format_name(SimTraceFormat f); /* "auto", "csv", ... (TraceOptions.format) */
+/* The load mode c resolves to: CONCURRENCY when concurrency > 0, else TRACE when request_rate > 0
+ * (every request timed in advance) or arrivals=trace, else SESSION. */
+SimLoadMode sim_load_mode(const SimConfig *c);
+const char *sim_load_mode_name(SimLoadMode m);      /* "session", "trace", "concurrency" */
 /* The engine profile's per-iteration host overhead. */
 int64_t sim_engine_overhead_ns(SimEngine engine);
 /* Resolve the derived values against the catalogs (out = in with every sentinel replaced: profile
@@ -170,6 +198,36 @@ typedef struct SimClassStats {
     uint64_t n;
     uint64_t slo_met;
 } SimClassStats;
+
+/* The load a run saw and what it served (metrics.c; README "Load", docs/formats.md "load"). Every
+ * request figure is over the kept requests (after warm-up and cool-down trimming). */
+typedef struct SimLoad {
+    uint64_t kept, trimmed_warmup, trimmed_cooldown;
+    int64_t first_arrival_ns, last_arrival_ns, last_done_ns; /* arrival: the load process's time */
+    double input_tokens, new_input_tokens, output_tokens;    /* input = history + new (the full prompt) */
+    uint64_t good;                                            /* kept requests within the SLO */
+    uint64_t waited;                                          /* turns that waited for their previous turn */
+    double wait_sum_ns;
+    int64_t wait_max_ns;
+    /* the load window (metrics.c): first kept arrival → the last arrival the load process made on its
+     * own; offered / served = kept requests arriving / done in it per second */
+    int64_t window_start_ns, window_end_ns;
+    uint64_t window_requests;
+    double offered_per_s, served_per_s;
+    double throughput_per_s;      /* kept / (last done − first arrival), vLLM's request throughput */
+    /* steady state: least squares of (session wait + TTFT) on arrival time over batch means of the
+     * kept requests arriving in the second half of the window */
+    uint64_t half_n;
+    int batches;                  /* non-empty batches of the last half (the test needs 5) */
+    double slope, slope_t, t_crit, growth_s, threshold_s, delay_first_half_s, delay_last_half_s;
+    double overload_growth_s;     /* max(slo_ttft, threshold_s) */
+    uint64_t after_n;             /* kept requests arriving after the window (the drain) */
+    double delay_after_s;         /* their mean session wait + TTFT */
+    double backlog_s;             /* delay_after_s − the window's mean (after_n >= 10; else 0) */
+    int steady;      /* no significant growth (slope_t <= t_crit, or growth_s <= threshold_s) */
+    int overloaded;  /* !steady with growth_s > overload_growth_s, served < 0.9 × offered over the window,
+                        or backlog_s > overload_growth_s */
+} SimLoad;
 
 typedef struct SimResult {
     char policy[32];
@@ -206,6 +264,7 @@ typedef struct SimResult {
     uint64_t extrapolations_op[OP_COUNT];
     double wall_s;
     char policy_notes[1024];      /* policy-specific facts (its split, thresholds) as JSON text */
+    SimLoad load;
 } SimResult;
 
 void sim_result_free(SimResult *r);
@@ -255,6 +314,8 @@ typedef struct SimRequestRow {
     int64_t tbt_max_ns;
     double lb_restore_ns;
     const char *session_id;       /* the trace's own session id (TraceRequest.session_id); valid during the call */
+    int64_t offered_ns;           /* the load process's arrival (trace mode: fixed in advance); else = arrival_ns */
+    int64_t session_wait_ns;      /* release − offered: waiting for the session's previous turn */
 } SimRequestRow;
 typedef int (*SimRowFn)(void *ctx, const SimRequestRow *row, KvErr *e);
 
