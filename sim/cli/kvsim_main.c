@@ -247,29 +247,10 @@ static int apply_config_json(SimConfig *c, const char *text, const char *origin,
         cJSON_Delete(root);
         return kv_err(e, "%s: line %d: expected a JSON object of settings", origin, line);
     }
-    int rc = 0;
     cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
     cJSON *obj = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in, "config")) ? cJSON_GetObjectItemCaseSensitive(in, "config") : root;
-    for (cJSON *it = obj->child; it && rc == 0; it = it->next) {
-        char val[4096];
-        if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
-        else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
-        else if (cJSON_IsNumber(it)) snprintf(val, sizeof val, "%.17g", it->valuedouble);
-        else {
-            rc = kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
-            break;
-        }
-        if (!strcmp(it->string, "policies")) {
-            if (policies) snprintf(policies, plen, "%s", val);
-            continue;
-        }
-        if (!strcmp(it->string, "description")) {
-            if (desc) snprintf(desc, dlen, "%s", val);
-            continue;
-        }
-        if (!strcmp(it->string, "measures")) continue; /* a scenario's text (kvsim list scenarios) */
-        if (sim_config_set(c, it->string, val, e) != 0) rc = kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
-    }
+    SimJsonOut out = {policies, plen, desc, dlen, NULL, 0};
+    int rc = sim_config_apply_json(c, obj, origin, &out, e);
     cJSON_Delete(root);
     return rc;
 }

@@ -60,23 +60,13 @@ static int apply_scenario(SimConfig *c, const char *name, char *policies, size_t
 int point_apply(SimConfig *c, const cJSON *obj, const char *origin, char *policies, size_t plen, KvErr *e)
 {
     if (!cJSON_IsObject(obj)) return kv_err(e, "%s: expected a JSON object of settings", origin);
-    char val[4200];
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(obj, "scenario");
     if (sc) {
         if (!cJSON_IsString(sc)) return kv_err(e, "%s: \"scenario\": expected a scenario name", origin);
         if (apply_scenario(c, sc->valuestring, policies, plen, e) != 0) return kv_err_prefix(e, "%s: \"scenario\": ", origin);
     }
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        if (!strcmp(it->string, "scenario") || !strcmp(it->string, "description") || !strcmp(it->string, "measures")) continue;
-        if (value_text(it, val, sizeof val) != 0)
-            return kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
-        if (!strcmp(it->string, "policies")) {
-            if (policies) snprintf(policies, plen, "%s", val);
-            continue;
-        }
-        if (sim_config_set(c, it->string, val, e) != 0) return kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
-    }
-    return 0;
+    SimJsonOut out = {policies, plen, NULL, 0, NULL, 0};
+    return sim_config_apply_json(c, obj, origin, &out, e);
 }
 
 /* Every name of a comma-separated list is a policy; "all" becomes every registered policy. */

@@ -109,34 +109,12 @@ static int load_files(const char *path, ClaimFile **out, int *n, KvErr *e)
 
 /* ---- setting up a claim's experiment ---- */
 
-static int is_known_setting(const char *key)
-{
-    SimConfig d;
-    sim_config_defaults(&d);
-    cJSON *o = sim_config_json(&d);
-    int known = o && cJSON_GetObjectItemCaseSensitive(o, key) != NULL;
-    cJSON_Delete(o);
-    return known;
-}
-
 /* Apply an object of settings; an unknown key → 1 with *missing = the key (skipped claim). */
 static int apply_settings(SimConfig *c, const cJSON *obj, const char *origin, char *missing, size_t mlen, KvErr *e)
 {
-    for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
-        if (!strcmp(it->string, "policies") || !strcmp(it->string, "description") || !strcmp(it->string, "measures")) continue;
-        char val[4096];
-        if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
-        else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
-        else if (cJSON_IsNumber(it)) snprintf(val, sizeof val, "%.17g", it->valuedouble);
-        else return kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
-        if (sim_config_set(c, it->string, val, e) == 0) continue;
-        if (!strncmp(e->msg, "unknown setting", 15) && !is_known_setting(it->string)) {
-            snprintf(missing, mlen, "%s", it->string);
-            return 1;
-        }
-        return kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
-    }
-    return 0;
+    if (!obj) return 0;
+    SimJsonOut out = {NULL, 0, NULL, 0, missing, mlen};
+    return sim_config_apply_json(c, obj, origin, &out, e);
 }
 
 static int claim_config(const cJSON *cl, const char *origin, SimConfig *c, char *missing, size_t mlen, KvErr *e)

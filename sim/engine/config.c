@@ -601,6 +601,39 @@ int sim_config_set(SimConfig *c, const char *key, const char *value, KvErr *e)
     return kv_err(e, "unknown setting '%s' (known: %s)", key, list);
 }
 
+int sim_config_known(const char *key)
+{
+    int pi, ki;
+    return find_key(key) != NULL || find_knob(key, &pi, &ki);
+}
+
+int sim_config_apply_json(SimConfig *c, const cJSON *obj, const char *origin, SimJsonOut *out, KvErr *e)
+{
+    if (!cJSON_IsObject(obj)) return kv_err(e, "%s: expected a JSON object of settings", origin);
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        if (!strcmp(it->string, "scenario") || !strcmp(it->string, "measures")) continue; /* the caller's, and text */
+        char val[4200];
+        if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
+        else if (cJSON_IsBool(it)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(it) ? "true" : "false");
+        else if (cJSON_IsNumber(it)) snprintf(val, sizeof val, "%.17g", it->valuedouble);
+        else return kv_err(e, "%s: \"%s\": expected a string, number or boolean", origin, it->string);
+        if (!strcmp(it->string, "policies")) {
+            if (out && out->policies) snprintf(out->policies, out->plen, "%s", val);
+            continue;
+        }
+        if (!strcmp(it->string, "description")) {
+            if (out && out->desc) snprintf(out->desc, out->dlen, "%s", val);
+            continue;
+        }
+        if (out && out->unknown && !sim_config_known(it->string)) {
+            snprintf(out->unknown, out->ulen, "%s", it->string);
+            return 1;
+        }
+        if (sim_config_set(c, it->string, val, e) != 0) return kv_err_prefix(e, "%s: \"%s\": ", origin, it->string);
+    }
+    return 0;
+}
+
 static int is_generator(const char *name)
 {
     for (int i = 0; i < trace_generator_count(); i++)

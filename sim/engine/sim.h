@@ -166,6 +166,19 @@ void sim_config_print_knobs(FILE *out, const KvPolicyOps *ops, const char *inden
  * through sim_config_set it gives the same SimConfig. Give it SimWorld.cfg to record resolved
  * values. NULL when out of memory. */
 struct cJSON *sim_config_json(const SimConfig *c);
+/* Whether key is a setting or a policy knob (its --set name or an alias). */
+int sim_config_known(const char *key);
+/* What a JSON object of settings carries besides settings (each pointer may be NULL). */
+typedef struct SimJsonOut {
+    char *policies; size_t plen;   /* "policies": the policies the file names */
+    char *desc; size_t dlen;       /* "description" */
+    char *unknown; size_t ulen;    /* set: an unknown key is not an error: it is returned here, with 1 */
+} SimJsonOut;
+/* Apply a JSON object of settings (a --config file, a scenario, a sweep point, a claim): each
+ * member's value — a string, number or boolean — through sim_config_set. "scenario" (for the caller
+ * to resolve first) and "measures" (a scenario's text) are skipped; "policies" and "description"
+ * go to out. 0, 1 for an unknown key when out->unknown is set, else -1 naming origin and key. */
+int sim_config_apply_json(SimConfig *c, const struct cJSON *obj, const char *origin, SimJsonOut *out, KvErr *e);
 /* The policy's knob values in table order (NULL when ops is not a registered policy). */
 const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
 /* The save mode a run of ops uses under c. */
