@@ -203,7 +203,11 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
 static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *ideal)
 {
     Session *s = r->s;
-    RestoreQuery q = {N, r->nnew, s->tier, s->saved_tokens};
+    RestoreQuery q = {N, r->nnew, s->tier, s->saved_tokens, r->id, 0};
+    /* the batch the request joins: restorations admitted before it and still in progress (O(active),
+     * at admission only) */
+    for (int i = 0; i < rp->n_active; i++)
+        if (rp->active[i]->state == RQ_RESTORING) q.restoring_before++;
     if (s->saved_tokens < N || s->tier == TIER_NONE) {
         q.saved_tier = TIER_NONE;
         q.saved_tokens = 0;
@@ -231,8 +235,10 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         return 0;
     }
     if (q.saved_tier == TIER_NONE) { /* nothing to load: recompute, whatever the policy said */
+        int64_t chunk = plan.recompute_chunk_tokens; /* in the policy's chunks */
         memset(&plan, 0, sizeof plan);
         plan.recompute_tokens = N;
+        plan.recompute_chunk_tokens = chunk;
     }
     r->low_prio = plan.low_priority;
     r->chunk_tokens = plan.chunk_tokens > 0 ? plan.chunk_tokens : 0;
@@ -252,6 +258,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
             return sim_fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
         r->recompute_left = r->recompute_total = plan.recompute_tokens;
+        r->recompute_chunk = plan.recompute_chunk_tokens;
         r->lw_tokens = N - plan.recompute_tokens;
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }
