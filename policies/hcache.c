@@ -16,9 +16,10 @@
  *
  * Stored form: recomputed layers need nothing saved, but which layers are recomputed now depends on
  * the request, so hidden states are saved for every layer; where restoring is compute-bound for
- * some length on the save tier or in DRAM (fast links, slow GPUs; none of the shipped platforms at
- * fp16), the KV of the last L_KV layers is saved as well, L_KV the largest compute-bound split over
- * 1K–64K tokens. Its storage manager cuts each layer's states into 64-token chunks placed
+ * some length on the save tier or in DRAM (fast links for the GPU: e.g. a link per pipeline stage
+ * on PCIe Gen5), the KV of the last L_KV layers is saved as well, L_KV the largest compute-bound
+ * split the solver picks over 1K–64K tokens (knob hcache.kv_layers: -1 that, 0 hidden states only,
+ * N the last N layers). Its storage manager cuts each layer's states into 64-token chunks placed
  * round-robin over the SSDs, so a layer's read keeps min(n_ssd, N/64) drives busy. Saving is
  * two-stage by default (per-iteration D2H snapshot, then a background flush); --set
  * save_mode=direct models writes from the critical path. Under TP each GPU reads a token shard of
@@ -138,17 +139,15 @@ static void solve(const PolicyEnv *env, const HState *h, Tier tier, int64_t N, i
     *ns = best;
 }
 
-/* compute-bound split for the stored form: the largest KV suffix any length 1K..64K would use */
+/* compute-bound split for the stored form: the largest KV suffix the solver picks for any length
+ * 1K..64K (doubling) on the save tier or in DRAM, with a small new input */
 static int storage_kv_suffix(const PolicyEnv *env, HState *h)
 {
     int best = 0;
     Tier tiers[2] = {split_primary_tier(env), TIER_DRAM};
     h->kv_suffix = h->L; /* let solve consider every suffix */
     for (int ti = 0; ti < 2; ti++)
-        for (int64_t N = 1024; N <= 65536; N *= 4) {
-            LayerCosts lc;
-            split_layer_costs(env, tiers[ti], N, &lc);
-            if (lc.t_hid >= lc.t_proj) continue; /* IO-bound at this length */
+        for (int64_t N = 1024; N <= 65536; N *= 2) {
             int d, k;
             double ns;
             solve(env, h, tiers[ti], N, 64, &d, &k, &ns);
@@ -177,7 +176,10 @@ static int h_init_variant(const PolicyEnv *env, void **state, int variant, KvErr
     h->hid_l = (double)model_hidden_bytes_per_token_layer(ly);
     h->hid_over_kv = h->hid_l / h->kv_l;
     h->kv_suffix = 0;
-    if (variant == V_HCACHE) h->kv_suffix = storage_kv_suffix(env, h);
+    if (variant == V_HCACHE) {
+        double kl = policy_knob(env, "kv_layers");
+        h->kv_suffix = kl < 0 ? storage_kv_suffix(env, h) : kl > h->L ? h->L : (int)kl;
+    }
     if (variant == V_NAIVE) h->saved_bpt = h->L * h->kv_l;
     else h->saved_bpt = h->L * h->hid_l + h->kv_suffix * h->kv_l;
     h->ref_tier = split_primary_tier(env);
@@ -265,6 +267,11 @@ static void h_notes(void *state, char *buf, int len)
     if (n < len - 2) snprintf(buf + n, (size_t)(len - n), "}");
 }
 
+static const PolicyKnob g_hcache_knobs[] = {
+    {.name = "kv_layers", .type = KNOB_INT, .def = -1, .min = -1, .max = 256,
+     .help = "last layers whose KV is saved besides their hidden state: -1 as the solver needs (compute-bound), 0 hidden states only"},
+};
+
 const KvPolicyOps policy_hcache = {
     .name = "hcache",
     .summary = "load hidden states and re-project K,V per layer; per-request min-max split with recompute (IO-bound) or KV (compute-bound)",
@@ -274,6 +281,8 @@ const KvPolicyOps policy_hcache = {
     .saved_bytes_per_token = h_saved,
     .notes = h_notes,
     .save_mode = SAVE_PER_ITERATION,
+    .knobs = g_hcache_knobs,
+    .n_knobs = (int)KV_ARRAY_LEN(g_hcache_knobs),
 };
 
 const KvPolicyOps policy_hcache_noschd = {

@@ -50,7 +50,8 @@ static double hcache_walk_by_hand(SimWorld *w, int64_t N, int64_t n1, int lo)
 }
 
 /* The split is solved per request (its N, its tier, its new input): the chosen split is the one
- * whose walk, recomputed by hand here, finishes first, and the engine's TTFT is that walk. */
+ * whose walk, recomputed by hand here, finishes first, and the engine's TTFT is that walk. Hidden
+ * states only (hcache.kv_layers=0): the IO-bound direction, recompute the first layers. */
 TEST(policy_hcache_split_is_minmax_and_isolated_time_matches)
 {
     const int64_t n0s[2] = {8000, 1500};
@@ -59,6 +60,7 @@ TEST(policy_hcache_split_is_minmax_and_isolated_time_matches)
         int64_t n0 = n0s[i], n1 = 100, N = n0 + 1;
         simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
         simtest_set(t, &c, "store", "dram");
+        simtest_set(t, &c, "hcache.kv_layers", "0");
         SimWorld w;
         Rows rows;
         SimResult res;
@@ -75,7 +77,7 @@ TEST(policy_hcache_split_is_minmax_and_isolated_time_matches)
         int L = w.model->layers, lo = (int)cJSON_GetObjectItem(pl, "split_min")->valuedouble;
         CHECK_EQ_I(lo, (int)cJSON_GetObjectItem(pl, "split_max")->valuedouble);
         CHECK_EQ_I((int)cJSON_GetObjectItem(pl, "requests")->valuedouble, 1);
-        CHECK_EQ_I((int)cJSON_GetObjectItem(pl, "compute")->valuedouble, 0); /* MHA on PCIe Gen4: IO-bound */
+        CHECK_EQ_I((int)cJSON_GetObjectItem(pl, "compute")->valuedouble, 0); /* no KV saved: no KV suffix */
         double mine = hcache_walk_by_hand(&w, N, n1, lo);
         for (int k = 0; k <= L; k++) {
             double v = hcache_walk_by_hand(&w, N, n1, k);
@@ -95,6 +97,44 @@ TEST(policy_hcache_split_is_minmax_and_isolated_time_matches)
         sim_result_free(&res);
         sim_world_close(&w);
     }
+}
+
+/* From DRAM on the A100 box a short history is compute-bound (projecting 1.5K hidden states and the
+ * new input cost more per layer than loading the hidden states): the stored form adds the KV of the
+ * last layers and the plan loads them instead of projecting, faster than hidden states alone */
+TEST(policy_hcache_compute_bound_loads_kv_for_the_last_layers)
+{
+    double ttft[2] = {0, 0};
+    for (int kv = 0; kv < 2; kv++) {
+        SimConfig c;
+        simtest_iso_config(t, &c, 1500, 100, "hcache-a100", "Llama-2-7B");
+        simtest_set(t, &c, "store", "dram");
+        simtest_set(t, &c, "hcache.kv_layers", kv ? "-1" : "0");
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "hcache", &w, &rows, &res) != 0) return;
+        cJSON *nt = notes_of(&res);
+        cJSON *pl = nt ? cJSON_GetObjectItem(nt, "plans") : NULL;
+        CHECK(pl != NULL);
+        int L = w.model->layers, k = pl ? (int)cJSON_GetObjectItem(pl, "split_min")->valuedouble : -1;
+        if (kv && pl) {
+            CHECK_EQ_I((int)cJSON_GetObjectItem(pl, "compute")->valuedouble, 1);
+            CHECK(k > 0 && k < L);
+            /* saved: every layer's hidden state and at least the loaded layers' KV */
+            CHECK(res.saved_bytes_per_token >= L * (double)model_hidden_bytes_per_token_layer(&w.ly) +
+                                                   k * (double)model_kv_bytes_per_token_layer(&w.ly));
+            /* loaded: L − k hidden states and k layers' KV */
+            double want = 1501.0 * ((L - k) * (double)model_hidden_bytes_per_token_layer(&w.ly) +
+                                    k * (double)model_kv_bytes_per_token_layer(&w.ly));
+            CHECK_NEAR(res.bytes_h2d, want, 1e-9, 0);
+        }
+        if (rows.n == 2) ttft[kv] = (double)rows.rows[1].ttft_ns;
+        cJSON_Delete(nt);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+    CHECK_MSG(ttft[1] < ttft[0], "TTFT %.3f ms with a KV suffix vs %.3f ms hidden states only", ttft[1] / 1e6, ttft[0] / 1e6);
 }
 
 TEST(policy_hcache_gqa_hidden_larger_than_kv_is_reported)
