@@ -15,11 +15,12 @@
  * (tier, N, new-input chunk) in a direct-mapped table (a cache: the result does not depend on it).
  *
  * Stored form: recomputed layers need nothing saved, but which layers are recomputed now depends on
- * the request, so hidden states are saved for every layer; where restoring is compute-bound for
- * some length on the save tier or in DRAM (fast links for the GPU: e.g. a link per pipeline stage
- * on PCIe Gen5), the KV of the last L_KV layers is saved as well, L_KV the largest compute-bound
- * split the solver picks over 1K–64K tokens (knob hcache.kv_layers: -1 that, 0 hidden states only,
- * N the last N layers). Its storage manager cuts each layer's states into 64-token chunks placed
+ * the request, so hidden states are saved for every layer (HCache's storage: half the KV bytes of
+ * an MHA model). The compute-bound direction needs the KV of the last layers as well: knob
+ * hcache.kv_layers = N saves it for the last N layers besides their hidden states, -1 for as many
+ * as the solver picks on the save tier for any length 1K–64K (fast links for the GPU: DRAM over
+ * PCIe, a link per pipeline stage); 0 (default) saves hidden states only, so compute-bound requests
+ * stay on the IO-bound direction's plans (at worst hcache-noschd's). Its storage manager cuts each layer's states into 64-token chunks placed
  * round-robin over the SSDs, so a layer's read keeps min(n_ssd, N/64) drives busy. Saving is
  * two-stage by default (per-iteration D2H snapshot, then a background flush); --set
  * save_mode=direct models writes from the critical path. Under TP each GPU reads a token shard of
@@ -140,19 +141,17 @@ static void solve(const PolicyEnv *env, const HState *h, Tier tier, int64_t N, i
 }
 
 /* compute-bound split for the stored form: the largest KV suffix the solver picks for any length
- * 1K..64K (doubling) on the save tier or in DRAM, with a small new input */
+ * 1K..64K (doubling) on the save tier (where the state lives once spilled), with a small new input */
 static int storage_kv_suffix(const PolicyEnv *env, HState *h)
 {
     int best = 0;
-    Tier tiers[2] = {split_primary_tier(env), TIER_DRAM};
     h->kv_suffix = h->L; /* let solve consider every suffix */
-    for (int ti = 0; ti < 2; ti++)
-        for (int64_t N = 1024; N <= 65536; N *= 2) {
-            int d, k;
-            double ns;
-            solve(env, h, tiers[ti], N, 64, &d, &k, &ns);
-            if (d == DIR_COMPUTE && k > best) best = k;
-        }
+    for (int64_t N = 1024; N <= 65536; N *= 2) {
+        int d, k;
+        double ns;
+        solve(env, h, split_primary_tier(env), N, 64, &d, &k, &ns);
+        if (d == DIR_COMPUTE && k > best) best = k;
+    }
     return best;
 }
 
@@ -268,8 +267,8 @@ static void h_notes(void *state, char *buf, int len)
 }
 
 static const PolicyKnob g_hcache_knobs[] = {
-    {.name = "kv_layers", .type = KNOB_INT, .def = -1, .min = -1, .max = 256,
-     .help = "last layers whose KV is saved besides their hidden state: -1 as the solver needs (compute-bound), 0 hidden states only"},
+    {.name = "kv_layers", .type = KNOB_INT, .def = 0, .min = -1, .max = 256,
+     .help = "last layers whose KV is saved besides their hidden state: 0 hidden states only (default), -1 as the solver needs (compute-bound)"},
 };
 
 const KvPolicyOps policy_hcache = {
