@@ -1,25 +1,44 @@
-/* cacheflow.c — CacheFlow (v1, arXiv April 2026): three axes of restoration plus a batch-aware IO
- * scheduler, each switchable for ablations: knobs cacheflow.token, .layer, .gpu, .batch (--set
- * cacheflow.gpu=0; the older spellings cf_token=0 etc. are aliases).
+/* cacheflow.c — CacheFlow (arXiv 2604.25080, April 2026): three axes of restoration plus a
+ * batch-aware IO scheduler, each switchable for ablations: knobs cacheflow.token, .layer, .gpu,
+ * .batch (--set cacheflow.gpu=0; the older spellings cf_token=0 etc. are aliases).
  *
  *  token axis  — token-wise two pointers with 512-token chunks (FlashAttention blocks): compute
  *                forward, load KV backward, meet at run time.
  *  layer axis  — layer-wise two pointers: the first ℓ layers are recomputed for all N tokens while
- *                the KV of the others is loaded. With uniform per-layer costs the best split is
- *                ℓ* = L·T_io/(T_comp+T_io) and the time T* = T_comp·T_io/(T_comp+T_io) (harmonic
- *                bound); here ℓ is the integer argmin of max(ℓ·t_re, (L−ℓ)·t_kv) from the cost model.
- *  choice      — layer-wise for prefixes shorter than L_Δ, token-wise from L_Δ on; L_Δ is where the
- *                two estimated restoration times cross, computed once per run from the cost model
- *                (token-wise pays the engine's per-iteration overhead on every compute chunk;
- *                layer-wise moves whole layers and is limited to integer splits).
+ *                the KV of the others is loaded (ideally ℓ* = L·T_io/(T_comp+T_io), the harmonic
+ *                bound T* = T_comp·T_io/(T_comp+T_io)); ℓ is the integer split the engine's walk
+ *                finishes first (split_walk_ns: the new input's compute shares the walk).
  *  GPU axis    — with S pipeline stages CacheFlow stores the activation entering each stage (S−1
  *                hidden-state vectors per token, saved and accounted) so that every stage restores
- *                its own layers at once: layer-wise two pointers inside each stage (its first layers
- *                recomputed from its boundary activation, the others' KV loaded over the stage's own
- *                links), ideally T* / S. With S > 1 and this axis on, restoration is layer-wise per
- *                stage. Shared links (one NIC or SSD array per node) keep the IO part from scaling.
- *  batch axis  — the shared IO channel is given, unit by unit, to the pending request with the most
- *                history left to restore (re-ranked at every unit); cf_batch=0 falls back to FIFO.
+ *                its own layers at once: layer-wise two pointers inside each stage (its first ℓ_s
+ *                layers recomputed from its boundary activation in a per-stage lane, the others' KV
+ *                loaded). The plan uses the bandwidth the stages actually get: every stage has its
+ *                own H2D link, but the tier's channel (the NIC to the remote store, the SSD array) is
+ *                one per host, so the stages' loads share it (each gets its share); the boundary
+ *                activations go first and the request joins an iteration once they arrived, which
+ *                the estimate includes — a split that would hold the iteration longer than it saves
+ *                is not chosen.
+ *  choice      — per request, every enabled option is costed for its history length, the tier its
+ *                state is on and its new input (layer-wise and stage-parallel: the engine's walk;
+ *                token-wise: the two pointers' race, chunk by chunk, then the new input's
+ *                iteration) and the fastest wins; an axis switched on only adds options, so on an
+ *                isolated request it never loses to the same axis off. Plans are memoised per
+ *                (tier, N, new-input chunk) in a direct-mapped cache (results do not depend on it).
+ *  batch axis  — requests restored together are planned as one batch (Algorithm 1). The oldest
+ *                restoration gets the GPU first (compute runs in admission order) and the IO first
+ *                (below), so it is planned as if alone; a request admitted while others restore
+ *                restores token-wise behind them (per-request compute and IO pointers filling what
+ *                the head leaves: a layer-wise restoration rides in its new input's iteration and one
+ *                late layer would stall every request sharing it), and a global IO scheduler hands each next chunk to the request whose recomputation
+ *                is worth most: compute runs in admission order, so recomputation of the oldest
+ *                restoring request delays it and every restoration behind it — its chunk has the
+ *                largest marginal reduction (re-ranked at every chunk; request ids are in trace
+ *                order, the admission order of a replica's FIFO). cacheflow.batch=0: each request
+ *                planned alone, IO in FIFO order.
+ *
+ * Engine semantics it ran on: CacheFlow is built on vLLM with LMCache-style loading; its layer-wise
+ * loads are waited for inside the forward pass, so a late layer stalls the decode tokens that share
+ * that iteration (the engine's walk does exactly that); its token-wise chunks never stall one.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,67 +48,262 @@
 #include "policies/split.h"
 
 #define CF_CHUNK 512
+#define CF_MEMO 512
+#define CF_MAXL 256
+#define CF_MAXS 16
+
+enum { CF_KV = 0, CF_LAYER, CF_TOKEN, CF_STAGE, CF_NKINDS };
+
+typedef struct CfMemo {
+    int64_t N, n;
+    int tier, valid, kind;
+    int k;                 /* layer-wise split */
+    int ell[CF_MAXS];      /* stage-parallel splits */
+    double est_ns;
+} CfMemo;
 
 typedef struct CfState {
     int token, layer, gpu, batch;
-    int64_t l_delta; /* token-wise from this many history tokens on; INT64_MAX: never */
     Tier tier;
     int L, S;
-    uint64_t n_layerwise, n_tokenwise;
+    int stage_of[CF_MAXL], st_first[CF_MAXS], st_count[CF_MAXS];
+    double kv_l, kv_g, hid_l, T;
+    CfMemo memo[CF_MEMO];
+    int64_t l_delta; /* notes: first power of two from which token-wise is chosen alone on the save tier */
+    uint64_t n_kind[CF_NKINDS], n_joint, memo_hits;
 } CfState;
 
-/* estimated layer-wise restoration time of N tokens at the best integer split; *ell receives it */
-static double cf_layer_ns(const PolicyEnv *env, Tier tier, int64_t N, int *ell)
+/* per-layer KV load hops and the iteration's per-layer costs for N tokens on tier */
+typedef struct CfCosts {
+    IterCosts ic;
+    double kv_hop, kv_h2d;     /* one layer's KV of N tokens */
+    double bnd_hop, bnd_h2d;   /* one boundary activation of N tokens */
+    double ag;                 /* all-gather of N boundary states under TP */
+    double start;              /* the iteration's overhead */
+} CfCosts;
+
+static void cf_costs(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t N, int64_t n, CfCosts *c)
 {
-    LayerCosts c;
-    split_layer_costs(env, tier, N, &c);
-    double ns;
-    int best = split_layerwise(env->ly->m->layers, c.t_re, c.t_kv, &ns);
-    if (ell) *ell = best;
-    return ns;
+    split_iter_costs(env, N, n, &c->ic);
+    split_load_hops(env, tier, N, cf->kv_l, cf->kv_g, 0, &c->kv_hop, &c->kv_h2d);
+    split_load_hops(env, tier, N, cf->hid_l, cf->hid_l / cf->T, 0, &c->bnd_hop, &c->bnd_h2d);
+    c->ag = env->ly->tp > 1 && cost_has(env->cost, OP_ALLGATHER) ? cost_lookup_ns(env->cost, OP_ALLGATHER, N, 0, 0) : 0;
+    c->start = (double)env->iter_overhead_ns;
 }
 
-/* estimated token-wise restoration time: chunks of C tokens computed forward (each an iteration with
- * its overhead), KV of the rest loaded; the best meet point m on chunk boundaries */
-static double cf_token_ns(const PolicyEnv *env, Tier tier, int64_t N)
+/* layer-wise: the first k layers recomputed in the iteration, the others' KV loaded */
+static double cf_layer_walk(const CfState *cf, const CfCosts *c, int k)
 {
-    LayerCosts c;
-    split_layer_costs(env, tier, N, &c);
-    int L = env->ly->m->layers;
-    double io_per_token = N > 0 ? L * c.t_kv / (double)N : 0;
-    double comp = 0, best = L * c.t_kv; /* m = 0: load everything */
-    for (int64_t m = 0; m < N;) {
-        int64_t ch = N - m < CF_CHUNK ? N - m : CF_CHUNK;
-        comp += (double)env->iter_overhead_ns + L * env->est_layer_ns(env->core, ch, m);
-        m += ch;
-        double io = io_per_token * (double)(N - m), v = comp > io ? comp : io;
-        if (v < best) best = v;
-        if (comp > best) break;
+    double comp[CF_MAXL], arr[CF_MAXL];
+    IoFlow f;
+    memset(&f, 0, sizeof f);
+    for (int l = 0; l < cf->L; l++) {
+        comp[l] = l < k ? c->ic.rec : c->ic.plain;
+        arr[l] = l < k ? -1 : split_flow_load(&f, cf->stage_of[l], c->kv_hop, c->kv_h2d);
+    }
+    return split_walk_ns(cf->L, comp, arr, c->start);
+}
+
+static double cf_layer_best(const CfState *cf, const CfCosts *c, int *k)
+{
+    double best = cf_layer_walk(cf, c, 0);
+    *k = 0;
+    for (int kk = 1; kk <= cf->L; kk++) {
+        double v = cf_layer_walk(cf, c, kk);
+        if (v < best) best = v, *k = kk;
     }
     return best;
+}
+
+/* stage-parallel: stage s recomputes its first ell[s] layers in its lane (stage s > 0 from its
+ * boundary activation, loaded first); the request joins an iteration once every boundary arrived;
+ * the lanes run before the walk; KV of the other layers is loaded in layer order behind the
+ * boundaries, all through the shared tier channel and the stages' own H2D links */
+static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
+{
+    IoFlow f;
+    memset(&f, 0, sizeof f);
+    double join = 0, pre = 0;
+    for (int s = 0; s < cf->S; s++) {
+        double lane = ell[s] * c->ic.rec_lane;
+        if (s > 0 && ell[s] > 0) {
+            double a = split_flow_load(&f, s, c->bnd_hop, c->bnd_h2d);
+            if (a > join) join = a;
+            lane += c->ag;
+        }
+        if (lane > pre) pre = lane;
+    }
+    double comp[CF_MAXL], arr[CF_MAXL];
+    for (int l = 0; l < cf->L; l++) {
+        int s = cf->stage_of[l];
+        int rec = l < cf->st_first[s] + ell[s];
+        comp[l] = c->ic.plain;
+        arr[l] = rec ? -1 : split_flow_load(&f, s, c->kv_hop, c->kv_h2d);
+    }
+    return split_walk_ns(cf->L, comp, arr, join + c->start + pre);
+}
+
+static double cf_stage_best(const CfState *cf, const CfCosts *c, int *ell)
+{
+    int cur[CF_MAXS] = {0}, maxc = 0;
+    for (int s = 0; s < cf->S; s++)
+        if (cf->st_count[s] > maxc) maxc = cf->st_count[s];
+    double best = INFINITY;
+    for (int e = 0; e <= maxc; e++) { /* the same split in every stage */
+        for (int s = 0; s < cf->S; s++) cur[s] = e < cf->st_count[s] ? e : cf->st_count[s];
+        double v = cf_stage_walk(cf, c, cur);
+        if (v < best) {
+            best = v;
+            memcpy(ell, cur, sizeof cur);
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) /* then each stage's own, the others held */
+        for (int s = 0; s < cf->S; s++) {
+            memcpy(cur, ell, sizeof cur);
+            for (int e = 0; e <= cf->st_count[s]; e++) {
+                cur[s] = e;
+                double v = cf_stage_walk(cf, c, cur);
+                if (v < best) {
+                    best = v;
+                    ell[s] = e;
+                }
+            }
+        }
+    return best;
+}
+
+/* token-wise: the race of the two pointers as the engine runs it (one compute chunk per iteration,
+ * at most two IO chunks in flight, each chunk one unit per stage through the shared tier channel
+ * and the stage's H2D), until they meet; then the new input's iteration */
+static double cf_token_ns(const PolicyEnv *env, const CfState *cf, const CfCosts *c, Tier tier, int64_t N)
+{
+    double hop_lat, h2d_lat; /* latencies: the cost of an empty transfer */
+    split_load_hops(env, tier, 0, cf->kv_l, cf->kv_g, 0, &hop_lat, &h2d_lat);
+    double per_tok_hop = N > 0 ? (c->kv_hop - hop_lat) / (double)N : 0;
+    double per_tok_h2d = N > 0 ? (c->kv_h2d - h2d_lat) / (double)N : 0;
+    double hop_free = 0, h2d_free[CF_MAXS] = {0};
+    double land[2] = {0};
+    int64_t ck[2] = {0};
+    int nfl = 0;
+    int64_t comp = 0, issued = N, landed = 0, comp_fl = 0;
+    double now = 0, comp_end = 0;
+    int64_t budget = env->token_budget > 0 ? env->token_budget : CF_CHUNK;
+    for (int guard = 0; guard < 1 << 20; guard++) {
+        while (nfl < 2 && issued > comp + comp_fl) { /* issue IO chunks */
+            int64_t ch = issued - comp - comp_fl < CF_CHUNK ? issued - comp - comp_fl : CF_CHUNK;
+            issued -= ch;
+            double t_last = 0;
+            for (int s = 0; s < cf->S; s++) {
+                double frac = (double)cf->st_count[s] / cf->L;
+                double hop = hop_lat > 0 || per_tok_hop > 0 ? hop_lat + per_tok_hop * (double)ch * frac * cf->L : 0;
+                double st = hop_free > now ? hop_free : now;
+                double ready = now;
+                if (hop > 0) hop_free = st + hop, ready = hop_free;
+                double d = h2d_lat + per_tok_h2d * (double)ch * frac * cf->L;
+                double hs = h2d_free[s] > ready ? h2d_free[s] : ready;
+                h2d_free[s] = hs + d;
+                if (h2d_free[s] > t_last) t_last = h2d_free[s];
+            }
+            int slot = ck[0] ? 1 : 0;
+            ck[slot] = ch;
+            land[slot] = t_last;
+            nfl++;
+        }
+        if (!comp_fl && issued > comp) { /* next compute chunk (an iteration) */
+            int64_t ch = issued - comp;
+            if (ch > budget) ch = budget;
+            if (ch > CF_CHUNK) ch = CF_CHUNK;
+            double st = comp_end > now ? comp_end : now;
+            comp_end = st + c->start + cf->L * env->est_layer_ns(env->core, ch, comp);
+            comp_fl = ch;
+        }
+        if (!comp_fl && !nfl) break;
+        /* the next event */
+        int s_io = -1;
+        for (int i = 0; i < 2; i++)
+            if (ck[i] && (s_io < 0 || land[i] < land[s_io])) s_io = i;
+        if (comp_fl && (s_io < 0 || comp_end <= land[s_io])) {
+            now = comp_end;
+            comp += comp_fl;
+            comp_fl = 0;
+        } else {
+            now = land[s_io];
+            landed += ck[s_io];
+            ck[s_io] = 0;
+            nfl--;
+        }
+        if (comp + landed >= N && !comp_fl && !nfl) break;
+    }
+    return now + c->start + cf->L * c->ic.plain;
+}
+
+/* the best plan of the enabled axes for (tier, N, n) */
+static void cf_solve(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t N, int64_t n, CfMemo *m)
+{
+    CfCosts c;
+    cf_costs(env, cf, tier, N, n, &c);
+    m->kind = CF_KV;
+    m->k = 0;
+    m->est_ns = cf_layer_walk(cf, &c, 0);
+    if (!cf->token && !cf->layer) return; /* both axes off: plain KV load, layer by layer */
+    double best = INFINITY;
+    if (cf->layer) {
+        int k;
+        double v = cf_layer_best(cf, &c, &k);
+        best = v, m->kind = CF_LAYER, m->k = k;
+        if (cf->gpu && cf->S > 1) {
+            int ell[CF_MAXS] = {0};
+            double vs = cf_stage_best(cf, &c, ell);
+            if (vs < best) {
+                best = vs;
+                m->kind = CF_STAGE;
+                memcpy(m->ell, ell, sizeof ell);
+            }
+        }
+    }
+    if (cf->token) {
+        double v = cf_token_ns(env, cf, &c, tier, N);
+        if (v < best) best = v, m->kind = CF_TOKEN;
+    }
+    m->est_ns = best;
 }
 
 static int cf_init(const PolicyEnv *env, void **state, KvErr *e)
 {
     CfState *cf = calloc(1, sizeof *cf);
     if (!cf) return kv_err(e, "out of memory");
+    const ModelLayout *ly = env->ly;
     cf->token = policy_knob(env, "token") != 0;
     cf->layer = policy_knob(env, "layer") != 0;
     cf->gpu = policy_knob(env, "gpu") != 0;
     cf->batch = policy_knob(env, "batch") != 0;
-    cf->L = env->ly->m->layers;
-    cf->S = env->ly->pp;
+    cf->L = ly->m->layers;
+    cf->S = ly->pp;
+    if (cf->L > CF_MAXL || cf->S > CF_MAXS) {
+        free(cf);
+        return kv_err(e, "cacheflow: %d layers / %d stages (at most %d / %d)", ly->m->layers, ly->pp, CF_MAXL, CF_MAXS);
+    }
+    for (int s = 0; s < cf->S; s++) {
+        model_stage_layers(ly, s, &cf->st_first[s], &cf->st_count[s]);
+        for (int l = cf->st_first[s]; l < cf->st_first[s] + cf->st_count[s]; l++) cf->stage_of[l] = s;
+    }
+    cf->kv_l = (double)model_kv_bytes_per_token_layer(ly);
+    cf->kv_g = (double)model_kv_bytes_per_token_layer_gpu(ly);
+    cf->hid_l = (double)model_boundary_bytes_per_token(ly);
+    cf->T = ly->tp;
     cf->tier = split_primary_tier(env);
-    cf->l_delta = INT64_MAX;
-    if (cf->token && cf->layer) {
-        for (int64_t N = 128; N <= 262144; N *= 2)
-            if (cf_token_ns(env, cf->tier, N) < cf_layer_ns(env, cf->tier, N, NULL)) {
+    cf->l_delta = -1;
+    if (cf->token && cf->layer)
+        for (int64_t N = 128; N <= 262144; N *= 2) {
+            CfMemo m;
+            cf_solve(env, cf, cf->tier, N, 64, &m);
+            if (m.kind == CF_TOKEN) {
                 cf->l_delta = N;
                 break;
             }
-    } else if (cf->token) {
+        }
+    else if (cf->token)
         cf->l_delta = 0;
-    }
     *state = cf;
     return 0;
 }
@@ -100,36 +314,45 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
 {
     (void)e;
     CfState *cf = state;
-    if (!cf->token && !cf->layer) { /* both axes off: plain KV load, layer by layer */
-        for (int l = 0; l < cf->L; l++) plan->layer_mode[l] = LM_LOAD_KV;
-        plan->early_layers = 0;
-        return 0;
-    }
-    if (cf->gpu && cf->S > 1 && cf->layer) { /* each stage splits its own layers */
-        cf->n_layerwise++;
-        plan->stage_parallel = 1;
-        plan->early_layers = 0;
-        LayerCosts c;
-        split_layer_costs(env, q->saved_tier, q->history_tokens, &c);
-        for (int st = 0; st < cf->S; st++) {
-            int first, count;
-            model_stage_layers(env->ly, st, &first, &count);
-            int best = split_layerwise(count, c.t_re, c.t_kv, NULL);
-            for (int l = first; l < first + count; l++) plan->layer_mode[l] = l < first + best ? LM_RECOMPUTE : LM_LOAD_KV;
+    int64_t N = q->history_tokens, n = q->new_tokens < 1 ? 1 : q->new_tokens;
+    if (env->token_budget > 0 && n > env->token_budget) n = env->token_budget;
+    Tier tier = q->saved_tier != TIER_NONE ? q->saved_tier : cf->tier;
+    CfMemo tmp, *m;
+    if (cf->batch && cf->token && q->restoring_before > 0) { /* behind another restoration: joint two pointers */
+        memset(&tmp, 0, sizeof tmp);
+        tmp.kind = CF_TOKEN;
+        m = &tmp;
+        cf->n_joint++;
+    } else {
+        uint64_t key = (uint64_t)N * 0x9E3779B97F4A7C15ULL ^ (uint64_t)n * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)tier;
+        m = &cf->memo[(key >> 20) % CF_MEMO];
+        if (m->valid && m->N == N && m->n == n && m->tier == (int)tier) {
+            cf->memo_hits++;
+        } else {
+            m->valid = 1;
+            m->N = N;
+            m->n = n;
+            m->tier = (int)tier;
+            cf_solve(env, cf, tier, N, n, m);
         }
-        return 0;
     }
-    if (q->history_tokens >= cf->l_delta) {
-        cf->n_tokenwise++;
+    cf->n_kind[m->kind]++;
+    switch (m->kind) {
+    case CF_TOKEN:
         plan->tokenwise = 1;
         plan->io_chunk_tokens = CF_CHUNK;
         plan->comp_chunk_tokens = CF_CHUNK;
         return 0;
+    case CF_STAGE:
+        plan->stage_parallel = 1;
+        for (int s = 0; s < cf->S; s++)
+            for (int l = cf->st_first[s]; l < cf->st_first[s] + cf->st_count[s]; l++)
+                plan->layer_mode[l] = l < cf->st_first[s] + m->ell[s] ? LM_RECOMPUTE : LM_LOAD_KV;
+        break;
+    default:
+        for (int l = 0; l < cf->L; l++) plan->layer_mode[l] = l < m->k ? LM_RECOMPUTE : LM_LOAD_KV;
+        break;
     }
-    cf->n_layerwise++;
-    int ell = 0;
-    cf_layer_ns(env, q->saved_tier, q->history_tokens, &ell);
-    for (int l = 0; l < cf->L; l++) plan->layer_mode[l] = l < ell ? LM_RECOMPUTE : LM_LOAD_KV;
     plan->early_layers = 0;
     return 0;
 }
@@ -142,14 +365,15 @@ static double cf_saved(void *state, const PolicyEnv *env)
     return b;
 }
 
-/* most remaining history first; ties keep arrival order */
+/* Algorithm 1's global IO scheduler: the oldest restoring request's unit (see the header); ties
+ * (units of one request) keep arrival order. batch=0: FIFO. */
 static int cf_pick(void *state, const IoChoice *u, int n)
 {
     CfState *cf = state;
     if (!cf->batch) return 0;
     int best = 0;
     for (int i = 1; i < n; i++)
-        if (u[i].remaining_restore_tokens > u[best].remaining_restore_tokens) best = i;
+        if (u[i].request_id < u[best].request_id) best = i;
     return best;
 }
 
@@ -158,27 +382,30 @@ static void cf_notes(void *state, char *buf, int len)
     CfState *cf = state;
     snprintf(buf, (size_t)len,
              "{\"axes\": {\"token\": %d, \"layer\": %d, \"gpu\": %d, \"batch\": %d}, \"l_delta_tokens\": %lld, "
-             "\"layerwise_restores\": %llu, \"tokenwise_restores\": %llu, \"boundary_activations_saved\": %d, "
-             "\"stage_parallel\": %d}",
-             cf->token, cf->layer, cf->gpu, cf->batch, cf->l_delta == INT64_MAX ? -1LL : (long long)cf->l_delta,
-             (unsigned long long)cf->n_layerwise, (unsigned long long)cf->n_tokenwise, cf->gpu && cf->S > 1 ? cf->S - 1 : 0,
-             cf->gpu && cf->S > 1 && cf->layer);
+             "\"plans\": {\"kv\": %llu, \"layerwise\": %llu, \"tokenwise\": %llu, \"stage_parallel\": %llu, "
+             "\"joint_batch\": %llu, \"memo_hits\": %llu}, \"layerwise_restores\": %llu, \"tokenwise_restores\": %llu, "
+             "\"boundary_activations_saved\": %d}",
+             cf->token, cf->layer, cf->gpu, cf->batch, (long long)cf->l_delta, (unsigned long long)cf->n_kind[CF_KV],
+             (unsigned long long)cf->n_kind[CF_LAYER], (unsigned long long)cf->n_kind[CF_TOKEN],
+             (unsigned long long)cf->n_kind[CF_STAGE], (unsigned long long)cf->n_joint, (unsigned long long)cf->memo_hits,
+             (unsigned long long)(cf->n_kind[CF_LAYER] + cf->n_kind[CF_STAGE] + cf->n_kind[CF_KV]),
+             (unsigned long long)cf->n_kind[CF_TOKEN], cf->gpu && cf->S > 1 ? cf->S - 1 : 0);
 }
 
 static const PolicyKnob g_cf_knobs[] = {
     {.name = "token", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_token",
-     .help = "token axis: token-wise two pointers for long prefixes"},
+     .help = "token axis: token-wise two pointers (chosen per request when faster)"},
     {.name = "layer", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_layer",
-     .help = "layer axis: layer-wise two pointers for short prefixes"},
+     .help = "layer axis: layer-wise two pointers (chosen per request when faster)"},
     {.name = "gpu", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_gpu",
      .help = "GPU axis: boundary activations, every pipeline stage restores its own layers"},
     {.name = "batch", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_batch",
-     .help = "batch axis: most-remaining-first IO order (0: FIFO)"},
+     .help = "batch axis: batches restored jointly (token-wise, oldest request's IO first; 0: per request, FIFO)"},
 };
 
 const KvPolicyOps policy_cacheflow = {
     .name = "cacheflow",
-    .summary = "token- or layer-wise two pointers (threshold from the cost model), boundary activations, most-remaining-first IO",
+    .summary = "per-request choice of token- or layer-wise two pointers (stage-parallel under PP) from the cost model; batches restored jointly",
     .init = cf_init,
     .fini = cf_fini,
     .plan_restore = cf_plan,

@@ -43,6 +43,10 @@ typedef struct RestoreQuery {
     int64_t new_tokens;      /* n: new input to prefill after them */
     Tier saved_tier;         /* where the saved state is (TIER_NONE: nothing saved) */
     int64_t saved_tokens;    /* tokens covered by the saved state */
+    uint64_t request_id;     /* the engine's id of the request (what io_pick's IoChoice names) */
+    /* the batch it joins: requests of the same replica admitted before it whose restoration is
+     * still in progress */
+    int restoring_before;
 } RestoreQuery;
 
 typedef struct RestorePlan {
@@ -56,6 +60,10 @@ typedef struct RestorePlan {
     int tokenwise;
     int64_t io_chunk_tokens;
     int64_t comp_chunk_tokens; /* 0: whatever the token budget leaves */
+    /* token-prefix recompute (recompute_tokens): tokens per iteration; 0: the engine's token budget,
+     * -1: unchunked (the whole history and the new input in one iteration, as vLLM without chunked
+     * prefill) */
+    int64_t recompute_chunk_tokens;
     int low_priority;          /* restoration compute gets the budget after ordinary prefill (Cake) */
     /* pipeline stages restore their own layers concurrently (CacheFlow's GPU axis): LM_RECOMPUTE
      * may then be a prefix of each stage's layers; a stage s > 0 whose first layer is recomputed
@@ -111,6 +119,13 @@ typedef struct PolicyEnv {
      * layer bytes_per_token_layer across the TP group) from a tier into HBM, at the bottleneck hop */
     double (*est_load_layer_ns)(void *core, Tier tier, int64_t tokens, double bytes_per_token_layer,
                                 double bytes_per_token_layer_gpu);
+    /* the same load as its two hops, for pipelined estimates: *hop_ns on the tier's own channel (the
+     * SSD array or the NIC: one per host, shared by every pipeline stage and every request; 0 for
+     * DRAM) with the layout's chunk of chunk_tokens tokens (0: the platform's stripe), and *h2d_ns
+     * on the stage's own H2D link (one per stage). Each includes its per-transfer latency. May be
+     * NULL (tests' stub environments): split.c then treats est_load_layer_ns as a single hop. */
+    void (*est_load_hops_ns)(void *core, Tier tier, int64_t tokens, double bytes_per_token_layer,
+                             double bytes_per_token_layer_gpu, int64_t chunk_tokens, double *hop_ns, double *h2d_ns);
     /* the tier saved state goes to first after DRAM spills, as the storage configuration resolved it
      * (SSD array, remote store, or DRAM alone) */
     Tier save_tier;

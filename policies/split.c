@@ -1,6 +1,8 @@
 /* split.c — per-layer estimates and the min–max split; see split.h. */
 #include "policies/split.h"
 
+#include "sim/cost/layer_cost.h"
+
 void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c)
 {
     const ModelLayout *ly = env->ly;
@@ -48,3 +50,52 @@ int split_layerwise(int n, double t_re, double t_kv, double *ns)
 }
 
 Tier split_primary_tier(const PolicyEnv *env) { return env->save_tier != TIER_NONE ? env->save_tier : TIER_DRAM; }
+
+void split_iter_costs(const PolicyEnv *env, int64_t N, int64_t new_tokens, IterCosts *c)
+{
+    int64_t n = new_tokens < 1 ? 1 : new_tokens;
+    if (env->token_budget > 0 && n > env->token_budget) n = env->token_budget;
+    LayerOps ops = layer_ops_of_model(env->cost);
+    double lin_n = layer_cost_linear_ns(&ops, env->ly, n, NULL);
+    double attn_n = cost_lookup_ns(env->cost, OP_ATTN_PREFILL, n, N, 0);
+    double attn_hist = cost_lookup_ns(env->cost, OP_ATTN_PREFILL, N, 0, 0);
+    double proj = cost_lookup_ns(env->cost, OP_GEMM_KV_PROJ, N, 0, 0);
+    if (env->ly->tp > 1 && cost_has(env->cost, OP_ALLGATHER)) proj += cost_lookup_ns(env->cost, OP_ALLGATHER, N, 0, 0);
+    c->plain = lin_n + attn_n;
+    c->rec = layer_cost_linear_ns(&ops, env->ly, n + N, NULL) + attn_n + attn_hist;
+    c->hid = lin_n + attn_n + proj;
+    c->rec_lane = env->est_layer_ns(env->core, N, 0);
+}
+
+void split_load_hops(const PolicyEnv *env, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu,
+                     int64_t chunk_tokens, double *hop_ns, double *h2d_ns)
+{
+    if (env->est_load_hops_ns) {
+        env->est_load_hops_ns(env->core, tier, tokens, bpt_layer, bpt_layer_gpu, chunk_tokens, hop_ns, h2d_ns);
+        return;
+    }
+    *hop_ns = env->est_load_layer_ns(env->core, tier, tokens, bpt_layer, bpt_layer_gpu);
+    *h2d_ns = 0;
+}
+
+double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns)
+{
+    double ready = 0;
+    if (hop_ns > 0) {
+        f->hop_free += hop_ns;
+        ready = f->hop_free;
+    }
+    double *h = &f->h2d_free[stage & 15];
+    *h = (*h > ready ? *h : ready) + h2d_ns;
+    return *h;
+}
+
+double split_walk_ns(int L, const double *comp, const double *arrive, double start_ns)
+{
+    double cur = start_ns;
+    for (int l = 0; l < L; l++) {
+        if (arrive && arrive[l] > cur) cur = arrive[l];
+        cur += comp[l];
+    }
+    return cur;
+}

@@ -6,6 +6,15 @@
  *   t_proj(N) project K and V from N hidden states (+RoPE), plus the TP all-gather of the states
  *   t_kv(N)   load the layer's KV of N tokens from a tier (bottleneck hop)
  *   t_hid(N)  load the layer's input hidden states of N tokens (token-sharded under TP)
+ *
+ * Pipelined estimates (what the engine does with a layer-wise plan, for an isolated request): the
+ * loads are issued at admission in layer order and flow through the tier's channel (one per host,
+ * shared by the stages) then the stage's H2D link (a flow shop: a unit starts a hop when the hop is
+ * free and its previous hop is done); the iteration that carries the restoration starts at the same
+ * instant, pays the engine's overhead, then walks the layers: layer l starts when layer l−1 is done
+ * and its state has arrived, and costs the new input's compute plus the layer's restoration work
+ * (recompute rows in the GEMMs and their attention, or the K/V projection of hidden states).
+ * split_walk_ns is that walk, exactly, in O(L); the solvers call it once per candidate split.
  */
 #ifndef KV_SPLIT_H
 #define KV_SPLIT_H
@@ -24,6 +33,32 @@ int split_argmin(int L, double (*f)(int k, const void *ctx), const void *ctx, do
 /* Layer-wise two pointers over n layers: recompute the first k (t_re each) while loading the others'
  * KV (t_kv each); returns the k minimising max(k·t_re, (n−k)·t_kv), the time in *ns. */
 int split_layerwise(int n, double t_re, double t_kv, double *ns);
+
+/* Per-layer times of the iteration that prefills the first chunk of the new input (n tokens, at most
+ * the token budget) after N history tokens, with one layer of restoration work of each kind. */
+typedef struct IterCosts {
+    double plain;  /* the new input alone (the layer's state was loaded as KV) */
+    double rec;    /* + the layer recomputed for the N history tokens (rows in the GEMMs, their attention) */
+    double hid;    /* + the K/V projection of N loaded hidden states (+ their all-gather under TP) */
+    double rec_lane; /* a stage-parallel lane's recompute of the layer (N tokens from their input, no new input) */
+} IterCosts;
+void split_iter_costs(const PolicyEnv *env, int64_t N, int64_t new_tokens, IterCosts *c);
+
+/* The load of one layer of `tokens` tokens as two hops (see PolicyEnv.est_load_hops_ns). */
+void split_load_hops(const PolicyEnv *env, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu,
+                     int64_t chunk_tokens, double *hop_ns, double *h2d_ns);
+
+/* The IO flow shop: the shared tier channel and each stage's H2D link, free from these times on. */
+typedef struct IoFlow {
+    double hop_free;
+    double h2d_free[16];
+} IoFlow;
+/* a unit issued now (after the ones before it) for `stage`: its arrival time in HBM */
+double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);
+
+/* The layer walk: layer l (in order) starts at max(end of layer l−1, arrive[l]) and lasts comp[l];
+ * the walk starts at start_ns; returns its end. arrive[l] < 0: nothing to wait for. */
+double split_walk_ns(int L, const double *comp, const double *arrive, double start_ns);
 
 /* The tier a policy stores into by default on this platform: SSD array if any, else the remote
  * store if any, else DRAM (what the storage configuration will use after DRAM spills). */

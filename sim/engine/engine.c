@@ -108,6 +108,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     sm->env = (PolicyEnv){.ly = &w->ly, .hw = &w->hw, .platform = w->platform, .cost = &w->cost,
                           .iter_overhead_ns = sm->overhead_ns, .token_budget = sm->cfg->token_budget, .core = sm,
                           .est_layer_ns = est_layer_ns, .est_load_layer_ns = est_load_layer_ns,
+                          .est_load_hops_ns = est_load_hops_ns,
                           .save_tier = w->save_tier, .ops = pol, .knobs = sim_config_knobs(sm->cfg, pol)};
     if (pol->init && pol->init(&sm->env, &sm->pstate, e) != 0) goto done;
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);

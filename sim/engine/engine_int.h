@@ -133,6 +133,7 @@ struct Request {
     /* restoration */
     const char *from;
     int64_t recompute_left, recompute_done, recompute_total;
+    int64_t recompute_chunk;    /* the plan's recompute_chunk_tokens: 0 the budget, -1 unchunked */
     int64_t lw_tokens;          /* history tokens restored layer-wise */
     int lw_pending;             /* layer-wise work not yet executed in an iteration */
     int early_layers, arrived_prefix, loads_left;
@@ -407,6 +408,8 @@ void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double 
 double est_linear_ns(Sim *sm, int64_t M);
 double est_layer_ns(void *core, int64_t new_tokens, int64_t ctx_tokens);
 double est_load_layer_ns(void *core, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu);
+void est_load_hops_ns(void *core, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu, int64_t chunk_tokens,
+                      double *hop_ns, double *h2d_ns);
 
 /* ------------------------------------------------------------------ walk.c */
 

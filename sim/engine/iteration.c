@@ -76,12 +76,15 @@ static void form_batch(Sim *sm, Replica *rp)
                     /* the history is prefilled again as the head of one sequence: its last chunk and
                      * the first chunk of the new input may share an iteration */
                     if (rbudget <= 0) continue;
+                    int unchunked = r->recompute_chunk < 0; /* the policy's: one prefill of it all */
                     int64_t c = r->recompute_left < budget ? r->recompute_left : budget;
                     if (c > rbudget) c = rbudget;
+                    if (r->recompute_chunk > 0 && c > r->recompute_chunk) c = r->recompute_chunk;
+                    if (unchunked) c = r->recompute_left;
                     item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->recompute_done});
-                    budget -= c;
+                    budget = budget > c ? budget - c : 0;
                     rbudget -= c;
-                    if (c < r->recompute_left || budget == 0 || r->lw_tokens > 0 || pass == 1) continue;
+                    if (c < r->recompute_left || (budget == 0 && !unchunked) || r->lw_tokens > 0 || pass == 1) continue;
                     goto new_input; /* the history ends in this iteration */
                 }
             }
@@ -91,8 +94,9 @@ static void form_batch(Sim *sm, Replica *rp)
                 int lw = r->lw_pending;
                 if (lw && (r->stage_par ? r->bnd_left > 0 : r->arrived_prefix < r->early_layers)) continue;
                 int64_t c = r->new_left < budget ? r->new_left : budget;
+                if (r->recompute_chunk < 0 && r->recompute_total > 0) c = r->new_left; /* unchunked prefill */
                 item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
-                budget -= c;
+                budget = budget > c ? budget - c : 0;
             }
         }
 }

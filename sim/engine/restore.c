@@ -447,7 +447,11 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         double t_load = (double)sm->L * est_load_layer_ns(sm, TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
         if (d2h_wait_ns(sm, s) + t_load >= t_comp) usable = 0, slower = 1;
     }
-    RestoreQuery q = {N, r->nnew, usable ? dom : TIER_NONE, usable ? N : 0};
+    RestoreQuery q = {N, r->nnew, usable ? dom : TIER_NONE, usable ? N : 0, r->id, 0};
+    /* the batch the request joins: restorations admitted before it and still in progress (O(active),
+     * at admission only) */
+    for (int i = 0; i < rp->n_active; i++)
+        if (rp->active[i]->state == RQ_RESTORING) q.restoring_before++;
     RestorePlan plan;
     memset(&plan, 0, sizeof plan);
     plan.early_layers = -1;
@@ -461,8 +465,10 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     }
     r->lb_ns = lower_bound_ns(sm, N, usable ? fastest : TIER_NONE, t_comp);
     if (!usable) { /* nothing to load: recompute, whatever the policy said */
+        int64_t chunk = plan.recompute_chunk_tokens; /* in the policy's chunks */
         memset(&plan, 0, sizeof plan);
         plan.recompute_tokens = N;
+        plan.recompute_chunk_tokens = chunk;
         for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
         if (sm->save_bpt > 0) metrics_on_fallback(sm, slower);
     }
@@ -484,6 +490,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
             return sim_fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
         r->recompute_left = r->recompute_total = plan.recompute_tokens;
+        r->recompute_chunk = plan.recompute_chunk_tokens;
         r->lw_tokens = N - plan.recompute_tokens;
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }

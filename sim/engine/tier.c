@@ -19,6 +19,8 @@
  * Complexity: link/unlink/touch O(1); capacity enforcement O(victims + sessions skipped at the
  * LRU heads); TTL expiry O(expired); a save O(stages).
  */
+#include <math.h>
+
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
 
@@ -243,16 +245,24 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
 
-/* SAVE_DIRECT: the iteration itself writes its new state out, in 64-token pieces per layer, and
- * waits for it: D2H of each GPU's shard, then the writes to the SSD array (or DRAM) */
+/* SAVE_DIRECT: the iteration itself writes its new state out and waits for it, as small writes.
+ * The state of each item is cut into 64-token pieces per layer (`pieces` per layer over the batch;
+ * a decode token is one piece). Each piece is its own D2H copy of each GPU's shard (per-copy link
+ * latency: the copies sit on the critical path between the decode's layers), then its own write IO
+ * to the SSD array: per-IO write latency, with DIRECT_QD writes in flight per drive (synchronous
+ * writes from the serving loop), plus the bytes at the array's write rate. DRAM-only: the copies
+ * alone. */
+#define DIRECT_QD 1
 double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces)
 {
     if (sm->save_bpt <= 0 || tokens <= 0) return 0;
     double bytes = (double)tokens * sm->save_bpt;
-    double t = bytes / sm->T / sm->rate_d2h + (double)sm->lat_link;
+    double ios = (double)pieces * sm->L / sm->S; /* each stage's GPUs copy their own layers, in parallel */
+    double t = bytes / sm->S / sm->T / sm->rate_d2h + ios * (double)sm->lat_link;
     if (sm->tiers[TIER_SSD].on && sm->rate_ssd_w > 0) {
         int n = sm->n_ssd > 0 ? sm->n_ssd : 1;
-        t += bytes / sm->rate_ssd_w + (double)pieces * sm->L * (double)sm->lat_ssd_w / n;
+        double waves = ceil((double)pieces * sm->L / ((double)n * DIRECT_QD));
+        t += bytes / sm->rate_ssd_w + waves * (double)sm->lat_ssd_w;
     }
     return t;
 }
