@@ -183,7 +183,7 @@ $(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
 # ---- the two README commands ----
 run: deps
 	@$(MAKE) --no-print-directory found bin/kvsim
-	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --out results/default
+	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --seeds 5 --baseline kv-offload --out results/default
 
 # every published claim (configs/claims/*.json) run and judged: results/reproduce/report.md, report.json
 reproduce: found $(BIN)/kvsim
