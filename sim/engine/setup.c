@@ -234,6 +234,7 @@ void sim_teardown(Sim *sm)
         sm->free_units = nx;
     }
     evq_free(&sm->q);
+    ctab_free(sm);
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }
