@@ -272,6 +272,23 @@ double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, in
         }
         return sum > 0 ? sum : 0;
     }
+    if (c->ndim == 2) { /* the four corners written out (the third axis has one point: factor 1) */
+        double w0, w1;
+        int out2 = bracket_hint(c->axis[0], c->n[0], p1, &h->lo[0], &w0);
+        out2 |= bracket_hint(c->axis[1], c->n[1], p2, &h->lo[1], &w1);
+        h->lo[2] = 0;
+        if (out2) cm->extrapolations[op]++;
+        int m0 = c->n[0] > 1, m1 = c->n[1] > 1;
+        double f00 = m0 ? 1 - w0 : 1, f10 = m1 ? 1 - w1 : 1;
+        size_t n1 = (size_t)c->n[1];
+        const double *y = c->y + (size_t)h->lo[0] * n1 + (size_t)h->lo[1];
+        double sum = 0, wt = f00 * f10;
+        if (wt != 0) sum += wt * y[0];
+        if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
+        if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
+        if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
+        return sum > 0 ? sum : 0;
+    }
     int64_t x[COST_MAX_DIM] = {p1, p2, p3};
     double f[COST_MAX_DIM][2];
     int m[COST_MAX_DIM], out = 0, nd = c->ndim;

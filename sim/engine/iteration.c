@@ -118,10 +118,11 @@ static void layer_costs(Sim *sm, Replica *rp)
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
-    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     rp->pre_ns = 0;
     rp->any_lw = any_lw;
-    if (!any_lw) return;
+    rp->layer_ns[0] = base;
+    if (!any_lw) return; /* every layer costs the same: the walk reads layer_ns[0] only */
+    for (int l = 1; l < sm->L; l++) rp->layer_ns[l] = base;
     /* stage-parallel restorations first: every stage recomputes its own prefix layers for the
      * history at once (from its boundary activation), the iteration's walk starts after the
      * slowest stage */
