@@ -11,6 +11,7 @@
  *   estimate.c    per-layer compute and load estimates (for policies and bounds; sim/cost/layer_cost)
  *   walk.c        the layer walk of an iteration in flight
  *   restore.c     admission-time restoration: plans, layer-wise loads, token-wise two pointers
+ *   turn.c        the compact Turn of a request not admitted yet, and its pool
  *   lifecycle.c   release, arrival, the admission queue, request done
  *   iteration.c   forming an iteration (the batch, its per-layer costs), iteration done
  *   check.c       sim_check, the accounting walker (iteration boundaries, when enabled)
@@ -23,6 +24,8 @@
  *   RQ_ARRIVED   read from the trace, waiting for its release time or its session's previous turn
  *      └ release_request ───────────────▶ RQ_QUEUED
  *   RQ_QUEUED    in its replica's admission FIFO
+ *                (ARRIVED and QUEUED turns are compact Turns, turn.c: the full Request is made at
+ *                admission, in RQ_QUEUED, and moved on at once)
  *      ├ restore_admit (history to restore) ─────▶ RQ_RESTORING
  *      ├ restore_admit (none: resident, Ideal, no history) ─▶ RQ_PREFILL
  *      └ admit_queue → drop_head (never fits the pool: dropped) ─▶ RQ_DONE
@@ -64,6 +67,7 @@ typedef enum RqState { RQ_ARRIVED = 0, RQ_QUEUED, RQ_RESTORING, RQ_PREFILL, RQ_D
 
 typedef struct Session Session;
 typedef struct Request Request;
+typedef struct Turn Turn;
 typedef struct Replica Replica;
 typedef struct Sim Sim;
 
@@ -89,7 +93,7 @@ struct Session {
     int replica;
     int busy;                  /* a turn admitted or waiting */
     int refs;                  /* requests that point to this session (pulled, not yet freed) */
-    Request *pend_head, *pend_tail;
+    Turn *pend_head, *pend_tail;  /* its later turns read from the trace, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
     Session *hbm_prev, *hbm_next;
@@ -109,7 +113,7 @@ struct Request {
     Session *s;
     int turn, replica;
     RqState state;
-    int64_t arrival_ns, think_ns, trace_arrival_ns;
+    int64_t arrival_ns, think_ns;
     int64_t hist, nnew, nout;
     int64_t reserved_tokens;
     /* restoration */
@@ -137,7 +141,17 @@ struct Request {
     int64_t tbt_max;
     double lb_ns;
     int in_iter;
-    Request *next;              /* session pending list */
+};
+
+/* A request before admission (turn.c): read from the trace and waiting for its arrival, its
+ * session's previous turn or its release, or queued for admission. 56 bytes. */
+struct Turn {
+    uint64_t id;                /* the request id (trace order) */
+    Session *s;                 /* holds one of s->refs */
+    int64_t t_ns;               /* until released: the trace's arrival (-1: closed loop); queued: the release time */
+    int64_t think_ns;           /* closed loop: released this long after the session's previous turn ended */
+    int32_t turn, hist, nnew, nout; /* tokens fit: a trace's are at most TRACE_MAX_TOKENS (2^31 - 1) */
+    Turn *next;                 /* the session's pending list; the pool's free list */
 };
 
 typedef struct IterItem {
@@ -152,7 +166,7 @@ struct Replica {
     Channel ch[CH_COUNT][SIM_MAX_STAGES]; /* [kind][stage]; kinds not per stage use [kind][0] */
     int has_ch[CH_COUNT];
     int64_t pool_cap, pool_used;          /* tokens */
-    Request **queue;                      /* admission FIFO (ring) */
+    Turn **queue;                         /* admission FIFO (ring) */
     size_t q_head, q_len, q_cap;
     Request **active;                     /* admitted, admission order */
     int n_active, cap_active;
@@ -243,6 +257,8 @@ struct Sim {
     void *test_ctx;
     Unit *free_units;
     CostTab ctab;
+    struct TurnSlab *turn_slabs;          /* turn.c's pool */
+    Turn *turn_free;
 };
 
 /* ------------------------------------------------------------------ errors and checks */
@@ -317,7 +333,8 @@ const char *rq_state_name(RqState s);
 
 Session *sess_get(Sim *sm, uint64_t id);
 void sess_maybe_free(Sim *sm, Session *s);
-void sess_free_all(Sim *sm, void (*free_request)(Request *r));
+/* free every session (their pending turns belong to the turn pool, freed with it) */
+void sess_free_all(Sim *sm);
 void hbm_lru_remove(Replica *rp, Session *s);
 void hbm_lru_add(Replica *rp, Session *s);
 int hbm_evict_one(Sim *sm, Replica *rp);
@@ -365,12 +382,20 @@ void restore_tw_check_done(Sim *sm, Request *r);
 /* after r's restoration work changed: RQ_RESTORING ends once nothing of it is left */
 void restore_progress(Sim *sm, Request *r);
 
+/* ------------------------------------------------------------------ turn.c */
+
+/* a Turn from the pool (NULL: out of memory, the run failed) */
+Turn *turn_alloc(Sim *sm);
+void turn_free(Sim *sm, Turn *t);
+/* every Turn of the run, wherever it is (end of run) */
+void turn_pool_free(Sim *sm);
+
 /* ------------------------------------------------------------------ lifecycle.c */
 
 void request_free(Request *r);
-void release_request(Sim *sm, Request *r);
+void release_request(Sim *sm, Turn *t);
 int pull_trace(Sim *sm);
-void on_arrival(Sim *sm, Request *r);
+void on_arrival(Sim *sm, Turn *t);
 void admit_queue(Sim *sm, Replica *rp);
 void request_done(Sim *sm, Replica *rp, Request *r);
 

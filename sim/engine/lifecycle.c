@@ -11,6 +11,9 @@
  * RQ_DONE.
  * Not responsible for: restoration (restore.c), batching (iteration.c), what is measured
  * (metrics_on_request_done).
+ * Memory: until admission a request is a compact Turn (turn.c, 56 bytes: pending in its session,
+ * in its arrival or release event, or queued — 64 bytes with its ring slot); the full Request is
+ * made when admit_queue admits it.
  * Invariants: a session has at most one turn released and not done (s->busy); its later turns wait
  * in its pending list in trace order; the pool stays within [0, capacity] (SIM_CHECK in
  * pool_reserve/pool_release); active_count = queued + admitted requests of the replica.
@@ -61,13 +64,13 @@ void request_done(Sim *sm, Replica *rp, Request *r)
             break;
         }
     /* the next turn of the session */
-    Request *nx = s->pend_head;
+    Turn *nx = s->pend_head;
     if (nx) {
         s->pend_head = nx->next;
         if (!s->pend_head) s->pend_tail = NULL;
         nx->next = NULL;
         int64_t now = sim_now(sm);
-        int64_t t = nx->trace_arrival_ns >= 0 ? kv_max_i64(nx->trace_arrival_ns, now) : now + nx->think_ns;
+        int64_t t = nx->t_ns >= 0 ? kv_max_i64(nx->t_ns, now) : now + nx->think_ns;
         s->busy = 1;
         sim_push(sm, t, EV_RELEASE, nx, 0);
     }
@@ -75,11 +78,11 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     sess_maybe_free(sm, s);
 }
 
-static int queue_push(Sim *sm, Replica *rp, Request *r)
+static int queue_push(Sim *sm, Replica *rp, Turn *r)
 {
     if (rp->q_len == rp->q_cap) {
         size_t nc = rp->q_cap ? rp->q_cap * 2 : 64;
-        Request **nq = malloc(nc * sizeof *nq);
+        Turn **nq = malloc(nc * sizeof *nq);
         if (!nq) return sim_fail(sm, "out of memory");
         for (size_t i = 0; i < rp->q_len; i++) nq[i] = rp->queue[(rp->q_head + i) % rp->q_cap];
         free(rp->queue);
@@ -93,7 +96,7 @@ static int queue_push(Sim *sm, Replica *rp, Request *r)
 }
 
 /* a turn is released: it joins its replica's admission queue */
-void release_request(Sim *sm, Request *r)
+void release_request(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     if (s->replica < 0) {
@@ -103,16 +106,14 @@ void release_request(Sim *sm, Request *r)
         s->replica = best;
     }
     Replica *rp = &sm->rep[s->replica];
-    r->replica = s->replica;
-    r->arrival_ns = sim_now(sm);
-    rq_set_state(sm, r, RQ_QUEUED);
+    r->t_ns = sim_now(sm); /* from here on the release time (RQ_ARRIVED → RQ_QUEUED) */
     rp->active_count++;
     s->busy = 1;
     hbm_lru_remove(rp, s); /* its KV (if any) is about to be used */
     if (queue_push(sm, rp, r) == 0) sim_kick(sm, rp);
 }
 
-static void pend_append(Session *s, Request *r)
+static void pend_append(Session *s, Turn *r)
 {
     if (s->pend_tail) s->pend_tail->next = r;
     else s->pend_head = r;
@@ -136,19 +137,17 @@ int pull_trace(Sim *sm)
         Session *s = sess_get(sm, tr->session);
         if (!s) return sim_fail(sm, "out of memory");
         if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return sim_fail(sm, "out of memory");
-        Request *r = calloc(1, sizeof *r);
-        if (!r) return sim_fail(sm, "out of memory");
+        Turn *r = turn_alloc(sm);
+        if (!r) return -1;
         r->id = sm->next_req_id++;
         r->s = s;
         s->refs++;
-        r->state = RQ_ARRIVED;
         r->turn = tr->turn;
-        r->hist = tr->history_tokens;
-        r->nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens;
-        r->nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
-        r->trace_arrival_ns = tr->arrival_ns;
+        r->hist = (int32_t)tr->history_tokens;
+        r->nnew = (int32_t)(tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens);
+        r->nout = (int32_t)(tr->output_tokens < 1 ? 1 : tr->output_tokens);
+        r->t_ns = tr->arrival_ns;
         r->think_ns = tr->think_ns;
-        r->replica = -1;
         sm->have_next = 0;
         if (tr->arrival_ns >= 0) {
             int64_t now = sim_now(sm);
@@ -166,7 +165,7 @@ int pull_trace(Sim *sm)
     return 0;
 }
 
-void on_arrival(Sim *sm, Request *r)
+void on_arrival(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     if (s->busy || s->pend_head) pend_append(s, r); /* previous turn still running: wait for it */
@@ -174,30 +173,51 @@ void on_arrival(Sim *sm, Request *r)
     pull_trace(sm);
 }
 
-/* the head of the queue can never fit the pool: it is dropped (done, with no row) */
-static void drop_head(Sim *sm, Replica *rp, Request *r)
+/* the head of the queue can never fit the pool: it is dropped (RQ_QUEUED → RQ_DONE, with no row;
+ * it never becomes a Request) */
+static void drop_head(Sim *sm, Replica *rp, Turn *r)
 {
     Session *s = r->s;
     rp->q_head = (rp->q_head + 1) % rp->q_cap;
     rp->q_len--;
     metrics_on_drop(sm);
     if (s->resident_tokens) sess_drop_resident(sm, rp, s);
-    r->t_admit = r->t_first = r->t_last_tok = sim_now(sm);
-    r->from = "dropped";
     rp->active_count--;
     s->busy = 0;
-    rq_set_state(sm, r, RQ_DONE);
     sm->done_requests++;
-    Request *nx = s->pend_head;
+    Turn *nx = s->pend_head;
     if (nx) {
         s->pend_head = nx->next;
         if (!s->pend_head) s->pend_tail = NULL;
         nx->next = NULL;
         s->busy = 1;
-        sim_push(sm, sim_now(sm) + (nx->trace_arrival_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+        sim_push(sm, sim_now(sm) + (nx->t_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
     }
-    request_free(r);
+    s->refs--;
+    turn_free(sm, r);
     sess_maybe_free(sm, s);
+}
+
+/* the full Request of an admitted turn (its session reference passes to it), in RQ_QUEUED */
+static Request *request_of_turn(Sim *sm, Turn *t)
+{
+    Request *r = calloc(1, sizeof *r);
+    if (!r) {
+        sim_fail(sm, "out of memory");
+        return NULL;
+    }
+    r->id = t->id;
+    r->s = t->s;
+    r->state = RQ_QUEUED;
+    r->turn = t->turn;
+    r->replica = t->s->replica;
+    r->arrival_ns = t->t_ns;
+    r->hist = t->hist;
+    r->nnew = t->nnew;
+    r->nout = t->nout;
+    r->think_ns = t->think_ns;
+    turn_free(sm, t);
+    return r;
 }
 
 /* Admission, FIFO, as soon as memory and a batch slot allow — also while an iteration runs, so that
@@ -205,14 +225,14 @@ static void drop_head(Sim *sm, Replica *rp, Request *r)
 void admit_queue(Sim *sm, Replica *rp)
 {
     while (rp->q_len && rp->n_active < sm->cfg->max_batch) {
-        Request *r = rp->queue[rp->q_head];
-        Session *s = r->s;
-        int64_t ctx = r->hist + r->nnew + r->nout;
+        Turn *t = rp->queue[rp->q_head];
+        Session *s = t->s;
+        int64_t ctx = (int64_t)t->hist + t->nnew + t->nout;
         int64_t need = blocks_tokens(sm, ctx);
-        int resident_ok = r->hist > 0 && s->resident_tokens >= r->hist;
+        int resident_ok = t->hist > 0 && s->resident_tokens >= t->hist;
         int64_t have = resident_ok ? blocks_tokens(sm, s->resident_tokens) : 0;
         if (need > rp->pool_cap) { /* can never fit: dropped */
-            drop_head(sm, rp, r);
+            drop_head(sm, rp, t);
             continue;
         }
         int64_t extra = need - have;
@@ -227,6 +247,8 @@ void admit_queue(Sim *sm, Replica *rp)
         }
         rp->q_head = (rp->q_head + 1) % rp->q_cap;
         rp->q_len--;
+        Request *r = request_of_turn(sm, t);
+        if (!r) return;
         pool_reserve(sm, rp, extra);
         r->reserved_tokens = need;
         metrics_on_pool(sm, rp);

@@ -211,7 +211,6 @@ void sim_teardown(Sim *sm)
     if (sm->rep) {
         for (int i = 0; i < sm->R; i++) {
             Replica *rp = &sm->rep[i];
-            for (size_t k = 0; k < rp->q_len; k++) request_free(rp->queue[(rp->q_head + k) % rp->q_cap]);
             for (int k = 0; k < rp->n_active; k++) request_free(rp->active[k]);
             free(rp->queue);
             free(rp->active);
@@ -222,12 +221,9 @@ void sim_teardown(Sim *sm)
         }
         free(sm->rep);
     }
-    /* pending events own requests (arrivals, releases) */
-    Event ev;
-    KvErr e2;
-    while (sm->q.n && evq_pop(&sm->q, &ev, &e2) == 1)
-        if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) request_free(ev.obj);
-    sess_free_all(sm, request_free);
+    /* turns not admitted (queued, pending, in arrival and release events) go with the turn pool */
+    turn_pool_free(sm);
+    sess_free_all(sm);
     while (sm->free_units) {
         Unit *nx = sm->free_units->next;
         free(sm->free_units);
