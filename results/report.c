@@ -41,19 +41,101 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* decimal digits of v at the end of buf (which has room for 20), returns the start */
+static char *put_u64(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+static char *app_u64(char *p, uint64_t v)
+{
+    char tmp[24], *b = put_u64(tmp + sizeof tmp, v);
+    size_t n = (size_t)(tmp + sizeof tmp - b);
+    memcpy(p, b, n);
+    return p + n;
+}
+
+static char *app_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return app_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return app_u64(p, (uint64_t)v);
+}
+
+/* ns as seconds with nine decimals: the text "%.9f" prints for (double)ns / 1e9. For 0 <= ns < 8e15
+ * that is exactly ns / 10^9 and ns % 10^9 (the double is within 2^-31 s of the exact quotient, which
+ * has nine decimals, so printf rounds back to it); other values go through printf. */
+char *report_app_seconds9(char *p, int64_t ns)
+{
+    if (ns < 0 || ns >= 8000000000000000LL) return p + sprintf(p, "%.9f", (double)ns / 1e9);
+    p = app_u64(p, (uint64_t)(ns / 1000000000));
+    *p++ = '.';
+    uint64_t frac = (uint64_t)(ns % 1000000000);
+    for (int i = 8; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + 9;
+}
+
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
-    fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
-    csv_field(c->af.f, r->session_id ? r->session_id : "");
-    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n",
-                    r->turn, r->replica,
-                    (double)r->arrival_ns / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
-                    (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
-                    (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,
-                    (double)r->prefill_ns / 1e9, (double)r->ttft_ns / 1e9, r->tbt_mean_ns / 1e9,
-                    (double)r->tbt_max_ns / 1e9, (double)r->done_ns / 1e9, r->lb_restore_ns / 1e9);
-    if (n < 0) return kv_err(e, "%s: write failed", c->af.path);
+    FILE *f = c->af.f;
+    /* the row's text is what the fprintf("%s,%llu,...,%.9f") of earlier versions printed; the
+     * integer fields and the int64 ns fields are formatted here, the two double fields by printf */
+    char buf[2048], *p = buf; /* the longest row fits: two %.9f doubles of at most 320 characters each */
+    fputs(c->policy, f);
+    *p++ = ',';
+    p = app_u64(p, r->id);
+    *p++ = ',';
+    p = app_u64(p, r->session);
+    *p++ = ',';
+    fwrite(buf, 1, (size_t)(p - buf), f);
+    csv_field(f, r->session_id ? r->session_id : "");
+    p = buf;
+    *p++ = ',';
+    p = app_i64(p, r->turn);
+    *p++ = ',';
+    p = app_i64(p, r->replica);
+    *p++ = ',';
+    p = report_app_seconds9(p, r->arrival_ns);
+    const int64_t tok[3] = {r->history_tokens, r->new_tokens, r->output_tokens};
+    for (int i = 0; i < 3; i++) {
+        *p++ = ',';
+        p = app_i64(p, tok[i]);
+    }
+    *p++ = ',';
+    size_t from_len = strlen(r->restore_from);
+    if (from_len > 256) { /* the names are short; a long one goes out on its own */
+        fwrite(buf, 1, (size_t)(p - buf), f);
+        fputs(r->restore_from, f);
+        p = buf;
+    } else {
+        memcpy(p, r->restore_from, from_len);
+        p += from_len;
+    }
+    *p++ = ',';
+    p = app_i64(p, r->recomputed_tokens);
+    *p++ = ',';
+    p = app_i64(p, r->loaded_tokens);
+    const int64_t ns4[4] = {r->queue_ns, r->restore_ns, r->prefill_ns, r->ttft_ns};
+    for (int i = 0; i < 4; i++) {
+        *p++ = ',';
+        p = report_app_seconds9(p, ns4[i]);
+    }
+    p += snprintf(p, (size_t)(buf + sizeof buf - p), ",%.9f,", r->tbt_mean_ns / 1e9);
+    p = report_app_seconds9(p, r->tbt_max_ns);
+    *p++ = ',';
+    p = report_app_seconds9(p, r->done_ns);
+    p += snprintf(p, (size_t)(buf + sizeof buf - p), ",%.9f\n", r->lb_restore_ns / 1e9);
+    if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf) || ferror(f)) return kv_err(e, "%s: write failed", c->af.path);
     c->rows++;
     return 0;
 }

@@ -20,6 +20,9 @@ typedef struct ReqCsv {
 int report_csv_open(ReqCsv *c, const char *path, KvErr *e);
 int report_csv_row(void *ctx, const SimRequestRow *row, KvErr *e); /* a SimRowFn; set c->policy first */
 int report_csv_commit(ReqCsv *c, KvErr *e);
+/* ns as seconds with nine decimals (exactly what "%.9f" prints for (double)ns / 1e9) written at p
+ * (room for 32 bytes); returns the end. For requests.csv; exposed for tests. */
+char *report_app_seconds9(char *p, int64_t ns);
 void report_csv_abort(ReqCsv *c);
 
 /* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]} */
