@@ -38,6 +38,26 @@ void hist_add(Hist *h, uint64_t v)
     h->sum += (double)v;
 }
 
+void hist_add_n(Hist *h, uint64_t v, uint64_t n)
+{
+    const double exact = 9007199254740992.0; /* 2^53: integers below it add exactly */
+    double add = (double)v * (double)n;
+    if (n == 0) return;
+    if (!(v < (1ULL << 53) && n < (1ULL << 53) && add < exact && h->sum + add < exact && h->sum == (double)(uint64_t)h->sum)) {
+        for (uint64_t i = 0; i < n; i++) hist_add(h, v);
+        return;
+    }
+    if (!h->b) {
+        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+        if (!h->b) return;
+    }
+    h->b[bucket_of(v)] += n;
+    if (h->n == 0 || v < h->min) h->min = v;
+    if (h->n == 0 || v > h->max) h->max = v;
+    h->n += n;
+    h->sum += add;
+}
+
 void hist_merge(Hist *dst, const Hist *src)
 {
     if (!src->n) return;

@@ -171,6 +171,75 @@ static void layer_costs(Sim *sm, Replica *rp)
     }
 }
 
+/* Multi-step decode. The iteration just formed is decode only (every item one token, no layer-wise
+ * work, no synchronous writes) and every one of its requests had its last token when this
+ * iteration started. Until the next event in the queue, nothing can change what the following
+ * iterations are: no request finishes before min(nout - out_done) steps, no save is issued before a
+ * request's 64-token threshold (SAVE_PER_ITERATION), admission cannot succeed (the admission that
+ * just ran failed or had nothing to admit; only a completion or an event changes the pool, the
+ * LRU or the queue), and no other state is read before the next event. So the iterations that end
+ * strictly before that event (and before the first completion or save) are run here, at once: per
+ * iteration its cost (the same lookups, in the same order), its busy time and its TBT samples (one
+ * weighted add); per request its tokens, gap sum and maximum. The last one is left formed as the
+ * iteration in flight, ending with a normal event. Every result is the same as iteration by
+ * iteration: integer-valued sums are exact below 2^53 (checked), iterations and events are counted
+ * as if each had run. Off while the walker or the tests' hook run at every boundary. */
+static void fold_decode_steps(Sim *sm, Replica *rp)
+{
+    if (rp->any_lw || rp->direct_save_ns > 0 || rp->pre_ns != 0 || sm->check || sm->test_hook) return;
+    if (sm->save_mode != SAVE_TURN_END && sm->save_mode != SAVE_PER_ITERATION) return;
+    int64_t now = sim_now(sm), B = rp->n_items, dctx = 0;
+    int64_t kmax = INT64_MAX; /* the step with the first completion or save: run normally */
+    for (int i = 0; i < rp->n_items; i++) {
+        IterItem *it = &rp->items[i];
+        Request *r = it->r;
+        if (it->type != IT_DECODE || r->t_last_tok != now) return;
+        dctx += it->ctx;
+        int64_t k = r->nout - r->out_done;
+        if (sm->save_mode == SAVE_PER_ITERATION) {
+            int64_t ks = 65 + r->s->issued_pos - (r->hist + r->new_done + r->out_done);
+            if (ks < k) k = ks;
+        }
+        if (k < kmax) kmax = k;
+    }
+    if (kmax <= 1) return;
+    int64_t t_next = evq_next_time(&sm->q);
+    double max_sum = 0;
+    for (int i = 0; i < rp->n_items; i++)
+        if (rp->items[i].r->tbt_sum > max_sum) max_sum = rp->items[i].r->tbt_sum;
+    int64_t start = now, steps = 0, gsum = 0, gmax = 0;
+    double base = rp->layer_ns[0];
+    while (steps + 1 < kmax) {
+        int64_t d = (int64_t)llround(base);
+        int64_t end = start + sm->overhead_ns + d * sm->L;
+        int64_t gap = end - start;
+        if (end >= t_next || !(max_sum + (double)(gsum + gap) < 9007199254740992.0)) break;
+        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        metrics_on_tokens_n(sm, gap, (uint64_t)B);
+        gsum += gap;
+        if (gap > gmax) gmax = gap;
+        start = end;
+        steps++;
+        /* the next iteration's cost: every context one token longer */
+        double attn = 0;
+        attn += ctab_attn_decode_ns(sm, B, dctx + steps * B);
+        base = est_linear_ns(sm, B) + attn;
+    }
+    if (!steps) return;
+    for (int i = 0; i < rp->n_items; i++) {
+        IterItem *it = &rp->items[i];
+        Request *r = it->r;
+        metrics_on_request_tokens(r, gsum, gmax);
+        r->out_done += steps;
+        r->t_last_tok = start;
+        it->ctx += steps;
+    }
+    metrics_on_iterations_folded(sm, (uint64_t)steps);
+    rp->layer_ns[0] = base;
+    rp->iter_start_ns = start;
+    rp->cursor_ns = start + sm->overhead_ns + (int64_t)llround(rp->pre_ns);
+}
+
 void form_iteration(Sim *sm, Replica *rp)
 {
     rp->form_pending = 0;
@@ -198,6 +267,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->layer = 0;
     rp->wait_r = NULL;
     metrics_on_iteration(sm);
+    fold_decode_steps(sm, rp);
     iter_advance(sm, rp);
 }
 

@@ -91,6 +91,20 @@ void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
     if (gap_ns > r->tbt_max) r->tbt_max = gap_ns;
 }
 
+void metrics_on_tokens_n(Sim *sm, int64_t gap_ns, uint64_t n) { hist_add_n(&sm->res->tbt, (uint64_t)gap_ns, n); }
+
+void metrics_on_request_tokens(Request *r, int64_t sum_ns, int64_t max_ns)
+{
+    r->tbt_sum += (double)sum_ns;
+    if (max_ns > r->tbt_max) r->tbt_max = max_ns;
+}
+
+void metrics_on_iterations_folded(Sim *sm, uint64_t k)
+{
+    sm->res->iterations += k;
+    sm->res->events += k;
+}
+
 static int hist_class(const Sim *sm, int64_t hist)
 {
     if (hist < sm->cfg->class_edges[0]) return 0;

@@ -29,6 +29,18 @@ void metrics_on_pool(Sim *sm, const Replica *rp);
 void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes);
 void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);
+/* multi-step decode (iteration.c): n tokens of one iteration, each gap_ns after its previous one */
+void metrics_on_tokens_n(Sim *sm, int64_t gap_ns, uint64_t n);
+/* ... and a request's share of k such iterations: its gaps summed (sum_ns) and their maximum; the
+ * same tbt_sum as k metrics_on_token calls when that sum is exact (the caller checks
+ * metrics_tokens_exact) */
+void metrics_on_request_tokens(Request *r, int64_t sum_ns, int64_t max_ns);
+static inline int metrics_tokens_exact(const Request *r, int64_t sum_ns)
+{
+    return r->tbt_sum + (double)sum_ns < 9007199254740992.0; /* 2^53 */
+}
+/* k iterations (and the k events that would have ended them) run inside one event */
+void metrics_on_iterations_folded(Sim *sm, uint64_t k);
 void metrics_on_request_done(Sim *sm, Request *r);
 void metrics_on_run_end(Sim *sm);
 
