@@ -13,6 +13,7 @@
 #include "results/report.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <string.h>
 
 int report_csv_open(ReqCsv *c, const char *path, KvErr *e)
@@ -84,12 +85,44 @@ char *report_app_seconds9(char *p, int64_t ns)
     return p + 9;
 }
 
+/* d (seconds, a double) with nine decimals: the text "%.9f" prints — d's exact binary value scaled
+ * by 10^9 in 128-bit integers and rounded to nearest, ties to even, as glibc's printf rounds.
+ * Negative (also -0), non-finite and huge values go through printf. */
+char *report_app_fixed9(char *p, double d)
+{
+    if (!(d >= 0 && d < 1e9) || signbit(d)) return p + sprintf(p, "%.9f", d);
+    int e;
+    double fr = frexp(d, &e);                      /* d = fr · 2^e, fr in [0.5, 1) (or 0) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);          /* exact: d = m · 2^(e − 53) */
+    e -= 53;
+    unsigned __int128 x = (unsigned __int128)m * 1000000000u, q;
+    if (e >= 0) {
+        q = x << e;                                /* d < 1e9: e <= 0 here, kept for clarity */
+    } else if (-e >= 120) {
+        q = 0;                                     /* x < 2^83: below half a unit */
+    } else {
+        int sh = -e;
+        q = x >> sh;
+        unsigned __int128 rem = x - (q << sh), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+    }
+    uint64_t v = (uint64_t)q;
+    p = app_u64(p, v / 1000000000u);
+    *p++ = '.';
+    uint64_t frac = v % 1000000000u;
+    for (int i = 8; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + 9;
+}
+
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
     FILE *f = c->af.f;
-    /* the row's text is what the fprintf("%s,%llu,...,%.9f") of earlier versions printed; the
-     * integer fields and the int64 ns fields are formatted here, the two double fields by printf */
+    /* the row's text is what the fprintf("%s,%llu,...,%.9f") of earlier versions printed, every
+     * field formatted here (printf only for values out of the exact paths' ranges) */
     char buf[2048], *p = buf; /* the longest row fits: two %.9f doubles of at most 320 characters each */
     fputs(c->policy, f);
     *p++ = ',';
@@ -130,11 +163,15 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
         *p++ = ',';
         p = report_app_seconds9(p, ns4[i]);
     }
-    p += snprintf(p, (size_t)(buf + sizeof buf - p), ",%.9f,", r->tbt_mean_ns / 1e9);
+    *p++ = ',';
+    p = report_app_fixed9(p, r->tbt_mean_ns / 1e9);
+    *p++ = ',';
     p = report_app_seconds9(p, r->tbt_max_ns);
     *p++ = ',';
     p = report_app_seconds9(p, r->done_ns);
-    p += snprintf(p, (size_t)(buf + sizeof buf - p), ",%.9f\n", r->lb_restore_ns / 1e9);
+    *p++ = ',';
+    p = report_app_fixed9(p, r->lb_restore_ns / 1e9);
+    *p++ = '\n';
     if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf) || ferror(f)) return kv_err(e, "%s: write failed", c->af.path);
     c->rows++;
     return 0;
