@@ -8,8 +8,9 @@
  * Not responsible for: the composition itself (layer_cost.c), the cost model's grids (cost.c).
  * Invariants: a table entry holds exactly the double layer_cost_linear_ns returned for that M (a
  * memo of a pure function of M for the run); the cost model's lookup and extrapolation counters
- * advance on a hit exactly as the lookups it replaces would have advanced them (the ops looked up,
- * and per entry the ops that extrapolated), so summary.json's extrapolation counts do not change.
+ * advance as the lookups it replaces would have advanced them (per entry the ops that extrapolated,
+ * at each hit, so summary.json's extrapolation counts do not change; the lookup counts, which no
+ * result reports, are added for all hits when the run ends).
  * Complexity: a hit O(1) (plus one increment per op looked up); a miss one composition (≤ 9
  * lookups); memory 16 bytes × entries, allocated at the first lookup, freed by ctab_free.
  */
@@ -64,8 +65,8 @@ double ctab_linear_ns(Sim *sm, int64_t M)
     CostModel *cm = &sm->w->cost;
     uint32_t st = t->lin_state[M];
     if (st & CTAB_FILLED) {
-        count_mask(cm->lookups, t->lin_lookups);
-        count_mask(cm->extrapolations, st & ~CTAB_FILLED);
+        t->hits++; /* its lookups are counted when the run ends (ctab_free) */
+        if (st != CTAB_FILLED) count_mask(cm->extrapolations, st & ~CTAB_FILLED);
         return t->lin_ns[M];
     }
     uint64_t lk[OP_COUNT], ex[OP_COUNT];
@@ -97,6 +98,9 @@ double ctab_attn_prefill_ns(Sim *sm, int64_t tokens, int64_t ctx_tokens)
 
 void ctab_free(Sim *sm)
 {
+    CostModel *cm = &sm->w->cost;
+    for (int op = 0; op < OP_COUNT; op++)
+        if (sm->ctab.lin_lookups >> op & 1) cm->lookups[op] += sm->ctab.hits;
     free(sm->ctab.lin_ns);
     free(sm->ctab.lin_state);
     memset(&sm->ctab, 0, sizeof sm->ctab);

@@ -209,6 +209,7 @@ typedef struct CostTab {
     double *lin_ns;
     uint32_t *lin_state;    /* 0: not computed yet; else bit 31 and the ops that extrapolated */
     uint32_t lin_lookups;   /* the ops one composition looks up */
+    uint64_t hits;          /* table hits (their lookups are counted at ctab_free) */
     CostHint h_decode, h_prefill;
 } CostTab;
 
