@@ -184,6 +184,15 @@ static void layer_costs(Sim *sm, Replica *rp)
  * iteration in flight, ending with a normal event. Every result is the same as iteration by
  * iteration: integer-valued sums are exact below 2^53 (checked), iterations and events are counted
  * as if each had run. Off while the walker or the tests' hook run at every boundary. */
+/* llround for the iteration's durations: the same integer (half away from zero) without the call */
+static inline int64_t round_ns(double x)
+{
+    if (!(x > -4.5e15 && x < 4.5e15)) return (int64_t)llround(x); /* beyond 2^52 (or NaN): the library */
+    int64_t t = (int64_t)x;                                       /* toward zero */
+    double f = x - (double)t;                                     /* exact below 2^52 */
+    return f >= 0.5 ? t + 1 : f <= -0.5 ? t - 1 : t;
+}
+
 static void fold_decode_steps(Sim *sm, Replica *rp)
 {
     if (rp->any_lw || rp->direct_save_ns > 0 || rp->pre_ns != 0 || sm->check || sm->test_hook) return;
@@ -208,23 +217,32 @@ static void fold_decode_steps(Sim *sm, Replica *rp)
     for (int i = 0; i < rp->n_items; i++)
         if (rp->items[i].r->tbt_sum > max_sum) max_sum = rp->items[i].r->tbt_sum;
     int64_t start = now, steps = 0, gsum = 0, gmax = 0;
+    int64_t run_gap = 0, run_n = 0; /* equal gaps of consecutive steps, added to the TBT histogram at once */
     double base = rp->layer_ns[0];
+    CostLine line;
+    int have_line = cost_line_init(&sm->w->cost, OP_ATTN_DECODE, B, &line) == 0;
     while (steps + 1 < kmax) {
-        int64_t d = (int64_t)llround(base);
+        int64_t d = round_ns(base);
         int64_t end = start + sm->overhead_ns + d * sm->L;
         int64_t gap = end - start;
         if (end >= t_next || !(max_sum + (double)(gsum + gap) < 9007199254740992.0)) break;
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
-        metrics_on_tokens_n(sm, gap, (uint64_t)B);
+        if (gap != run_gap && run_n) {
+            metrics_on_tokens_n(sm, run_gap, (uint64_t)(run_n * B));
+            run_n = 0;
+        }
+        run_gap = gap;
+        run_n++;
         gsum += gap;
         if (gap > gmax) gmax = gap;
         start = end;
         steps++;
         /* the next iteration's cost: every context one token longer */
         double attn = 0;
-        attn += ctab_attn_decode_ns(sm, B, dctx + steps * B);
+        attn += have_line ? cost_line_ns(&sm->w->cost, &line, dctx + steps * B) : ctab_attn_decode_ns(sm, B, dctx + steps * B);
         base = est_linear_ns(sm, B) + attn;
     }
+    if (run_n) metrics_on_tokens_n(sm, run_gap, (uint64_t)(run_n * B));
     if (!steps) return;
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
