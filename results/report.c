@@ -21,6 +21,7 @@
 #include "results/report.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -67,21 +68,146 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* decimal digits of v at the end of buf (which has room for 20), returns the start */
+static char *put_u64(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+static char *app_u64(char *p, uint64_t v)
+{
+    char tmp[24], *b = put_u64(tmp + sizeof tmp, v);
+    size_t n = (size_t)(tmp + sizeof tmp - b);
+    memcpy(p, b, n);
+    return p + n;
+}
+
+static char *app_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return app_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return app_u64(p, (uint64_t)v);
+}
+
+/* ns as seconds with nine decimals: the text "%.9f" prints for (double)ns / 1e9. For 0 <= ns < 8e15
+ * that is exactly ns / 10^9 and ns % 10^9 (the double is within 2^-31 s of the exact quotient, which
+ * has nine decimals, so printf rounds back to it); other values go through printf. */
+char *report_app_seconds9(char *p, int64_t ns)
+{
+    if (ns < 0 || ns >= 8000000000000000LL) return p + sprintf(p, "%.9f", (double)ns / 1e9);
+    p = app_u64(p, (uint64_t)(ns / 1000000000));
+    *p++ = '.';
+    uint64_t frac = (uint64_t)(ns % 1000000000);
+    for (int i = 8; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + 9;
+}
+
+/* d (seconds, a double) with nine decimals: the text "%.9f" prints — d's exact binary value scaled
+ * by 10^9 in 128-bit integers and rounded to nearest, ties to even, as glibc's printf rounds.
+ * Negative (also -0), non-finite and huge values go through printf. */
+char *report_app_fixed9(char *p, double d)
+{
+    if (!(d >= 0 && d < 1e9) || signbit(d)) return p + sprintf(p, "%.9f", d);
+    int e;
+    double fr = frexp(d, &e);                      /* d = fr · 2^e, fr in [0.5, 1) (or 0) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);          /* exact: d = m · 2^(e − 53) */
+    e -= 53;
+    unsigned __int128 x = (unsigned __int128)m * 1000000000u, q;
+    if (e >= 0) {
+        q = x << e;                                /* d < 1e9: e <= 0 here, kept for clarity */
+    } else if (-e >= 120) {
+        q = 0;                                     /* x < 2^83: below half a unit */
+    } else {
+        int sh = -e;
+        q = x >> sh;
+        unsigned __int128 rem = x - (q << sh), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+    }
+    uint64_t v = (uint64_t)q;
+    p = app_u64(p, v / 1000000000u);
+    *p++ = '.';
+    uint64_t frac = v % 1000000000u;
+    for (int i = 8; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + 9;
+}
+
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
-    if (c->seed_col) fprintf(c->af.f, "%llu,", (unsigned long long)c->seed);
-    fprintf(c->af.f, "%s,%llu,%llu,", c->policy, (unsigned long long)r->id, (unsigned long long)r->session);
-    csv_field(c->af.f, r->session_id ? r->session_id : "");
-    int n = fprintf(c->af.f, ",%d,%d,%.9f,%lld,%lld,%lld,%s,%lld,%lld,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f",
-                    r->turn, r->replica,
-                    (double)(c->load_columns ? r->offered_ns : r->arrival_ns) / 1e9, (long long)r->history_tokens, (long long)r->new_tokens,
-                    (long long)r->output_tokens, r->restore_from, (long long)r->recomputed_tokens,
-                    (long long)r->loaded_tokens, (double)r->queue_ns / 1e9, (double)r->restore_ns / 1e9,
-                    (double)r->prefill_ns / 1e9, (double)r->ttft_ns / 1e9, r->tbt_mean_ns / 1e9,
-                    (double)r->tbt_max_ns / 1e9, (double)r->done_ns / 1e9, r->lb_restore_ns / 1e9);
-    if (n >= 0) n = c->load_columns ? fprintf(c->af.f, ",%.9f\n", (double)r->session_wait_ns / 1e9) : fprintf(c->af.f, "\n");
-    if (n < 0) return kv_err(e, "%s: write failed", c->af.path);
+    FILE *f = c->af.f;
+    /* the row's text is what the fprintf("%s,%llu,...,%.9f") of earlier versions printed, every
+     * field formatted here (printf only for values out of the exact paths' ranges) */
+    char buf[2048], *p = buf; /* the longest row fits: two %.9f doubles of at most 320 characters each */
+    if (c->seed_col) {
+        char *q = app_u64(buf, c->seed);
+        *q++ = ',';
+        fwrite(buf, 1, (size_t)(q - buf), f);
+    }
+    fputs(c->policy, f);
+    *p++ = ',';
+    p = app_u64(p, r->id);
+    *p++ = ',';
+    p = app_u64(p, r->session);
+    *p++ = ',';
+    fwrite(buf, 1, (size_t)(p - buf), f);
+    csv_field(f, r->session_id ? r->session_id : "");
+    p = buf;
+    *p++ = ',';
+    p = app_i64(p, r->turn);
+    *p++ = ',';
+    p = app_i64(p, r->replica);
+    *p++ = ',';
+    p = report_app_seconds9(p, c->load_columns ? r->offered_ns : r->arrival_ns);
+    const int64_t tok[3] = {r->history_tokens, r->new_tokens, r->output_tokens};
+    for (int i = 0; i < 3; i++) {
+        *p++ = ',';
+        p = app_i64(p, tok[i]);
+    }
+    *p++ = ',';
+    size_t from_len = strlen(r->restore_from);
+    if (from_len > 256) { /* the names are short; a long one goes out on its own */
+        fwrite(buf, 1, (size_t)(p - buf), f);
+        fputs(r->restore_from, f);
+        p = buf;
+    } else {
+        memcpy(p, r->restore_from, from_len);
+        p += from_len;
+    }
+    *p++ = ',';
+    p = app_i64(p, r->recomputed_tokens);
+    *p++ = ',';
+    p = app_i64(p, r->loaded_tokens);
+    const int64_t ns4[4] = {r->queue_ns, r->restore_ns, r->prefill_ns, r->ttft_ns};
+    for (int i = 0; i < 4; i++) {
+        *p++ = ',';
+        p = report_app_seconds9(p, ns4[i]);
+    }
+    *p++ = ',';
+    p = report_app_fixed9(p, r->tbt_mean_ns / 1e9);
+    *p++ = ',';
+    p = report_app_seconds9(p, r->tbt_max_ns);
+    *p++ = ',';
+    p = report_app_seconds9(p, r->done_ns);
+    *p++ = ',';
+    p = report_app_fixed9(p, r->lb_restore_ns / 1e9);
+    if (c->load_columns) {
+        *p++ = ',';
+        p = report_app_seconds9(p, r->session_wait_ns);
+    }
+    *p++ = '\n';
+    if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf) || ferror(f)) return kv_err(e, "%s: write failed", c->af.path);
     c->rows++;
     return 0;
 }

@@ -34,6 +34,11 @@ int report_csv_open_load(ReqCsv *c, const char *path, int load_columns, KvErr *e
 int report_csv_load_columns(const SimConfig *cfg);
 int report_csv_row(void *ctx, const SimRequestRow *row, KvErr *e); /* a SimRowFn; set c->policy first */
 int report_csv_commit(ReqCsv *c, KvErr *e);
+/* ns as seconds with nine decimals (exactly what "%.9f" prints for (double)ns / 1e9) written at p
+ * (room for 32 bytes); returns the end. For requests.csv; exposed for tests. */
+char *report_app_seconds9(char *p, int64_t ns);
+/* a double with nine decimals, exactly what "%.9f" prints (room for 320 bytes) */
+char *report_app_fixed9(char *p, double d);
 void report_csv_abort(ReqCsv *c);
 
 /* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]}. inputs.sha256 holds the

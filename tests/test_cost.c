@@ -207,3 +207,135 @@ TEST(cost_load_refuses_hand_edited_store)
         CHECK_CONTAINS(e.msg, cases[i].want);
     }
 }
+
+/* ---- the fast path (cost_lookup_ns, cost_lookup_hint_ns) against the reference loop ---- */
+
+static uint64_t tc_rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* a full grid over n[0] × n[1] × n[2] irregular axis values with values of many significant digits */
+static int tc_grid(CostModel *cm, CostOp op, const int *n, uint64_t *s, int64_t ax[3][16], KvErr *e)
+{
+    CostPoint pts[16 * 16 * 16];
+    size_t k = 0;
+    for (int d = 0; d < 3; d++) {
+        int64_t v = (int64_t)(tc_rng(s) % 5);
+        for (int i = 0; i < n[d]; i++) {
+            ax[d][i] = v;
+            v += 1 + (int64_t)(tc_rng(s) % 1000);
+        }
+    }
+    for (int i = 0; i < n[0]; i++)
+        for (int j = 0; j < n[1]; j++)
+            for (int l = 0; l < n[2]; l++)
+                pts[k++] = (CostPoint){op, {ax[0][i], n[1] > 0 ? ax[1][j] : 0, ax[2][l]},
+                                       (double)(tc_rng(s) % 1000000) / 7.0 + (double)(i + j + l) * 1e3};
+    return cost_model_set_op(cm, op, pts, k, 0, "spec", e);
+}
+
+TEST(cost_fast_path_is_bit_identical_to_the_reference)
+{
+    /* 1-, 2- and 3-parameter ops with single-point axes, queried inside, on points, on edges and far
+     * outside (extrapolation), hinted and not: the same double, the same counters */
+    static const CostOp ops[] = {OP_GEMM_QKV, OP_ATTN_DECODE, OP_SSD_READ};
+    static const int shapes[][3] = {{1, 1, 1}, {2, 1, 1}, {7, 1, 1}, {16, 1, 1}, {1, 5, 1}, {6, 1, 1},
+                                    {5, 9, 1}, {3, 2, 4}, {1, 1, 3}, {4, 1, 2}, {9, 7, 5}};
+    uint64_t s = 0x9e3779b97f4a7c15ULL;
+    int compared = 0, extrap = 0;
+    for (size_t o = 0; o < KV_ARRAY_LEN(ops); o++)
+        for (size_t sh = 0; sh < KV_ARRAY_LEN(shapes); sh++) {
+            int nd = cost_op_nparams(ops[o]);
+            int n[3] = {shapes[sh][0], nd > 1 ? shapes[sh][1] : 1, nd > 2 ? shapes[sh][2] : 1};
+            CostModel a, b;
+            cost_model_init(&a, "dev", "m", "fp16", 1);
+            cost_model_init(&b, "dev", "m", "fp16", 1);
+            int64_t ax[3][16];
+            uint64_t s2 = s;
+            KvErr e;
+            CHECK(tc_grid(&a, ops[o], n, &s, ax, &e) == 0);
+            CHECK(tc_grid(&b, ops[o], n, &s2, ax, &e) == 0);
+            CostHint h = {{0, 0, 0}};
+            for (int q = 0; q < 3000; q++) {
+                int64_t x[3];
+                for (int d = 0; d < 3; d++) {
+                    int64_t lo = ax[d][0], hi = ax[d][n[d] - 1];
+                    switch (tc_rng(&s) % 5) {
+                    case 0: x[d] = ax[d][tc_rng(&s) % (uint64_t)n[d]]; break;           /* a grid point */
+                    case 1: x[d] = lo - 1 - (int64_t)(tc_rng(&s) % 3000); break;         /* below */
+                    case 2: x[d] = hi + 1 + (int64_t)(tc_rng(&s) % 3000); break;         /* above */
+                    default: x[d] = lo + (int64_t)(tc_rng(&s) % (uint64_t)(hi - lo + 1)); /* inside */
+                    }
+                }
+                double want = cost_lookup_ref_ns(&a, ops[o], x[0], x[1], x[2]);
+                double got = q % 2 ? cost_lookup_hint_ns(&b, ops[o], &h, x[0], x[1], x[2])
+                                   : cost_lookup_ns(&b, ops[o], x[0], x[1], x[2]);
+                CHECK_MSG(memcmp(&want, &got, sizeof want) == 0, "%s (%d×%d×%d) at (%lld, %lld, %lld): %.17g vs %.17g",
+                          cost_op_name(ops[o]), n[0], n[1], n[2], (long long)x[0], (long long)x[1], (long long)x[2], want, got);
+                compared++;
+            }
+            CHECK_EQ_U(a.lookups[ops[o]], b.lookups[ops[o]]);
+            CHECK_EQ_U(a.extrapolations[ops[o]], b.extrapolations[ops[o]]);
+            extrap += a.extrapolations[ops[o]] > 0;
+            cost_model_free(&a);
+            cost_model_free(&b);
+        }
+    CHECK(compared > 0 && extrap > 0);
+}
+
+TEST(cost_hint_any_value_gives_the_same_result)
+{
+    CostModel cm;
+    cost_model_init(&cm, "dev", "m", "fp16", 1);
+    CostPoint p[] = {{OP_GEMM_O, {1, 0, 0}, 3}, {OP_GEMM_O, {4, 0, 0}, 9}, {OP_GEMM_O, {16, 0, 0}, 40}, {OP_GEMM_O, {64, 0, 0}, 100}};
+    KvErr e;
+    CHECK(cost_model_set_op(&cm, OP_GEMM_O, p, 4, 0, "spec", &e) == 0);
+    for (int lo = -3; lo < 8; lo++)
+        for (int64_t x = -5; x < 80; x++) {
+            CostHint h = {{lo, lo, lo}};
+            double want = cost_lookup_ref_ns(&cm, OP_GEMM_O, x, 0, 0), got = cost_lookup_hint_ns(&cm, OP_GEMM_O, &h, x, 0, 0);
+            CHECK(memcmp(&want, &got, sizeof want) == 0);
+            CHECK(h.lo[0] >= 0 && h.lo[0] <= 2);
+        }
+    cost_model_free(&cm);
+}
+
+TEST(cost_line_is_the_two_parameter_lookup)
+{
+    /* decode attention along its context axis at fixed batch sizes (inside, on and outside both
+     * axes, single-point axes): bit for bit the reference, the same counters */
+    static const int shapes[][2] = {{1, 1}, {1, 6}, {5, 1}, {4, 9}, {10, 31}};
+    uint64_t s = 0x853c49e6748fea9bULL;
+    for (size_t sh = 0; sh < KV_ARRAY_LEN(shapes); sh++) {
+        int n[3] = {shapes[sh][0], shapes[sh][1], 1};
+        CostModel a, b;
+        cost_model_init(&a, "dev", "m", "fp16", 1);
+        cost_model_init(&b, "dev", "m", "fp16", 1);
+        int64_t ax[3][16];
+        uint64_t s2 = s;
+        KvErr e;
+        int nn[3] = {n[0], n[1] > 16 ? 16 : n[1], 1};
+        CHECK(tc_grid(&a, OP_ATTN_DECODE, nn, &s, ax, &e) == 0);
+        CHECK(tc_grid(&b, OP_ATTN_DECODE, nn, &s2, ax, &e) == 0);
+        for (int q = 0; q < 40; q++) {
+            int64_t p1 = ax[0][0] - 3 + (int64_t)(tc_rng(&s) % (uint64_t)(ax[0][nn[0] - 1] - ax[0][0] + 7));
+            CostLine ln;
+            CHECK(cost_line_init(&b, OP_ATTN_DECODE, p1, &ln) == 0);
+            int64_t c = ax[1][0] - 50 + (int64_t)(tc_rng(&s) % 40);
+            for (int k = 0; k < 200; k++, c += 1 + (int64_t)(tc_rng(&s) % 40)) {
+                double want = cost_lookup_ref_ns(&a, OP_ATTN_DECODE, p1, c, 0), got = cost_line_ns(&b, &ln, c);
+                CHECK_MSG(memcmp(&want, &got, sizeof want) == 0, "(%lld, %lld): %.17g vs %.17g", (long long)p1, (long long)c, want, got);
+            }
+        }
+        CHECK_EQ_U(a.lookups[OP_ATTN_DECODE], b.lookups[OP_ATTN_DECODE]);
+        CHECK_EQ_U(a.extrapolations[OP_ATTN_DECODE], b.extrapolations[OP_ATTN_DECODE]);
+        CostLine ln;
+        CHECK(cost_line_init(&b, OP_GEMM_QKV, 1, &ln) == -1); /* absent */
+        cost_model_free(&a);
+        cost_model_free(&b);
+    }
+}

@@ -249,3 +249,62 @@ TEST(report_requests_csv_session_id)
     CHECK_CONTAINS(s, "recompute,1,1,1,0,"); /* the second data row */
     free(s);
 }
+
+TEST(report_seconds9_is_printf_text)
+{
+    /* requests.csv's integer formatting of ns as seconds must print what "%.9f" of ns / 1e9 did */
+    int64_t edge[] = {0, 1, 9, 10, 999999999, 1000000000, 1000000001, 123456789012, 4503599627370495LL,
+                      4503599627370496LL, 7999999999999999LL, 8000000000000000LL, 8000000000000001LL,
+                      9007199254740993LL, INT64_MAX, -1, -999999999, INT64_MIN};
+    char want[64], got[64];
+    uint64_t s = 88172645463325252ULL;
+    int bad = 0, n = 0;
+    for (int i = 0; i < 200000 + (int)KV_ARRAY_LEN(edge); i++) {
+        int64_t v;
+        if (i < (int)KV_ARRAY_LEN(edge)) {
+            v = edge[i];
+        } else {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            v = (int64_t)(s >> (s % 64)); /* every magnitude */
+            if (s & 1) v = v % 10000000000000000LL;
+        }
+        snprintf(want, sizeof want, "%.9f", (double)v / 1e9);
+        *report_app_seconds9(got, v) = '\0';
+        if (strcmp(want, got) != 0 && bad++ < 5) CHECK_MSG(0, "%lld: %s vs %s", (long long)v, want, got);
+        n++;
+    }
+    CHECK_EQ_I(bad, 0);
+    CHECK(n > 200000);
+}
+
+TEST(report_fixed9_is_printf_text)
+{
+    /* the two double fields of requests.csv (mean TBT, restore lower bound): random doubles of every
+     * magnitude, decimal ties (odd multiples of 2^-k that land on half a nanosecond), edges */
+    char want[400], got[400];
+    uint64_t s = 0x2545F4914F6CDD1DULL;
+    int bad = 0;
+    double edge[] = {0, 5e-324, 1e-10, 4.9999999999999e-10, 5e-10, 1.5e-9, 0.0009765625, 0.0029296875, 1.0 / 1024 / 1024,
+                     0.5, 1, 999999999.9999999, 1e9, 1e300, -0.0, -1.5, NAN, INFINITY, 123456.0000000005};
+    for (int i = 0; i < 300000 + (int)KV_ARRAY_LEN(edge); i++) {
+        double d;
+        if (i < (int)KV_ARRAY_LEN(edge)) {
+            d = edge[i];
+        } else {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            switch (i % 3) {
+            case 0: d = (double)(s >> 11) * 0x1p-53 * pow(10, (double)(int)(s % 24) - 14); break;
+            case 1: d = (double)(s % 2000000000) / 1e9; break;                    /* ns / 1e9 */
+            default: d = (double)(2 * (s % 4000000) + 1) / (double)(1u << (10 + s % 12)); /* ties */
+            }
+        }
+        snprintf(want, sizeof want, "%.9f", d);
+        *report_app_fixed9(got, d) = '\0';
+        if (strcmp(want, got) != 0 && bad++ < 5) CHECK_MSG(0, "%.17g: %s vs %s", d, want, got);
+    }
+    CHECK_EQ_I(bad, 0);
+}

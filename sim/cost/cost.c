@@ -179,7 +179,9 @@ static int bracket(const int64_t *ax, int n, int64_t x, int *i, double *w)
     return out;
 }
 
-double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+/* the reference lookup: binary search on every axis and the generic loop over the 2^nd corners (the
+ * fast path below must return the same double; tests compare them) */
+double cost_lookup_ref_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)
 {
     CostCurve *c = &cm->c[op];
     cm->lookups[op]++;
@@ -208,6 +210,143 @@ double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t 
         }
         if (wt != 0) sum += wt * c->y[idx];
     }
+    return sum > 0 ? sum : 0;
+}
+
+
+/* bracket() with a remembered segment: *lo holds the caller's last segment on this axis; when x is
+ * still inside it the binary search is skipped. Same lower index and weight as bracket(). */
+static inline int bracket_hint(const int64_t *ax, int n, int64_t x, int *lo, double *w)
+{
+    if (n == 1) {
+        *lo = 0;
+        *w = 0;
+        return x != ax[0];
+    }
+    int out = 0, i;
+    if (x <= ax[0]) {
+        i = 0;
+        out = x < ax[0];
+    } else if (x >= ax[n - 1]) {
+        i = n - 2;
+        out = x > ax[n - 1];
+    } else {
+        i = *lo;
+        if (i < 0 || i > n - 2 || ax[i] > x || x >= ax[i + 1]) {
+            int a = 0, b = n - 1; /* ax[a] < x < ax[b] */
+            while (b - a > 1) {
+                int m = (a + b) / 2;
+                if (ax[m] <= x) a = m;
+                else b = m;
+            }
+            i = a;
+        }
+    }
+    *lo = i;
+    *w = (double)(x - ax[i]) / (double)(ax[i + 1] - ax[i]);
+    return out;
+}
+
+/* The same sum as cost_lookup_ref_ns, term by term: a corner's weight is the product, left to
+ * right over the axes, of w or 1 − w on each axis with more than one point (a factor 1 elsewhere,
+ * which changes no bit), corners above a single-point axis skipped, corners added in the same
+ * order, zero weights skipped. */
+double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, int64_t p2, int64_t p3)
+{
+    CostCurve *c = &cm->c[op];
+    cm->lookups[op]++;
+    if (!c->present) return 0;
+    CostHint local = {{0, 0, 0}};
+    if (!h) h = &local;
+    if (c->ndim == 1) {
+        double w;
+        if (bracket_hint(c->axis[0], c->n[0], p1, &h->lo[0], &w)) cm->extrapolations[op]++;
+        int lo = h->lo[0];
+        double sum = 0;
+        if (c->n[0] == 1) {
+            sum += c->y[0];
+        } else {
+            double a = 1 - w;
+            if (a != 0) sum += a * c->y[lo];
+            if (w != 0) sum += w * c->y[lo + 1];
+        }
+        return sum > 0 ? sum : 0;
+    }
+    if (c->ndim == 2) { /* the four corners written out (the third axis has one point: factor 1) */
+        double w0, w1;
+        int out2 = bracket_hint(c->axis[0], c->n[0], p1, &h->lo[0], &w0);
+        out2 |= bracket_hint(c->axis[1], c->n[1], p2, &h->lo[1], &w1);
+        h->lo[2] = 0;
+        if (out2) cm->extrapolations[op]++;
+        int m0 = c->n[0] > 1, m1 = c->n[1] > 1;
+        double f00 = m0 ? 1 - w0 : 1, f10 = m1 ? 1 - w1 : 1;
+        size_t n1 = (size_t)c->n[1];
+        const double *y = c->y + (size_t)h->lo[0] * n1 + (size_t)h->lo[1];
+        double sum = 0, wt = f00 * f10;
+        if (wt != 0) sum += wt * y[0];
+        if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
+        if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
+        if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
+        return sum > 0 ? sum : 0;
+    }
+    int64_t x[COST_MAX_DIM] = {p1, p2, p3};
+    double f[COST_MAX_DIM][2];
+    int m[COST_MAX_DIM], out = 0, nd = c->ndim;
+    for (int d = 0; d < COST_MAX_DIM; d++) {
+        double w = 0;
+        if (d < nd) out |= bracket_hint(c->axis[d], c->n[d], x[d], &h->lo[d], &w);
+        else h->lo[d] = 0;
+        m[d] = d < nd && c->n[d] > 1 ? 2 : 1;
+        f[d][0] = m[d] == 2 ? 1 - w : 1;
+        f[d][1] = w;
+    }
+    if (out) cm->extrapolations[op]++;
+    size_t n1 = (size_t)c->n[1], n2 = (size_t)c->n[2];
+    double sum = 0;
+    for (int corner = 0; corner < (1 << nd); corner++) {
+        int u0 = corner & 1, u1 = corner >> 1 & 1, u2 = corner >> 2 & 1;
+        if (u0 >= m[0] || u1 >= m[1] || u2 >= m[2]) continue;
+        double wt = f[0][u0] * f[1][u1] * f[2][u2];
+        size_t idx = ((size_t)(h->lo[0] + u0) * n1 + (size_t)(h->lo[1] + u1)) * n2 + (size_t)(h->lo[2] + u2);
+        if (wt != 0) sum += wt * c->y[idx];
+    }
+    return sum > 0 ? sum : 0;
+}
+
+double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+{
+    return cost_lookup_hint_ns(cm, op, NULL, p1, p2, p3);
+}
+
+int cost_line_init(CostModel *cm, CostOp op, int64_t p1, CostLine *ln)
+{
+    CostCurve *c = &cm->c[op];
+    memset(ln, 0, sizeof *ln);
+    if (!c->present || c->ndim != 2) return -1;
+    ln->op = op;
+    ln->out0 = bracket_hint(c->axis[0], c->n[0], p1, &ln->lo0, &ln->w0);
+    ln->m0 = c->n[0] > 1;
+    ln->f00 = ln->m0 ? 1 - ln->w0 : 1;
+    return 0;
+}
+
+/* the two-parameter path of cost_lookup_hint_ns with the first axis bracketed once */
+double cost_line_ns(CostModel *cm, CostLine *ln, int64_t p2)
+{
+    CostCurve *c = &cm->c[ln->op];
+    cm->lookups[ln->op]++;
+    double w1;
+    int out2 = ln->out0 | bracket_hint(c->axis[1], c->n[1], p2, &ln->lo1, &w1);
+    if (out2) cm->extrapolations[ln->op]++;
+    int m0 = ln->m0, m1 = c->n[1] > 1;
+    double w0 = ln->w0, f00 = ln->f00, f10 = m1 ? 1 - w1 : 1;
+    size_t n1 = (size_t)c->n[1];
+    const double *y = c->y + (size_t)ln->lo0 * n1 + (size_t)ln->lo1;
+    double sum = 0, wt = f00 * f10;
+    if (wt != 0) sum += wt * y[0];
+    if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
+    if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
+    if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
     return sum > 0 ? sum : 0;
 }
 

@@ -12,7 +12,9 @@
  *  - Outside the sampled range: linear extrapolation from the two edge points of that axis (an axis
  *    with one point is constant), clamped at >= 0; every lookup that extrapolates on any axis is
  *    counted per op, and results report the counts.
- * Complexity: lookup O(sum over axes of log n_axis) with no allocation.
+ * Complexity: lookup O(sum over axes of log n_axis) with no allocation; O(1) (no search) with a
+ * CostHint whose remembered segment still brackets the argument, and a direct two-point sum for
+ * one-parameter ops.
  * Not responsible for: producing costs (spec.c, kvcal probes) or storing them (store.c).
  */
 #ifndef KV_COST_H
@@ -68,6 +70,29 @@ void cost_model_free(CostModel *cm);
 static inline int cost_has(const CostModel *cm, CostOp op) { return cm->c[op].present; }
 /* Time in ns; p2/p3 ignored for ops with fewer parameters. The op must be present. */
 double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);
+
+/* A caller's memory of the grid segment its last lookup of one op fell in, per axis (start zeroed).
+ * Lookups of nearby arguments then skip the search. Purely a speed hint: any value gives the same
+ * result as cost_lookup_ns (bit for bit); one hint per op and caller (not shared between threads). */
+typedef struct CostHint {
+    int lo[COST_MAX_DIM];
+} CostHint;
+/* cost_lookup_ns with a hint (NULL: none); counts lookups and extrapolations the same way */
+double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, int64_t p2, int64_t p3);
+/* Lookups of a two-parameter op along its second axis with the first fixed (decode attention of one
+ * batch size as its context grows): the first axis is bracketed once. cost_line_ns returns exactly
+ * cost_lookup_ns(cm, op, p1, p2, 0) and counts the same. cost_line_init: -1 when the op is absent or
+ * has not two parameters (then use cost_lookup_ns). */
+typedef struct CostLine {
+    CostOp op;
+    int lo0, lo1, m0, out0;
+    double w0, f00;
+} CostLine;
+int cost_line_init(CostModel *cm, CostOp op, int64_t p1, CostLine *ln);
+double cost_line_ns(CostModel *cm, CostLine *ln, int64_t p2);
+/* the reference implementation (binary search and the generic corner loop), for tests: returns
+ * exactly what cost_lookup_ns returns, and counts the same */
+double cost_lookup_ref_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);
 uint64_t cost_extrapolations_total(const CostModel *cm);
 
 #endif

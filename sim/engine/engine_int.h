@@ -7,6 +7,7 @@
  *   channel.c     IO channels and transfer units (channel.h)
  *   session.c     the session map, the HBM LRU of idle resident sessions, the KV pool
  *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities
+ *   costtab.c     the run's cost table: linear cost per token count memoised, attention lookup hints
  *   estimate.c    per-layer compute and load estimates (for policies and bounds; sim/cost/layer_cost)
  *   walk.c        the layer walk of an iteration in flight
  *   restore.c     admission-time restoration: plans, layer-wise loads, token-wise two pointers
@@ -256,6 +257,17 @@ typedef struct LoadAcc {
 
 typedef void (*SimTestHook)(Sim *sm, void *ctx);
 
+/* costtab.c's state: the linear cost per token count M (0 <= M < n), filled on first use */
+typedef struct CostTab {
+    int tried;              /* the table was allocated (or its allocation failed: n = 0) */
+    int64_t n;
+    double *lin_ns;
+    uint32_t *lin_state;    /* 0: not computed yet; else bit 31 and the ops that extrapolated */
+    uint32_t lin_lookups;   /* the ops one composition looks up */
+    uint64_t hits;          /* table hits (their lookups are counted at ctab_free) */
+    CostHint h_decode, h_prefill;
+} CostTab;
+
 struct Sim {
     SimWorld *w;
     const SimConfig *cfg;
@@ -307,6 +319,7 @@ struct Sim {
     int conc_started, clients_idle;
     Session *wait_head, *wait_tail;
     LoadAcc load;                         /* metrics.c */
+    CostTab ctab;                         /* costtab.c */
 };
 
 /* ------------------------------------------------------------------ errors and checks */
@@ -402,6 +415,15 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto);
 double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces);
 /* the chain of a load of `src` state into stage st's GPU: fills u->chain / u->bytes, sets nhops */
 void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double tier_bytes, double gpu_bytes);
+
+/* ------------------------------------------------------------------ costtab.c */
+
+/* the per-layer linear cost of M tokens: exactly layer_cost_linear_ns(M), memoised */
+double ctab_linear_ns(Sim *sm, int64_t M);
+/* attention lookups with the run's segment hints: exactly cost_lookup_ns's values */
+double ctab_attn_decode_ns(Sim *sm, int64_t batch, int64_t ctx_tokens);
+double ctab_attn_prefill_ns(Sim *sm, int64_t tokens, int64_t ctx_tokens);
+void ctab_free(Sim *sm);
 
 /* ------------------------------------------------------------------ estimate.c */
 

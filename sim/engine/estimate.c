@@ -13,21 +13,18 @@
  */
 #include <math.h>
 
-#include "sim/cost/layer_cost.h"
 #include "sim/engine/engine_int.h"
 
-double est_linear_ns(Sim *sm, int64_t M)
-{
-    LayerOps ops = layer_ops_of_model(&sm->w->cost);
-    return layer_cost_linear_ns(&ops, &sm->w->ly, M, NULL);
-}
+double est_linear_ns(Sim *sm, int64_t M) { return ctab_linear_ns(sm, M); }
 
+/* layer_cost_prefill_ns's sum (linear + attn_prefill), its linear part from the run's table */
 double est_layer_ns(void *core, int64_t new_tokens, int64_t ctx_tokens)
 {
     Sim *sm = core;
     if (new_tokens < 1) new_tokens = 1;
-    LayerOps ops = layer_ops_of_model(&sm->w->cost);
-    return layer_cost_prefill_ns(&ops, &sm->w->ly, new_tokens, ctx_tokens, NULL);
+    double lin = ctab_linear_ns(sm, new_tokens);
+    double attn = ctab_attn_prefill_ns(sm, new_tokens, ctx_tokens);
+    return lin + attn;
 }
 
 void est_load_hops_ns(void *core, Tier tier, int64_t tokens, double bpt_layer, double bpt_layer_gpu, int64_t chunk_tokens,

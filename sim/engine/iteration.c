@@ -115,12 +115,12 @@ static void layer_costs(Sim *sm, Replica *rp)
             B++;
             dctx += it->ctx;
         } else {
-            attn += cost_lookup_ns(cm, OP_ATTN_PREFILL, it->tokens, it->ctx, 0);
+            attn += ctab_attn_prefill_ns(sm, it->tokens, it->ctx);
         }
         if (it->lw) any_lw = 1;
         it->r->in_iter = 1;
     }
-    if (B) attn += cost_lookup_ns(cm, OP_ATTN_DECODE, B, dctx, 0);
+    if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     rp->pre_ns = 0;

@@ -227,7 +227,6 @@ void sim_teardown(Sim *sm)
     if (sm->rep) {
         for (int i = 0; i < sm->R; i++) {
             Replica *rp = &sm->rep[i];
-            for (size_t k = 0; k < rp->q_len; k++) request_free(rp->queue[(rp->q_head + k) % rp->q_cap]);
             for (int k = 0; k < rp->n_active; k++) request_free(rp->active[k]);
             free(rp->queue);
             free(rp->active);
@@ -252,6 +251,7 @@ void sim_teardown(Sim *sm)
         sm->free_units = nx;
     }
     evq_free(&sm->q);
+    ctab_free(sm);
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }
