@@ -11,7 +11,8 @@
 # with "no CUDA device"; kvcal diff exits 1 when a curve drifted, which two CPU runs may). Ends with "N passed, N failed, N skipped"; exit 1 on a failure.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-readme=${1:-$root/README.md}
+readme=$(cd "$(dirname "${1:-$root/README.md}")" && pwd)/$(basename "${1:-$root/README.md}")
+[ -f "$readme" ] || { echo "readme_examples: $readme: no such file"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ln -s "$root/bin" "$work/bin"
@@ -64,4 +65,5 @@ while IFS= read -r l; do
   run_one "$l"
 done <<<"$lines"
 echo "$pass passed, $fail failed, $skip skipped"
+[ $pass -gt 0 ] || { echo "readme_examples: no command of $readme ran"; exit 1; }
 [ $fail = 0 ]
