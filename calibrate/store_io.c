@@ -526,20 +526,6 @@ int store_import_sql(CostStore *s, const char *sql_text, const char *origin, KvE
  * ------------------------------------------------------------------------------------------- */
 
 
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 typedef struct {
     FILE *out;
     const StoreRunMeta *run;
@@ -553,13 +539,13 @@ static int csv_point(void *ctx, const StorePoint *p)
     store_fmt_double(lo, sizeof lo, p->p10_ns);
     store_fmt_double(hi, sizeof hi, p->p90_ns);
     fprintf(c->out, "%lld,", (long long)c->run->id);
-    csv_field(c->out, c->run->backend);
+    kv_csv_field(c->out, c->run->backend);
     fputc(',', c->out);
-    csv_field(c->out, c->run->device);
+    kv_csv_field(c->out, c->run->device);
     fprintf(c->out, ",%s,", cost_op_name(p->op));
-    csv_field(c->out, p->model);
+    kv_csv_field(c->out, p->model);
     fputc(',', c->out);
-    csv_field(c->out, p->dtype);
+    kv_csv_field(c->out, p->dtype);
     fprintf(c->out, ",%d,%lld,%lld,%lld,%d,%s,%s,%s\n", p->tp, (long long)p->p1, (long long)p->p2,
             (long long)p->p3, p->n, m, lo, hi);
     return 0;

@@ -53,21 +53,6 @@ int report_csv_open(ReqCsv *c, const char *path, KvErr *e) { return report_csv_o
 
 int report_csv_load_columns(const SimConfig *cfg) { return sim_load_mode(cfg) != SIM_LOAD_SESSION; }
 
-/* A CSV field: as is, or quoted (inner quotes doubled) when it holds a comma, quote or line break. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")]) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* decimal digits of v at the end of buf (which has room for 20), returns the start */
 static char *put_u64(char *end, uint64_t v)
 {
@@ -162,7 +147,7 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
     p = app_u64(p, r->session);
     *p++ = ',';
     fwrite(buf, 1, (size_t)(p - buf), f);
-    csv_field(f, r->session_id ? r->session_id : "");
+    kv_csv_field(f, r->session_id ? r->session_id : "");
     p = buf;
     *p++ = ',';
     p = app_i64(p, r->turn);

@@ -20,12 +20,10 @@ int kvcal_cli_begin(const OptCmd *c, int argc, char **argv, OptArgs *a)
 
 int kvcal_cli_usage(const OptCmd *c, const char *fmt, ...)
 {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    opt_vusage_error(c, stderr, fmt, ap);
     va_end(ap);
-    opt_print_error(c, msg, stderr);
     return KVCAL_USAGE;
 }
 

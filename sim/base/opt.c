@@ -192,3 +192,11 @@ void opt_print_error(const OptCmd *c, const char *msg, FILE *out)
     opt_usage(c, usage, sizeof usage);
     fprintf(out, "%s: %s\nusage: %s\n(%s --help lists every option)\n", c->prog, msg, usage, c->prog);
 }
+
+int opt_vusage_error(const OptCmd *c, FILE *out, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    opt_print_error(c, msg, out);
+    return OPT_USAGE_EXIT;
+}

@@ -24,6 +24,7 @@
 #define KV_OPT_H
 
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "sim/base/util.h"
@@ -83,5 +84,8 @@ void opt_usage(const OptCmd *c, char *buf, size_t len);
 void opt_help(const OptCmd *c, FILE *out);
 /* A usage error as the programs print it: "PROG: MSG", the usage line, a pointer to --help. */
 void opt_print_error(const OptCmd *c, const char *msg, FILE *out);
+/* The same with a printf-style message; returns OPT_USAGE_EXIT (2), the usage-error exit code. */
+#define OPT_USAGE_EXIT 2
+int opt_vusage_error(const OptCmd *c, FILE *out, const char *fmt, va_list ap);
 
 #endif

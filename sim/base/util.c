@@ -218,3 +218,17 @@ int kv_parse_double(const char *s, double *out, KvErr *e)
     *out = v;
     return 0;
 }
+
+void kv_csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -37,6 +37,9 @@ typedef struct KvAtomicFile {
     char tmp[4200];
 } KvAtomicFile;
 int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e);
+/* One CSV field (RFC 4180): as is, or quoted with inner quotes doubled when it holds a comma, a
+ * quote or a line break. */
+void kv_csv_field(FILE *f, const char *s);
 int kv_atomic_commit(KvAtomicFile *af, KvErr *e);
 void kv_atomic_abort(KvAtomicFile *af);
 

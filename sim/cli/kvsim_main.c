@@ -120,13 +120,11 @@ static int parse_or_exit(const OptCmd *c, int argc, char **argv, OptArgs *a, int
 static int usage_error(const OptCmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage_error(const OptCmd *c, const char *fmt, ...)
 {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = opt_vusage_error(c, stderr, fmt, ap);
     va_end(ap);
-    opt_print_error(c, msg, stderr);
-    return 2;
+    return rc;
 }
 
 static int cmd_list(int argc, char **argv)

@@ -419,20 +419,6 @@ done:
     return rc;
 }
 
-static void csv_field(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")]) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* The tidy CSV: point, one column per setting that any point names (first appearance order),
  * policy, metric, value; a row per done point × policy × metric, in point id order. */
 static int db_export_csv(sqlite3 *db, const char *dbpath, const char *csv, KvErr *e)
@@ -468,7 +454,7 @@ static int db_export_csv(sqlite3 *db, const char *dbpath, const char *csv, KvErr
     fputs("point", af.f);
     for (int i = 0; i < ncols; i++) {
         fputc(',', af.f);
-        csv_field(af.f, cols[i]);
+        kv_csv_field(af.f, cols[i]);
     }
     fputs(",policy,metric,value\n", af.f);
     if (sqlite3_prepare_v2(db,
@@ -492,12 +478,12 @@ static int db_export_csv(sqlite3 *db, const char *dbpath, const char *csv, KvErr
         for (int i = 0; i < ncols; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, cols[i]);
             fputc(',', af.f);
-            if (cJSON_IsString(v)) csv_field(af.f, v->valuestring);
+            if (cJSON_IsString(v)) kv_csv_field(af.f, v->valuestring);
         }
         fputc(',', af.f);
-        csv_field(af.f, (const char *)sqlite3_column_text(st, 2));
+        kv_csv_field(af.f, (const char *)sqlite3_column_text(st, 2));
         fputc(',', af.f);
-        csv_field(af.f, (const char *)sqlite3_column_text(st, 3));
+        kv_csv_field(af.f, (const char *)sqlite3_column_text(st, 3));
         if (sqlite3_column_type(st, 4) == SQLITE_NULL) fputs(",\n", af.f);
         else fprintf(af.f, ",%.17g\n", sqlite3_column_double(st, 4));
     }
