@@ -303,39 +303,3 @@ TEST(cost_hint_any_value_gives_the_same_result)
         }
     cost_model_free(&cm);
 }
-
-TEST(cost_line_is_the_two_parameter_lookup)
-{
-    /* decode attention along its context axis at fixed batch sizes (inside, on and outside both
-     * axes, single-point axes): bit for bit the reference, the same counters */
-    static const int shapes[][2] = {{1, 1}, {1, 6}, {5, 1}, {4, 9}, {10, 31}};
-    uint64_t s = 0x853c49e6748fea9bULL;
-    for (size_t sh = 0; sh < KV_ARRAY_LEN(shapes); sh++) {
-        int n[3] = {shapes[sh][0], shapes[sh][1], 1};
-        CostModel a, b;
-        cost_model_init(&a, "dev", "m", "fp16", 1);
-        cost_model_init(&b, "dev", "m", "fp16", 1);
-        int64_t ax[3][16];
-        uint64_t s2 = s;
-        KvErr e;
-        int nn[3] = {n[0], n[1] > 16 ? 16 : n[1], 1};
-        CHECK(tc_grid(&a, OP_ATTN_DECODE, nn, &s, ax, &e) == 0);
-        CHECK(tc_grid(&b, OP_ATTN_DECODE, nn, &s2, ax, &e) == 0);
-        for (int q = 0; q < 40; q++) {
-            int64_t p1 = ax[0][0] - 3 + (int64_t)(tc_rng(&s) % (uint64_t)(ax[0][nn[0] - 1] - ax[0][0] + 7));
-            CostLine ln;
-            CHECK(cost_line_init(&b, OP_ATTN_DECODE, p1, &ln) == 0);
-            int64_t c = ax[1][0] - 50 + (int64_t)(tc_rng(&s) % 40);
-            for (int k = 0; k < 200; k++, c += 1 + (int64_t)(tc_rng(&s) % 40)) {
-                double want = cost_lookup_ref_ns(&a, OP_ATTN_DECODE, p1, c, 0), got = cost_line_ns(&b, &ln, c);
-                CHECK_MSG(memcmp(&want, &got, sizeof want) == 0, "(%lld, %lld): %.17g vs %.17g", (long long)p1, (long long)c, want, got);
-            }
-        }
-        CHECK_EQ_U(a.lookups[OP_ATTN_DECODE], b.lookups[OP_ATTN_DECODE]);
-        CHECK_EQ_U(a.extrapolations[OP_ATTN_DECODE], b.extrapolations[OP_ATTN_DECODE]);
-        CostLine ln;
-        CHECK(cost_line_init(&b, OP_GEMM_QKV, 1, &ln) == -1); /* absent */
-        cost_model_free(&a);
-        cost_model_free(&b);
-    }
-}

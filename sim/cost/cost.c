@@ -318,38 +318,6 @@ double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t 
     return cost_lookup_hint_ns(cm, op, NULL, p1, p2, p3);
 }
 
-int cost_line_init(CostModel *cm, CostOp op, int64_t p1, CostLine *ln)
-{
-    CostCurve *c = &cm->c[op];
-    memset(ln, 0, sizeof *ln);
-    if (!c->present || c->ndim != 2) return -1;
-    ln->op = op;
-    ln->out0 = bracket_hint(c->axis[0], c->n[0], p1, &ln->lo0, &ln->w0);
-    ln->m0 = c->n[0] > 1;
-    ln->f00 = ln->m0 ? 1 - ln->w0 : 1;
-    return 0;
-}
-
-/* the two-parameter path of cost_lookup_hint_ns with the first axis bracketed once */
-double cost_line_ns(CostModel *cm, CostLine *ln, int64_t p2)
-{
-    CostCurve *c = &cm->c[ln->op];
-    cm->lookups[ln->op]++;
-    double w1;
-    int out2 = ln->out0 | bracket_hint(c->axis[1], c->n[1], p2, &ln->lo1, &w1);
-    if (out2) cm->extrapolations[ln->op]++;
-    int m0 = ln->m0, m1 = c->n[1] > 1;
-    double w0 = ln->w0, f00 = ln->f00, f10 = m1 ? 1 - w1 : 1;
-    size_t n1 = (size_t)c->n[1];
-    const double *y = c->y + (size_t)ln->lo0 * n1 + (size_t)ln->lo1;
-    double sum = 0, wt = f00 * f10;
-    if (wt != 0) sum += wt * y[0];
-    if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
-    if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
-    if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
-    return sum > 0 ? sum : 0;
-}
-
 uint64_t cost_extrapolations_total(const CostModel *cm)
 {
     uint64_t s = 0;

@@ -79,17 +79,6 @@ typedef struct CostHint {
 } CostHint;
 /* cost_lookup_ns with a hint (NULL: none); counts lookups and extrapolations the same way */
 double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, int64_t p2, int64_t p3);
-/* Lookups of a two-parameter op along its second axis with the first fixed (decode attention of one
- * batch size as its context grows): the first axis is bracketed once. cost_line_ns returns exactly
- * cost_lookup_ns(cm, op, p1, p2, 0) and counts the same. cost_line_init: -1 when the op is absent or
- * has not two parameters (then use cost_lookup_ns). */
-typedef struct CostLine {
-    CostOp op;
-    int lo0, lo1, m0, out0;
-    double w0, f00;
-} CostLine;
-int cost_line_init(CostModel *cm, CostOp op, int64_t p1, CostLine *ln);
-double cost_line_ns(CostModel *cm, CostLine *ln, int64_t p2);
 /* the reference implementation (binary search and the generic corner loop), for tests: returns
  * exactly what cost_lookup_ns returns, and counts the same */
 double cost_lookup_ref_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);
