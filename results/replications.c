@@ -58,6 +58,17 @@ double repl_metric_value(const SimResult *r, int m)
     return NAN;
 }
 
+/* seed s's value of metric m for policy p: as is (diff 0), minus the baseline's (1), or the
+ * baseline's divided by it (2: how many times lower p's value is; NaN when p's is 0) */
+static double seed_value(const Replications *r, int s, int p, int m, int diff)
+{
+    double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
+    if (diff == 0) return v;
+    double b = repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
+    if (diff == 1) return v - b;
+    return v != 0 ? b / v : NAN;
+}
+
 int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvErr *e)
 {
     memset(out, 0, sizeof *out);
@@ -68,8 +79,7 @@ int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvEr
     if (!x) return kv_err(e, "replications: out of memory");
     int ok = 1;
     for (int s = 0; s < r->n_seeds; s++) {
-        double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
-        if (diff) v -= repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
+        double v = seed_value(r, s, p, m, diff);
         if (!isfinite(v)) ok = 0;
         x[s] = v;
     }
@@ -80,7 +90,8 @@ int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvEr
         if (rc == 0) {
             out->mean = mean;
             out->ci95 = hw;
-            out->significant = fabs(mean) > hw; /* the interval [mean - hw, mean + hw] excludes 0 */
+            /* the interval [mean - hw, mean + hw] excludes 0 (differences) or 1 (ratios) */
+            out->significant = fabs(diff == 2 ? mean - 1 : mean) > hw;
         }
     }
     free(x);
@@ -103,9 +114,7 @@ static cJSON *stat_json(const Replications *r, int p, int m, int diff, KvErr *e)
     }
     cJSON *vals = cJSON_AddArrayToObject(o, "per_seed");
     for (int s = 0; s < r->n_seeds; s++) {
-        double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
-        if (diff) v -= repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
-        cJSON_AddItemToArray(vals, num_or_null(v));
+        cJSON_AddItemToArray(vals, num_or_null(seed_value(r, s, p, m, diff)));
     }
     return o;
 }
@@ -115,6 +124,7 @@ static cJSON *policy_stats(const Replications *r, int p, int diff, KvErr *e)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "policy", r->res[p].policy);
     for (int m = 0; m < N_METRICS; m++) {
+        if (diff == 2 && k_metrics[m].kind != MK_MS) continue; /* ratios: of times only */
         cJSON *x = stat_json(r, p, m, diff, e);
         if (!x) {
             cJSON_Delete(o);
@@ -150,6 +160,18 @@ cJSON *repl_json(const Replications *r, KvErr *e)
             if (!x) goto fail;
             cJSON_AddItemToArray(pa, x);
         }
+        cJSON *q = cJSON_AddObjectToObject(o, "ratios_to_baseline");
+        cJSON_AddStringToObject(q, "baseline", r->res[r->baseline].policy);
+        cJSON_AddStringToObject(q, "definition",
+                                "baseline ÷ policy per seed, times only (how many times lower the policy's time is); "
+                                "significant: the interval excludes 1");
+        cJSON *qa = cJSON_AddArrayToObject(q, "policies");
+        for (int p = 0; p < r->n_policies; p++) {
+            if (p == r->baseline) continue;
+            cJSON *x = policy_stats(r, p, 2, e);
+            if (!x) goto fail;
+            cJSON_AddItemToArray(qa, x);
+        }
     }
     return o;
 fail:
@@ -166,6 +188,10 @@ static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
     }
     double m = st->mean, c = st->ci95;
     char mb[48], cb[48];
+    if (diff == 2) { /* a ratio of times */
+        snprintf(b, n, "%.2f× ± %.2f%s", m, c, st->significant ? "" : " n.s.");
+        return;
+    }
     switch (k) {
     case MK_MS: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 1e3, c * 1e3); break;
     case MK_PCT: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 100, c * 100); break;
@@ -186,15 +212,19 @@ static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
 static int table(FILE *out, const Replications *r, int diff, KvErr *e)
 {
     fprintf(out, "| policy | seeds |");
-    for (int m = 0; m < N_METRICS; m++) fprintf(out, " %s%s |", diff ? "Δ " : "", k_metrics[m].header);
+    for (int m = 0; m < N_METRICS; m++)
+        if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, " %s%s |", diff == 1 ? "Δ " : diff ? "÷ " : "", k_metrics[m].header);
     fprintf(out, "\n|---|---:|");
-    for (int m = 0; m < N_METRICS; m++) fprintf(out, "---:|");
+    for (int m = 0; m < N_METRICS; m++)
+        if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, "---:|");
     fputc('\n', out);
     for (int p = 0; p < r->n_policies; p++) {
         if (diff && p == r->baseline) continue;
-        if (diff) fprintf(out, "| %s − %s | %d |", r->res[p].policy, r->res[r->baseline].policy, r->n_seeds);
+        if (diff == 2) fprintf(out, "| %s ÷ %s | %d |", r->res[r->baseline].policy, r->res[p].policy, r->n_seeds);
+        else if (diff) fprintf(out, "| %s − %s | %d |", r->res[p].policy, r->res[r->baseline].policy, r->n_seeds);
         else fprintf(out, "| %s | %d |", r->res[p].policy, r->n_seeds);
         for (int m = 0; m < N_METRICS; m++) {
+            if (diff == 2 && k_metrics[m].kind != MK_MS) continue;
             ReplStat st;
             if (repl_stat(r, p, m, diff, &st, e) != 0) return -1;
             char b[128];
@@ -218,6 +248,10 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
         fprintf(out, "\nPaired differences to %s (policy − %s, seed by seed; n.s.: the %.0f %% interval contains 0)\n\n",
                 r->res[r->baseline].policy, r->res[r->baseline].policy, r->level * 100);
         if (table(out, r, 1, e) != 0) return -1;
+        fprintf(out, "\nRatios to %s (%s ÷ policy, seed by seed: how many times lower the policy's time is; n.s.: the %.0f %% "
+                     "interval contains 1)\n\n",
+                r->res[r->baseline].policy, r->res[r->baseline].policy, r->level * 100);
+        if (table(out, r, 2, e) != 0) return -1;
     }
     uint64_t ex = 0;
     for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += r->res[i].extrapolations;

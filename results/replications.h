@@ -41,7 +41,8 @@ typedef struct ReplStat {
     int n;
     int significant;   /* differences: the interval excludes 0 */
 } ReplStat;
-/* mean ± ci of metric m of policy p over the seeds; with diff, of (p − baseline) seed by seed. */
+/* mean ± ci of metric m of policy p over the seeds; diff 1: of (p − baseline) seed by seed; diff 2:
+ * of baseline ÷ p seed by seed (significant: the interval excludes 1). */
 int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvErr *e);
 
 /* {"seeds": [...], "level": 0.95, "method": ..., "metrics": {policy: {metric: {...}}},

@@ -612,6 +612,9 @@ R=(--config configs/default.json --requests 150 --quiet)
 expect 0 "compare --seeds 3 -j 1" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 1 --out "$tmp/rj1"
 contains "the table shows mean ± ci" "± "
 contains "the table has the paired differences" "Paired differences to kv-offload"
+contains "the table has the ratios to the baseline" "Ratios to kv-offload (kv-offload ÷ policy"
+if python3 -c "import json,sys; q=json.load(open(sys.argv[1]))['replications']['ratios_to_baseline']; p=q['policies'][0]; assert q['baseline']=='kv-offload' and p['ttft_mean_s']['mean']>0 and len(p['ttft_mean_s']['per_seed'])==3" "$tmp/rj1/summary.json" 2>/dev/null; then
+  ok "summary.json has the ratios to the baseline"; else bad "summary.json has the ratios to the baseline"; fi
 expect 0 "compare --seeds 3 -j 2" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 2 --out "$tmp/rj2"
 for f in summary.json requests.csv table.md ttft_cdf.svg ttft_ccdf.svg; do
   if cmp -s "$tmp/rj1/$f" "$tmp/rj2/$f"; then ok "replications -j 1 = -j 2: $f"; else bad "replications -j 1 = -j 2: $f (files differ)"; fi
