@@ -132,13 +132,26 @@ found:
 	@$(if $(PKG_OK),true,echo "missing: $(PKGS) — run 'make deps'"; false)
 	@$(if $(SANITIZE),echo "sanitizers: $(SANITIZE) (objects in $(BUILD))",true)
 
-$(BUILD)/%.o: %.c
+# Objects depend on the configuration they were compiled with (compiler, flags, what was found):
+# switching NO_CUDA=1, DEBUG=1 or CUDA_ARCH, or installing a library, rebuilds them instead of
+# mixing objects of two configurations (e.g. the empty CUDA-build gpu_stub.o with no libkvcuda.a).
+# The stamp is rewritten only when the configuration changes.
+CONFIG_STAMP := $(BUILD)/config.stamp
+BUILD_CONFIG := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS) | $(LDLIBS) $(CUDA_LDLIBS)
+$(CONFIG_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_CONFIG)' > $@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+
+$(BUILD)/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu
+$(BUILD)/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(EMBED_SRC:%.c=%.o): $(CONFIG_STAMP)
 
 # The git revision, rewritten only when it changes (so results name the code that made them).
 GIT_REV := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
@@ -165,7 +178,7 @@ $(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/mpi/%.o: %.c
+$(BUILD)/mpi/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -DKVSIM_MPI -MMD -MP -c $< -o $@
 
