@@ -58,6 +58,14 @@ static void form_batch(Sim *sm, Replica *rp)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < rp->n_active && budget > 0; i++) {
             Request *r = rp->active[i];
+            if (r->resume_left > 0) { /* re-prefilling its context after a preemption (blocks.c) */
+                if (pass == 0) {
+                    int64_t c = r->resume_left < budget ? r->resume_left : budget;
+                    item_add(sm, rp, (IterItem){r, IT_RESUME, 0, c, r->resume_done});
+                    budget -= c;
+                }
+                continue;
+            }
             if (pass == r->low_prio) { /* restoration compute in its pass */
                 if (r->tw) {
                     int64_t avail = r->tw_io_issued - r->tw_comp;
@@ -191,6 +199,7 @@ void form_iteration(Sim *sm, Replica *rp)
 {
     rp->form_pending = 0;
     if (sm->failed) return;
+    if (!rp->iterating && blocks_grow(sm, rp) != 0) return; /* running requests' blocks before admission (vLLM) */
     admit_queue(sm, rp);
     if (rp->iterating || sm->failed) return;
     form_batch(sm, rp);
@@ -198,7 +207,7 @@ void form_iteration(Sim *sm, Replica *rp)
     if (sm->save_mode == SAVE_DIRECT)
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
-            if (it->type == IT_RECOMP && it->r->tw) continue; /* restored state is saved already */
+            if ((it->type == IT_RECOMP && it->r->tw) || it->type == IT_RESUME) continue; /* saved already */
             direct_tokens += it->tokens;
             direct_pieces += (it->tokens + 63) / 64;
         }
@@ -262,6 +271,9 @@ void iter_done(Sim *sm, Replica *rp)
             }
             pos = r->hist + r->new_done;
             break;
+        case IT_RESUME:
+            blocks_resume_done(sm, r, it->tokens);
+            continue; /* its context was saved before */
         case IT_DECODE: {
             metrics_on_token(sm, r, now - r->t_last_tok);
             r->t_last_tok = now;
