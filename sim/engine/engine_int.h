@@ -159,6 +159,8 @@ struct Request {
     /* token-wise two pointers */
     int tw, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
+    int64_t bnd_ns[SIM_MAX_STAGES];   /* stage-parallel: when each stage's boundary activation arrived */
+    double lane_ns[SIM_MAX_STAGES];   /* stage-parallel: each stage's recompute lane in the iteration in flight */
     int64_t chunk_tokens;      /* storage layout chunk (0: the array's stripe) */
     double kv_scale;           /* compressed KV: bytes scale (1 plain) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
@@ -217,7 +219,6 @@ struct Replica {
     int wait_layer;
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
-    double pre_ns;                        /* stage-parallel restoration before the layer walk */
     int any_lw;                           /* the batch waits on layer-wise state (else one event) */
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
     /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
