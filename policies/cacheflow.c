@@ -15,7 +15,8 @@
  *                loaded). The plan uses the bandwidth the stages actually get: every stage has its
  *                own H2D link, but the tier's channel (the NIC to the remote store, the SSD array) is
  *                one per host, so the stages' loads share it (each gets its share); the boundary
- *                activations go first and the request joins an iteration once they arrived, which
+ *                activations go first, the request joins an iteration at once and each stage's lane
+ *                starts as soon as its own boundary activation has arrived (stages overlap), which
  *                the estimate includes — a split that would hold the iteration longer than it saves
  *                is not chosen.
  *  choice      — per request, every enabled option is costed for its history length, the tier its
@@ -71,6 +72,7 @@ typedef struct CfState {
     CfMemo memo[CF_MEMO];
     int64_t l_delta; /* notes: first power of two from which token-wise is chosen alone on the save tier */
     uint64_t n_kind[CF_NKINDS], n_joint, memo_hits;
+    double last_est_ns; /* notes: the estimate (admission → first token) of the last plan made alone */
 } CfState;
 
 /* per-layer KV load hops and the iteration's per-layer costs for N tokens on tier */
@@ -116,22 +118,24 @@ static double cf_layer_best(const CfState *cf, const CfCosts *c, int *k)
 }
 
 /* stage-parallel: stage s recomputes its first ell[s] layers in its lane (stage s > 0 from its
- * boundary activation, loaded first); the request joins an iteration once every boundary arrived;
- * the lanes run before the walk; KV of the other layers is loaded in layer order behind the
- * boundaries, all through the shared tier channel and the stages' own H2D links */
+ * boundary activation, loaded first) as the engine runs it (walk.c): the request joins the next
+ * iteration at once; stage s's lane starts at the later of the iteration's start and its own
+ * boundary's arrival, so the lanes overlap each other and the earlier stages' layers, and stage s's
+ * layers start after it; KV of the other layers is loaded in layer order behind the boundaries, all
+ * through the shared tier channel and the stages' own H2D links */
 static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
 {
     IoFlow f;
     memset(&f, 0, sizeof f);
-    double join = 0, pre = 0;
+    double lane_end[CF_MAXS];
     for (int s = 0; s < cf->S; s++) {
-        double lane = ell[s] * c->ic.rec_lane;
+        double lane = ell[s] * c->ic.rec_lane, from = c->start;
         if (s > 0 && ell[s] > 0) {
             double a = split_flow_load(&f, s, c->bnd_hop, c->bnd_h2d);
-            if (a > join) join = a;
+            if (a > from) from = a;
             lane += c->ag;
         }
-        if (lane > pre) pre = lane;
+        lane_end[s] = lane > 0 ? from + lane : -1;
     }
     double comp[CF_MAXL], arr[CF_MAXL];
     for (int l = 0; l < cf->L; l++) {
@@ -139,8 +143,9 @@ static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
         int rec = l < cf->st_first[s] + ell[s];
         comp[l] = c->ic.plain;
         arr[l] = rec ? -1 : split_flow_load(&f, s, c->kv_hop, c->kv_h2d);
+        if (l == cf->st_first[s] && lane_end[s] > arr[l]) arr[l] = lane_end[s];
     }
-    return split_walk_ns(cf->L, comp, arr, join + c->start + pre);
+    return split_walk_ns(cf->L, comp, arr, c->start);
 }
 
 static double cf_stage_best(const CfState *cf, const CfCosts *c, int *ell)
@@ -337,6 +342,7 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
         }
     }
     cf->n_kind[m->kind]++;
+    if (m != &tmp) cf->last_est_ns = m->est_ns;
     switch (m->kind) {
     case CF_TOKEN:
         plan->tokenwise = 1;
@@ -384,12 +390,12 @@ static void cf_notes(void *state, char *buf, int len)
              "{\"axes\": {\"token\": %d, \"layer\": %d, \"gpu\": %d, \"batch\": %d}, \"l_delta_tokens\": %lld, "
              "\"plans\": {\"kv\": %llu, \"layerwise\": %llu, \"tokenwise\": %llu, \"stage_parallel\": %llu, "
              "\"joint_batch\": %llu, \"memo_hits\": %llu}, \"layerwise_restores\": %llu, \"tokenwise_restores\": %llu, "
-             "\"boundary_activations_saved\": %d}",
+             "\"boundary_activations_saved\": %d, \"last_plan_est_s\": %.9f}",
              cf->token, cf->layer, cf->gpu, cf->batch, (long long)cf->l_delta, (unsigned long long)cf->n_kind[CF_KV],
              (unsigned long long)cf->n_kind[CF_LAYER], (unsigned long long)cf->n_kind[CF_TOKEN],
              (unsigned long long)cf->n_kind[CF_STAGE], (unsigned long long)cf->n_joint, (unsigned long long)cf->memo_hits,
              (unsigned long long)(cf->n_kind[CF_LAYER] + cf->n_kind[CF_STAGE] + cf->n_kind[CF_KV]),
-             (unsigned long long)cf->n_kind[CF_TOKEN], cf->gpu && cf->S > 1 ? cf->S - 1 : 0);
+             (unsigned long long)cf->n_kind[CF_TOKEN], cf->gpu && cf->S > 1 ? cf->S - 1 : 0, cf->last_est_ns / 1e9);
 }
 
 static const PolicyKnob g_cf_knobs[] = {

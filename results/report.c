@@ -10,7 +10,7 @@
  *    perfectly (T_comp·T_io/(T_comp+T_io); T_comp alone when nothing was saved).
  *  - slo attainment = share of requests with ttft <= slo_ttft and mean tbt <= slo_tbt.
  *  - under the table: per policy the requests truncated and dropped, sessions whose saved state was
- *    lost, restorations that waited for a save or fell back to recompute; a warning naming the
+ *    lost, restorations that waited for a save or fell back to recompute, preemptions; a warning naming the
  *    setting behind it when more than 5 % of the requests were truncated, dropped or fell back.
  *  - load (per policy, README "Load"): over the kept requests (after warmup/cooldown trimming), the
  *    window from the first arrival to the last completion; request throughput = kept / window, token
@@ -34,7 +34,7 @@ void report_csv_header(FILE *f, int seed_col, int load_columns)
 {
     if (seed_col) fputs("seed,", f);
     fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
-          "recomputed_tokens,loaded_tokens,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
+          "recomputed_tokens,loaded_tokens,preemptions,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
           "restore_lower_bound_s",
           f);
     fputs(load_columns ? ",session_wait_s\n" : "\n", f);
@@ -174,6 +174,8 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
     p = app_i64(p, r->recomputed_tokens);
     *p++ = ',';
     p = app_i64(p, r->loaded_tokens);
+    *p++ = ',';
+    p = app_i64(p, r->preemptions);
     const int64_t ns4[4] = {r->queue_ns, r->restore_ns, r->prefill_ns, r->ttft_ns};
     for (int i = 0; i < 4; i++) {
         *p++ = ',';
@@ -369,6 +371,13 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(sv, "fallback_wait_slower", (double)r->fallback_slower);
     cJSON_AddNumberToObject(sv, "state_lost_ttl", (double)r->state_lost_ttl);
     cJSON_AddNumberToObject(sv, "state_lost_capacity", (double)r->state_lost_capacity);
+    /* KV blocks (alloc=ondemand): decode steps that found no free block preempted a request */
+    cJSON *pe = cJSON_AddObjectToObject(o, "preemption");
+    cJSON_AddNumberToObject(pe, "preemptions", (double)r->preemptions);
+    cJSON_AddNumberToObject(pe, "requests_preempted", (double)r->preempted_requests);
+    cJSON_AddNumberToObject(pe, "recomputed_tokens", (double)r->preempt_recomputed_tokens);
+    cJSON_AddNumberToObject(pe, "swap_out_bytes", r->swap_out_bytes);
+    cJSON_AddNumberToObject(pe, "swap_in_bytes", r->swap_in_bytes);
     cJSON *b = cJSON_AddObjectToObject(o, "bytes");
     cJSON_AddNumberToObject(b, "h2d", r->bytes_h2d);
     cJSON_AddNumberToObject(b, "d2h", r->bytes_d2h);
@@ -697,7 +706,8 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
     int head = 0;
     for (int i = 0; i < n; i++) {
         const SimResult *r = &res[i];
-        if (!r->truncated && !r->dropped && !r->state_lost_ttl && !r->state_lost_capacity && !r->restore_waits && !r->fallbacks)
+        if (!r->truncated && !r->dropped && !r->state_lost_ttl && !r->state_lost_capacity && !r->restore_waits && !r->fallbacks &&
+            !r->preemptions)
             continue;
         if (!head++) fputc('\n', out);
         fprintf(out, "%s: %llu truncated, %llu dropped, %llu state lost (%llu state_ttl, %llu capacity), %llu waited for a save",
@@ -705,7 +715,11 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
                 (unsigned long long)(r->state_lost_ttl + r->state_lost_capacity), (unsigned long long)r->state_lost_ttl,
                 (unsigned long long)r->state_lost_capacity, (unsigned long long)r->restore_waits);
         if (r->restore_waits) fprintf(out, " (mean %.1f ms)", r->restore_wait_ns / 1e6 / (double)r->restore_waits);
-        fprintf(out, ", %llu fell back to recompute\n", (unsigned long long)r->fallbacks);
+        fprintf(out, ", %llu fell back to recompute", (unsigned long long)r->fallbacks);
+        if (r->preemptions)
+            fprintf(out, ", %llu preemptions (%llu requests; preempt=%s)", (unsigned long long)r->preemptions,
+                    (unsigned long long)r->preempted_requests, w->cfg->preempt == SIM_PREEMPT_SWAP ? "swap" : "recompute");
+        fputc('\n', out);
     }
     int any = 0;
     for (int i = 0; i < n; i++) any |= res[i].truncated || res[i].dropped || res[i].fallbacks;

@@ -690,3 +690,45 @@ TEST(policy_kv_quant_isolated_pipeline)
         sim_world_close(&w);
     }
 }
+
+/* The GPU axis as planned is the GPU axis as run: on an isolated request whose plan is stage-parallel,
+ * the planner's estimate (admission → first token: each stage's lane from its own boundary
+ * activation's arrival, overlapping the earlier stages, then the walk) is the engine's TTFT within
+ * the per-layer rounding of the walk and the channels' whole-nanosecond events. */
+TEST(policy_cacheflow_stage_parallel_planner_matches_engine)
+{
+    const struct {
+        const char *platform, *store;
+        int64_t n0;
+        int S;
+    } cases[] = {{"cacheflow-h100-10g", "remote", 20000, 2}, {"cacheflow-h100-10g", "remote", 8000, 4},
+                 {"cacheflow-h100-10g", "remote", 30000, 2}, {"cacheflow-h100-10g", "remote", 12000, 2},
+                 {"h200", "dram", 16000, 2}};
+    int stage_plans = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        SimConfig c;
+        simtest_iso_config(t, &c, cases[k].n0, 50, cases[k].platform, "Llama-3.1-8B");
+        simtest_set(t, &c, "store", cases[k].store);
+        simtest_set(t, &c, "cacheflow.token", "0");
+        c.pp = cases[k].S;
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "cacheflow", &w, &rows, &res) != 0) return;
+        cJSON *nt = cJSON_Parse(res.policy_notes);
+        cJSON *pl = nt ? cJSON_GetObjectItem(nt, "plans") : NULL;
+        cJSON *est = nt ? cJSON_GetObjectItem(nt, "last_plan_est_s") : NULL;
+        CHECK(pl && est && rows.n == 2);
+        if (pl && est && rows.n == 2 && cJSON_GetObjectItem(pl, "stage_parallel")->valuedouble == 1) {
+            stage_plans++;
+            double want = est->valuedouble * 1e9, got = (double)rows.rows[1].ttft_ns;
+            CHECK_MSG(fabs(got - want) <= 1e-4 * want + 2000.0 * w.model->layers,
+                      "%s %s N=%lld S=%d: engine TTFT %.4f ms, planner %.4f ms", cases[k].platform, cases[k].store,
+                      (long long)cases[k].n0, cases[k].S, got / 1e6, want / 1e6);
+        }
+        cJSON_Delete(nt);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+    CHECK(stage_plans >= 2);
+}

@@ -5,7 +5,8 @@
 # policies, parallel layouts, save modes, stores, CacheFlow ablations, the shipped real traces when
 # present) with both binaries and compares, per experiment:
 #   - requests.csv byte for byte; when only one of the two files has the session_id column (added
-#     after the baseline: the trace's own session name), that column is left out of the comparison,
+#     after the baseline: the trace's own session name) or the preemptions column (added with KV
+#     blocks on demand), that column is left out of the comparison,
 #   - table.md row by row in its first eleven columns (policy … SLO %) and every line outside the
 #     table, byte for byte: the header row and the two last columns ("saved per token" in binary
 #     units, "restore/bound" with "–" where it does not apply) changed spelling on purpose, and
@@ -15,6 +16,7 @@
 # summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
 # configuration, whose spelling a refactor may change on purpose. Nor is each policy entry's
 # "knobs" object (the save mode and knob values the policy ran with; added after the baseline), nor
+# its "preemption" object (KV blocks on demand; added after the baseline), nor
 # its "load" object (throughput, goodput, trimming, the steady-state test; added after the baseline),
 # nor the table's load footer lines ("warning: P: overloaded: ...", "note: P: not in steady state:
 # ...", "trimmed: ...") whose numbers are in that object.
@@ -59,16 +61,17 @@ import csv, sys
 def rows(path, drop):
     with open(path, newline="") as f:
         r = list(csv.reader(f))
-    if drop and "session_id" in r[0]:
-        k = r[0].index("session_id")
-        r = [row[:k] + row[k + 1:] for row in r]
+    for col in drop:
+        if col in r[0]:
+            k = r[0].index(col)
+            r = [row[:k] + row[k + 1:] for row in r]
     return r
 ha, hb = (next(csv.reader(open(p, newline=""))) for p in sys.argv[1:3])
-drop = ("session_id" in ha) != ("session_id" in hb)
-sys.exit(0 if drop and rows(sys.argv[1], True) == rows(sys.argv[2], True) else 1)
+drop = [c for c in ("session_id", "preemptions") if (c in ha) != (c in hb)]
+sys.exit(0 if drop and rows(sys.argv[1], drop) == rows(sys.argv[2], drop) else 1)
 PY
 }
-norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [(x.pop("knobs", None), x.pop("load", None)) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
+norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [(x.pop("knobs", None), x.pop("load", None), x.pop("preemption", None)) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
 for c in "${cases[@]}"; do
   i=$((i + 1))
   a=$work/$i.old b=$work/$i.new

@@ -37,6 +37,8 @@ static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+re
 static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
 static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
 static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* SimArrivals order */
+static const char *const g_alloc_names[] = {"ondemand", "reserve", NULL};   /* SimAlloc order */
+static const char *const g_preempt_names[] = {"recompute", "swap", NULL};   /* SimPreempt order */
 
 SimLoadMode sim_load_mode(const SimConfig *c)
 {
@@ -150,6 +152,14 @@ static const CfgKey g_keys[] = {
          "share of the token budget restoration compute may use, >= 1/token_budget (Cake's GPU availability)"),
     NUMK("mem_util", CT_REAL, mem_util, "0.9", 0, 1, KF_MIN_OPEN, NULL, "share of HBM used for weights + KV pool"),
     NUMK("block_tokens", CT_INT, block_tokens, "16", 1, 1 << 16, 0, NULL, "KV block size in tokens"),
+    ENUMK("alloc", alloc, "ondemand", g_alloc_names,
+          "KV blocks: ondemand (vLLM: history + new input at admission, a block per block_tokens of decode, preemption "
+          "when the pool runs out) or reserve (the whole turn, output included, at admission; never preempts)"),
+    ENUMK("preempt", preempt, "recompute", g_preempt_names,
+          "alloc=ondemand: a preempted request's KV is freed and recomputed on re-admission (recompute, vLLM v1) or "
+          "copied to host DRAM and back (swap, vLLM v0's option)"),
+    NUMK("block_watermark", CT_REAL, block_watermark, "0.01", 0, 0.5, 0, NULL,
+         "alloc=ondemand: share of the KV pool's blocks left free when admitting (vLLM's watermark, 0.01)"),
     /* workload */
     STRK("trace", trace, "sharegpt4", KF_NONEMPTY, NULL, "generator name (kvsim list traces) or trace file"),
     ENUMK("trace_format", trace_format, "auto", g_format_names, "trace file format (generators: auto)"),
@@ -211,6 +221,7 @@ static const struct {
     {"max_num_batched_tokens", "token_budget"},
     {"max_num_seqs", "max_batch"},
     {"gpu_memory_utilization", "mem_util"},
+    {"preemption_mode", "preempt"},
 };
 
 static void *field(SimConfig *c, const CfgKey *k) { return (char *)c + k->off; }

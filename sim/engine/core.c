@@ -49,7 +49,7 @@ static const struct {
     [RQ_QUEUED] = {"queued", TO(RQ_RESTORING) | TO(RQ_PREFILL) | TO(RQ_DONE)},
     [RQ_RESTORING] = {"restoring", TO(RQ_PREFILL)},
     [RQ_PREFILL] = {"prefill", TO(RQ_DECODE)},
-    [RQ_DECODE] = {"decode", TO(RQ_DONE)},
+    [RQ_DECODE] = {"decode", TO(RQ_DONE) | TO(RQ_QUEUED)},
     [RQ_DONE] = {"done", 0},
 };
 

@@ -6,6 +6,7 @@
  *   metrics.c     every update of the run's SimResult (metrics_on_*)
  *   channel.c     IO channels and transfer units (channel.h)
  *   session.c     the session map, the HBM LRU of idle resident sessions, the KV pool
+ *   blocks.c      KV blocks of admitted requests: what admission takes, decode growth, preemption
  *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities
  *   costtab.c     the run's cost table: linear cost per token count memoised, attention lookup hints
  *   estimate.c    per-layer compute and load estimates (for policies and bounds; sim/cost/layer_cost)
@@ -33,7 +34,10 @@
  *   RQ_PREFILL   new-input chunks
  *      └ iter_done (last new-input chunk: the first output token) ─▶ RQ_DECODE
  *   RQ_DECODE    one token per iteration
- *      └ request_done (last output token) ─▶ RQ_DONE
+ *      ├ request_done (last output token) ─▶ RQ_DONE
+ *      └ blocks_grow (alloc=ondemand: no block for its next token; preempted) ─▶ RQ_QUEUED (at the head)
+ *   A preempted request is re-admitted by blocks_readmit into RQ_PREFILL (re-prefilling its context,
+ *   IT_RESUME items, or waiting for its swapped KV to come back) and returns to RQ_DECODE.
  *   RQ_DONE      final (its row is emitted, the request freed); a request completes once.
  *
  * Invariants checked always (SIM_CHECK: a violation ends the run with an error naming the file and
@@ -54,7 +58,7 @@
 #include "traces/trace.h"
 
 enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
-enum { IT_DECODE, IT_RECOMP, IT_NEW };
+enum { IT_DECODE, IT_RECOMP, IT_NEW, IT_RESUME };
 
 /* the request lifecycle (see the table above) */
 typedef enum RqState { RQ_ARRIVED = 0, RQ_QUEUED, RQ_RESTORING, RQ_PREFILL, RQ_DECODE, RQ_DONE, RQ_NSTATES } RqState;
@@ -130,7 +134,12 @@ struct Request {
     RqState state;
     int64_t arrival_ns, think_ns, trace_arrival_ns;
     int64_t hist, nnew, nout;
-    int64_t reserved_tokens;
+    int64_t reserved_tokens;    /* KV pool tokens (whole blocks) it holds while admitted */
+    /* preemption (blocks.c): times preempted; a preempted request's pending re-admission (1), the
+     * context tokens it re-prefills (recompute), its swap units in flight out / in (swap) */
+    int preempts, preempted;
+    int64_t resume_left, resume_done, swap_tokens;
+    int swap_out_left, swap_in_left, swap_in_wait;
     /* restoration */
     const char *from;
     int64_t recompute_left, recompute_done, recompute_total;
@@ -150,6 +159,8 @@ struct Request {
     /* token-wise two pointers */
     int tw, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
+    int64_t bnd_ns[SIM_MAX_STAGES];   /* stage-parallel: when each stage's boundary activation arrived */
+    double lane_ns[SIM_MAX_STAGES];   /* stage-parallel: each stage's recompute lane in the iteration in flight */
     int64_t chunk_tokens;      /* storage layout chunk (0: the array's stripe) */
     double kv_scale;           /* compressed KV: bytes scale (1 plain) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
@@ -208,7 +219,6 @@ struct Replica {
     int wait_layer;
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
-    double pre_ns;                        /* stage-parallel restoration before the layer walk */
     int any_lw;                           /* the batch waits on layer-wise state (else one event) */
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
     /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
@@ -403,6 +413,22 @@ void pool_release(Sim *sm, Replica *rp, int64_t tokens);
 /* drop a session's resident KV (not in use) from the pool */
 void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 
+/* ------------------------------------------------------------------ blocks.c */
+
+/* the KV pool tokens r needs when (re-)admitted: alloc=reserve the whole turn; ondemand the context
+ * it holds through its next produced token (history + new + 1, or after a preemption its context so
+ * far, + 1 when it recomputes) */
+int64_t blocks_admit_need(const Sim *sm, const Request *r);
+/* tokens of rp's pool admission must leave free (the watermark; 0 when nothing is admitted) */
+int64_t blocks_admit_headroom(const Sim *sm, const Replica *rp);
+/* before rp forms a batch: every decoding request gets the block its next token needs, evicting
+ * idle sessions' KV (LRU) and then preempting the most recently admitted decoding request */
+int blocks_grow(Sim *sm, Replica *rp);
+/* a preempted request at the head of the queue was given its blocks: back into the batch */
+int blocks_readmit(Sim *sm, Replica *rp, Request *r);
+/* an IT_RESUME chunk of r's re-prefill ended at now */
+void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
+
 /* ------------------------------------------------------------------ tier.c */
 
 TierList *tier_list(Sim *sm, int replica, Tier t);
@@ -455,6 +481,8 @@ void release_request(Sim *sm, Request *r);
 int pull_trace(Sim *sm);
 void on_arrival(Sim *sm, Request *r);
 void admit_queue(Sim *sm, Replica *rp);
+/* put r at the head of rp's admission queue (a preempted request); -1 when out of memory */
+int queue_push_front(Sim *sm, Replica *rp, Request *r);
 void request_done(Sim *sm, Replica *rp, Request *r);
 /* the run's load state (sess_last_ns), at teardown */
 void lifecycle_free(Sim *sm);

@@ -7,7 +7,7 @@
  * layers' state arrived; then low-priority restoration compute), its per-layer durations (linear
  * ops over all rows + each item's attention; layer-wise work adds recompute rows to the GEMMs,
  * hidden-state projections, dequantization and all-gathers per layer; stage-parallel restorations
- * run in per-stage lanes before the walk), SAVE_DIRECT's synchronous write time; and at its end the
+ * run in per-stage lanes, each stage's when the walk reaches it), SAVE_DIRECT's synchronous write time; and at its end the
  * items' progress (recompute, token-wise compute, new input, decode tokens), saves per iteration,
  * and the requests that finished. Moves RQ_RESTORING → RQ_PREFILL (through restore_progress) and
  * RQ_PREFILL → RQ_DECODE (the first output token). Runs the accounting walker at each boundary when
@@ -58,6 +58,14 @@ static void form_batch(Sim *sm, Replica *rp)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < rp->n_active && budget > 0; i++) {
             Request *r = rp->active[i];
+            if (r->resume_left > 0) { /* re-prefilling its context after a preemption (blocks.c) */
+                if (pass == 0) {
+                    int64_t c = r->resume_left < budget ? r->resume_left : budget;
+                    item_add(sm, rp, (IterItem){r, IT_RESUME, 0, c, r->resume_done});
+                    budget -= c;
+                }
+                continue;
+            }
             if (pass == r->low_prio) { /* restoration compute in its pass */
                 if (r->tw) {
                     int64_t avail = r->tw_io_issued - r->tw_comp;
@@ -92,7 +100,8 @@ static void form_batch(Sim *sm, Replica *rp)
         new_input:
             if (r->new_left > 0) {
                 int lw = r->lw_pending;
-                if (lw && (r->stage_par ? r->bnd_left > 0 : r->arrived_prefix < r->early_layers)) continue;
+                /* stage-parallel: joins at once, each stage's lane waits for its own boundary (walk.c) */
+                if (lw && !r->stage_par && r->arrived_prefix < r->early_layers) continue;
                 int64_t c = r->new_left < budget ? r->new_left : budget;
                 if (r->recompute_chunk < 0 && r->recompute_total > 0) c = r->new_left; /* unchunked prefill */
                 item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
@@ -101,7 +110,7 @@ static void form_batch(Sim *sm, Replica *rp)
         }
 }
 
-/* per-layer durations of the batch in rp->layer_ns, and the stage-parallel lanes (rp->pre_ns) */
+/* per-layer durations of the batch in rp->layer_ns, and the stage-parallel lanes (r->lane_ns) */
 static void layer_costs(Sim *sm, Replica *rp)
 {
     int64_t M = 0, B = 0, dctx = 0;
@@ -123,27 +132,25 @@ static void layer_costs(Sim *sm, Replica *rp)
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
-    rp->pre_ns = 0;
     rp->any_lw = any_lw;
     if (!any_lw) return;
-    /* stage-parallel restorations first: every stage recomputes its own prefix layers for the
-     * history at once (from its boundary activation), the iteration's walk starts after the
-     * slowest stage */
-    double lane[SIM_MAX_STAGES] = {0};
+    /* stage-parallel restorations: every stage recomputes its own prefix layers for the history in
+     * its own lane (r->lane_ns), from its boundary activation; the walk runs a stage's lane when it
+     * reaches the stage, starting at the later of the iteration's start and that boundary's arrival,
+     * so a stage's lane overlaps the earlier stages' lanes and layers (walk.c) */
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
         if (!it->lw || !it->r->stage_par) continue;
         Request *r = it->r;
+        for (int st = 0; st < sm->S; st++) r->lane_ns[st] = 0;
         for (int l = 0; l < sm->L; l++) {
             if (r->mode[l] != LM_RECOMPUTE) continue;
-            lane[sm->stage_of[l]] += est_layer_ns(sm, r->lw_tokens, r->recompute_total);
+            double x = est_layer_ns(sm, r->lw_tokens, r->recompute_total);
             if (restore_is_boundary(sm, r, l) && sm->T > 1 && cost_has(cm, OP_ALLGATHER))
-                lane[sm->stage_of[l]] += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+                x += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+            r->lane_ns[sm->stage_of[l]] += x;
+            rp->busy_stage_ns[sm->stage_of[l]] += x;
         }
-    }
-    for (int st = 0; st < sm->S; st++) {
-        rp->busy_stage_ns[st] += lane[st];
-        if (lane[st] > rp->pre_ns) rp->pre_ns = lane[st];
     }
     /* layer-wise restoration work: recompute rows join the GEMMs, hidden states are projected
      * (all-gathered under TP), quantized KV is dequantized. Within a layer that work runs first, in
@@ -191,6 +198,7 @@ void form_iteration(Sim *sm, Replica *rp)
 {
     rp->form_pending = 0;
     if (sm->failed) return;
+    if (!rp->iterating && blocks_grow(sm, rp) != 0) return; /* running requests' blocks before admission (vLLM) */
     admit_queue(sm, rp);
     if (rp->iterating || sm->failed) return;
     form_batch(sm, rp);
@@ -198,7 +206,7 @@ void form_iteration(Sim *sm, Replica *rp)
     if (sm->save_mode == SAVE_DIRECT)
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
-            if (it->type == IT_RECOMP && it->r->tw) continue; /* restored state is saved already */
+            if ((it->type == IT_RECOMP && it->r->tw) || it->type == IT_RESUME) continue; /* saved already */
             direct_tokens += it->tokens;
             direct_pieces += (it->tokens + 63) / 64;
         }
@@ -208,10 +216,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->direct_save_ns = tier_direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
     rp->iter_start_ns = sim_now(sm);
-    rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns + (int64_t)llround(rp->pre_ns);
-    for (int i = 0; i < rp->n_items; i++) /* stage-parallel recompute is done when the lanes are */
-        if (rp->items[i].lw && rp->items[i].r->stage_par && rp->cursor_ns > rp->items[i].r->t_restored)
-            rp->items[i].r->t_restored = rp->cursor_ns;
+    rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
     rp->layer = 0;
     rp->wait_r = NULL;
     iter_advance(sm, rp);
@@ -262,6 +267,9 @@ void iter_done(Sim *sm, Replica *rp)
             }
             pos = r->hist + r->new_done;
             break;
+        case IT_RESUME:
+            blocks_resume_done(sm, r, it->tokens);
+            continue; /* its context was saved before */
         case IT_DECODE: {
             metrics_on_token(sm, r, now - r->t_last_tok);
             r->t_last_tok = now;

@@ -110,6 +110,16 @@ static int queue_push(Sim *sm, Replica *rp, Request *r)
     return 0;
 }
 
+int queue_push_front(Sim *sm, Replica *rp, Request *r)
+{
+    if (queue_push(sm, rp, r) != 0) return -1; /* grows the ring when full; r is at the tail */
+    rp->q_len--;
+    rp->q_head = (rp->q_head + rp->q_cap - 1) % rp->q_cap;
+    rp->queue[rp->q_head] = r;
+    rp->q_len++;
+    return 0;
+}
+
 /* a turn is released: it joins its replica's admission queue */
 void release_request(Sim *sm, Request *r)
 {
@@ -368,19 +378,19 @@ void admit_queue(Sim *sm, Replica *rp)
         Request *r = rp->queue[rp->q_head];
         Session *s = r->s;
         int64_t ctx = r->hist + r->nnew + r->nout;
-        int64_t need = blocks_tokens(sm, ctx);
+        int64_t need = blocks_admit_need(sm, r); /* alloc=reserve: the whole turn; ondemand: its prompt (blocks.c) */
         int resident_ok = r->hist > 0 && s->resident_tokens >= r->hist;
         int64_t have = resident_ok ? blocks_tokens(sm, s->resident_tokens) : 0;
-        if (need > rp->pool_cap) { /* can never fit: dropped */
+        if (blocks_tokens(sm, ctx) > rp->pool_cap) { /* can never fit: dropped */
             drop_head(sm, rp, r);
             continue;
         }
-        int64_t extra = need - have;
-        while (rp->pool_used + extra > rp->pool_cap && hbm_evict_one(sm, rp)) {
+        int64_t extra = need - have, cap = rp->pool_cap - blocks_admit_headroom(sm, rp);
+        while (rp->pool_used + extra > cap && hbm_evict_one(sm, rp)) {
         }
-        if (rp->pool_used + extra > rp->pool_cap) {
+        if (rp->pool_used + extra > cap) {
             /* the session's own stale KV may be what is in the way */
-            if (!resident_ok && s->resident_tokens && rp->pool_used - blocks_tokens(sm, s->resident_tokens) + extra <= rp->pool_cap)
+            if (!resident_ok && s->resident_tokens && rp->pool_used - blocks_tokens(sm, s->resident_tokens) + extra <= cap)
                 sess_drop_resident(sm, rp, s);
             else
                 break;
@@ -390,6 +400,10 @@ void admit_queue(Sim *sm, Replica *rp)
         pool_reserve(sm, rp, extra);
         r->reserved_tokens = need;
         metrics_on_pool(sm, rp);
+        if (r->preempted) { /* back from a preemption: no restoration, its context is recomputed or swapped in */
+            if (blocks_readmit(sm, rp, r) != 0) return;
+            continue;
+        }
         if (restore_admit(sm, rp, r) != 0) return;
     }
 }

@@ -6,8 +6,9 @@
  * asking the policy for a RestorePlan when a request with history is admitted (unless its KV is
  * resident), validating the plan, the policy-independent restoration lower bound (lb_ns), and
  * executing the plan's IO: layer-wise loads (per layer one unit per place its bytes are, from the
- * tier over its channel then H2D; boundary activations of stage-parallel restorations first) with
- * the arrival bookkeeping that lets an iteration's layer walk continue, and the token-wise two
+ * tier over its channel then H2D; boundary activations of stage-parallel restorations first, each
+ * stage's arrival time kept for its recompute lane) with the arrival bookkeeping that lets an
+ * iteration's layer walk continue, and the token-wise two
  * pointers (compute forward from token 0 in the iterations, load backward from the end in
  * io_chunk_tokens chunks, at most TW_DEPTH chunks in flight, until they meet). A load of bytes still
  * crossing D2H is parked on the session and sent (from DRAM) once that save's D2H lands — when the
@@ -160,7 +161,10 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
         if (now > r->t_restored) r->t_restored = now;
         if (--r->loads_left == 0) r->s->loading--;
         if (--r->layer_units[layer] > 0) return; /* the layer's other places still to come */
-        if (restore_is_boundary(sm, r, layer)) r->bnd_left--;
+        if (restore_is_boundary(sm, r, layer)) {
+            r->bnd_left--;
+            r->bnd_ns[sm->stage_of[layer]] = now; /* that stage's lane may start (walk.c) */
+        }
         r->arrived[layer] = 1;
     }
     while (r->arrived_prefix < sm->L && r->arrived[r->arrived_prefix]) r->arrived_prefix++;
@@ -169,7 +173,7 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
         rp->wait_r = NULL;
         if (rp->cursor_ns < now) rp->cursor_ns = now;
         iter_advance(sm, rp);
-    } else if (!rp->iterating && (r->stage_par ? r->bnd_left == 0 : r->arrived_prefix >= r->early_layers)) {
+    } else if (!rp->iterating && (r->stage_par || r->arrived_prefix >= r->early_layers)) {
         sim_kick(sm, rp);
     }
 }

@@ -20,8 +20,13 @@
  *    transfer units one at a time, restoration loads before background saves, FIFO within a class
  *    (a policy may choose the order). H2D and D2H of one link slow down to the catalog's both-ways
  *    rates while the other direction is busy (fluid model: the rate of an in-flight unit changes).
- *  - KV pool in HBM = capacity × mem_util − weights, in blocks; admission reserves the whole turn
- *    (history + new + output); idle sessions' KV stays resident until LRU eviction needs the space.
+ *  - KV pool in HBM = capacity × mem_util − weights, in blocks. alloc=ondemand (default, vLLM):
+ *    admission takes the blocks of history + new input while block_watermark of the pool stays free,
+ *    decode takes a block when a context crosses a block boundary, and when none is left the most
+ *    recently admitted decoding request is preempted (preempt=recompute: its blocks are freed and it
+ *    re-prefills its context when re-admitted at the head of the queue; swap: its KV goes to host DRAM
+ *    and back). alloc=reserve takes the whole turn (history + new + output) at admission. Idle
+ *    sessions' KV stays resident until LRU eviction needs the space (before any preemption).
  *  - Saved state lives in host DRAM, then the SSD array (LRU spill), or a remote store; it is
  *    dropped when the last tier is full (LRU) or when unused for state_ttl (1 h by default, as
  *    AttentionStore). A restoration reads each part of the state from where its bytes are at that
@@ -76,6 +81,15 @@ typedef struct SimTrim {
 /* the resolved load mode (sim_load_mode) */
 typedef enum SimLoadMode { SIM_LOAD_SESSION = 0, SIM_LOAD_TRACE, SIM_LOAD_CONCURRENCY } SimLoadMode;
 
+/* KV block allocation (README "What is modelled", docs/model.md "KV blocks"): RESERVE takes the whole
+ * turn's blocks (history + new + output) at admission; ONDEMAND takes history + new input (+ the
+ * first output token) with a watermark of free blocks kept, grows a request's blocks as its context
+ * crosses block boundaries during decode and preempts when the pool runs out (vLLM's block manager) */
+typedef enum SimAlloc { SIM_ALLOC_ONDEMAND = 0, SIM_ALLOC_RESERVE } SimAlloc;
+/* what a preempted request's KV becomes: RECOMPUTE frees it (the request re-prefills its whole
+ * context when re-admitted; vLLM v1's only mode), SWAP copies it to host DRAM over D2H and back over H2D */
+typedef enum SimPreempt { SIM_PREEMPT_RECOMPUTE = 0, SIM_PREEMPT_SWAP } SimPreempt;
+
 /* POLICY: each policy's own SaveMode (KvPolicyOps.save_mode); else forced for every policy */
 typedef enum SimSaveMode { SIM_SAVE_POLICY = 0, SIM_SAVE_TURN, SIM_SAVE_ITERATION, SIM_SAVE_DIRECT } SimSaveMode;
 
@@ -104,6 +118,9 @@ typedef struct SimConfig {
     int max_batch;
     double mem_util;            /* share of HBM the engine may use (weights + KV pool) */
     int block_tokens;
+    SimAlloc alloc;             /* KV block allocation: on demand with preemption, or whole-turn reservation */
+    SimPreempt preempt;         /* alloc=ondemand: what a preempted request's KV becomes */
+    double block_watermark;     /* alloc=ondemand: share of the pool's blocks kept free at admission */
     /* workload */
     char trace[4096];           /* generator name or path */
     SimTraceFormat trace_format;
@@ -272,6 +289,11 @@ typedef struct SimResult {
     uint64_t pool_tokens;         /* KV pool capacity per replica */
     double util_gpu[SIM_MAX_STAGES];
     double util_h2d[SIM_MAX_STAGES], util_d2h[SIM_MAX_STAGES], util_ssd, util_nic_in, util_nic_out;
+    /* alloc=ondemand: decode steps that found no free block preempted a request (blocks.c) */
+    uint64_t preemptions;         /* preemptions (a request may be preempted more than once) */
+    uint64_t preempted_requests;  /* requests preempted at least once */
+    uint64_t preempt_recomputed_tokens; /* context tokens re-prefilled after preempt=recompute */
+    double swap_out_bytes, swap_in_bytes; /* preempt=swap: KV bytes copied to host DRAM and back */
     uint64_t iterations, events;
     uint64_t extrapolations;
     uint64_t extrapolations_op[OP_COUNT];
@@ -329,6 +351,7 @@ typedef struct SimRequestRow {
     const char *session_id;       /* the trace's own session id (TraceRequest.session_id); valid during the call */
     int64_t offered_ns;           /* the load process's arrival (trace mode: fixed in advance); else = arrival_ns */
     int64_t session_wait_ns;      /* release − offered: waiting for the session's previous turn */
+    int preemptions;              /* times the request was preempted (alloc=ondemand) */
 } SimRequestRow;
 typedef int (*SimRowFn)(void *ctx, const SimRequestRow *row, KvErr *e);
 

@@ -8,6 +8,8 @@
  * arming EV_ITER_DONE. An iteration with no layer-wise work is one step (every layer costs the same).
  * Not responsible for: the per-layer durations (iteration.c computes rp->layer_ns when forming),
  * what happens when the iteration ends (iteration.c).
+ * A stage-parallel restoration's recompute lane of stage s runs when the walk reaches stage s's first
+ * layer, from the later of the iteration's start and its boundary activation's arrival (stage_lanes).
  * Invariants: the cursor never goes back; a layer is walked once per iteration; layer-wise
  * recompute finishes (t_restored) when the cursor passes its layer, a request's last projection or
  * dequantize rc_off_ns after the start of its layer (rc_layer, set when the iteration was formed).
@@ -16,6 +18,27 @@
 #include <math.h>
 
 #include "sim/engine/engine_int.h"
+
+/* The walk reached the first layer of stage st (every state its layer needs has arrived, the
+ * boundary activations included): the stage-parallel restorations' recompute lanes of st run on
+ * the stage's GPU, in item order, each from the later of the iteration's start (after its host
+ * overhead) and its own boundary activation's arrival (stage 0 recomputes from the tokens); the
+ * stage's layers start after them. A lane ends that request's recompute on the stage. */
+static void stage_lanes(Sim *sm, Replica *rp, int st)
+{
+    int64_t t = rp->iter_start_ns + sm->overhead_ns;
+    int any = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        IterItem *it = &rp->items[i];
+        if (!it->lw || !it->r->stage_par || it->r->lane_ns[st] <= 0) continue;
+        Request *r = it->r;
+        if (st > 0 && r->bnd_ns[st] > t) t = r->bnd_ns[st];
+        t += (int64_t)llround(r->lane_ns[st]);
+        if (t > r->t_restored) r->t_restored = t;
+        any = 1;
+    }
+    if (any && t > rp->cursor_ns) rp->cursor_ns = t;
+}
 
 void iter_advance(Sim *sm, Replica *rp)
 {
@@ -45,6 +68,7 @@ void iter_advance(Sim *sm, Replica *rp)
             }
             return;
         }
+        if (l == 0 || sm->stage_of[l - 1] != sm->stage_of[l]) stage_lanes(sm, rp, sm->stage_of[l]);
         int64_t d = (int64_t)llround(rp->layer_ns[l]);
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
         int64_t layer_start = rp->cursor_ns;
