@@ -203,6 +203,9 @@ struct Replica {
     double *layer_ns;
     int layer;
     int64_t cursor_ns, iter_start_ns;
+    /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary
+     * iteration) that started at run_start_ns; the earlier steps were accounted when it was formed */
+    int64_t run_start_ns, run_steps;
     uint64_t iter_seq;
     Request *wait_r;
     int wait_layer;

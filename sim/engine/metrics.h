@@ -27,9 +27,15 @@ typedef enum MetricSource { MS_NO_HISTORY, MS_RESIDENT, MS_TIER, MS_RECOMPUTE } 
 void metrics_on_setup(Sim *sm);
 void metrics_on_event(Sim *sm);
 /* an iteration of rp is formed (before its per-layer costs) / has ended: its GPU busy time is
- * attributed to the replica's restoration windows in proportion to the window time inside it */
+ * attributed to the replica's restoration windows in proportion to the window time inside it.
+ * metrics_on_iteration_done is where an iteration — or a decode run: rp->run_steps steps from
+ * rp->run_start_ns, the last one from rp->iter_start_ns to now — is reported whole (one call each). */
 void metrics_on_iteration(Sim *sm, Replica *rp);
 void metrics_on_iteration_done(Sim *sm, Replica *rp);
+/* a decode run's step before its last, ending at end_ns, reported when the run is formed (nothing
+ * else happens until it ends): the iteration, its end event and every item's token, exactly as
+ * metrics_on_iteration + metrics_on_token per item would have counted them */
+void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns);
 /* a request of rp entered (+1) or left (-1) RQ_RESTORING: opens/closes rp's restoration window */
 void metrics_on_restoring(Sim *sm, Replica *rp, int delta);
 /* a saving policy's restoration recomputes everything: slower = waiting for the save in flight was
