@@ -110,10 +110,10 @@ static int check_requests(Sim *sm, Replica *rp)
                             (unsigned long long)r->s->id, r->s->loading, r->loads_left);
     }
     for (size_t k = 0; k < rp->q_len; k++) {
-        Request *r = rp->queue[(rp->q_head + k) % rp->q_cap];
-        if (r->state != RQ_QUEUED)
+        Turn *r = rp->queue[(rp->q_head + k) % rp->q_cap];
+        if (!r->queued)
             return sim_fail(sm, "sim_check: replica %d: queued request %llu is %s", i, (unsigned long long)r->id,
-                            rq_state_name(r->state));
+                            rq_state_name(RQ_ARRIVED));
         if (r->s->in_hbm_lru)
             return sim_fail(sm, "sim_check: session %llu has a turn queued and is evictable (in the HBM LRU)",
                             (unsigned long long)r->s->id);

@@ -231,7 +231,7 @@ void metrics_on_exogenous(Sim *sm, int64_t t_ns)
     if (t_ns > sm->load.exo_last_ns) sm->load.exo_last_ns = t_ns;
 }
 
-void metrics_on_release(Sim *sm, Request *r)
+void metrics_on_release(Sim *sm, Turn *r)
 {
     LoadAcc *L = &sm->load;
     if (L->t0_ns < 0 || r->offered_ns < L->t0_ns) L->t0_ns = r->offered_ns;
@@ -544,6 +544,7 @@ void metrics_on_run_end(Sim *sm)
     SimWorld *w = sm->w;
     out->sim_end_ns = sim_now(sm);
     out->queue_events = sm->q.popped;
+    out->waiting_peak_bytes = sm->turn_bytes_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {

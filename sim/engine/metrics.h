@@ -55,7 +55,7 @@ void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);
 void metrics_on_request_done(Sim *sm, Request *r);
 /* a request released: the run's first and latest arrival, its warm-up trim */
-void metrics_on_release(Sim *sm, Request *r);
+void metrics_on_release(Sim *sm, Turn *r);
 /* the load process made an arrival on its own at t (a trace timestamp, a session start, a client
  * given a session): the end of the load window */
 void metrics_on_exogenous(Sim *sm, int64_t t_ns);

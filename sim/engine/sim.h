@@ -274,6 +274,7 @@ typedef struct SimResult {
     double util_h2d[SIM_MAX_STAGES], util_d2h[SIM_MAX_STAGES], util_ssd, util_nic_in, util_nic_out;
     uint64_t iterations, events;  /* events: as if every iteration were one event (a decode run's steps count each) */
     uint64_t queue_events;        /* the events the queue actually delivered (not a result: speed only) */
+    uint64_t waiting_peak_bytes;  /* the most bytes held at once by turns read and not admitted (not a result) */
     uint64_t extrapolations;
     uint64_t extrapolations_op[OP_COUNT];
     double wall_s;
