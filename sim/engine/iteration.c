@@ -197,6 +197,17 @@ static void layer_costs(Sim *sm, Replica *rp)
  * an event frees them (whatever makes admission depend on the step — KV growing per step — must
  * end the run at that step here). So its steps whose ends come before the next event in the queue
  * run at once, when the batch is formed; only the last is an iteration in flight. */
+/* llround(x) without the library call, bit for bit for every finite x of int64 range: the cast
+ * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
+static inline int64_t round_ns(double x)
+{
+    int64_t i = (int64_t)x;
+    double f = x - (double)i;
+    if (f >= 0.5) i++;
+    else if (f <= -0.5) i--;
+    return i;
+}
+
 static int decode_run_ok(const Sim *sm, const Replica *rp)
 {
     if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook) return 0;
@@ -233,7 +244,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         attn += ctab_attn_decode_ns(sm, B, dctx);
         base = est_linear_ns(sm, B) + attn;
         if (n + 1 >= kmax) break;
-        int64_t d = (int64_t)llround(base);
+        int64_t d = round_ns(base); /* = iter_advance's llround */
         int64_t end = t + sm->overhead_ns + d * sm->L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
