@@ -1,5 +1,6 @@
 /* test_hist.c — percentiles within the stated relative error against exact sorted samples. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests/harness.h"
 #include "sim/base/hist.h"
@@ -51,4 +52,30 @@ TEST(hist_small_values_exact_and_merge)
     CHECK_NEAR(hist_percentile(&empty, 0.5), 0, 0, 0);
     hist_free(&a);
     hist_free(&b);
+}
+
+/* hist_add_n(v, n) leaves exactly what n hist_add(v) leave: counts, min, max and the running sum's
+ * bits, both where one addition is exact and past 2^53 where it is not */
+TEST(hist_add_n_equals_repeated_adds)
+{
+    static const uint64_t start[] = {0, 123456789, 9007199254740000ULL, 1ULL << 60};
+    static const uint64_t vals[] = {0, 1, 255, 256, 33554433, 3000000001ULL, 1ULL << 52};
+    static const uint64_t ns[] = {1, 2, 7, 1000};
+    for (size_t a = 0; a < sizeof start / sizeof start[0]; a++)
+        for (size_t b = 0; b < sizeof vals / sizeof vals[0]; b++)
+            for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+                Hist x = {0}, y = {0};
+                hist_add(&x, start[a]);
+                hist_add(&y, start[a]);
+                for (uint64_t i = 0; i < ns[c]; i++) hist_add(&x, vals[b]);
+                hist_add_n(&y, vals[b], ns[c]);
+                CHECK_EQ_U(x.n, y.n);
+                CHECK_EQ_U(x.min, y.min);
+                CHECK_EQ_U(x.max, y.max);
+                CHECK_MSG(memcmp(&x.sum, &y.sum, sizeof x.sum) == 0, "sum %.17g vs %.17g (start %llu, v %llu, n %llu)", x.sum,
+                          y.sum, (unsigned long long)start[a], (unsigned long long)vals[b], (unsigned long long)ns[c]);
+                CHECK(memcmp(x.b, y.b, HIST_BUCKETS * sizeof *x.b) == 0);
+                hist_free(&x);
+                hist_free(&y);
+            }
 }

@@ -364,3 +364,31 @@ TEST(load_settings_rules)
     CHECK(sim_config_set(&c, "warmup", "-3", &e) != 0);
     CHECK_EQ_I(c.warmup.n, 200); /* unchanged on error */
 }
+
+/* Issue #11: a turn read from the trace and not admitted yet costs a compact Turn (≤ 64 bytes), not a
+ * full request. One session with 100,000 closed-loop turns: all of its later turns are read ahead
+ * into the session's pending list at once, and the engine's count of the bytes those turns hold
+ * (SimResult.waiting_peak_bytes) must stay at ≤ 64 bytes per turn. */
+TEST(load_pending_turns_are_compact)
+{
+    enum { TURNS = 100000 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/one-session.csv", test_tmpdir(t));
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+    for (int i = 0; i < TURNS; i++) fprintf(f, "s,%d,%s,1,1,0\n", i, i ? "" : "0");
+    CHECK(fclose(f) == 0);
+    SimConfig c;
+    base_config(&c, path, TURNS);
+    c.evict_each_turn = 0;
+    SimResult res;
+    if (run(t, &c, "recompute", NULL, &res) != 0) return;
+    CHECK_EQ_U(res.requests, TURNS);
+    /* the pending list held every later turn at once */
+    CHECK_MSG(res.waiting_peak_bytes >= (uint64_t)(TURNS - 1) * 32, "peak %llu bytes", (unsigned long long)res.waiting_peak_bytes);
+    CHECK_MSG(res.waiting_peak_bytes <= (uint64_t)TURNS * 64, "%.1f bytes per waiting turn (at most 64)",
+              (double)res.waiting_peak_bytes / TURNS);
+    sim_result_free(&res);
+}

@@ -8,6 +8,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "tests/harness.h"
+#include "tests/simtest.h"
 
 typedef struct {
     int boundaries;    /* iteration boundaries seen */
@@ -177,4 +178,96 @@ TEST(sim_check_lifecycle_table_refuses_moves_out_of_done)
     }
     CHECK_CONTAINS(e.msg, "lifecycle move done -> ");
     CHECK_CONTAINS(e.msg, "is not in the table");
+}
+
+/* ---- multi-step decode: the same results as one event per step ---- */
+
+/* FNV-1a over every field of the rows, in row order */
+static int hash_row(void *ctx, const SimRequestRow *r, KvErr *e)
+{
+    (void)e;
+    uint64_t *h = ctx;
+    int64_t v[] = {(int64_t)r->id, (int64_t)r->session, r->turn, r->replica, r->arrival_ns, r->history_tokens,
+                   r->new_tokens, r->output_tokens, r->recomputed_tokens, r->loaded_tokens, r->queue_ns, r->restore_ns,
+                   r->prefill_ns, r->ttft_ns, r->done_ns, r->tbt_max_ns, r->offered_ns};
+    double d[] = {r->tbt_mean_ns, r->lb_restore_ns};
+    const unsigned char *p[] = {(const void *)v, (const void *)d, (const void *)r->restore_from};
+    size_t n[] = {sizeof v, sizeof d, strlen(r->restore_from)};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < n[k]; i++) *h = (*h ^ p[k][i]) * 1099511628211ULL;
+    return 0;
+}
+
+static void noop_hook(Sim *sm, void *ctx) { (void)sm, (void)ctx; }
+
+/* one run: with a test hook at iteration boundaries the engine forms every decode step as its own
+ * iteration (the reference); without, decode-only batches advance several steps per event */
+static int run_steps(TestCtx *t, SimConfig *c, const char *policy, int single, uint64_t *rows, SimResult *res)
+{
+    KvErr e = {{0}};
+    SimWorld w;
+    CHECK_MSG(sim_world_open(&w, c, &e) == 0, "%s", e.msg);
+    *rows = 1469598103934665603ULL;
+    if (single) sim_test_set_hook(noop_hook, NULL, 0);
+    int rc = sim_run(&w, policy, hash_row, rows, NULL, NULL, res, &e);
+    sim_test_set_hook(NULL, NULL, 0);
+    CHECK_MSG(rc == 0, "%s: %s", policy, e.msg);
+    sim_world_close(&w);
+    return rc;
+}
+
+static int same_hist(const Hist *a, const Hist *b)
+{
+    if (a->n != b->n || a->min != b->min || a->max != b->max || memcmp(&a->sum, &b->sum, sizeof a->sum)) return 0;
+    return !a->n || memcmp(a->b, b->b, HIST_BUCKETS * sizeof *a->b) == 0;
+}
+
+TEST(sim_multi_step_decode_matches_single_steps)
+{
+    static const struct {
+        const char *policy, *k1, *v1, *k2, *v2;
+        int replicas;
+    } cases[] = {
+        {"recompute", "session_rate", "0.005", NULL, NULL, 1},          /* decode-bound: long runs */
+        {"kv-offload", "warmup", "100", "cooldown", "100", 1},          /* overloaded, trimming holds gaps back */
+        {"hcache", "session_rate", "0.01", NULL, NULL, 1},              /* saves every 64 positions end runs */
+        {"cacheflow", "session_rate", "0.5", NULL, NULL, 2},            /* other replicas' events end runs */
+        {"kv-offload", "arrivals", "trace", "request_rate", "0.3", 1},  /* timed arrivals end runs */
+        {"kv-offload", "mem_util", "0.75", "session_rate", "0.5", 1},   /* on-demand blocks: growth inside runs, preemptions */
+        {"recompute", "mem_util", "0.75", "preempt", "swap", 1},        /* preempted by swapping */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        simtest_set(t, &c, "trace", "sharegpt4");
+        simtest_set(t, &c, "model", "Llama-2-13B");
+        simtest_set(t, &c, "platform", "hcache-a100");
+        c.requests = 600;
+        c.replicas = cases[i].replicas;
+        simtest_set(t, &c, cases[i].k1, cases[i].v1);
+        if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);
+        uint64_t ha, hb;
+        SimResult a, b;
+        if (run_steps(t, &c, cases[i].policy, 1, &ha, &a) != 0) return;
+        if (run_steps(t, &c, cases[i].policy, 0, &hb, &b) != 0) return;
+        CHECK_MSG(ha == hb, "case %zu (%s): requests rows differ", i, cases[i].policy);
+        CHECK_EQ_U(a.requests, b.requests);
+        CHECK_EQ_U(a.iterations, b.iterations);
+        CHECK_EQ_U(a.events, b.events); /* a run's steps count as the events they stand for */
+        CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
+        CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft), "case %zu: TBT/TTFT histograms differ", i);
+        CHECK_MSG(memcmp(a.util_gpu, b.util_gpu, sizeof a.util_gpu) == 0 &&
+                      memcmp(a.win_util_gpu, b.win_util_gpu, sizeof a.win_util_gpu) == 0 && a.bytes_d2h == b.bytes_d2h,
+                  "case %zu: utilisation or bytes differ", i);
+        CHECK_EQ_U(a.extrapolations, b.extrapolations);
+        CHECK_EQ_U(a.preemptions, b.preemptions);
+        CHECK_EQ_U(a.hbm_peak_tokens, b.hbm_peak_tokens);
+        CHECK_MSG(a.swap_out_bytes == b.swap_out_bytes, "case %zu: swap bytes differ", i);
+        if (i == 5) CHECK_MSG(a.preemptions > 0, "case %zu: the small pool preempts nothing (the case tests nothing)", i);
+        CHECK_EQ_U(a.queue_events, a.events); /* the reference is one event per step */
+        if (i == 0) CHECK_MSG(b.queue_events * 10 < b.events, "decode-bound run: %llu queue events for %llu steps",
+                              (unsigned long long)b.queue_events, (unsigned long long)b.events);
+        sim_result_free(&a);
+        sim_result_free(&b);
+    }
 }

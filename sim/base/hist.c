@@ -38,6 +38,27 @@ void hist_add(Hist *h, uint64_t v)
     h->sum += (double)v;
 }
 
+void hist_add_n(Hist *h, uint64_t v, uint64_t n)
+{
+    if (n == 0) return;
+    if (!h->b) {
+        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+        if (!h->b) return;
+    }
+    h->b[bucket_of(v)] += n;
+    if (h->n == 0 || v < h->min) h->min = v;
+    if (h->n == 0 || v > h->max) h->max = v;
+    h->n += n;
+    /* the sum is a double of integers, added in insertion order: while every partial sum stays at
+     * below 2^53 each addition is exact, so one addition of n·v gives the same double */
+    const double exact = 9007199254740992.0; /* 2^53 */
+    if (v <= (1ULL << 53) / n && h->sum + (double)(v * n) < exact) {
+        h->sum += (double)(v * n);
+    } else {
+        for (uint64_t i = 0; i < n; i++) h->sum += (double)v;
+    }
+}
+
 void hist_merge(Hist *dst, const Hist *src)
 {
     if (!src->n) return;

@@ -24,6 +24,9 @@ typedef struct Hist {
 } Hist;
 
 void hist_add(Hist *h, uint64_t v);
+/* n samples of the value v: exactly what n calls hist_add(h, v) leave (the running sum gets n·v in
+ * one addition when that is exact — integer sums below 2^53 — and n additions otherwise). O(1) then. */
+void hist_add_n(Hist *h, uint64_t v, uint64_t n);
 void hist_merge(Hist *dst, const Hist *src);
 double hist_percentile(const Hist *h, double p); /* p in [0, 1]; 0 when empty */
 double hist_mean(const Hist *h);

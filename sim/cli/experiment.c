@@ -113,9 +113,10 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         /* one machine-readable line for tests/bench.sh */
-        fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld\n", name,
-                (unsigned long long)r.requests, (unsigned long long)r.events, (double)r.sim_end_ns / 1e9, r.wall_s,
-                ru.ru_maxrss);
+        fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld queue_events=%llu "
+                "waiting_peak_bytes=%llu\n",
+                name, (unsigned long long)r.requests, (unsigned long long)r.events, (double)r.sim_end_ns / 1e9, r.wall_s,
+                ru.ru_maxrss, (unsigned long long)r.queue_events, (unsigned long long)r.waiting_peak_bytes);
     }
     uint64_t off = (uint64_t)ftello(f);
     int wr = resfile_write(f, &r, e);

@@ -38,6 +38,11 @@
 
 static int ondemand(const Sim *sm) { return sm->cfg->alloc == SIM_ALLOC_ONDEMAND; }
 
+int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout)
+{
+    return blocks_tokens(sm, hist + nnew + (ondemand(sm) ? 1 : nout));
+}
+
 int64_t blocks_admit_need(const Sim *sm, const Request *r)
 {
     if (!ondemand(sm)) return blocks_tokens(sm, r->hist + r->nnew + r->nout);

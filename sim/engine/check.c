@@ -110,17 +110,24 @@ static int check_requests(Sim *sm, Replica *rp)
                             (unsigned long long)r->s->id, r->s->loading, r->loads_left);
     }
     for (size_t k = 0; k < rp->q_len; k++) {
-        Request *r = rp->queue[(rp->q_head + k) % rp->q_cap];
-        if (r->state != RQ_QUEUED)
+        Turn *r = rp->queue[(rp->q_head + k) % rp->q_cap];
+        if (!r->queued)
             return sim_fail(sm, "sim_check: replica %d: queued request %llu is %s", i, (unsigned long long)r->id,
-                            rq_state_name(r->state));
+                            rq_state_name(RQ_ARRIVED));
         if (r->s->in_hbm_lru)
             return sim_fail(sm, "sim_check: session %llu has a turn queued and is evictable (in the HBM LRU)",
                             (unsigned long long)r->s->id);
     }
-    if (rp->active_count != (uint64_t)rp->q_len + (uint64_t)rp->n_active)
-        return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d admitted", i,
-                        (unsigned long long)rp->active_count, rp->q_len, rp->n_active);
+    for (int k = 0; k < rp->pre_n; k++) {
+        Request *r = rp->pre[k];
+        if (r->state != RQ_QUEUED || !r->preempted || r->reserved_tokens != 0)
+            return sim_fail(sm, "sim_check: replica %d: preempted request %llu waiting is %s (preempted %d, %lld tokens reserved)", i,
+                            (unsigned long long)r->id, rq_state_name(r->state), r->preempted, (long long)r->reserved_tokens);
+        r->s->chk_active = 1;
+    }
+    if (rp->active_count != (uint64_t)rp->q_len + (uint64_t)rp->pre_n + (uint64_t)rp->n_active)
+        return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d preempted + %d admitted", i,
+                        (unsigned long long)rp->active_count, rp->q_len, rp->pre_n, rp->n_active);
     for (int k = 0; k < CH_COUNT; k++)
         for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++)
             if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;

@@ -24,6 +24,8 @@
  *   RQ_ARRIVED   read from the trace, waiting for its release time or its session's previous turn
  *      └ release_request ───────────────▶ RQ_QUEUED
  *   RQ_QUEUED    in its replica's admission FIFO
+ *                (until admission a turn is a compact Turn, ≤ 64 bytes; its Request is made at
+ *                admission, in RQ_QUEUED)
  *      ├ restore_admit (history to restore) ─────▶ RQ_RESTORING
  *      ├ restore_admit (none: resident, Ideal, no history) ─▶ RQ_PREFILL
  *      └ admit_queue → drop_head (never fits the pool: dropped) ─▶ RQ_DONE
@@ -73,6 +75,7 @@ enum { SRC_DRAM = 1, SRC_SSD = 2, SRC_REMOTE = 4, SRC_INFLIGHT = 8, SRC_MASKS = 
 
 typedef struct Session Session;
 typedef struct Request Request;
+typedef struct Turn Turn;
 typedef struct Replica Replica;
 typedef struct Sim Sim;
 struct StatePart;
@@ -99,7 +102,7 @@ struct Session {
     int replica;
     int busy;                  /* a turn admitted or waiting */
     int refs;                  /* requests that point to this session (pulled, not yet freed) */
-    Request *pend_head, *pend_tail;
+    Turn *pend_head, *pend_tail;  /* its later turns read from the trace, not released yet, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
     Session *hbm_prev, *hbm_next;
@@ -127,12 +130,28 @@ struct Session {
     Session *conc_next;
 };
 
+/* A turn read from the trace and not admitted yet (RQ_ARRIVED: pending in its session or waiting for
+ * its arrival event; RQ_QUEUED: in its replica's admission FIFO): what admission makes its Request
+ * from, in 64 bytes (token counts fit 31 bits: the trace reader caps them at TRACE_MAX_TOKENS). */
+struct Turn {
+    uint64_t id;
+    Session *s;
+    Turn *next;                 /* its session's pending list */
+    int64_t offered_ns;         /* the load process's arrival (-1 until known: then the release) */
+    int64_t when_ns;            /* RQ_ARRIVED: the trace's arrival (-1: none); RQ_QUEUED: its release */
+    int64_t think_ns;
+    uint32_t hist : 31, queued : 1;     /* queued: RQ_QUEUED (else RQ_ARRIVED) */
+    uint32_t nnew : 31, trim : 1;       /* trim: metrics, left out as warm-up (decided at release) */
+    uint32_t nout : 31, pulls_trace : 1; /* its arrival reads the trace on to the next timed arrival */
+    int32_t turn;
+};
+
 struct Request {
     uint64_t id;
     Session *s;
     int turn, replica;
     RqState state;
-    int64_t arrival_ns, think_ns, trace_arrival_ns;
+    int64_t arrival_ns;
     int64_t hist, nnew, nout;
     int64_t reserved_tokens;    /* KV pool tokens (whole blocks) it holds while admitted */
     /* preemption (blocks.c): times preempted; a preempted request's pending re-admission (1), the
@@ -180,10 +199,8 @@ struct Request {
     int64_t tbt_max;
     double lb_ns;
     int in_iter;
-    Request *next;              /* session pending list */
     /* load (lifecycle.c sets, metrics.c reads) */
-    int64_t offered_ns;         /* the load process's arrival (-1 until known: then the release) */
-    int pulls_trace;            /* its arrival reads the trace on to the next timed arrival */
+    int64_t offered_ns;         /* the load process's arrival */
     int trim;                   /* metrics: left out as warm-up (decided at release) */
     int64_t *gaps;              /* metrics with trimming on: its TBT gaps until its trim is decided */
     int64_t n_gaps, cap_gaps;
@@ -201,8 +218,10 @@ struct Replica {
     Channel ch[CH_COUNT][SIM_MAX_STAGES]; /* [kind][stage]; kinds not per stage use [kind][0] */
     int has_ch[CH_COUNT];
     int64_t pool_cap, pool_used;          /* tokens */
-    Request **queue;                      /* admission FIFO (ring) */
+    Turn **queue;                         /* admission FIFO (ring) */
     size_t q_head, q_len, q_cap;
+    Request **pre;                        /* alloc=ondemand: preempted requests waiting, admitted before the FIFO (last pushed first) */
+    int pre_n, pre_cap;
     Request **active;                     /* admitted, admission order */
     int n_active, cap_active;
     Session *lru_head, *lru_tail;         /* idle resident sessions, least recent at head */
@@ -214,6 +233,9 @@ struct Replica {
     double *layer_ns;
     int layer;
     int64_t cursor_ns, iter_start_ns;
+    /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary
+     * iteration) that started at run_start_ns; the earlier steps were accounted when it was formed */
+    int64_t run_start_ns, run_steps;
     uint64_t iter_seq;
     Request *wait_r;
     int wait_layer;
@@ -329,6 +351,7 @@ struct Sim {
     int conc_started, clients_idle;
     Session *wait_head, *wait_tail;
     LoadAcc load;                         /* metrics.c */
+    uint64_t turn_bytes, turn_bytes_peak; /* bytes of the Turns alive (read, not admitted) and their peak */
     CostTab ctab;                         /* costtab.c */
 };
 
@@ -404,7 +427,8 @@ const char *rq_state_name(RqState s);
 
 Session *sess_get(Sim *sm, uint64_t id);
 void sess_maybe_free(Sim *sm, Session *s);
-void sess_free_all(Sim *sm, void (*free_request)(Request *r));
+/* at teardown: every session and the turns pending in them */
+void sess_free_all(Sim *sm);
 void hbm_lru_remove(Replica *rp, Session *s);
 void hbm_lru_add(Replica *rp, Session *s);
 int hbm_evict_one(Sim *sm, Replica *rp);
@@ -418,6 +442,7 @@ void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 /* the KV pool tokens r needs when (re-)admitted: alloc=reserve the whole turn; ondemand the context
  * it holds through its next produced token (history + new + 1, or after a preemption its context so
  * far, + 1 when it recomputes) */
+int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout); /* a turn not yet admitted */
 int64_t blocks_admit_need(const Sim *sm, const Request *r);
 /* tokens of rp's pool admission must leave free (the watermark; 0 when nothing is admitted) */
 int64_t blocks_admit_headroom(const Sim *sm, const Replica *rp);
@@ -477,12 +502,14 @@ void restore_unpark(Sim *sm, Session *s, int st);
 /* ------------------------------------------------------------------ lifecycle.c */
 
 void request_free(Request *r);
-void release_request(Sim *sm, Request *r);
+/* a turn not admitted (teardown, or made into its Request) */
+void turn_free(Sim *sm, Turn *t);
+void release_request(Sim *sm, Turn *t);
 int pull_trace(Sim *sm);
-void on_arrival(Sim *sm, Request *r);
+void on_arrival(Sim *sm, Turn *t);
 void admit_queue(Sim *sm, Replica *rp);
 /* put r at the head of rp's admission queue (a preempted request); -1 when out of memory */
-int queue_push_front(Sim *sm, Replica *rp, Request *r);
+int queue_push_front(Sim *sm, Replica *rp, Request *r); /* a preempted request: admitted before the FIFO */
 void request_done(Sim *sm, Replica *rp, Request *r);
 /* the run's load state (sess_last_ns), at teardown */
 void lifecycle_free(Sim *sm);

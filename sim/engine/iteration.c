@@ -11,13 +11,15 @@
  * items' progress (recompute, token-wise compute, new input, decode tokens), saves per iteration,
  * and the requests that finished. Moves RQ_RESTORING → RQ_PREFILL (through restore_progress) and
  * RQ_PREFILL → RQ_DECODE (the first output token). Runs the accounting walker at each boundary when
- * enabled.
+ * enabled. Multi-step decode: a batch of decode only advances, when formed, every step that ends
+ * before anything else can happen (decode_run), the last step being the iteration in flight; the
+ * results are those of one iteration per step, bit for bit.
  * Not responsible for: the walk itself (walk.c), admission (lifecycle.c), the cost composition of a
  * layer (sim/cost/layer_cost via estimate.c).
  * Invariants: a replica runs one iteration at a time; a request is in at most one iteration
  * (in_iter), with at most two items (its last history chunk and its first new-input chunk).
- * Complexity: forming O(active + items × L) (× L only with layer-wise work in the batch); ending
- * O(items).
+ * Complexity: forming O(active + items × L) (× L only with layer-wise work in the batch), plus
+ * O(items + cost lookups) per step of a decode run; ending O(items).
  */
 #include <limits.h>
 #include <math.h>
@@ -194,6 +196,109 @@ static void layer_costs(Sim *sm, Replica *rp)
     }
 }
 
+/* Multi-step decode. A batch in which every admitted request decodes (one token each per step)
+ * is the same batch step after step until something happens: a request's last token, a save that
+ * SAVE_PER_ITERATION writes (64 positions since the session's last), or any event in the queue —
+ * an arrival, a release, a transfer ending, another replica's iteration. Nothing can be admitted
+ * between its steps either: admission waits for memory or a batch slot, and only a completion or
+ * an event frees them (whatever makes admission depend on the step — KV growing per step — must
+ * end the run at that step here). So its steps whose ends come before the next event in the queue
+ * run at once, when the batch is formed; only the last is an iteration in flight. */
+/* llround(x) without the library call, bit for bit for every finite x of int64 range: the cast
+ * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
+static inline int64_t round_ns(double x)
+{
+    int64_t i = (int64_t)x;
+    double f = x - (double)i;
+    if (f >= 0.5) i++;
+    else if (f <= -0.5) i--;
+    return i;
+}
+
+static int decode_run_ok(const Sim *sm, const Replica *rp)
+{
+    if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook) return 0;
+    for (int i = 0; i < rp->n_items; i++)
+        if (rp->items[i].type != IT_DECODE) return 0;
+    return 1;
+}
+
+/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
+ * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
+ * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
+ * stages, its tokens are reported (metrics_on_decode_step) and the requests advance a token, all
+ * in the order single steps would. Steps end the run at the first completion or save, or at the
+ * first whose end is not before the next event (that step is the one in flight). Returns the
+ * start of the last step. O(items) per step. */
+/* alloc=ondemand inside a decode run: the blocks the decoding requests take at the next step's
+ * formation (blocks_grow: each request's context through its next token). ahead = 1: before this
+ * step's tokens are counted, only whether they are free (-1: not without evicting or preempting);
+ * ahead = 0: take them, as blocks_grow would when they are free. */
+static int64_t run_growth(Sim *sm, Replica *rp, int ahead)
+{
+    int64_t total = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        Request *r = rp->items[i].r;
+        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + 1 + ahead) - r->reserved_tokens;
+        if (need <= 0) continue;
+        total += need;
+        if (!ahead) {
+            pool_reserve(sm, rp, need);
+            r->reserved_tokens += need;
+            metrics_on_pool(sm, rp);
+        }
+    }
+    if (ahead && rp->pool_used + total > rp->pool_cap) return -1;
+    return total;
+}
+
+static int64_t decode_run(Sim *sm, Replica *rp)
+{
+    const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
+    int64_t B = rp->n_items, kmax = INT64_MAX, dctx = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        IterItem *it = &rp->items[i];
+        Request *r = it->r;
+        if (r->nout - r->out_done < kmax) kmax = r->nout - r->out_done; /* its last token ends the run */
+        if (sm->save_mode == SAVE_PER_ITERATION) {
+            /* after step j its KV covers it->ctx + j − 1 positions; iter_done saves at 64 past issued_pos */
+            int64_t js = 65 + r->s->issued_pos - it->ctx;
+            if (js < kmax) kmax = js < 1 ? 1 : js;
+        }
+        dctx += it->ctx;
+    }
+    int64_t t = sim_now(sm), t_next = evq_next_time(&sm->q), n = 0;
+    double base;
+    for (;;) {
+        double attn = 0;
+        attn += ctab_attn_decode_ns(sm, B, dctx);
+        base = est_linear_ns(sm, B) + attn;
+        if (n + 1 >= kmax) break;
+        int64_t d = round_ns(base); /* = iter_advance's llround */
+        int64_t end = t + sm->overhead_ns + d * sm->L;
+        if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
+        if (ondemand && run_growth(sm, rp, 1) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
+        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        metrics_on_decode_step(sm, rp, end);
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            it->r->t_last_tok = end;
+            it->r->out_done++;
+            it->ctx++;
+        }
+        if (ondemand) run_growth(sm, rp, 0); /* what blocks_grow takes at the next step's formation (free blocks only) */
+        t = end;
+        dctx += B;
+        n++;
+    }
+    rp->run_steps = n + 1;
+    metrics_on_iteration(sm, rp);
+    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
+    for (int i = 0; i < rp->n_items; i++) rp->items[i].r->in_iter = 1;
+    rp->any_lw = 0;
+    return t;
+}
+
 void form_iteration(Sim *sm, Replica *rp)
 {
     rp->form_pending = 0;
@@ -211,11 +316,18 @@ void form_iteration(Sim *sm, Replica *rp)
             direct_pieces += (it->tokens + 63) / 64;
         }
     if (rp->n_items == 0) return;
-    metrics_on_iteration(sm, rp);
-    layer_costs(sm, rp);
+    int64_t start = sim_now(sm);
+    rp->run_start_ns = start;
+    rp->run_steps = 1;
+    if (decode_run_ok(sm, rp)) {
+        start = decode_run(sm, rp);
+    } else {
+        metrics_on_iteration(sm, rp);
+        layer_costs(sm, rp);
+    }
     rp->direct_save_ns = tier_direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
-    rp->iter_start_ns = sim_now(sm);
+    rp->iter_start_ns = start;
     rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
     rp->layer = 0;
     rp->wait_r = NULL;

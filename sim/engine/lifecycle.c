@@ -20,10 +20,12 @@
  * in its pending list in trace order; the pool stays within [0, capacity] (SIM_CHECK in
  * pool_reserve/pool_release); active_count = queued + admitted requests of the replica.
  * Complexity: release O(replicas) for a new session, else O(1); admission O(1) per request plus
- * O(evicted); request done O(active) (removal from the admission-ordered array). Memory:
- * arrivals=trace 8 bytes per session; concurrency reads a file ahead until the next turn of a
+ * O(evicted); request done O(active) (removal from the admission-ordered array). Memory: a turn
+ * read and not admitted is a Turn (≤ 64 bytes: in its session's pending list, its arrival event or
+ * the admission FIFO; sm->turn_bytes counts them), its Request (~0.5 KB) exists from admission to
+ * done; arrivals=trace 8 bytes per session; concurrency reads a file ahead until the next turn of a
  * client's session (or the end) shows up: generators O(1), a file with interleaved sessions up to
- * all of its rows.
+ * all of its rows. Under overload the FIFO (and its sessions) grows with the arrivals not served.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,26 @@
 #include "sim/engine/metrics.h"
 
 static void conc_turn_done(Sim *sm, Session *s);
-static void pend_append(Session *s, Request *r);
+static void pend_append(Session *s, Turn *t);
+
+_Static_assert(sizeof(Turn) <= 64, "a waiting turn costs at most 64 bytes (engine_int.h)");
+
+void turn_free(Sim *sm, Turn *t)
+{
+    t->s->refs--;
+    sm->turn_bytes -= sizeof *t;
+    free(t);
+}
+
+/* the head of s's pending turns, unlinked */
+static Turn *pend_pop(Session *s)
+{
+    Turn *nx = s->pend_head;
+    s->pend_head = nx->next;
+    if (!s->pend_head) s->pend_tail = NULL;
+    nx->next = NULL;
+    return nx;
+}
 
 void request_free(Request *r)
 {
@@ -78,13 +99,10 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     if (sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) {
         conc_turn_done(sm, s);
     } else {
-        Request *nx = s->pend_head;
-        if (nx) {
-            s->pend_head = nx->next;
-            if (!s->pend_head) s->pend_tail = NULL;
-            nx->next = NULL;
+        if (s->pend_head) {
+            Turn *nx = pend_pop(s);
             int64_t now = sim_now(sm);
-            int64_t t = nx->trace_arrival_ns >= 0 ? kv_max_i64(nx->trace_arrival_ns, now) : now + nx->think_ns;
+            int64_t t = nx->when_ns >= 0 ? kv_max_i64(nx->when_ns, now) : now + nx->think_ns;
             s->busy = 1;
             sim_push(sm, t, EV_RELEASE, nx, 0);
         }
@@ -93,11 +111,11 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     sess_maybe_free(sm, s);
 }
 
-static int queue_push(Sim *sm, Replica *rp, Request *r)
+static int queue_push(Sim *sm, Replica *rp, Turn *r)
 {
     if (rp->q_len == rp->q_cap) {
         size_t nc = rp->q_cap ? rp->q_cap * 2 : 64;
-        Request **nq = malloc(nc * sizeof *nq);
+        Turn **nq = malloc(nc * sizeof *nq);
         if (!nq) return sim_fail(sm, "out of memory");
         for (size_t i = 0; i < rp->q_len; i++) nq[i] = rp->queue[(rp->q_head + i) % rp->q_cap];
         free(rp->queue);
@@ -112,16 +130,19 @@ static int queue_push(Sim *sm, Replica *rp, Request *r)
 
 int queue_push_front(Sim *sm, Replica *rp, Request *r)
 {
-    if (queue_push(sm, rp, r) != 0) return -1; /* grows the ring when full; r is at the tail */
-    rp->q_len--;
-    rp->q_head = (rp->q_head + rp->q_cap - 1) % rp->q_cap;
-    rp->queue[rp->q_head] = r;
-    rp->q_len++;
+    if (rp->pre_n == rp->pre_cap) {
+        int nc = rp->pre_cap ? rp->pre_cap * 2 : 16;
+        Request **np = realloc(rp->pre, (size_t)nc * sizeof *np);
+        if (!np) return sim_fail(sm, "out of memory");
+        rp->pre = np;
+        rp->pre_cap = nc;
+    }
+    rp->pre[rp->pre_n++] = r; /* the last one pushed is admitted first */
     return 0;
 }
 
 /* a turn is released: it joins its replica's admission queue */
-void release_request(Sim *sm, Request *r)
+void release_request(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     if (s->replica < 0) {
@@ -131,44 +152,69 @@ void release_request(Sim *sm, Request *r)
         s->replica = best;
     }
     Replica *rp = &sm->rep[s->replica];
-    r->replica = s->replica;
-    r->arrival_ns = sim_now(sm);
-    if (r->offered_ns < 0 || r->offered_ns > r->arrival_ns) r->offered_ns = r->arrival_ns; /* closed loop: sent now */
+    r->when_ns = sim_now(sm);
+    if (r->offered_ns < 0 || r->offered_ns > r->when_ns) r->offered_ns = r->when_ns; /* closed loop: sent now */
     metrics_on_release(sm, r);
-    rq_set_state(sm, r, RQ_QUEUED);
+    SIM_CHECK(sm, !r->queued); /* RQ_ARRIVED → RQ_QUEUED */
+    r->queued = 1;
     rp->active_count++;
     s->busy = 1;
     hbm_lru_remove(rp, s); /* its KV (if any) is about to be used */
     if (queue_push(sm, rp, r) == 0) sim_kick(sm, rp);
 }
 
-static void pend_append(Session *s, Request *r)
+static void pend_append(Session *s, Turn *r)
 {
     if (s->pend_tail) s->pend_tail->next = r;
     else s->pend_head = r;
     s->pend_tail = r;
 }
 
-/* a request from the trace's next row (the caller has the row in sm->next_tr); NULL after sim_fail */
-static Request *request_from_trace(Sim *sm, const TraceRequest *tr)
+/* a turn from the trace's next row (the caller has the row in sm->next_tr); NULL after sim_fail */
+static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
 {
     Session *s = sess_get(sm, tr->session);
     if (!s) return sim_fail(sm, "out of memory"), NULL;
     if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return sim_fail(sm, "out of memory"), NULL;
-    Request *r = calloc(1, sizeof *r);
+    int64_t nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens, nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
+    if (tr->history_tokens < 0 || tr->history_tokens > TRACE_MAX_TOKENS || nnew > TRACE_MAX_TOKENS || nout > TRACE_MAX_TOKENS)
+        return sim_fail(sm, "internal: trace row of session %llu turn %d has token counts past %lld",
+                        (unsigned long long)tr->session, tr->turn, (long long)TRACE_MAX_TOKENS), NULL;
+    Turn *r = calloc(1, sizeof *r);
     if (!r) return sim_fail(sm, "out of memory"), NULL;
+    sm->turn_bytes += sizeof *r;
+    if (sm->turn_bytes > sm->turn_bytes_peak) sm->turn_bytes_peak = sm->turn_bytes;
     r->id = sm->next_req_id++;
     r->s = s;
     s->refs++;
-    r->state = RQ_ARRIVED;
     r->turn = tr->turn;
-    r->hist = tr->history_tokens;
-    r->nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens;
-    r->nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
-    r->trace_arrival_ns = tr->arrival_ns;
+    r->hist = (uint32_t)tr->history_tokens;
+    r->nnew = (uint32_t)nnew;
+    r->nout = (uint32_t)nout;
+    r->when_ns = tr->arrival_ns;
     r->think_ns = tr->think_ns;
     r->offered_ns = -1;
-    r->replica = -1;
+    return r;
+}
+
+/* admission: the turn becomes its Request (RQ_QUEUED; the session reference moves to it) */
+static Request *request_from_turn(Sim *sm, Turn *q)
+{
+    Request *r = calloc(1, sizeof *r);
+    if (!r) return sim_fail(sm, "out of memory"), NULL;
+    r->id = q->id;
+    r->s = q->s;
+    r->state = RQ_QUEUED;
+    r->turn = q->turn;
+    r->replica = q->s->replica;
+    r->arrival_ns = q->when_ns;
+    r->hist = q->hist;
+    r->nnew = q->nnew;
+    r->nout = q->nout;
+    r->offered_ns = q->offered_ns;
+    r->trim = q->trim;
+    q->s->refs++;
+    turn_free(sm, q);
     return r;
 }
 
@@ -216,7 +262,7 @@ static int conc_read_one(Sim *sm)
 {
     int rc = read_row(sm);
     if (rc <= 0) return rc;
-    Request *r = request_from_trace(sm, &sm->next_tr);
+    Turn *r = turn_from_trace(sm, &sm->next_tr);
     if (!r) return -1;
     sm->have_next = 0;
     Session *s = r->s;
@@ -233,10 +279,7 @@ static int conc_read_one(Sim *sm)
 /* release s's next pending turn: `think` from now (a new session's first turn: now) */
 static void conc_release_next(Sim *sm, Session *s, int first)
 {
-    Request *nx = s->pend_head;
-    s->pend_head = nx->next;
-    if (!s->pend_head) s->pend_tail = NULL;
-    nx->next = NULL;
+    Turn *nx = pend_pop(s);
     s->busy = 1;
     sim_push(sm, sim_now(sm) + (first ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
 }
@@ -296,7 +339,7 @@ int pull_trace(Sim *sm)
         if (rc < 0) return -1;
         if (rc == 0) break;
         TraceRequest *tr = &sm->next_tr;
-        Request *r = request_from_trace(sm, tr);
+        Turn *r = turn_from_trace(sm, tr);
         if (!r) return -1;
         Session *s = r->s;
         sm->have_next = 0;
@@ -316,7 +359,7 @@ int pull_trace(Sim *sm)
             int64_t t = *last >= 0 ? *last + r->think_ns : now;
             if (t < now) t = now;
             *last = t;
-            r->offered_ns = r->trace_arrival_ns = t;
+            r->offered_ns = r->when_ns = t;
             sim_push(sm, t, EV_ARRIVAL, r, 0);
             continue;
         }
@@ -331,7 +374,7 @@ int pull_trace(Sim *sm)
     return 0;
 }
 
-void on_arrival(Sim *sm, Request *r)
+void on_arrival(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     int pulls = r->pulls_trace;
@@ -340,33 +383,27 @@ void on_arrival(Sim *sm, Request *r)
     if (pulls) pull_trace(sm);
 }
 
-/* the head of the queue can never fit the pool: it is dropped (done, with no row) */
-static void drop_head(Sim *sm, Replica *rp, Request *r)
+/* the head of the queue can never fit the pool: it is dropped (done, with no row; RQ_QUEUED → RQ_DONE) */
+static void drop_head(Sim *sm, Replica *rp, Turn *r)
 {
     Session *s = r->s;
     rp->q_head = (rp->q_head + 1) % rp->q_cap;
     rp->q_len--;
     metrics_on_drop(sm);
     if (s->resident_tokens) sess_drop_resident(sm, rp, s);
-    r->t_admit = r->t_first = r->t_last_tok = sim_now(sm);
-    r->from = "dropped";
     rp->active_count--;
     s->busy = 0;
-    rq_set_state(sm, r, RQ_DONE);
     sm->done_requests++;
     if (sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) {
         conc_turn_done(sm, s);
     } else {
-        Request *nx = s->pend_head;
-        if (nx) {
-            s->pend_head = nx->next;
-            if (!s->pend_head) s->pend_tail = NULL;
-            nx->next = NULL;
+        if (s->pend_head) {
+            Turn *nx = pend_pop(s);
             s->busy = 1;
-            sim_push(sm, sim_now(sm) + (nx->trace_arrival_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+            sim_push(sm, sim_now(sm) + (nx->when_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
         }
     }
-    request_free(r);
+    turn_free(sm, r);
     sess_maybe_free(sm, s);
 }
 
@@ -374,15 +411,18 @@ static void drop_head(Sim *sm, Replica *rp, Request *r)
  * a restoration's IO starts at admission and its compute joins the next iteration boundary. */
 void admit_queue(Sim *sm, Replica *rp)
 {
-    while (rp->q_len && rp->n_active < sm->cfg->max_batch) {
-        Request *r = rp->queue[rp->q_head];
-        Session *s = r->s;
-        int64_t ctx = r->hist + r->nnew + r->nout;
-        int64_t need = blocks_admit_need(sm, r); /* alloc=reserve: the whole turn; ondemand: its prompt (blocks.c) */
-        int resident_ok = r->hist > 0 && s->resident_tokens >= r->hist;
+    while ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) {
+        /* a preempted request goes first (vLLM: the front of the waiting queue), then the FIFO */
+        Request *pre = rp->pre_n ? rp->pre[rp->pre_n - 1] : NULL;
+        Turn *q = pre ? NULL : rp->queue[rp->q_head];
+        Session *s = pre ? pre->s : q->s;
+        int64_t hist = pre ? pre->hist : q->hist, ctx = hist + (pre ? pre->nnew + pre->nout : q->nnew + q->nout);
+        /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
+        int64_t need = pre ? blocks_admit_need(sm, pre) : blocks_turn_need(sm, q->hist, q->nnew, q->nout);
+        int resident_ok = !pre && hist > 0 && s->resident_tokens >= hist;
         int64_t have = resident_ok ? blocks_tokens(sm, s->resident_tokens) : 0;
-        if (blocks_tokens(sm, ctx) > rp->pool_cap) { /* can never fit: dropped */
-            drop_head(sm, rp, r);
+        if (!pre && blocks_tokens(sm, ctx) > rp->pool_cap) { /* can never fit: dropped */
+            drop_head(sm, rp, q);
             continue;
         }
         int64_t extra = need - have, cap = rp->pool_cap - blocks_admit_headroom(sm, rp);
@@ -395,9 +435,16 @@ void admit_queue(Sim *sm, Replica *rp)
             else
                 break;
         }
-        rp->q_head = (rp->q_head + 1) % rp->q_cap;
-        rp->q_len--;
+        Request *r;
+        if (pre) {
+            rp->pre_n--;
+            r = pre;
+        } else {
+            rp->q_head = (rp->q_head + 1) % rp->q_cap;
+            rp->q_len--;
+        }
         pool_reserve(sm, rp, extra);
+        if (!pre && !(r = request_from_turn(sm, q))) return;
         r->reserved_tokens = need;
         metrics_on_pool(sm, rp);
         if (r->preempted) { /* back from a preemption: no restoration, its context is recomputed or swapped in */

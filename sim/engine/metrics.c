@@ -90,8 +90,11 @@ void metrics_on_iteration(Sim *sm, Replica *rp)
     for (int st = 0; st < sm->S; st++) rp->iter_busy0[st] = rp->busy_stage_ns[st];
 }
 
-/* GPU busy inside windows, per iteration: its busy time × the share of its span inside a window
- * (within an iteration the GPU's busy layers are taken as spread evenly) */
+/* The iteration in flight ended (now): the one place where an iteration, or a decode run of
+ * rp->run_steps steps from rp->run_start_ns whose last step is this one (from rp->iter_start_ns), is
+ * reported whole. GPU busy inside windows, per iteration: its busy time × the share of its span
+ * inside a window (within an iteration the GPU's busy layers are taken as spread evenly); a run's
+ * earlier steps had no window open (metrics_on_decode_step). */
 void metrics_on_iteration_done(Sim *sm, Replica *rp)
 {
     double span = (double)(sim_now(sm) - rp->iter_start_ns);
@@ -165,13 +168,11 @@ void metrics_on_drop(Sim *sm) { sm->res->dropped++; }
 
 static int trim_on(const Sim *sm) { return sm->cfg->warmup.n > 0 || sm->cfg->cooldown.n > 0; }
 
-/* a decode token `gap_ns` after the previous one (time between tokens); with trimming on, the gaps
- * of a request wait in it until it is known to be kept (a warm-up request's are not kept at all) */
-void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
+/* a request's own TBT statistics for one gap; with trimming on, the gaps of a request wait in it
+ * until it is known to be kept (a warm-up request's are not kept at all) */
+static void request_gap(Sim *sm, Request *r, int64_t gap_ns, int trim)
 {
-    if (!trim_on(sm)) {
-        hist_add(&sm->res->tbt, (uint64_t)gap_ns);
-    } else if (!r->trim) {
+    if (trim && !r->trim) {
         if (r->n_gaps == r->cap_gaps) {
             int64_t nc = r->cap_gaps ? 2 * r->cap_gaps : 64;
             int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
@@ -188,6 +189,41 @@ void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
     if (gap_ns > r->tbt_max) r->tbt_max = gap_ns;
 }
 
+/* a decode token `gap_ns` after the previous one (time between tokens) */
+void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
+{
+    int trim = trim_on(sm);
+    if (!trim) hist_add(&sm->res->tbt, (uint64_t)gap_ns);
+    request_gap(sm, r, gap_ns, trim);
+}
+
+/* One step of a decode run that ends at end_ns (every item of rp's batch IT_DECODE, each token
+ * end_ns − its t_last_tok after the previous one): the same updates as its own iteration and
+ * iteration-end event would have made — the counters, and metrics_on_token per item in item order,
+ * consecutive equal gaps (all of them after a run's first step) as one weighted histogram add. */
+void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns)
+{
+    sm->res->iterations++;
+    sm->res->events++; /* the iteration-end event this step stands for */
+    int trim = trim_on(sm);
+    int64_t run_gap = 0;
+    uint64_t run_n = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        Request *r = rp->items[i].r;
+        int64_t gap = end_ns - r->t_last_tok;
+        if (!trim) {
+            if (run_n && gap != run_gap) {
+                hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
+                run_n = 0;
+            }
+            run_gap = gap;
+            run_n++;
+        }
+        request_gap(sm, r, gap, trim);
+    }
+    if (run_n) hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
+}
+
 /* A request's arrival is the load process's time (offered_ns). Warm-up is decided here: the first
  * `warmup` requests of the stream, or those arriving less than `warmup` after the run's first arrival. */
 void metrics_on_exogenous(Sim *sm, int64_t t_ns)
@@ -195,7 +231,7 @@ void metrics_on_exogenous(Sim *sm, int64_t t_ns)
     if (t_ns > sm->load.exo_last_ns) sm->load.exo_last_ns = t_ns;
 }
 
-void metrics_on_release(Sim *sm, Request *r)
+void metrics_on_release(Sim *sm, Turn *r)
 {
     LoadAcc *L = &sm->load;
     if (L->t0_ns < 0 || r->offered_ns < L->t0_ns) L->t0_ns = r->offered_ns;
@@ -507,6 +543,8 @@ void metrics_on_run_end(Sim *sm)
     SimResult *out = sm->res;
     SimWorld *w = sm->w;
     out->sim_end_ns = sim_now(sm);
+    out->queue_events = sm->q.popped;
+    out->waiting_peak_bytes = sm->turn_bytes_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {

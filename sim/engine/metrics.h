@@ -27,9 +27,15 @@ typedef enum MetricSource { MS_NO_HISTORY, MS_RESIDENT, MS_TIER, MS_RECOMPUTE } 
 void metrics_on_setup(Sim *sm);
 void metrics_on_event(Sim *sm);
 /* an iteration of rp is formed (before its per-layer costs) / has ended: its GPU busy time is
- * attributed to the replica's restoration windows in proportion to the window time inside it */
+ * attributed to the replica's restoration windows in proportion to the window time inside it.
+ * metrics_on_iteration_done is where an iteration — or a decode run: rp->run_steps steps from
+ * rp->run_start_ns, the last one from rp->iter_start_ns to now — is reported whole (one call each). */
 void metrics_on_iteration(Sim *sm, Replica *rp);
 void metrics_on_iteration_done(Sim *sm, Replica *rp);
+/* a decode run's step before its last, ending at end_ns, reported when the run is formed (nothing
+ * else happens until it ends): the iteration, its end event and every item's token, exactly as
+ * metrics_on_iteration + metrics_on_token per item would have counted them */
+void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns);
 /* a request of rp entered (+1) or left (-1) RQ_RESTORING: opens/closes rp's restoration window */
 void metrics_on_restoring(Sim *sm, Replica *rp, int delta);
 /* a saving policy's restoration recomputes everything: slower = waiting for the save in flight was
@@ -49,7 +55,7 @@ void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);
 void metrics_on_request_done(Sim *sm, Request *r);
 /* a request released: the run's first and latest arrival, its warm-up trim */
-void metrics_on_release(Sim *sm, Request *r);
+void metrics_on_release(Sim *sm, Turn *r);
 /* the load process made an arrival on its own at t (a trace timestamp, a session start, a client
  * given a session): the end of the load window */
 void metrics_on_exogenous(Sim *sm, int64_t t_ns);

@@ -95,16 +95,16 @@ void sess_maybe_free(Sim *sm, Session *s)
         sess_remove(sm, s);
 }
 
-void sess_free_all(Sim *sm, void (*free_request)(Request *r))
+void sess_free_all(Sim *sm)
 {
     if (!sm->tab) return;
     for (size_t i = 0; i < sm->tab_cap; i++) {
         Session *s = sm->tab[i];
         if (!s) continue;
-        Request *r = s->pend_head;
+        Turn *r = s->pend_head;
         while (r) {
-            Request *nx = r->next;
-            free_request(r);
+            Turn *nx = r->next;
+            turn_free(sm, r);
             r = nx;
         }
         while (s->parked) { /* loads still waiting for a save (a run that failed) */

@@ -228,7 +228,10 @@ void sim_teardown(Sim *sm)
         for (int i = 0; i < sm->R; i++) {
             Replica *rp = &sm->rep[i];
             for (int k = 0; k < rp->n_active; k++) request_free(rp->active[k]);
+            for (size_t k = 0; k < rp->q_len; k++) turn_free(sm, rp->queue[(rp->q_head + k) % rp->q_cap]);
             free(rp->queue);
+            for (int k = 0; k < rp->pre_n; k++) request_free(rp->pre[k]);
+            free(rp->pre);
             free(rp->active);
             free(rp->items);
             free(rp->layer_ns);
@@ -237,12 +240,12 @@ void sim_teardown(Sim *sm)
         }
         free(sm->rep);
     }
-    /* pending events own requests (arrivals, releases) */
+    /* pending events own turns (arrivals, releases) */
     Event ev;
     KvErr e2;
     while (sm->q.n && evq_pop(&sm->q, &ev, &e2) == 1)
-        if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) request_free(ev.obj);
-    sess_free_all(sm, request_free);
+        if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) turn_free(sm, ev.obj);
+    sess_free_all(sm);
     lifecycle_free(sm);
     metrics_free(sm);
     while (sm->free_units) {

@@ -294,7 +294,9 @@ typedef struct SimResult {
     uint64_t preempted_requests;  /* requests preempted at least once */
     uint64_t preempt_recomputed_tokens; /* context tokens re-prefilled after preempt=recompute */
     double swap_out_bytes, swap_in_bytes; /* preempt=swap: KV bytes copied to host DRAM and back */
-    uint64_t iterations, events;
+    uint64_t iterations, events;  /* events: as if every iteration were one event (a decode run's steps count each) */
+    uint64_t queue_events;        /* the events the queue actually delivered (not a result: speed only) */
+    uint64_t waiting_peak_bytes;  /* the most bytes held at once by turns read and not admitted (not a result) */
     uint64_t extrapolations;
     uint64_t extrapolations_op[OP_COUNT];
     double wall_s;
