@@ -444,6 +444,9 @@ static int probe_group(Planner *p, const PlanSpace *sp, PlanCheapest *c, const i
             }
         if (m == 0) continue;
         int lo = -1, hi = m - 1;
+        for (int i = 0; i < m; i++)
+            if (failing(c->st[chain[i]].v)) lo = i; /* known failures bound the bisection from below */
+        if (lo == hi) break;
         if ((rc = visit(p, sp, c, chain[hi], 1, e)) != 0) break;
         if (failing(c->st[chain[hi]].v)) break; /* the group's top fails: every member is pruned */
         while (hi - lo > 1) {
