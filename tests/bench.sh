@@ -107,3 +107,4 @@ for n in 100000 1000000; do
   b=${RSS["sharegpt4 overloaded kv-offload $n (RSS)"]:-0}
   awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { if (a > 0 && b > 0) printf "peak RSS at %d requests / at 10^4 (overloaded): %.2f (flat memory: ~1)\n", n, b / a }'
 done
+bash tests/bench_sweep.sh
