@@ -1550,7 +1550,7 @@ int plan_main(int argc, char **argv)
             cJSON_AddItemToArray(jpts, o);
         }
     }
-    fprintf(f, "- decision: per point %lld seed%s (%llu..), up to %lld while uncertain; a target holds when the 95 %% interval of "
+    fprintf(f, "- decision: per point %lld seed%s from seed %llu, up to %lld while uncertain; a target holds when the 95 %% interval of "
                "its mean lies within the limit, fails when it lies past it, else uncertain; overloaded in every seed fails, in "
                "some: uncertain; uncertain never counts as met\n\n",
             (long long)seeds, seeds == 1 ? ", no interval" : "s", (unsigned long long)p.seed_base, (long long)max_seeds);
