@@ -28,7 +28,8 @@
 static ResultSet *volatile g_active;
 
 static const char *const k_result_files[] = {"summary.json", "requests.csv", "table.md",   "ttft_cdf.svg",
-                                            "ttft_ccdf.svg", "report.md",    "report.json"};
+                                            "ttft_ccdf.svg", "report.md",    "report.json", "plan.md",
+                                            "plan.json"};
 
 /* name ends in ".tmp.<digits>" (our writers' temporaries) or, with kind, is exactly
  * base + kind + <digits>; *pid receives the digits. */
@@ -129,7 +130,8 @@ static int check_replaceable(const char *dir, KvErr *e)
         if (!ours)
             ret = kv_err(e, "%s: holds '%s', which is not a kvsim result file; a result replaces the whole "
                             "directory, so --out must be new, empty or an earlier result (summary.json, "
-                            "requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg; kvsim reproduce: report.md, report.json)",
+                            "requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg; kvsim reproduce: report.md, report.json; "
+                            "kvsim plan: plan.md, plan.json)",
                          dir, n);
     }
     closedir(d);

@@ -166,3 +166,4 @@ done
 j1=${WALL["compare --policies all, sustainable, $CMPN requests, serial (-j 1)"]:-0}
 j2=${WALL["compare --policies all, sustainable, $CMPN requests, -j 2"]:-0}
 awk -v a="$j1" -v b="$j2" 'BEGIN { if (a > 0 && b > 0) printf "compare -j 2 speed-up over serial: %.2fx (%d cores)\n", a / b, '"$(nproc)"' }'
+bash tests/bench_sweep.sh

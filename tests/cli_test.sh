@@ -590,6 +590,39 @@ else
   skip=$((skip+1)); echo "skip  cli: sweep under mpirun (bin/kvsim-mpi not built: Open MPI's mpicc not found; make deps installs it)"
 fi
 
+# ---- kvsim plan: the cheapest configuration meeting an SLO, the highest sustainable load ----
+PL=("$B"/kvsim plan --config configs/default.json --set requests=150 --cost configs/examples/prices.json --quiet)
+expect 0 "plan: cheapest point meeting a target" "${PL[@]}" --target "ttft_p99<=2s" --vary n_ssd=1,2 --vary gpu=A100-40GB,H100-SXM \
+  --policies recompute --seeds 2 --max-seeds 3 --out "$tmp/plan"
+contains "plan names the cheapest point" "cheapest meeting every target: n_ssd=1, gpu=A100-40GB"
+if [ -s "$tmp/plan/plan.md" ] && [ -s "$tmp/plan/plan.json" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["policies"]["recompute"]["answer"] == 1' "$tmp/plan/plan.json"; then
+  ok "plan --out writes plan.md and plan.json (answer: point 1)"; else bad "plan --out writes plan.md and plan.json"; fi
+if grep -qF "kvsim plan: the cheapest configuration" "$tmp/plan/plan.md" && ! grep -q "^plan:" "$tmp/plan/plan.md"; then
+  ok "plan.md holds the report, not the progress"; else bad "plan.md holds the report, not the progress"; fi
+expect 0 "plan: a target nothing meets" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies kv-offload --seeds 1 --max-seeds 1
+contains "plan says when no point meets the targets" "no point of the space meets every target"
+contains "plan shows why a point failed" "ms > 1.00 ms"
+expect 0 "plan --no-prune" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies kv-offload --seeds 1 --max-seeds 1 --no-prune
+contains "plan --no-prune evaluates every point" "Evaluated 2 of 2 points"
+expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+  --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
+contains "plan --max-load gives the interval" "the limit lies in ["
+contains "plan --max-load: an overloaded load fails" "overloaded in all 2 seeds"
+expect 2 "plan: a bad target expression" "${PL[@]}" --target "ttft_p99=<500ms" --vary n_ssd=1,2
+contains "plan names the bad target term" "'ttft_p99=<500ms': unknown comparison '=<'"
+expect 2 "plan: an unknown metric" "${PL[@]}" --target "ttfp_p99<=500ms" --vary n_ssd=1,2
+contains "plan lists the target metrics" "unknown metric 'ttfp_p99' (known: ttft_mean"
+expect 2 "plan: an unknown load knob" "${PL[@]}" --max-load --load-knob concurrency
+contains "plan names the load knob and the choices" "--load-knob 'concurrency': expected session_rate or request_rate"
+printf '{"gpu": {"A100-40GB": 8000}}' > "$tmp/prices.json"
+expect 2 "plan: a varied part without a price" "$B"/kvsim plan --config configs/default.json --target "ttft_p99<=1s" \
+  --vary gpu=A100-40GB,H100-SXM --cost "$tmp/prices.json" --quiet
+contains "plan names the part without a price" "no price for gpu 'H100-SXM', which varies across the space"
+expect 2 "plan: --vary without --cost" "$B"/kvsim plan --config configs/default.json --target "ttft_p99<=1s" --vary n_ssd=1,2
+expect 2 "plan: an unknown setting in --vary" "$B"/kvsim plan --config configs/default.json --target "ttft_p99<=1s" --vary n_sdd=1,2 \
+  --cost configs/examples/prices.json
+contains "plan names the unknown setting" "unknown setting 'n_sdd'"
+
 # the regression check against the committed references, and against a perturbed copy
 expect 0 "kvsim check passes on results/reference" "$B"/kvsim check
 contains "check compares every scenario" "check: all "

@@ -230,6 +230,7 @@ TEST(sweep_spec_enumerates_in_order)
 {
     SweepSpec s;
     sweep_spec_init(&s);
+    s.check = sweep_check_value;
     KvErr e;
     const char *spec = "{\"description\": \"d\", \"base\": {\"requests\": 100, \"policies\": \"recompute,kv-offload\", "
                        "\"mem_util\": 0.85}, \"axes\": {\"n_ssd\": [1, 2, 4], \"nic\": [\"10GbE\", \"40GbE\"]}}";
@@ -264,6 +265,68 @@ TEST(sweep_spec_enumerates_in_order)
     sweep_spec_free(&s);
 }
 
+/* the library's own checker (no I/O): settings and policies checked, scenarios only named */
+TEST(sweep_spec_default_checker)
+{
+    static const struct {
+        const char *spec, *want; /* want NULL: accepted */
+    } cases[] = {
+        {"{\"base\": {\"scenario\": \"no-such-scenario\"}, \"axes\": {\"n_ssd\": [1, 2]}}", NULL},
+        {"{\"base\": {\"scenario\": \"\"}}", "g.json: base.scenario: expected a scenario name"},
+        {"{\"base\": {\"policies\": \"recompute,nope\"}}", "g.json: base.policies: policies: "},
+        {"{\"base\": {\"policies\": \"recompute,\"}}", "is not a policy name"},
+        {"{\"base\": {\"policies\": \"all\"}}", NULL},
+        {"{\"axes\": {\"mem_util\": [0.5, \"nan\"]}}", "g.json: axes.mem_util[1]: "},
+        {"{\"axes\": {\"n_ssd\": [1, true]}}", "g.json: axes.n_ssd[1]: "},
+        {"{\"axes\": {\"n_ssd\": [1, [2]]}}", "expected a string, number or boolean"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SweepSpec s;
+        sweep_spec_init(&s); /* check NULL: sweep_spec_check_default */
+        KvErr e = {{0}};
+        int rc = sweep_spec_parse(&s, cases[i].spec, "g.json", &e);
+        if (cases[i].want) {
+            CHECK_MSG(rc == -1, "accepted: %s", cases[i].spec);
+            CHECK_CONTAINS(e.msg, cases[i].want);
+        } else {
+            CHECK_MSG(rc == 0, "%s: %s", cases[i].spec, e.msg);
+        }
+        sweep_spec_free(&s);
+    }
+    /* 20 axes of two values: 2^20 points, refused by the count before any point is built */
+    static const char *const keys[] = {"tp", "pp", "replicas", "seed", "requests", "token_budget", "max_batch",
+                                       "block_tokens", "session_rate", "time_scale", "burstiness", "max_context",
+                                       "class_short", "class_long", "n_ssd", "concurrency", "request_rate",
+                                       "recompute.token_budget", "warmup", "cooldown"};
+    SweepSpec s;
+    sweep_spec_init(&s);
+    KvErr e;
+    for (size_t a = 0; a < sizeof keys / sizeof keys[0]; a++) {
+        char kv[96];
+        snprintf(kv, sizeof kv, "%s=1,2", keys[a]);
+        CHECK_MSG(sweep_spec_set(&s, kv, &e) == 0, "%s: %s", kv, e.msg);
+    }
+    CHECK_EQ_I(s.n_axes, 20);
+    cJSON **pts = NULL;
+    int n = -1;
+    CHECK(sweep_points(&s, &pts, &n, &e) == -1);
+    CHECK_CONTAINS(e.msg, "1048576 points; at most 1000000");
+    CHECK(pts == NULL && n == 0);
+    /* the first repeat in list order is named, whatever the sort order of the values */
+    CHECK(sweep_spec_set(&s, "seed=9,2,3,2,9", &e) == -1);
+    CHECK_CONTAINS(e.msg, "--set seed: '2' is listed twice");
+    CHECK(sweep_spec_set(&s, "seed=1,1,x", &e) == -1);
+    CHECK_CONTAINS(e.msg, "'1' is listed twice");
+    CHECK(sweep_spec_set(&s, "seed=1,x,1", &e) == -1); /* the bad value comes first */
+    CHECK_CONTAINS(e.msg, "--set seed: ");
+    CHECK(strstr(e.msg, "twice") == NULL);
+    sweep_spec_free(&s);
+    sweep_spec_init(&s);
+    CHECK(sweep_spec_parse(&s, "{\"axes\": {\"seed\": [5, 4, 3, 4, 5]}}", "g.json", &e) == -1);
+    CHECK_CONTAINS(e.msg, "g.json: axes.seed[3]: \"4\" is already axes.seed[1]");
+    sweep_spec_free(&s);
+}
+
 TEST(sweep_spec_refusals)
 {
     static const struct {
@@ -281,6 +344,7 @@ TEST(sweep_spec_refusals)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SweepSpec s;
         sweep_spec_init(&s);
+        s.check = sweep_check_value;
         KvErr e = {{0}};
         CHECK_MSG(sweep_spec_parse(&s, cases[i].spec, "g.json", &e) == -1, "accepted: %s", cases[i].spec);
         CHECK_CONTAINS(e.msg, cases[i].want);
@@ -288,6 +352,7 @@ TEST(sweep_spec_refusals)
     }
     SweepSpec s;
     sweep_spec_init(&s);
+    s.check = sweep_check_value;
     KvErr e;
     CHECK(sweep_spec_set(&s, "n_ssd=1,,2", &e) == -1);
     CHECK_CONTAINS(e.msg, "empty value");

@@ -25,6 +25,7 @@
 #include "sim/base/opt.h"
 #include "sim/base/units.h"
 #include "sim/cli/check.h"
+#include "sim/cli/plan.h"
 #include "sim/cli/point.h"
 #include "sim/cli/sweep.h"
 
@@ -42,6 +43,7 @@ static void usage(FILE *out)
             "  run             simulate one policy (--policy P --out DIR; --dry-run: only the resolved configuration)\n"
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
+            "  plan            the cheapest configuration meeting an SLO, or the highest sustainable load, per policy\n"
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "\n"
@@ -465,8 +467,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "sweep")) return sweep_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan")) return plan_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check, reproduce; kvsim --help)\n", cmd);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce; kvsim --help)\n", cmd);
     return 2;
 }

@@ -1,7 +1,8 @@
 /* sweep.c — `kvsim sweep`: grids of settings run in parallel into one SQLite results database;
  * the spec, the database schema and the resume rule are in sweep.h.
  *
- * Responsible for: the spec (parse, --set lists, enumeration), the database (schema, point
+ * Responsible for: checking the spec's values (scenarios loaded, policies by name; the spec itself
+ * is parsed and enumerated by sim/engine/sweepspec.c), the database (schema, point
  * registration, one transaction per finished point, the CSV export), the executors behind
  * SweepExec (a fork-based pool; MPI ranks when compiled with KVSIM_MPI), the progress line.
  * Not responsible for: what a point computes (point.c), the settings' syntax (config.c).
@@ -18,7 +19,7 @@
  *    ranks only simulate. With a single rank (no mpirun) the local pool runs.
  * Invariants: points get their ids in enumeration order when first registered, so the same sweep
  * gives the same database content for any -j or rank count; a done point has all its metric rows.
- * Complexity: O(points × axes) to enumerate; one simulation per point to do; the database work is
+ * Complexity: one simulation per point to do; the database work is
  * O(metrics) per point.
  */
 #include "sim/cli/sweep.h"
@@ -45,43 +46,9 @@
 #endif
 
 /* ---------------------------------------------------------------- spec */
+/* ---------------------------------------------------------------- spec values */
 
-void sweep_spec_init(SweepSpec *s)
-{
-    memset(s, 0, sizeof *s);
-    s->base = cJSON_CreateObject();
-    snprintf(s->origin, sizeof s->origin, "command line");
-}
-
-static void axis_free(SweepAxis *a)
-{
-    for (int i = 0; i < a->n; i++) free(a->values[i]);
-    free(a->values);
-    memset(a, 0, sizeof *a);
-}
-
-void sweep_spec_free(SweepSpec *s)
-{
-    for (int i = 0; i < s->n_axes; i++) axis_free(&s->axes[i]);
-    free(s->axes);
-    cJSON_Delete(s->base);
-    memset(s, 0, sizeof *s);
-}
-
-/* A JSON scalar as the text --set takes: numbers in the shortest form that reads back exactly. */
-static int scalar_text(const cJSON *it, char *val, size_t n)
-{
-    if (cJSON_IsString(it)) snprintf(val, n, "%s", it->valuestring);
-    else if (cJSON_IsBool(it)) snprintf(val, n, "%s", cJSON_IsTrue(it) ? "true" : "false");
-    else if (cJSON_IsNumber(it)) {
-        snprintf(val, n, "%.15g", it->valuedouble);
-        if (strtod(val, NULL) != it->valuedouble) snprintf(val, n, "%.17g", it->valuedouble);
-    } else return -1;
-    return 0;
-}
-
-/* key=value checked by the setting's parser (a scenario by loading it, policies by name). */
-static int check_value(const char *key, const char *value, const char *where, KvErr *e)
+int sweep_check_value(void *ctx, const char *key, const char *value, const char *where, KvErr *e)
 {
     SimConfig c;
     sim_config_defaults(&c);
@@ -105,199 +72,6 @@ static int check_value(const char *key, const char *value, const char *where, Kv
     return 0;
 }
 
-static int find_axis(const SweepSpec *s, const char *key)
-{
-    for (int i = 0; i < s->n_axes; i++)
-        if (!strcmp(s->axes[i].key, key)) return i;
-    return -1;
-}
-
-static void remove_axis(SweepSpec *s, int i)
-{
-    axis_free(&s->axes[i]);
-    memmove(&s->axes[i], &s->axes[i + 1], (size_t)(s->n_axes - i - 1) * sizeof *s->axes);
-    s->n_axes--;
-}
-
-static int set_base(SweepSpec *s, const char *key, const char *value, KvErr *e)
-{
-    cJSON *v = cJSON_CreateString(value);
-    if (!v) return kv_err(e, "out of memory");
-    if (cJSON_GetObjectItemCaseSensitive(s->base, key)) cJSON_ReplaceItemInObjectCaseSensitive(s->base, key, v);
-    else cJSON_AddItemToObject(s->base, key, v);
-    int a = find_axis(s, key);
-    if (a >= 0) remove_axis(s, a);
-    return 0;
-}
-
-/* A new (or replaced) axis with n values, copied. */
-static int set_axis(SweepSpec *s, const char *key, char **values, int n, KvErr *e)
-{
-    if (strlen(key) >= sizeof s->axes[0].key) return kv_err(e, "%s: setting name too long", key);
-    int a = find_axis(s, key);
-    if (a < 0) {
-        SweepAxis *ax = realloc(s->axes, (size_t)(s->n_axes + 1) * sizeof *ax);
-        if (!ax) return kv_err(e, "out of memory");
-        s->axes = ax;
-        a = s->n_axes++;
-        memset(&s->axes[a], 0, sizeof s->axes[a]);
-    } else {
-        axis_free(&s->axes[a]);
-    }
-    SweepAxis *ax = &s->axes[a];
-    snprintf(ax->key, sizeof ax->key, "%s", key);
-    ax->values = calloc((size_t)n, sizeof *ax->values);
-    if (!ax->values) return kv_err(e, "out of memory");
-    for (int i = 0; i < n; i++) {
-        if (!(ax->values[i] = strdup(values[i]))) return kv_err(e, "out of memory");
-        ax->n = i + 1;
-    }
-    if (cJSON_GetObjectItemCaseSensitive(s->base, key)) cJSON_DeleteItemFromObjectCaseSensitive(s->base, key);
-    return 0;
-}
-
-int sweep_spec_parse(SweepSpec *s, const char *text, const char *origin, KvErr *e)
-{
-    snprintf(s->origin, sizeof s->origin, "%s", origin);
-    cJSON *root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        const char *at = cJSON_GetErrorPtr();
-        int line = 1;
-        if (!root && at)
-            for (const char *p = text; p < at && *p; p++) line += *p == '\n';
-        cJSON_Delete(root);
-        return kv_err(e, "%s: line %d: expected a JSON object {\"base\": {...}, \"axes\": {...}}", origin, line);
-    }
-    int rc = -1;
-    char val[4200], where[700];
-    for (const cJSON *it = root->child; it; it = it->next)
-        if (strcmp(it->string, "base") && strcmp(it->string, "axes") && strcmp(it->string, "description")) {
-            kv_err(e, "%s: unknown key \"%s\" (known: description, base, axes)", origin, it->string);
-            goto done;
-        }
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
-    const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
-    if (base && !cJSON_IsObject(base)) {
-        kv_err(e, "%s: base: expected an object of settings", origin);
-        goto done;
-    }
-    if (axes && !cJSON_IsObject(axes)) {
-        kv_err(e, "%s: axes: expected an object of setting: [values]", origin);
-        goto done;
-    }
-    for (const cJSON *it = base ? base->child : NULL; it; it = it->next) {
-        snprintf(where, sizeof where, "%s: base.%s", origin, it->string);
-        if (scalar_text(it, val, sizeof val) != 0) {
-            kv_err(e, "%s: expected a string, number or boolean", where);
-            goto done;
-        }
-        if (check_value(it->string, val, where, e) != 0 || set_base(s, it->string, val, e) != 0) goto done;
-    }
-    for (const cJSON *it = axes ? axes->child : NULL; it; it = it->next) {
-        int n = cJSON_GetArraySize(it);
-        if (!cJSON_IsArray(it) || n == 0) {
-            kv_err(e, "%s: axes.%s: expected a non-empty array of values", origin, it->string);
-            goto done;
-        }
-        if (find_axis(s, it->string) >= 0) {
-            kv_err(e, "%s: axes.%s: given twice", origin, it->string);
-            goto done;
-        }
-        char **vals = calloc((size_t)n, sizeof *vals);
-        if (!vals) {
-            kv_err(e, "out of memory");
-            goto done;
-        }
-        int k = 0, bad = 0;
-        for (const cJSON *v = it->child; v && !bad; v = v->next, k++) {
-            snprintf(where, sizeof where, "%s: axes.%s[%d]", origin, it->string, k);
-            if (scalar_text(v, val, sizeof val) != 0) bad = kv_err(e, "%s: expected a string, number or boolean", where);
-            else if (check_value(it->string, val, where, e) != 0) bad = -1;
-            else {
-                for (int j = 0; j < k && !bad; j++)
-                    if (!strcmp(vals[j], val)) bad = kv_err(e, "%s: \"%s\" is already axes.%s[%d]", where, val, it->string, j);
-                if (!bad && !(vals[k] = strdup(val))) bad = kv_err(e, "out of memory");
-            }
-        }
-        if (!bad) bad = set_axis(s, it->string, vals, n, e);
-        for (int j = 0; j < n; j++) free(vals[j]);
-        free(vals);
-        if (bad) goto done;
-    }
-    rc = 0;
-done:
-    cJSON_Delete(root);
-    return rc;
-}
-
-int sweep_spec_set(SweepSpec *s, const char *kv, KvErr *e)
-{
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv || !eq[1]) return kv_err(e, "--set %s: expected KEY=VALUE or KEY=V1,V2,...", kv);
-    char key[64], where[200];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-    snprintf(where, sizeof where, "--set %s", key);
-    int n = 1;
-    for (const char *p = eq + 1; *p; p++) n += *p == ',';
-    char **vals = calloc((size_t)n, sizeof *vals);
-    if (!vals) return kv_err(e, "out of memory");
-    int rc = 0, k = 0;
-    for (const char *tok = eq + 1; rc == 0 && k < n; k++) {
-        size_t len = strcspn(tok, ",");
-        if (len == 0) rc = kv_err(e, "%s: empty value in the list '%s'", where, eq + 1);
-        else if (!(vals[k] = strndup(tok, len))) rc = kv_err(e, "out of memory");
-        else if (check_value(key, vals[k], where, e) != 0) rc = -1;
-        for (int j = 0; j < k && rc == 0; j++)
-            if (!strcmp(vals[j], vals[k])) rc = kv_err(e, "%s: '%s' is listed twice", where, vals[k]);
-        tok += len;
-        if (*tok == ',') tok++;
-    }
-    if (rc == 0) rc = n == 1 ? set_base(s, key, vals[0], e) : set_axis(s, key, vals, n, e);
-    for (int j = 0; j < n; j++) free(vals[j]);
-    free(vals);
-    return rc;
-}
-
-void sweep_points_free(cJSON **points, int n)
-{
-    for (int i = 0; points && i < n; i++) cJSON_Delete(points[i]);
-    free(points);
-}
-
-int sweep_points(const SweepSpec *s, cJSON ***out, int *n_out, KvErr *e)
-{
-    *out = NULL;
-    *n_out = 0;
-    double total = 1;
-    for (int a = 0; a < s->n_axes; a++) total *= s->axes[a].n;
-    if (total > 1e6) return kv_err(e, "%s: %.0f points; at most 1000000 per sweep", s->origin, total);
-    int n = (int)total;
-    cJSON **pts = calloc((size_t)n, sizeof *pts);
-    if (!pts) return kv_err(e, "out of memory");
-    for (int i = 0; i < n; i++) {
-        cJSON *o = cJSON_Duplicate(s->base, 1);
-        if (!o) {
-            sweep_points_free(pts, i);
-            return kv_err(e, "out of memory");
-        }
-        int rest = i;
-        /* the last axis varies fastest */
-        int idx[64] = {0};
-        for (int a = s->n_axes - 1; a >= 0 && a < 64; a--) {
-            idx[a] = rest % s->axes[a].n;
-            rest /= s->axes[a].n;
-        }
-        for (int a = 0; a < s->n_axes && a < 64; a++) cJSON_AddStringToObject(o, s->axes[a].key, s->axes[a].values[idx[a]]);
-        pts[i] = o;
-    }
-    if (s->n_axes > 64) {
-        sweep_points_free(pts, n);
-        return kv_err(e, "%s: %d axes; at most 64", s->origin, s->n_axes);
-    }
-    *out = pts;
-    *n_out = n;
-    return 0;
-}
 
 /* ---------------------------------------------------------------- database */
 
@@ -924,6 +698,7 @@ int sweep_main(int argc, char **argv)
     }
     SweepSpec spec;
     sweep_spec_init(&spec);
+    spec.check = sweep_check_value;
     int has_grid = opt_get(&a, "--spec") || opt_count(&a, "--set") > 0;
     int rc = 0;
     /* the grid: --spec, then the base options, then --set in order */
@@ -938,7 +713,7 @@ int sweep_main(int argc, char **argv)
                      {"--models", "models_overlay"}};
     for (size_t i = 0; rc == 0 && i < KV_ARRAY_LEN(base_opts); i++) {
         const char *v = opt_get(&a, base_opts[i].opt);
-        if (v && (check_value(base_opts[i].key, v, base_opts[i].opt, &e) != 0 || set_base(&spec, base_opts[i].key, v, &e) != 0))
+        if (v && (sweep_check_value(NULL, base_opts[i].key, v, base_opts[i].opt, &e) != 0 || sweep_spec_set_base(&spec, base_opts[i].key, v, &e) != 0))
             rc = 2;
     }
     for (int i = 0; rc == 0 && i < a.n_hits; i++)

@@ -28,37 +28,14 @@
 #define KV_SWEEP_H
 
 #include "sim/base/util.h"
-
-struct cJSON;
+#include "sim/engine/sweepspec.h"
 
 /* `kvsim sweep ARGS` (argv[0] is "sweep"); returns the exit status (0 every point done, 1 a point
  * failed or an error, 2 usage, 130 interrupted). */
 int sweep_main(int argc, char **argv);
 
-/* The grid, for tests: a spec's base and axes. */
-typedef struct SweepAxis {
-    char key[64];
-    char **values;
-    int n;
-} SweepAxis;
-
-typedef struct SweepSpec {
-    struct cJSON *base; /* object of string values */
-    SweepAxis *axes;
-    int n_axes;
-    char origin[512];
-} SweepSpec;
-
-void sweep_spec_init(SweepSpec *s);
-void sweep_spec_free(SweepSpec *s);
-/* Parse a spec file's text (origin names it in messages: "grid.json: axes.n_ssd[2]: ..."); every
- * value is checked by the setting's own parser. */
-int sweep_spec_parse(SweepSpec *s, const char *text, const char *origin, KvErr *e);
-/* KEY=V1,V2,... : a list becomes (or replaces) the axis KEY, one value becomes a base setting
- * (and removes an axis of that key). */
-int sweep_spec_set(SweepSpec *s, const char *key_values, KvErr *e);
-/* The points in order (each an object of strings; caller frees with sweep_points_free). */
-int sweep_points(const SweepSpec *s, struct cJSON ***points, int *n, KvErr *e);
-void sweep_points_free(struct cJSON **points, int n);
+/* sweep's checker of a spec's values (sim/engine/sweepspec.h SweepCheckFn): a setting by its parser,
+ * a scenario by loading it, policies by name; ctx unused. */
+int sweep_check_value(void *ctx, const char *key, const char *value, const char *where, KvErr *e);
 
 #endif

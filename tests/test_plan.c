@@ -1,0 +1,426 @@
+/* test_plan.c — kvsim plan without simulating: target expressions (accepted forms, refusals naming
+ * the term), the verdict of a point from its samples (interval within / past / straddling the
+ * limit; overload), and both searches driven by a synthetic evaluator whose truth is known: the
+ * cheapest point found in cost order, pruning sound under monotonicity and switchable, each
+ * (point, seed) run at most once, more seeds only while uncertain, and the load search bracketing
+ * a known threshold to the asked precision. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cli/plan.h"
+#include "tests/harness.h"
+
+TEST(plan_targets_parse_forms)
+{
+    PlanTarget tg[PLAN_MAX_TARGETS];
+    int n = 0;
+    KvErr e;
+    CHECK_MSG(plan_targets_parse("ttft_p99<=500ms, tbt_p99 < 0.06 s,slo_attainment>=90%,requests_per_s>2", tg, PLAN_MAX_TARGETS,
+                                 &n, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(n, 4);
+    CHECK_STR(tg[0].metric, "ttft_s.p99");
+    CHECK(tg[0].op == PLAN_LE);
+    CHECK_NEAR(tg[0].limit, 0.5, 1e-12, 0);
+    CHECK_EQ_I(tg[0].unit, 1);
+    CHECK_STR(tg[1].metric, "tbt_s.p99");
+    CHECK(tg[1].op == PLAN_LT);
+    CHECK_NEAR(tg[1].limit, 0.06, 1e-12, 0);
+    CHECK(tg[2].op == PLAN_GE);
+    CHECK_NEAR(tg[2].limit, 0.9, 1e-12, 0);
+    CHECK_EQ_I(tg[2].unit, 2);
+    CHECK(tg[3].op == PLAN_GT);
+    CHECK_NEAR(tg[3].limit, 2, 1e-12, 0);
+    /* a metric of the sweep CSV by its own name */
+    CHECK_MSG(plan_targets_parse("by_history_class.long.ttft_s.p99<=2s", tg, PLAN_MAX_TARGETS, &n, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(n, 1);
+    CHECK_EQ_I(tg[0].unit, 1);
+    CHECK_NEAR(tg[0].limit, 2, 1e-12, 0);
+}
+
+TEST(plan_targets_parse_refusals)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"ttft_p99=500ms", "'ttft_p99=500ms': unknown comparison"},
+        {"ttft_p99<<500ms", "unknown comparison"},
+        {"ttfp_p99<=500ms", "unknown metric 'ttfp_p99' (known: ttft_mean"},
+        {"ttft_p99<=500", "is a time: give its unit"},
+        {"ttft_p99<=500 parsecs", "'ttft_p99<=500 parsecs'"},
+        {"ttft_p99<=", "no value after <="},
+        {"<=500ms", "expected METRIC<=VALUE"},
+        {"ttft_p99<=500ms,", "an empty term"},
+        {"slo_attainment>=120%", "a share in [0, 1]"},
+        {"requests_per_s>=5%", "is not a share"},
+        {"requests_per_s>=fast", "expected a number, got 'fast'"},
+        {"ttft_p99<=1s,ttft_p99<=2s", "given twice"},
+        {"", "empty"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        PlanTarget tg[PLAN_MAX_TARGETS];
+        int n = 0;
+        KvErr e = {{0}};
+        CHECK_MSG(plan_targets_parse(cases[i].text, tg, PLAN_MAX_TARGETS, &n, &e) == -1, "accepted: %s", cases[i].text);
+        CHECK_CONTAINS(e.msg, cases[i].want);
+    }
+    PlanTarget tg[2];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=1s,tbt_p99<=1s,ttft_p50<=1s", tg, 2, &n, &e) == -1);
+    CHECK_CONTAINS(e.msg, "at most 2 targets");
+}
+
+static PlanEval judged(const PlanTarget *tg, int nt, const double *v, const int *ovl, int n)
+{
+    static PlanSample s[16];
+    PlanEval ev;
+    memset(&ev, 0, sizeof ev);
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < n; i++) {
+        s[i].v[0] = v[i];
+        s[i].overloaded = ovl ? ovl[i] : 0;
+    }
+    ev.s = s;
+    ev.n_seeds = n;
+    plan_judge(tg, nt, &ev);
+    return ev;
+}
+
+TEST(plan_judge_interval_decides)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    double lowv[] = {0.40, 0.41, 0.42}, highv[] = {0.60, 0.61, 0.62}, wide[] = {0.30, 0.50, 0.70};
+    PlanEval ev = judged(tg, 1, lowv, NULL, 3);
+    CHECK_EQ_I(ev.verdict, PLAN_MET);
+    CHECK_NEAR(ev.mean[0], 0.41, 1e-9, 0);
+    CHECK(ev.ci95[0] > 0);
+    ev = judged(tg, 1, highv, NULL, 3);
+    CHECK_EQ_I(ev.verdict, PLAN_FAILED);
+    CHECK_CONTAINS(ev.why, "ttft_p99 610 ± ");
+    CHECK_CONTAINS(ev.why, "ms > 500 ms");
+    ev = judged(tg, 1, wide, NULL, 3); /* mean 500 ms, interval straddling */
+    CHECK_EQ_I(ev.verdict, PLAN_UNCERTAIN);
+    CHECK_CONTAINS(ev.why, "straddles <= 500 ms");
+    /* one sample: no interval, the value decides */
+    double one[] = {0.499};
+    CHECK_EQ_I(judged(tg, 1, one, NULL, 1).verdict, PLAN_MET);
+    /* >= : the lower end must hold */
+    CHECK(plan_targets_parse("slo_attainment>=0.9", tg, 1, &n, &e) == 0);
+    double good[] = {0.95, 0.96, 0.95}, bad[] = {0.5, 0.6, 0.55};
+    CHECK_EQ_I(judged(tg, 1, good, NULL, 3).verdict, PLAN_MET);
+    CHECK_EQ_I(judged(tg, 1, bad, NULL, 3).verdict, PLAN_FAILED);
+    /* overload: in every seed fails; in some is uncertain, whatever the targets say */
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    int all[] = {1, 1, 1}, some[] = {0, 1, 0};
+    ev = judged(tg, 1, lowv, all, 3);
+    CHECK_EQ_I(ev.verdict, PLAN_FAILED);
+    CHECK_CONTAINS(ev.why, "overloaded in all 3 seeds");
+    ev = judged(tg, 1, lowv, some, 3);
+    CHECK_EQ_I(ev.verdict, PLAN_UNCERTAIN);
+    CHECK_CONTAINS(ev.why, "overloaded in 1 of 3 seeds");
+    /* a value that is not finite fails, naming the target */
+    double nanv[] = {0.4, NAN, 0.4};
+    ev = judged(tg, 1, nanv, NULL, 3);
+    CHECK_EQ_I(ev.verdict, PLAN_FAILED);
+    CHECK_CONTAINS(ev.why, "ttft_p99 has no value");
+}
+
+/* ---- a synthetic space: n_ssd in {1, 2, 4, 8} (monotone) × gpu in {A, B}; gpu B costs more.
+ * Truth: ttft_p99 = base(gpu) / n_ssd seconds (+ a small seed wobble); met when <= 0.5 s. */
+
+#define NS 4
+#define NG 2
+#define NP (NS * NG)
+
+typedef struct Synth {
+    int calls[NP][64]; /* runs per (point, seed) */
+    double base[NG];
+    int non_monotone;  /* point (n_ssd=2, gpu A) passes although n_ssd=4 and 8 fail */
+    double noise;
+    int64_t total;
+} Synth;
+
+static const int k_ssd[NS] = {1, 2, 4, 8};
+
+static int synth_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvErr *e)
+{
+    Synth *s = ctx;
+    for (int i = 0; i < n; i++) {
+        const PlanJob *j = &jobs[i];
+        if (j->point < 0 || j->point >= NP || j->seed >= 64) return kv_err(e, "bad job");
+        s->calls[j->point][j->seed]++;
+        s->total++;
+        int si = j->point / NG, g = j->point % NG;
+        double v = s->base[g] / k_ssd[si];
+        if (s->non_monotone && g == 0) v = si == 1 ? 0.3 : 0.9;
+        v += s->noise * ((double)(j->seed % 3) - 1);
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].v[0] = v;
+    }
+    return 0;
+}
+
+typedef struct SynthSpace {
+    int coord[NP * 2];
+    double cost[NP], amount[NP * 2];
+    int mono[2];
+} SynthSpace;
+
+static void synth_space(SynthSpace *ss, PlanSpace *sp, int prune)
+{
+    for (int q = 0; q < NP; q++) {
+        int si = q / NG, g = q % NG;
+        ss->coord[q * 2] = si;
+        ss->coord[q * 2 + 1] = g;
+        ss->amount[q * 2] = k_ssd[si];
+        ss->amount[q * 2 + 1] = 0;
+        ss->cost[q] = (g ? 30000 : 10000) + 500.0 * k_ssd[si];
+    }
+    ss->mono[0] = 1;
+    ss->mono[1] = 0;
+    *sp = (PlanSpace){NP, 2, ss->coord, ss->cost, ss->mono, ss->amount, prune};
+}
+
+static void planner_init(Planner *p, const PlanTarget *tg, Synth *s, int seeds, int max_seeds)
+{
+    memset(p, 0, sizeof *p);
+    p->t = tg;
+    p->nt = 1;
+    p->seeds = seeds;
+    p->max_seeds = max_seeds;
+    p->seed_base = 1;
+    p->eval = synth_eval;
+    p->ctx = s;
+}
+
+TEST(plan_cheapest_in_cost_order_with_pruning)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    for (int prune = 0; prune <= 1; prune++) {
+        Synth s;
+        memset(&s, 0, sizeof s);
+        s.base[0] = 3.0; /* gpu A: needs 8 SSDs (3/8 = 0.375) */
+        s.base[1] = 1.5; /* gpu B: needs 4 (0.375) */
+        s.noise = 0.001;
+        SynthSpace ss;
+        PlanSpace sp;
+        synth_space(&ss, &sp, prune);
+        Planner p;
+        planner_init(&p, tg, &s, 3, 3);
+        PlanCheapest c;
+        CHECK_MSG(plan_cheapest(&p, &sp, 0, &c, &e) == 0, "%s", e.msg);
+        /* the cheapest passing point: gpu A with 8 SSDs (14,000) beats gpu B with 4 (32,000) */
+        CHECK_EQ_I(c.answer, 3 * NG + 0);
+        /* nothing costlier than the answer ran; every (point, seed) at most once */
+        for (int q = 0; q < NP; q++) {
+            for (int sd = 0; sd < 64; sd++) CHECK(s.calls[q][sd] <= 1);
+            if (ss.cost[q] > ss.cost[c.answer]) CHECK_EQ_I(s.calls[q][1], 0);
+        }
+        if (prune) {
+            /* the first failure (n_ssd=1, A) probes its group: the top (8, A) passes; bisection from
+             * the known failure tries 2, then 4 (both fail): nothing left to prune, same count */
+            CHECK_EQ_I(c.evaluated, 4);
+            CHECK(c.probes >= 1);
+        } else {
+            CHECK_EQ_I(c.pruned, 0);
+            CHECK_EQ_I(c.evaluated, 4); /* 1, 2, 4, 8 SSDs of gpu A, in cost order */
+        }
+        /* every pruned point really fails (the evaluator is monotone) */
+        for (int q = 0; q < NP; q++)
+            if (c.st[q].v == PLAN_PRUNED) CHECK(s.base[q % NG] / k_ssd[q / NG] > 0.5);
+        CHECK_EQ_I(c.evaluated + c.pruned + c.skipped, NP);
+        plan_cheapest_free(&c);
+        plan_free(&p);
+    }
+}
+
+TEST(plan_pruning_saves_runs)
+{
+    /* gpu A never passes, gpu B needs 4 SSDs. Without pruning: A's 4 points and B's 1, 2, 4 = 7.
+     * With it: A's first failure probes A's top (fails: the group is pruned), B's first failure
+     * probes B's top (8 passes), then 2 (fails), then 4 (passes): 6 evaluations, the same answer */
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    int evaluated[2], answer[2];
+    for (int prune = 0; prune <= 1; prune++) {
+        Synth s;
+        memset(&s, 0, sizeof s);
+        s.base[0] = 100;
+        s.base[1] = 1.5;
+        SynthSpace ss;
+        PlanSpace sp;
+        synth_space(&ss, &sp, prune);
+        Planner p;
+        planner_init(&p, tg, &s, 2, 2);
+        PlanCheapest c;
+        CHECK(plan_cheapest(&p, &sp, 0, &c, &e) == 0);
+        evaluated[prune] = c.evaluated;
+        answer[prune] = c.answer;
+        if (prune) {
+            CHECK_EQ_I(c.st[1 * NG + 0].v, PLAN_PRUNED); /* (2, A) below A's failing top */
+            CHECK_EQ_I(c.st[1 * NG + 0].by, 3 * NG + 0);
+            CHECK_EQ_I(c.st[0 * NG + 1].v, PLAN_FAILED);
+        }
+        plan_cheapest_free(&c);
+        plan_free(&p);
+    }
+    CHECK_EQ_I(answer[0], 2 * NG + 1);
+    CHECK_EQ_I(answer[1], 2 * NG + 1);
+    CHECK_EQ_I(evaluated[0], 7);
+    CHECK_EQ_I(evaluated[1], 6);
+}
+
+TEST(plan_cheapest_whole_group_pruned_and_none)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    Synth s;
+    memset(&s, 0, sizeof s);
+    s.base[0] = 100; /* gpu A never passes */
+    s.base[1] = 100; /* nor B */
+    SynthSpace ss;
+    PlanSpace sp;
+    synth_space(&ss, &sp, 1);
+    Planner p;
+    planner_init(&p, tg, &s, 2, 2);
+    PlanCheapest c;
+    CHECK(plan_cheapest(&p, &sp, 0, &c, &e) == 0);
+    CHECK_EQ_I(c.answer, -1);
+    /* per group: the cheapest fails, the top fails, the rest are pruned: 2 evaluations per group */
+    CHECK_EQ_I(c.evaluated, 4);
+    CHECK_EQ_I(c.pruned, 4);
+    plan_cheapest_free(&c);
+    plan_free(&p);
+}
+
+TEST(plan_no_prune_when_monotonicity_is_false)
+{
+    /* gpu A passes with 2 SSDs only (a made-up non-monotone response); with pruning, the failure of 4
+     * SSDs prunes 2 and the search answers gpu A with... nothing cheaper: --no-prune finds 2 */
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    int answers[2];
+    for (int prune = 0; prune <= 1; prune++) {
+        Synth s;
+        memset(&s, 0, sizeof s);
+        s.base[1] = 100;
+        s.non_monotone = 1;
+        SynthSpace ss;
+        PlanSpace sp;
+        synth_space(&ss, &sp, prune);
+        Planner p;
+        planner_init(&p, tg, &s, 1, 1);
+        PlanCheapest c;
+        CHECK(plan_cheapest(&p, &sp, 0, &c, &e) == 0);
+        answers[prune] = c.answer;
+        plan_cheapest_free(&c);
+        plan_free(&p);
+    }
+    CHECK_EQ_I(answers[0], 1 * NG + 0);
+    CHECK(answers[1] != 1 * NG + 0); /* the assumption was wrong, and it shows */
+}
+
+TEST(plan_more_seeds_only_while_uncertain)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    Synth s;
+    memset(&s, 0, sizeof s);
+    s.base[0] = 0.49 * 8; /* n_ssd=8, gpu A: 0.49 ± 0.05: uncertain with 3 seeds, settled by more */
+    s.base[1] = 0.1;
+    s.noise = 0.05;
+    Planner p;
+    planner_init(&p, tg, &s, 3, 12);
+    int i = plan_evaluate(&p, 3 * NG + 0, 0, NAN, &e);
+    CHECK(i >= 0);
+    CHECK(p.evals[i].n_seeds > 3);
+    CHECK(p.evals[i].n_seeds <= 12);
+    for (int sd = 1; sd <= 12; sd++) CHECK(s.calls[3 * NG][sd] <= 1);
+    int j = plan_evaluate(&p, 3 * NG + 1, 0, NAN, &e); /* clear: 3 seeds only */
+    CHECK(j >= 0);
+    CHECK_EQ_I(p.evals[j].n_seeds, 3);
+    CHECK_EQ_I(p.evals[j].verdict, PLAN_MET);
+    CHECK_EQ_I(plan_evaluate(&p, 3 * NG + 1, 0, NAN, &e), j); /* memoised */
+    CHECK_EQ_I((int)p.runs, p.evals[i].n_seeds + 3);
+    plan_free(&p);
+}
+
+/* ---- the load search: TTFT grows without bound past a threshold load */
+
+typedef struct LoadSynth {
+    double limit;
+    int calls;
+} LoadSynth;
+
+static int load_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvErr *e)
+{
+    LoadSynth *s = ctx;
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        double x = jobs[i].load / s->limit;
+        out[i].v[0] = x < 1 ? 0.1 / (1 - x) : 1e3;
+        out[i].overloaded = x >= 1;
+        s->calls++;
+    }
+    (void)e;
+    return 0;
+}
+
+TEST(plan_max_load_brackets_and_bisects)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=1s", tg, 1, &n, &e) == 0); /* met while load < 0.9 × limit */
+    const double starts[] = {0.05, 1, 40};
+    for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+        LoadSynth s = {3.7, 0};
+        Planner p;
+        memset(&p, 0, sizeof p);
+        p.t = tg;
+        p.nt = 1;
+        p.seeds = p.max_seeds = 2;
+        p.seed_base = 1;
+        p.eval = load_eval;
+        p.ctx = &s;
+        PlanMaxLoad m;
+        CHECK_MSG(plan_max_load(&p, 0, starts[k], 0.02, 1e-6, 1e6, &m, &e) == 0, "%s", e.msg);
+        double truth = 0.9 * 3.7;
+        CHECK_MSG(m.lo <= truth && truth <= m.hi, "start %g: [%g, %g) vs %g", starts[k], m.lo, m.hi, truth);
+        CHECK((m.hi - m.lo) / m.lo <= 0.02);
+        CHECK_EQ_I(s.calls, 2 * m.n_evals);
+        CHECK(m.n_evals < 20);
+        plan_max_load_free(&m);
+        plan_free(&p);
+    }
+    /* nothing sustainable: halving stops at the lower bound */
+    LoadSynth s = {1e-9, 0};
+    Planner p;
+    memset(&p, 0, sizeof p);
+    p.t = tg;
+    p.nt = 1;
+    p.seeds = p.max_seeds = 1;
+    p.eval = load_eval;
+    p.ctx = &s;
+    PlanMaxLoad m;
+    CHECK(plan_max_load(&p, 0, 1, 0.05, 1e-3, 1e6, &m, &e) == 0);
+    CHECK(m.lo == 0);
+    CHECK(m.limited);
+    plan_max_load_free(&m);
+    plan_free(&p);
+}
