@@ -176,6 +176,7 @@ struct Request {
     int trim;                   /* metrics: left out as warm-up (decided at release) */
     int64_t *gaps;              /* metrics with trimming on: its TBT gaps until its trim is decided */
     int64_t n_gaps, cap_gaps;
+    struct TlRec *tl;           /* metrics.c: its restoration timeline while recorded (else NULL) */
 };
 
 typedef struct IterItem {
@@ -319,6 +320,8 @@ struct Sim {
     int conc_started, clients_idle;
     Session *wait_head, *wait_tail;
     LoadAcc load;                         /* metrics.c */
+    const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
+    struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
 };
 

@@ -228,6 +228,7 @@ void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
     metrics_on_iteration_done(sm, rp);
+    metrics_on_iteration_span(sm, rp, rp->iter_start_ns, now, 1); /* plots/trace: the iteration's one span hook */
     rp->iterating = 0;
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
