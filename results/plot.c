@@ -165,9 +165,7 @@ int plot_ttft_split_svg(const char *path, const SimResult *res, int n, const cha
     psvg_panel(&p, f, ml, mt, W - ml - 40, ph, &x, &y);
     psvg_axes(&p);
     for (int k = 0; k < 3; k++) { /* the legend on one row above the bars */
-        int lx = ml + k * 110;
-        fprintf(f, "<rect class=\"legend-swatch\" x=\"%d\" y=\"28\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", lx, psvg_fill(k));
-        psvg_label(f, lx + 20, 39, "start", NULL, "", parts[k]);
+        psvg_swatch(f, ml + k * 110, 35, psvg_fill(k), parts[k]);
     }
     for (int i = 0; i < n; i++) {
         double v[3] = {hist_mean(&res[i].queue) / 1e6, hist_mean(&res[i].restore) / 1e6, hist_mean(&res[i].prefill) / 1e6};

@@ -270,10 +270,15 @@ void psvg_legend(FILE *f, int x, int y, int n, const char *const *names, int kin
             fprintf(f, "<line class=\"legend\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"", x, ly, x + 32, ly);
             psvg_stroke_attrs(f, i, 2.5);
             fputs("/>\n", f);
+            psvg_label(f, x + 38, ly + 4, "start", NULL, "", names[i]);
         } else {
-            fprintf(f, "<rect class=\"legend-swatch\" x=\"%d\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", x + 9, ly - 6,
-                    psvg_fill(i));
+            psvg_swatch(f, x, ly, psvg_fill(i), names[i]);
         }
-        psvg_label(f, x + 38, ly + 4, "start", NULL, "", names[i]);
     }
+}
+
+void psvg_swatch(FILE *f, int x, double y, const char *fill, const char *name)
+{
+    fprintf(f, "<rect class=\"legend-swatch\" x=\"%d\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", x, y - 6, fill);
+    psvg_label(f, x + 20, y + 4, "start", NULL, "", name);
 }

@@ -74,6 +74,8 @@ void psvg_polyline_close(FILE *f);
 /* The legend: a column at (x, y), one entry per name, 18 px apart; kind 0: a line in the series'
  * style (class "legend"), 1: a filled swatch of psvg_fill(i) (class "legend-swatch"). */
 void psvg_legend(FILE *f, int x, int y, int n, const char *const *names, int kind);
+/* one legend entry: a swatch of `fill` at (x, y) (its vertical centre) and the name after it */
+void psvg_swatch(FILE *f, int x, double y, const char *fill, const char *name);
 
 /* The tick formatter: 1000 → "1k", 25000 → "25k", 1e6 → "1M", 0.05 → "0.05", 200 → "200". */
 void psvg_tick_label(char *buf, size_t len, double v);
