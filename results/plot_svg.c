@@ -177,7 +177,7 @@ static void tick(const PlotPanel *p, int which, double v, const char *stroke, in
     if (which == 0) {
         double x = psvg_x(p, v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\"/>\n", x, p->y0, x, p->y0 + p->h, stroke);
-        if (labelled)
+        if (labelled && !a->no_tick_labels)
             fprintf(f, "<text class=\"xtick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\"%s%s%s>%s</text>\n", x, p->y0 + p->h + 16,
                     fill ? " fill=\"" : "", fill ? fill : "", fill ? "\"" : "", lab);
     } else {
@@ -237,7 +237,8 @@ void psvg_refline(const PlotPanel *p, int vertical, double v, const char *label,
             c, x1, y1, x2, y2);
     if (!label) return;
     const char *halo = "font-size=\"11\" paint-order=\"stroke\" stroke=\"white\" stroke-width=\"3\"";
-    if (vertical) psvg_label(f, x1 + 4, at, "start", c, halo, label);
+    if (vertical && x1 > p->x0 + 0.75 * p->w) psvg_label(f, x1 - 4, at, "end", c, halo, label); /* near the right edge: inside */
+    else if (vertical) psvg_label(f, x1 + 4, at, "start", c, halo, label);
     else psvg_label(f, at, y1 - 4, "start", c, halo, label);
 }
 

@@ -27,6 +27,7 @@ typedef struct PlotAxis {
     double step;      /* linear: the tick step */
     int minor_labels; /* log: label the 2 and 5 minors when <= 3 decades */
     int no_ticks;     /* neither grid nor tick labels (bars labelled by category) */
+    int no_tick_labels; /* x: the grid without labels (a panel above another on the same axis) */
     const char *label;/* with its unit: "TTFT (ms, log scale)" */
 } PlotAxis;
 

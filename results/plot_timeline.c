@@ -40,7 +40,7 @@ static const struct {
     const char *key, *fill;
 } k_colors[] = {
     {"h2d", "#4e79a7"}, {"ssd", "#9c755f"}, {"nic_in", "#e15759"}, {"d2h", "#bab0ac"}, {"nic_out", "#ff9da7"},
-    {"recompute", "#f28e2b"}, {"prefill", "#59a14f"}, {"recompute+prefill", "#edc948"},
+    {"recompute", "#f28e2b"}, {"prefill", "#59a14f"}, {"recompute+prefill", "#edc948"}, {"projection+prefill", "#b07aa1"},
 };
 
 static const char *color_of(const char *key)
@@ -121,9 +121,7 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
         x.label = "time since the request's release (ms)";
         psvg_panel(&gpu, f, ml, y + bh + 24, pw, bh, &x, &ya);
         x.label = NULL;
-        PlotAxis xio = x;
-        xio.label = NULL;
-        io.x = xio;
+        io.x.no_tick_labels = 1; /* the GPU block below carries the time labels */
         psvg_axes(&io);
         psvg_axes(&gpu);
         psvg_label(f, ml - 8, y + 10, "end", "lane", "font-size=\"11\"", "IO");

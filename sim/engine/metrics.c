@@ -267,13 +267,13 @@ static void tl_iteration(Sim *sm, Replica *rp)
         int dup = 0;
         for (int j = 0; j < i && !dup; j++) dup = rp->items[j].r == r;
         if (dup || it->type == IT_DECODE) continue;
-        int recomp = 0, prefill = 0, stage_par = 0;
+        int recomp = 0, prefill = 0, stage_par = 0, lw = 0;
         for (int j = i; j < rp->n_items; j++) {
             if (rp->items[j].r != r) continue;
             if (rp->items[j].type == IT_RECOMP) recomp = 1;
             if (rp->items[j].type == IT_NEW) prefill = 1;
             if (rp->items[j].lw) {
-                recomp = 1;
+                lw = recomp = 1;
                 stage_par |= r->stage_par;
             }
         }
@@ -284,7 +284,11 @@ static void tl_iteration(Sim *sm, Replica *rp)
         for (int l = 0; l < sm->L; l++) {
             int64_t t0 = rp->any_lw ? o->layer_t0[(size_t)rp->id * sm->L + l] : walk0 + l * d;
             int64_t t1 = rp->any_lw ? o->layer_t1[(size_t)rp->id * sm->L + l] : walk0 + (l + 1) * d;
-            tl_span(sm, x, "gpu", what, l, sm->stage_of[l], t0, t1);
+            const char *wl = what; /* layer-wise work: what this layer does for its state */
+            if (lw && r->mode)
+                wl = r->mode[l] == LM_RECOMPUTE ? (prefill ? "recompute+prefill" : "recompute")
+                     : r->mode[l] == LM_LOAD_HIDDEN ? "projection+prefill" : "prefill";
+            tl_span(sm, x, "gpu", wl, l, sm->stage_of[l], t0, t1);
         }
     }
 }
