@@ -25,6 +25,7 @@
 #include "sim/base/opt.h"
 #include "sim/base/units.h"
 #include "sim/cli/check.h"
+#include "sim/cli/plot_cmd.h"
 #include "sim/cli/point.h"
 #include "sim/cli/sweep.h"
 
@@ -44,6 +45,7 @@ static void usage(FILE *out)
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
+            "  plot            draw figures again from result files: a run's directory (--in) or a sweep (--sweep)\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -484,6 +486,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sweep")) return sweep_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check, reproduce; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "plot")) return plot_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, check, reproduce, plot; kvsim --help)\n", cmd);
     return 2;
 }

@@ -34,6 +34,8 @@ struct cJSON;
 /* `kvsim sweep ARGS` (argv[0] is "sweep"); returns the exit status (0 every point done, 1 a point
  * failed or an error, 2 usage, 130 interrupted). */
 int sweep_main(int argc, char **argv);
+/* The tidy CSV export of the results database at db_path (what --csv writes), for kvsim plot. */
+int sweep_export_csv(const char *db_path, const char *csv, KvErr *e);
 
 /* The grid, for tests: a spec's base and axes. */
 typedef struct SweepAxis {
