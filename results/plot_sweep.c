@@ -32,7 +32,6 @@ static int is_num(const char *s)
     return !*end;
 }
 
-static const char *g_sort_base;
 static int cmp_num(const void *a, const void *b)
 {
     double x = strtod(*(const char *const *)a, NULL), y = strtod(*(const char *const *)b, NULL);
@@ -44,7 +43,6 @@ static void vals_sort(Vals *a)
     a->numeric = a->n > 0;
     for (int i = 0; i < a->n; i++) a->numeric &= is_num(a->v[i]);
     if (a->numeric) qsort(a->v, (size_t)a->n, sizeof a->v[0], cmp_num);
-    (void)g_sort_base;
 }
 
 static int vals_find(const Vals *a, const char *s)
@@ -79,6 +77,7 @@ typedef struct Data {
 static void series_name(const Data *d, int r, char *buf, size_t n)
 {
     size_t l = (size_t)snprintf(buf, n, "%s", pcsv_cell(&d->t, r, d->c_pol));
+    if (d->c_y >= 0) l += (size_t)snprintf(buf + l, n - l, ", %s=%s", d->t.cells[d->c_y], pcsv_cell(&d->t, r, d->c_y));
     for (int i = 0; i < d->n_other && l < n; i++)
         l += (size_t)snprintf(buf + l, n - l, ", %s=%s", d->t.cells[d->other[i]], pcsv_cell(&d->t, r, d->other[i]));
 }
@@ -113,7 +112,10 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
         psvg_axis_linear(&x, -0.5, xs.n - 0.5, xs.n, d->t.cells[d->c_x]);
         x.no_ticks = 1;
     }
-    if (unit_range) psvg_axis_linear(&y, 0, 1, 4, ylabel);
+    if (unit_range) {
+        psvg_axis_linear(&y, 0, 1, 4, ylabel);
+        y.hi = 1.04; /* a line at 1 stays off the frame */
+    }
     else psvg_axis_linear(&y, lo < 0 ? lo : 0, hi > lo ? hi : lo + 1, 5, ylabel);
     int W = 820, ml = 76, mr = 240, mt = 44, H = 440, ph = H - mt - 56;
     KvAtomicFile af;
@@ -141,6 +143,22 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
             }
         }
         psvg_polyline_close(f);
+        const char *col; /* a marker at each point */
+        char dash[32];
+        psvg_style(k, &col, dash, sizeof dash);
+        for (int i = 0; i < xs.n; i++) {
+            for (int r = 0; r < d->t.nrows; r++) {
+                if (!metric_match(pcsv_cell(&d->t, r, d->c_metric), metric) || strcmp(pcsv_cell(&d->t, r, d->c_x), xs.v[i])) continue;
+                char nm[160];
+                series_name(d, r, nm, sizeof nm);
+                if (strcmp(nm, names[k])) continue;
+                double v = strtod(pcsv_cell(&d->t, r, d->c_value), NULL);
+                if (isfinite(v))
+                    fprintf(f, "<circle class=\"marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n",
+                            psvg_x(&p, xs.numeric ? strtod(xs.v[i], NULL) : i), psvg_y(&p, v), col);
+                break;
+            }
+        }
     }
     psvg_legend(f, W - mr + 12, mt + 10, ns, ptr, 0);
     psvg_end(f);
@@ -274,14 +292,17 @@ int plot_sweep(const PlotSweepSpec *s, char *written, size_t wlen, KvErr *e)
         goto done;
     }
     for (int k = c[0] + 1; k < c[1]; k++) { /* the other settings that take more than one value */
-        if (k == d.c_x || k == d.c_y) continue;
+        if (k == d.c_x || k == d.c_y || !strcmp(d.t.cells[k], "policies")) continue; /* (the policy column says it) */
         int varies = 0;
         for (int r = 1; r < d.t.nrows && !varies; r++) varies = strcmp(pcsv_cell(&d.t, r, k), pcsv_cell(&d.t, 0, k)) != 0;
         if (varies && d.n_other < 32) d.other[d.n_other++] = k;
     }
     const char *metric = s->metric ? s->metric : "slo_attainment";
     int found = 0;
-    for (int r = 0; r < d.t.nrows && !found; r++) found = metric_match(pcsv_cell(&d.t, r, d.c_metric), metric);
+    char ylabel[160] = "";
+    for (int r = 0; r < d.t.nrows && !found; r++)
+        if ((found = metric_match(pcsv_cell(&d.t, r, d.c_metric), metric)))
+            snprintf(ylabel, sizeof ylabel, "%s%s", pcsv_cell(&d.t, r, d.c_metric), strstr(pcsv_cell(&d.t, r, d.c_metric), "_s.") ? " (s)" : "");
     if (!found) {
         kv_err(e, "%s: no metric '%s' (e.g. slo_attainment, ttft_s.p99, ttft_s.mean, requests_per_s)", s->csv, metric);
         goto done;
@@ -296,7 +317,7 @@ int plot_sweep(const PlotSweepSpec *s, char *written, size_t wlen, KvErr *e)
     if (strcmp(metric, "slo_attainment")) {
         snprintf(t2, sizeof t2, "%s — %s against %s", title, metric, s->x);
         snprintf(path, sizeof path, "%s/metric_vs_load.svg", s->out_dir);
-        if (lines_svg(path, &d, metric, metric, 0, t2, e) != 0) goto done;
+        if (lines_svg(path, &d, metric, ylabel, 0, t2, e) != 0) goto done;
         wl += (size_t)snprintf(written + wl, wlen - wl, ", metric_vs_load.svg");
     }
     if (s->y) {
