@@ -131,7 +131,7 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
         psvg_label(f, ml - 8, y + bh + 48, "end", "lane", "font-size=\"10\" fill=\"#555\"", "layer 0");
         psvg_label(f, ml - 8, y + 2 * bh + 24, "end", "lane", "font-size=\"10\" fill=\"#555\"", "last");
         const char *lanes_seen[16];
-        int nl = 0;
+        int nl = 0, n_ev = 0;
         for (int r = gr->first; r <= gr->last; r++) {
             const char *lane = pcsv_cell(&t, r, c[C_LANE]), *what = pcsv_cell(&t, r, c[C_WHAT]);
             double t0 = strtod(pcsv_cell(&t, r, c[C_T0]), NULL), t1 = strtod(pcsv_cell(&t, r, c[C_T1]), NULL);
@@ -140,7 +140,7 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
                 double ex = psvg_x(&io, t0);
                 fprintf(f, "<line class=\"event\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#000\" stroke-dasharray=\"4,3\"/>\n", ex,
                         y, ex, y + 2 * bh + 24);
-                psvg_label(f, ex + 3, y + bh + 16, "start", "event", "font-size=\"10\" paint-order=\"stroke\" stroke=\"white\" stroke-width=\"3\"", what);
+                psvg_label(f, ex + 3, y + bh + (n_ev++ % 2 ? 22 : 12), "start", "event", /* alternate rows: close events stay legible */ "font-size=\"10\" paint-order=\"stroke\" stroke=\"white\" stroke-width=\"3\"", what);
                 continue;
             }
             int is_gpu = !strcmp(lane, "gpu");

@@ -77,6 +77,8 @@ typedef struct MetricsObs {
 } MetricsObs;
 
 static MetricsObs g_obs_none; /* what a run records when its MetricsObs could not be allocated */
+/* the recordings of sm (none for a Sim set up without metrics_on_setup: the channel tests' benches) */
+static MetricsObs *obs_of(const Sim *sm) { return sm->obs ? sm->obs : &g_obs_none; }
 
 static int util_setup(Sim *sm, MetricsObs *o)
 {
@@ -128,7 +130,7 @@ static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
 
 static void util_add(Sim *sm, int res, int64_t a, int64_t b, double busy)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     if (res < 0 || busy <= 0 || b <= a || util_cover(sm, o, b) != 0) return;
     double dens = busy / (double)(b - a);
     int64_t W = o->width_ns;
@@ -140,7 +142,7 @@ static void util_add(Sim *sm, int res, int64_t a, int64_t b, double busy)
 
 static void util_export(Sim *sm, SimUtilSeries *u)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     memset(u, 0, sizeof *u);
     int64_t end = sim_now(sm) > 0 ? sim_now(sm) : 1;
     if (util_cover(sm, o, end) != 0) return;
@@ -185,7 +187,7 @@ static void tl_rec_free(TlRec *x)
 /* r's record, created when r is the request asked for or (slowest mode) when `restoring` */
 static TlRec *tl_rec(Sim *sm, Request *r, int restoring)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     if (r->tl) return r->tl;
     if (o->tl_id >= 0 ? r->id != (uint64_t)o->tl_id : !restoring) return NULL;
     TlRec *x = calloc(1, sizeof *x);
@@ -231,7 +233,7 @@ static void tl_unlink(MetricsObs *o, TlRec *x)
 /* r is done: its record becomes the timeline (the request asked for, or the slowest so far) */
 static void tl_done(Sim *sm, Request *r, int64_t restore_ns, int64_t restored_at)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     TlRec *x = r->tl;
     r->tl = NULL;
     tl_unlink(o, x);
@@ -258,7 +260,7 @@ static void tl_done(Sim *sm, Request *r, int64_t restore_ns, int64_t restored_at
 /* the compute spans of the iteration just ended for every recorded request in it */
 static void tl_iteration(Sim *sm, Replica *rp)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     int64_t base = rp->iter_start_ns + sm->overhead_ns;
     int64_t walk0 = base + (int64_t)llround(rp->pre_ns), d = (int64_t)llround(rp->layer_ns[0]);
     for (int i = 0; i < rp->n_items; i++) {
@@ -295,7 +297,7 @@ static void tl_iteration(Sim *sm, Replica *rp)
 
 void metrics_on_layer_walked(Sim *sm, Replica *rp, int l, int64_t t0_ns, int64_t t1_ns)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     if (!o->tl_on) return;
     o->layer_t0[(size_t)rp->id * sm->L + l] = t0_ns;
     o->layer_t1[(size_t)rp->id * sm->L + l] = t1_ns;
@@ -350,7 +352,7 @@ void metrics_on_setup(Sim *sm)
  * event may pass more, and a trace may then split the span per step) */
 void metrics_on_iteration_span(Sim *sm, Replica *rp, int64_t t0_ns, int64_t t1_ns, int steps)
 {
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     if (o->util_on)
         for (int st = 0; st < sm->S; st++) util_add(sm, o->res_gpu[st], t0_ns, t1_ns, rp->busy_stage_ns[st] - rp->iter_busy0[st]);
     if (o->tl_on) tl_iteration(sm, rp);
@@ -364,7 +366,7 @@ void metrics_on_iteration_span(Sim *sm, Replica *rp, int64_t t0_ns, int64_t t1_n
 
 static void counter(Sim *sm, int replica, const char *name, double v)
 {
-    const SimEventSink *k = sm->obs->sink;
+    const SimEventSink *k = obs_of(sm)->sink;
     if (k && k->counter) k->counter(k->ctx, replica, name, sim_now(sm), v);
 }
 
@@ -405,7 +407,7 @@ void metrics_on_restoring(Sim *sm, Replica *rp, int delta)
             for (int st = 0; st < SIM_MAX_STAGES; st++)
                 if (rep_has(sm, rp, k, st)) rp->win_ch_ns[k][st] += ch_busy_now(sm, &rp->ch[k][st]) - rp->win_ch_base[k][st];
     }
-    if (sm->obs && sm->obs->sink && delta) counter(sm, rp->id, "restoring", rp->n_restoring);
+    if (obs_of(sm)->sink && delta) counter(sm, rp->id, "restoring", rp->n_restoring);
 }
 
 void metrics_on_iteration(Sim *sm, Replica *rp)
@@ -453,7 +455,7 @@ void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u)
 {
     int load = u->kind == U_LOAD || u->kind == U_LOAD_TOK;
     *res_double(sm->res, load ? ch_fields[c->kind].load : ch_fields[c->kind].other) += u->bytes[u->hop];
-    MetricsObs *o = sm->obs;
+    MetricsObs *o = obs_of(sm);
     int64_t now = sim_now(sm);
     if (o->util_on) util_add(sm, o->res_ch[c->kind][c->stage], c->busy_since, now, (double)(now - c->busy_since));
     if (o->tl_on && load && u->r) {
@@ -493,7 +495,7 @@ void metrics_on_admit(Sim *sm, MetricSource src, Tier t)
 void metrics_on_pool(Sim *sm, const Replica *rp)
 {
     if ((uint64_t)rp->pool_used > sm->res->hbm_peak_tokens) sm->res->hbm_peak_tokens = (uint64_t)rp->pool_used;
-    if (sm->obs->sink) { /* (called at each admission, after the request left the queue) */
+    if (obs_of(sm)->sink) { /* (called at each admission, after the request left the queue) */
         counter(sm, rp->id, "queue depth", (double)rp->q_len);
         counter(sm, rp->id, "kv pool tokens", (double)rp->pool_used);
     }
@@ -547,7 +549,7 @@ void metrics_on_release(Sim *sm, Request *r)
     if (r->offered_ns > L->max_arrival_ns) L->max_arrival_ns = r->offered_ns;
     const SimTrim *w = &sm->cfg->warmup;
     if (w->n > 0) r->trim = w->by_time ? r->offered_ns - L->t0_ns < w->n : r->id < (uint64_t)w->n;
-    if (sm->obs->sink) counter(sm, r->replica, "queue depth", (double)sm->rep[r->replica].q_len + 1); /* it joins the queue */
+    if (obs_of(sm)->sink) counter(sm, r->replica, "queue depth", (double)sm->rep[r->replica].q_len + 1); /* it joins the queue */
 }
 
 
@@ -909,12 +911,12 @@ void metrics_on_run_end(Sim *sm)
         out->win_util_nic_out = nout / win;
     }
     trim_scan(sm, 1);
-    if (sm->obs->util_on) util_export(sm, sm->opts->util);
-    if (sm->obs->tl_on) { /* the timeline moves to the caller */
+    if (obs_of(sm)->util_on) util_export(sm, sm->opts->util);
+    if (obs_of(sm)->tl_on) { /* the timeline moves to the caller */
         SimTimeline *t = sm->opts->timeline;
-        if (sm->obs->best) {
-            *t = sm->obs->best->t;
-            memset(&sm->obs->best->t, 0, sizeof sm->obs->best->t);
+        if (obs_of(sm)->best) {
+            *t = obs_of(sm)->best->t;
+            memset(&obs_of(sm)->best->t, 0, sizeof obs_of(sm)->best->t);
         } else {
             memset(t, 0, sizeof *t);
         }
