@@ -27,9 +27,11 @@
 /* The set in progress, for the signal handler. */
 static ResultSet *volatile g_active;
 
-static const char *const k_result_files[] = {"summary.json", "requests.csv", "table.md",   "ttft_cdf.svg",
-                                            "ttft_ccdf.svg", "report.md",    "report.json", "plan.md",
-                                            "plan.json"};
+static const char *const k_result_files[] = {
+    "summary.json",    "requests.csv",   "table.md",         "ttft_cdf.svg",   "ttft_ccdf.svg",
+    "report.md",       "report.json",    "plan.md",          "plan.json",      "utilisation.csv",
+    "utilisation.svg", "ttft_split.svg", "ttft_history.svg", "timeline.csv",   "timeline.svg",
+    "slo_vs_load.svg", "metric_vs_load.svg", "heatmap.svg"};
 
 /* name ends in ".tmp.<digits>" (our writers' temporaries) or, with kind, is exactly
  * base + kind + <digits>; *pid receives the digits. */

@@ -354,7 +354,7 @@ expect 2 "export --out the store by another name is refused" "$B"/kvcal export -
 # ---- results are committed as a set ----
 expect 0 "earlier result" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
 (cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg) > "$tmp/set.md5"
-same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 5 ]; }
+same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 9 ]; }
 no_tmp() { [ -z "$(find "$tmp" -name 'set.tmp.*' -o -name 'set.old.*' -o -path "$tmp/set/*.tmp.*" | head -1)" ]; }
 for n in 0 1 2 3 4; do
   KVSIM_FAULT_AFTER_FILES=$n "$B"/kvsim compare --policies recompute,kv-offload --requests 150 --quiet --out "$tmp/set" >"$tmp/out" 2>&1; rc=$?
@@ -744,6 +744,52 @@ contains "the fallback warning names state_ttl" "fell back to recompute: saved s
 if grep -q "warning: kv-offload: .* fell back to recompute" "$tmp/ttl/table.md"; then ok "table.md carries the warning"; else bad "table.md carries the warning"; fi
 expect 0 "contexts over max_context" "$B"/kvsim run --policy recompute --requests 100 --set max_context=1024 --quiet --out "$tmp/trunc"
 contains "the truncation warning names max_context" "truncated to max_context (1024 tokens)"
+
+# figures people read (docs/plots.md): every figure of a run, the timeline, the Chrome trace, kvsim plot
+expect 0 "compare with a timeline and a trace" "$B"/kvsim compare --policies recompute,kv-offload,hcache --requests 150 --set evict_each_turn=1 --timeline slowest --trace-out "$tmp/fig.json" --trace-max-events 20000 --quiet --out "$tmp/fig"
+for f in utilisation.csv utilisation.svg ttft_split.svg ttft_history.svg timeline.csv timeline.svg; do
+  [ -s "$tmp/fig/$f" ] && ok "figures: $f written" || bad "figures: $f written"
+done
+if python3 - "$tmp/fig" "$tmp/fig.json" <<'PY' 2>"$tmp/py.err"
+import csv, json, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/utilisation.csv")))
+assert {r["policy"] for r in rows} == {"recompute", "kv-offload", "hcache"}
+assert all(0 <= float(r["utilisation"]) <= 1 for r in rows) and {"gpu", "h2d", "d2h"} <= {r["resource"] for r in rows}
+tl = list(csv.DictReader(open(d + "/timeline.csv")))
+assert {r["policy"] for r in tl} == {"recompute", "kv-offload", "hcache"}
+assert any(r["lane"] == "h2d" for r in tl if r["policy"] == "kv-offload") and any(r["lane"] == "gpu" for r in tl)
+t = json.load(open(sys.argv[2]))
+ev = t["traceEvents"]
+assert sum(e["ph"] != "M" for e in ev) <= 20000 and any(e["ph"] == "C" and e["name"] == "queue depth" for e in ev)
+procs = [e["args"]["name"] for e in ev if e["name"] == "process_name"]
+assert any(p.startswith("hcache") for p in procs), procs
+PY
+then ok "figures: utilisation in [0, 1], a timeline per policy, the trace's tracks"; else bad "figures: utilisation, timeline, trace"; cat "$tmp/py.err" >&2; fi
+c1=$(grep -c '<polyline class="util"' "$tmp/fig/utilisation.svg")
+[ "$c1" -ge 9 ] && ok "utilisation.svg: a line per policy and resource" || bad "utilisation.svg: a line per policy and resource ($c1)"
+expect 0 "the timeline of a named request" "$B"/kvsim run --policy hcache --requests 150 --timeline 120 --quiet --out "$tmp/fig1"
+if awk -F, 'NR > 1 && $2 != 120 { exit 1 }' "$tmp/fig1/timeline.csv"; then ok "timeline.csv holds request 120 only"; else bad "timeline.csv holds request 120 only"; fi
+expect 2 "--timeline refuses a non-number" "$B"/kvsim run --policy hcache --timeline fast --out "$tmp/fig2"
+contains "--timeline names slowest" "'slowest'"
+expect 2 "--util-window refuses a non-duration" "$B"/kvsim run --policy hcache --util-window soon --out "$tmp/fig2"
+expect 0 "--util-window 50ms" "$B"/kvsim run --policy recompute --requests 100 --util-window 50ms --quiet --out "$tmp/fig3"
+if awk -F, 'NR == 2 { exit !($3 == "0.000000000" && $4 == "0.050000000") }' "$tmp/fig3/utilisation.csv"; then ok "utilisation windows of 50 ms"; else bad "utilisation windows of 50 ms"; fi
+expect 0 "kvsim plot --in redraws a result directory" "$B"/kvsim plot --in "$tmp/fig" --out "$tmp/figp" --slo-ttft 200ms
+for f in ttft_cdf.svg ttft_ccdf.svg ttft_split.svg ttft_history.svg utilisation.svg timeline.svg; do
+  [ -s "$tmp/figp/$f" ] || bad "plot --in: $f"
+done
+grep -q 'TTFT SLO 200 ms' "$tmp/figp/ttft_cdf.svg" && ok "plot --in: the SLO line of --slo-ttft" || bad "plot --in: the SLO line of --slo-ttft"
+expect 1 "kvsim plot --in an empty directory" "$B"/kvsim plot --in "$tmp/figp"
+contains "plot --in says what it needs" "no requests.csv, utilisation.csv or timeline.csv"
+expect 2 "kvsim plot needs --in or --sweep" "$B"/kvsim plot --out "$tmp/x"
+expect 0 "a small sweep for plots" "$B"/kvsim sweep --db "$tmp/fig.db" --set session_rate=0.5,2 --set n_ssd=1,2 --set requests=60 --set policies=recompute,kv-offload -j 2
+expect 0 "kvsim plot --sweep DB" "$B"/kvsim plot --sweep "$tmp/fig.db" --x session_rate --y n_ssd --metric ttft_p99 --out "$tmp/figs"
+contains "plot --sweep names its figures" "slo_vs_load.svg, metric_vs_load.svg, heatmap.svg"
+c2=$(grep -c '<rect class="cell"' "$tmp/figs/heatmap.svg")
+[ "$c2" = 8 ] && ok "heatmap.svg: a cell per point and policy" || bad "heatmap.svg: a cell per point and policy ($c2)"
+expect 1 "plot --sweep with an unknown axis" "$B"/kvsim plot --sweep "$tmp/fig.db" --x nope --out "$tmp/figs"
+contains "plot --sweep lists the settings" "its settings: "
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -91,7 +91,7 @@ TEST(plot_figures_structure)
     KvErr e;
     const char *dir = test_tmpdir(t);
     CHECK_MSG(plot_write_figures(dir, res, N, "TTFT: <test> & co", 200000000, &e) == 0, "%s", e.msg);
-    CHECK_STR(plot_file_list(), "ttft_cdf.svg, ttft_ccdf.svg");
+    CHECK_STR(plot_file_list(), "ttft_cdf.svg, ttft_ccdf.svg, ttft_split.svg");
     char path[4200];
     snprintf(path, sizeof path, "%s/ttft_cdf.svg", dir);
     char *cdf = slurp(t, path);

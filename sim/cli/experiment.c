@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 #include "results/plot.h"
+#include "results/plot_history.h"
+#include "results/plot_timeline.h"
+#include "results/plot_trace.h"
+#include "results/plot_util.h"
 #include "results/replications.h"
 #include "results/report.h"
 #include "results/resfile.h"
@@ -59,6 +63,34 @@ static void job_label(void *ctx, int k, char *buf, size_t cap)
     else snprintf(buf, cap, "%s", x->names[k % x->np]);
 }
 
+/* The file beside job k's file for one of its recordings: job-<k>.tmp.<pid> → job-<k>-<kind>.tmp.<pid>
+ * (a temporary of the result set, like the job's file). */
+static void aside_path(const char *path, const char *kind, char *buf, size_t cap)
+{
+    const char *base = strrchr(path, '/'), *t = strstr(base ? base : path, ".tmp.");
+    if (!t) t = path + strlen(path);
+    snprintf(buf, cap, "%.*s-%s%s", (int)(t - path), path, kind, t);
+}
+
+/* The recordings of one job written beside its file (before the trailer is written, so that a job
+ * file that counts as complete has its recordings complete too). */
+static int job_recordings(const ExpSpec *x, const char *path, const char *name, uint64_t seed, const SimUtilSeries *u,
+                          const SimTimeline *tl, KvErr *e)
+{
+    char ap[4500];
+    aside_path(path, "util", ap, sizeof ap);
+    FILE *f = fopen(ap, "w");
+    if (!f) return kv_err(e, "%s: cannot create", ap);
+    plot_util_csv_rows(f, u, name, x->n_seeds > 0, seed);
+    if (fclose(f) != 0) return kv_err(e, "%s: write failed (disk full?)", ap);
+    if (!x->timeline) return 0;
+    aside_path(path, "timeline", ap, sizeof ap);
+    if (!(f = fopen(ap, "w"))) return kv_err(e, "%s: cannot create", ap);
+    plot_timeline_csv_rows(f, tl, name, x->n_seeds > 0, seed);
+    if (fclose(f) != 0) return kv_err(e, "%s: write failed (disk full?)", ap);
+    return 0;
+}
+
 static int job_run(void *ctx, int k, const char *path, KvErr *e)
 {
     Exp *xp = ctx;
@@ -93,7 +125,34 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
     Progress pg = {isatty(2), 0, name, 0};
     SimResult r;
     memset(&r, 0, sizeof r);
-    if (sim_run(w, name, x->no_csv ? NULL : report_csv_row, &csv, show ? progress : NULL, &pg, &r, e) != 0) {
+    SimUtilSeries util;
+    SimTimeline tl;
+    memset(&util, 0, sizeof util);
+    memset(&tl, 0, sizeof tl);
+    SimRunOpts ro = {x->no_csv ? NULL : report_csv_row, &csv, show ? progress : NULL, &pg, &util, x->util_window_ns,
+                     x->timeline ? &tl : NULL, x->timeline_request, NULL};
+    PlotTrace tr;
+    SimEventSink sink;
+    int n_jobs = (x->n_seeds ? x->n_seeds : 1) * x->np;
+    if (x->trace_out) {
+        char tp[4500], label[96];
+        aside_path(path, "trace", tp, sizeof tp);
+        job_label(ctx, k, label, sizeof label);
+        uint64_t cap = x->trace_max_events / (uint64_t)n_jobs;
+        if (ptrace_open(&tr, tp, k, label, cap > 0 ? cap : 1, e) != 0) {
+            fclose(f);
+            goto out;
+        }
+        ptrace_sink(&tr, &sink);
+        ro.sink = &sink;
+    }
+    int run_rc = sim_run_ex(w, name, &ro, &r, e);
+    if (run_rc == 0 && x->trace_out) run_rc = ptrace_close(&tr, e);
+    else if (x->trace_out) ptrace_abort(&tr);
+    if (run_rc == 0) run_rc = job_recordings(x, path, name, seed, &util, &tl, e);
+    sim_util_free(&util);
+    sim_timeline_free(&tl);
+    if (run_rc != 0) {
         if (pg.printed) fputc('\n', stderr);
         fclose(f);
         sim_result_free(&r);
@@ -163,6 +222,23 @@ done:
     return rc;
 }
 
+/* Append the recording `kind` of job k to out (when given) and remove it. */
+static int merge_aside(const char *jpath, const char *kind, FILE *out, KvErr *e)
+{
+    char ap[4500], buf[65536];
+    aside_path(jpath, kind, ap, sizeof ap);
+    FILE *in = fopen(ap, "rb");
+    if (!in) return kv_err(e, "%s: a job's %s recording is missing", ap, kind);
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (out && fwrite(buf, 1, n, out) != n) rc = kv_err(e, "%s: write failed while merging", ap);
+    if (ferror(in)) rc = kv_err(e, "%s: read failed", ap);
+    fclose(in);
+    unlink(ap);
+    return rc;
+}
+
 /* The figures: one curve per policy; under replications every seed's requests pooled. */
 static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, KvErr *e)
 {
@@ -174,7 +250,13 @@ static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
         memset(pooled, 0, sizeof pooled);
         for (int p = 0; p < x->np; p++) {
             snprintf(pooled[p].policy, sizeof pooled[p].policy, "%s", res[p].policy);
-            for (int s = 0; s < x->n_seeds; s++) hist_merge(&pooled[p].ttft, &res[s * x->np + p].ttft);
+            for (int s = 0; s < x->n_seeds; s++) {
+                const SimResult *o = &res[s * x->np + p];
+                hist_merge(&pooled[p].ttft, &o->ttft);
+                hist_merge(&pooled[p].queue, &o->queue);
+                hist_merge(&pooled[p].restore, &o->restore);
+                hist_merge(&pooled[p].prefill, &o->prefill);
+            }
         }
         curves = pooled;
         size_t l = strlen(title);
@@ -185,7 +267,21 @@ static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
     if (rs_path(rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
         plot_ttft_cdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0 ||
         rs_path(rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
-        plot_ttft_ccdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0)
+        plot_ttft_ccdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0 ||
+        rs_path(rs, "ttft_split.svg", path, sizeof path, e) != 0 || plot_ttft_split_svg(path, curves, x->np, title, e) != 0)
+        rc = -1;
+    /* the figures drawn from the result files just written */
+    char data[4400];
+    if (rc == 0 && !x->no_csv &&
+        (rs_path(rs, "requests.csv", data, sizeof data, e) != 0 || rs_path(rs, "ttft_history.svg", path, sizeof path, e) != 0 ||
+         plot_history_svg(path, data, title, x->cfg->slo_ttft_ns, e) != 0))
+        rc = -1;
+    if (rc == 0 && (rs_path(rs, "utilisation.csv", data, sizeof data, e) != 0 ||
+                    rs_path(rs, "utilisation.svg", path, sizeof path, e) != 0 || plot_util_svg(path, data, title, e) != 0))
+        rc = -1;
+    if (rc == 0 && x->timeline &&
+        (rs_path(rs, "timeline.csv", data, sizeof data, e) != 0 || rs_path(rs, "timeline.svg", path, sizeof path, e) != 0 ||
+         plot_timeline_svg(path, data, title, e) != 0))
         rc = -1;
     if (x->n_seeds)
         for (int p = 0; p < x->np; p++) sim_result_free(&pooled[p]);
@@ -224,28 +320,66 @@ int experiment_run(const ExpSpec *x)
     Exp ctx = {x, getpid()};
     ProcPool pool = {n_jobs, x->jobs, rset.tmp, job_run, job_label, &ctx};
     char path[4400], jpath[4400];
-    KvAtomicFile csv;
+    KvAtomicFile csv, ucsv, tcsv;
     memset(&csv, 0, sizeof csv);
-    int rc = 0, csv_open = 0, merged = 0;
-    if (procpool_run(&pool, &e) != 0) {
+    memset(&ucsv, 0, sizeof ucsv);
+    memset(&tcsv, 0, sizeof tcsv);
+    int rc = 0, csv_open = 0, u_open = 0, t_open = 0, merged = 0;
+    char (*tparts)[4500] = x->trace_out ? calloc((size_t)n_jobs, sizeof *tparts) : NULL;
+    if (x->trace_out && !tparts) {
+        kv_err(&e, "out of memory");
+        rc = 1;
+    } else if (procpool_run(&pool, &e) != 0) {
         rc = 1;
     } else if (!x->no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || kv_atomic_open(&csv, path, &e) != 0)) {
         rc = 1;
+    } else if (!(csv_open = !x->no_csv, 1) || rs_path(&rset, "utilisation.csv", path, sizeof path, &e) != 0 ||
+               kv_atomic_open(&ucsv, path, &e) != 0) {
+        rc = 1;
+    } else if (!(u_open = 1) || (x->timeline && (rs_path(&rset, "timeline.csv", path, sizeof path, &e) != 0 ||
+                                                 kv_atomic_open(&tcsv, path, &e) != 0))) {
+        rc = 1;
     } else {
-        csv_open = !x->no_csv;
+        t_open = x->timeline;
         if (csv_open) report_csv_header(csv.f, x->n_seeds > 0, report_csv_load_columns(x->w->cfg));
-        for (int k = 0; k < n_jobs && rc == 0; k++, merged++)
+        plot_util_csv_header(ucsv.f, x->n_seeds > 0);
+        if (t_open) plot_timeline_csv_header(tcsv.f, x->n_seeds > 0);
+        for (int k = 0; k < n_jobs && rc == 0; k++, merged++) {
             if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) != 0 ||
+                merge_aside(jpath, "util", ucsv.f, &e) != 0 || (x->timeline && merge_aside(jpath, "timeline", tcsv.f, &e) != 0) ||
                 job_merge(jpath, csv_open ? csv.f : NULL, &res[k], &e) != 0)
                 rc = 1;
+            if (tparts) aside_path(jpath, "trace", tparts[k], sizeof tparts[k]);
+        }
     }
-    for (int k = merged; k < n_jobs; k++) /* files a failure left behind */
+    for (int k = merged; k < n_jobs; k++) /* files a failure left behind (the rest go with the set) */
         if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) == 0) unlink(jpath);
     if (rc == 0 && csv_open) {
         csv_open = 0;
         if (kv_atomic_commit(&csv, &e) != 0) rc = 1;
     }
+    if (rc == 0 && u_open) {
+        u_open = 0;
+        if (kv_atomic_commit(&ucsv, &e) != 0) rc = 1;
+    }
+    if (rc == 0 && t_open) {
+        t_open = 0;
+        if (kv_atomic_commit(&tcsv, &e) != 0) rc = 1;
+    }
     if (csv_open) kv_atomic_abort(&csv);
+    if (u_open) kv_atomic_abort(&ucsv);
+    if (t_open) kv_atomic_abort(&tcsv);
+    if (tparts) { /* the Chrome trace, outside the result set; its parts removed from the set */
+        const char **pp = calloc((size_t)n_jobs, sizeof *pp);
+        for (int k = 0; pp && k < n_jobs; k++) pp[k] = tparts[k];
+        if (rc == 0 && (!pp || ptrace_merge(x->trace_out, pp, n_jobs, x->trace_max_events, &e) != 0)) {
+            if (!pp) kv_err(&e, "out of memory");
+            rc = 1;
+        }
+        for (int k = 0; k < n_jobs; k++) unlink(tparts[k]);
+        free(pp);
+        free(tparts);
+    }
     for (int s = 0; s < x->n_seeds; s++) seeds[s] = x->seed_base + (uint64_t)s;
     Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95};
     const Replications *rp = x->n_seeds ? &rep : NULL;
@@ -268,7 +402,10 @@ int experiment_run(const ExpSpec *x)
     if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
     if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
     else if (!x->cfg->quiet)
-        fprintf(stderr, "results in %s/ (summary.json, %stable.md, %s)\n", x->out, x->no_csv ? "" : "requests.csv, ", plot_file_list());
+        fprintf(stderr, "results in %s/ (summary.json, %stable.md, utilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
+                x->no_csv ? "" : "requests.csv, ", x->timeline ? "timeline.csv, " : "", plot_file_list(),
+                x->no_csv ? "" : ", ttft_history.svg", x->timeline ? ", timeline.svg" : "", x->trace_out ? "; trace in " : "",
+                x->trace_out ? x->trace_out : "");
     rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
     for (int k = 0; k < n_jobs; k++) sim_result_free(&res[k]);
     free(res);

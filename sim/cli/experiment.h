@@ -6,7 +6,9 @@
  * seed, else one opened for that seed; its requests.csv rows and its SimResult record, see
  * results/resfile.h, in the job's file), merging the files in job order (seed-major, then the
  * policies in command-line order), and the replications (N seeds: summary.json "replications",
- * table.md mean ± CI, requests.csv with a seed column, figures of every seed's requests pooled).
+ * table.md mean ± CI, requests.csv with a seed column, figures of every seed's requests pooled);
+ * the recordings of each job (utilisation.csv, timeline.csv, Chrome trace parts) written beside its
+ * file and joined in job order like the rows, then the figures drawn from the joined files.
  * Not responsible for: parsing options or settings, validating policy names, opening the caller's
  * world (kvsim_main.c), the files' contents (results/).
  * Invariants: the result set is byte-identical for any worker count (jobs write only their own
@@ -38,6 +40,14 @@ typedef struct ExpSpec {
     int jobs;                  /* worker processes, >= 1 */
     int baseline;              /* replications: index of the baseline policy, or -1 */
     int no_csv, stats;
+    /* recordings (results/plot*.h): utilisation windows (0: about 200–400 over the run), one
+     * request's restoration timeline (timeline: on; timeline_request -1: the slowest), a Chrome trace
+     * (trace_out: its path, NULL: none; at most trace_max_events events in all, shared by the runs) */
+    int64_t util_window_ns;
+    int timeline;
+    int64_t timeline_request;
+    const char *trace_out;
+    uint64_t trace_max_events;
 } ExpSpec;
 
 /* Run it, write the result set, print the table; the exit status (0, or 1 after a message). */

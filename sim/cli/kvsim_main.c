@@ -26,6 +26,7 @@
 #include "sim/base/units.h"
 #include "sim/cli/check.h"
 #include "sim/cli/plan.h"
+#include "sim/cli/plot_cmd.h"
 #include "sim/cli/point.h"
 #include "sim/cli/sweep.h"
 
@@ -46,6 +47,7 @@ static void usage(FILE *out)
             "  plan            the cheapest configuration meeting an SLO, or the highest sustainable load, per policy\n"
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
+            "  plot            draw figures again from result files: a run's directory (--in) or a sweep (--sweep)\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -73,7 +75,11 @@ static char g_policies_help[1200];
         {"--config", "FILE", 0, "JSON object of settings, applied after --scenario, before the other options"},     \
         {"--set", "KEY=VALUE", OPT_REPEAT, "any setting (listed below); options apply in command-line order"},      \
         {"--quiet", NULL, 0, "no progress lines"}, {"--no-csv", NULL, 0, "skip requests.csv"},                     \
-        {"--stats", NULL, 0, "print a machine-readable speed/memory line per policy on stderr"}
+        {"--stats", NULL, 0, "print a machine-readable speed/memory line per policy on stderr"},                  \
+        {"--timeline", "REQ|slowest", 0, "record one request's restoration (layers × time, compute vs IO): timeline.csv, timeline.svg"}, \
+        {"--trace-out", "FILE", 0, "write a Chrome/Perfetto trace (JSON) of iterations, transfers and queue depth to FILE"}, \
+        {"--trace-max-events", "N", 0, "the trace's event cap, shared by the runs (default 1M; the rest are counted)"}, \
+        {"--util-window", "DUR", 0, "utilisation.csv's window (e.g. 100ms; default: the run cut into 200-400 windows)"}
 
 static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS};
 static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
@@ -351,7 +357,9 @@ static int cmd_run(int argc, char **argv, int compare)
     sim_config_defaults(&cfg);
     char policies[512] = "";
     const char *out = NULL;
-    int no_csv = 0, stats = 0, dry_run = 0;
+    int no_csv = 0, stats = 0, dry_run = 0, timeline = 0;
+    int64_t timeline_req = -1, util_window_ns = 0, trace_max = 1000000;
+    const char *trace_out = NULL;
     ExpOpts xo;
     KvErr e;
     char scen_policies[512] = "", scen_desc[1024] = "";
@@ -377,6 +385,17 @@ static int cmd_run(int argc, char **argv, int compare)
         else if (!strcmp(o, "--stats")) stats = 1;
         else if (!strcmp(o, "--dry-run")) dry_run = 1;
         else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--trace-out")) trace_out = v;
+        else if (!strcmp(o, "--timeline")) {
+            timeline = 1;
+            if (strcmp(v, "slowest") && opt_int("--timeline", v, 0, INT64_MAX, &timeline_req, &e) != 0)
+                return usage_error(cmd, "%s (or 'slowest': the slowest restoration of the run)", e.msg);
+        } else if (!strcmp(o, "--trace-max-events")) {
+            if (opt_int("--trace-max-events", v, 1, INT64_MAX, &trace_max, &e) != 0) return usage_error(cmd, "%s", e.msg);
+        } else if (!strcmp(o, "--util-window")) {
+            if (kv_parse_duration(v, &util_window_ns, &e) != 0 || util_window_ns <= 0)
+                return usage_error(cmd, "--util-window %s: expected a positive duration (100ms, 1s)", v);
+        }
         else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
         else if (experiment_opt_is(o)) continue; /* read by experiment_opts_read below */
         else if (!strcmp(o, "--set")) {
@@ -441,7 +460,7 @@ static int cmd_run(int argc, char **argv, int compare)
     }
     install_stop_handlers();
     ExpSpec x = {&cfg, &w, trace_desc, (const char(*)[32])names, np, out, xo.n_seeds, xo.seed_base, xo.jobs,
-                 xo.baseline, no_csv, stats};
+                 xo.baseline, no_csv, stats, util_window_ns, timeline, timeline_req, trace_out, (uint64_t)trace_max};
     int rc = experiment_run(&x);
     sim_world_close(&w);
     return rc;
@@ -470,6 +489,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "plan")) return plan_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "plot")) return plot_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce, plot; kvsim --help)\n", cmd);
     return 2;
 }

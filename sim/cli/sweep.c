@@ -270,6 +270,16 @@ done:
     return rc;
 }
 
+/* kvsim plot --sweep FILE.db: the tidy CSV of a results database (plots) */
+int sweep_export_csv(const char *db_path, const char *csv, KvErr *e)
+{
+    sqlite3 *db = NULL;
+    if (db_open(&db, db_path, 0, e) != 0) return -1;
+    int rc = db_export_csv(db, db_path, csv, e);
+    sqlite3_close(db);
+    return rc;
+}
+
 /* points by status: n[0] pending, n[1] done, n[2] failed */
 static int db_counts(sqlite3 *db, const char *path, int64_t n[3], KvErr *e)
 {

@@ -33,6 +33,8 @@
 /* `kvsim sweep ARGS` (argv[0] is "sweep"); returns the exit status (0 every point done, 1 a point
  * failed or an error, 2 usage, 130 interrupted). */
 int sweep_main(int argc, char **argv);
+/* The tidy CSV export of the results database at db_path (what --csv writes), for kvsim plot. */
+int sweep_export_csv(const char *db_path, const char *csv, KvErr *e);
 
 /* sweep's checker of a spec's values (sim/engine/sweepspec.h SweepCheckFn): a setting by its parser,
  * a scenario by loading it, policies by name; ctx unused. */

@@ -80,6 +80,21 @@ static void dispatch(Sim *sm, const Event *ev)
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,
             SimResult *out, KvErr *e)
 {
+    SimRunOpts o = {0};
+    o.row_fn = row_fn;
+    o.row_ctx = row_ctx;
+    o.prog = prog;
+    o.prog_ctx = prog_ctx;
+    o.timeline_request = -1;
+    return sim_run_ex(w, policy, &o, out, e);
+}
+
+int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResult *out, KvErr *e)
+{
+    SimRowFn row_fn = opts->row_fn;
+    void *row_ctx = opts->row_ctx;
+    SimProgressFn prog = opts->prog;
+    void *prog_ctx = opts->prog_ctx;
     memset(out, 0, sizeof *out);
     const KvPolicyOps *pol = policy_find(policy, e);
     if (!pol) return -1;
@@ -96,6 +111,7 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
     sm->row_ctx = row_ctx;
     sm->prog = prog;
     sm->prog_ctx = prog_ctx;
+    sm->opts = opts; /* the recordings asked for (metrics.c) */
     sm->check = check_period();
     sm->test_hook = g_hook;
     sm->test_ctx = g_hook_ctx;

@@ -204,6 +204,7 @@ struct Request {
     int trim;                   /* metrics: left out as warm-up (decided at release) */
     int64_t *gaps;              /* metrics with trimming on: its TBT gaps until its trim is decided */
     int64_t n_gaps, cap_gaps;
+    struct TlRec *tl;           /* metrics.c: its restoration timeline while recorded (else NULL) */
 };
 
 typedef struct IterItem {
@@ -236,6 +237,7 @@ struct Replica {
     /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary
      * iteration) that started at run_start_ns; the earlier steps were accounted when it was formed */
     int64_t run_start_ns, run_steps;
+    double run_busy0[SIM_MAX_STAGES];     /* busy_stage_ns when the run (or iteration) was formed */
     uint64_t iter_seq;
     Request *wait_r;
     int wait_layer;
@@ -352,6 +354,8 @@ struct Sim {
     Session *wait_head, *wait_tail;
     LoadAcc load;                         /* metrics.c */
     uint64_t turn_bytes, turn_bytes_peak; /* bytes of the Turns alive (read, not admitted) and their peak */
+    const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
+    struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
 };
 

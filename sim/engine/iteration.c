@@ -319,6 +319,7 @@ void form_iteration(Sim *sm, Replica *rp)
     int64_t start = sim_now(sm);
     rp->run_start_ns = start;
     rp->run_steps = 1;
+    for (int st = 0; st < sm->S; st++) rp->run_busy0[st] = rp->busy_stage_ns[st];
     if (decode_run_ok(sm, rp)) {
         start = decode_run(sm, rp);
     } else {
@@ -345,6 +346,7 @@ void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
     metrics_on_iteration_done(sm, rp);
+    metrics_on_iteration_span(sm, rp, rp->run_start_ns, now, (int)rp->run_steps); /* plots/trace: the iteration's (or decode run's) one span hook */
     rp->iterating = 0;
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];

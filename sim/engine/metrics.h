@@ -36,6 +36,12 @@ void metrics_on_iteration_done(Sim *sm, Replica *rp);
  * else happens until it ends): the iteration, its end event and every item's token, exactly as
  * metrics_on_iteration + metrics_on_token per item would have counted them */
 void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns);
+/* THE hook of an iteration's span (iteration.c, right after metrics_on_iteration_done): rp ran
+ * from t0 to t1 standing for `steps` decode steps; feeds the GPU's utilisation windows, the
+ * timeline's compute spans and the trace's iteration events (SimRunOpts) */
+void metrics_on_iteration_span(Sim *sm, Replica *rp, int64_t t0_ns, int64_t t1_ns, int steps);
+/* walk.c: layer l of rp's iteration in flight ran from t0 to t1 (for the timeline; O(1)) */
+void metrics_on_layer_walked(Sim *sm, Replica *rp, int l, int64_t t0_ns, int64_t t1_ns);
 /* a request of rp entered (+1) or left (-1) RQ_RESTORING: opens/closes rp's restoration window */
 void metrics_on_restoring(Sim *sm, Replica *rp, int delta);
 /* a saving policy's restoration recomputes everything: slower = waiting for the save in flight was

@@ -357,8 +357,85 @@ typedef struct SimRequestRow {
 } SimRequestRow;
 typedef int (*SimRowFn)(void *ctx, const SimRequestRow *row, KvErr *e);
 
-/* Run one policy. progress: called about every second of wall time with the fraction done (or NULL). */
+/* progress: called about every second of wall time with the fraction done */
 typedef void (*SimProgressFn)(void *ctx, double frac, uint64_t requests_done, int64_t sim_ns);
+
+/* ---- what a run records beyond its results, only when asked (sim_run_ex; results/plot*.c draw it) ---- */
+
+/* Utilisation over time: the run [0, end) cut into windows of window_ns (the last one may be
+ * shorter); util[r * n_windows + k] = busy time of resource r in window k / (window length ×
+ * replicas), in [0, 1]. Resources: "gpu", "h2d", "d2h" per pipeline stage (stage s > 0 named
+ * "gpu_s1", ...), then "ssd", "nic_in", "nic_out" where the platform has them. The GPU's busy time
+ * of an iteration is spread evenly over the iteration (as the restoration windows take it). */
+#define SIM_UTIL_MAX_RES (3 * SIM_MAX_STAGES + 3)
+typedef struct SimUtilSeries {
+    int64_t window_ns, end_ns;
+    int n_windows, n_res;
+    char names[SIM_UTIL_MAX_RES][16];
+    double *util;
+} SimUtilSeries;
+void sim_util_free(SimUtilSeries *u);
+
+/* One request's restoration as spans (sim_run_ex with SimRunOpts.timeline): lane "gpu" (the layer
+ * of an iteration carrying its restoration compute or prefill; layer -1: every layer, e.g. the
+ * stage-parallel lanes before the walk) or a channel ("h2d", "ssd", ...: one hop of one of its
+ * loads; layer -1: a token-wise chunk of every layer). what: "recompute", "prefill",
+ * "recompute+prefill", "kv", "hidden", "tokens". */
+typedef struct SimTlSpan {
+    const char *lane, *what;
+    int layer, stage;
+    int64_t t0_ns, t1_ns;
+} SimTlSpan;
+typedef struct SimTimeline {
+    int found;                      /* a request was recorded (0: no such request / nothing restored) */
+    uint64_t request;
+    int replica, layers;
+    int64_t arrival_ns, admit_ns, restored_ns, first_ns, history_tokens, new_tokens;
+    int truncated;                  /* more than SIM_TL_MAX_SPANS spans: the rest were not kept */
+    SimTlSpan *spans;
+    int n, cap;
+} SimTimeline;
+#define SIM_TL_MAX_SPANS 200000
+void sim_timeline_free(SimTimeline *t);
+
+/* Trace events as they happen (Chrome trace export): a span when it ends, a counter when it changes. */
+typedef enum SimSpanKind { SIM_SPAN_ITERATION, SIM_SPAN_TRANSFER } SimSpanKind;
+typedef struct SimSpan {
+    SimSpanKind kind;
+    int replica;
+    int64_t t0_ns, t1_ns;
+    /* iterations: the decode steps the span stands for (1 today), its items and tokens */
+    int steps, items;
+    int64_t tokens;
+    /* transfers: the channel ("h2d", "d2h", "ssd", "nic_in", "nic_out"), its stage, the unit's class
+     * ("load", "load_tok", "save", "spill"), the restoring request (loads; else 0), layer, bytes */
+    const char *channel, *unit;
+    int stage, layer;
+    uint64_t request;
+    double bytes;
+} SimSpan;
+typedef struct SimEventSink {
+    void *ctx;
+    void (*span)(void *ctx, const SimSpan *s);
+    /* name: "queue depth", "restoring", "kv pool tokens" */
+    void (*counter)(void *ctx, int replica, const char *name, int64_t t_ns, double value);
+} SimEventSink;
+
+typedef struct SimRunOpts {
+    SimRowFn row_fn;
+    void *row_ctx;
+    SimProgressFn prog;
+    void *prog_ctx;
+    SimUtilSeries *util;        /* filled at the end of the run when not NULL (free: sim_util_free) */
+    int64_t util_window_ns;     /* its window; 0: about 200-400 windows over the run (doubling) */
+    SimTimeline *timeline;      /* filled at the end when not NULL (free: sim_timeline_free) */
+    int64_t timeline_request;   /* the request recorded; -1: the slowest restoration of the run */
+    const SimEventSink *sink;   /* NULL: no trace events */
+} SimRunOpts;
+/* sim_run with the recordings above; none of them changes a result. */
+int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResult *out, KvErr *e);
+
+/* Run one policy. progress: called about every second of wall time with the fraction done (or NULL). */
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,
             SimResult *out, KvErr *e);
 

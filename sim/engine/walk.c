@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "sim/engine/engine_int.h"
+#include "sim/engine/metrics.h"
 
 /* The walk reached the first layer of stage st (every state its layer needs has arrived, the
  * boundary activations included): the stage-parallel restorations' recompute lanes of st run on
@@ -73,6 +74,7 @@ void iter_advance(Sim *sm, Replica *rp)
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
         int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns += d;
+        metrics_on_layer_walked(sm, rp, l, layer_start, rp->cursor_ns); /* plots: the timeline's layer spans */
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
             if (!it->lw) continue;

@@ -1,0 +1,108 @@
+/* plot_util.c — see plot_util.h. */
+#include "results/plot_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/plot_csv.h"
+#include "results/plot_svg.h"
+
+void plot_util_csv_header(FILE *f, int seed_col)
+{
+    fputs(seed_col ? "seed," : "", f);
+    fputs("policy,resource,window_start_s,window_end_s,utilisation\n", f);
+}
+
+void plot_util_csv_rows(FILE *f, const SimUtilSeries *u, const char *policy, int seed_col, uint64_t seed)
+{
+    for (int r = 0; r < u->n_res; r++)
+        for (int k = 0; k < u->n_windows; k++) {
+            int64_t a = (int64_t)k * u->window_ns, b = a + u->window_ns < u->end_ns ? a + u->window_ns : u->end_ns;
+            if (seed_col) fprintf(f, "%llu,", (unsigned long long)seed);
+            kv_csv_field(f, policy);
+            fprintf(f, ",%s,%.9f,%.9f,%.6f\n", u->names[r], (double)a / 1e9, (double)b / 1e9, u->util[(size_t)r * u->n_windows + k]);
+        }
+}
+
+#define MAXN 64
+
+/* the index of s in list (appended when new and there is room); -1 when full */
+static int intern(const char **list, int *n, const char *s)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i], s)) return i;
+    if (*n == MAXN) return -1;
+    list[*n] = s;
+    return (*n)++;
+}
+
+int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e)
+{
+    PlotCsv t;
+    if (pcsv_read(&t, csv, e) != 0) return -1;
+    static const char *const need[] = {"policy", "resource", "window_start_s", "window_end_s", "utilisation"};
+    int c[5], cs = pcsv_col(&t, "seed");
+    const char *pols[MAXN], *ress[MAXN];
+    int np = 0, nr = 0, rc = -1;
+    double tmax = 0;
+    if (pcsv_cols(&t, need, 5, c, e) != 0) goto done;
+    const char *seed0 = cs >= 0 && t.nrows ? pcsv_cell(&t, 0, cs) : NULL;
+    for (int r = 0; r < t.nrows; r++) {
+        if (seed0 && strcmp(pcsv_cell(&t, r, cs), seed0)) continue;
+        double a, b, u;
+        if (pcsv_num(&t, r, c[2], &a, e) || pcsv_num(&t, r, c[3], &b, e) || pcsv_num(&t, r, c[4], &u, e)) goto done;
+        if (!(u >= 0 && u <= 1)) {
+            kv_err(e, "%s: row %d: utilisation %g, expected a value in [0, 1]", csv, r + 2, u);
+            goto done;
+        }
+        if (b > tmax) tmax = b;
+        intern(pols, &np, pcsv_cell(&t, r, c[0]));
+        intern(ress, &nr, pcsv_cell(&t, r, c[1]));
+    }
+    int ml = 72, mr = 180, mt = 44, ph = 96, gap = 34, W = 760;
+    int H = mt + nr * (ph + gap) + 30;
+    if (nr == 0) H = mt + ph + 60;
+    PlotAxis x, y;
+    psvg_axis_linear(&x, 0, tmax > 0 ? tmax : 1, 6, NULL);
+    psvg_axis_linear(&y, 0, 1, 2, NULL);
+    KvAtomicFile af;
+    if (kv_atomic_open(&af, path, e) != 0) goto done;
+    FILE *f = af.f;
+    char full[600];
+    snprintf(full, sizeof full, "%s — utilisation over time%s", title, seed0 ? " (first seed)" : "");
+    psvg_begin(f, W, H, full);
+    for (int k = 0; k < nr; k++) {
+        PlotPanel p;
+        x.label = k == nr - 1 ? "simulated time (s)" : NULL;
+        psvg_panel(&p, f, ml, mt + k * (ph + gap), W - ml - mr, ph, &x, &y);
+        psvg_axes(&p);
+        char lab[64];
+        snprintf(lab, sizeof lab, "%s busy share", ress[k]);
+        psvg_label(f, ml, p.y0 - 6, "start", "panel", "font-weight=\"bold\"", lab);
+        for (int pi = 0; pi < np; pi++) {
+            int open = 0;
+            for (int r = 0; r < t.nrows; r++) {
+                if (seed0 && strcmp(pcsv_cell(&t, r, cs), seed0)) continue;
+                if (strcmp(pcsv_cell(&t, r, c[0]), pols[pi]) || strcmp(pcsv_cell(&t, r, c[1]), ress[k])) continue;
+                double a = strtod(pcsv_cell(&t, r, c[2]), NULL), b = strtod(pcsv_cell(&t, r, c[3]), NULL),
+                       u = strtod(pcsv_cell(&t, r, c[4]), NULL);
+                if (!open) {
+                    char nm[200];
+                    snprintf(nm, sizeof nm, "%s/%s", pols[pi], ress[k]);
+                    psvg_polyline_open(f, "util", nm, pi, 1.6);
+                    open = 1;
+                }
+                psvg_point(f, psvg_x(&p, (a + b) / 2), psvg_y(&p, u));
+            }
+            if (open) psvg_polyline_close(f);
+        }
+    }
+    if (nr == 0) psvg_label(f, ml, mt + 40, "start", NULL, "", "no resource was recorded");
+    psvg_legend(f, W - mr + 12, mt + 10, np, pols, 0);
+    psvg_end(f);
+    rc = kv_atomic_commit(&af, e);
+done:
+    pcsv_free(&t);
+    return rc;
+}
