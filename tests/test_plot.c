@@ -160,7 +160,8 @@ TEST(plot_recordings_leave_results_unchanged)
         const char *nm = cJSON_GetObjectItemCaseSensitive(x, "name")->valuestring;
         if (!strcmp(ph, "X")) {
             int k = tid->valueint;
-            if (k == 0) iters++;
+            if (k == 0) /* an iteration, or a decode run standing for args.steps iterations */
+                iters += cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(x, "args"), "steps")->valueint;
             else xfers++;
             CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "dur")) >= 0);
             if (k >= 0 && k < 32) {

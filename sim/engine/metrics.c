@@ -262,7 +262,7 @@ static void tl_iteration(Sim *sm, Replica *rp)
 {
     MetricsObs *o = obs_of(sm);
     int64_t base = rp->iter_start_ns + sm->overhead_ns;
-    int64_t walk0 = base + (int64_t)llround(rp->pre_ns), d = (int64_t)llround(rp->layer_ns[0]);
+    int64_t walk0 = base, d = (int64_t)llround(rp->layer_ns[0]);
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
         Request *r = it->r;
@@ -282,7 +282,12 @@ static void tl_iteration(Sim *sm, Replica *rp)
         TlRec *x = tl_rec(sm, r, recomp);
         if (!x) continue;
         const char *what = recomp && prefill ? "recompute+prefill" : recomp ? "recompute" : "prefill";
-        if (stage_par && rp->pre_ns > 0) tl_span(sm, x, "gpu", "recompute", -1, 0, base, walk0);
+        if (stage_par) /* each stage's recompute lane, from its boundary activation's arrival (walk.c stage_lanes) */
+            for (int st = 0; st < sm->S; st++)
+                if (r->lane_ns[st] > 0) {
+                    int64_t t0 = st > 0 && r->bnd_ns[st] > base ? r->bnd_ns[st] : base;
+                    tl_span(sm, x, "gpu", "recompute", -1, st, t0, t0 + (int64_t)llround(r->lane_ns[st]));
+                }
         for (int l = 0; l < sm->L; l++) {
             int64_t t0 = rp->any_lw ? o->layer_t0[(size_t)rp->id * sm->L + l] : walk0 + l * d;
             int64_t t1 = rp->any_lw ? o->layer_t1[(size_t)rp->id * sm->L + l] : walk0 + (l + 1) * d;
@@ -586,7 +591,7 @@ void metrics_on_release(Sim *sm, Turn *r)
     if (r->offered_ns > L->max_arrival_ns) L->max_arrival_ns = r->offered_ns;
     const SimTrim *w = &sm->cfg->warmup;
     if (w->n > 0) r->trim = w->by_time ? r->offered_ns - L->t0_ns < w->n : r->id < (uint64_t)w->n;
-    if (obs_of(sm)->sink) counter(sm, r->replica, "queue depth", (double)sm->rep[r->replica].q_len + 1); /* it joins the queue */
+    if (obs_of(sm)->sink) counter(sm, r->s->replica, "queue depth", (double)sm->rep[r->s->replica].q_len + 1); /* it joins the queue */
 }
 
 
