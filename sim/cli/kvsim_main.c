@@ -73,7 +73,8 @@ static char g_policies_help[1200];
         {"--quiet", NULL, 0, "no progress lines"}, {"--no-csv", NULL, 0, "skip requests.csv"},                     \
         {"--stats", NULL, 0, "print a machine-readable speed/memory line per policy on stderr"}
 
-static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS};
+static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
+                                     {"--emit-schedule", "FILE", 0, "write what the engine decided, iteration by iteration and unit by unit, as JSON lines (docs/formats.md \"Schedule\"; kvcal execute replays it); not with --seeds"}};
 static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
                                          EXPERIMENT_COMPARE_OPTS};
 static const OptCmd k_run = {"kvsim run", "Simulate one restoration policy; write summary.json, requests.csv, table.md "
@@ -348,7 +349,7 @@ static int cmd_run(int argc, char **argv, int compare)
     SimConfig cfg;
     sim_config_defaults(&cfg);
     char policies[512] = "";
-    const char *out = NULL;
+    const char *out = NULL, *emit_schedule = NULL;
     int no_csv = 0, stats = 0, dry_run = 0;
     ExpOpts xo;
     KvErr e;
@@ -375,6 +376,7 @@ static int cmd_run(int argc, char **argv, int compare)
         else if (!strcmp(o, "--stats")) stats = 1;
         else if (!strcmp(o, "--dry-run")) dry_run = 1;
         else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--emit-schedule")) emit_schedule = v;
         else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
         else if (experiment_opt_is(o)) continue; /* read by experiment_opts_read below */
         else if (!strcmp(o, "--set")) {
@@ -415,6 +417,9 @@ static int cmd_run(int argc, char **argv, int compare)
         if (*tok == ',') tok++;
     }
     if (experiment_opts_read(&a, &cfg, names, np, &xo, &e) != 0) return usage_error(cmd, "%s", e.msg);
+    if (emit_schedule && xo.n_seeds) return usage_error(cmd, "--emit-schedule writes one run's schedule: not with --seeds");
+    if (emit_schedule && !*emit_schedule) return usage_error(cmd, "--emit-schedule: expected a file name");
+    sim_schedule_set_path(emit_schedule); /* the engine writes it (sim/engine/schedule_out.c) */
     if (sim_config_check(&cfg, &e) != 0) { /* a usage error: refused before anything is opened */
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 2;

@@ -25,6 +25,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 static int item_add(Sim *sm, Replica *rp, IterItem it)
 {
@@ -208,6 +209,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->direct_save_ns = tier_direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
     rp->iter_start_ns = sim_now(sm);
+    if (sm->sched) sched_out_iter_formed(sm, rp); /* hook: schedule_out */
     rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns + (int64_t)llround(rp->pre_ns);
     for (int i = 0; i < rp->n_items; i++) /* stage-parallel recompute is done when the lanes are */
         if (rp->items[i].lw && rp->items[i].r->stage_par && rp->cursor_ns > rp->items[i].r->t_restored)
@@ -227,6 +229,7 @@ static void boundary(Sim *sm)
 void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
+    if (sm->sched) sched_out_iter_done(sm, rp); /* hook: schedule_out */
     metrics_on_iteration_done(sm, rp);
     rp->iterating = 0;
     for (int i = 0; i < rp->n_items; i++) {

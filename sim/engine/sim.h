@@ -337,4 +337,9 @@ typedef void (*SimProgressFn)(void *ctx, double frac, uint64_t requests_done, in
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,
             SimResult *out, KvErr *e);
 
+/* The file the runs of this process write their schedule to, as JSON lines (kvsim run
+ * --emit-schedule; docs/formats.md "Schedule"; sim/engine/schedule_out.c); NULL or "": none (the
+ * default). Process-wide, like sim_test_set_hook: set it before sim_run, from one thread. Returns 0. */
+int sim_schedule_set_path(const char *path);
+
 #endif

@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "sim/engine/engine_int.h"
+#include "sim/engine/schedule_out.h"
 
 void iter_advance(Sim *sm, Replica *rp)
 {
@@ -23,6 +24,8 @@ void iter_advance(Sim *sm, Replica *rp)
     if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
         int64_t d = (int64_t)llround(rp->layer_ns[0]);
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        if (sm->sched) /* hook: schedule_out */
+            for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, rp->cursor_ns + d * l, rp->cursor_ns + d * (l + 1));
         rp->cursor_ns += d * sm->L;
         rp->layer = sm->L;
     }
@@ -49,6 +52,7 @@ void iter_advance(Sim *sm, Replica *rp)
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
         int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns += d;
+        if (sm->sched) sched_out_layer(sm, rp, l, layer_start, rp->cursor_ns); /* hook: schedule_out */
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
             if (!it->lw) continue;
