@@ -86,8 +86,8 @@ int kvcal_cmd_execute(int argc, char **argv)
                (double)m->restore_ns / 1e6, (double)q->restore_ns / 1e6, er);
     }
     printf("-> %s\n", jp);
+    if (rc == 0 && !r.deps_ok) rc = KVCAL_FAIL;
     exec_result_free(&r);
     schedule_free(&s);
-    if (rc == 0 && !r.deps_ok) rc = KVCAL_FAIL;
     return rc;
 }

@@ -247,8 +247,8 @@ void sched_out_iter_formed(Sim *sm, const Replica *rp)
     SchedIter *it = &so->it[rp->id];
     it->id = ++so->next_iter;
     it->start_ns = sim_now(sm);
-    it->after = so->kick[rp->id];
-    if (it->after.kind == CAUSE_AT && it->after.t_ns != it->start_ns) it->after = (SchedCause){CAUSE_AT, 0, it->start_ns};
+    /* the kick that made it form, if it happened now; else (formed at an iteration's end) what happens now */
+    it->after = so->kick[rp->id].t_ns == it->start_ns ? so->kick[rp->id] : cause_now(so, it->start_ns);
     for (int l = 0; l < sm->L; l++) it->l_start[l] = it->l_end[l] = -1;
 }
 
