@@ -24,7 +24,7 @@ python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
 if [ "${QUICK:-0}" = 1 ]; then
   HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"
 else
-  HISTS="256 512 1024"; POLS="recompute kv-offload hcache hcache-noschd cake cacheflow"; BATCHES="1 3"
+  HISTS="128 256 512"; POLS="recompute kv-offload hcache hcache-noschd cake cacheflow"; BATCHES="1 3"
 fi
 trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
   local f=$1 h=$2 n=$3 i
