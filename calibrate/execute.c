@@ -55,6 +55,7 @@ typedef struct Ex {
     int64_t *u_done;          /* landing time (-1: not yet) */
     int64_t *it_done;         /* per replayed iteration */
     int64_t *it_start;
+    int64_t *ly_end;          /* per replayed iteration × layer: the end of its restoration work */
     int *unit_of_id, *iter_of_id; /* schedule id − 1 → replayed index (-1: not replayed) */
     unsigned char *dev_buf;
     int64_t dev_bytes;
@@ -217,7 +218,10 @@ static void *chan_main(void *p)
         if ((call) != 0) return -1;                                                                                    \
     } while (0)
 
-static int layer_run(Ex *x, const SchIter *it, int l, KvErr *e)
+/* layer l of it: first its restoration work (projections, dequantizations: what turns loaded state
+ * into KV, at the head of the layer as iteration.c costs it; *work_end: when that is done), then the
+ * layer over the batch */
+static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *e)
 {
     const Schedule *s = x->s;
     ProbeDev *d = &x->dev;
@@ -231,6 +235,16 @@ static int layer_run(Ex *x, const SchIter *it, int l, KvErr *e)
     for (int w = 0; w < ly->nwork; w++)
         if (ly->work[w].op == SCH_WORK_RECOMPUTE) M += ly->work[w].tokens;
     int rows = (int)M, qkv_w = (hq + 2 * hk) * dh;
+    for (int w = 0; w < ly->nwork; w++) {
+        const SchWork *wk = &ly->work[w];
+        if (wk->op == SCH_WORK_PROJECTION) {
+            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, x->w_kv, x->kvp, e));
+            if (s->rope) DEV(d->ops->rope(d, x->k, (int)wk->tokens, hk, dh, e));
+        } else if (wk->op == SCH_WORK_DEQUANT) {
+            DEV(d->ops->dequant(d, x->qi8, x->scale, x->kvp, (int)(wk->tokens * 2 * hk), dh, e));
+        }
+    }
+    *work_end = ex_now(x);
     DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
     DEV(d->ops->gemm(d, rows, qkv_w, D, x->xn, x->w_qkv, x->qkv, e));
     if (s->rope) {
@@ -261,15 +275,6 @@ static int layer_run(Ex *x, const SchIter *it, int l, KvErr *e)
     DEV(d->ops->act(d, KACT_SILU, x->gu, x->a, rows, I, e));
     DEV(d->ops->gemm(d, rows, D, I, x->a, x->w_down, x->x, e));
     for (int n = 2; n < s->norms_per_layer; n++) DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
-    for (int w = 0; w < ly->nwork; w++) {
-        const SchWork *wk = &ly->work[w];
-        if (wk->op == SCH_WORK_PROJECTION) {
-            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, x->w_kv, x->kvp, e));
-            if (s->rope) DEV(d->ops->rope(d, x->k, (int)wk->tokens, hk, dh, e));
-        } else if (wk->op == SCH_WORK_DEQUANT) {
-            DEV(d->ops->dequant(d, x->qi8, x->scale, x->kvp, (int)(wk->tokens * 2 * hk), dh, e));
-        }
-    }
     return 0;
 }
 
@@ -441,9 +446,10 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     x->u_done = calloc((size_t)nu, sizeof *x->u_done);
     x->it_done = calloc((size_t)ni, sizeof *x->it_done);
     x->it_start = calloc((size_t)ni, sizeof *x->it_start);
+    x->ly_end = calloc((size_t)ni * (size_t)s->layers, sizeof *x->ly_end);
     for (int c = 0; c < SCH_CH_COUNT; c++) x->q[c] = calloc((size_t)nu * SCH_MAX_HOPS, sizeof **x->q);
     if (!x->u_file || !x->staging || !x->u_start || !x->u_len || !x->hop_end || !x->hop_start || !x->u_done || !x->it_done ||
-        !x->it_start || !x->q[0] || !x->q[1] || !x->q[2])
+        !x->it_start || !x->ly_end || !x->q[0] || !x->q[1] || !x->q[2])
         return kv_err(e, "execute: out of memory");
     for (int k = 0; k < r->n_units; k++) {
         const SchUnit *u = &s->units[r->unit_idx[k]];
@@ -565,10 +571,12 @@ static int replay(Ex *x, KvErr *e)
             }
             int64_t ls = ex_now(x);
             KvErr le;
-            if (layer_run(x, it, l, &le) != 0) {
+            int64_t we;
+            if (layer_run(x, it, l, &we, &le) != 0) {
                 fail(x, &le);
                 break;
             }
+            x->ly_end[(size_t)k * (size_t)s->layers + (size_t)l] = we;
             /* dependency check: every unit this layer waits for landed before it started */
             pthread_mutex_lock(&x->mu);
             for (int j = 0; j < ly->nwaits; j++) {
@@ -628,9 +636,11 @@ static void req_times(const Ex *x, int k, ExecReq *out)
             if (m->kind == SCH_ITEM_RECOMPUTE && end > restored) restored = end;
             if (m->kind == SCH_ITEM_PREFILL && m->ctx + m->tokens == q->hist + q->nnew && first < 0) first = end;
         }
-        for (int l = 0; l < s->layers; l++)
+        for (int l = 0; l < s->layers; l++) {
+            int64_t le = x->ly_end[(size_t)j * (size_t)s->layers + (size_t)l] + o; /* its projections / dequantizations done */
             for (int w = 0; w < it->layers[l].nwork; w++)
-                if (it->layers[l].work[w].req == q->id && end > restored) restored = end; /* the layer's end, at most the iteration's */
+                if (it->layers[l].work[w].req == q->id && le > restored) restored = le;
+        }
     }
     if (first < 0) first = q->first_ns; /* not replayed */
     out->first_ns = first;
@@ -732,6 +742,7 @@ out:
     free(x->u_done);
     free(x->it_done);
     free(x->it_start);
+    free(x->ly_end);
     free(x->unit_of_id);
     free(x->iter_of_id);
     for (int c = 0; c < SCH_CH_COUNT; c++) free(x->q[c]);

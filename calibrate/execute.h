@@ -15,11 +15,12 @@
  *    hop ended; ssd: the read into the unit's staging buffer; h2d: memcpy into the "device" buffer;
  *  - the compute (the calling thread, the ProbeDev's kernels: cpu, or cuda where a device exists):
  *    iterations in order, each starting once the previous one ended, its "after" cause and its
- *    after_units happened; its overhead spun; per layer, once the units it waits for landed: norms,
- *    the QKV GEMM over the batch's rows plus layer-wise recompute rows, RoPE, prefill attention per
- *    prefill/recompute item and per recompute work, decode attention of the decode items (one call),
- *    O GEMM, FFN up GEMM, gated activation, FFN down GEMM, then projections (kv_proj GEMM + RoPE on K)
- *    and dequantizations of the layer's work — the ops sim/cost/layer_cost and iteration.c cost;
+ *    after_units happened; its overhead spun; per layer, once the units it waits for landed: first
+ *    the layer's restoration work (projections: kv_proj GEMM + RoPE on K; dequantizations), then the
+ *    norms, the QKV GEMM over the batch's rows plus layer-wise recompute rows, RoPE, prefill
+ *    attention per prefill/recompute item and per recompute work, decode attention of the decode
+ *    items (one call), O GEMM, FFN up GEMM, gated activation, FFN down GEMM — the ops and the order
+ *    sim/cost/layer_cost and iteration.c cost;
  *  - repetitions: the whole replay `reps` times; per request, iteration and unit the median.
  * Not responsible for: stage-parallel lanes and several replicas (refused: not replayed yet), the
  *   remote tier (refused), saves and spills (not in the schedule), the comparison across cases

@@ -201,8 +201,7 @@ static int parse_unit(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
         get_int(c, o, "offset", 0, (int64_t)1 << 46, &u->offset) || get_int(c, o, "bytes", 1, (int64_t)1 << 40, &u->bytes) ||
         get_int(c, o, "issue_ns", 0, INT64_MAX / 4, &u->issue_ns) || get_cause(c, o, "after", &u->after))
         return -1;
-    if (u->id != (uint64_t)s->n_units + 1)
-        return bad(c, "unit", "the next unit id (units are numbered 1, 2, ... in the file's order)", cJSON_GetObjectItem(o, "unit"));
+    if (u->id < 1) return bad(c, "unit", "a unit id >= 1", cJSON_GetObjectItem(o, "unit"));
     if (!schedule_req(s, u->req)) return bad(c, "req", "the id of a request record before it", cJSON_GetObjectItem(o, "req"));
     if (strchr(u->file, '/') || !strcmp(u->file, "..") || !u->file[0])
         return bad(c, "file", "a plain file name (no directory)", cJSON_GetObjectItem(o, "file"));
@@ -291,10 +290,22 @@ static int parse_iter(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
     return 0;
 }
 
+static int cmp_unit(const void *a, const void *b)
+{
+    const SchUnit *p = a, *q = b;
+    return p->id < q->id ? -1 : p->id > q->id;
+}
+
 static int check_refs(const Ctx *c0, Schedule *s)
 {
     Ctx c = *c0;
     c.line = 0;
+    /* units are written as they land; their ids, given at issue, must be 1..n once each */
+    qsort(s->units, (size_t)s->n_units, sizeof *s->units, cmp_unit);
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i].id != (uint64_t)i + 1)
+            return kv_err(c.e, "%s: unit ids: expected each of 1..%d once, %s %llu", c.path, s->n_units,
+                          s->units[i].id < (uint64_t)i + 1 ? "got twice" : "missing", (unsigned long long)i + 1);
     for (int i = 0; i < s->n_units; i++) {
         const SchCause *a = &s->units[i].after;
         if ((a->kind == SCH_CAUSE_UNIT && (a->id < 1 || a->id > (uint64_t)s->n_units)) ||

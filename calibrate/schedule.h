@@ -6,7 +6,8 @@
  * iteration's items and waits, "after" causes naming a unit or an iteration that exists), with a
  * message naming the file, the line and the field, the value and what was expected.
  * Not responsible for: running anything (execute.c), writing schedules (sim/engine/schedule_out.c).
- * Invariants: units[k].id == k + 1 and iters[k].id == k + 1 (the emitter's numbering, checked);
+ * Invariants: units[k].id == k + 1 (sorted: the file has them in landing order, ids in issue order)
+ * and iters[k].id == k + 1 (the emitter's numbering, checked);
  * every id a record names is in range; a loaded schedule owns all its memory (schedule_free).
  * Complexity: O(bytes of the file) + O(references) to check them.
  */

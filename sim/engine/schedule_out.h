@@ -19,7 +19,7 @@
  * it on or off), saves and spills (not recorded: a replay reads the state they wrote, files it
  * prepares itself), replaying (calibrate/schedule.c reads it, calibrate/execute.c runs it).
  * Invariants: off (no path set) every hook is one NULL test in the engine; unit ids are 1, 2, ... in
- * issue order and iteration ids 1, 2, ... in formation order; numbers are integers (ns, bytes,
+ * issue order (their lines come in landing order) and iteration ids 1, 2, ... in formation order; numbers are integers (ns, bytes,
  * tokens), so output is deterministic.
  * Complexity: O(1) per hook, except an iteration's waits: O(layers × layer-wise items × units of
  * the request) at its formation.
