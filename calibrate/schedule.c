@@ -301,7 +301,7 @@ static int check_refs(const Ctx *c0, Schedule *s)
     Ctx c = *c0;
     c.line = 0;
     /* units are written as they land; their ids, given at issue, must be 1..n once each */
-    qsort(s->units, (size_t)s->n_units, sizeof *s->units, cmp_unit);
+    if (s->n_units > 0) qsort(s->units, (size_t)s->n_units, sizeof *s->units, cmp_unit);
     for (int i = 0; i < s->n_units; i++)
         if (s->units[i].id != (uint64_t)i + 1)
             return kv_err(c.e, "%s: unit ids: expected each of 1..%d once, %s %llu", c.path, s->n_units,
