@@ -116,7 +116,7 @@ EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs
 DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
-.PHONY: reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers \
+.PHONY: reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate \
         fuzz fuzz-build fuzz-test valgrind figures
 .DEFAULT_GOAL := all
 
@@ -287,6 +287,10 @@ lint-layers:
 
 gpu-check:
 	bash tools/gpu_check.sh
+
+# kvsim's predictions against real execution on this machine (docs/validation.md; <= 10 min on 2 cores)
+validate: all
+	KVSIM_BIN=$(BIN) bash tools/validate.sh $(BUILD)/validate
 
 deps:
 	@bash tools/deps.sh $(DEB_PKGS)

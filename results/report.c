@@ -476,9 +476,19 @@ static cJSON *load_inputs_json(const SimConfig *c)
     return o;
 }
 
-/* A catalog's bytes hashed: the file it was read from, or the embedded copy ("NAME (embedded)"). */
+/* A catalog's bytes hashed: the file it was read from, or the embedded copy ("NAME (embedded)");
+ * a catalog with overlays ("BASE + OVERLAY", as hw.c and model.c name it): the SHA-256 of the parts'
+ * hex digests joined by '+' (each part hashed as above). */
 static int catalog_hash(const char *name, const char *origin, char hex[DIGEST_HEX_LEN], KvErr *e)
 {
+    const char *plus = strstr(origin, " + ");
+    if (plus) {
+        char base[4096], parts[2 * DIGEST_HEX_LEN + 2], rest[DIGEST_HEX_LEN];
+        snprintf(base, sizeof base, "%.*s", (int)(plus - origin), origin);
+        if (catalog_hash(name, base, hex, e) != 0 || catalog_hash(name, plus + 3, rest, e) != 0) return -1;
+        snprintf(parts, sizeof parts, "%s+%s", hex, rest);
+        return digest_sha256_hex(parts, strlen(parts), hex, e);
+    }
     size_t ol = strlen(origin), sl = strlen(" (embedded)");
     if (ol > sl && !strcmp(origin + ol - sl, " (embedded)")) {
         size_t len = 0;

@@ -790,6 +790,29 @@ c2=$(grep -c '<rect class="cell"' "$tmp/figs/heatmap.svg")
 [ "$c2" = 8 ] && ok "heatmap.svg: a cell per point and policy" || bad "heatmap.svg: a cell per point and policy ($c2)"
 expect 1 "plot --sweep with an unknown axis" "$B"/kvsim plot --sweep "$tmp/fig.db" --x nope --out "$tmp/figs"
 contains "plot --sweep lists the settings" "its settings: "
+# kvsim run --emit-schedule and kvcal execute (docs/validation.md)
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,127,1,0\ns0,1,100,16,2,128\n' > "$tmp/val.csv"
+expect 0 "run --emit-schedule" "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --trace "$tmp/val.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch" --emit-schedule "$tmp/sch.jsonl"
+if head -n 1 "$tmp/sch.jsonl" | grep -q '"format":"kvsim-schedule"' && grep -q '"rec":"unit"' "$tmp/sch.jsonl" && tail -n 1 "$tmp/sch.jsonl" | grep -q '"rec":"end","ok":1'; then
+  ok "the schedule has a header, units and an end record"; else bad "the schedule has a header, units and an end record"; fi
+expect 2 "--emit-schedule with --seeds refused" "$B"/kvsim run --policy kv-offload --seeds 2 --requests 10 --quiet --out "$tmp/x" --emit-schedule "$tmp/x.jsonl"
+contains "the refusal names --seeds" "not with --seeds"
+expect 0 "kvcal execute replays it" "$B"/kvcal execute --schedule "$tmp/sch.jsonl" --out "$tmp/exe" --reps 1 --dir "$tmp"
+contains "execute reports the dependencies respected" "dependencies respected"
+if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['units'] == 8 and j['requests'][0]['ttft_ns']['measured'] > 0" "$tmp/exe/execute.json" 2>/dev/null; then
+  ok "execute.json: 8 units, dependencies kept, TTFT measured"; else bad "execute.json: 8 units, dependencies kept, TTFT measured"; fi
+expect 1 "execute --model other than the schedule's" "$B"/kvcal execute --schedule "$tmp/sch.jsonl" --out "$tmp/exe" --model Llama-2-7B
+contains "the model mismatch is named" "is for model Tiny-Llama-V, not Llama-2-7B"
+head -n 3 "$tmp/sch.jsonl" > "$tmp/trunc.jsonl"
+expect 1 "execute a truncated schedule" "$B"/kvcal execute --schedule "$tmp/trunc.jsonl" --out "$tmp/exe"
+contains "truncation is named" "no end record"
+sed '2s/"hist":0/"hist":-5/' "$tmp/sch.jsonl" > "$tmp/neg.jsonl"
+expect 1 "execute a schedule with a negative history" "$B"/kvcal execute --schedule "$tmp/neg.jsonl" --out "$tmp/exe"
+contains "the bad field is named with its line" "neg.jsonl: line 2: field hist: expected an integer in [0,"
+printf '{"rec":"unit"}\n' > "$tmp/nohdr.jsonl"
+expect 1 "execute a schedule without a header" "$B"/kvcal execute --schedule "$tmp/nohdr.jsonl" --out "$tmp/exe"
+contains "the missing header is named" "line 1: field rec: expected the header record first"
+expect 2 "execute without --schedule" "$B"/kvcal execute --out "$tmp/exe"
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -26,6 +26,7 @@ static const struct {
     {"Qwen2.5-7B", 7615616512LL, 57344, 200704},
     {"Mistral-7B-v0.3", 7248023552LL, 131072, 262144},
     {"Gemma-2-9B", 9241705984LL, 344064, 301056},
+    {"Tiny-Llama-V", 56893952LL, 4096, 8192}, /* kvsim's validation model (docs/validation.md) */
 };
 
 static const ModelSpec *find_or_fail(TestCtx *t, const ModelCatalog *c, const char *name)

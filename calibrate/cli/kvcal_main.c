@@ -11,6 +11,7 @@
 
 #include "calibrate/cli/calib_cmds.h"
 #include "calibrate/cli/kvcal_cli.h"
+#include "calibrate/cli/execute_cmd.h"
 #include "calibrate/cli/validate_cmd.h"
 #include "sim/base/opt.h"
 #include "sim/catalog/hw.h"
@@ -222,6 +223,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return kvcal_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff")) return kvcal_cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return kvcal_cmd_validate(argc - 1, argv + 1);
-    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import, validate; kvcal --help)\n", cmd);
+    if (!strcmp(cmd, "execute")) return kvcal_cmd_execute(argc - 1, argv + 1);
+    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import, validate, execute; kvcal --help)\n", cmd);
     return 2;
 }

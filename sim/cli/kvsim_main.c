@@ -81,7 +81,8 @@ static char g_policies_help[1200];
         {"--trace-max-events", "N", 0, "the trace's event cap, shared by the runs (default 1M; the rest are counted)"}, \
         {"--util-window", "DUR", 0, "utilisation.csv's window (e.g. 100ms; default: the run cut into 200-400 windows)"}
 
-static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS};
+static const OptSpec k_run_opts[] = {{"--policy", "P", OPT_REQUIRED, g_policy_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
+                                     {"--emit-schedule", "FILE", 0, "write what the engine decided, iteration by iteration and unit by unit, as JSON lines (docs/formats.md \"Schedule\"; kvcal execute replays it); not with --seeds"}};
 static const OptSpec k_compare_opts[] = {{"--policies", "a,b,c|all", 0, g_policies_help}, KVSIM_SIM_OPTS, EXPERIMENT_OPTS,
                                          EXPERIMENT_COMPARE_OPTS};
 static const OptCmd k_run = {"kvsim run", "Simulate one restoration policy; write summary.json, requests.csv, table.md "
@@ -356,7 +357,7 @@ static int cmd_run(int argc, char **argv, int compare)
     SimConfig cfg;
     sim_config_defaults(&cfg);
     char policies[512] = "";
-    const char *out = NULL;
+    const char *out = NULL, *emit_schedule = NULL;
     int no_csv = 0, stats = 0, dry_run = 0, timeline = 0;
     int64_t timeline_req = -1, util_window_ns = 0, trace_max = 1000000;
     const char *trace_out = NULL;
@@ -396,6 +397,7 @@ static int cmd_run(int argc, char **argv, int compare)
             if (kv_parse_duration(v, &util_window_ns, &e) != 0 || util_window_ns <= 0)
                 return usage_error(cmd, "--util-window %s: expected a positive duration (100ms, 1s)", v);
         }
+        else if (!strcmp(o, "--emit-schedule")) emit_schedule = v;
         else if (!strcmp(o, "--policy") || !strcmp(o, "--policies")) snprintf(policies, sizeof policies, "%s", v);
         else if (experiment_opt_is(o)) continue; /* read by experiment_opts_read below */
         else if (!strcmp(o, "--set")) {
@@ -436,6 +438,9 @@ static int cmd_run(int argc, char **argv, int compare)
         if (*tok == ',') tok++;
     }
     if (experiment_opts_read(&a, &cfg, names, np, &xo, &e) != 0) return usage_error(cmd, "%s", e.msg);
+    if (emit_schedule && xo.n_seeds) return usage_error(cmd, "--emit-schedule writes one run's schedule: not with --seeds");
+    if (emit_schedule && !*emit_schedule) return usage_error(cmd, "--emit-schedule: expected a file name");
+    sim_schedule_set_path(emit_schedule); /* the engine writes it (sim/engine/schedule_out.c) */
     if (sim_config_check(&cfg, &e) != 0) { /* a usage error: refused before anything is opened */
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 2;

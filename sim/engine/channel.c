@@ -18,6 +18,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 /* the channel table: one row per kind */
 static const struct {
@@ -172,6 +173,7 @@ void ch_on_event(Sim *sm, Channel *c, uint64_t seq)
     c->busy_ns += (double)(now - c->busy_since);
     c->bytes += u->bytes[u->hop];
     metrics_on_unit(sm, c, u);
+    if (sm->sched) sched_out_hop(sm, c, u); /* hook: schedule_out */
     if (c->peer) rerate(sm, c->peer);
     u->hop++;
     if (u->hop < u->nhops) ch_enqueue(sm, u);

@@ -54,6 +54,7 @@ struct Unit {
     double bytes[3];
     int64_t enq_ns;
     int64_t wait_pos;          /* loads parked on a session: the D2H position they wait for */
+    uint64_t sched_id;         /* schedule_out.c: the unit's id in the schedule written (0: none) */
 };
 
 struct Channel {

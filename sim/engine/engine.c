@@ -15,6 +15,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 static SimTestHook g_hook;
 static void *g_hook_ctx;
@@ -130,6 +131,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);
     sm->save_mode = sim_config_save_mode(sm->cfg, pol);
     out->saved_bytes_per_token = sm->save_bpt;
+    if (sched_out_open(sm) != 0) goto done; /* hook: schedule_out (a no-op unless --emit-schedule) */
     int any_tier = 0;
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) any_tier |= sm->tiers[t].on;
     if (sm->save_bpt > 0 && !any_tier) {
@@ -181,6 +183,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     metrics_on_run_end(sm);
     rc = 0;
 done:
+    sched_out_close(sm, rc == 0); /* hook: schedule_out */
     sim_teardown(sm);
     out->wall_s = wall_now() - t0;
     return rc;

@@ -357,6 +357,7 @@ struct Sim {
     const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
     struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
+    struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
 };
 
 /* ------------------------------------------------------------------ errors and checks */
@@ -376,9 +377,12 @@ static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
 
+void sched_out_kick(Sim *sm, const Replica *rp); /* schedule_out.h */
+
 /* schedule admission (always) and, when the replica is idle, the next iteration */
 static inline void sim_kick(Sim *sm, Replica *rp)
 {
+    if (sm->sched) sched_out_kick(sm, rp); /* hook: schedule_out */
     if (rp->form_pending) return;
     rp->form_pending = 1;
     sim_push(sm, sim_now(sm), EV_FORM, rp, 0);

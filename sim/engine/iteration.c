@@ -27,6 +27,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 static int item_add(Sim *sm, Replica *rp, IterItem it)
 {
@@ -217,7 +218,8 @@ static inline int64_t round_ns(double x)
 
 static int decode_run_ok(const Sim *sm, const Replica *rp)
 {
-    if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook) return 0;
+    /* an emitted schedule (schedule_out) lists every step as its own iteration */
+    if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook || sm->sched) return 0;
     for (int i = 0; i < rp->n_items; i++)
         if (rp->items[i].type != IT_DECODE) return 0;
     return 1;
@@ -330,6 +332,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->iterating = 1;
     rp->iter_start_ns = start;
     rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
+    if (sm->sched) sched_out_iter_formed(sm, rp); /* hook: schedule_out */
     rp->layer = 0;
     rp->wait_r = NULL;
     iter_advance(sm, rp);
@@ -345,6 +348,7 @@ static void boundary(Sim *sm)
 void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
+    if (sm->sched) sched_out_iter_done(sm, rp); /* hook: schedule_out */
     metrics_on_iteration_done(sm, rp);
     metrics_on_iteration_span(sm, rp, rp->run_start_ns, now, (int)rp->run_steps); /* plots/trace: the iteration's (or decode run's) one span hook */
     rp->iterating = 0;

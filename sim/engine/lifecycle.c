@@ -32,6 +32,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 static void conc_turn_done(Sim *sm, Session *s);
 static void pend_append(Session *s, Turn *t);
@@ -72,6 +73,7 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     if (sm->failed) return;
     sm->done_requests++;
     metrics_on_request_done(sm, r);
+    if (sm->sched) sched_out_request_done(sm, r); /* hook: schedule_out */
     Session *s = r->s;
     int64_t ctx = r->hist + r->nnew + r->nout;
     /* the reservation becomes the session's resident KV */

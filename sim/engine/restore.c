@@ -30,6 +30,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 #define TW_DEPTH 2
 #define RESTORE_MAX_PARTS 4
@@ -207,6 +208,7 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, int issue)
         u->done = layer_loaded;
         u->layer = l;
         u->stripe_bytes = (double)r->chunk_tokens * per_layer;
+        if (sm->sched) sched_out_load(sm, u, lo, hi, hidden); /* hook: schedule_out */
         send_or_park(sm, r, u, &ps[k]);
     }
     return n;
@@ -261,6 +263,7 @@ void restore_tw_issue(Sim *sm, Request *r)
                 u->done = tok_loaded;
                 u->layer = -1;
                 u->upto = slot;
+                if (sm->sched) sched_out_load(sm, u, a, b, 0); /* hook: schedule_out */
                 send_or_park(sm, r, u, p);
             }
         }
@@ -543,6 +546,7 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     int restoring = r->tw || r->recompute_left > 0 || r->lw_pending;
     rq_set_state(sm, r, restoring ? RQ_RESTORING : RQ_PREFILL);
     if (restoring) metrics_on_restoring(sm, rp, +1);
+    if (sm->sched) sched_out_admit(sm, r); /* hook: schedule_out */
     if (r->lw_tokens > 0) lw_arrived(sm, r, -1);
     return 0;
 }

@@ -439,4 +439,9 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,
             SimResult *out, KvErr *e);
 
+/* The file the runs of this process write their schedule to, as JSON lines (kvsim run
+ * --emit-schedule; docs/formats.md "Schedule"; sim/engine/schedule_out.c); NULL or "": none (the
+ * default). Process-wide, like sim_test_set_hook: set it before sim_run, from one thread. Returns 0. */
+int sim_schedule_set_path(const char *path);
+
 #endif

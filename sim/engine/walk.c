@@ -19,6 +19,7 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
+#include "sim/engine/schedule_out.h"
 
 /* The walk reached the first layer of stage st (every state its layer needs has arrived, the
  * boundary activations included): the stage-parallel restorations' recompute lanes of st run on
@@ -47,6 +48,8 @@ void iter_advance(Sim *sm, Replica *rp)
     if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
         int64_t d = (int64_t)llround(rp->layer_ns[0]);
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        if (sm->sched) /* hook: schedule_out */
+            for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, rp->cursor_ns + d * l, rp->cursor_ns + d * (l + 1));
         rp->cursor_ns += d * sm->L;
         rp->layer = sm->L;
     }
@@ -75,6 +78,7 @@ void iter_advance(Sim *sm, Replica *rp)
         int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns += d;
         metrics_on_layer_walked(sm, rp, l, layer_start, rp->cursor_ns); /* plots: the timeline's layer spans */
+        if (sm->sched) sched_out_layer(sm, rp, l, layer_start, rp->cursor_ns); /* hook: schedule_out */
         for (int i = 0; i < rp->n_items; i++) {
             IterItem *it = &rp->items[i];
             if (!it->lw) continue;

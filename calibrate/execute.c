@@ -1,0 +1,811 @@
+/* execute.c — kvcal execute: a kvsim schedule replayed on real kernels and real reads; see
+ * execute.h for what is replayed, how, and the invariants.
+ *
+ * Threads: the caller computes; one thread per IO channel (ssd, h2d). They share one mutex and one
+ * condition variable: every landing or iteration end is broadcast (replays are small: tens to
+ * thousands of events). Times: CLOCK_MONOTONIC, in ns since the replay's start.
+ * Library code: never prints (calibrate/cli/execute_cmd.c does).
+ */
+#include "calibrate/execute.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calibrate/probe.h"
+
+#define EX_ALIGN 4096
+#define EX_IO_BYTES (1 << 20)
+
+typedef struct ExFile {
+    char name[64];
+    int tier;
+    int64_t bytes;
+    char path[4200];
+    int fd;
+    unsigned char *host; /* dram tier: the state in host memory */
+} ExFile;
+
+typedef struct ExHopRef {
+    int u, h;          /* replayed unit index, hop */
+    int64_t pred_start;
+} ExHopRef;
+
+typedef struct Ex {
+    const Schedule *s;
+    ExecResult *r;
+    ProbeDev dev;
+    int dev_open;
+    ExFile *files;
+    int n_files;
+    int o_direct;
+    /* per replayed unit */
+    int *u_file;
+    unsigned char **staging;
+    int64_t *u_start, *u_len; /* aligned read range */
+    int64_t (*hop_end)[SCH_MAX_HOPS], (*hop_start)[SCH_MAX_HOPS];
+    int64_t *u_done;          /* landing time (-1: not yet) */
+    int64_t *it_done;         /* per replayed iteration */
+    int64_t *it_start;
+    int64_t *ly_end;          /* per replayed iteration × layer: the end of its restoration work */
+    int *unit_of_id, *iter_of_id; /* schedule id − 1 → replayed index (-1: not replayed) */
+    unsigned char *dev_buf;
+    int64_t dev_bytes;
+    ExHopRef *q[SCH_CH_COUNT];
+    int nq[SCH_CH_COUNT];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t t0;
+    int failed, pin;
+    KvErr err;
+    /* compute buffers */
+    void *x, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *w_qkv, *w_o, *w_up, *w_down, *w_kv, *kvp, *nw, *nb, *qi8, *scale;
+    int *ctx_off;
+    int64_t max_rows, max_kv, max_batch, max_work_tok;
+} Ex;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t ex_now(const Ex *x) { return mono_ns() - x->t0; }
+
+/* sim time → replay time (ns since the start) */
+static int64_t rel(const Ex *x, int64_t sim_ns) { return sim_ns - x->r->origin_ns; }
+
+static void fail(Ex *x, KvErr *e)
+{
+    pthread_mutex_lock(&x->mu);
+    if (!x->failed) x->err = *e;
+    x->failed = 1;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* is the cause satisfied (caller holds mu)? *at: the instant to wait for (-1: none) */
+static int cause_ok(const Ex *x, const SchCause *c, int64_t *at)
+{
+    *at = -1;
+    if (c->kind == SCH_CAUSE_UNIT) {
+        int k = x->unit_of_id[c->id - 1];
+        return k < 0 || x->u_done[k] >= 0;
+    }
+    if (c->kind == SCH_CAUSE_ITER) {
+        int k = x->iter_of_id[c->id - 1];
+        return k < 0 || x->it_done[k] >= 0;
+    }
+    int64_t t = rel(x, c->at_ns);
+    if (t <= ex_now(x)) return 1;
+    *at = t;
+    return 0;
+}
+
+/* wait (holding mu) until cond() or failure; sleeps until `at` when the only thing missing is time */
+static void wait_until_time(Ex *x, int64_t at)
+{
+    int64_t d = at - ex_now(x);
+    if (d <= 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    (void)ts;
+    pthread_mutex_unlock(&x->mu);
+    if (d > 200000) {
+        struct timespec sl = {(time_t)((d - 100000) / 1000000000), (long)((d - 100000) % 1000000000)};
+        nanosleep(&sl, NULL);
+    }
+    while (ex_now(x) < at) {
+    }
+    pthread_mutex_lock(&x->mu);
+}
+
+/* ------------------------------------------------------------------ IO */
+
+static int read_range(Ex *x, int u, KvErr *e)
+{
+    ExFile *f = &x->files[x->u_file[u]];
+    unsigned char *dst = x->staging[u];
+    int64_t off = x->u_start[u], left = x->u_len[u];
+    while (left > 0) {
+        size_t n = (size_t)(left < EX_IO_BYTES ? left : EX_IO_BYTES);
+        ssize_t got = pread(f->fd, dst, n, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return kv_err(e, "%s: read of %zu bytes at %lld failed: %s", f->path, n, (long long)off, strerror(errno));
+        }
+        if (got == 0) return kv_err(e, "%s: short read at %lld", f->path, (long long)off);
+        dst += got;
+        off += got;
+        left -= got;
+    }
+    return 0;
+}
+
+typedef struct ChanArg {
+    Ex *x;
+    int ch;
+} ChanArg;
+
+static void *chan_main(void *p)
+{
+    ChanArg *ca = p;
+    Ex *x = ca->x;
+    if (x->pin) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        if (n > 1) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET((int)n - 1, &set);
+            pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        }
+    }
+    const Schedule *s = x->s;
+    for (int i = 0; i < x->nq[ca->ch]; i++) {
+        ExHopRef *hr = &x->q[ca->ch][i];
+        const SchUnit *su = &s->units[x->r->unit_idx[hr->u]];
+        pthread_mutex_lock(&x->mu);
+        for (;;) {
+            if (x->failed) break;
+            int64_t at = -1;
+            int ready = hr->h > 0 ? x->hop_end[hr->u][hr->h - 1] >= 0 : cause_ok(x, &su->after, &at);
+            if (ready) break;
+            if (at >= 0) wait_until_time(x, at);
+            else pthread_cond_wait(&x->cv, &x->mu);
+        }
+        int stop = x->failed;
+        pthread_mutex_unlock(&x->mu);
+        if (stop) break;
+        int64_t t = ex_now(x);
+        KvErr e;
+        int rc = 0;
+        if (ca->ch == SCH_CH_SSD) {
+            rc = read_range(x, hr->u, &e);
+        } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy */
+            const unsigned char *src = su->tier == SCH_TIER_SSD ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
+                                                                : x->files[x->u_file[hr->u]].host + su->offset;
+            memcpy(x->dev_buf, src, (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes
+                                                                                          : (size_t)x->dev_bytes);
+        }
+        if (rc != 0) {
+            fail(x, &e);
+            break;
+        }
+        int64_t t1 = ex_now(x);
+        pthread_mutex_lock(&x->mu);
+        x->hop_start[hr->u][hr->h] = t;
+        x->hop_end[hr->u][hr->h] = t1;
+        if (hr->h == su->nhops - 1) x->u_done[hr->u] = t1;
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ compute */
+
+#define DEV(call)                                                                                                      \
+    do {                                                                                                               \
+        if ((call) != 0) return -1;                                                                                    \
+    } while (0)
+
+/* layer l of it: first its restoration work (projections, dequantizations: what turns loaded state
+ * into KV, at the head of the layer as iteration.c costs it; *work_end: when that is done), then the
+ * layer over the batch */
+static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ProbeDev *d = &x->dev;
+    const SchLayer *ly = &it->layers[l];
+    int D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
+    int64_t M = 0, B = 0, dctx = 0;
+    for (int i = 0; i < it->nitems; i++) {
+        M += it->items[i].tokens;
+        if (it->items[i].kind == SCH_ITEM_DECODE) B++, dctx += it->items[i].ctx;
+    }
+    for (int w = 0; w < ly->nwork; w++)
+        if (ly->work[w].op == SCH_WORK_RECOMPUTE) M += ly->work[w].tokens;
+    int rows = (int)M, qkv_w = (hq + 2 * hk) * dh;
+    for (int w = 0; w < ly->nwork; w++) {
+        const SchWork *wk = &ly->work[w];
+        if (wk->op == SCH_WORK_PROJECTION) {
+            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, x->w_kv, x->kvp, e));
+            if (s->rope) DEV(d->ops->rope(d, x->k, (int)wk->tokens, hk, dh, e));
+        } else if (wk->op == SCH_WORK_DEQUANT) {
+            DEV(d->ops->dequant(d, x->qi8, x->scale, x->kvp, (int)(wk->tokens * 2 * hk), dh, e));
+        }
+    }
+    *work_end = ex_now(x);
+    DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
+    DEV(d->ops->gemm(d, rows, qkv_w, D, x->xn, x->w_qkv, x->qkv, e));
+    if (s->rope) {
+        DEV(d->ops->rope(d, x->q_, rows, hq, dh, e));
+        DEV(d->ops->rope(d, x->k, rows, hk, dh, e));
+    }
+    for (int i = 0; i < it->nitems; i++) {
+        const SchItem *m = &it->items[i];
+        if (m->kind == SCH_ITEM_DECODE) continue;
+        DEV(d->ops->attn_prefill(d, x->q_, x->k, x->v, x->ao, (int)m->tokens, (int)m->ctx, hq, hk, dh, e));
+    }
+    for (int w = 0; w < ly->nwork; w++)
+        if (ly->work[w].op == SCH_WORK_RECOMPUTE)
+            DEV(d->ops->attn_prefill(d, x->q_, x->k, x->v, x->ao, (int)ly->work[w].tokens, (int)ly->work[w].ctx, hq, hk, dh, e));
+    if (B) {
+        int b = 0;
+        x->ctx_off[0] = 0;
+        for (int i = 0; i < it->nitems; i++)
+            if (it->items[i].kind == SCH_ITEM_DECODE) {
+                x->ctx_off[b + 1] = x->ctx_off[b] + (int)it->items[i].ctx;
+                b++;
+            }
+        DEV(d->ops->attn_decode(d, x->q_, x->k, x->v, x->ao, (int)B, x->ctx_off, hq, hk, dh, e));
+    }
+    DEV(d->ops->gemm(d, rows, D, hq * dh, x->ao, x->w_o, x->h, e));
+    DEV(d->ops->norm(d, 0, x->h, x->nw, x->nb, x->xn, rows, D, e));
+    DEV(d->ops->gemm(d, rows, 2 * I, D, x->xn, x->w_up, x->gu, e));
+    DEV(d->ops->act(d, KACT_SILU, x->gu, x->a, rows, I, e));
+    DEV(d->ops->gemm(d, rows, D, I, x->a, x->w_down, x->x, e));
+    for (int n = 2; n < s->norms_per_layer; n++) DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
+    return 0;
+}
+
+static int compute_alloc(Ex *x, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ProbeDev *d = &x->dev;
+    int64_t D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
+    for (int k = 0; k < x->r->n_iters; k++) {
+        const SchIter *it = &s->iters[x->r->iter_idx[k]];
+        int64_t M = 0, B = 0, dctx = 0;
+        for (int i = 0; i < it->nitems; i++) {
+            M += it->items[i].tokens;
+            if (it->items[i].kind == SCH_ITEM_DECODE) B++, dctx += it->items[i].ctx;
+            else if (it->items[i].ctx + it->items[i].tokens > x->max_kv) x->max_kv = it->items[i].ctx + it->items[i].tokens;
+        }
+        if (dctx > x->max_kv) x->max_kv = dctx;
+        if (B > x->max_batch) x->max_batch = B;
+        for (int l = 0; l < s->layers; l++) {
+            int64_t R = 0;
+            for (int w = 0; w < it->layers[l].nwork; w++) {
+                const SchWork *wk = &it->layers[l].work[w];
+                if (wk->op == SCH_WORK_RECOMPUTE) {
+                    R += wk->tokens;
+                    if (wk->ctx + wk->tokens > x->max_kv) x->max_kv = wk->ctx + wk->tokens;
+                }
+                if (wk->tokens > x->max_work_tok) x->max_work_tok = wk->tokens;
+            }
+            if (M + R > x->max_rows) x->max_rows = M + R;
+        }
+    }
+    int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
+    if (wt > m) m = wt;
+    size_t eb = d->elem_bytes;
+#define ALLOC(p, n) DEV(d->ops->alloc(d, (size_t)(n) * eb, PROBE_FILL_ELEMS, &(p), e))
+    ALLOC(x->x, m * D);
+    ALLOC(x->xn, m * D);
+    ALLOC(x->h, m * D);
+    ALLOC(x->qkv, m * (hq + 2 * hk) * dh);
+    ALLOC(x->q_, m * hq * dh);
+    ALLOC(x->ao, m * hq * dh);
+    ALLOC(x->k, kv * hk * dh);
+    ALLOC(x->v, kv * hk * dh);
+    ALLOC(x->gu, m * 2 * I);
+    ALLOC(x->a, m * I);
+    ALLOC(x->w_qkv, (hq + 2 * hk) * dh * D);
+    ALLOC(x->w_o, D * hq * dh);
+    ALLOC(x->w_up, 2 * I * D);
+    ALLOC(x->w_down, D * I);
+    ALLOC(x->w_kv, 2 * hk * dh * D);
+    ALLOC(x->kvp, wt * 2 * hk * dh);
+    ALLOC(x->nw, D);
+    ALLOC(x->nb, D);
+#undef ALLOC
+    DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk * dh), PROBE_FILL_I8, &x->qi8, e));
+    DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk) * sizeof(float), PROBE_FILL_SCALE, &x->scale, e));
+    x->ctx_off = calloc((size_t)(x->max_batch + 2), sizeof *x->ctx_off);
+    if (!x->ctx_off) return kv_err(e, "execute: out of memory");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ preparation */
+
+static int file_of(Ex *x, const SchUnit *u, KvErr *e)
+{
+    for (int i = 0; i < x->n_files; i++)
+        if (!strcmp(x->files[i].name, u->file) && x->files[i].tier == u->tier) return i;
+    ExFile *nf = realloc(x->files, (size_t)(x->n_files + 1) * sizeof *nf);
+    if (!nf) return kv_err(e, "execute: out of memory");
+    x->files = nf;
+    ExFile *f = &x->files[x->n_files];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", u->file);
+    f->tier = u->tier;
+    f->fd = -1;
+    return x->n_files++;
+}
+
+static int write_file(ExFile *f, const char *dir, KvErr *e)
+{
+    snprintf(f->path, sizeof f->path, "%s/kvcal-exec.%d.%s", dir, (int)getpid(), f->name);
+    int fd = open(f->path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    if (fd < 0) return kv_err(e, "%s: cannot create (%s)", f->path, strerror(errno));
+    unsigned char *buf = malloc(EX_IO_BYTES);
+    if (!buf) {
+        close(fd);
+        return kv_err(e, "execute: out of memory");
+    }
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < EX_IO_BYTES; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        buf[i] = (unsigned char)st;
+    }
+    int64_t left = f->bytes;
+    while (left > 0) {
+        size_t n = (size_t)(left < EX_IO_BYTES ? left : EX_IO_BYTES);
+        if (write(fd, buf, n) != (ssize_t)n) {
+            free(buf);
+            close(fd);
+            return kv_err(e, "%s: write failed (%s)", f->path, strerror(errno));
+        }
+        left -= (int64_t)n;
+    }
+    free(buf);
+    if (fdatasync(fd) != 0 || close(fd) != 0) return kv_err(e, "%s: sync failed (%s)", f->path, strerror(errno));
+    return 0;
+}
+
+static int open_for_read(ExFile *f, int *o_direct, KvErr *e)
+{
+    f->fd = open(f->path, O_RDONLY | O_DIRECT);
+    if (f->fd >= 0) return 0;
+    *o_direct = 0;
+    f->fd = open(f->path, O_RDONLY);
+    if (f->fd < 0) return kv_err(e, "%s: cannot open (%s)", f->path, strerror(errno));
+    return 0;
+}
+
+static int cmp_hop(const void *a, const void *b)
+{
+    const ExHopRef *p = a, *q = b;
+    if (p->pred_start != q->pred_start) return p->pred_start < q->pred_start ? -1 : 1;
+    return p->u - q->u;
+}
+
+static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    if (s->stages > 1 || s->replicas > 1)
+        return kv_err(e, "execute: %d stages × %d replicas: only one stage and one replica are replayed", s->stages, s->replicas);
+    /* the origin: the first release of a request with history */
+    r->origin_ns = -1;
+    for (int i = 0; i < s->n_reqs; i++)
+        if (s->reqs[i].hist > 0 && (r->origin_ns < 0 || s->reqs[i].release_ns < r->origin_ns)) r->origin_ns = s->reqs[i].release_ns;
+    if (r->origin_ns < 0) r->origin_ns = 0;
+    r->unit_idx = calloc((size_t)s->n_units + 1, sizeof(int));
+    r->iter_idx = calloc((size_t)s->n_iters + 1, sizeof(int));
+    r->req_idx = calloc((size_t)s->n_reqs + 1, sizeof(int));
+    x->unit_of_id = calloc((size_t)s->n_units + 1, sizeof(int));
+    x->iter_of_id = calloc((size_t)s->n_iters + 1, sizeof(int));
+    if (!r->unit_idx || !r->iter_idx || !r->req_idx || !x->unit_of_id || !x->iter_of_id) return kv_err(e, "execute: out of memory");
+    for (int i = 0; i < s->n_reqs; i++)
+        if (s->reqs[i].release_ns >= r->origin_ns) r->req_idx[r->n_reqs++] = i;
+    for (int i = 0; i < s->n_units; i++) {
+        x->unit_of_id[i] = -1;
+        if (s->units[i].issue_ns < r->origin_ns) continue;
+        if (s->units[i].tier == SCH_TIER_REMOTE)
+            return kv_err(e, "execute: unit %llu reads the remote tier: not replayed (use store=dram or dram+ssd)",
+                          (unsigned long long)s->units[i].id);
+        x->unit_of_id[i] = r->n_units;
+        r->unit_idx[r->n_units++] = i;
+    }
+    for (int i = 0; i < s->n_iters; i++) {
+        x->iter_of_id[i] = -1;
+        if (s->iters[i].start_ns < r->origin_ns) continue;
+        if (s->iters[i].nlanes > 0)
+            return kv_err(e, "execute: iteration %llu has stage-parallel lanes: not replayed yet", (unsigned long long)s->iters[i].id);
+        x->iter_of_id[i] = r->n_iters;
+        r->iter_idx[r->n_iters++] = i;
+    }
+    int nu = r->n_units > 0 ? r->n_units : 1, ni = r->n_iters > 0 ? r->n_iters : 1;
+    x->u_file = calloc((size_t)nu, sizeof *x->u_file);
+    x->staging = calloc((size_t)nu, sizeof *x->staging);
+    x->u_start = calloc((size_t)nu, sizeof *x->u_start);
+    x->u_len = calloc((size_t)nu, sizeof *x->u_len);
+    x->hop_end = calloc((size_t)nu, sizeof *x->hop_end);
+    x->hop_start = calloc((size_t)nu, sizeof *x->hop_start);
+    x->u_done = calloc((size_t)nu, sizeof *x->u_done);
+    x->it_done = calloc((size_t)ni, sizeof *x->it_done);
+    x->it_start = calloc((size_t)ni, sizeof *x->it_start);
+    x->ly_end = calloc((size_t)ni * (size_t)s->layers, sizeof *x->ly_end);
+    for (int c = 0; c < SCH_CH_COUNT; c++) x->q[c] = calloc((size_t)nu * SCH_MAX_HOPS, sizeof **x->q);
+    if (!x->u_file || !x->staging || !x->u_start || !x->u_len || !x->hop_end || !x->hop_start || !x->u_done || !x->it_done ||
+        !x->it_start || !x->ly_end || !x->q[0] || !x->q[1] || !x->q[2])
+        return kv_err(e, "execute: out of memory");
+    for (int k = 0; k < r->n_units; k++) {
+        const SchUnit *u = &s->units[r->unit_idx[k]];
+        int fi = file_of(x, u, e);
+        if (fi < 0) return -1;
+        x->u_file[k] = fi;
+        int64_t end = u->offset + u->bytes;
+        if (end > x->files[fi].bytes) x->files[fi].bytes = end;
+        x->u_start[k] = u->offset / EX_ALIGN * EX_ALIGN;
+        x->u_len[k] = (end + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - x->u_start[k];
+        if (u->tier == SCH_TIER_SSD) {
+            if (posix_memalign((void **)&x->staging[k], EX_ALIGN, (size_t)x->u_len[k]) != 0) return kv_err(e, "execute: out of memory");
+            memset(x->staging[k], 0, (size_t)x->u_len[k]);
+        }
+        for (int h = 0; h < u->nhops; h++) {
+            int c = u->hop[h].ch;
+            if (c == SCH_CH_NIC) return kv_err(e, "execute: unit %llu has a NIC hop: not replayed", (unsigned long long)u->id);
+            if (u->tier != SCH_TIER_SSD && c == SCH_CH_SSD)
+                return kv_err(e, "execute: unit %llu: an ssd hop on a %s-tier unit", (unsigned long long)u->id, "dram");
+            x->q[c][x->nq[c]++] = (ExHopRef){k, h, u->hop[h].start_ns};
+            if (u->hop[h].bytes > x->dev_bytes) x->dev_bytes = u->hop[h].bytes;
+        }
+    }
+    for (int c = 0; c < SCH_CH_COUNT; c++) qsort(x->q[c], (size_t)x->nq[c], sizeof *x->q[c], cmp_hop);
+    x->dev_buf = malloc((size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
+    if (!x->dev_buf) return kv_err(e, "execute: out of memory");
+    memset(x->dev_buf, 1, (size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
+    const char *dir = o->scratch_dir && *o->scratch_dir ? o->scratch_dir : getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    x->o_direct = 1;
+    for (int i = 0; i < x->n_files; i++) {
+        ExFile *f = &x->files[i];
+        f->bytes = (f->bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN;
+        if (f->tier == SCH_TIER_DRAM) {
+            f->host = malloc((size_t)f->bytes);
+            if (!f->host) return kv_err(e, "execute: out of memory");
+            memset(f->host, 7, (size_t)f->bytes);
+            continue;
+        }
+        if (write_file(f, dir, e) != 0 || open_for_read(f, &x->o_direct, e) != 0) return -1;
+    }
+    return compute_alloc(x, e);
+}
+
+static void drop_caches(Ex *x)
+{
+    if (x->o_direct) return;
+    for (int i = 0; i < x->n_files; i++)
+        if (x->files[i].fd >= 0) posix_fadvise(x->files[i].fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+/* ------------------------------------------------------------------ one replay */
+
+typedef struct RepOut {
+    int64_t *iter_start, *iter_end, *unit_end;
+} RepOut;
+
+static int replay(Ex *x, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    for (int k = 0; k < r->n_units; k++) {
+        x->u_done[k] = -1;
+        for (int h = 0; h < SCH_MAX_HOPS; h++) x->hop_end[k][h] = x->hop_start[k][h] = -1;
+    }
+    for (int k = 0; k < r->n_iters; k++) x->it_done[k] = x->it_start[k] = -1;
+    x->failed = 0;
+    drop_caches(x);
+    pthread_t th[SCH_CH_COUNT];
+    ChanArg ca[SCH_CH_COUNT];
+    int started[SCH_CH_COUNT] = {0};
+    x->t0 = mono_ns();
+    for (int c = 0; c < SCH_CH_COUNT; c++) {
+        if (!x->nq[c]) continue;
+        ca[c] = (ChanArg){x, c};
+        if (pthread_create(&th[c], NULL, chan_main, &ca[c]) != 0) {
+            KvErr e2;
+            kv_err(&e2, "execute: cannot start an IO thread");
+            fail(x, &e2);
+            break;
+        }
+        started[c] = 1;
+    }
+    for (int k = 0; k < r->n_iters && !x->failed; k++) {
+        const SchIter *it = &s->iters[r->iter_idx[k]];
+        pthread_mutex_lock(&x->mu);
+        for (;;) {
+            if (x->failed) break;
+            int64_t at = -1;
+            int ok = (k == 0 || x->it_done[k - 1] >= 0) && cause_ok(x, &it->after, &at);
+            for (int j = 0; ok && j < it->nafter; j++) {
+                int u = x->unit_of_id[it->after_units[j] - 1];
+                if (u >= 0 && x->u_done[u] < 0) ok = 0;
+            }
+            if (ok) break;
+            if (at >= 0) wait_until_time(x, at);
+            else pthread_cond_wait(&x->cv, &x->mu);
+        }
+        pthread_mutex_unlock(&x->mu);
+        if (x->failed) break;
+        int64_t t_start = ex_now(x);
+        x->it_start[k] = t_start;
+        while (ex_now(x) < t_start + it->overhead_ns) {
+        }
+        for (int l = 0; l < s->layers && !x->failed; l++) {
+            const SchLayer *ly = &it->layers[l];
+            if (ly->nwaits) {
+                pthread_mutex_lock(&x->mu);
+                for (;;) {
+                    int ok = !x->failed;
+                    for (int j = 0; ok && j < ly->nwaits; j++) {
+                        int u = x->unit_of_id[ly->waits[j] - 1];
+                        if (u >= 0 && x->u_done[u] < 0) ok = 0;
+                    }
+                    if (ok || x->failed) break;
+                    pthread_cond_wait(&x->cv, &x->mu);
+                }
+                pthread_mutex_unlock(&x->mu);
+            }
+            int64_t ls = ex_now(x);
+            KvErr le;
+            int64_t we;
+            if (layer_run(x, it, l, &we, &le) != 0) {
+                fail(x, &le);
+                break;
+            }
+            x->ly_end[(size_t)k * (size_t)s->layers + (size_t)l] = we;
+            /* dependency check: every unit this layer waits for landed before it started */
+            pthread_mutex_lock(&x->mu);
+            for (int j = 0; j < ly->nwaits; j++) {
+                int u = x->unit_of_id[ly->waits[j] - 1];
+                if (u >= 0 && !(x->u_done[u] >= 0 && x->u_done[u] <= ls)) r->deps_ok = 0;
+            }
+            pthread_mutex_unlock(&x->mu);
+        }
+        pthread_mutex_lock(&x->mu);
+        x->it_done[k] = ex_now(x);
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+    }
+    for (int c = 0; c < SCH_CH_COUNT; c++)
+        if (started[c]) pthread_join(th[c], NULL);
+    if (x->failed) {
+        *e = x->err;
+        return -1;
+    }
+    for (int k = 0; k < r->n_units; k++)
+        if (x->u_done[k] < 0) return kv_err(e, "execute: unit %llu never landed (internal)", (unsigned long long)s->units[r->unit_idx[k]].id);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ results */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t p = *(const int64_t *)a, q = *(const int64_t *)b;
+    return p < q ? -1 : p > q;
+}
+
+static double median_i64(int64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+/* the measured times of request k of one replay (in the schedule's frame) */
+static void req_times(const Ex *x, int k, ExecReq *out)
+{
+    const Schedule *s = x->s;
+    const ExecResult *r = x->r;
+    const SchReq *q = &s->reqs[r->req_idx[k]];
+    int64_t o = r->origin_ns;
+    out->id = q->id;
+    out->release_ns = q->release_ns;
+    int64_t admit = q->admit_ns, restored = admit, first = -1;
+    for (int j = 0; j < r->n_units; j++)
+        if (s->units[r->unit_idx[j]].req == q->id && x->u_done[j] + o > restored) restored = x->u_done[j] + o;
+    for (int j = 0; j < r->n_iters; j++) {
+        const SchIter *it = &s->iters[r->iter_idx[j]];
+        int64_t end = x->it_done[j] + o;
+        for (int i = 0; i < it->nitems; i++) {
+            const SchItem *m = &it->items[i];
+            if (m->req != q->id) continue;
+            if (m->kind == SCH_ITEM_RECOMPUTE && end > restored) restored = end;
+            if (m->kind == SCH_ITEM_PREFILL && m->ctx + m->tokens == q->hist + q->nnew && first < 0) first = end;
+        }
+        for (int l = 0; l < s->layers; l++) {
+            int64_t le = x->ly_end[(size_t)j * (size_t)s->layers + (size_t)l] + o; /* its projections / dequantizations done */
+            for (int w = 0; w < it->layers[l].nwork; w++)
+                if (it->layers[l].work[w].req == q->id && le > restored) restored = le;
+        }
+    }
+    if (first < 0) first = q->first_ns; /* not replayed */
+    out->first_ns = first;
+    out->ttft_ns = first - q->release_ns;
+    int64_t t_rest = restored < first ? restored : first;
+    out->restored_ns = t_rest;
+    out->restore_ns = t_rest > admit ? t_rest - admit : 0;
+}
+
+int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
+{
+    memset(r, 0, sizeof *r);
+    r->deps_ok = 1;
+    if (o->backend && *o->backend && strcmp(o->backend, "cpu"))
+        return kv_err(e, "execute: backend %s: only cpu replays (the h2d hop is a host memcpy)", o->backend);
+    Ex *x = calloc(1, sizeof *x);
+    if (!x) return kv_err(e, "execute: out of memory");
+    x->s = s;
+    x->r = r;
+    x->pin = o->pin;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    int reps = o->reps > 0 ? o->reps : 3, rc = -1;
+    int64_t *tt = NULL, *rs = NULL, *fs = NULL, *is = NULL, *id = NULL, *ue = NULL;
+    if (probe_cpu_open(&x->dev, e) != 0) goto out;
+    x->dev_open = 1;
+    if (prepare(x, o, e) != 0) goto out;
+    int nr = r->n_reqs ? r->n_reqs : 1, ni = r->n_iters ? r->n_iters : 1, nu = r->n_units ? r->n_units : 1;
+    tt = calloc((size_t)(nr * reps), sizeof *tt);
+    rs = calloc((size_t)(nr * reps), sizeof *rs);
+    fs = calloc((size_t)(nr * reps), sizeof *fs);
+    is = calloc((size_t)(ni * reps), sizeof *is);
+    id = calloc((size_t)(ni * reps), sizeof *id);
+    ue = calloc((size_t)(nu * reps), sizeof *ue);
+    r->reqs = calloc((size_t)nr, sizeof *r->reqs);
+    r->iter_ns = calloc((size_t)ni, sizeof *r->iter_ns);
+    r->iter_start_ns = calloc((size_t)ni, sizeof *r->iter_start_ns);
+    r->unit_end_ns = calloc((size_t)nu, sizeof *r->unit_end_ns);
+    if (!tt || !rs || !fs || !is || !id || !ue || !r->reqs || !r->iter_ns || !r->iter_start_ns || !r->unit_end_ns) {
+        kv_err(e, "execute: out of memory");
+        goto out;
+    }
+    /* one warm-up replay (page faults, OpenBLAS threads), then the timed ones */
+    if (replay(x, e) != 0) goto out;
+    r->deps_ok = 1;
+    for (int p = 0; p < reps; p++) {
+        if (replay(x, e) != 0) goto out;
+        for (int k = 0; k < r->n_reqs; k++) {
+            ExecReq q;
+            req_times(x, k, &q);
+            r->reqs[k] = q;
+            tt[k * reps + p] = q.ttft_ns;
+            rs[k * reps + p] = q.restore_ns;
+            fs[k * reps + p] = q.restored_ns;
+        }
+        for (int k = 0; k < r->n_iters; k++) {
+            is[k * reps + p] = x->it_start[k] + r->origin_ns;
+            id[k * reps + p] = x->it_done[k] - x->it_start[k];
+        }
+        for (int k = 0; k < r->n_units; k++) ue[k * reps + p] = x->u_done[k] + r->origin_ns;
+    }
+    for (int k = 0; k < r->n_reqs; k++) {
+        r->reqs[k].ttft_ns = (int64_t)llround(median_i64(tt + k * reps, reps));
+        r->reqs[k].restore_ns = (int64_t)llround(median_i64(rs + k * reps, reps));
+        r->reqs[k].restored_ns = (int64_t)llround(median_i64(fs + k * reps, reps));
+        r->reqs[k].first_ns = r->reqs[k].release_ns + r->reqs[k].ttft_ns;
+    }
+    for (int k = 0; k < r->n_iters; k++) {
+        r->iter_start_ns[k] = median_i64(is + k * reps, reps);
+        r->iter_ns[k] = median_i64(id + k * reps, reps);
+    }
+    for (int k = 0; k < r->n_units; k++) r->unit_end_ns[k] = median_i64(ue + k * reps, reps);
+    r->reps = reps;
+    snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s", x->dev.info,
+             x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused; page cache dropped before each replay)",
+             x->pin ? "pinned to the last CPU" : "not pinned");
+    rc = 0;
+out:
+    free(tt);
+    free(rs);
+    free(fs);
+    free(is);
+    free(id);
+    free(ue);
+    for (int i = 0; i < x->n_files; i++) {
+        if (x->files[i].fd >= 0) close(x->files[i].fd);
+        if (x->files[i].path[0]) unlink(x->files[i].path);
+        free(x->files[i].host);
+    }
+    free(x->files);
+    if (x->staging)
+        for (int k = 0; k < r->n_units; k++) free(x->staging[k]);
+    free(x->staging);
+    free(x->u_file);
+    free(x->u_start);
+    free(x->u_len);
+    free(x->hop_end);
+    free(x->hop_start);
+    free(x->u_done);
+    free(x->it_done);
+    free(x->it_start);
+    free(x->ly_end);
+    free(x->unit_of_id);
+    free(x->iter_of_id);
+    for (int c = 0; c < SCH_CH_COUNT; c++) free(x->q[c]);
+    free(x->dev_buf);
+    free(x->ctx_off);
+    if (x->dev_open) probe_close(&x->dev);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(x);
+    if (rc != 0) exec_result_free(r);
+    return rc;
+}
+
+void exec_result_free(ExecResult *r)
+{
+    free(r->unit_idx);
+    free(r->iter_idx);
+    free(r->req_idx);
+    free(r->reqs);
+    free(r->iter_ns);
+    free(r->iter_start_ns);
+    free(r->unit_end_ns);
+    memset(r, 0, sizeof *r);
+}
+
+static void pair(FILE *f, const char *key, double measured, double predicted, int comma)
+{
+    double err = predicted > 0 ? (predicted - measured) / measured : 0;
+    fprintf(f, "\"%s\":{\"measured\":%.0f,\"predicted\":%.0f,\"error\":%.6f}%s", key, measured, predicted,
+            measured > 0 ? err : 0.0, comma ? "," : "");
+}
+
+int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char *schedule_path)
+{
+    fprintf(f, "{\"schedule\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"origin_ns\":%" PRId64 ",\"reps\":%d,\"deps_ok\":%d,",
+            schedule_path, s->model, s->policy, r->origin_ns, r->reps, r->deps_ok);
+    fprintf(f, "\"units\":%d,\"iterations\":%d,\"note\":\"%s\",\n\"requests\":[", r->n_units, r->n_iters, r->note);
+    for (int k = 0; k < r->n_reqs; k++) {
+        const SchReq *q = &s->reqs[r->req_idx[k]];
+        const ExecReq *m = &r->reqs[k];
+        fprintf(f, "%s\n{\"req\":%" PRIu64 ",\"turn\":%d,\"hist\":%" PRId64 ",\"new\":%" PRId64 ",\"restore\":\"%s\",", k ? "," : "",
+                q->id, q->turn, q->hist, q->nnew, q->restore);
+        pair(f, "ttft_ns", (double)m->ttft_ns, (double)q->ttft_ns, 1);
+        pair(f, "restore_ns", (double)m->restore_ns, (double)q->restore_ns, 1);
+        fprintf(f, "\"meet_tokens\":%" PRId64 "}", q->meet_tokens);
+    }
+    fputs("],\n\"iterations\":[", f);
+    for (int k = 0; k < r->n_iters; k++) {
+        const SchIter *it = &s->iters[r->iter_idx[k]];
+        int64_t tok = 0;
+        for (int i = 0; i < it->nitems; i++) tok += it->items[i].tokens;
+        fprintf(f, "%s\n{\"iter\":%" PRIu64 ",\"items\":%d,\"tokens\":%" PRId64 ",", k ? "," : "", it->id, it->nitems, tok);
+        pair(f, "duration_ns", r->iter_ns[k], (double)(it->end_ns - it->start_ns), 1);
+        pair(f, "start_ns", r->iter_start_ns[k] - (double)r->origin_ns, (double)(it->start_ns - r->origin_ns), 0);
+        fputc('}', f);
+    }
+    fputs("],\n\"unit_landing\":[", f);
+    for (int k = 0; k < r->n_units; k++) {
+        const SchUnit *u = &s->units[r->unit_idx[k]];
+        fprintf(f, "%s\n{\"unit\":%" PRIu64 ",\"layer\":%d,\"bytes\":%" PRId64 ",", k ? "," : "", u->id, u->layer, u->bytes);
+        pair(f, "end_ns", r->unit_end_ns[k] - (double)r->origin_ns, (double)(u->hop[u->nhops - 1].end_ns - r->origin_ns), 0);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,73 @@
+/* execute.h — kvcal execute: replay a kvsim schedule (calibrate/schedule.h) on this machine with
+ * real kernels and real file reads, and measure every unit, layer, iteration and request.
+ *
+ * Responsible for:
+ *  - the replayed part: the requests released at or after the origin (the first release of a
+ *    request with history: the turn that restores; everything before — the turns that built the
+ *    history — is not replayed) and the units and iterations issued or started from then on;
+ *  - the saved state, written beforehand: every file the replayed loads read (schedule_out.c's
+ *    layout), random bytes, written and synced before timing; tier "ssd" read with O_DIRECT (pread,
+ *    4 KiB aligned, at most 1 MiB per call; buffered after posix_fadvise(DONTNEED) where the file
+ *    system refuses O_DIRECT, said in the note), tier "dram" copied from a host buffer;
+ *  - one thread per IO channel (ssd, h2d) serving its hops in the schedule's order on that channel
+ *    (the engine's own choice), a hop starting once its unit is ready (its "after" cause: a unit
+ *    landed, an iteration ended, or an instant, mapped to wall time from the origin) and its previous
+ *    hop ended; ssd: the read into the unit's staging buffer; h2d: memcpy into the "device" buffer;
+ *  - the compute (the calling thread, the ProbeDev's kernels: cpu, or cuda where a device exists):
+ *    iterations in order, each starting once the previous one ended, its "after" cause and its
+ *    after_units happened; its overhead spun; per layer, once the units it waits for landed: first
+ *    the layer's restoration work (projections: kv_proj GEMM + RoPE on K; dequantizations), then the
+ *    norms, the QKV GEMM over the batch's rows plus layer-wise recompute rows, RoPE, prefill
+ *    attention per prefill/recompute item and per recompute work, decode attention of the decode
+ *    items (one call), O GEMM, FFN up GEMM, gated activation, FFN down GEMM — the ops and the order
+ *    sim/cost/layer_cost and iteration.c cost;
+ *  - repetitions: the whole replay `reps` times; per request, iteration and unit the median.
+ * Not responsible for: stage-parallel lanes and several replicas (refused: not replayed yet), the
+ *   remote tier (refused), saves and spills (not in the schedule), the comparison across cases
+ *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
+ * Invariants: a layer never starts before every unit it waits for has landed, nor an iteration
+ *   before its causes (checked after each replay: deps_ok); files are removed on return.
+ * Complexity: O(reps × (units + iterations × layers)) kernel calls and reads; memory: the staging
+ *   buffers of the replayed units + the largest layer's activations.
+ */
+#ifndef KV_EXECUTE_H
+#define KV_EXECUTE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "calibrate/schedule.h"
+#include "sim/base/util.h"
+
+typedef struct ExecOptions {
+    const char *backend;     /* "cpu" (default) or "cuda" */
+    const char *scratch_dir; /* where the state files go (NULL/"": $TMPDIR or /tmp) */
+    int reps;                /* replays (median); 0: 3 */
+    int pin;                 /* pin the IO threads to the last CPU (when there are 2 or more) */
+} ExecOptions;
+
+/* Measured times of one replay, in the schedule's time frame (origin_ns + wall time since the start). */
+typedef struct ExecReq {
+    uint64_t id;
+    int64_t release_ns, restored_ns, first_ns, ttft_ns, restore_ns;
+} ExecReq;
+
+typedef struct ExecResult {
+    int64_t origin_ns;
+    int n_reqs, n_units, n_iters;  /* replayed */
+    int *unit_idx, *iter_idx, *req_idx; /* indices into the schedule's arrays */
+    ExecReq *reqs;                 /* medians over the replays */
+    double *iter_ns;               /* measured duration of each replayed iteration (median) */
+    double *iter_start_ns;         /* measured start (median) */
+    double *unit_end_ns;           /* measured landing of each replayed unit (median) */
+    int deps_ok;                   /* every replay respected every dependency */
+    int reps;
+    char note[256];                /* the IO path, the kernels, pinning */
+} ExecResult;
+
+int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e);
+/* The result with the schedule's predictions next to it, as JSON (docs/validation.md). */
+int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char *schedule_path);
+void exec_result_free(ExecResult *r);
+
+#endif

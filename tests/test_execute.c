@@ -1,0 +1,195 @@
+/* test_execute.c — the schedule emitter (sim/engine/schedule_out.c), its reader (calibrate/schedule.c)
+ * and the replay (calibrate/execute.c): a tiny case end to end with a loose bound, the dependency
+ * order, results unchanged by the emitter, and the reader's errors. */
+#include <stdio.h>
+#include <string.h>
+
+#include "calibrate/execute.h"
+#include "calibrate/schedule.h"
+#include "tests/simtest.h"
+
+/* emit the schedule of `policy` on the isolated case (Tiny-Llama-V, n0 history, state on the SSD) */
+static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Rows *rows, SimResult *res)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, n0, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "dram", "1 MB"); /* the history spills to the SSD tier */
+    simtest_set(t, &c, "store", "dram+ssd");
+    SimWorld w;
+    sim_schedule_set_path(path);
+    int rc = simtest_run(t, &c, policy, &w, rows, res);
+    sim_schedule_set_path(NULL);
+    if (rc == 0) sim_world_close(&w);
+    return rc;
+}
+
+TEST(execute_emit_load_replay_kv_offload)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvo.jsonl", test_tmpdir(t));
+    Rows rows;
+    SimResult res;
+    if (emit(t, "kv-offload", 255, path, &rows, &res) != 0) return;
+    sim_result_free(&res);
+    Schedule s;
+    KvErr e;
+    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK(!strcmp(s.model, "Tiny-Llama-V") && !strcmp(s.policy, "kv-offload"));
+    CHECK_EQ_I(s.layers, 8);
+    CHECK_EQ_I(s.n_reqs, 2);
+    CHECK_EQ_I(s.n_units, 8); /* one load per layer, from the SSD */
+    for (int i = 0; i < s.n_units; i++) {
+        CHECK_EQ_I(s.units[i].layer, i);
+        CHECK_EQ_I(s.units[i].tier, SCH_TIER_SSD);
+        CHECK_EQ_I(s.units[i].nhops, 2);
+        CHECK(s.units[i].hop[0].end_ns <= s.units[i].hop[1].start_ns);
+    }
+    /* the layer-wise iteration: layer l waits for unit l + 1 and starts after it landed */
+    int seen = 0;
+    for (int k = 0; k < s.n_iters; k++) {
+        const SchIter *it = &s.iters[k];
+        if (!it->items[0].lw) continue;
+        seen = 1;
+        for (int l = 0; l < s.layers; l++) {
+            CHECK_EQ_I(it->layers[l].nwaits, 1);
+            CHECK_EQ_U(it->layers[l].waits[0], (uint64_t)l + 1);
+            CHECK(it->layers[l].start_ns >= s.units[l].hop[1].end_ns);
+        }
+    }
+    CHECK(seen);
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK_EQ_I(r.n_units, 8);
+        CHECK_EQ_I(r.n_reqs, 1);
+        CHECK(r.deps_ok);
+        CHECK(r.reqs[0].ttft_ns > 0 && r.reqs[0].restore_ns > 0);
+        CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
+        /* loose: a real replay of 8 small layers on a CPU takes between 1 us and 60 s */
+        CHECK(r.reqs[0].ttft_ns > 1000 && r.reqs[0].ttft_ns < 60000000000LL);
+        for (int k = 0; k < r.n_iters; k++) CHECK(r.iter_ns[k] > 0);
+        char jp[600];
+        snprintf(jp, sizeof jp, "%s/execute.json", test_tmpdir(t));
+        FILE *f = fopen(jp, "w");
+        CHECK(f && exec_write_json(f, &s, &r, path) == 0);
+        if (f) fclose(f);
+        exec_result_free(&r);
+    }
+    schedule_free(&s);
+}
+
+TEST(execute_recompute_and_hcache_replay)
+{
+    const char *pols[] = {"recompute", "hcache"};
+    for (int p = 0; p < 2; p++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.jsonl", test_tmpdir(t), pols[p]);
+        Rows rows;
+        SimResult res;
+        if (emit(t, pols[p], 127, path, &rows, &res) != 0) return;
+        sim_result_free(&res);
+        Schedule s;
+        KvErr e;
+        CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
+        if (t->failures) return;
+        if (p == 1) { /* hidden states: the layer-wise iteration projects them */
+            int proj = 0;
+            for (int k = 0; k < s.n_iters; k++)
+                for (int l = 0; l < s.layers; l++)
+                    for (int w = 0; w < s.iters[k].layers[l].nwork; w++) proj += s.iters[k].layers[l].work[w].op == SCH_WORK_PROJECTION;
+            CHECK(proj > 0);
+        }
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0};
+        ExecResult r;
+        CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", pols[p], e.msg);
+        if (!t->failures) {
+            CHECK(r.deps_ok);
+            CHECK(r.n_reqs == 1 && r.reqs[0].ttft_ns > 0);
+            exec_result_free(&r);
+        }
+        schedule_free(&s);
+    }
+}
+
+TEST(execute_emitter_leaves_results_unchanged)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/same.jsonl", test_tmpdir(t));
+    Rows a, b;
+    SimResult ra, rb;
+    if (emit(t, "kv-offload", 255, path, &a, &ra) != 0) return;
+    SimConfig c;
+    simtest_iso_config(t, &c, 255, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "dram", "1 MB");
+    simtest_set(t, &c, "store", "dram+ssd");
+    SimWorld w;
+    if (simtest_run(t, &c, "kv-offload", &w, &b, &rb) == 0) {
+        CHECK_EQ_I(a.n, b.n);
+        for (int i = 0; i < a.n && i < b.n; i++) CHECK(!memcmp(&a.rows[i].ttft_ns, &b.rows[i].ttft_ns, sizeof a.rows[i].ttft_ns));
+        CHECK_EQ_U(ra.events, rb.events);
+        sim_result_free(&rb);
+        sim_world_close(&w);
+    }
+    sim_result_free(&ra);
+}
+
+/* a bad schedule is refused with the file, the line and the field */
+static void bad_schedule(TestCtx *t, const char *name, const char *text, const char *want)
+{
+    const char *path = test_write_file(t, name, text);
+    Schedule s;
+    KvErr e;
+    int rc = schedule_load(&s, path, &e);
+    CHECK_MSG(rc != 0, "%s: accepted", name);
+    if (rc == 0) {
+        schedule_free(&s);
+        return;
+    }
+    CHECK_MSG(strstr(e.msg, path) && strstr(e.msg, want), "%s: got '%s', want '%s'", name, e.msg, want);
+}
+
+#define HDR                                                                                                            \
+    "{\"rec\":\"header\",\"format\":\"kvsim-schedule\",\"version\":1,\"model\":\"m\",\"policy\":\"p\",\"layers\":1,"   \
+    "\"stages\":1,\"tp\":1,\"replicas\":1,\"hidden\":64,\"heads\":2,\"kv_heads\":1,\"head_dim\":32,\"intermediate\":128," \
+    "\"norms_per_layer\":2,\"rope\":1,\"kv_bytes_per_token_layer\":128,\"hidden_bytes_per_token_layer\":128,"             \
+    "\"iter_overhead_ns\":0}\n"
+#define REQ                                                                                                            \
+    "{\"rec\":\"request\",\"req\":0,\"session\":0,\"turn\":0,\"hist\":0,\"new\":4,\"out\":1,\"release_ns\":0,"          \
+    "\"admit_ns\":0,\"restore\":\"none\"}\n"
+
+TEST(schedule_load_errors)
+{
+    bad_schedule(t, "nohdr.jsonl", REQ, "line 1: field rec: expected the header record first");
+    bad_schedule(t, "notjson.jsonl", HDR "{oops\n", "line 2: expected one JSON object per line");
+    bad_schedule(t, "badhist.jsonl",
+                 HDR "{\"rec\":\"request\",\"req\":0,\"session\":0,\"turn\":0,\"hist\":\"x\",\"new\":4,\"out\":1,"
+                     "\"release_ns\":0,\"admit_ns\":0,\"restore\":\"none\"}\n",
+                 "line 2: field hist: expected an integer");
+    bad_schedule(t, "trunc.jsonl", HDR REQ, "no end record");
+    bad_schedule(t, "badreq.jsonl",
+                 HDR REQ "{\"rec\":\"iter\",\"iter\":1,\"replica\":0,\"start_ns\":0,\"end_ns\":5,\"overhead_ns\":0,\"pre_ns\":0,"
+                         "\"after\":{\"at_ns\":0},\"after_units\":[],\"items\":[{\"req\":7,\"kind\":\"prefill\",\"tokens\":4,"
+                         "\"ctx\":0,\"lw\":0}],\"lanes\":[],\"layers\":[{\"layer\":0,\"start_ns\":0,\"end_ns\":5,\"ns\":5,"
+                         "\"work\":[],\"waits\":[]}]}\n{\"rec\":\"end\",\"ok\":1}\n",
+                 "line 3: field items[].req");
+    bad_schedule(t, "badwait.jsonl",
+                 HDR REQ "{\"rec\":\"iter\",\"iter\":1,\"replica\":0,\"start_ns\":0,\"end_ns\":5,\"overhead_ns\":0,\"pre_ns\":0,"
+                         "\"after\":{\"at_ns\":0},\"after_units\":[],\"items\":[{\"req\":0,\"kind\":\"prefill\",\"tokens\":4,"
+                         "\"ctx\":0,\"lw\":0}],\"lanes\":[],\"layers\":[{\"layer\":0,\"start_ns\":0,\"end_ns\":5,\"ns\":5,"
+                         "\"work\":[],\"waits\":[3]}]}\n{\"rec\":\"end\",\"ok\":1}\n",
+                 "field waits: unit 3 is not in the schedule");
+    bad_schedule(t, "badkind.jsonl",
+                 HDR REQ "{\"rec\":\"unit\",\"unit\":1,\"req\":0,\"session\":0,\"kind\":\"save\",\"layer\":0,\"stage\":0}\n",
+                 "line 3: field kind: expected one of \"load\", \"load_tok\"");
+    /* a good one loads */
+    const char *ok = test_write_file(t, "ok.jsonl", HDR REQ "{\"rec\":\"end\",\"ok\":1}\n");
+    Schedule s;
+    KvErr e;
+    CHECK_MSG(schedule_load(&s, ok, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK_EQ_I(s.n_reqs, 1);
+        schedule_free(&s);
+    }
+}

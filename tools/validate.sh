@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# validate.sh — make validate: kvsim's predictions against real execution on this machine
+# (docs/validation.md). For the Tiny-Llama-V model: a cpu calibration into a fresh cost store
+# (kvcal run --backend cpu), a hardware overlay of this machine from it (SSD read rate and latency
+# of the scratch directory; host memcpy as the h2d link), then per case — policy × history length ×
+# isolated or batched — kvsim run --emit-schedule (the prediction, from that calibration) and kvcal
+# execute (the replay, median of REPS), each case after a fresh calibration (the prediction uses
+# the newest run: calibration and execution interleaved, so that load on a shared machine moves
+# both alike; PER_CASE_CAL=0: one calibration), and the report: tools/validate_report.py (per case measured, predicted, error; median and
+# p95 |error|; JSON).
+# Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=3, QUICK=1: 1 length, 2 cases)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${KVSIM_BIN:-bin}
+W=${1:-build/validate}
+REPS=${REPS:-3}
+rm -rf "$W"
+mkdir -p "$W/scratch" "$W/cases"
+M=Tiny-Llama-V
+echo "== calibration 1 (kvcal run --backend cpu --model $M)"
+"$B"/kvcal run --backend cpu ${CAL_FLAGS---quick} --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$W/cal1.log"
+tail -n 3 "$W/cal1.log" | head -n 1
+python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
+if [ "${QUICK:-0}" = 1 ]; then
+  HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"
+else
+  HISTS="128 256 512"; POLS="recompute kv-offload hcache hcache-noschd cake cacheflow"; BATCHES="1 3"
+fi
+trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
+  local f=$1 h=$2 n=$3 i
+  echo "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens" > "$f"
+  for ((i = 0; i < n; i++)); do echo "s$i,0,$((i * 10)),$((h - 1)),1,0"; done >> "$f"
+  for ((i = 0; i < n; i++)); do echo "s$i,1,100,32,4,$h"; done >> "$f"
+}
+cases=()
+for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b"); done; done; done
+k=0
+for c in "${cases[@]}"; do
+  IFS=: read -r p h b <<< "$c"
+  if [ "${PER_CASE_CAL:-1}" = 1 ] && [ $k -gt 0 ]; then # a fresh calibration next to each case (the newest run predicts)
+    "$B"/kvcal run --backend cpu ${CAL_FLAGS---quick} --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$W/cal.log"
+    python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
+  fi
+  k=$((k + 1))
+  d="$W/cases/$p-h$h-b$b"
+  mkdir -p "$d"
+  trace "$d/trace.csv" "$h" "$b"
+  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$W/hw.json" --trace "$d/trace.csv" \
+    --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
+    --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
+  if "$B"/kvcal execute --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+    echo "case $p h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
+  else
+    echo "case $p h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"
+  fi
+done
+python3 tools/validate_report.py --report "$W" --json "$W/validation.json"

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""validate_report.py — the two helpers of tools/validate.sh (make validate; docs/validation.md).
+
+  --overlay DB          print a kvsim hardware overlay describing this machine from the newest cpu
+                        calibration in cost store DB: platform validate-host, its "GPU" the CPU, its
+                        host link a memcpy (the engine takes h2d/d2h from the store's curves), one
+                        "SSD": the scratch directory, read rate and latency fitted to the store's
+                        ssd_read points at queue depth 1, one file.
+  --report DIR --json F per case of DIR/cases/*/execute.json (kvcal execute): measured, predicted and
+                        error of TTFT, restore time and per-iteration time of the restoring turns;
+                        then median and p95 |error| over the cases; the JSON to F.
+Errors are (predicted - measured) / measured.
+"""
+import argparse
+import glob
+import json
+import os
+import sqlite3
+import statistics
+import sys
+
+
+def overlay(db):
+    c = sqlite3.connect(db)
+    run = c.execute("select max(id) from run where backend='cpu' and complete=1").fetchone()[0]
+    if run is None:
+        sys.exit(f"validate_report: {db}: no complete cpu run")
+    pts = c.execute("select p1, median_ns from point where run_id=? and op='ssd_read' and p2=1 and p3=1 order by p1",
+                    (run,)).fetchall()
+    if len(pts) >= 2:
+        (b1, t1), (b2, t2) = pts[0], pts[-1]
+        rate = (b2 - b1) / max(t2 - t1, 1.0) * 1e9
+        lat = max(t1 - b1 / rate * 1e9, 0.0)
+    else:
+        rate, lat = 1e9, 50e3
+    h2d = c.execute("select p1, median_ns from point where run_id=? and op='h2d' order by p1 desc limit 1", (run,)).fetchone()
+    link = h2d[0] / h2d[1] * 1e9 if h2d else 10e9
+    src = f"make validate: cpu calibration run {run} of {os.path.basename(db)}"
+    hw = {
+        "gpus": [{"name": "cpu-host", "full_name": "this machine's CPU as kvcal execute runs it", "fp16": "0.2 TFLOP/s",
+                  "fp32": "0.2 TFLOP/s", "mem": "16 GB", "mem_bw": "10 GB/s", "pcie": "host-memcpy", "basis": "estimate",
+                  "source": src + " (compute comes from the store, not from these figures)"}],
+        "links": [{"name": "host-memcpy", "theoretical": f"{link / 1e9:.3f} GB/s", "h2d": f"{link / 1e9:.3f} GB/s",
+                   "d2h": f"{link / 1e9:.3f} GB/s", "h2d_bidir": f"{link / 2e9:.3f} GB/s", "d2h_bidir": f"{link / 2e9:.3f} GB/s",
+                   "pageable_factor": 1, "latency": "1 us", "basis": "measured", "source": src}],
+        "ssds": [{"name": "scratch-dir", "full_name": "the scratch directory's device, O_DIRECT", "read": f"{rate / 1e9:.4f} GB/s",
+                  "write": f"{rate / 1e9:.4f} GB/s", "read_latency": f"{lat / 1e3:.1f} us", "write_latency": "20 us",
+                  "capacity": "100 GB", "basis": "measured", "source": src + ": ssd_read at queue depth 1"}],
+        "platforms": [{"name": "validate-host", "description": "this machine: its CPU, memcpy as the host link, the scratch directory as one SSD",
+                       "gpu": "cpu-host", "gpus_per_node": 1, "link": "host-memcpy", "ssd": "scratch-dir", "n_ssd": 1,
+                       "stripe_chunk": "1 MiB", "dram": "1 MB", "source": src}],
+    }
+    json.dump(hw, sys.stdout, indent=1)
+    print()
+
+
+def err(m, p):
+    return (p - m) / m if m > 0 else 0.0
+
+
+def pct(v, q):
+    if not v:
+        return 0.0
+    v = sorted(v)
+    k = min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))
+    return v[k]
+
+
+def report(d, out):
+    cases, skipped = [], []
+    for path in sorted(glob.glob(os.path.join(d, "cases", "*"))):
+        name = os.path.basename(path)
+        ex = os.path.join(path, "execute.json")
+        if not os.path.exists(ex):
+            txt = open(os.path.join(path, "execute.txt")).read().strip().splitlines() if os.path.exists(os.path.join(path, "execute.txt")) else []
+            skipped.append({"case": name, "why": txt[-1] if txt else "not run"})
+            continue
+        j = json.load(open(ex))
+        rq = [r for r in j["requests"] if r["hist"] > 0]
+        if not rq:
+            skipped.append({"case": name, "why": "no restoring request"})
+            continue
+        tm = statistics.mean(r["ttft_ns"]["measured"] for r in rq)
+        tp = statistics.mean(r["ttft_ns"]["predicted"] for r in rq)
+        rm = statistics.mean(r["restore_ns"]["measured"] for r in rq)
+        rp = statistics.mean(r["restore_ns"]["predicted"] for r in rq)
+        its = [i for i in j["iterations"]]
+        im = sum(i["duration_ns"]["measured"] for i in its) / max(len(its), 1)
+        ip = sum(i["duration_ns"]["predicted"] for i in its) / max(len(its), 1)
+        meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
+        cases.append({"case": name, "policy": j["policy"], "requests": len(rq), "deps_ok": j["deps_ok"],
+                      "ttft_ms": {"measured": tm / 1e6, "predicted": tp / 1e6, "error": err(tm, tp)},
+                      "restore_ms": {"measured": rm / 1e6, "predicted": rp / 1e6, "error": err(rm, rp)},
+                      "iteration_ms": {"measured": im / 1e6, "predicted": ip / 1e6, "error": err(im, ip)},
+                      "meet_tokens_predicted": meet, "note": j["note"]})
+    print(f"{'case':<28} {'ttft_ms':>9} {'pred':>9} {'err':>7}  {'restore_ms':>10} {'pred':>9} {'err':>7}  {'iter_ms':>8} {'pred':>8} {'err':>7}")
+    for c in cases:
+        t, r, i = c["ttft_ms"], c["restore_ms"], c["iteration_ms"]
+        print(f"{c['case']:<28} {t['measured']:9.2f} {t['predicted']:9.2f} {t['error'] * 100:6.1f}%  "
+              f"{r['measured']:10.2f} {r['predicted']:9.2f} {r['error'] * 100:6.1f}%  "
+              f"{i['measured']:8.2f} {i['predicted']:8.2f} {i['error'] * 100:6.1f}%")
+    for s in skipped:
+        print(f"{s['case']:<28} skipped: {s['why']}")
+    summ = {}
+    for key in ("ttft_ms", "restore_ms", "iteration_ms"):
+        a = [abs(c[key]["error"]) for c in cases if not (key == "restore_ms" and c[key]["measured"] == 0)]
+        summ[key] = {"median_abs_error": statistics.median(a) if a else 0.0, "p95_abs_error": pct(a, 0.95), "cases": len(a)}
+    for key, s in summ.items():
+        print(f"{key:<13} median |error| {s['median_abs_error'] * 100:5.1f}%   p95 |error| {s['p95_abs_error'] * 100:5.1f}%   ({s['cases']} cases)")
+    tw = [c for c in cases if c["meet_tokens_predicted"]]
+    for c in tw:
+        print(f"meet point {c['case']}: predicted {c['meet_tokens_predicted']} tokens computed forward "
+              "(the replay follows the schedule's chunks: measured = predicted by construction)")
+    res = {"cases": cases, "skipped": skipped, "summary": summ, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
+           "machine": machine()}
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"-> {out}")
+
+
+def machine():
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": model}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--overlay")
+    ap.add_argument("--report")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.overlay:
+        overlay(a.overlay)
+    elif a.report:
+        report(a.report, a.json or os.path.join(a.report, "validation.json"))
+    else:
+        ap.error("--overlay DB or --report DIR")
+
+
+if __name__ == "__main__":
+    main()
