@@ -837,3 +837,56 @@ TEST(policy_hcache_quant_stores_and_loads_the_quantized_share)
         sim_world_close(&w);
     }
 }
+
+/* cacheflow.io_order: each order's rule on one set of waiting units (re-ranked at every call) */
+TEST(policy_cacheflow_io_orders)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    snprintf(c.platform, sizeof c.platform, "cacheflow-a100-10g");
+    snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    const KvPolicyOps *cf = policy_find("cacheflow", &e);
+    PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
+                     .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
+                     .save_tier = w.save_tier, .ops = cf, .knobs = sim_config_knobs(&c, cf)};
+    /* {id, remaining, layer, bytes, enqueued, history, arrival, now}: a long history (id 3) arrived
+     * first; two short ones (ids 5, 4) later, 4 arriving before 5 but queued after it */
+    const int64_t ms = 1000000;
+    IoChoice u[3] = {{5, 900, 0, 1, 10 * ms, 1000, 9 * ms, 150 * ms},
+                     {3, 30000, 0, 1, 11 * ms, 40000, 0, 150 * ms},
+                     {4, 600, 0, 1, 12 * ms, 800, 5 * ms, 150 * ms}};
+    static const struct {
+        const char *order;
+        int want;
+    } cases[] = {{"0", 1}, {"1", 1}, {"2", 0}, {"3", 2}, {"4", 1}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        simtest_set(t, &c, "cacheflow.io_order", cases[i].order);
+        void *st = NULL;
+        CHECK(cf && cf->init(&env, &st, &e) == 0);
+        CHECK_MSG(cf->io_pick(st, u, 3) == cases[i].want, "io_order %s: picked %d, want %d", cases[i].order,
+                  cf->io_pick(st, u, 3), cases[i].want);
+        if (!strcmp(cases[i].order, "4")) { /* aging: past its 200 ms target, the short request goes first */
+            IoChoice v[3];
+            memcpy(v, u, sizeof v);
+            for (int k = 0; k < 3; k++) v[k].now_ns = 206 * ms;
+            CHECK_EQ_I(cf->io_pick(st, v, 3), 2); /* 4's deadline 205 ms passed, 5's (209 ms) not yet */
+            for (int k = 0; k < 3; k++) v[k].now_ns = 300 * ms;
+            CHECK_EQ_I(cf->io_pick(st, v, 3), 2); /* both late: the earlier deadline */
+        }
+        if (!strcmp(cases[i].order, "3")) { /* EDF: a long class's target is later (1 s by default) */
+            simtest_set(t, &c, "cacheflow.slo_long_ms", "1");
+            cf->fini(st);
+            CHECK(cf->init(&env, &st, &e) == 0);
+            CHECK_EQ_I(cf->io_pick(st, u, 3), 1); /* now the long request's deadline (1 ms) is first */
+            simtest_set(t, &c, "cacheflow.slo_long_ms", "1000");
+        }
+        cf->fini(st);
+    }
+    sim_world_close(&w);
+}
