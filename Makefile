@@ -116,7 +116,7 @@ EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs
 DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
-.PHONY: reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate \
+.PHONY: findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate \
         fuzz fuzz-build fuzz-test valgrind figures
 .DEFAULT_GOAL := all
 
@@ -201,6 +201,10 @@ run: deps
 # every published claim (configs/claims/*.json) run and judged: results/reproduce/report.md, report.json
 reproduce: found $(BIN)/kvsim
 	$(BIN)/kvsim reproduce --out results/reproduce
+
+# results/findings.md: the questions the papers left open, 5 seeds each (tools/findings.sh; ~10 s)
+findings: found $(BIN)/kvsim
+	bash tools/findings.sh $(BIN)/kvsim results/findings.md
 
 # PNG renders of the default comparison's figures, for a quick look (make run first)
 SVG2PNG := $(shell command -v rsvg-convert 2>/dev/null || command -v convert 2>/dev/null)

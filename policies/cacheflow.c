@@ -54,6 +54,8 @@
 #define CF_MAXS 16
 
 enum { CF_KV = 0, CF_LAYER, CF_TOKEN, CF_STAGE, CF_NKINDS };
+/* IO orders of the shared channel (cacheflow.io_order) */
+enum { CF_ORDER_OLDEST = 0, CF_ORDER_MRF, CF_ORDER_FIFO, CF_ORDER_EDF, CF_ORDER_AGING };
 
 typedef struct CfMemo {
     int64_t N, n;
@@ -65,6 +67,8 @@ typedef struct CfMemo {
 
 typedef struct CfState {
     int token, layer, gpu, batch;
+    int io_order;                        /* CF_ORDER_* (cacheflow.io_order) */
+    int64_t slo_short_ns, slo_long_ns, class_tokens; /* per-class TTFT targets (edf, aging) */
     Tier tier;
     int L, S;
     int stage_of[CF_MAXL], st_first[CF_MAXS], st_count[CF_MAXS];
@@ -282,6 +286,10 @@ static int cf_init(const PolicyEnv *env, void **state, KvErr *e)
     cf->layer = policy_knob(env, "layer") != 0;
     cf->gpu = policy_knob(env, "gpu") != 0;
     cf->batch = policy_knob(env, "batch") != 0;
+    cf->io_order = (int)policy_knob(env, "io_order");
+    cf->slo_short_ns = (int64_t)(policy_knob(env, "slo_short_ms") * 1e6);
+    cf->slo_long_ns = (int64_t)(policy_knob(env, "slo_long_ms") * 1e6);
+    cf->class_tokens = (int64_t)policy_knob(env, "class_tokens");
     cf->L = ly->m->layers;
     cf->S = ly->pp;
     if (cf->L > CF_MAXL || cf->S > CF_MAXS) {
@@ -371,11 +379,48 @@ static double cf_saved(void *state, const PolicyEnv *env)
     return b;
 }
 
+/* the TTFT deadline of unit u's request: its arrival + its class's target */
+static int64_t cf_deadline(const CfState *cf, const IoChoice *u)
+{
+    return u->arrival_ns + (u->history_tokens < cf->class_tokens ? cf->slo_short_ns : cf->slo_long_ns);
+}
+
+/* the other IO orders (cacheflow.io_order != oldest); ties keep queue order (the first wins) */
+static int cf_pick_order(const CfState *cf, const IoChoice *u, int n)
+{
+    int best = 0;
+    switch (cf->io_order) {
+    case CF_ORDER_MRF: /* most remaining restoration first (the paper's literal rule) */
+        for (int i = 1; i < n; i++)
+            if (u[i].remaining_restore_tokens > u[best].remaining_restore_tokens) best = i;
+        return best;
+    case CF_ORDER_EDF: /* earliest TTFT deadline first */
+        for (int i = 1; i < n; i++)
+            if (cf_deadline(cf, &u[i]) < cf_deadline(cf, &u[best])) best = i;
+        return best;
+    case CF_ORDER_AGING: { /* most remaining first, but a request past its class's target goes first
+                            * (the one with the earliest deadline among them): MRF's wait is bounded */
+        int late = -1;
+        for (int i = 0; i < n; i++)
+            if (u[i].now_ns >= cf_deadline(cf, &u[i]) && (late < 0 || cf_deadline(cf, &u[i]) < cf_deadline(cf, &u[late])))
+                late = i;
+        if (late >= 0) return late;
+        for (int i = 1; i < n; i++)
+            if (u[i].remaining_restore_tokens > u[best].remaining_restore_tokens) best = i;
+        return best;
+    }
+    default: /* CF_ORDER_FIFO: the channel's queue order */
+        return 0;
+    }
+}
+
 /* Algorithm 1's global IO scheduler: the oldest restoring request's unit (see the header); ties
- * (units of one request) keep arrival order. batch=0: FIFO. */
+ * (units of one request) keep arrival order. batch=0: FIFO. Another cacheflow.io_order replaces it
+ * (fairness experiments: docs/findings-method.md). */
 static int cf_pick(void *state, const IoChoice *u, int n)
 {
     CfState *cf = state;
+    if (cf->io_order != CF_ORDER_OLDEST) return cf_pick_order(cf, u, n);
     if (!cf->batch) return 0;
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -407,6 +452,14 @@ static const PolicyKnob g_cf_knobs[] = {
      .help = "GPU axis: boundary activations, every pipeline stage restores its own layers"},
     {.name = "batch", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1, .alias = "cf_batch",
      .help = "batch axis: batches restored jointly (token-wise, oldest request's IO first; 0: per request, FIFO)"},
+    {.name = "io_order", .type = KNOB_INT, .def = 0, .min = 0, .max = 4,
+     .help = "IO order of the shared channel: 0 oldest request first (Algorithm 1 as modelled), 1 most remaining first, 2 FIFO, 3 earliest TTFT deadline first, 4 aging (most remaining first, requests past their class target first)"},
+    {.name = "slo_short_ms", .type = KNOB_REAL, .def = 200, .min = 1, .max = 1e6,
+     .help = "TTFT target of histories shorter than class_tokens (io_order 3 and 4), ms"},
+    {.name = "slo_long_ms", .type = KNOB_REAL, .def = 1000, .min = 1, .max = 1e6,
+     .help = "TTFT target of longer histories (io_order 3 and 4), ms"},
+    {.name = "class_tokens", .type = KNOB_INT, .def = 2048, .min = 1, .max = 1 << 30,
+     .help = "history tokens from which a request is in the long class (io_order 3 and 4)"},
 };
 
 const KvPolicyOps policy_cacheflow = {

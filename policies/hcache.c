@@ -28,6 +28,10 @@
  * layers (both in the engine).
  *
  * hcache-noschd: hidden states for every layer, no split.
+ * hcache-quant: hcache (IO-bound direction only, hidden states only) with the hidden states stored
+ *   quantized per token at hcache-quant.bits (8 or 4) with one fp16 scale per d_h elements: bytes
+ *   bits/16 + 1/d_h of fp16; each hidden-state layer pays a dequantize (the cost model's dequant op
+ *   scaled to D/T elements per token) before its projection; the split is solved with both.
  * naive-hybrid: the same per-request scheduler mixing recompute (first layers) and KV loads, no
  *   hidden states; it saves the KV of every layer (any layer may be loaded for some request).
  *
@@ -43,7 +47,7 @@
 #define HCACHE_MEMO 1024
 #define HCACHE_MAXL 256
 
-enum { V_HCACHE = 0, V_NOSCHD, V_NAIVE };
+enum { V_HCACHE = 0, V_NOSCHD, V_NAIVE, V_QUANT };
 enum { DIR_NONE = 0, DIR_IO, DIR_COMPUTE };
 
 typedef struct Memo {
@@ -57,6 +61,8 @@ typedef struct HState {
     int variant;
     int L, kv_suffix; /* layers whose KV is saved too (hcache, compute-bound platforms) */
     double saved_bpt, hid_l, kv_l, hid_over_kv;
+    int hid_bits;     /* hcache-quant: bits per stored hidden-state element (16: plain) */
+    double hid_share; /* stored hidden bytes / fp16 bytes (1: plain) */
     int stage_of[HCACHE_MAXL];
     Memo memo[HCACHE_MEMO];
     /* the reference plan (notes): HCACHE_REF_TOKENS on the save tier, 64 new tokens */
@@ -110,7 +116,13 @@ static void cand_costs(const PolicyEnv *env, const HState *h, Tier tier, int64_t
     double T = env->ly->tp;
     split_load_hops(env, tier, N, h->kv_l, (double)model_kv_bytes_per_token_layer_gpu(env->ly), 64, &c->hop[LM_LOAD_KV],
                     &c->h2d[LM_LOAD_KV]);
-    split_load_hops(env, tier, N, h->hid_l, h->hid_l / T, 64, &c->hop[LM_LOAD_HIDDEN], &c->h2d[LM_LOAD_HIDDEN]);
+    if (h->hid_share < 1) { /* hcache-quant: fewer bytes, a dequantize before the projection */
+        split_load_hops(env, tier, N, h->hid_l * h->hid_share, h->hid_l / T * h->hid_share, 64, &c->hop[LM_LOAD_HIDDEN],
+                        &c->h2d[LM_LOAD_HIDDEN]);
+        c->comp[LM_LOAD_HIDDEN] += split_dequant_ns(env, N, 1);
+    } else {
+        split_load_hops(env, tier, N, h->hid_l, h->hid_l / T, 64, &c->hop[LM_LOAD_HIDDEN], &c->h2d[LM_LOAD_HIDDEN]);
+    }
     c->start_ns = (double)env->iter_overhead_ns;
 }
 
@@ -174,12 +186,15 @@ static int h_init_variant(const PolicyEnv *env, void **state, int variant, KvErr
     h->kv_l = (double)model_kv_bytes_per_token_layer(ly);
     h->hid_l = (double)model_hidden_bytes_per_token_layer(ly);
     h->hid_over_kv = h->hid_l / h->kv_l;
+    h->hid_bits = variant == V_QUANT ? (int)policy_knob(env, "bits") : 16;
+    h->hid_share = split_quant_share(h->hid_bits, ly->m->head_dim);
     h->kv_suffix = 0;
     if (variant == V_HCACHE) {
         double kl = policy_knob(env, "kv_layers");
         h->kv_suffix = kl < 0 ? storage_kv_suffix(env, h) : kl > h->L ? h->L : (int)kl;
     }
     if (variant == V_NAIVE) h->saved_bpt = h->L * h->kv_l;
+    else if (variant == V_QUANT) h->saved_bpt = h->L * h->hid_l * h->hid_share;
     else h->saved_bpt = h->L * h->hid_l + h->kv_suffix * h->kv_l;
     h->ref_tier = split_primary_tier(env);
     split_layer_costs(env, h->ref_tier, HCACHE_REF_TOKENS, &h->ref_lc);
@@ -192,6 +207,7 @@ static int h_init_variant(const PolicyEnv *env, void **state, int variant, KvErr
 static int hcache_init(const PolicyEnv *env, void **state, KvErr *e) { return h_init_variant(env, state, V_HCACHE, e); }
 static int noschd_init(const PolicyEnv *env, void **state, KvErr *e) { return h_init_variant(env, state, V_NOSCHD, e); }
 static int naive_init(const PolicyEnv *env, void **state, KvErr *e) { return h_init_variant(env, state, V_NAIVE, e); }
+static int quant_init(const PolicyEnv *env, void **state, KvErr *e) { return h_init_variant(env, state, V_QUANT, e); }
 
 static void h_fini(void *state) { free(state); }
 
@@ -214,6 +230,9 @@ static int h_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Rest
         solve(env, h, tier, N, n, &m->dir, &m->k, &m->est_ns);
     }
     modes_of(h, m->dir, m->k, plan->layer_mode);
+    if (h->hid_share < 1)
+        for (int l = 0; l < h->L; l++)
+            if (plan->layer_mode[l] == LM_LOAD_HIDDEN) plan->layer_bytes_scale[l] = (float)h->hid_share;
     h->plans++;
     h->n_dir[m->dir]++;
     if (m->k < h->k_min) h->k_min = m->k;
@@ -260,6 +279,9 @@ static void h_notes(void *state, char *buf, int len)
                       g_mode_names[md], both ? "+kv" : "");
     }
     n += snprintf(buf + n, (size_t)(len - n), "], \"hidden_over_kv_bytes\": %.4f", h->hid_over_kv);
+    if (h->variant == V_QUANT)
+        n += snprintf(buf + n, (size_t)(len - n), ", \"hidden_bits\": %d, \"stored_share_of_fp16\": %.5f, "
+                      "\"stored_over_kv_bytes\": %.4f", h->hid_bits, h->hid_share, h->hid_over_kv * h->hid_share);
     if (h->hid_over_kv > 1 && h->variant != V_NAIVE)
         n += snprintf(buf + n, (size_t)(len - n), ", \"warning\": \"hidden states are %.2fx the KV cache of this "
                       "GQA model: loading them moves more bytes than loading KV\"", h->hid_over_kv);
@@ -293,6 +315,24 @@ const KvPolicyOps policy_hcache_noschd = {
     .saved_bytes_per_token = h_saved,
     .notes = h_notes,
     .save_mode = SAVE_PER_ITERATION,
+};
+
+static const PolicyKnob g_hquant_knobs[] = {
+    {.name = "bits", .type = KNOB_INT, .def = 8, .min = 4, .max = 8, .n_choices = 2, .choices = {4, 8},
+     .help = "bits per stored hidden-state element (one fp16 scale per d_h elements of a token)"},
+};
+
+const KvPolicyOps policy_hcache_quant = {
+    .name = "hcache-quant",
+    .summary = "hcache with hidden states quantized per token (int8/int4): fewer bytes, a dequantize before each projection",
+    .init = quant_init,
+    .fini = h_fini,
+    .plan_restore = h_plan,
+    .saved_bytes_per_token = h_saved,
+    .notes = h_notes,
+    .save_mode = SAVE_PER_ITERATION,
+    .knobs = g_hquant_knobs,
+    .n_knobs = (int)KV_ARRAY_LEN(g_hquant_knobs),
 };
 
 const KvPolicyOps policy_naive_hybrid = {

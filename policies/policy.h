@@ -76,6 +76,12 @@ typedef struct RestorePlan {
     /* KV stored compressed (quantized): loaded KV bytes are scaled by this (0 or 1: plain) and every
      * KV-loaded layer pays a dequantize of its tokens in the iteration */
     double kv_bytes_scale;
+    /* per layer, the stored form's bytes as a share of its full-precision size (quantized KV or
+     * hidden states: bits/16 + the scales' share); 0: as kv_bytes_scale says (KV) or full (hidden).
+     * A layer loaded with a share in (0, 1) pays a dequantize of its tokens in the iteration (hidden
+     * states: the op scaled to D/T elements per token instead of the KV's 2·h_kv·d_h/T). Overrides
+     * kv_bytes_scale on that layer; ignored on recomputed layers and boundary activations. */
+    float layer_bytes_scale[256];
 } RestorePlan;
 
 /* How a policy's saved state is written while the session runs. */
@@ -140,6 +146,11 @@ typedef struct IoChoice {
     int layer;
     uint64_t bytes;
     int64_t enqueued_ns;
+    /* the request's history length, its arrival and the time of the choice (for orders that look at
+     * a request's class or its wait: cacheflow.io_order) */
+    int64_t history_tokens;
+    int64_t arrival_ns;
+    int64_t now_ns;
 } IoChoice;
 
 typedef struct KvPolicyOps {
@@ -161,6 +172,16 @@ typedef struct KvPolicyOps {
     const PolicyKnob *knobs;
     int n_knobs;
 } KvPolicyOps;
+
+/* The dequantize of `tokens` hidden states as the cost model's dequant op sees it (an op over
+ * 2·h_kv·d_h KV elements per token on one GPU): the token count scaled to D/T elements per token,
+ * rounded up. Used alike by the policies' estimates and the engine's iteration. */
+static inline int64_t policy_dequant_hidden_tokens(int64_t tokens, double hid_bytes_layer_gpu, double kv_bytes_layer_gpu)
+{
+    double x = (double)tokens * hid_bytes_layer_gpu / kv_bytes_layer_gpu;
+    int64_t k = (int64_t)x;
+    return (double)k < x ? k + 1 : k;
+}
 
 /* The registry of built-in policies. */
 int policy_count(void);

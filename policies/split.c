@@ -1,6 +1,8 @@
 /* split.c — per-layer estimates and the min–max split; see split.h. */
 #include "policies/split.h"
 
+#include <string.h>
+
 #include "sim/cost/layer_cost.h"
 
 void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c)
@@ -98,4 +100,33 @@ double split_walk_ns(int L, const double *comp, const double *arrive, double sta
         cur += comp[l];
     }
     return cur;
+}
+
+double split_forms_ns(int L, const int *stage_of, const uint8_t *form_of, const FormCosts *fc)
+{
+    double comp[256], arrive[256];
+    IoFlow f;
+    memset(&f, 0, sizeof f);
+    if (L > 256) L = 256;
+    for (int l = 0; l < L; l++) {
+        int m = form_of[l] & 7;
+        comp[l] = fc->comp[m];
+        arrive[l] = fc->loads[m] ? split_flow_load(&f, stage_of[l], fc->hop[m], fc->h2d[m]) : -1;
+    }
+    return split_walk_ns(L, comp, arrive, fc->start_ns);
+}
+
+double split_quant_share(int bits, int group)
+{
+    if (bits >= 16) return 1.0;
+    return bits / 16.0 + 1.0 / (group > 0 ? group : 1);
+}
+
+double split_dequant_ns(const PolicyEnv *env, int64_t N, int hidden)
+{
+    if (!cost_has(env->cost, OP_DEQUANT)) return 0;
+    if (!hidden) return cost_lookup_ns(env->cost, OP_DEQUANT, N, 0, 0);
+    double hid_g = (double)model_hidden_bytes_per_token_layer(env->ly) / env->ly->tp;
+    double kv_g = (double)model_kv_bytes_per_token_layer_gpu(env->ly);
+    return cost_lookup_ns(env->cost, OP_DEQUANT, policy_dequant_hidden_tokens(N, hid_g, kv_g), 0, 0);
 }

@@ -60,6 +60,25 @@ double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);
  * the walk starts at start_ns; returns its end. arrive[l] < 0: nothing to wait for. */
 double split_walk_ns(int L, const double *comp, const double *arrive, double start_ns);
 
+/* Per-layer plans of mixed forms (adaptive, hcache-quant): form f of layer l is costed by comp[f]
+ * in the walk and, when loads[f], loaded through the flow shop with hop[f] / h2d[f]; layer l's form
+ * is form_of[l]; stage_of[l] its pipeline stage. The engine's walk of that plan for an isolated
+ * request (what hcache's solver computes for its two forms), O(L). */
+typedef struct FormCosts {
+    double comp[8], hop[8], h2d[8];
+    int loads[8];
+    double start_ns;
+} FormCosts;
+double split_forms_ns(int L, const int *stage_of, const uint8_t *form_of, const FormCosts *fc);
+
+/* Bytes of a quantized stream as a share of fp16: bits/16 plus one fp16 scale per `group` elements
+ * (per token and head: group = d_h); bits >= 16: 1. */
+double split_quant_share(int bits, int group);
+/* Per-layer dequantize of N tokens of KV (hidden = 0) or of hidden states (hidden = 1: the op scaled
+ * to D/T elements per token, policy_dequant_hidden_tokens) on one GPU; 0 when the cost model has no
+ * dequant op (as the engine charges it). */
+double split_dequant_ns(const PolicyEnv *env, int64_t N, int hidden);
+
 /* The tier a policy stores into by default on this platform: SSD array if any, else the remote
  * store if any, else DRAM (what the storage configuration will use after DRAM spills). */
 Tier split_primary_tier(const PolicyEnv *env);

@@ -128,7 +128,8 @@ if python3 - "$tmp/k1/summary.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 k = d["policies"][0]["knobs"]
-assert k == {"save_mode": "turn", "token": True, "layer": True, "gpu": False, "batch": True}, k
+assert k == {"save_mode": "turn", "token": True, "layer": True, "gpu": False, "batch": True, "io_order": 0,
+             "slo_short_ms": 200, "slo_long_ms": 1000, "class_tokens": 2048}, k
 c = d["inputs"]["config"]
 assert c["cacheflow.gpu"] is False and c["kv-quant.bits"] == 8, c
 assert c["iter_overhead"] == "2 ms" and c["store"] == "dram+ssd" and c["n_ssd"] == 4 and c["nic"] == "none", c
@@ -813,6 +814,16 @@ printf '{"rec":"unit"}\n' > "$tmp/nohdr.jsonl"
 expect 1 "execute a schedule without a header" "$B"/kvcal execute --schedule "$tmp/nohdr.jsonl" --out "$tmp/exe"
 contains "the missing header is named" "line 1: field rec: expected the header record first"
 expect 2 "execute without --schedule" "$B"/kvcal execute --out "$tmp/exe"
+# beyond the papers: adaptive, hcache-quant, cacheflow.io_order, the findings tables
+expect 2 "adaptive.min_bits outside its choices" "$B"/kvsim run --policy adaptive --set adaptive.min_bits=6 --requests 10 --quiet --out "$tmp/ad0"
+contains "the error names the knob and its choices" "adaptive.min_bits"
+expect 0 "findings scenario with adaptive and the quantized forms, 2 seeds" "$B"/kvsim compare --scenario findings-mha-hcache-a100 --requests 60 --seeds 2 --jobs 1 --quiet --out "$tmp/hcache-a100__Llama-2-7B__8"
+if python3 tools/findings_tables.py quant "$tmp/hcache-a100__Llama-2-7B__8" >"$tmp/out" 2>&1; then ok "findings_tables renders a quantization table"; else bad "findings_tables renders a quantization table"; fi
+contains "the table has hcache-quant's paired ratio" "| hcache-quant |"
+if python3 -c "import json,sys; p=[x for x in json.load(open(sys.argv[1]))['replications']['per_seed'][0]['policies'] if x['name']=='adaptive'][0]; n=p['policy_notes']['stored_layout']; assert n['bytes_per_token'] <= n['budget_bytes_per_token']" "$tmp/hcache-a100__Llama-2-7B__8/summary.json" 2>/dev/null; then
+  ok "adaptive's notes show its stored layout within the budget"; else bad "adaptive's notes show its stored layout within the budget"; fi
+expect 0 "cacheflow with the EDF IO order" "$B"/kvsim run --policy cacheflow --scenario findings-fairness-edf --requests 80 --quiet --out "$tmp/edf"
+if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['policies'][0]['knobs']['io_order'] == 3" "$tmp/edf/summary.json" 2>/dev/null; then ok "summary.json lists cacheflow.io_order"; else bad "summary.json lists cacheflow.io_order"; fi
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -350,7 +350,7 @@ TEST(policy_cacheflow_io_pick_oldest_restoration_first)
     CHECK(cf && cf->init(&env, &st, &e) == 0);
     /* the oldest restoring request (lowest id: compute runs in admission order, so its recomputation
      * delays every restoration behind it) gets the next chunk, whatever is left to restore */
-    IoChoice u[4] = {{7, 300, 0, 1, 0}, {5, 900, 0, 1, 1}, {5, 900, 0, 1, 2}, {6, 10, 0, 1, 3}};
+    IoChoice u[4] = {{7, 300, 0, 1, 0, 0, 0, 0}, {5, 900, 0, 1, 1, 0, 0, 0}, {5, 900, 0, 1, 2, 0, 0, 0}, {6, 10, 0, 1, 3, 0, 0, 0}};
     CHECK_EQ_I(cf->io_pick(st, u, 4), 1); /* request 5, its first unit (units of one request: FIFO) */
     u[1].request_id = 8;                  /* re-ranked at every chunk */
     CHECK_EQ_I(cf->io_pick(st, u, 4), 2);
@@ -731,4 +731,204 @@ TEST(policy_cacheflow_stage_parallel_planner_matches_engine)
         sim_world_close(&w);
     }
     CHECK(stage_plans >= 2);
+}
+
+/* ---- beyond the papers: adaptive and hcache-quant ---- */
+
+/* one isolated run: the restoring turn's row (rows[1]) and the notes; 0 on success */
+static int iso_run(TestCtx *t, const char *platform, const char *model, const char *store, int64_t n0, const char *policy,
+                   const char *const *sets, SimRequestRow *row, SimResult *res_out, SimWorld *w_out)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, n0, 64, platform, model);
+    if (store && !strcmp(store, "ssd")) { /* every save spills to the SSD array */
+        simtest_set(t, &c, "store", "dram+ssd");
+        c.dram_bytes = 1;
+    } else if (store) {
+        simtest_set(t, &c, "store", store);
+    }
+    for (int i = 0; sets && sets[i]; i += 2) simtest_set(t, &c, sets[i], sets[i + 1]);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, policy, &w, &rows, &res) != 0) return -1;
+    CHECK_EQ_I(rows.n, 2);
+    int ok = rows.n == 2;
+    if (ok) *row = rows.rows[1];
+    if (res_out) *res_out = res;
+    else sim_result_free(&res);
+    if (w_out) *w_out = w;
+    else sim_world_close(&w);
+    return ok ? 0 : -1;
+}
+
+/* adaptive on an isolated request: never slower than any single form it stored (each run by its own
+ * policy: kv-offload, hcache-noschd, kv-quant, hcache-quant; recompute is always possible), never
+ * faster than ideal, and its TTFT split (queue + restore + prefill) adds up; over MHA, GQA-4 and a
+ * GQA MoE model, from DRAM and from the SSD array, lossless and with quantized forms admitted. */
+TEST(policy_adaptive_isolated_never_slower_than_a_stored_single_form)
+{
+    static const struct {
+        const char *platform, *model, *store;
+        int64_t n0;
+    } cases[] = {
+        {"hcache-a100", "Llama-2-7B", "dram", 8000},   {"hcache-a100", "Llama-2-7B", "ssd", 8000},
+        {"hcache-a100", "Llama-2-7B", "dram", 1500},   {"hcache-a100", "Llama-3.1-8B", "ssd", 12000},
+        {"hcache-a100", "Llama-3.1-8B", "dram", 3000}, {"h200", "Qwen3-30B-A3B", "ssd", 12000},
+        {"h200", "Llama-3.1-8B", "dram", 6000},
+    };
+    static const char *const budgets[][6] = {
+        {"adaptive.storage_budget", "1", NULL},
+        {"adaptive.storage_budget", "0.5", "adaptive.min_bits", "4", NULL},
+        {"adaptive.storage_budget", "3", "adaptive.min_bits", "8", NULL},
+    };
+    int compared = 0;
+    for (size_t ci = 0; ci < KV_ARRAY_LEN(cases); ci++) {
+        for (size_t bi = 0; bi < KV_ARRAY_LEN(budgets); bi++) {
+            SimRequestRow ra, ri, rs;
+            SimResult res;
+            SimWorld w;
+            if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, "adaptive", budgets[bi], &ra,
+                        &res, &w) != 0)
+                return;
+            cJSON *nt = notes_of(&res);
+            cJSON *lay = nt ? cJSON_GetObjectItem(nt, "stored_layout") : NULL;
+            CHECK(lay != NULL);
+            const char *P = lay ? cJSON_GetObjectItem(lay, "primary")->valuestring : "rec";
+            const char *Q = lay ? cJSON_GetObjectItem(lay, "secondary")->valuestring : "rec";
+            int j = lay ? (int)cJSON_GetObjectItem(lay, "secondary_last_layers")->valuedouble : 0, L = w.model->layers;
+            double kvb = (double)model_kv_bytes_per_token(&w.ly);
+            double budget = atof(budgets[bi][1]);
+            CHECK_MSG(res.saved_bytes_per_token <= budget * kvb * (1 + 1e-9), "%s: stores %.0f B/token over the budget %.0f",
+                      cases[ci].model, res.saved_bytes_per_token, budget * kvb);
+            CHECK_EQ_I((int)(ra.queue_ns + ra.restore_ns + ra.prefill_ns), (int)ra.ttft_ns);
+            /* the single forms stored on every layer, and the policy that restores exactly that form */
+            static const struct {
+                const char *form, *policy, *k, *v;
+            } singles[] = {
+                {"rec", "recompute", NULL, NULL},        {"kv16", "kv-offload", NULL, NULL},
+                {"h16", "hcache-noschd", NULL, NULL},    {"kv8", "kv-quant", "kv-quant.bits", "8"},
+                {"kv4", "kv-quant", "kv-quant.bits", "4"}, {"h8", "hcache-quant", "hcache-quant.bits", "8"},
+                {"h4", "hcache-quant", "hcache-quant.bits", "4"},
+            };
+            for (size_t s = 0; s < KV_ARRAY_LEN(singles); s++) {
+                int stored = !strcmp(singles[s].form, "rec") || !strcmp(P, singles[s].form) || (j == L && !strcmp(Q, singles[s].form));
+                if (!stored) continue;
+                const char *sets[] = {singles[s].k, singles[s].v, NULL};
+                if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, singles[s].policy,
+                            singles[s].k ? sets : NULL, &rs, NULL, NULL) != 0)
+                    continue;
+                compared++;
+                /* within the discretisation: hcache-quant may split off a recompute prefix (only
+                 * faster); 0.5 % or 0.1 ms for the layouts' and plans' integer grids */
+                CHECK_MSG((double)ra.ttft_ns <= (double)rs.ttft_ns * 1.005 + 1e5,
+                          "%s on %s from %s, N=%lld, budget %s: adaptive %.3f ms, %s (%s everywhere) %.3f ms", cases[ci].model,
+                          cases[ci].platform, cases[ci].store, (long long)cases[ci].n0, budgets[bi][1], ra.ttft_ns / 1e6,
+                          singles[s].policy, singles[s].form, rs.ttft_ns / 1e6);
+            }
+            if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, "ideal", NULL, &ri, NULL, NULL) == 0)
+                CHECK_MSG(ra.ttft_ns >= ri.ttft_ns, "adaptive %.3f ms beats ideal %.3f ms", ra.ttft_ns / 1e6, ri.ttft_ns / 1e6);
+            cJSON_Delete(nt);
+            sim_result_free(&res);
+            sim_world_close(&w);
+        }
+    }
+    CHECK(compared >= 30);
+}
+
+/* hcache-quant: stores L·D·(bits/16 + 1/d_h) fp16-equivalent bytes per token, loads that share of
+ * the hidden states, and pays a dequantize on top of each projection: with the split off (a single
+ * layer walk of hidden states only, from DRAM) its TTFT follows the engine's walk by hand */
+TEST(policy_hcache_quant_stores_and_loads_the_quantized_share)
+{
+    for (int bits = 4; bits <= 8; bits += 4) {
+        const char *sets[] = {"hcache-quant.bits", bits == 4 ? "4" : "8", NULL};
+        SimRequestRow r;
+        SimResult res;
+        SimWorld w;
+        if (iso_run(t, "hcache-a100", "Llama-2-7B", "dram", 8000, "hcache-quant", sets, &r, &res, &w) != 0) return;
+        int L = w.model->layers;
+        double share = bits / 16.0 + 1.0 / w.model->head_dim, hid = (double)model_hidden_bytes_per_token_layer(&w.ly);
+        CHECK_NEAR(res.saved_bytes_per_token, L * hid * share, 1e-9, 0);
+        cJSON *nt = notes_of(&res);
+        cJSON *pl = nt ? cJSON_GetObjectItem(nt, "plans") : NULL;
+        int lo = pl ? (int)cJSON_GetObjectItem(pl, "split_min")->valuedouble : -1;
+        CHECK(lo >= 0 && lo < L);
+        int64_t N = 8001;
+        /* loaded: the quantized hidden states of the L − lo layers not recomputed (float share) */
+        CHECK_NEAR(res.bytes_h2d, (double)N * (L - lo) * hid * (float)share, 1e-6, 0);
+        /* the walk: hidden layers cost plain + projection + dequantize of D elements per token */
+        double cursor = 2e6, arrive = 0;
+        for (int l = 0; l < L; l++) {
+            double tl;
+            if (l < lo) {
+                tl = simtest_lin(&w, 64 + N) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, 64, N, 0) +
+                     cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, N, 0, 0);
+            } else {
+                arrive += link_ns(&w, (double)N * hid * (float)share);
+                int64_t dq = policy_dequant_hidden_tokens(N, hid, (double)model_kv_bytes_per_token_layer_gpu(&w.ly));
+                tl = simtest_lin(&w, 64) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, 64, N, 0) +
+                     cost_lookup_ns(&w.cost, OP_GEMM_KV_PROJ, N, 0, 0) + cost_lookup_ns(&w.cost, OP_DEQUANT, dq, 0, 0);
+                if (arrive > cursor) cursor = arrive;
+            }
+            cursor += tl;
+        }
+        CHECK_NEAR((double)r.ttft_ns, cursor, 0.01, 0);
+        cJSON_Delete(nt);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
+
+/* cacheflow.io_order: each order's rule on one set of waiting units (re-ranked at every call) */
+TEST(policy_cacheflow_io_orders)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    snprintf(c.platform, sizeof c.platform, "cacheflow-a100-10g");
+    snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    const KvPolicyOps *cf = policy_find("cacheflow", &e);
+    PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
+                     .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
+                     .save_tier = w.save_tier, .ops = cf, .knobs = sim_config_knobs(&c, cf)};
+    /* {id, remaining, layer, bytes, enqueued, history, arrival, now}: a long history (id 3) arrived
+     * first; two short ones (ids 5, 4) later, 4 arriving before 5 but queued after it */
+    const int64_t ms = 1000000;
+    IoChoice u[3] = {{5, 900, 0, 1, 10 * ms, 1000, 9 * ms, 150 * ms},
+                     {3, 30000, 0, 1, 11 * ms, 40000, 0, 150 * ms},
+                     {4, 600, 0, 1, 12 * ms, 800, 5 * ms, 150 * ms}};
+    static const struct {
+        const char *order;
+        int want;
+    } cases[] = {{"0", 1}, {"1", 1}, {"2", 0}, {"3", 2}, {"4", 1}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        simtest_set(t, &c, "cacheflow.io_order", cases[i].order);
+        void *st = NULL;
+        CHECK(cf && cf->init(&env, &st, &e) == 0);
+        CHECK_MSG(cf->io_pick(st, u, 3) == cases[i].want, "io_order %s: picked %d, want %d", cases[i].order,
+                  cf->io_pick(st, u, 3), cases[i].want);
+        if (!strcmp(cases[i].order, "4")) { /* aging: past its 200 ms target, the short request goes first */
+            IoChoice v[3];
+            memcpy(v, u, sizeof v);
+            for (int k = 0; k < 3; k++) v[k].now_ns = 206 * ms;
+            CHECK_EQ_I(cf->io_pick(st, v, 3), 2); /* 4's deadline 205 ms passed, 5's (209 ms) not yet */
+            for (int k = 0; k < 3; k++) v[k].now_ns = 300 * ms;
+            CHECK_EQ_I(cf->io_pick(st, v, 3), 2); /* both late: the earlier deadline */
+        }
+        if (!strcmp(cases[i].order, "3")) { /* EDF: a long class's target is later (1 s by default) */
+            simtest_set(t, &c, "cacheflow.slo_long_ms", "1");
+            cf->fini(st);
+            CHECK(cf->init(&env, &st, &e) == 0);
+            CHECK_EQ_I(cf->io_pick(st, u, 3), 1); /* now the long request's deadline (1 ms) is first */
+            simtest_set(t, &c, "cacheflow.slo_long_ms", "1000");
+        }
+        cf->fini(st);
+    }
+    sim_world_close(&w);
 }

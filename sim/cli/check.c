@@ -8,7 +8,7 @@
  * Invariants: the simulator is deterministic, so on the machine that wrote the references every
  * value is equal; the tolerances absorb floating-point differences between compilers and CPUs
  * (a few ulps that can move a histogram bucket: percentiles by < 0.4 %), not model changes.
- * Complexity: the canonical runs (3 scenarios × 300 requests × their policies: about a second).
+ * Complexity: the canonical runs (6 scenarios × 300 requests × their policies: about a second).
  */
 #include "sim/cli/check.h"
 
@@ -27,6 +27,10 @@ static const struct {
     {"hcache-sharegpt4-llama2-7b", 300},         /* HCache's box: DRAM + 4 SSDs, six policies */
     {"cake-a100-llama2-13b", 300},               /* Cake: bidirectional restoration on one A100 */
     {"cacheflow-h100-10g-llama31-8b-chat", 300}, /* CacheFlow: a remote store over 10 GbE */
+    /* results/findings.md's headline scenarios (tools/findings.sh) */
+    {"findings-mha-hcache-a100", 300}, /* MHA on HCache's box: hcache ahead of kv-offload; adaptive, quantized */
+    {"findings-gqa-h200", 300},        /* GQA-4 on a Gen5 box: the advantage flips; adaptive keeps KV */
+    {"findings-fairness-edf", 300},    /* CacheFlow's EDF IO order under sustained load */
 };
 
 static const struct {
@@ -64,7 +68,7 @@ static const OptSpec k_check_opts[] = {
 };
 static const OptCmd k_check = {
     "kvsim check",
-    "Re-run the canonical scenarios (3 scenarios × 300 requests, each with its own policies) and compare key "
+    "Re-run the canonical scenarios (6 scenarios × 300 requests, each with its own policies) and compare key "
     "metrics with the reference results within the tolerances below; exit 1 with a table of what moved.",
     k_check_opts, (int)KV_ARRAY_LEN(k_check_opts), NULL, 0, 0};
 

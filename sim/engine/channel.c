@@ -99,7 +99,8 @@ static Unit *pick_load(Sim *sm, Channel *c)
         for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
             us[n] = x;
             ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
-                               (uint64_t)x->bytes[x->hop], x->enq_ns};
+                               (uint64_t)x->bytes[x->hop], x->enq_ns, x->r ? x->r->hist : 0,
+                               x->r ? x->r->arrival_ns : 0, sim_now(sm)};
             n++;
         }
         int k = sm->pol->io_pick(sm->pstate, ch, n);

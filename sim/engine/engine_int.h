@@ -182,6 +182,7 @@ struct Request {
     double lane_ns[SIM_MAX_STAGES];   /* stage-parallel: each stage's recompute lane in the iteration in flight */
     int64_t chunk_tokens;      /* storage layout chunk (0: the array's stripe) */
     double kv_scale;           /* compressed KV: bytes scale (1 plain) */
+    float *lscale;             /* per layer: the plan's layer_bytes_scale (NULL: none set) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */

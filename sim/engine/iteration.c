@@ -177,11 +177,14 @@ static void layer_costs(Sim *sm, Replica *rp)
             } else if (r->mode[l] == LM_LOAD_HIDDEN) {
                 double x = cost_lookup_ns(cm, OP_GEMM_KV_PROJ, r->lw_tokens, 0, 0);
                 if (sm->T > 1 && cost_has(cm, OP_ALLGATHER)) x += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
+                if (r->lscale && r->lscale[l] > 0 && r->lscale[l] < 1 && cost_has(cm, OP_DEQUANT))
+                    x += cost_lookup_ns(cm, OP_DEQUANT, policy_dequant_hidden_tokens(r->lw_tokens, sm->hid_tok_layer / sm->T, sm->kv_tok_layer_gpu), 0, 0);
                 extra += x;
                 conv += x;
                 r->rc_layer = l;
                 r->rc_off_ns = conv;
-            } else if (r->mode[l] == LM_LOAD_KV && r->kv_scale < 1 && cost_has(cm, OP_DEQUANT)) {
+            } else if (r->mode[l] == LM_LOAD_KV && cost_has(cm, OP_DEQUANT) &&
+                       (r->lscale && r->lscale[l] > 0 ? r->lscale[l] < 1 : r->kv_scale < 1)) {
                 double x = cost_lookup_ns(cm, OP_DEQUANT, r->lw_tokens, 0, 0);
                 extra += x;
                 conv += x;

@@ -61,6 +61,7 @@ void request_free(Request *r)
     r->s->refs--;
     free(r->gaps);
     free(r->mode);
+    free(r->lscale);
     free(r->arrived);
     free(r->layer_units);
     free(r->parts);

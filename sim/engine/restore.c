@@ -194,6 +194,11 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, int issue)
 {
     double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
     double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
+    if (r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE) { /* the layer's own stored form */
+        double sc = r->lscale[l];
+        per_gpu = hidden ? sm->hid_tok_layer / sm->T * sc : sm->kv_tok_layer_gpu * sc;
+        per_layer = hidden ? sm->hid_tok_layer * sc : sm->kv_tok_layer * sc;
+    }
     int st = sm->stage_of[l], n = 0;
     int64_t from = r->hist - r->lw_tokens;
     const StatePart *ps = stage_parts(r, st);
@@ -392,6 +397,12 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
     r->layer_units = calloc((size_t)sm->L, 1);
     if (!r->mode || !r->arrived || !r->layer_units) return sim_fail(sm, "out of memory");
     memcpy(r->mode, plan->layer_mode, (size_t)sm->L);
+    for (int l = 0; l < sm->L && !r->lscale; l++)
+        if (plan->layer_bytes_scale[l] > 0) {
+            r->lscale = malloc((size_t)sm->L * sizeof *r->lscale);
+            if (!r->lscale) return sim_fail(sm, "out of memory");
+            memcpy(r->lscale, plan->layer_bytes_scale, (size_t)sm->L * sizeof *r->lscale);
+        }
     r->lw_pending = 1;
     r->early_layers = plan->early_layers < 0 || plan->early_layers > sm->L ? sm->L : plan->early_layers;
     r->stage_par = plan->stage_parallel && sm->S > 1;
