@@ -1,26 +1,83 @@
 #!/usr/bin/env bash
-# readme_tables.sh — regenerate the README's quoted results after an intentional change of numbers:
-# the block between "BEGIN make-run output" and "END make-run output" (what `make run` prints: the
-# 5-seed comparison of configs/default.json with its differences and ratios to kv-offload) and the
-# table between "BEGIN seed-1 table" and "END seed-1 table" (one replication, seed 1). Everything
-# else in README.md is left alone; the file is written aside and renamed.
+# readme_tables.sh — regenerate every result the README quotes, after an intentional change of
+# numbers (or of the policy registry). Each quoted result sits between marker comments:
+#   <!-- BEGIN make-run output ... --> / <!-- END make-run output -->   what `make run` prints: the
+#       5-seed comparison of configs/default.json with its differences and ratios to kv-offload;
+#   <!-- BEGIN seed-1 table ... --> / <!-- END seed-1 table -->         one replication, seed 1;
+#   <!-- BEGIN policies ... --> / <!-- END policies -->                 `kvsim list policies` as a table;
+#   <!-- BEGIN output: CMD --> / <!-- END output -->                    CMD (a `bin/kvsim compare ...
+#       --out DIR` command, shown above it) run into a scratch directory: its table.md.
+# Everything else in README.md is left alone; the file is written aside and renamed.
 # Usage: bash tools/readme_tables.sh [KVSIM]   (default bin/kvsim)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVSIM=${1:-bin/kvsim}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$KVSIM" compare --config configs/default.json --policies all --seeds 5 --baseline kv-offload \
-    --out "$tmp/five" > /dev/null 2>&1
-# table.md without its leading blank line, a blank line after the title line
-awk 'NF || started { if (!started) { started = 1; print; print ""; next } print }' "$tmp/five/table.md" > "$tmp/five.txt"
-"$KVSIM" compare --config configs/default.json --policies all --out "$tmp/one" > /dev/null 2>&1
-# the seed-1 table: the Markdown table lines of table.md
-grep '^|' "$tmp/one/table.md" > "$tmp/one.txt"
-awk -v five="$tmp/five.txt" -v one="$tmp/one.txt" '
-  /^<!-- BEGIN make-run output/ { print; print "```"; while ((getline l < five) > 0) print l; print "```"; skip = 1; next }
-  /^<!-- END make-run output/   { skip = 0 }
-  /^<!-- BEGIN seed-1 table/    { print; print ""; while ((getline l < one) > 0) print l; print ""; skip = 1; next }
-  /^<!-- END seed-1 table/      { skip = 0 }
-  !skip { print }' README.md > README.md.tmp
-if cmp -s README.md README.md.tmp; then rm README.md.tmp; echo "readme_tables: README.md unchanged"
-else mv README.md.tmp README.md; echo "readme_tables: README.md updated (git diff README.md)"; fi
+python3 - "$KVSIM" "$tmp" <<'PY'
+import os, re, shlex, subprocess, sys
+kvsim, tmp = sys.argv[1], sys.argv[2]
+n = [0]
+
+def compare(args):
+    """run `kvsim compare ARGS` into a scratch directory; its table.md without leading blank lines"""
+    n[0] += 1
+    out = os.path.join(tmp, "r%d" % n[0])
+    args = list(args)
+    if "--out" in args:
+        args[args.index("--out") + 1] = out
+    else:
+        args += ["--out", out]
+    subprocess.run([kvsim] + args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lines = open(os.path.join(out, "table.md")).read().split("\n")
+    while lines and not lines[0].strip(): lines.pop(0)
+    while lines and not lines[-1].strip(): lines.pop()
+    return lines
+
+def make_run():
+    t = compare(["compare", "--config", "configs/default.json", "--policies", "all", "--seeds", "5",
+                 "--baseline", "kv-offload"])
+    return ["```", t[0], ""] + t[1:] + ["```"]
+
+def seed1():
+    t = compare(["compare", "--config", "configs/default.json", "--policies", "all"])
+    return [""] + [l for l in t if l.startswith("|")] + [""]
+
+def policies():
+    txt = subprocess.run([kvsim, "list", "policies"], check=True, capture_output=True, text=True).stdout
+    rows = ["| policy | what it does |", "|---|---|"]
+    for l in txt.split("\n"):
+        if not l.strip() or l.startswith(" "): continue
+        name, _, what = l.partition(" ")
+        rows.append("| `%s` | %s |" % (name, what.strip().replace("|", "\\|")))
+    return rows + ["", "Each policy's knobs (`--set POLICY.KNOB=V`): `bin/kvsim list policies`."]
+
+def output(cmd):
+    argv = shlex.split(cmd)
+    if argv[:2] != ["bin/kvsim", "compare"]:
+        sys.exit("readme_tables: only 'bin/kvsim compare ...' can be quoted, not: " + cmd)
+    return compare(argv[1:])
+
+src = open("README.md").read().split("\n")
+out, i = [], 0
+while i < len(src):
+    l = src[i]
+    m = re.match(r"<!-- BEGIN (make-run output|seed-1 table|policies|output: (.*)) -->$", l.split(" (tools/")[0] + (" -->" if " (tools/" in l else ""))
+    if not m:
+        out.append(l); i += 1; continue
+    kind = m.group(1)
+    end = "<!-- END " + ("output" if kind.startswith("output:") else kind) + " -->"
+    j = i + 1
+    while j < len(src) and src[j] != end: j += 1
+    if j == len(src): sys.exit("readme_tables: README.md line %d: %s has no %s" % (i + 1, l, end))
+    body = (make_run() if kind == "make-run output" else seed1() if kind == "seed-1 table"
+            else policies() if kind == "policies" else output(m.group(2)))
+    out += [l] + body + [end]
+    i = j + 1
+new = "\n".join(out)
+if new == "\n".join(src):
+    print("readme_tables: README.md unchanged")
+else:
+    open("README.md.tmp", "w").write(new)
+    os.replace("README.md.tmp", "README.md")
+    print("readme_tables: README.md updated (git diff README.md)")
+PY
