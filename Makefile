@@ -225,6 +225,8 @@ test: test-plain
 ifeq ($(SANITIZE),)
 	@echo "== every command the README shows, from a scratch directory =="
 	bash tests/readme_examples.sh README.md
+	@echo "== every result the README quotes, regenerated and compared =="
+	bash tools/readme_tables.sh --check $(BIN)/kvsim
 	@echo "== the same suite under SANITIZE=address,undefined =="
 	@$(MAKE) --no-print-directory test-plain SANITIZE=address,undefined
 	@echo "== every fuzz harness for $(FUZZ_TEST_SECONDS) s =="

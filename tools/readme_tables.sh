@@ -8,14 +8,19 @@
 #   <!-- BEGIN output: CMD --> / <!-- END output -->                    CMD (a `bin/kvsim compare ...
 #       --out DIR` command, shown above it) run into a scratch directory: its table.md.
 # Everything else in README.md is left alone; the file is written aside and renamed.
-# Usage: bash tools/readme_tables.sh [KVSIM]   (default bin/kvsim)
+# Usage: bash tools/readme_tables.sh [--check] [KVSIM]   (default bin/kvsim)
+#   --check: change nothing; exit 1 naming the blocks whose numbers differ from what KVSIM gives
+#   (make test runs it: a README that quotes stale numbers fails the suite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+CHECK=0
+if [ "${1:-}" = "--check" ]; then CHECK=1; shift; fi
 KVSIM=${1:-bin/kvsim}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-python3 - "$KVSIM" "$tmp" <<'PY'
+python3 - "$KVSIM" "$tmp" "$CHECK" <<'PY'
 import os, re, shlex, subprocess, sys
-kvsim, tmp = sys.argv[1], sys.argv[2]
+kvsim, tmp, check = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+stale = []
 n = [0]
 
 def compare(args):
@@ -71,10 +76,19 @@ while i < len(src):
     if j == len(src): sys.exit("readme_tables: README.md line %d: %s has no %s" % (i + 1, l, end))
     body = (make_run() if kind == "make-run output" else seed1() if kind == "seed-1 table"
             else policies() if kind == "policies" else output(m.group(2)))
+    if body != src[i + 1:j]:
+        stale.append("line %d: %s" % (i + 1, l))
     out += [l] + body + [end]
     i = j + 1
 new = "\n".join(out)
-if new == "\n".join(src):
+if check:
+    if stale:
+        print("readme_tables: README.md quotes numbers that differ from what %s gives now:" % kvsim)
+        for x in stale: print("  " + x)
+        print("  (an intended change of numbers: run 'bash tools/readme_tables.sh' and commit README.md)")
+        sys.exit(1)
+    print("readme_tables: every quoted result in README.md is what %s gives" % kvsim)
+elif new == "\n".join(src):
     print("readme_tables: README.md unchanged")
 else:
     open("README.md.tmp", "w").write(new)
