@@ -725,6 +725,23 @@ for c in r["claims"]:
     assert c["verdict"] in ("met", "missed", "skipped") and c["reason"]
 PY
 then ok "reproduce --fast: three claims judged, storage met"; else bad "reproduce --fast report.json"; fi
+# a Cake chunk is one engine step: its layers plus the engine profile's overhead (vllm: 2 ms)
+if python3 - "$tmp/rep/report.json" <<'PY'
+import json, re, sys
+c = {c["id"]: c for c in json.load(open(sys.argv[1]))["claims"]}["cake-chunk-1"]
+m = re.search(r"layers ([0-9.]+) \+ engine step ([0-9.]+)", c["kvsim_text"])
+assert m and float(m.group(2)) == 2.0, c["kvsim_text"]
+assert abs(float(m.group(1)) + 2.0 - c["kvsim"]) < 0.06, c
+PY
+then ok "reproduce: a chunk's time includes the engine step's overhead"; else bad "reproduce: a chunk's time includes the engine step's overhead"; fi
+expect 0 "reproduce --only split" "$B"/kvsim reproduce --only split --out "$tmp/rep-split"
+if python3 - "$tmp/rep-split/report.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["claims"][0]
+assert c["kvsim_text"].split("-bound")[0] in ("io", "compute"), c["kvsim_text"]
+assert "per layer at the" in c["reason"] and "projecting K,V" in c["reason"], c["reason"]
+PY
+then ok "reproduce: the split names its bound and per-layer times"; else bad "reproduce: the split names its bound and per-layer times"; fi
 [ -s "$tmp/rep/report.md" ] && ok "reproduce wrote report.md" || bad "reproduce wrote report.md"
 printf '{"paper": "P", "claims": [{"id": "x", "set": {"no_such_mode": 1}, "metric": {"kind": "ratio"}, "published": {"value": 1}}]}\n' > "$tmp/claim.json"
 expect 0 "reproduce skips a claim with an unknown setting" "$B"/kvsim reproduce --claims "$tmp/claim.json" --out "$tmp/rep2"
