@@ -135,6 +135,8 @@ typedef struct PolicyEnv {
     /* the tier saved state goes to first after DRAM spills, as the storage configuration resolved it
      * (SSD array, remote store, or DRAM alone) */
     Tier save_tier;
+    /* the remote store's NIC is one per pipeline stage (config nic_per_stage), not one per host */
+    int nic_per_stage;
     const struct KvPolicyOps *ops; /* the policy being run: whose knob table `knobs` follows */
     const double *knobs;           /* ops->n_knobs validated values, in table order */
 } PolicyEnv;
