@@ -37,6 +37,10 @@
  *                order, the admission order of a replica's FIFO). cacheflow.batch=0: each request
  *                planned alone, IO in FIFO order.
  *
+ * nic_per_stage (a NIC per stage, config): the stages' loads from the remote store are planned on
+ * their own NICs (IoFlow.hop_per_stage, the token-wise race likewise). hcache-cf (the end of this
+ * file) is the one-tier variant: the same solver over HCache's hidden states.
+ *
  * Engine semantics it ran on: CacheFlow is built on vLLM with LMCache-style loading; its layer-wise
  * loads are waited for inside the forward pass, so a late layer stalls the decode tokens that share
  * that iteration (the engine's walk does exactly that); its token-wise chunks never stall one.
