@@ -37,6 +37,10 @@
  *                order, the admission order of a replica's FIFO). cacheflow.batch=0: each request
  *                planned alone, IO in FIFO order.
  *
+ * nic_per_stage (a NIC per stage, config): the stages' loads from the remote store are planned on
+ * their own NICs (IoFlow.hop_per_stage, the token-wise race likewise). hcache-cf (the end of this
+ * file) is the one-tier variant: the same solver over HCache's hidden states.
+ *
  * Engine semantics it ran on: CacheFlow is built on vLLM with LMCache-style loading; its layer-wise
  * loads are waited for inside the forward pass, so a late layer stalls the decode tokens that share
  * that iteration (the engine's walk does exactly that); its token-wise chunks never stall one.
@@ -53,6 +57,8 @@
 #define CF_MAXL 256
 #define CF_MAXS 16
 
+extern const KvPolicyOps policy_hcache_cf;
+
 enum { CF_KV = 0, CF_LAYER, CF_TOKEN, CF_STAGE, CF_NKINDS };
 /* IO orders of the shared channel (cacheflow.io_order) */
 enum { CF_ORDER_OLDEST = 0, CF_ORDER_MRF, CF_ORDER_FIFO, CF_ORDER_EDF, CF_ORDER_AGING };
@@ -66,6 +72,7 @@ typedef struct CfMemo {
 } CfMemo;
 
 typedef struct CfState {
+    int onetier; /* hcache-cf: HCache's hidden states are the stored form and the boundary activations */
     int token, layer, gpu, batch;
     int io_order;                        /* CF_ORDER_* (cacheflow.io_order) */
     int64_t slo_short_ns, slo_long_ns, class_tokens; /* per-class TTFT targets (edf, aging) */
@@ -82,7 +89,9 @@ typedef struct CfState {
 /* per-layer KV load hops and the iteration's per-layer costs for N tokens on tier */
 typedef struct CfCosts {
     IterCosts ic;
-    double kv_hop, kv_h2d;     /* one layer's KV of N tokens */
+    double kv_hop, kv_h2d;     /* one layer's KV of N tokens (hcache-cf: its hidden states) */
+    double load_comp;          /* the iteration's layer time of a loaded layer (KV: plain; hidden: + projection) */
+    int hop_per_stage;         /* the tier channel is one per stage (nic_per_stage over the remote store) */
     double bnd_hop, bnd_h2d;   /* one boundary activation of N tokens */
     double ag;                 /* all-gather of N boundary states under TP */
     double start;              /* the iteration's overhead */
@@ -91,8 +100,16 @@ typedef struct CfCosts {
 static void cf_costs(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t N, int64_t n, CfCosts *c)
 {
     split_iter_costs(env, N, n, &c->ic);
-    split_load_hops(env, tier, N, cf->kv_l, cf->kv_g, 0, &c->kv_hop, &c->kv_h2d);
-    split_load_hops(env, tier, N, cf->hid_l, cf->hid_l / cf->T, 0, &c->bnd_hop, &c->bnd_h2d);
+    if (cf->onetier) { /* hidden states in HCache's 64-token layout, boundary activations among them */
+        split_load_hops(env, tier, N, cf->hid_l, cf->hid_l / cf->T, 64, &c->kv_hop, &c->kv_h2d);
+        c->bnd_hop = c->kv_hop, c->bnd_h2d = c->kv_h2d;
+        c->load_comp = c->ic.hid;
+    } else {
+        split_load_hops(env, tier, N, cf->kv_l, cf->kv_g, 0, &c->kv_hop, &c->kv_h2d);
+        split_load_hops(env, tier, N, cf->hid_l, cf->hid_l / cf->T, 0, &c->bnd_hop, &c->bnd_h2d);
+        c->load_comp = c->ic.plain;
+    }
+    c->hop_per_stage = env->nic_per_stage && tier == TIER_REMOTE;
     c->ag = env->ly->tp > 1 && cost_has(env->cost, OP_ALLGATHER) ? cost_lookup_ns(env->cost, OP_ALLGATHER, N, 0, 0) : 0;
     c->start = (double)env->iter_overhead_ns;
 }
@@ -103,8 +120,9 @@ static double cf_layer_walk(const CfState *cf, const CfCosts *c, int k)
     double comp[CF_MAXL], arr[CF_MAXL];
     IoFlow f;
     memset(&f, 0, sizeof f);
+    f.hop_per_stage = c->hop_per_stage;
     for (int l = 0; l < cf->L; l++) {
-        comp[l] = l < k ? c->ic.rec : c->ic.plain;
+        comp[l] = l < k ? c->ic.rec : c->load_comp;
         arr[l] = l < k ? -1 : split_flow_load(&f, cf->stage_of[l], c->kv_hop, c->kv_h2d);
     }
     return split_walk_ns(cf->L, comp, arr, c->start);
@@ -131,6 +149,7 @@ static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
 {
     IoFlow f;
     memset(&f, 0, sizeof f);
+    f.hop_per_stage = c->hop_per_stage;
     double lane_end[CF_MAXS];
     for (int s = 0; s < cf->S; s++) {
         double lane = ell[s] * c->ic.rec_lane, from = c->start;
@@ -145,7 +164,7 @@ static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
     for (int l = 0; l < cf->L; l++) {
         int s = cf->stage_of[l];
         int rec = l < cf->st_first[s] + ell[s];
-        comp[l] = c->ic.plain;
+        comp[l] = rec ? c->ic.plain : c->load_comp;
         arr[l] = rec ? -1 : split_flow_load(&f, s, c->kv_hop, c->kv_h2d);
         if (l == cf->st_first[s] && lane_end[s] > arr[l]) arr[l] = lane_end[s];
     }
@@ -190,7 +209,7 @@ static double cf_token_ns(const PolicyEnv *env, const CfState *cf, const CfCosts
     split_load_hops(env, tier, 0, cf->kv_l, cf->kv_g, 0, &hop_lat, &h2d_lat);
     double per_tok_hop = N > 0 ? (c->kv_hop - hop_lat) / (double)N : 0;
     double per_tok_h2d = N > 0 ? (c->kv_h2d - h2d_lat) / (double)N : 0;
-    double hop_free = 0, h2d_free[CF_MAXS] = {0};
+    double hop_free = 0, h2d_free[CF_MAXS] = {0}, hop_free_st[CF_MAXS] = {0};
     double land[2] = {0};
     int64_t ck[2] = {0};
     int nfl = 0;
@@ -205,9 +224,10 @@ static double cf_token_ns(const PolicyEnv *env, const CfState *cf, const CfCosts
             for (int s = 0; s < cf->S; s++) {
                 double frac = (double)cf->st_count[s] / cf->L;
                 double hop = hop_lat > 0 || per_tok_hop > 0 ? hop_lat + per_tok_hop * (double)ch * frac * cf->L : 0;
-                double st = hop_free > now ? hop_free : now;
+                double *hf = c->hop_per_stage ? &hop_free_st[s] : &hop_free; /* nic_per_stage: its own NIC */
+                double st = *hf > now ? *hf : now;
                 double ready = now;
-                if (hop > 0) hop_free = st + hop, ready = hop_free;
+                if (hop > 0) *hf = st + hop, ready = *hf;
                 double d = h2d_lat + per_tok_h2d * (double)ch * frac * cf->L;
                 double hs = h2d_free[s] > ready ? h2d_free[s] : ready;
                 h2d_free[s] = hs + d;
@@ -282,14 +302,20 @@ static int cf_init(const PolicyEnv *env, void **state, KvErr *e)
     CfState *cf = calloc(1, sizeof *cf);
     if (!cf) return kv_err(e, "out of memory");
     const ModelLayout *ly = env->ly;
-    cf->token = policy_knob(env, "token") != 0;
-    cf->layer = policy_knob(env, "layer") != 0;
-    cf->gpu = policy_knob(env, "gpu") != 0;
-    cf->batch = policy_knob(env, "batch") != 0;
-    cf->io_order = (int)policy_knob(env, "io_order");
-    cf->slo_short_ns = (int64_t)(policy_knob(env, "slo_short_ms") * 1e6);
-    cf->slo_long_ns = (int64_t)(policy_knob(env, "slo_long_ms") * 1e6);
-    cf->class_tokens = (int64_t)policy_knob(env, "class_tokens");
+    cf->onetier = env->ops == &policy_hcache_cf;
+    if (cf->onetier) { /* layer axis (HCache's IO-bound split) and the GPU axis; no KV: no token axis */
+        cf->layer = 1;
+        cf->gpu = policy_knob(env, "gpu") != 0;
+    } else {
+        cf->token = policy_knob(env, "token") != 0;
+        cf->layer = policy_knob(env, "layer") != 0;
+        cf->gpu = policy_knob(env, "gpu") != 0;
+        cf->batch = policy_knob(env, "batch") != 0;
+        cf->io_order = (int)policy_knob(env, "io_order");
+        cf->slo_short_ns = (int64_t)(policy_knob(env, "slo_short_ms") * 1e6);
+        cf->slo_long_ns = (int64_t)(policy_knob(env, "slo_long_ms") * 1e6);
+        cf->class_tokens = (int64_t)policy_knob(env, "class_tokens");
+    }
     cf->L = ly->m->layers;
     cf->S = ly->pp;
     if (cf->L > CF_MAXL || cf->S > CF_MAXS) {
@@ -351,6 +377,7 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
     }
     cf->n_kind[m->kind]++;
     if (m != &tmp) cf->last_est_ns = m->est_ns;
+    uint8_t loaded = cf->onetier ? LM_LOAD_HIDDEN : LM_LOAD_KV;
     switch (m->kind) {
     case CF_TOKEN:
         plan->tokenwise = 1;
@@ -361,19 +388,21 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
         plan->stage_parallel = 1;
         for (int s = 0; s < cf->S; s++)
             for (int l = cf->st_first[s]; l < cf->st_first[s] + cf->st_count[s]; l++)
-                plan->layer_mode[l] = l < cf->st_first[s] + m->ell[s] ? LM_RECOMPUTE : LM_LOAD_KV;
+                plan->layer_mode[l] = l < cf->st_first[s] + m->ell[s] ? LM_RECOMPUTE : loaded;
         break;
     default:
-        for (int l = 0; l < cf->L; l++) plan->layer_mode[l] = l < m->k ? LM_RECOMPUTE : LM_LOAD_KV;
+        for (int l = 0; l < cf->L; l++) plan->layer_mode[l] = l < m->k ? LM_RECOMPUTE : loaded;
         break;
     }
     plan->early_layers = 0;
+    if (cf->onetier) plan->chunk_tokens = 64; /* HCache's storage layout */
     return 0;
 }
 
 static double cf_saved(void *state, const PolicyEnv *env)
 {
     CfState *cf = state;
+    if (cf->onetier) return (double)model_hidden_bytes_per_token(env->ly); /* the boundaries are among them */
     double b = (double)model_kv_bytes_per_token(env->ly);
     if (cf->gpu && cf->S > 1) b += (cf->S - 1) * (double)model_boundary_bytes_per_token(env->ly);
     return b;
@@ -473,4 +502,41 @@ const KvPolicyOps policy_cacheflow = {
     .notes = cf_notes,
     .knobs = g_cf_knobs,
     .n_knobs = (int)KV_ARRAY_LEN(g_cf_knobs),
+};
+
+/* hcache-cf ("one tier"): one stored form, HCache's per-layer hidden states, serving both HCache's
+ * restoration (load hidden states, project K and V; the first layers recomputed while they load) and
+ * CacheFlow's GPU axis: the hidden state entering a pipeline stage's first layer is that stage's
+ * boundary activation, so every stage recomputes its own first ℓ_s layers from it in its lane while
+ * the later layers' hidden states load — without storing the boundary activations (or any KV) apart.
+ * Per request the fastest of HCache's split and the stage-parallel splits wins (the engine's walk;
+ * the same solver as cacheflow's, with hidden-state loads and their projection in place of KV). */
+static void hcf_notes(void *state, char *buf, int len)
+{
+    CfState *cf = state;
+    snprintf(buf, (size_t)len,
+             "{\"one_tier\": true, \"stored_form\": \"hidden\", \"gpu\": %d, \"plans\": {\"hidden\": %llu, \"layerwise\": %llu, "
+             "\"stage_parallel\": %llu, \"memo_hits\": %llu}, \"boundary_activations_from_hidden_states\": %d, "
+             "\"last_plan_est_s\": %.9f}",
+             cf->gpu, (unsigned long long)cf->n_kind[CF_KV], (unsigned long long)cf->n_kind[CF_LAYER],
+             (unsigned long long)cf->n_kind[CF_STAGE], (unsigned long long)cf->memo_hits, cf->gpu && cf->S > 1 ? cf->S - 1 : 0,
+             cf->last_est_ns / 1e9);
+}
+
+static const PolicyKnob g_hcf_knobs[] = {
+    {.name = "gpu", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1,
+     .help = "stage-parallel restoration from the stored hidden states at stage boundaries (0: HCache's split only)"},
+};
+
+const KvPolicyOps policy_hcache_cf = {
+    .name = "hcache-cf",
+    .summary = "one tier: HCache's hidden states double as CacheFlow's boundary activations (stage-parallel restoration without storing them apart)",
+    .init = cf_init,
+    .fini = cf_fini,
+    .plan_restore = cf_plan,
+    .saved_bytes_per_token = cf_saved,
+    .notes = hcf_notes,
+    .save_mode = SAVE_PER_ITERATION,
+    .knobs = g_hcf_knobs,
+    .n_knobs = (int)KV_ARRAY_LEN(g_hcf_knobs),
 };

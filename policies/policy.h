@@ -128,13 +128,16 @@ typedef struct PolicyEnv {
     /* the same load as its two hops, for pipelined estimates: *hop_ns on the tier's own channel (the
      * SSD array or the NIC: one per host, shared by every pipeline stage and every request; 0 for
      * DRAM) with the layout's chunk of chunk_tokens tokens (0: the platform's stripe), and *h2d_ns
-     * on the stage's own H2D link (one per stage). Each includes its per-transfer latency. May be
+     * on the stage's own H2D link (one per stage); with nic_per_stage the remote store's NIC is one per
+     * stage instead (IoFlow.hop_per_stage in split.h). Each includes its per-transfer latency. May be
      * NULL (tests' stub environments): split.c then treats est_load_layer_ns as a single hop. */
     void (*est_load_hops_ns)(void *core, Tier tier, int64_t tokens, double bytes_per_token_layer,
                              double bytes_per_token_layer_gpu, int64_t chunk_tokens, double *hop_ns, double *h2d_ns);
     /* the tier saved state goes to first after DRAM spills, as the storage configuration resolved it
      * (SSD array, remote store, or DRAM alone) */
     Tier save_tier;
+    /* the remote store's NIC is one per pipeline stage (config nic_per_stage), not one per host */
+    int nic_per_stage;
     const struct KvPolicyOps *ops; /* the policy being run: whose knob table `knobs` follows */
     const double *knobs;           /* ops->n_knobs validated values, in table order */
 } PolicyEnv;

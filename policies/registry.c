@@ -16,11 +16,12 @@ extern const KvPolicyOps policy_ideal;
 extern const KvPolicyOps policy_kv_quant;
 extern const KvPolicyOps policy_adaptive;
 extern const KvPolicyOps policy_hcache_quant;
+extern const KvPolicyOps policy_hcache_cf;
 
 static const KvPolicyOps *const g_policies[] = {
     &policy_recompute, &policy_kv_offload, &policy_hcache, &policy_hcache_noschd,
     &policy_naive_hybrid, &policy_cake, &policy_cacheflow, &policy_kv_quant, &policy_ideal,
-    &policy_hcache_quant, &policy_adaptive, /* beyond the papers (docs/findings-method.md) */
+    &policy_hcache_quant, &policy_adaptive, &policy_hcache_cf, /* beyond the papers (docs/findings-method.md) */
 };
 
 int policy_count(void) { return (int)KV_ARRAY_LEN(g_policies); }

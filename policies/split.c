@@ -84,8 +84,9 @@ double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns)
 {
     double ready = 0;
     if (hop_ns > 0) {
-        f->hop_free += hop_ns;
-        ready = f->hop_free;
+        double *hf = f->hop_per_stage ? &f->hop_free_st[stage & 15] : &f->hop_free;
+        *hf += hop_ns;
+        ready = *hf;
     }
     double *h = &f->h2d_free[stage & 15];
     *h = (*h > ready ? *h : ready) + h2d_ns;

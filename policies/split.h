@@ -52,6 +52,8 @@ void split_load_hops(const PolicyEnv *env, Tier tier, int64_t tokens, double bpt
 typedef struct IoFlow {
     double hop_free;
     double h2d_free[16];
+    int hop_per_stage;       /* the tier channel is one per stage (nic_per_stage, remote tier): hop_free_st */
+    double hop_free_st[16];
 } IoFlow;
 /* a unit issued now (after the ones before it) for `stage`: its arrival time in HBM */
 double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);

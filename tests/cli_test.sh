@@ -841,6 +841,22 @@ if python3 -c "import json,sys; p=[x for x in json.load(open(sys.argv[1]))['repl
   ok "adaptive's notes show its stored layout within the budget"; else bad "adaptive's notes show its stored layout within the budget"; fi
 expect 0 "cacheflow with the EDF IO order" "$B"/kvsim run --policy cacheflow --scenario findings-fairness-edf --requests 80 --quiet --out "$tmp/edf"
 if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['policies'][0]['knobs']['io_order'] == 3" "$tmp/edf/summary.json" 2>/dev/null; then ok "summary.json lists cacheflow.io_order"; else bad "summary.json lists cacheflow.io_order"; fi
+# issue 16 items 4-5 and CacheGen's per-chunk level: nic_per_stage, hcache-cf, kv-quant.adaptive, kvsim plot --bars
+expect 0 "one tier at 4 stages with a NIC per stage" "$B"/kvsim run --policy hcache-cf --scenario findings-scaling-perstage --pp 4 --requests 40 --quiet --out "$tmp/hcf"
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; assert p['policy_notes']['boundary_activations_from_hidden_states'] == 3" "$tmp/hcf/summary.json" 2>/dev/null; then
+  ok "hcache-cf's notes count its boundaries among the hidden states"; else bad "hcache-cf's notes count its boundaries among the hidden states"; fi
+expect 2 "nic_per_stage is a bool" "$B"/kvsim run --policy kv-offload --set nic_per_stage=2 --requests 10 --quiet --out "$tmp/nps"
+contains "the error names the setting" "nic_per_stage"
+expect 0 "kv-quant.adaptive" "$B"/kvsim run --policy kv-quant --scenario findings-kvquant-adaptive --requests 60 --quiet --out "$tmp/kvqa"
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; assert abs(sum(p['policy_notes']['layer_share'].values()) - 1) < 1e-3" "$tmp/kvqa/summary.json" 2>/dev/null; then
+  ok "kv-quant.adaptive's notes give the layers' levels"; else bad "kv-quant.adaptive's notes give the layers' levels"; fi
+printf 'group,series,value,halfwidth\nshort,fifo,10.5,1.0\nlong,fifo,30,2\nshort,edf,8,0.5\n' >"$tmp/bars.csv"
+expect 0 "kvsim plot --bars" "$B"/kvsim plot --bars "$tmp/bars.csv" --ylabel "TTFT p99 (ms)" --out "$tmp/bars.svg"
+if [ "$(grep -c '<rect class="bar"' "$tmp/bars.svg")" = 3 ] && grep -q 'class="ci"' "$tmp/bars.svg"; then ok "plot --bars: one bar per row, with whiskers"; else bad "plot --bars: one bar per row, with whiskers"; fi
+printf 'group,series,value,halfwidth\nshort,fifo,abc,1\n' >"$tmp/bars2.csv"
+expect 1 "plot --bars refuses a value that is not a number" "$B"/kvsim plot --bars "$tmp/bars2.csv" --out "$tmp/bars2.svg"
+contains "the error names the file" "bars2.csv"
+expect 2 "plot --bars without --out" "$B"/kvsim plot --bars "$tmp/bars.csv"
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -932,3 +932,107 @@ TEST(policy_cacheflow_io_orders)
     }
     sim_world_close(&w);
 }
+
+/* hcache-cf (one tier) on isolated requests: never beats ideal, its TTFT split adds up, it stores
+ * exactly HCache's hidden states (L·2D bytes per token: the boundary activations are among them) and
+ * says so, and with one stage it is HCache's IO-bound split (the same TTFT as hcache's); over a
+ * GQA-4 and an MHA model, S = 1, 4, 8, a shared NIC and a NIC per stage */
+TEST(policy_hcache_cf_one_tier_properties)
+{
+    static const struct {
+        const char *platform, *model, *pp, *nps;
+        int64_t n0;
+    } cases[] = {
+        {"cacheflow-h100-10g", "Llama-3.1-8B", "1", "false", 8000}, {"cacheflow-h100-10g", "Llama-3.1-8B", "4", "false", 8000},
+        {"cacheflow-h100-10g", "Llama-3.1-8B", "4", "true", 8000},  {"cacheflow-h100-80g", "Llama-2-7B", "1", "false", 12000},
+        {"cacheflow-h100-80g", "Llama-2-7B", "8", "true", 12000},   {"cacheflow-h100-80g", "Qwen3-8B", "8", "false", 6000},
+    };
+    for (size_t ci = 0; ci < KV_ARRAY_LEN(cases); ci++) {
+        const char *sets[] = {"pp", cases[ci].pp, "nic_per_stage", cases[ci].nps, NULL};
+        SimRequestRow r, ri, rh;
+        SimResult res;
+        SimWorld w;
+        if (iso_run(t, cases[ci].platform, cases[ci].model, "remote", cases[ci].n0, "hcache-cf", sets, &r, &res, &w) != 0) return;
+        int S = atoi(cases[ci].pp);
+        CHECK_EQ_I((int)(r.queue_ns + r.restore_ns + r.prefill_ns), (int)r.ttft_ns);
+        CHECK(r.restore_ns > 0);
+        CHECK_NEAR(res.saved_bytes_per_token, (double)model_hidden_bytes_per_token(&w.ly), 0, 0);
+        cJSON *nt = notes_of(&res);
+        cJSON *b = nt ? cJSON_GetObjectItem(nt, "boundary_activations_from_hidden_states") : NULL;
+        CHECK(b != NULL && (int)b->valuedouble == S - 1);
+        cJSON_Delete(nt);
+        if (iso_run(t, cases[ci].platform, cases[ci].model, "remote", cases[ci].n0, "ideal", sets, &ri, NULL, NULL) == 0)
+            CHECK_MSG(r.ttft_ns >= ri.ttft_ns, "%s pp %d: hcache-cf %.3f ms beats ideal %.3f ms", cases[ci].model, S,
+                      r.ttft_ns / 1e6, ri.ttft_ns / 1e6);
+        if (S == 1 && iso_run(t, cases[ci].platform, cases[ci].model, "remote", cases[ci].n0, "hcache", sets, &rh, NULL, NULL) == 0)
+            CHECK_MSG(r.ttft_ns == rh.ttft_ns, "%s: one stage: hcache-cf %.3f ms, hcache %.3f ms", cases[ci].model, r.ttft_ns / 1e6,
+                      rh.ttft_ns / 1e6);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
+
+/* kv-quant.adaptive (CacheGen's per-chunk level) on isolated requests: stores both levels (and says
+ * which share of the layers took which), its TTFT split adds up, never beats ideal and is never
+ * slower than the fixed level beyond the grids' 0.5 % + 0.1 ms; off, it is the fixed level (no notes) */
+TEST(policy_kv_quant_adaptive_levels)
+{
+    static const struct {
+        const char *platform, *model, *store;
+        int64_t n0;
+    } cases[] = {
+        {"cacheflow-h100-10g", "Llama-3.1-8B", "remote", 8000}, {"hcache-a100", "Llama-2-7B", "ssd", 8000},
+        {"h200", "Llama-3.1-8B", "dram", 6000},                 {"cacheflow-h100-80g", "Qwen3-8B", "remote", 3000},
+    };
+    for (size_t ci = 0; ci < KV_ARRAY_LEN(cases); ci++)
+        for (int bits = 4; bits <= 8; bits += 4) {
+            const char *on[] = {"kv-quant.adaptive", "true", "kv-quant.bits", bits == 4 ? "4" : "8", NULL};
+            const char *off[] = {"kv-quant.bits", bits == 4 ? "4" : "8", NULL};
+            SimRequestRow ra, rf, ri;
+            SimResult res, resf;
+            SimWorld w;
+            if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, "kv-quant", on, &ra, &res, &w) != 0)
+                return;
+            if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, "kv-quant", off, &rf, &resf, NULL) != 0)
+                return;
+            double q4 = 4 / 16.0 + 1.0 / w.model->head_dim, qb = bits / 16.0 + 1.0 / w.model->head_dim;
+            double kvb = (double)model_kv_bytes_per_token(&w.ly);
+            CHECK_NEAR(res.saved_bytes_per_token, kvb * (bits > 4 ? qb + q4 : q4), 1e-12, 0);
+            CHECK_NEAR(resf.saved_bytes_per_token, kvb * qb, 1e-12, 0);
+            CHECK(resf.policy_notes[0] == 0);
+            cJSON *nt = notes_of(&res);
+            cJSON *sh = nt ? cJSON_GetObjectItem(nt, "layer_share") : NULL;
+            CHECK(sh != NULL);
+            if (sh) {
+                double tot = 0;
+                for (cJSON *x = sh->child; x; x = x->next) tot += x->valuedouble;
+                CHECK_NEAR(tot, 1.0, 1e-3, 0);
+            }
+            cJSON_Delete(nt);
+            CHECK_EQ_I((int)(ra.queue_ns + ra.restore_ns + ra.prefill_ns), (int)ra.ttft_ns);
+            CHECK_MSG((double)ra.ttft_ns <= (double)rf.ttft_ns * 1.005 + 1e5, "%s on %s, %d bit: adaptive %.3f ms, fixed %.3f ms",
+                      cases[ci].model, cases[ci].platform, bits, ra.ttft_ns / 1e6, rf.ttft_ns / 1e6);
+            if (iso_run(t, cases[ci].platform, cases[ci].model, cases[ci].store, cases[ci].n0, "ideal", NULL, &ri, NULL, NULL) == 0)
+                CHECK(ra.ttft_ns >= ri.ttft_ns);
+            sim_result_free(&res);
+            sim_result_free(&resf);
+            sim_world_close(&w);
+        }
+}
+
+/* nic_per_stage: a NIC per pipeline stage; off, the stages share one (every earlier number). KV
+ * offload of one isolated request from the remote store over 10 GbE at 4 stages: each stage's
+ * layers cross its own NIC, so the restoration is well under half of the shared NIC's; with one
+ * stage the setting changes nothing */
+TEST(config_nic_per_stage_gives_each_stage_its_nic)
+{
+    SimRequestRow a, b, c, d;
+    const char *sh4[] = {"pp", "4", NULL}, *ps4[] = {"pp", "4", "nic_per_stage", "true", NULL};
+    const char *sh1[] = {"pp", "1", NULL}, *ps1[] = {"pp", "1", "nic_per_stage", "true", NULL};
+    if (iso_run(t, "cacheflow-h100-10g", "Llama-3.1-8B", "remote", 8000, "kv-offload", sh4, &a, NULL, NULL) != 0) return;
+    if (iso_run(t, "cacheflow-h100-10g", "Llama-3.1-8B", "remote", 8000, "kv-offload", ps4, &b, NULL, NULL) != 0) return;
+    CHECK_MSG(b.restore_ns * 2 < a.restore_ns, "per-stage NICs %.3f ms, shared %.3f ms", b.restore_ns / 1e6, a.restore_ns / 1e6);
+    if (iso_run(t, "cacheflow-h100-10g", "Llama-3.1-8B", "remote", 8000, "kv-offload", sh1, &c, NULL, NULL) != 0) return;
+    if (iso_run(t, "cacheflow-h100-10g", "Llama-3.1-8B", "remote", 8000, "kv-offload", ps1, &d, NULL, NULL) != 0) return;
+    CHECK_EQ_I((int)c.ttft_ns, (int)d.ttft_ns);
+}

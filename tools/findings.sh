@@ -6,7 +6,7 @@
 # (outputs under $FINDINGS_DIR, default build/findings), the report text around the tables.
 # Not responsible for: the tables' arithmetic (tools/findings_tables.py), the simulation (bin/kvsim).
 # Usage: bash tools/findings.sh [KVSIM] [REPORT]   (make findings: bin/kvsim results/findings.md)
-# Env: SEEDS (default 5), JOBS (default 2), FINDINGS_DIR. Runs in about a minute on 2 cores.
+# Env: SEEDS (default 5), JOBS (default 2), FINDINGS_DIR. Runs in about two minutes on 2 cores.
 set -eu
 kvsim=${1:-bin/kvsim}
 report=${2:-results/findings.md}
@@ -16,7 +16,7 @@ out=${FINDINGS_DIR:-build/findings}
 here=$(cd "$(dirname "$0")" && pwd)
 tables="python3 $here/findings_tables.py"
 rm -rf "$out"
-mkdir -p "$out"/models "$out"/quant "$out"/fair
+mkdir -p "$out"/models "$out"/quant "$out"/fair "$out"/scale "$out"/cgen
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 cmds=()
@@ -65,7 +65,42 @@ for o in 0 1 2 3 4; do
 done
 n3=${#cmds[@]}
 
+# -------- 6. CacheGen's per-chunk level (kv-quant.adaptive) on the boxes of section 2, 8 bit
+m2b=()
+for spec in "hcache-a100 Llama-2-7B" "h200 Llama-3.1-8B" "cacheflow-h100-10g Llama-3.1-8B"; do
+  set -- $spec
+  store=dram+ssd
+  [ "$1" = cacheflow-h100-10g ] && store=dram+remote
+  run "cgen/$1__$2" --config configs/findings/chat.json --platform "$1" --model "$2" --set store=$store \
+    --policies kv-quant --set kv-quant.bits=8 --set kv-quant.adaptive=true
+  m2b+=("$out/quant/$1__$2__8" "$out/cgen/$1__$2")
+done
+n2b=${#cmds[@]}
+
+# -------- 4/5. stage-parallel scaling S = 1, 2, 4, 8 (shared NIC vs a NIC per stage) and one tier
+pol4=cacheflow,hcache,hcache-cf,ideal
+m4=()
+for box in cacheflow-h100-10g cacheflow-h100-80g; do
+  for model in Llama-3.1-8B Qwen3-8B Llama-2-7B; do
+    for S in 1 2 4 8; do
+      for nic in shared per-stage; do
+        [ "$S" = 1 ] && [ $nic = per-stage ] && continue
+        nps=false
+        [ $nic = per-stage ] && nps=true
+        run "scale/${box}__${model}__${S}__${nic}" --config configs/findings/scaling.json --platform $box --model $model \
+          --pp "$S" --set nic_per_stage=$nps --policies $pol4
+        m4+=("$out/scale/${box}__${model}__${S}__${nic}")
+      done
+    done
+  done
+done
+n4=${#cmds[@]}
+
 "$kvsim" list models >"$tmp"
+# the fairness figure: per-class TTFT p99 per IO order (kvsim plot --bars over a tidy CSV)
+$tables fair_csv "${m3[@]}" >"$out/fair/p99.csv"
+"$kvsim" plot --bars "$out/fair/p99.csv" --title "Per-class TTFT p99 by CacheFlow IO order (mean ± 95 % CI over $seeds seeds)" \
+  --ylabel "TTFT p99 (ms)" --out "$(dirname "$report")/findings-fairness.svg" >/dev/null
 
 show_cmds() { # FROM TO: the commands of runs [FROM, TO)
   echo '```sh'
@@ -149,6 +184,11 @@ $(show_cmds "$n2" "$n3")
 
 $($tables fair "${m3[@]}")
 
+![Per-class TTFT p99 by IO order](findings-fairness.svg)
+
+(findings-fairness.svg: the table's three p99 columns, bars with their 95 % intervals; drawn by
+\`kvsim plot --bars\` from a tidy CSV that tools/findings_tables.py writes.)
+
 **For a reader deciding what to deploy:** under sustained load the IO order moves tail latency
 between classes more than it moves the mean. Most-remaining-first read literally gives the worst
 long- and medium-class tails (their first chunks wait behind ever-growing remainders) without
@@ -158,11 +198,85 @@ oldest-first default protects the long class best but leaves short requests the 
 a TTFT objective per class, use EDF (cacheflow.io_order=3); without one, FIFO is the simpler fair
 choice.
 
-## Not answered here
+## 4. Scaling CacheFlow's stage-parallel restoration: S = 1, 2, 4, 8
 
-Scaling of CacheFlow's stage-parallel restoration to S = 4, 8 with a shared vs per-stage NIC and a
-"one tier" policy (HCache's stage-boundary hidden states doubling as CacheFlow's boundary
-activations) are not part of this report yet (issue 16, items 4 and 5).
+With S pipeline stages CacheFlow stores the activation entering every stage but the first (one
+hidden state per token each) so that each stage restores its own layers at once: its first ℓ_s
+layers recomputed from its boundary activation in a lane, the others' KV loaded. Every stage has
+its own H2D link; the remote store's NIC is shared by the stages (one per host, the default) or one
+per stage (\`nic_per_stage=true\`: each stage's GPUs on their own node). Pipeline synchronisation
+is the engine's: the iteration walks the stages in order, so stage s's layers start after stage
+s−1's and after its own lane, and a lane waits for its boundary activation (loaded first). Stage
+imbalance: Qwen3-8B has 36 layers (S = 8: stages of 5 and 4), Llama-3.1-8B and Llama-2-7B 32.
+Multi-round chat at light load, KV only in the remote store (configs/findings/scaling.json); the
+speed-up is restore(S = 1) ÷ restore(S), paired by seed, the efficiency the speed-up ÷ S (the
+harmonic bound T*/S would be a speed-up of S, efficiency 1).
+
+$(show_cmds "$n2b" "$n4")
+
+$($tables scale "${m4[@]}")
+
+Stored size of the boundary activations against the KV cache, per catalogued model (fp16; S − 1
+hidden states of \`D\` elements per token against the KV of all \`L\` layers):
+
+$($tables boundary "$tmp")
+
+**For a reader deciding what to deploy:** the GPU axis scales only as far as the link does. With
+one NIC shared by the stages, the boundary activations themselves cross that NIC ahead of the KV
+(each is half a KV layer on an MHA model, two on GQA-4), one after another: at S = 2 one boundary
+buys a ~1.2× speed-up over 10 GbE, but at S = 4 and 8 the boundaries cost more NIC time than the
+parallel recompute saves, the stage-parallel plan is seldom chosen and the speed-up falls back to
+1 (over 80 Gb/s it peaks at S = 4 and drops at S = 8, efficiency 0.15–0.25). With a NIC per stage
+the IO scales with S: 2.1–2.3× at S = 8 over 10 GbE, 4.2–4.8× over 80 Gb/s (efficiency 0.5–0.6)
+— there the per-stage NICs do most of the work by themselves (at S = 8 over 80 Gb/s the GQA models'
+plain layer-wise split over 8 NICs beats the stage-parallel one). T*/S is not reached because the
+boundaries go first, the stages' walks stay in order (pipeline synchronisation: stage s starts
+after stage s − 1 and its own lane), and the new input's iteration is not parallel; stage
+imbalance costs little here (Qwen3-8B's 5/4-layer stages at S = 8: 4.2× against Llama-3.1-8B's
+4.8× over 80 Gb/s). Storage is small: at S = 8 the boundaries are 11 % of the KV for Llama-2-7B,
+44 % for Llama-3.1-8B, 88 % for Qwen2.5-7B (GQA-7, small KV). Buy stage parallelism for
+restoration together with per-stage bandwidth to the store, not over one shared NIC.
+
+## 5. One tier: HCache's hidden states as CacheFlow's boundary activations
+
+\`hcache-cf\` stores HCache's per-layer hidden states and nothing else; the hidden state entering a
+stage's first layer is that stage's boundary activation, so each stage recomputes its first layers
+from it while the later layers' hidden states load and are projected (HCache's split is its S = 1
+case). Keeping both instead means HCache's hidden states plus CacheFlow's KV and boundary
+activations; its TTFT is at best the faster of \`hcache\` and \`cacheflow\` per seed (a per-request
+chooser could do a little better, never worse). Same runs as section 4.
+
+$($tables onetier "${m4[@]}")
+
+**For a reader deciding what to deploy:** one tier stores the hidden states alone: a third of what
+keeping both stores on an MHA model (0.5 against 1.5–1.6 × the KV) and about 60 % on GQA-4 (2.0
+against 3.0–3.4). On the MHA model it restores as fast as the better of the two or faster (0.94–1.01
+× their TTFT: the stage-parallel lanes from hidden-state boundaries beat CacheFlow's KV). On GQA
+models it is up to 5 % slower over 10 GbE and 2–36 % slower over 80 Gb/s, where KV is the smaller form
+and the projection is extra work; with S = 1 it is plain HCache. Use one tier for MHA models (or
+where storage is the constraint); for GQA models keep CacheFlow's KV and its cheap boundaries.
+The \`hcache-cf ≥ ideal\` column checks per seed that it never beats the no-restoration reference.
+
+## 6. CacheGen's per-chunk level choice
+
+\`kv-quant.adaptive=true\` stores both levels (8 and 4 bit: 0.766 of the fp16 KV) and chooses per
+layer of each request (the engine's unit of a layer-wise restoration): 8 bit when the layer's load
+arrives by the time the layer walk reaches it at the bandwidth the request gets now (the channel's
+time × (1 + the restorations ahead of it)), else 4 bit, and a prefix of layers recomputed when that
+finishes first (docs/findings-method.md). Beside each: the fixed 8-bit form of section 2 (same
+seeds, the same trace per seed, so the ratio is paired).
+
+$(show_cmds "$n3" "$n2b")
+
+$($tables cgen "${m2b[@]}")
+
+**For a reader deciding what to deploy:** the per-chunk choice matters where the link is the
+bottleneck: over 10 GbE it recomputes about 40 % of the layers, moves a few to 4 bit and cuts the
+restore time of fixed 8-bit KV by about 2.5× (TTFT p99 by 3×); from the A100 box's SSDs it serves
+half the layers at 4 bit for a third off; on the Gen5 box it keeps nearly every layer at 8 bit and
+changes little. It costs 1.5× the storage of one 8-bit copy, and the layers it moves to 4 bit carry
+4-bit accuracy (an input, not simulated): read the 4-bit share as the share of the context served at
+the lower quality.
 EOF
 } >"$report"
 echo "findings: wrote $report (${#cmds[@]} runs, outputs in $out)"

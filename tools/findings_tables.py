@@ -8,6 +8,11 @@ Usage:
   findings_tables.py models MODELS_LIST DIR...   HCache vs KV offload (+ adaptive) per model and box
   findings_tables.py quant DIR...                quantized state vs full precision per platform
   findings_tables.py fair DIR...                 per-class TTFT tails per IO order
+  findings_tables.py fair_csv DIR...             the same p99s as a tidy CSV (group,series,value,halfwidth)
+  findings_tables.py cgen FIXED ADAPTIVE ...     kv-quant fixed 8 bit vs kv-quant.adaptive, pairs of dirs
+  findings_tables.py scale DIR...                cacheflow restore time at S stages vs S = 1 (speed-up, efficiency)
+  findings_tables.py boundary MODELS_LIST        boundary activations' bytes against the KV per model
+  findings_tables.py onetier DIR...              hcache-cf against hcache + cacheflow kept both
 Deterministic output (inputs are deterministic); standard library only.
 """
 import json
@@ -161,12 +166,141 @@ def cmd_fair(args):
         print(f"| {order} | {fmt(*tm)} | {cols[0]} | {cols[1]} | {cols[2]} | {sm} | {lm} | {ns} |")
 
 
+CLASSES = ("short", "medium", "long")
+
+
+def class_stat(name, stat):
+    return lambda p: next(c for c in p["by_history_class"] if c["class"] == name)["ttft_s"][stat]
+
+
+def cmd_fair_csv(args):
+    print("group,series,value,halfwidth")
+    for d in args:
+        order = label(d)[0]
+        s = load(d)
+        pol = policies_of(s)[0]
+        for c in CLASSES:
+            m, h = mean_ci(per_seed(s, pol, class_stat(c, "p99")))
+            print(f"{c},{order},{m * 1e3:.3f},{h * 1e3:.3f}")
+
+
+def paired_ratio(a, b):
+    q = [x / y for x, y in zip(a, b) if y > 0]
+    return mean_ci(q) if q else (float("nan"), 0.0)
+
+
+def cmd_cgen(args):
+    print("| box | model | fixed 8 bit restore ms | adaptive restore ms | adaptive ÷ fixed (paired) | stored (× fp16 KV) fixed / adaptive "
+          "| adaptive layers 8 bit / 4 bit / recompute | TTFT p99 ms fixed | TTFT p99 ms adaptive |")
+    print("|---|---|---:|---:|---:|---|---|---:|---:|")
+    for fixed, adap in zip(args[0::2], args[1::2]):
+        box, model = label(adap)[:2]
+        sf, sa = load(fixed), load(adap)
+        kvb = per_seed(sf, "kv-offload", lambda p: p["saved_bytes_per_token"])[0]
+        rf = per_seed(sf, "kv-quant", restore_mean)
+        ra = per_seed(sa, "kv-quant", restore_mean)
+        qm, qh = paired_ratio(ra, rf)
+        bf = per_seed(sf, "kv-quant", lambda p: p["saved_bytes_per_token"])[0]
+        ba = per_seed(sa, "kv-quant", lambda p: p["saved_bytes_per_token"])[0]
+        shares = per_seed(sa, "kv-quant", lambda p: p["policy_notes"]["layer_share"])
+        sh = " / ".join(f"{sum(x[k] for x in shares) / len(shares):.2f}" for k in ("bits_8", "bits_4", "recompute"))
+        pf = mean_ci(per_seed(sf, "kv-quant", lambda p: p["ttft_s"]["p99"]))
+        pa = mean_ci(per_seed(sa, "kv-quant", lambda p: p["ttft_s"]["p99"]))
+        print(f"| {box} | {model} | {fmt(*mean_ci(rf))} | {fmt(*mean_ci(ra))} | {qm:.2f} ± {qh:.2f} | {bf / kvb:.3f} / {ba / kvb:.3f} "
+              f"| {sh} | {fmt(*pf)} | {fmt(*pa)} |")
+
+
+def scale_runs(args):
+    """{(box, model, nic): {S: summary}} with S = 1 under both NIC kinds"""
+    runs = {}
+    for d in args:
+        box, model, S, nic = label(d)[:4]
+        s = load(d)
+        runs.setdefault((box, model, nic), {})[int(S)] = s
+    for (box, model, nic), v in runs.items():
+        if nic != "shared" and 1 not in v:
+            v[1] = runs[(box, model, "shared")][1]
+    return runs
+
+
+def stage_layers(L, S):
+    base, rem = divmod(L, S)
+    return f"{base + 1}/{base}" if rem else f"{base}"
+
+
+def cmd_scale(args):
+    print("| box | model | NIC | S | layers per stage | cacheflow restore ms | speed-up vs S = 1 (paired) | efficiency | "
+          "stage-parallel plans | stored (× KV) | TTFT p99 ms |")
+    print("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    layers = {"Llama-3.1-8B": 32, "Qwen3-8B": 36, "Llama-2-7B": 32}
+    runs = scale_runs(args)
+    for (box, model, nic), v in runs.items():
+        base = per_seed(v[1], "cacheflow", restore_mean)
+        kvb = None
+        for S in sorted(v):
+            if nic != "shared" and S == 1:
+                continue
+            s = v[S]
+            r = per_seed(s, "cacheflow", restore_mean)
+            sp = [b / x for b, x in zip(base, r) if x > 0]
+            sm, sh = mean_ci(sp)
+            em, eh = mean_ci([x / S for x in sp])
+            notes = per_seed(s, "cacheflow", lambda p: p["policy_notes"]["plans"])
+            share = sum(n["stage_parallel"] for n in notes) / max(1, sum(n["stage_parallel"] + n["layerwise"] + n["tokenwise"] + n["kv"] for n in notes))
+            b = per_seed(s, "cacheflow", lambda p: p["saved_bytes_per_token"])[0]
+            if kvb is None:
+                kvb = per_seed(v[1], "cacheflow", lambda p: p["saved_bytes_per_token"])[0]
+            tp = mean_ci(per_seed(s, "cacheflow", lambda p: p["ttft_s"]["p99"]))
+            L = layers.get(model, 0)
+            print(f"| {box} | {model} | {nic if S > 1 else '–'} | {S} | {stage_layers(L, S) if L else '?'} | {fmt(*mean_ci(r))} | "
+                  f"{sm:.2f} ± {sh:.2f} | {em:.2f} ± {eh:.2f} | {share * 100:.0f} % | {b / kvb:.3f} | {fmt(*tp)} |")
+
+
+def cmd_boundary(args):
+    print("| model | attention | layers | hidden D | KV bytes per token | one boundary (× KV) | S = 2 | S = 4 | S = 8 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    with open(args[0]) as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 9 or w[0] == "model":
+                continue
+            L, D, h, hkv, kvb = int(w[2]), int(w[3]), int(w[4]), int(w[5]), int(w[7])
+            g = h // max(hkv, 1)
+            att = ("MHA" if g == 1 else f"GQA-{g}") + (" MoE" if w[1] == "moe" else "")
+            one = 2 * D / kvb
+            print(f"| {w[0]} | {att} | {L} | {D} | {kvb} | {one:.4f} | {one:.3f} | {3 * one:.3f} | {7 * one:.3f} |")
+
+
+def cmd_onetier(args):
+    print("| box | model | NIC | S | stored × KV: hcache / cacheflow / both / hcache-cf | TTFT mean ms hcache | cacheflow | "
+          "both (faster per seed) | hcache-cf | hcache-cf ÷ both (paired) | hcache-cf ≥ ideal |")
+    print("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|")
+    for d in args:
+        box, model, S, nic = label(d)[:4]
+        S = int(S)
+        if S not in (1, 4, 8):
+            continue
+        s = load(d)
+        byt = {p: per_seed(s, p, lambda x: x["saved_bytes_per_token"])[0] for p in ("hcache", "cacheflow", "hcache-cf")}
+        # the fp16 KV bytes: cacheflow's minus its boundary activations (S - 1 hidden states)
+        hid_layer = byt["hcache"] / {"Llama-3.1-8B": 32, "Qwen3-8B": 36, "Llama-2-7B": 32}.get(model, 1)
+        kvb = byt["cacheflow"] - (S - 1) * hid_layer
+        t = {p: per_seed(s, p, lambda x: x["ttft_s"]["mean"]) for p in ("hcache", "cacheflow", "hcache-cf", "ideal")}
+        both = [min(a, b) for a, b in zip(t["hcache"], t["cacheflow"])]
+        qm, qh = paired_ratio(t["hcache-cf"], both)
+        ok = all(x >= y for x, y in zip(t["hcache-cf"], t["ideal"]))
+        st = f"{byt['hcache'] / kvb:.2f} / {byt['cacheflow'] / kvb:.2f} / {(byt['hcache'] + byt['cacheflow']) / kvb:.2f} / {byt['hcache-cf'] / kvb:.2f}"
+        print(f"| {box} | {model} | {nic if S > 1 else '–'} | {S} | {st} | {fmt(*mean_ci(t['hcache']))} | {fmt(*mean_ci(t['cacheflow']))} | "
+              f"{fmt(*mean_ci(both))} | {fmt(*mean_ci(t['hcache-cf']))} | {qm:.2f} ± {qh:.2f} | {'yes' if ok else 'NO'} |")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.stderr.write(__doc__)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"models": cmd_models, "quant": cmd_quant, "fair": cmd_fair}[cmd](args)
+    {"models": cmd_models, "quant": cmd_quant, "fair": cmd_fair, "fair_csv": cmd_fair_csv, "cgen": cmd_cgen, "scale": cmd_scale,
+     "boundary": cmd_boundary, "onetier": cmd_onetier}[cmd](args)
     return 0
 
 

@@ -31,6 +31,8 @@ static const struct {
     {"findings-mha-hcache-a100", 300}, /* MHA on HCache's box: hcache ahead of kv-offload; adaptive, quantized */
     {"findings-gqa-h200", 300},        /* GQA-4 on a Gen5 box: the advantage flips; adaptive keeps KV */
     {"findings-fairness-edf", 300},    /* CacheFlow's EDF IO order under sustained load */
+    {"findings-scaling-perstage", 300}, /* S = 8 stages, a NIC per stage: cacheflow and one-tier hcache-cf */
+    {"findings-kvquant-adaptive", 300}, /* CacheGen's per-chunk level over 10 GbE */
 };
 
 static const struct {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "results/plot.h"
+#include "results/plot_bars.h"
 #include "results/plot_csv.h"
 #include "results/plot_history.h"
 #include "results/plot_sweep.h"
@@ -29,6 +30,8 @@ static const OptSpec k_opts[] = {
     {"--out", "DIR", 0, "where the figures go (--in: default DIR itself; --sweep: required)"},
     {"--slo-ttft", "DUR", 0, "--in: the TTFT SLO line (default: summary.json's slo_ttft)"},
     {"--title", "TEXT", 0, "the figures' title"},
+    {"--bars", "CSV", 0, "a tidy CSV (group,series,value,halfwidth): grouped bars with their intervals into --out FILE.svg"},
+    {"--ylabel", "TEXT", 0, "--bars: the y axis label, with its unit"},
 };
 static const OptCmd k_cmd = {"kvsim plot", "Draw figures from result files without simulating: a run's directory (--in) or a sweep (--sweep).",
                              k_opts, (int)KV_ARRAY_LEN(k_opts), NULL, 0, 0};
@@ -161,6 +164,15 @@ int plot_main(int argc, char **argv)
     }
     const char *in = opt_get(&a, "--in"), *sw = opt_get(&a, "--sweep"), *out = opt_get(&a, "--out");
     const char *title = opt_get(&a, "--title");
+    const char *bars = opt_get(&a, "--bars");
+    if (bars) { /* grouped bars: --out is the SVG file */
+        if (opt_get(&a, "--in") || opt_get(&a, "--sweep")) return usage("--bars is used alone (not with --in or --sweep)");
+        if (!out) return usage("--bars needs --out FILE.svg");
+        if (plot_bars(bars, out, title, opt_get(&a, "--ylabel"), &e) != 0) return fail(e.msg);
+        fprintf(stderr, "figure %s\n", out);
+        return 0;
+    }
+    if (opt_get(&a, "--ylabel")) return usage("--ylabel is for --bars");
     if (!!in == !!sw) return usage("give one of --in DIR or --sweep FILE");
     if (in && (opt_get(&a, "--x") || opt_get(&a, "--y") || opt_get(&a, "--metric")))
         return usage("--x, --y and --metric are for --sweep");

@@ -129,7 +129,7 @@ static int check_requests(Sim *sm, Replica *rp)
         return sim_fail(sm, "sim_check: replica %d: %llu requests counted in flight, %zu queued + %d preempted + %d admitted", i,
                         (unsigned long long)rp->active_count, rp->q_len, rp->pre_n, rp->n_active);
     for (int k = 0; k < CH_COUNT; k++)
-        for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++)
+        for (int st = 0; st < rep_ch_count(rp, k, sm->S); st++)
             if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;
     return 0;
 }

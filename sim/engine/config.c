@@ -197,6 +197,8 @@ static const CfgKey g_keys[] = {
     STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
     STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
+    NUMK("nic_per_stage", CT_BOOL, nic_per_stage, "false", 0, 1, 0, NULL,
+         "a NIC to the remote store per pipeline stage (each stage's GPUs on their own node) instead of one shared by the stages"),
     NUMK("state_ttl", CT_DUR, state_ttl_ns, "1 h", 0, MAX_DUR, 0, NULL, "drop saved state unused this long (0: never)"),
     ENUMK("save_mode", save_mode, "policy", g_save_names,
           "how state is saved: policy (each policy's own), turn, iteration (two-stage), direct"),

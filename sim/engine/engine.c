@@ -126,7 +126,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
                           .iter_overhead_ns = sm->overhead_ns, .token_budget = sm->cfg->token_budget, .core = sm,
                           .est_layer_ns = est_layer_ns, .est_load_layer_ns = est_load_layer_ns,
                           .est_load_hops_ns = est_load_hops_ns,
-                          .save_tier = w->save_tier, .ops = pol, .knobs = sim_config_knobs(sm->cfg, pol)};
+                          .save_tier = w->save_tier, .nic_per_stage = sm->cfg->nic_per_stage, .ops = pol, .knobs = sim_config_knobs(sm->cfg, pol)};
     if (pol->init && pol->init(&sm->env, &sm->pstate, e) != 0) goto done;
     sm->save_bpt = pol->saved_bytes_per_token(sm->pstate, &sm->env);
     sm->save_mode = sim_config_save_mode(sm->cfg, pol);

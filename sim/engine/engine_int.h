@@ -219,6 +219,7 @@ struct Replica {
     int id;
     Channel ch[CH_COUNT][SIM_MAX_STAGES]; /* [kind][stage]; kinds not per stage use [kind][0] */
     int has_ch[CH_COUNT];
+    uint8_t ch_per_stage[CH_COUNT];       /* kind has one channel per stage (H2D, D2H; NICs with nic_per_stage) */
     int64_t pool_cap, pool_used;          /* tokens */
     Turn **queue;                         /* admission FIFO (ring) */
     size_t q_head, q_len, q_cap;
@@ -405,8 +406,11 @@ static inline int64_t rq_remaining_restore_tokens(const Request *r)
 /* the channel of kind `kind` that serves stage `stage` of replica rp */
 static inline Channel *rep_channel(Replica *rp, int kind, int stage)
 {
-    return &rp->ch[kind][ch_kind_per_stage(kind) ? stage : 0];
+    return &rp->ch[kind][rp->ch_per_stage[kind] ? stage : 0];
 }
+
+/* how many channels of kind `kind` replica rp has (S: the pipeline stages) */
+static inline int rep_ch_count(const Replica *rp, int kind, int S) { return rp->ch_per_stage[kind] ? S : 1; }
 
 /* the lifecycle move of r to `to`, checked against the table above (a move it does not list ends
  * the run with an error naming the file and line of the move) */

@@ -90,7 +90,7 @@ static int util_setup(Sim *sm, MetricsObs *o)
     }
     for (int k = 0; k < CH_COUNT; k++) {
         if (!sm->rep[0].has_ch[k]) continue;
-        for (int st = 0; st < (ch_kind_per_stage(k) ? sm->S : 1); st++) {
+        for (int st = 0; st < rep_ch_count(&sm->rep[0], k, sm->S); st++) {
             o->res_ch[k][st] = o->n_res;
             if (st) snprintf(o->names[o->n_res++], sizeof o->names[0], "%s_s%d", ch_kind_name(k), st);
             else snprintf(o->names[o->n_res++], sizeof o->names[0], "%s", ch_kind_name(k));
@@ -394,7 +394,7 @@ static double ch_busy_now(const Sim *sm, const Channel *c)
 
 static int rep_has(const Sim *sm, const Replica *rp, int k, int st)
 {
-    return rp->has_ch[k] && st < (ch_kind_per_stage(k) ? sm->S : 1);
+    return rp->has_ch[k] && st < rep_ch_count(rp, k, sm->S);
 }
 
 void metrics_on_restoring(Sim *sm, Replica *rp, int delta)
@@ -921,8 +921,11 @@ void metrics_on_run_end(Sim *sm)
     }
     for (int i = 0; i < sm->R; i++) {
         out->util_ssd += sm->rep[i].ch[CH_SSD][0].busy_ns / (T * sm->R);
-        out->util_nic_in += sm->rep[i].ch[CH_NIC_IN][0].busy_ns / (T * sm->R);
-        out->util_nic_out += sm->rep[i].ch[CH_NIC_OUT][0].busy_ns / (T * sm->R);
+        int nn = rep_ch_count(&sm->rep[i], CH_NIC_IN, sm->S); /* per-stage NICs: their mean */
+        for (int st = 0; st < nn; st++) {
+            out->util_nic_in += sm->rep[i].ch[CH_NIC_IN][st].busy_ns / (T * sm->R * nn);
+            out->util_nic_out += sm->rep[i].ch[CH_NIC_OUT][st].busy_ns / (T * sm->R * nn);
+        }
     }
     /* inside restoration windows: busy time in windows / window time, summed over replicas */
     double win = 0, ssd = 0, nin = 0, nout = 0;
@@ -934,8 +937,11 @@ void metrics_on_run_end(Sim *sm)
         }
         win += rp->win_ns;
         ssd += rp->win_ch_ns[CH_SSD][0];
-        nin += rp->win_ch_ns[CH_NIC_IN][0];
-        nout += rp->win_ch_ns[CH_NIC_OUT][0];
+        int nn = rep_ch_count(rp, CH_NIC_IN, sm->S); /* per-stage NICs: their mean */
+        for (int st = 0; st < nn; st++) {
+            nin += rp->win_ch_ns[CH_NIC_IN][st] / nn;
+            nout += rp->win_ch_ns[CH_NIC_OUT][st] / nn;
+        }
     }
     out->win_ns = win;
     if (win > 0) {

@@ -332,6 +332,7 @@ static double lower_bound_ns(Sim *sm, int64_t N, Tier fastest, double t_comp_mod
         double hop = 0;
         if (in >= 0 && sm->hop_rate[in] > 0)
             hop = (double)sm->L * ((double)N * form[f][0] / sm->hop_rate[in] + (double)sm->hop_lat[in]);
+        if (in == CH_NIC_IN && sm->cfg->nic_per_stage) hop /= S; /* a NIC per stage */
         double t = h2d > hop ? h2d : hop;
         if (t_io < 0 || t < t_io) t_io = t;
     }

@@ -207,9 +207,13 @@ int sim_setup(Sim *sm)
             c->stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ch[CH_SSD] = 1;
         }
-        if (nic) {
-            ch_init(&rp->ch[CH_NIC_IN][0], CH_NIC_IN, 0, nic->bytes_per_s, 0, nic->latency_ns);
-            ch_init(&rp->ch[CH_NIC_OUT][0], CH_NIC_OUT, 0, nic->bytes_per_s, 0, nic->latency_ns);
+        for (int k = 0; k < CH_COUNT; k++) rp->ch_per_stage[k] = (uint8_t)ch_kind_per_stage(k);
+        if (nic) { /* one per replica, or one per stage (nic_per_stage: each stage's node has its own) */
+            rp->ch_per_stage[CH_NIC_IN] = rp->ch_per_stage[CH_NIC_OUT] = cfg->nic_per_stage ? 1 : 0;
+            for (int s = 0; s < (cfg->nic_per_stage ? sm->S : 1); s++) {
+                ch_init(&rp->ch[CH_NIC_IN][s], CH_NIC_IN, s, nic->bytes_per_s, 0, nic->latency_ns);
+                ch_init(&rp->ch[CH_NIC_OUT][s], CH_NIC_OUT, s, nic->bytes_per_s, 0, nic->latency_ns);
+            }
             rp->has_ch[CH_NIC_IN] = rp->has_ch[CH_NIC_OUT] = 1;
         }
         rp->layer_ns = calloc((size_t)sm->L, sizeof *rp->layer_ns);

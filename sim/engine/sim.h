@@ -131,6 +131,7 @@ typedef struct SimConfig {
     int64_t think_ns;
     int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
     int evict_each_turn;
+    int nic_per_stage;          /* a NIC to the remote store per pipeline stage (default: one per replica) */
     /* load (README "Load"; the resolved mode: sim_load_mode) */
     SimArrivals arrivals;
     int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
