@@ -608,7 +608,31 @@ contains "plan --no-prune evaluates every point" "Evaluated 2 of 2 points"
 expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
 contains "plan --max-load gives the interval" "the limit lies in ["
-contains "plan --max-load: an overloaded load fails" "overloaded in all 2 seeds"
+contains "plan --max-load: an overloaded load fails" "overloaded in every seed (2 of 2)"
+# --max-load over a space: one search per configuration and policy, each the search alone on its settings
+expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+  --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --vary n_ssd=1,4 --vary gpu=A100-40GB,H100-SXM --out "$tmp/mlv"
+contains "plan --max-load --vary: a row per configuration" "| n_ssd=4, gpu=H100-SXM | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
+contains "plan --max-load --vary: the best configuration" "**highest sustainable request_rate: n_ssd=1, gpu=H100-SXM"
+contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 238 ± 461 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 2 seeds"
+expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 \
+  --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --set n_ssd=4 --set gpu=H100-SXM --out "$tmp/ml1"
+if python3 - "$tmp/mlv/plan.json" "$tmp/ml1/plan.json" <<'PY2'
+import json, sys
+g, one = (json.load(open(p)) for p in sys.argv[1:])
+c = g["policies"]["kv-offload"]["configurations"]
+assert len(c) == 4 and [x["point"] for x in c] == [1, 2, 3, 4]
+o = one["policies"]["kv-offload"]
+assert c[3]["sustainable"] == o["sustainable"] > 0 and c[3]["not_sustainable"] == o["not_sustainable"], (c[3], o)
+assert [r["load"] for r in c[3]["rows"]] == [r["load"] for r in o["rows"]]
+assert g["policies"]["kv-offload"]["best"] == 2 and g["axes"]["gpu"] == ["A100-40GB", "H100-SXM"]
+PY2
+then ok "plan --max-load --vary: each configuration's answer is its own search's"; else bad "plan --max-load --vary: each configuration's answer is its own search's"; fi
+expect 2 "plan --max-load --vary on the load knob" "${PL[@]}" --max-load --load-knob request_rate --target "ttft_p99<=2s" --vary request_rate=1,2
+contains "plan says the load is searched" "the load is what the search finds"
+expect 0 "plan: why a cheaper neighbour fails" "${PL[@]}" --set requests=300 --target "ttft_p99<=2s,tbt_p99<=18ms" --vary n_ssd=1,2 \
+  --vary gpu=A100-40GB,H100-SXM --policies kv-offload --seeds 2 --max-seeds 3
+contains "the neighbour's line names the metric, its CI and the target" "gpu=A100-40GB (21,774 USD): failed — ttft_p99 208 ± 373 ms (mean ± 95 % CI) against <= 2000 ms: met; tbt_p99 23.9 ± 5.4 ms (mean ± 95 % CI) against <= 18.0 ms: failed; overloaded in 0 of 2 seeds"
 expect 2 "plan: a bad target expression" "${PL[@]}" --target "ttft_p99=<500ms" --vary n_ssd=1,2
 contains "plan names the bad target term" "'ttft_p99=<500ms': unknown comparison '=<'"
 expect 2 "plan: an unknown metric" "${PL[@]}" --target "ttfp_p99<=500ms" --vary n_ssd=1,2

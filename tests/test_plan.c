@@ -118,7 +118,7 @@ TEST(plan_judge_interval_decides)
     int all[] = {1, 1, 1}, some[] = {0, 1, 0};
     ev = judged(tg, 1, lowv, all, 3);
     CHECK_EQ_I(ev.verdict, PLAN_FAILED);
-    CHECK_CONTAINS(ev.why, "overloaded in all 3 seeds");
+    CHECK_CONTAINS(ev.why, "overloaded in every seed (3 of 3)");
     ev = judged(tg, 1, lowv, some, 3);
     CHECK_EQ_I(ev.verdict, PLAN_UNCERTAIN);
     CHECK_CONTAINS(ev.why, "overloaded in 1 of 3 seeds");

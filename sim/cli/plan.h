@@ -159,6 +159,7 @@ int plan_cheapest(Planner *p, const PlanSpace *sp, int policy, PlanCheapest *out
 int plan_dominated(const PlanSpace *sp, int q, int r);
 
 typedef struct PlanMaxLoad {
+    int point;           /* the configuration searched (a point of the space), or -1: the only one */
     int policy;
     double lo, hi;       /* lo: highest load met (0: none found); hi: lowest not met (NAN: none found) */
     int n_steps;
@@ -172,6 +173,10 @@ void plan_max_load_free(PlanMaxLoad *m);
  * [min_load, max_load]. */
 int plan_max_load(Planner *p, int policy, double start, double precision, double min_load, double max_load, PlanMaxLoad *out,
                   KvErr *e);
+/* The same search on point `point` of a space (--max-load with --vary: one search per point and
+ * policy, each the search --max-load runs alone on that point's settings). */
+int plan_max_load_at(Planner *p, int point, int policy, double start, double precision, double min_load, double max_load,
+                     PlanMaxLoad *out, KvErr *e);
 
 /* `kvsim plan ARGS` (argv[0] is "plan"): the exit status (0 answered, 1 failure, 2 usage). */
 int plan_main(int argc, char **argv);
