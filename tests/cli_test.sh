@@ -655,11 +655,51 @@ mkdir -p "$tmp/ref" && cp results/reference/*.json "$tmp/ref/"
 python3 - "$tmp/ref/cake-a100-llama2-13b.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-d["metrics"]["cake"]["ttft_s.p99"] *= 1.5
+d["metrics"]["cake"]["ttft_s.p99"] *= 1.5   # a systematic shift: every seed 1.5 x
+d["replications"]["per_seed"]["cake"]["ttft_s.p99"] = [v * 1.5 for v in d["replications"]["per_seed"]["cake"]["ttft_s.p99"]]
 json.dump(d, open(sys.argv[1], "w"), indent=1)
 PY
 expect 1 "kvsim check fails on a perturbed reference" "$B"/kvsim check --baseline "$tmp/ref"
 contains "check prints what moved" "| cake-a100-llama2-13b | cake | ttft_s.p99 |"
+contains "check gives the paired difference and its interval" "(95 % CI) |"
+# CI-aware: a difference beyond the tolerance but inside the replication interval is not a regression
+cp results/reference/*.json "$tmp/ref/"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+assert len(v) == 3
+v[:] = [v[0] * 1.10, v[1] * 0.94, v[2] * 1.05]  # noise-like: mean change ~3 % (> the 2 % tolerance), the interval spans 0
+d["metrics"]["hcache"]["ttft_s.mean"] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 0 "kvsim check: a noise-like difference inside the replication interval passes" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check lists it apart, as not a regression" "inside the replication interval (the paired difference's 95 % interval contains 0): not regressions"
+contains "check names the value" "| hcache-sharegpt4-llama2-7b | hcache | ttft_s.mean |"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+cur = json.load(open("results/reference/hcache-sharegpt4-llama2-7b.json"))["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+v[:] = [x * 1.03 for x in cur]  # the same 3 % on every seed: systematic, a regression
+d["metrics"]["hcache"]["ttft_s.mean"] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "kvsim check: the same change on every seed is a regression" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check: the systematic change is listed as moved" "values moved beyond their tolerance and outside the replication interval"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["metrics"]["hcache"]["ttft_s.mean"] = 99.0  # edited in one place only
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "kvsim check: metrics and per_seed disagreeing is refused" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check says which value disagrees" "metrics.hcache.ttft_s.mean (99) is not replications.per_seed.hcache.ttft_s.mean[0]"
+expect 2 "kvsim check --seeds without --update" "$B"/kvsim check --seeds 2
+expect 0 "kvsim check --update --seeds 1 (one run, tolerance alone)" "$B"/kvsim check --update --seeds 1 --baseline "$tmp/ref1" --quiet
+if ! grep -q replications "$tmp/ref1/cake-a100-llama2-13b.json"; then ok "one seed: no replications block"; else bad "one seed: no replications block"; fi
+expect 0 "kvsim check against one-seed references" "$B"/kvsim check --baseline "$tmp/ref1"
+contains "one seed each" "1 seed: ok"
 expect 1 "kvsim check without references" "$B"/kvsim check --baseline "$tmp/noref"
 contains "check says how to write them" "kvsim check --update"
 expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet
