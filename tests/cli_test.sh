@@ -294,6 +294,44 @@ for f in results/costmodels/spec-*.sql; do
     bad "committed cost model $base differs from the spec backend (tools/regen_costmodels.sh, review, commit)"
   fi
 done
+# kvcal diff across files: a committed cost model (SQL dump) against a fresh store, and a drifted CSV
+f=results/costmodels/spec-hcache-a100-Llama-2-7B-tp1.sql
+"$B"/kvcal spec --platform hcache-a100 --model Llama-2-7B --tp 1 --db "$tmp/dnew.db" >/dev/null 2>&1
+expect 0 "kvcal diff committed.sql new.db" "$B"/kvcal diff "$f" "$tmp/dnew.db"
+contains "kvcal diff across files: no drift" "no drift beyond 5%"
+contains "kvcal diff names both files" "$f run 1 (spec 'A100-40GB' Llama-2-7B"
+"$B"/kvcal export --db "$tmp/dnew.db" --format csv --out "$tmp/dnew.csv" >/dev/null 2>&1
+python3 - "$tmp/dnew.csv" "$tmp/drift.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]; op = h.index("op")
+for r in rows[1:]:
+    if r[op] == "gemm_ffn_up":
+        for c in ("p10_ns", "median_ns", "p90_ns"): r[h.index(c)] = repr(float(r[h.index(c)]) * 1.2)
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
+PY
+expect 1 "kvcal diff committed.sql drifted.csv exits 1" "$B"/kvcal diff "$f" "$tmp/drift.csv"
+contains "kvcal diff lists the drifted curve" "drift: 1 curve with 34 points beyond 5%"
+expect 1 "kvcal diff --json" "$B"/kvcal diff --json "$f" "$tmp/drift.csv"
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["drift"] is True and d["drifted_curves"] == 1 and d["a"]["file"].endswith(".sql") and d["b"]["run"] == 1
+c = [x for x in d["curves"] if x["beyond"]]
+assert len(c) == 1 and c[0]["op"] == "gemm_ffn_up" and abs(c[0]["worst_change"] - 0.2) < 1e-9, c
+assert sum(x["common"] for x in d["curves"]) == d["common"] == 3278
+PY
+then ok "kvcal diff --json: the drift, its curve and change"; else bad "kvcal diff --json: the drift, its curve and change"; fi
+expect 0 "kvcal diff --json, no drift" "$B"/kvcal diff --json "$f" "$tmp/dnew.db:1"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drift"] is False and d["beyond"] == 0' "$tmp/out"; then
+  ok "kvcal diff --json parses (no drift)"; else bad "kvcal diff --json parses (no drift)"; fi
+expect 1 "kvcal diff: a run the file does not hold" "$B"/kvcal diff "$f:2" "$tmp/dnew.db"
+contains "kvcal diff names the file and its runs" "no run 2 (the file holds 1 run)"
+echo "hello" > "$tmp/notastore.txt"
+expect 1 "kvcal diff: a file that is no store" "$B"/kvcal diff "$f" "$tmp/notastore.txt"
+contains "kvcal diff says what it expected" "neither a cost store (SQLite), a kvsim SQL dump nor a CSV export"
+expect 0 "kvcal diff --db RUN RUN (one store) still works" "$B"/kvcal diff --db "$tmp/dnew.db" 1 1
+contains "one store: run ids" "kvcal diff: run 1 (spec 'A100-40GB'"
 
 
 # ---- hardening: untrusted stores and dumps ----
