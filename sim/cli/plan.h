@@ -1,7 +1,9 @@
 /* plan.h — `kvsim plan`: capacity-planning answers with their evidence, per policy:
  *  (a) the cheapest configuration of a space (--vary lists, priced by a --cost file) that meets
  *      every target of an SLO (--target "ttft_p99<=500ms,tbt_p99<=60ms"), and
- *  (b) the highest sustainable load (--max-load): bracket and bisect on the arrival rate.
+ *  (b) the highest sustainable load (--max-load): bracket and bisect on the arrival rate; with
+ *      --vary, one such search per configuration of the space (independent: each is the search
+ *      --max-load runs alone on that configuration), reported as a table.
  * Replications decide (docs/planning.md): a point runs --seeds seeds; a target "ttft_p99<=500ms"
  * is met when the upper end of the metric's 95 % interval is within the limit, failed when the
  * lower end is past it, uncertain otherwise — then more seeds run, up to --max-seeds. A point
