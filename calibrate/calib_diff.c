@@ -239,13 +239,18 @@ void calib_diff_free(CalibDiff *d)
 
 int calib_diff(CostStore *st, int64_t run_a, int64_t run_b, double tolerance, CalibDiff *d, KvErr *e)
 {
+    return calib_diff_stores(st, run_a, st, run_b, tolerance, d, e);
+}
+
+int calib_diff_stores(CostStore *sa, int64_t run_a, CostStore *sb, int64_t run_b, double tolerance, CalibDiff *d, KvErr *e)
+{
     memset(d, 0, sizeof *d);
     if (!(tolerance >= 0)) return kv_err(e, "diff: tolerance %g: expected >= 0", tolerance);
     StoreRunMeta ma, mb;
-    if (store_get_run(st, run_a, &ma, e) != 0 || store_get_run(st, run_b, &mb, e) != 0) return -1;
+    if (store_get_run(sa, run_a, &ma, e) != 0 || store_get_run(sb, run_b, &mb, e) != 0) return -1;
     PointBuf a, b;
-    if (load_points(st, run_a, &a, e) != 0) return -1;
-    if (load_points(st, run_b, &b, e) != 0) {
+    if (load_points(sa, run_a, &a, e) != 0) return -1;
+    if (load_points(sb, run_b, &b, e) != 0) {
         free(a.v);
         return -1;
     }

@@ -43,6 +43,9 @@ typedef struct CalibDiff {
 /* Compare the medians of every common (op, model, dtype, tp, p1, p2, p3) point of two runs. A point
  * is beyond the tolerance when |b − a| > tolerance · a. */
 int calib_diff(CostStore *st, int64_t run_a, int64_t run_b, double tolerance, CalibDiff *d, KvErr *e);
+/* The same across two stores (two files: a committed cost model against a fresh one); the points
+ * are matched by their key, so the run ids need not agree. */
+int calib_diff_stores(CostStore *sa, int64_t run_a, CostStore *sb, int64_t run_b, double tolerance, CalibDiff *d, KvErr *e);
 void calib_diff_free(CalibDiff *d);
 /* "5%", "0.05" → 0.05; -1 with a message unless 0 <= value < 10 (1000 %). */
 int calib_parse_tolerance(const char *s, double *out, KvErr *e);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench_sweep.sh — sweep and plan throughput (make bench, after tests/bench.sh). Prints a Markdown
 # table: a 100-point sweep (n_ssd 1..10 × dram 10 sizes, kv-offload on ShareGPT4, Llama-2-7B on
-# hcache-a100, BENCH_SWEEP_REQUESTS requests per point, default 10,000) with -j 1, -j 2 and, when
+# hcache-a100, session_rate 0.05/s — light enough that most points are not overloaded and the
+# plan has a real answer — BENCH_SWEEP_REQUESTS requests per point, default 10,000) with -j 1, -j 2 and, when
 # bin/kvsim-mpi exists, `mpirun -np 2` (one coordinator and one worker rank): wall time, points per
 # hour; then `kvsim plan` on the same space (one seed, the sweep's), with the target set to the
-# median TTFT p99 of the sweep's points so that the answer lies inside the space: the points it
+# median TTFT p99 of the sweep's points (rounded up to the ms) so that the answer lies inside the space: the points it
 # evaluated against the full grid, with pruning and with --no-prune. Nothing is asserted.
 # Environment: KVSIM (default bin/kvsim), KVSIM_MPI (default bin/kvsim-mpi), BENCH_SWEEP_REQUESTS.
 set -u
@@ -16,7 +17,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 DRAM=16GB,32GB,48GB,64GB,96GB,128GB,192GB,256GB,384GB,512GB
 SSD=1,2,3,4,5,6,7,8,9,10
 grid=(--set model=Llama-2-7B --set platform=hcache-a100 --set trace=sharegpt4 --set requests="$N" --set seed=1
-      --set session_rate=0.2 --set max_context=16384 --set evict_each_turn=true --policies kv-offload
+      --set session_rate=0.05 --set max_context=16384 --set evict_each_turn=true --policies kv-offload
       --set n_ssd=$SSD --set dram=$DRAM)
 now() { date +%s.%N; }
 row() { # label seconds points
@@ -42,14 +43,14 @@ else
 fi
 echo
 # the plan on the same space: the median TTFT p99 of the sweep as the target
-med=$(awk -F, 'NR > 1 && $(NF-1) == "ttft_s.p99" { print $NF }' "$tmp/j1.csv" 2>/dev/null | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.0f", v[int((NR + 1) / 2)] * 1000 }')
+med=$(awk -F, 'NR > 1 && $(NF-1) == "ttft_s.p99" { print $NF }' "$tmp/j1.csv" 2>/dev/null | sort -g | awk '{ v[NR] = $1 } END { if (NR) { m = v[int((NR + 1) / 2)] * 1000; printf "%d", (m == int(m)) ? m : int(m) + 1 } }')
 if [ -z "$med" ]; then echo "(plan rows skipped: the sweep gave no CSV)"; exit 0; fi
 echo "### kvsim plan on the same 100 points (target ttft_p99<=${med}ms, the sweep's median; 1 seed)"
 echo
 echo "| search | points evaluated | of the grid | wall s | answer |"
 echo "|---|--:|--:|--:|---|"
 base=(--set model=Llama-2-7B --set platform=hcache-a100 --set trace=sharegpt4 --set requests="$N" --set seed=1
-      --set session_rate=0.2 --set max_context=16384 --set evict_each_turn=true --policies kv-offload)
+      --set session_rate=0.05 --set max_context=16384 --set evict_each_turn=true --policies kv-offload)
 for mode in prune no-prune; do
   extra=(); [ $mode = no-prune ] && extra=(--no-prune)
   t0=$(now)

@@ -294,6 +294,44 @@ for f in results/costmodels/spec-*.sql; do
     bad "committed cost model $base differs from the spec backend (tools/regen_costmodels.sh, review, commit)"
   fi
 done
+# kvcal diff across files: a committed cost model (SQL dump) against a fresh store, and a drifted CSV
+f=results/costmodels/spec-hcache-a100-Llama-2-7B-tp1.sql
+"$B"/kvcal spec --platform hcache-a100 --model Llama-2-7B --tp 1 --db "$tmp/dnew.db" >/dev/null 2>&1
+expect 0 "kvcal diff committed.sql new.db" "$B"/kvcal diff "$f" "$tmp/dnew.db"
+contains "kvcal diff across files: no drift" "no drift beyond 5%"
+contains "kvcal diff names both files" "$f run 1 (spec 'A100-40GB' Llama-2-7B"
+"$B"/kvcal export --db "$tmp/dnew.db" --format csv --out "$tmp/dnew.csv" >/dev/null 2>&1
+python3 - "$tmp/dnew.csv" "$tmp/drift.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]; op = h.index("op")
+for r in rows[1:]:
+    if r[op] == "gemm_ffn_up":
+        for c in ("p10_ns", "median_ns", "p90_ns"): r[h.index(c)] = repr(float(r[h.index(c)]) * 1.2)
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
+PY
+expect 1 "kvcal diff committed.sql drifted.csv exits 1" "$B"/kvcal diff "$f" "$tmp/drift.csv"
+contains "kvcal diff lists the drifted curve" "drift: 1 curve with 34 points beyond 5%"
+expect 1 "kvcal diff --json" "$B"/kvcal diff --json "$f" "$tmp/drift.csv"
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["drift"] is True and d["drifted_curves"] == 1 and d["a"]["file"].endswith(".sql") and d["b"]["run"] == 1
+c = [x for x in d["curves"] if x["beyond"]]
+assert len(c) == 1 and c[0]["op"] == "gemm_ffn_up" and abs(c[0]["worst_change"] - 0.2) < 1e-9, c
+assert sum(x["common"] for x in d["curves"]) == d["common"] == 3278
+PY
+then ok "kvcal diff --json: the drift, its curve and change"; else bad "kvcal diff --json: the drift, its curve and change"; fi
+expect 0 "kvcal diff --json, no drift" "$B"/kvcal diff --json "$f" "$tmp/dnew.db:1"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drift"] is False and d["beyond"] == 0' "$tmp/out"; then
+  ok "kvcal diff --json parses (no drift)"; else bad "kvcal diff --json parses (no drift)"; fi
+expect 1 "kvcal diff: a run the file does not hold" "$B"/kvcal diff "$f:2" "$tmp/dnew.db"
+contains "kvcal diff names the file and its runs" "no run 2 (the file holds 1 run)"
+echo "hello" > "$tmp/notastore.txt"
+expect 1 "kvcal diff: a file that is no store" "$B"/kvcal diff "$f" "$tmp/notastore.txt"
+contains "kvcal diff says what it expected" "neither a cost store (SQLite), a kvsim SQL dump nor a CSV export"
+expect 0 "kvcal diff --db RUN RUN (one store) still works" "$B"/kvcal diff --db "$tmp/dnew.db" 1 1
+contains "one store: run ids" "kvcal diff: run 1 (spec 'A100-40GB'"
 
 
 # ---- hardening: untrusted stores and dumps ----
@@ -608,7 +646,31 @@ contains "plan --no-prune evaluates every point" "Evaluated 2 of 2 points"
 expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
 contains "plan --max-load gives the interval" "the limit lies in ["
-contains "plan --max-load: an overloaded load fails" "overloaded in all 2 seeds"
+contains "plan --max-load: an overloaded load fails" "overloaded in every seed (2 of 2)"
+# --max-load over a space: one search per configuration and policy, each the search alone on its settings
+expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+  --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --vary n_ssd=1,4 --vary gpu=A100-40GB,H100-SXM --out "$tmp/mlv"
+contains "plan --max-load --vary: a row per configuration" "| n_ssd=4, gpu=H100-SXM | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
+contains "plan --max-load --vary: the best configuration" "**highest sustainable request_rate: n_ssd=1, gpu=H100-SXM"
+contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 238 ± 461 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 2 seeds"
+expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 \
+  --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --set n_ssd=4 --set gpu=H100-SXM --out "$tmp/ml1"
+if python3 - "$tmp/mlv/plan.json" "$tmp/ml1/plan.json" <<'PY2'
+import json, sys
+g, one = (json.load(open(p)) for p in sys.argv[1:])
+c = g["policies"]["kv-offload"]["configurations"]
+assert len(c) == 4 and [x["point"] for x in c] == [1, 2, 3, 4]
+o = one["policies"]["kv-offload"]
+assert c[3]["sustainable"] == o["sustainable"] > 0 and c[3]["not_sustainable"] == o["not_sustainable"], (c[3], o)
+assert [r["load"] for r in c[3]["rows"]] == [r["load"] for r in o["rows"]]
+assert g["policies"]["kv-offload"]["best"] == 2 and g["axes"]["gpu"] == ["A100-40GB", "H100-SXM"]
+PY2
+then ok "plan --max-load --vary: each configuration's answer is its own search's"; else bad "plan --max-load --vary: each configuration's answer is its own search's"; fi
+expect 2 "plan --max-load --vary on the load knob" "${PL[@]}" --max-load --load-knob request_rate --target "ttft_p99<=2s" --vary request_rate=1,2
+contains "plan says the load is searched" "the load is what the search finds"
+expect 0 "plan: why a cheaper neighbour fails" "${PL[@]}" --set requests=300 --target "ttft_p99<=2s,tbt_p99<=18ms" --vary n_ssd=1,2 \
+  --vary gpu=A100-40GB,H100-SXM --policies kv-offload --seeds 2 --max-seeds 3
+contains "the neighbour's line names the metric, its CI and the target" "gpu=A100-40GB (21,774 USD): failed — ttft_p99 208 ± 373 ms (mean ± 95 % CI) against <= 2000 ms: met; tbt_p99 23.9 ± 5.4 ms (mean ± 95 % CI) against <= 18.0 ms: failed; overloaded in 0 of 2 seeds"
 expect 2 "plan: a bad target expression" "${PL[@]}" --target "ttft_p99=<500ms" --vary n_ssd=1,2
 contains "plan names the bad target term" "'ttft_p99=<500ms': unknown comparison '=<'"
 expect 2 "plan: an unknown metric" "${PL[@]}" --target "ttfp_p99<=500ms" --vary n_ssd=1,2
@@ -631,11 +693,51 @@ mkdir -p "$tmp/ref" && cp results/reference/*.json "$tmp/ref/"
 python3 - "$tmp/ref/cake-a100-llama2-13b.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-d["metrics"]["cake"]["ttft_s.p99"] *= 1.5
+d["metrics"]["cake"]["ttft_s.p99"] *= 1.5   # a systematic shift: every seed 1.5 x
+d["replications"]["per_seed"]["cake"]["ttft_s.p99"] = [v * 1.5 for v in d["replications"]["per_seed"]["cake"]["ttft_s.p99"]]
 json.dump(d, open(sys.argv[1], "w"), indent=1)
 PY
 expect 1 "kvsim check fails on a perturbed reference" "$B"/kvsim check --baseline "$tmp/ref"
 contains "check prints what moved" "| cake-a100-llama2-13b | cake | ttft_s.p99 |"
+contains "check gives the paired difference and its interval" "(95 % CI) |"
+# CI-aware: a difference beyond the tolerance but inside the replication interval is not a regression
+cp results/reference/*.json "$tmp/ref/"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+assert len(v) == 3
+v[:] = [v[0] * 1.10, v[1] * 0.94, v[2] * 1.05]  # noise-like: mean change ~3 % (> the 2 % tolerance), the interval spans 0
+d["metrics"]["hcache"]["ttft_s.mean"] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 0 "kvsim check: a noise-like difference inside the replication interval passes" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check lists it apart, as not a regression" "inside the replication interval (the paired difference's 95 % interval contains 0): not regressions"
+contains "check names the value" "| hcache-sharegpt4-llama2-7b | hcache | ttft_s.mean |"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+cur = json.load(open("results/reference/hcache-sharegpt4-llama2-7b.json"))["replications"]["per_seed"]["hcache"]["ttft_s.mean"]
+v[:] = [x * 1.03 for x in cur]  # the same 3 % on every seed: systematic, a regression
+d["metrics"]["hcache"]["ttft_s.mean"] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "kvsim check: the same change on every seed is a regression" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check: the systematic change is listed as moved" "values moved beyond their tolerance and outside the replication interval"
+python3 - "$tmp/ref/hcache-sharegpt4-llama2-7b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["metrics"]["hcache"]["ttft_s.mean"] = 99.0  # edited in one place only
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "kvsim check: metrics and per_seed disagreeing is refused" "$B"/kvsim check --baseline "$tmp/ref"
+contains "check says which value disagrees" "metrics.hcache.ttft_s.mean (99) is not replications.per_seed.hcache.ttft_s.mean[0]"
+expect 2 "kvsim check --seeds without --update" "$B"/kvsim check --seeds 2
+expect 0 "kvsim check --update --seeds 1 (one run, tolerance alone)" "$B"/kvsim check --update --seeds 1 --baseline "$tmp/ref1" --quiet
+if ! grep -q replications "$tmp/ref1/cake-a100-llama2-13b.json"; then ok "one seed: no replications block"; else bad "one seed: no replications block"; fi
+expect 0 "kvsim check against one-seed references" "$B"/kvsim check --baseline "$tmp/ref1"
+contains "one seed each" "1 seed: ok"
 expect 1 "kvsim check without references" "$B"/kvsim check --baseline "$tmp/noref"
 contains "check says how to write them" "kvsim check --update"
 expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet

@@ -118,7 +118,7 @@ TEST(plan_judge_interval_decides)
     int all[] = {1, 1, 1}, some[] = {0, 1, 0};
     ev = judged(tg, 1, lowv, all, 3);
     CHECK_EQ_I(ev.verdict, PLAN_FAILED);
-    CHECK_CONTAINS(ev.why, "overloaded in all 3 seeds");
+    CHECK_CONTAINS(ev.why, "overloaded in every seed (3 of 3)");
     ev = judged(tg, 1, lowv, some, 3);
     CHECK_EQ_I(ev.verdict, PLAN_UNCERTAIN);
     CHECK_CONTAINS(ev.why, "overloaded in 1 of 3 seeds");
@@ -422,5 +422,69 @@ TEST(plan_max_load_brackets_and_bisects)
     CHECK(m.lo == 0);
     CHECK(m.limited);
     plan_max_load_free(&m);
+    plan_free(&p);
+}
+
+/* --max-load over a space: each point's search is its own (the evaluator sees the point), the
+ * same loads and answer as the search alone; one point's evaluations are not reused for another */
+typedef struct PointLoadSynth {
+    double limit[3];
+    int calls[3];
+} PointLoadSynth;
+
+static int point_load_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvErr *e)
+{
+    PointLoadSynth *s = ctx;
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        if (jobs[i].point < 0 || jobs[i].point > 2) return kv_err(e, "point %d out of range", jobs[i].point);
+        double x = jobs[i].load / s->limit[jobs[i].point];
+        out[i].v[0] = x < 1 ? 0.1 / (1 - x) : 1e3;
+        out[i].overloaded = x >= 1;
+        s->calls[jobs[i].point]++;
+    }
+    return 0;
+}
+
+TEST(plan_max_load_at_searches_each_point_on_its_own)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=1s", tg, 1, &n, &e) == 0);
+    PointLoadSynth s = {{2.0, 8.0, 2.0}, {0, 0, 0}};
+    Planner p;
+    memset(&p, 0, sizeof p);
+    p.t = tg;
+    p.nt = 1;
+    p.seeds = p.max_seeds = 2;
+    p.seed_base = 1;
+    p.eval = point_load_eval;
+    p.ctx = &s;
+    PlanMaxLoad m[3];
+    for (int q = 0; q < 3; q++) {
+        CHECK_MSG(plan_max_load_at(&p, q, 0, 1, 0.05, 1e-6, 1e6, &m[q], &e) == 0, "%s", e.msg);
+        CHECK_EQ_I(m[q].point, q);
+        double truth = 0.9 * s.limit[q];
+        CHECK_MSG(m[q].lo <= truth && truth <= m[q].hi, "point %d: [%g, %g) vs %g", q, m[q].lo, m[q].hi, truth);
+        for (int i = 0; i < m[q].n_evals; i++) CHECK_EQ_I(p.evals[m[q].evals[i]].point, q);
+        CHECK_EQ_I(s.calls[q], 2 * m[q].n_evals); /* nothing borrowed from another point */
+    }
+    /* points 0 and 2 are alike: the same loads, the same answer */
+    CHECK_EQ_I(m[0].n_evals, m[2].n_evals);
+    CHECK(m[0].lo == m[2].lo && m[0].hi == m[2].hi);
+    CHECK(m[1].lo > m[0].lo);
+    /* and the same as the search on one configuration (point -1 is the only one) */
+    Planner p1 = p;
+    p1.evals = NULL;
+    p1.n_evals = p1.cap = 0;
+    PointLoadSynth s1 = {{2.0, 2.0, 2.0}, {0, 0, 0}};
+    p1.ctx = &s1;
+    PlanMaxLoad m1;
+    CHECK(plan_max_load_at(&p1, 0, 0, 1, 0.05, 1e-6, 1e6, &m1, &e) == 0);
+    CHECK(m1.lo == m[0].lo && m1.hi == m[0].hi && m1.n_evals == m[0].n_evals);
+    plan_max_load_free(&m1);
+    plan_free(&p1);
+    for (int q = 0; q < 3; q++) plan_max_load_free(&m[q]);
     plan_free(&p);
 }

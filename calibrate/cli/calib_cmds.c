@@ -14,10 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <errno.h>
+#include <unistd.h>
+#include <cJSON.h>
 
 #include "calibrate/calib_diff.h"
 #include "calibrate/calib_run.h"
 #include "calibrate/cli/kvcal_cli.h"
+#include "calibrate/cli/store_cmds.h"
+#include "calibrate/store_io.h"
 #include "sim/base/opt.h"
 #include "sim/cost/spec.h"
 
@@ -199,15 +204,20 @@ static void fmt_ns(double ns, char *s, size_t len)
 }
 
 static const OptSpec k_diff_opts[] = {
-    {"--db", "FILE", OPT_REQUIRED, "the cost store (SQLite)"},
+    {"--db", "FILE", 0, "the cost store (SQLite) holding both runs: then A and B are run ids"},
     {"--tolerance", "T", 0, "a percentage (5%) or a fraction (0.05) of run A's median; default 5%"},
+    {"--json", NULL, 0, "print the comparison as one JSON object instead of the table"},
 };
 static const OptCmd k_diff = {
     "kvcal diff",
     "Compare the medians of every (op, model, dtype, tp, p1, p2, p3) point the two runs share; list the\n"
     "curves with points beyond the tolerance and the points present in one run only.\n"
+    "  kvcal diff --db FILE RUN_A RUN_B      two runs of one store\n"
+    "  kvcal diff A B                        across files: each a store (.db), a SQL dump (.sql, as committed\n"
+    "                                        in results/costmodels/) or a CSV export; FILE:RUN picks a run\n"
+    "                                        of a file holding several (e.g. kvcal diff committed.sql new.db)\n"
     "Exit: 0 no drift, 1 drift beyond the tolerance or runs that cannot be read, 2 usage error.",
-    k_diff_opts, (int)KV_ARRAY_LEN(k_diff_opts), "RUN_A RUN_B", 2, 2};
+    k_diff_opts, (int)KV_ARRAY_LEN(k_diff_opts), "A B", 2, 2};
 
 /* a run id: a positive integer */
 static int parse_run_id(const char *v, int64_t *out)
@@ -220,6 +230,155 @@ static int parse_run_id(const char *v, int64_t *out)
     return KVCAL_OK;
 }
 
+/* One side of a diff across files: the store it was read into and the run. */
+typedef struct DiffSide {
+    char path[1024];  /* the file as named (without ":RUN") */
+    char tmp[1100];   /* "" or the temporary store a dump / CSV was imported into (removed at the end) */
+    CostStore st;
+    int open;
+    int64_t run;      /* the run's id in st */
+    int64_t shown;    /* the run as the file numbers it (an imported dump's runs are 1, 2, ... in order) */
+} DiffSide;
+
+static void side_close(DiffSide *d)
+{
+    if (d->open) store_close(&d->st);
+    d->open = 0;
+    if (d->tmp[0]) unlink(d->tmp);
+    d->tmp[0] = '\0';
+}
+
+/* "FILE" or "FILE:RUN": open it (a SQLite store as is; a dump or CSV export imported into a
+ * temporary store) and pick the run (the only one, or RUN). */
+static int side_open(DiffSide *d, const char *arg, KvErr *e)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", arg);
+    const char *colon = strrchr(arg, ':');
+    struct stat sb;
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) && stat(arg, &sb) != 0) {
+        snprintf(d->path, sizeof d->path, "%.*s", (int)(colon - arg), arg);
+        d->run = strtoll(colon + 1, NULL, 10);
+        if (d->run < 1) return kv_err(e, "%s: run %s: expected a run id >= 1", arg, colon + 1);
+    }
+    FILE *f = fopen(d->path, "rb");
+    if (!f) return kv_err(e, "%s: cannot open: %s", d->path, strerror(errno));
+    char head[16] = {0};
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got == sizeof head && !memcmp(head, "SQLite format 3", 16)) {
+        if (store_open(&d->st, d->path, STORE_OPEN_READONLY, e) != 0) return -1;
+        d->open = 1;
+    } else {
+        if (stat(d->path, &sb) == 0 && sb.st_size > STORE_IMPORT_MAX_BYTES)
+            return kv_err(e, "%s: %lld bytes, larger than an import may be (%d MiB)", d->path, (long long)sb.st_size,
+                          STORE_IMPORT_MAX_BYTES >> 20);
+        char *text = kv_read_file(d->path, NULL, e);
+        if (!text) return -1;
+        int kind = kvcal_input_kind(d->path, text);
+        if (!kind) {
+            free(text);
+            return kv_err(e, "%s: neither a cost store (SQLite), a kvsim SQL dump nor a CSV export (expected a .db store, a first line "
+                             "'-- kvsim cost store dump, schema N' or the CSV header 'run_id,backend,...')", d->path);
+        }
+        const char *tdir = getenv("TMPDIR");
+        snprintf(d->tmp, sizeof d->tmp, "%s/kvcal-diff-XXXXXX", tdir && *tdir ? tdir : "/tmp");
+        int fd = mkstemp(d->tmp);
+        if (fd < 0) {
+            free(text);
+            kv_err(e, "%s: cannot create a temporary store: %s", d->tmp, strerror(errno));
+            d->tmp[0] = '\0';
+            return -1;
+        }
+        close(fd);
+        StoreImportStats is;
+        int rc = store_open(&d->st, d->tmp, STORE_OPEN_CREATE, e);
+        if (rc == 0) {
+            d->open = 1;
+            rc = kind == 1 ? store_import_sql_stats(&d->st, text, d->path, &is, e) : store_import_csv_stats(&d->st, text, d->path, &is, e);
+        }
+        free(text);
+        if (rc != 0) return -1;
+    }
+    StoreRunList runs;
+    if (store_runs_all(&d->st, 0, &runs, e) != 0) return -1;
+    int rc = 0;
+    if (d->run > 0) {
+        /* the run ids of an imported dump are renumbered in order: name them as the file did (1, 2, ...) */
+        if (d->tmp[0]) {
+            if ((size_t)d->run > runs.n) rc = kv_err(e, "%s: no run %lld (the file holds %zu run%s)", d->path, (long long)d->run, runs.n,
+                                                     runs.n == 1 ? "" : "s");
+            else d->shown = d->run, d->run = runs.v[d->run - 1].id;
+        } else d->shown = d->run;
+    } else if (runs.n == 1) {
+        d->run = runs.v[0].id;
+        d->shown = d->tmp[0] ? 1 : d->run;
+    } else {
+        char ids[256] = "";
+        for (size_t i = 0; i < runs.n && strlen(ids) < sizeof ids - 24; i++)
+            snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%lld", i ? ", " : "", (long long)(d->tmp[0] ? (int64_t)i + 1 : runs.v[i].id));
+        rc = runs.n == 0 ? kv_err(e, "%s: holds no run", d->path)
+                         : kv_err(e, "%s: holds %zu runs (%s): name one as %s:RUN", d->path, runs.n, ids, d->path);
+    }
+    free(runs.v);
+    return rc;
+}
+
+static cJSON *side_json(const char *file, int64_t run, const StoreRunMeta *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (file) cJSON_AddStringToObject(o, "file", file);
+    cJSON_AddNumberToObject(o, "run", (double)run);
+    cJSON_AddStringToObject(o, "backend", m->backend);
+    cJSON_AddStringToObject(o, "device", m->device);
+    cJSON_AddStringToObject(o, "model", m->model);
+    cJSON_AddStringToObject(o, "dtype", m->dtype);
+    cJSON_AddNumberToObject(o, "tp", m->tp);
+    cJSON_AddStringToObject(o, "started_at", m->started_at);
+    return o;
+}
+
+static void print_json(const char *fa, int64_t ra, const StoreRunMeta *ma, const char *fb, int64_t rb, const StoreRunMeta *mb,
+                       const CalibDiff *d, double tol)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "a", side_json(fa, ra, ma));
+    cJSON_AddItemToObject(root, "b", side_json(fb, rb, mb));
+    cJSON_AddNumberToObject(root, "tolerance", tol);
+    cJSON_AddNumberToObject(root, "common", (double)d->common);
+    cJSON_AddNumberToObject(root, "beyond", (double)d->beyond);
+    cJSON_AddNumberToObject(root, "only_a", (double)d->only_a);
+    cJSON_AddNumberToObject(root, "only_b", (double)d->only_b);
+    cJSON_AddNumberToObject(root, "drifted_curves", d->drifted);
+    cJSON_AddBoolToObject(root, "drift", d->drifted > 0);
+    cJSON *cs = cJSON_AddArrayToObject(root, "curves");
+    for (int i = 0; i < d->n_curves; i++) {
+        const CalibDiffCurve *c = &d->curves[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "op", cost_op_name(c->op));
+        cJSON_AddStringToObject(o, "model", c->model);
+        cJSON_AddStringToObject(o, "dtype", c->dtype);
+        cJSON_AddNumberToObject(o, "tp", c->tp);
+        cJSON_AddNumberToObject(o, "common", (double)c->common);
+        cJSON_AddNumberToObject(o, "beyond", (double)c->beyond);
+        cJSON_AddNumberToObject(o, "only_a", (double)c->only_a);
+        cJSON_AddNumberToObject(o, "only_b", (double)c->only_b);
+        if (c->common) {
+            if (isinf(c->worst_rel)) cJSON_AddNullToObject(o, "worst_change"); /* from 0 */
+            else cJSON_AddNumberToObject(o, "worst_change", c->worst_rel);
+            cJSON *at = cJSON_AddArrayToObject(o, "worst_at");
+            for (int k = 0; k < 3; k++) cJSON_AddItemToArray(at, cJSON_CreateNumber((double)c->worst_p[k]));
+            cJSON_AddNumberToObject(o, "worst_a_ns", c->worst_a_ns);
+            cJSON_AddNumberToObject(o, "worst_b_ns", c->worst_b_ns);
+        }
+        cJSON_AddItemToArray(cs, o);
+    }
+    char *text = cJSON_Print(root);
+    if (text) printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+}
+
 int kvcal_cmd_diff(int argc, char **argv)
 {
     OptArgs a;
@@ -229,19 +388,47 @@ int kvcal_cmd_diff(int argc, char **argv)
     double tol = 0.05;
     if (opt_get(&a, "--tolerance") && calib_parse_tolerance(opt_get(&a, "--tolerance"), &tol, &e) != 0)
         return kvcal_cli_usage(&k_diff, "--tolerance: %s", e.msg);
+    int json = opt_count(&a, "--json") > 0;
     int64_t ra, rb;
-    if (parse_run_id(a.pos[0], &ra) || parse_run_id(a.pos[1], &rb)) return KVCAL_USAGE;
-    CostStore st;
-    if (store_open(&st, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
     CalibDiff d;
     StoreRunMeta ma, mb;
-    if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {
+    char la[1100] = "", lb[1100] = ""; /* "" (one store) or "FILE " before "run N" */
+    if (opt_get(&a, "--db")) {
+        if (parse_run_id(a.pos[0], &ra) || parse_run_id(a.pos[1], &rb)) return KVCAL_USAGE;
+        CostStore st;
+        if (store_open(&st, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
+        if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {
+            store_close(&st);
+            return kvcal_cli_fail(&k_diff, &e);
+        }
         store_close(&st);
-        return kvcal_cli_fail(&k_diff, &e);
+    } else {
+        DiffSide sa, sb;
+        memset(&sb, 0, sizeof sb);
+        if (side_open(&sa, a.pos[0], &e) != 0 || side_open(&sb, a.pos[1], &e) != 0 || store_get_run(&sa.st, sa.run, &ma, &e) != 0 ||
+            store_get_run(&sb.st, sb.run, &mb, &e) != 0 || calib_diff_stores(&sa.st, sa.run, &sb.st, sb.run, tol, &d, &e) != 0) {
+            side_close(&sa);
+            side_close(&sb);
+            return kvcal_cli_fail(&k_diff, &e);
+        }
+        ra = sa.shown;
+        rb = sb.shown;
+        snprintf(la, sizeof la, "%s ", sa.path);
+        snprintf(lb, sizeof lb, "%s ", sb.path);
+        side_close(&sa);
+        side_close(&sb);
     }
-    store_close(&st);
-    printf("kvcal diff: run %lld (%s '%s' %s, %s) vs run %lld (%s '%s' %s, %s): %lld common points, tolerance %g%%\n",
-           (long long)ra, ma.backend, ma.device, ma.model[0] ? ma.model : "(io)", ma.started_at, (long long)rb, mb.backend,
+    if (json) {
+        char fa[1100], fb[1100];
+        snprintf(fa, sizeof fa, "%.*s", la[0] ? (int)strlen(la) - 1 : 0, la);
+        snprintf(fb, sizeof fb, "%.*s", lb[0] ? (int)strlen(lb) - 1 : 0, lb);
+        print_json(la[0] ? fa : NULL, ra, &ma, lb[0] ? fb : NULL, rb, &mb, &d, tol);
+        rc = d.drifted ? 1 : 0;
+        calib_diff_free(&d);
+        return rc;
+    }
+    printf("kvcal diff: %srun %lld (%s '%s' %s, %s) vs %srun %lld (%s '%s' %s, %s): %lld common points, tolerance %g%%\n", la,
+           (long long)ra, ma.backend, ma.device, ma.model[0] ? ma.model : "(io)", ma.started_at, lb, (long long)rb, mb.backend,
            mb.device, mb.model[0] ? mb.model : "(io)", mb.started_at, (long long)d.common, tol * 100);
     if (d.drifted) {
         printf("%-14s %-16s %-5s %3s %7s %7s %12s  %-28s %s\n", "op", "model", "dtype", "tp", "points", "beyond", "worst",
@@ -263,7 +450,7 @@ int kvcal_cmd_diff(int argc, char **argv)
     for (int side = 0; side < 2; side++) {
         int64_t n = side ? d.only_b : d.only_a;
         if (!n) continue;
-        printf("only in run %lld: %lld points (", (long long)(side ? rb : ra), (long long)n);
+        printf("only in %srun %lld: %lld points (", side ? lb : la, (long long)(side ? rb : ra), (long long)n);
         int first = 1;
         for (int i = 0; i < d.n_curves; i++) {
             int64_t k = side ? d.curves[i].only_b : d.curves[i].only_a;

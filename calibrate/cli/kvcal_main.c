@@ -28,7 +28,7 @@ static void usage(FILE *out)
                  "  spec      fill a cost store with roofline curves derived from the catalogs (no GPU needed);\n"
                  "            spec --explain: the fitted efficiency curves and their sources\n"
                  "  run       measure cost curves on this machine (cpu or cuda backend) into a cost store\n"
-                 "  diff      compare two runs' medians (exit 1 on drift)\n"
+                 "  diff      compare two runs' medians, of one store or across files (.db, .sql, .csv; exit 1 on drift)\n"
                  "  show      a store's runs, or one run's curves\n"
                  "  export    a store or one run as csv, json or a deterministic sql dump\n"
                  "  import    add the runs of a sql dump or csv export to a store\n"

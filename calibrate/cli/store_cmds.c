@@ -343,6 +343,12 @@ static InputKind input_kind(const char *path, const char *text)
     return IN_UNKNOWN;
 }
 
+int kvcal_input_kind(const char *path, const char *text)
+{
+    InputKind k = input_kind(path, text);
+    return k == IN_SQL ? 1 : k == IN_CSV ? 2 : 0;
+}
+
 int kvcal_cmd_import(int argc, char **argv)
 {
     const OptCmd *c = &k_import;

@@ -21,5 +21,8 @@
 int kvcal_cmd_show(int argc, char **argv);
 int kvcal_cmd_export(int argc, char **argv);
 int kvcal_cmd_import(int argc, char **argv);
+/* What a file to import holds, from its first line or its name: 1 a kvsim SQL dump, 2 a CSV
+ * export, 0 neither (kvcal import, and kvcal diff's FILE arguments). */
+int kvcal_input_kind(const char *path, const char *text);
 
 #endif

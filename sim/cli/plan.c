@@ -280,7 +280,8 @@ void plan_judge(const PlanTarget *t, int nt, PlanEval *ev)
         }
     }
     if (ev->n_overloaded == n) {
-        add_why(ev->why, sizeof ev->why, "overloaded in %s%d seeds", n > 1 ? "all " : "", n);
+        if (n > 1) add_why(ev->why, sizeof ev->why, "overloaded in every seed (%d of %d)", n, n);
+        else add_why(ev->why, sizeof ev->why, "overloaded (its one seed)");
         failed = 1;
     } else if (ev->n_overloaded > 0) {
         add_why(ev->why, sizeof ev->why, "overloaded in %d of %d seeds", ev->n_overloaded, n);
@@ -533,7 +534,7 @@ void plan_max_load_free(PlanMaxLoad *m)
 
 static int load_step(Planner *p, PlanMaxLoad *m, double load, int *met, KvErr *e)
 {
-    int i = plan_evaluate(p, -1, m->policy, load, e);
+    int i = plan_evaluate(p, m->point, m->policy, load, e);
     if (i < 0) return -1;
     int *ev = realloc(m->evals, (size_t)(m->n_evals + 1) * sizeof *ev);
     if (!ev) return kv_err(e, "plan: out of memory");
@@ -547,7 +548,14 @@ static int load_step(Planner *p, PlanMaxLoad *m, double load, int *met, KvErr *e
 int plan_max_load(Planner *p, int policy, double start, double precision, double min_load, double max_load, PlanMaxLoad *out,
                   KvErr *e)
 {
+    return plan_max_load_at(p, -1, policy, start, precision, min_load, max_load, out, e);
+}
+
+int plan_max_load_at(Planner *p, int point, int policy, double start, double precision, double min_load, double max_load,
+                     PlanMaxLoad *out, KvErr *e)
+{
     memset(out, 0, sizeof *out);
+    out->point = point;
     out->policy = policy;
     out->lo = 0;
     out->hi = NAN;
@@ -923,7 +931,11 @@ static void progress_line(void *ctx, const Planner *p, const PlanEval *ev)
     const Ctx *x = ctx;
     if (x->quiet) return;
     char label[400];
-    if (ev->point >= 0) {
+    if (ev->point >= 0 && !isnan(ev->load)) { /* --max-load over a space: the configuration and the load */
+        point_label(x, ev->point, label, sizeof label);
+        fprintf(stderr, "plan: %s: %s: %s=%g: %s%s%s [%d seeds]\n", x->policies[ev->policy], label, x->knob, ev->load,
+                plan_verdict_name(ev->verdict), ev->why[0] ? ": " : "", ev->why, ev->n_seeds);
+    } else if (ev->point >= 0) {
         char money[48];
         point_label(x, ev->point, label, sizeof label);
         fmt_money(money, sizeof money, x->cost[ev->point]);
@@ -933,6 +945,42 @@ static void progress_line(void *ctx, const Planner *p, const PlanEval *ev)
         fprintf(stderr, "plan: %s: %s=%g: %s%s%s [%d seeds]\n", x->policies[ev->policy], x->knob, ev->load,
                 plan_verdict_name(ev->verdict), ev->why[0] ? ": " : "", ev->why, ev->n_seeds);
     }
+}
+
+/* Every target of an evaluation against its limit, and the overload count: "ttft_p99 612 ± 20 ms
+ * against <= 500 ms: failed; tbt_p99 40 ± 1 ms against <= 60 ms: met; overloaded in 0 of 3 seeds"
+ * (a run that failed: its message). What a reader needs to see why a point does not do. */
+static void eval_detail(const Ctx *x, const PlanEval *ev, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (ev->verdict == PLAN_FAILED && ev->n_seeds > 0)
+        for (int s = 0; s < ev->n_seeds; s++)
+            if (ev->s[s].error[0]) {
+                snprintf(buf, cap, "%s", ev->why);
+                return;
+            }
+    for (int i = 0; i < x->nt; i++) {
+        const PlanTarget *t = &x->t[i];
+        char st[64], lim[32];
+        const char *verdict = "no value";
+        if (isfinite(ev->mean[i])) {
+            double hw = isfinite(ev->ci95[i]) ? ev->ci95[i] : 0, up = ev->mean[i] + hw, lo = ev->mean[i] - hw, L = t->limit;
+            int met, fail;
+            switch (t->op) {
+            case PLAN_LE: met = up <= L, fail = lo > L; break;
+            case PLAN_LT: met = up < L, fail = lo >= L; break;
+            case PLAN_GE: met = lo >= L, fail = up < L; break;
+            default: met = lo > L, fail = up <= L; break;
+            }
+            verdict = fail ? "failed" : met ? "met" : "uncertain (the interval straddles the limit)";
+        }
+        fmt_stat(st, sizeof st, t->unit, ev->mean[i], ev->ci95[i], ev->n_seeds);
+        fmt_num(lim, sizeof lim, shown(t->unit, t->limit));
+        add_why(buf, cap, "%s %s%s%s against %s %s%s: %s", t->name, st, unit_text(t->unit),
+                ev->n_seeds > 1 ? " (mean ± 95 % CI)" : " (one seed)", op_text(t->op), lim, unit_text(t->unit), verdict);
+    }
+    add_why(buf, cap, "overloaded in %d of %d seed%s%s", ev->n_overloaded, ev->n_seeds, ev->n_seeds == 1 ? "" : "s",
+            ev->n_overloaded == ev->n_seeds && ev->n_seeds > 0 ? " (fails: arrivals outpace service, load.overloaded)" : "");
 }
 
 static void table_head(FILE *f, const Ctx *x, const char *first, int with_cost)
@@ -958,7 +1006,7 @@ static cJSON *eval_json(const Ctx *x, const PlanEval *ev)
 {
     cJSON *o = cJSON_CreateObject();
     if (ev->point >= 0) cJSON_AddNumberToObject(o, "point", ev->point + 1);
-    else cJSON_AddNumberToObject(o, "load", ev->load);
+    if (!isnan(ev->load)) cJSON_AddNumberToObject(o, "load", ev->load);
     cJSON_AddStringToObject(o, "verdict", plan_verdict_name(ev->verdict));
     cJSON_AddNumberToObject(o, "seeds", ev->n_seeds);
     cJSON_AddNumberToObject(o, "overloaded_seeds", ev->n_overloaded);
@@ -1060,14 +1108,20 @@ static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
         if (!shown_any) fprintf(f, "Why the cheaper neighbours (one value away on one axis) do not do:\n\n");
         shown_any = 1;
         const PlanPointState *st = &c->st[q];
-        char by[400] = "";
-        if (st->v == PLAN_PRUNED) point_label(x, st->by, by, sizeof by);
+        char by[400] = "", detail[1200] = "";
+        if (st->v == PLAN_PRUNED) {
+            point_label(x, st->by, by, sizeof by);
+            if (c->st[st->by].eval >= 0) eval_detail(x, &p->evals[c->st[st->by].eval], detail, sizeof detail);
+        } else if (st->eval >= 0) {
+            eval_detail(x, &p->evals[st->eval], detail, sizeof detail);
+        }
         fmt_money(money, sizeof money, x->cost[q]);
-        fprintf(f, "- %s=%s (%s %s): %s — %s%s%s\n", x->spec->axes[diff].key,
+        fprintf(f, "- %s=%s (%s %s): %s — %s%s%s%s%s\n", x->spec->axes[diff].key,
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x->points[q], x->spec->axes[diff].key)), money, x->currency,
                 plan_verdict_name(st->v),
-                st->eval >= 0 ? p->evals[st->eval].why : st->v == PLAN_PRUNED ? "not run: it has at most the resources of " : x->info[q].invalid,
-                by, st->v == PLAN_PRUNED ? ", which failed" : "");
+                st->eval >= 0 ? detail : st->v == PLAN_PRUNED ? "not run: it has at most the resources of " : x->info[q].invalid,
+                by, st->v == PLAN_PRUNED ? ", which failed" : "", st->v == PLAN_PRUNED && detail[0] ? ": " : "",
+                st->v == PLAN_PRUNED ? detail : "");
     }
     if (!shown_any) fprintf(f, "No cheaper neighbour: the answer is the cheapest point along every axis.\n");
     fprintf(f, "\n");
@@ -1120,6 +1174,171 @@ static void report_max_load(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     fprintf(f, "\n");
 }
 
+/* the evaluation of load `load` in search m, or NULL */
+static const PlanEval *eval_at(const Planner *p, const PlanMaxLoad *m, double load)
+{
+    for (int i = 0; i < m->n_evals; i++)
+        if (p->evals[m->evals[i]].load == load) return &p->evals[m->evals[i]];
+    return NULL;
+}
+
+/* --max-load with --vary: a table of every configuration's answer, then each one's evidence. */
+static void report_max_load_grid(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, const PlanMaxLoad *ms, const int64_t *runs,
+                                 int policy, double precision, int64_t all_runs)
+{
+    const char *pol = x->policies[policy];
+    int n = x->n_points, best = -1, evals = 0;
+    char label[400], money[48];
+    fprintf(f, "## %s\n\n", pol);
+    cJSON *jp = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(pj, "policies"), pol);
+    int with_cost = cJSON_GetObjectItemCaseSensitive(pj, "prices") != NULL;
+    for (int q = 0; q < n; q++) {
+        if (x->info[q].invalid[0]) continue;
+        evals += ms[q].n_evals;
+        if (ms[q].lo > 0 && (best < 0 || ms[q].lo > ms[best].lo || (ms[q].lo == ms[best].lo && x->cost[q] < x->cost[best])))
+            best = q; /* ties: the cheaper (with --cost), else the first */
+    }
+    if (best >= 0) {
+        point_label(x, best, label, sizeof label);
+        int ties = 0;
+        for (int q = 0; q < n; q++) ties += q != best && !x->info[q].invalid[0] && ms[q].lo == ms[best].lo;
+        fprintf(f, "**highest sustainable %s: %s — %.4g /s**", x->knob, label, ms[best].lo);
+        if (ties) fprintf(f, " (%d other configuration%s reach%s it too%s)", ties, ties == 1 ? "" : "s", ties == 1 ? "es" : "",
+                          with_cost ? "; this is the cheapest of them" : "");
+        if (isfinite(ms[best].hi)) fprintf(f, " (the limit lies in [%.4g, %.4g))", ms[best].lo, ms[best].hi);
+        else fprintf(f, " (the search's upper bound, still met)");
+        fprintf(f, "\n\n");
+        cJSON_AddNumberToObject(jp, "best", best + 1);
+    } else {
+        fprintf(f, "**no configuration met every target at any load tried**\n\n");
+        cJSON_AddNullToObject(jp, "best");
+    }
+    fprintf(f, "Evaluated %d loads over %d configurations (%lld simulations); a relative precision of %.1f %% each:\n\n", evals, n,
+            (long long)all_runs, 100 * precision);
+    fprintf(f, "| configuration |%s highest sustainable %s /s | the limit lies in | loads evaluated | why the next load up fails |\n", with_cost ? " cost |" : "",
+            x->knob);
+    fprintf(f, "|---|%s--:|---|--:|---|\n", with_cost ? "--:|" : "");
+    cJSON *jc = cJSON_AddArrayToObject(jp, "configurations");
+    for (int q = 0; q < n; q++) {
+        const PlanMaxLoad *m = &ms[q];
+        point_label(x, q, label, sizeof label);
+        fmt_money(money, sizeof money, x->cost[q]);
+        fprintf(f, "| %s |", label);
+        if (with_cost) fprintf(f, " %s |", money);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "point", q + 1);
+        if (x->info[q].invalid[0]) {
+            fprintf(f, " invalid | | 0 | %s |\n", x->info[q].invalid);
+            cJSON_AddStringToObject(o, "invalid", x->info[q].invalid);
+            cJSON_AddItemToArray(jc, o);
+            continue;
+        }
+        char lo[32] = "none", range[96] = "";
+        if (m->lo > 0) snprintf(lo, sizeof lo, "%.4g", m->lo);
+        if (m->lo > 0 && isfinite(m->hi)) snprintf(range, sizeof range, "[%.4g, %.4g)", m->lo, m->hi);
+        else if (m->lo > 0) snprintf(range, sizeof range, "≥ %.4g (the search's upper bound)", m->lo);
+        else snprintf(range, sizeof range, "below %.4g%s", m->hi, m->limited ? " (the search's lower bound)" : "");
+        const PlanEval *up = isfinite(m->hi) ? eval_at(p, m, m->hi) : NULL;
+        char detail[1200] = "";
+        if (up) {
+            char d[1100];
+            eval_detail(x, up, d, sizeof d);
+            snprintf(detail, sizeof detail, "%.4g: %s — %s", up->load, plan_verdict_name(up->verdict), d);
+        }
+        fprintf(f, " %s | %s | %d | %s |\n", lo, range, m->n_evals, detail);
+        if (m->lo > 0) cJSON_AddNumberToObject(o, "sustainable", m->lo);
+        else cJSON_AddNullToObject(o, "sustainable");
+        if (isfinite(m->hi)) cJSON_AddNumberToObject(o, "not_sustainable", m->hi);
+        else cJSON_AddNullToObject(o, "not_sustainable");
+        cJSON_AddBoolToObject(o, "at_bound", m->limited);
+        cJSON_AddNumberToObject(o, "evaluated", m->n_evals);
+        cJSON_AddNumberToObject(o, "simulations", (double)runs[q]);
+        cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+        int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
+        for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
+        for (int i = 1; ord && i < m->n_evals; i++)
+            for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
+                int t = ord[j];
+                ord[j] = ord[j - 1];
+                ord[j - 1] = t;
+            }
+        for (int i = 0; ord && i < m->n_evals; i++) cJSON_AddItemToArray(rows, eval_json(x, &p->evals[ord[i]]));
+        free(ord);
+        cJSON_AddItemToArray(jc, o);
+    }
+    fprintf(f, "\n");
+    /* the evidence: every load evaluated, per configuration, in order of the load */
+    char head[96];
+    snprintf(head, sizeof head, "%s /s", x->knob);
+    for (int q = 0; q < n; q++) {
+        const PlanMaxLoad *m = &ms[q];
+        if (x->info[q].invalid[0]) continue;
+        point_label(x, q, label, sizeof label);
+        fprintf(f, "### %s: %s\n\n", pol, label);
+        table_head(f, x, head, 0);
+        int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
+        for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
+        for (int i = 1; ord && i < m->n_evals; i++)
+            for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
+                int t = ord[j];
+                ord[j] = ord[j - 1];
+                ord[j - 1] = t;
+            }
+        for (int i = 0; ord && i < m->n_evals; i++) {
+            fprintf(f, "| %.4g |", p->evals[ord[i]].load);
+            eval_cells(f, x, &p->evals[ord[i]]);
+        }
+        free(ord);
+        fprintf(f, "\n");
+    }
+}
+
+/* "n_ssd (1, 2) × gpu (A100-40GB, H100-SXM)", and the axes into plan.json */
+static void space_text(FILE *f, cJSON *pj, const SweepSpec *spec)
+{
+    cJSON *ja = cJSON_AddObjectToObject(pj, "axes");
+    for (int ax = 0; ax < spec->n_axes; ax++) {
+        fprintf(f, "%s%s (", ax ? " × " : "", spec->axes[ax].key);
+        cJSON *arr = cJSON_AddArrayToObject(ja, spec->axes[ax].key);
+        for (int k = 0; k < spec->axes[ax].n; k++) {
+            fprintf(f, "%s%s", k ? ", " : "", spec->axes[ax].values[k]);
+            cJSON_AddItemToArray(arr, cJSON_CreateString(spec->axes[ax].values[k]));
+        }
+        fprintf(f, ")");
+    }
+}
+
+/* the cost formula's line of the report header */
+static void cost_line(FILE *f, cJSON *pj, const Ctx *x, const Prices *pr, const int *counted, const char *excluded)
+{
+    fprintf(f, "- cost (%s, from %s): replicas × (", x->currency, pr->path);
+    static const char *const term[N_PARTS] = {"GPUs × GPU", "n_ssd × SSD", "NIC", "DRAM GB × dram_per_gb", "host link", "platform"};
+    int first = 1;
+    for (int k = 0; k < N_PARTS; k++)
+        if (counted[k]) {
+            fprintf(f, "%s%s", first ? "" : " + ", term[k]);
+            first = 0;
+        }
+    fprintf(f, ")%s%s\n", excluded[0] ? "; not priced, the same in every point, left out: " : "", excluded);
+    cJSON_AddStringToObject(pj, "currency", x->currency);
+    cJSON_AddStringToObject(pj, "prices", pr->path);
+    cJSON_AddStringToObject(pj, "not_priced", excluded);
+}
+
+static void points_json(cJSON *pj, cJSON **points, int n_points, const double *cost, const PointInfo *info)
+{
+    cJSON *jpts = cJSON_AddArrayToObject(pj, "points");
+    for (int q = 0; q < n_points; q++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "point", q + 1);
+        cJSON_AddItemToObject(o, "params", cJSON_Duplicate(points[q], 1));
+        if (isfinite(cost[q])) cJSON_AddNumberToObject(o, "cost", cost[q]);
+        else cJSON_AddNullToObject(o, "cost");
+        if (info[q].invalid[0]) cJSON_AddStringToObject(o, "invalid", info[q].invalid);
+        cJSON_AddItemToArray(jpts, o);
+    }
+}
+
 /* ---------------------------------------------------------------- the command */
 
 static const OptSpec k_plan_opts[] = {
@@ -1128,14 +1347,14 @@ static const OptSpec k_plan_opts[] = {
     {"--set", "KEY=VALUE", OPT_REPEAT, "a setting for every point, after --config (any key of kvsim run --help)"},
     {"--vary", "KEY=V1,V2,...", OPT_REPEAT, "an axis of the space: gpu, n_ssd, ssd, nic, dram, host_link, tp, replicas or any setting"},
     {"--target", "EXPR", 0, "the SLO, e.g. \"ttft_p99<=500ms,tbt_p99<=60ms\" (metrics: kvsim plan --help)"},
-    {"--cost", "FILE", 0, "prices per part (JSON, docs/formats.md; configs/examples/prices.json); needed with --vary"},
+    {"--cost", "FILE", 0, "prices per part (JSON, docs/formats.md; configs/examples/prices.json); needed with --vary (optional with --max-load)"},
     {"--policies", "a,b,c|all", 0, "the policies, each answered on its own (default: --config's, else recompute,kv-offload)"},
     {"--seeds", "N", 0, "replications per point (default 3; 1..100): every point runs seeds S..S+N-1"},
     {"--max-seeds", "N", 0, "while a point is uncertain, double its seeds up to N (default 10)"},
     {"--seed-base", "S", 0, "the first seed (default: the seed setting)"},
     {"--no-prune", NULL, 0, "assume no monotonicity: only the cost order ends the search"},
     {"--monotone", "KEY,...", 0, "axes where more never makes a passing point fail (default n_ssd,dram; none)"},
-    {"--max-load", NULL, 0, "find the highest sustainable load instead (no --vary)"},
+    {"--max-load", NULL, 0, "find the highest sustainable load instead (with --vary: per configuration, a table)"},
     {"--load-knob", "KNOB", 0, "the load searched: session_rate or request_rate (default: request_rate when set, else session_rate)"},
     {"--load-start", "RATE", 0, "the first load tried (default: the knob's setting, else 1)"},
     {"--precision", "P", 0, "stop the load search when (hi - lo) / lo <= P (default 0.05)"},
@@ -1300,8 +1519,9 @@ int plan_main(int argc, char **argv)
             snprintf(where, sizeof where, "--set %s", key);
             if (sweep_check_value(NULL, key, eq + 1, where, &e) != 0 || sweep_spec_set_base(&spec, key, eq + 1, &e) != 0) rc = 2;
         } else if (!strcmp(o, "--vary")) {
-            if (max_load) {
-                rc = kv_err(&e, "--vary and --max-load: the load search runs on one configuration (use --set)") ? 2 : 2;
+            if (max_load && (!strncmp(kv, "session_rate=", 13) || !strncmp(kv, "request_rate=", 13))) {
+                rc = kv_err(&e, "--vary %.*s with --max-load: the load is what the search finds (use --load-knob)", (int)strcspn(kv, "="),
+                            kv) ? 2 : 2;
                 break;
             }
             if (!strncmp(kv, "policies=", 9) || !strncmp(kv, "seed=", 5)) {
@@ -1315,7 +1535,7 @@ int plan_main(int argc, char **argv)
     if (rc == 0 && (v = opt_get(&a, "--policies")) &&
         (sweep_check_value(NULL, "policies", v, "--policies", &e) != 0 || sweep_spec_set_base(&spec, "policies", v, &e) != 0))
         rc = 2;
-    if (rc == 0 && spec.n_axes > 0 && !opt_get(&a, "--cost"))
+    if (rc == 0 && spec.n_axes > 0 && !max_load && !opt_get(&a, "--cost"))
         rc = kv_err(&e, "--vary needs --cost FILE.json, the prices that rank the points (e.g. configs/examples/prices.json)") ? 2 : 2;
     cJSON **points = NULL;
     int n_points = 0;
@@ -1400,7 +1620,7 @@ int plan_main(int argc, char **argv)
         }
     }
     if (rc == 0 && np == 0) rc = kv_err(&e, "no point of the space has valid settings: %s", info[0].invalid) ? 1 : 1;
-    if (rc == 0 && max_load && info[0].invalid[0]) rc = kv_err(&e, "%s", info[0].invalid) ? 1 : 1;
+    if (rc == 0 && max_load && spec.n_axes == 0 && info[0].invalid[0]) rc = kv_err(&e, "%s", info[0].invalid) ? 1 : 1;
     char excluded[1024] = "";
     int counted[N_PARTS] = {0};
     if (rc == 0 && opt_get(&a, "--cost")) {
@@ -1485,42 +1705,28 @@ int plan_main(int argc, char **argv)
     cJSON_AddNumberToObject(pj, "seed_base", (double)p.seed_base);
     cJSON_AddNumberToObject(pj, "level", 0.95);
     if (max_load) {
-        fprintf(f, "# kvsim plan: the highest sustainable %s%s%s\n\n", knob, nt ? " meeting " : "", tgt);
+        fprintf(f, "# kvsim plan: the highest sustainable %s%s%s%s\n\n", knob, nt ? " meeting " : "", tgt,
+                spec.n_axes ? ", per configuration" : "");
         fprintf(f, "- base: %s; the load: %s (per second), from %.4g, to a relative precision of %.1f %%\n", basename, knob,
                 isfinite(load_start) ? load_start : knob_value > 0 ? knob_value : 1.0, 100 * precision);
         fprintf(f, "- assumed: the verdict is monotone in the load (a higher rate never turns a failing point into a passing "
                    "one): doubling or halving brackets the limit, bisection narrows it\n");
         cJSON_AddStringToObject(pj, "knob", knob);
         cJSON_AddNumberToObject(pj, "precision", precision);
+        if (spec.n_axes) {
+            fprintf(f, "- space: ");
+            space_text(f, pj, &spec);
+            fprintf(f, " = %d configuration%s, each searched on its own (the search --max-load runs with its values as --set)\n",
+                    n_points, n_points == 1 ? "" : "s");
+            if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, counted, excluded);
+            points_json(pj, points, n_points, cost, info);
+        }
     } else {
         fprintf(f, "# kvsim plan: the cheapest configuration meeting %s\n\n", tgt);
         fprintf(f, "- base: %s; space: ", basename);
-        cJSON *ja = cJSON_AddObjectToObject(pj, "axes");
-        for (int ax = 0; ax < spec.n_axes; ax++) {
-            fprintf(f, "%s%s (", ax ? " × " : "", spec.axes[ax].key);
-            cJSON *arr = cJSON_AddArrayToObject(ja, spec.axes[ax].key);
-            for (int k = 0; k < spec.axes[ax].n; k++) {
-                fprintf(f, "%s%s", k ? ", " : "", spec.axes[ax].values[k]);
-                cJSON_AddItemToArray(arr, cJSON_CreateString(spec.axes[ax].values[k]));
-            }
-            fprintf(f, ")");
-        }
+        space_text(f, pj, &spec);
         fprintf(f, "%s= %d point%s\n", spec.n_axes ? " " : "one configuration ", n_points, n_points == 1 ? "" : "s");
-        if (opt_get(&a, "--cost")) {
-            fprintf(f, "- cost (%s, from %s): replicas × (", x.currency, pr.path);
-            static const char *const term[N_PARTS] = {"GPUs × GPU", "n_ssd × SSD", "NIC", "DRAM GB × dram_per_gb", "host link", "platform"};
-            int first = 1;
-            for (int k = 0; k < N_PARTS; k++)
-                if (counted[k]) {
-                    fprintf(f, "%s%s", first ? "" : " + ", term[k]);
-                    first = 0;
-                }
-            fprintf(f, ")%s%s%s\n", excluded[0] ? "; not priced, the same in every point, left out: " : "", excluded,
-                    "");
-            cJSON_AddStringToObject(pj, "currency", x.currency);
-            cJSON_AddStringToObject(pj, "prices", pr.path);
-            cJSON_AddStringToObject(pj, "not_priced", excluded);
-        }
+        if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, counted, excluded);
         if (spec.n_axes && opt_count(&a, "--no-prune") == 0) {
             char ml[512] = "";
             for (int ax = 0; ax < spec.n_axes; ax++)
@@ -1539,16 +1745,7 @@ int plan_main(int argc, char **argv)
         cJSON *jm = cJSON_AddArrayToObject(pj, "monotone");
         for (int ax = 0; ax < spec.n_axes; ax++)
             if (mono[ax] && !opt_count(&a, "--no-prune")) cJSON_AddItemToArray(jm, cJSON_CreateString(spec.axes[ax].key));
-        cJSON *jpts = cJSON_AddArrayToObject(pj, "points");
-        for (int q = 0; q < n_points; q++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "point", q + 1);
-            cJSON_AddItemToObject(o, "params", cJSON_Duplicate(points[q], 1));
-            if (isfinite(cost[q])) cJSON_AddNumberToObject(o, "cost", cost[q]);
-            else cJSON_AddNullToObject(o, "cost");
-            if (info[q].invalid[0]) cJSON_AddStringToObject(o, "invalid", info[q].invalid);
-            cJSON_AddItemToArray(jpts, o);
-        }
+        points_json(pj, points, n_points, cost, info);
     }
     fprintf(f, "- decision: per point %lld seed%s from seed %llu, up to %lld while uncertain; a target holds when the 95 %% interval of "
                "its mean lies within the limit, fails when it lies past it, else uncertain; overloaded in every seed fails, in "
@@ -1558,7 +1755,23 @@ int plan_main(int argc, char **argv)
     int64_t total_runs = 0, total_evals = 0;
     for (int k = 0; k < np && rc == 0; k++) {
         int64_t before = p.runs;
-        if (max_load) {
+        if (max_load && spec.n_axes) {
+            double start = isfinite(load_start) ? load_start : knob_value > 0 ? knob_value : 1.0;
+            PlanMaxLoad *ms = calloc((size_t)n_points, sizeof *ms);
+            int64_t *runs = calloc((size_t)n_points, sizeof *runs);
+            if (!ms || !runs) rc = kv_err(&e, "plan: out of memory") ? 1 : 1;
+            for (int q = 0; rc == 0 && q < n_points; q++) {
+                int64_t b = p.runs;
+                if (info[q].invalid[0]) ms[q].point = -1;
+                else if (plan_max_load_at(&p, q, k, start, precision, 1e-6, 1e6, &ms[q], &e) != 0) rc = 1;
+                else total_evals += ms[q].n_evals;
+                runs[q] = p.runs - b;
+            }
+            if (rc == 0) report_max_load_grid(f, pj, &x, &p, ms, runs, k, precision, p.runs - before);
+            for (int q = 0; ms && q < n_points; q++) plan_max_load_free(&ms[q]);
+            free(ms);
+            free(runs);
+        } else if (max_load) {
             PlanMaxLoad m;
             double start = isfinite(load_start) ? load_start : knob_value > 0 ? knob_value : 1.0;
             if (plan_max_load(&p, k, start, precision, 1e-6, 1e6, &m, &e) != 0) rc = 1;
@@ -1585,7 +1798,10 @@ int plan_main(int argc, char **argv)
         fwrite(rep, 1, rep_len, stdout);
         fflush(stdout);
         if (!quiet) {
-            if (max_load) fprintf(stderr, "plan: %lld evaluations, %lld simulations\n", (long long)total_evals, (long long)total_runs);
+            if (max_load && spec.n_axes)
+                fprintf(stderr, "plan: %lld evaluations over %d configurations × %d policies, %lld simulations\n", (long long)total_evals,
+                        n_points, np, (long long)total_runs);
+            else if (max_load) fprintf(stderr, "plan: %lld evaluations, %lld simulations\n", (long long)total_evals, (long long)total_runs);
             else fprintf(stderr, "plan: %lld evaluations of a grid of %d points × %d policies (%lld simulations; the full grid: %lld)\n",
                          (long long)total_evals, n_points, np, (long long)total_runs, (long long)n_points * np * seeds);
         }

@@ -1,7 +1,9 @@
 /* plan.h — `kvsim plan`: capacity-planning answers with their evidence, per policy:
  *  (a) the cheapest configuration of a space (--vary lists, priced by a --cost file) that meets
  *      every target of an SLO (--target "ttft_p99<=500ms,tbt_p99<=60ms"), and
- *  (b) the highest sustainable load (--max-load): bracket and bisect on the arrival rate.
+ *  (b) the highest sustainable load (--max-load): bracket and bisect on the arrival rate; with
+ *      --vary, one such search per configuration of the space (independent: each is the search
+ *      --max-load runs alone on that configuration), reported as a table.
  * Replications decide (docs/planning.md): a point runs --seeds seeds; a target "ttft_p99<=500ms"
  * is met when the upper end of the metric's 95 % interval is within the limit, failed when the
  * lower end is past it, uncertain otherwise — then more seeds run, up to --max-seeds. A point
@@ -159,6 +161,7 @@ int plan_cheapest(Planner *p, const PlanSpace *sp, int policy, PlanCheapest *out
 int plan_dominated(const PlanSpace *sp, int q, int r);
 
 typedef struct PlanMaxLoad {
+    int point;           /* the configuration searched (a point of the space), or -1: the only one */
     int policy;
     double lo, hi;       /* lo: highest load met (0: none found); hi: lowest not met (NAN: none found) */
     int n_steps;
@@ -172,6 +175,10 @@ void plan_max_load_free(PlanMaxLoad *m);
  * [min_load, max_load]. */
 int plan_max_load(Planner *p, int policy, double start, double precision, double min_load, double max_load, PlanMaxLoad *out,
                   KvErr *e);
+/* The same search on point `point` of a space (--max-load with --vary: one search per point and
+ * policy, each the search --max-load runs alone on that point's settings). */
+int plan_max_load_at(Planner *p, int point, int policy, double start, double precision, double min_load, double max_load,
+                     PlanMaxLoad *out, KvErr *e);
 
 /* `kvsim plan ARGS` (argv[0] is "plan"): the exit status (0 answered, 1 failure, 2 usage). */
 int plan_main(int argc, char **argv);
