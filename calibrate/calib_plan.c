@@ -215,6 +215,42 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
     return 0;
 }
 
+/* merge v[0..n) into axis a (sorted, distinct); values past CALIB_MAX_AXIS refused */
+static int axis_merge(CalibAxis *a, const int64_t *v, int n, CostOp op, KvErr *e)
+{
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < a->n && a->v[k] < v[i]) k++;
+        if (k < a->n && a->v[k] == v[i]) continue;
+        if (a->n >= CALIB_MAX_AXIS) return kv_err(e, "plan: %s: more than %d values on an axis", cost_op_name(op), CALIB_MAX_AXIS);
+        memmove(&a->v[k + 1], &a->v[k], (size_t)(a->n - k) * sizeof a->v[0]);
+        a->v[k] = v[i];
+        a->n++;
+    }
+    return 0;
+}
+
+int calib_plan_add_small(CalibPlan *p, KvErr *e)
+{
+    static const int64_t tok[] = {2, 4, 8, 16, 32, 128, 256}, an[] = {16, 32, 128}, ac[] = {256, 512}, db[] = {2, 3, 4},
+                         dc[] = {256, 512, 2048};
+    static const CostOp tok_ops[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
+                                     OP_NORM, OP_ACT, OP_ROPE, OP_QUANT, OP_DEQUANT};
+    for (size_t i = 0; i < KV_ARRAY_LEN(tok_ops); i++)
+        if (p->op[tok_ops[i]].enabled && axis_merge(&p->op[tok_ops[i]].ax[0], tok, (int)KV_ARRAY_LEN(tok), tok_ops[i], e) != 0)
+            return -1;
+    CalibOpPlan *pf = &p->op[OP_ATTN_PREFILL], *dd = &p->op[OP_ATTN_DECODE];
+    if (pf->enabled && (axis_merge(&pf->ax[0], an, (int)KV_ARRAY_LEN(an), OP_ATTN_PREFILL, e) != 0 ||
+                        axis_merge(&pf->ax[1], ac, (int)KV_ARRAY_LEN(ac), OP_ATTN_PREFILL, e) != 0))
+        return -1;
+    if (dd->enabled && (axis_merge(&dd->ax[0], db, (int)KV_ARRAY_LEN(db), OP_ATTN_DECODE, e) != 0 ||
+                        axis_merge(&dd->ax[1], dc, (int)KV_ARRAY_LEN(dc), OP_ATTN_DECODE, e) != 0))
+        return -1;
+    size_t len = strlen(p->caps);
+    snprintf(p->caps + len, sizeof p->caps - len, "; + small points");
+    return 0;
+}
+
 /* ==================================================================== estimate */
 
 #define EST_LAUNCH_NS 3000.0        /* floor per kernel of a recipe: back-to-back launches */

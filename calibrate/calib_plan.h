@@ -59,6 +59,12 @@ typedef struct CalibPlan {
 /* The default plan of a backend ("cpu" | "cuda") and mode. SSD ops are enabled here; the run
  * drops them when no scratch directory is given. Fails on an unknown backend. */
 int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e);
+/* The "small" point set (kvcal run --points small) added to a plan: GEMM and elementwise tokens
+ * {2, 4, 8, 16, 32, 128, 256}, attention new tokens {16, 32, 128} and contexts {256, 512}, decode
+ * batches {2, 3, 4} and total contexts {256, 512, 2048} — the shapes of small iterations (a short
+ * prefill, a few decode sequences) that the quick grid would interpolate across 1..64 tokens.
+ * Values merge into the enabled ops' axes (sorted, distinct, capped at CALIB_MAX_AXIS). */
+int calib_plan_add_small(CalibPlan *p, KvErr *e);
 /* An empty plan (nothing enabled); set an op with calib_plan_set. */
 void calib_plan_clear(CalibPlan *p);
 /* Enable op with the given axes (n values each, ascending; NULL/0 for unused parameters) and

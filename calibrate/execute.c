@@ -39,6 +39,12 @@ typedef struct ExHopRef {
     int64_t pred_start;
 } ExHopRef;
 
+typedef struct ExWeights {
+    void *qkv, *o, *up, *down, *kv;
+} ExWeights;
+
+#define EX_WEIGHT_CAP_BYTES ((int64_t)1 << 30) /* all layers' weights beyond this: sets reused */
+
 typedef struct Ex {
     const Schedule *s;
     ExecResult *r;
@@ -67,7 +73,11 @@ typedef struct Ex {
     int failed, pin;
     KvErr err;
     /* compute buffers */
-    void *x, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *w_qkv, *w_o, *w_up, *w_down, *w_kv, *kvp, *nw, *nb, *qi8, *scale;
+    void *x, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *kvp, *nw, *nb, *qi8, *scale;
+    /* the projection weights of each layer (a real model's layers have their own: a small model's
+     * one set would sit in the CPU's caches); layer l uses set l % n_wsets */
+    ExWeights *ws;
+    int n_wsets;
     int *ctx_off;
     int64_t max_rows, max_kv, max_batch, max_work_tok;
 } Ex;
@@ -226,6 +236,7 @@ static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *
     const Schedule *s = x->s;
     ProbeDev *d = &x->dev;
     const SchLayer *ly = &it->layers[l];
+    const ExWeights *W = &x->ws[l % x->n_wsets];
     int D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
     int64_t M = 0, B = 0, dctx = 0;
     for (int i = 0; i < it->nitems; i++) {
@@ -238,7 +249,7 @@ static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *
     for (int w = 0; w < ly->nwork; w++) {
         const SchWork *wk = &ly->work[w];
         if (wk->op == SCH_WORK_PROJECTION) {
-            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, x->w_kv, x->kvp, e));
+            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, W->kv, x->kvp, e));
             if (s->rope) DEV(d->ops->rope(d, x->k, (int)wk->tokens, hk, dh, e));
         } else if (wk->op == SCH_WORK_DEQUANT) {
             DEV(d->ops->dequant(d, x->qi8, x->scale, x->kvp, (int)(wk->tokens * 2 * hk), dh, e));
@@ -246,7 +257,7 @@ static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *
     }
     *work_end = ex_now(x);
     DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
-    DEV(d->ops->gemm(d, rows, qkv_w, D, x->xn, x->w_qkv, x->qkv, e));
+    DEV(d->ops->gemm(d, rows, qkv_w, D, x->xn, W->qkv, x->qkv, e));
     if (s->rope) {
         DEV(d->ops->rope(d, x->q_, rows, hq, dh, e));
         DEV(d->ops->rope(d, x->k, rows, hk, dh, e));
@@ -269,11 +280,11 @@ static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *
             }
         DEV(d->ops->attn_decode(d, x->q_, x->k, x->v, x->ao, (int)B, x->ctx_off, hq, hk, dh, e));
     }
-    DEV(d->ops->gemm(d, rows, D, hq * dh, x->ao, x->w_o, x->h, e));
+    DEV(d->ops->gemm(d, rows, D, hq * dh, x->ao, W->o, x->h, e));
     DEV(d->ops->norm(d, 0, x->h, x->nw, x->nb, x->xn, rows, D, e));
-    DEV(d->ops->gemm(d, rows, 2 * I, D, x->xn, x->w_up, x->gu, e));
+    DEV(d->ops->gemm(d, rows, 2 * I, D, x->xn, W->up, x->gu, e));
     DEV(d->ops->act(d, KACT_SILU, x->gu, x->a, rows, I, e));
-    DEV(d->ops->gemm(d, rows, D, I, x->a, x->w_down, x->x, e));
+    DEV(d->ops->gemm(d, rows, D, I, x->a, W->down, x->x, e));
     for (int n = 2; n < s->norms_per_layer; n++) DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
     return 0;
 }
@@ -320,11 +331,18 @@ static int compute_alloc(Ex *x, KvErr *e)
     ALLOC(x->v, kv * hk * dh);
     ALLOC(x->gu, m * 2 * I);
     ALLOC(x->a, m * I);
-    ALLOC(x->w_qkv, (hq + 2 * hk) * dh * D);
-    ALLOC(x->w_o, D * hq * dh);
-    ALLOC(x->w_up, 2 * I * D);
-    ALLOC(x->w_down, D * I);
-    ALLOC(x->w_kv, 2 * hk * dh * D);
+    int64_t per = ((hq + 2 * hk) * dh * D + D * hq * dh + 3 * I * D + 2 * hk * dh * D) * (int64_t)eb;
+    int64_t nset = per > 0 ? EX_WEIGHT_CAP_BYTES / per : 1;
+    x->n_wsets = (int)(nset < 1 ? 1 : (nset < s->layers ? nset : s->layers));
+    x->ws = calloc((size_t)x->n_wsets, sizeof *x->ws);
+    if (!x->ws) return kv_err(e, "execute: out of memory");
+    for (int i = 0; i < x->n_wsets; i++) {
+        ALLOC(x->ws[i].qkv, (hq + 2 * hk) * dh * D);
+        ALLOC(x->ws[i].o, D * hq * dh);
+        ALLOC(x->ws[i].up, 2 * I * D);
+        ALLOC(x->ws[i].down, D * I);
+        ALLOC(x->ws[i].kv, 2 * hk * dh * D);
+    }
     ALLOC(x->kvp, wt * 2 * hk * dh);
     ALLOC(x->nw, D);
     ALLOC(x->nb, D);
@@ -748,6 +766,7 @@ out:
     for (int c = 0; c < SCH_CH_COUNT; c++) free(x->q[c]);
     free(x->dev_buf);
     free(x->ctx_off);
+    free(x->ws); /* the buffers themselves go with the device */
     if (x->dev_open) probe_close(&x->dev);
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);

@@ -437,6 +437,10 @@ expect 1 "--out a directory of other files is refused" "$B"/kvsim run --policy r
 contains "foreign file named" "notes.txt"
 if [ "$(cat "$tmp/mine/notes.txt")" = keep ] && [ "$(ls "$tmp/mine")" = notes.txt ]; then ok "the directory is untouched"; else bad "the directory is untouched"; fi
 
+# ---- kvcal run --points ----
+expect 2 "kvcal run --points of an unknown set is refused" "$B"/kvcal run --backend cpu --quick --points dense --model Llama-2-7B --dry-run
+expect 0 "kvcal run --points small --dry-run" "$B"/kvcal run --backend cpu --quick --points small --model Tiny-Llama-V --dry-run
+contains "the dry run counts the added points" "gemm_qkv            10"
 # ---- kvcal run --scratch ----
 expect 2 "kvcal run --scratch of a missing directory is refused" "$B"/kvcal run --backend cpu --quick --model Llama-2-7B --db "$tmp/scr.db" --scratch "$tmp/typo"
 contains "missing scratch named" "$tmp/typo: no such directory"

@@ -201,6 +201,27 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK(calib_plan_default(&p, "cpu", 1, &e) == 0);
     CHECK_EQ_I(p.op[OP_GEMM_FFN_UP].ax[0].v[p.op[OP_GEMM_FFN_UP].ax[0].n - 1], 512);
     CHECK_EQ_I(calib_plan_op_points(&p, OP_ATTN_PREFILL), 9);
+    /* --points small: the small-iteration shapes merged into the axes, sorted and distinct */
+    int64_t gemm_before = calib_plan_op_points(&p, OP_GEMM_QKV);
+    p.op[OP_QUANT].enabled = 0;
+    CHECK_MSG(calib_plan_add_small(&p, &e) == 0, "%s", e.msg);
+    const CalibAxis *sg = &p.op[OP_GEMM_QKV].ax[0];
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 7);
+    CHECK_EQ_I(sg->v[0], 1);
+    CHECK_EQ_I(sg->v[5], 32);
+    CHECK_EQ_I(sg->v[6], 64);
+    for (int i = 1; i < sg->n; i++) CHECK(sg->v[i] > sg->v[i - 1]);
+    CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[0].v[2], 3);
+    CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[1].v[0], 256);
+    CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[1].n, 5);
+    CHECK(!p.op[OP_QUANT].enabled);
+    CHECK_CONTAINS(p.caps, "small points");
+    CHECK(calib_plan_add_small(&p, &e) == 0); /* twice: nothing new */
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 7);
+    p.op[OP_NORM].ax[0].n = CALIB_MAX_AXIS; /* a full axis: refused, naming the op */
+    for (int i = 0; i < CALIB_MAX_AXIS; i++) p.op[OP_NORM].ax[0].v[i] = 1000 + i;
+    CHECK_EQ_I(calib_plan_add_small(&p, &e), -1);
+    CHECK_CONTAINS(e.msg, "norm");
 
     CHECK_EQ_I(calib_plan_default(&p, "tpu", 0, &e), -1);
     CHECK_CONTAINS(e.msg, "unknown backend 'tpu'");

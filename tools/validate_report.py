@@ -6,6 +6,11 @@
                         host link a memcpy (the engine takes h2d/d2h from the store's curves), one
                         "SSD": the scratch directory, read rate and latency fitted to the store's
                         ssd_read points at queue depth 1, one file.
+  --merge DB [--last K] add to cost store DB one run whose every point is the median, point by
+                        point, of the newest K (default 3) measured cpu runs (merged runs left out):
+                        calibrations interleaved with the cases, the prediction from their median, so
+                        that one calibration caught by a burst of load on a shared machine does not
+                        decide a case. The merged run is newest; its notes name its sources.
   --report DIR --json F per case of DIR/cases/*/execute.json (kvcal execute): measured, predicted and
                         error of TTFT, restore time and per-iteration time of the restoring turns;
                         then median and p95 |error| over the cases; the JSON to F.
@@ -22,7 +27,7 @@ import sys
 
 def overlay(db):
     c = sqlite3.connect(db)
-    run = c.execute("select max(id) from run where backend='cpu' and complete=1").fetchone()[0]
+    run = c.execute("select max(id) from run where backend='cpu' and complete=1").fetchone()[0]  # the merged run when there is one
     if run is None:
         sys.exit(f"validate_report: {db}: no complete cpu run")
     pts = c.execute("select p1, median_ns from point where run_id=? and op='ssd_read' and p2=1 and p3=1 order by p1",
@@ -52,6 +57,39 @@ def overlay(db):
     }
     json.dump(hw, sys.stdout, indent=1)
     print()
+
+
+MERGED = "validate: median of runs"
+
+
+def merge(db, last):
+    c = sqlite3.connect(db)
+    runs = [r[0] for r in c.execute("select id from run where backend='cpu' and complete=1 and notes not like ? order by id desc limit ?",
+                                    (MERGED + "%", last))]
+    if not runs:
+        sys.exit(f"validate_report: {db}: no complete cpu run to merge")
+    cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
+    row = c.execute(f"select {','.join(cols)} from run where id=?", (runs[0],)).fetchone()
+    meta = dict(zip(cols, row))
+    meta["notes"] = f"{MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]
+    pts = {}
+    q = "select op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns from point where run_id=?"
+    for r in runs:
+        for op, model, dtype, tp, p1, p2, p3, n, med, p10, p90 in c.execute(q, (r,)):
+            pts.setdefault((op, model, dtype, tp, p1, p2, p3), []).append((n, med, p10, p90))
+    cur = c.cursor()
+    cur.execute(f"insert into run({','.join(cols)}) values({','.join('?' * len(cols))})", [meta[k] for k in cols])
+    rid = cur.lastrowid
+    for k, v in sorted(pts.items()):
+        if len(v) != len(runs):
+            continue  # a point not in every run (an op skipped): left out
+        med = statistics.median(x[1] for x in v)
+        p10 = min(min(x[2] for x in v), med)
+        p90 = max(max(x[3] for x in v), med)
+        cur.execute("insert into point(run_id,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns) values(?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (rid,) + k + (sum(x[0] for x in v), med, p10, p90))
+    c.commit()
+    print(f"merged run {rid}: median of runs {sorted(runs)}")
 
 
 def err(m, p):
@@ -134,9 +172,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--overlay")
     ap.add_argument("--report")
+    ap.add_argument("--merge")
+    ap.add_argument("--last", type=int, default=3)
     ap.add_argument("--json")
     a = ap.parse_args()
-    if a.overlay:
+    if a.merge:
+        merge(a.merge, a.last)
+    elif a.overlay:
         overlay(a.overlay)
     elif a.report:
         report(a.report, a.json or os.path.join(a.report, "validation.json"))

@@ -92,6 +92,7 @@ static const OptSpec k_run_opts[] = {
     {"--model", "M", OPT_REQUIRED, "model from the catalog (kvsim list models)"},
     {"--db", "FILE", 0, "the cost store (SQLite; created if absent); required unless --dry-run"},
     {"--quick", NULL, 0, "the small grid (minutes on a CPU) instead of the full one"},
+    {"--points", "default|small", 0, "small: add 2..32, 128, 256-token points (GEMMs, elementwise, attention) and small decode batches to the grid"},
     {"--tp", "N", 0, "per-GPU shapes of a tensor-parallel group of N (default 1), timed on one device"},
     {"--dtype", "fp16|bf16", 0, "the run's dtype (default fp16; the cpu computes in fp32 and keeps the label)"},
     {"--device-name", "NAME", 0, "the device key stored (default: cuda: the hardware catalog's GPU key, cpu: \"cpu\")"},
@@ -113,6 +114,10 @@ int kvcal_cmd_run(int argc, char **argv)
     if (rc >= 0) return rc;
     const char *backend = opt_get(&a, "--backend"), *dtype_s = opt_get(&a, "--dtype") ? opt_get(&a, "--dtype") : "fp16";
     int dry = opt_count(&a, "--dry-run") > 0, quick = opt_count(&a, "--quick") > 0;
+    const char *points = opt_get(&a, "--points") ? opt_get(&a, "--points") : "default";
+    if (strcmp(points, "default") && strcmp(points, "small"))
+        return kvcal_cli_usage(&k_run, "--points '%s': expected default or small", points);
+    int small = !strcmp(points, "small");
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda"))
         return kvcal_cli_usage(&k_run, "--backend '%s': expected cpu or cuda", backend);
     if (!dry && !opt_get(&a, "--db")) return kvcal_cli_usage(&k_run, "--db is required (FILE: the cost store), unless --dry-run");
@@ -132,9 +137,9 @@ int kvcal_cmd_run(int argc, char **argv)
     const ModelSpec *m = model_find(&mc, opt_get(&a, "--model"), &e);
     ModelLayout ly = {m, dt, (int)tp, 1};
     if (!m || model_layout_check(&ly, &e) != 0) goto fail;
+    CalibPlan plan;
+    if (calib_plan_default(&plan, backend, quick, &e) != 0 || (small && calib_plan_add_small(&plan, &e) != 0)) goto fail;
     if (dry) {
-        CalibPlan plan;
-        if (calib_plan_default(&plan, backend, quick, &e) != 0) goto fail;
         if (!opt_get(&a, "--scratch")) plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
         if (m->pos != POS_ROPE) plan.op[OP_ROPE].enabled = 0;
         SpecInputs in;
@@ -152,7 +157,7 @@ int kvcal_cmd_run(int argc, char **argv)
     }
     const char *db = opt_get(&a, "--db");
     if (store_open(&st, db, STORE_OPEN_CREATE, &e) != 0) goto fail;
-    CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick,
+    CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick, .plan = &plan,
                       .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
                       .hw = &hw, .stop = &g_stop, .progress = cli_progress};
     struct sigaction sa, old_int, old_term;
