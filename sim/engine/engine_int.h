@@ -169,6 +169,11 @@ typedef struct WaitSpill {
     uint64_t sbuf_n;
     void *rbuf;          /* its records read ahead: [rbuf_base, rbuf_base + rbuf_n) */
     uint64_t rbuf_base, rbuf_n, rbuf_cap;
+    /* disk space given back (waitq.c: holes punched where everything was read): the spill file below
+     * `punched`; per side-file region of WAITQ_REGION records, its groups not read yet */
+    uint64_t punched;
+    uint32_t *side_live;
+    size_t side_regions;
     int off;             /* no temporary file, or a write failed: no more spilling */
     uint64_t rd, wr, n;
     void *buf;           /* WAITQ_RDBUF records read ahead: [buf_base, buf_base + buf_n) */

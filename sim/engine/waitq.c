@@ -32,9 +32,11 @@
  * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read),
  * but one small write per session that goes cold in the file. Memory: ≤ 3 × bound entries in memory
  * (each a Turn, and for a cold session its Session and pending Turns), two 16 KiB buffers per
- * replica; the files 64 bytes per turn spilled (+ 1 + WR_IMG_RECS per cold session).
+ * replica; the files 64 bytes per turn spilled (+ 1 + WR_IMG_RECS per cold session), their space
+ * given back (holes punched) once read, per 1 MiB: on disk what waits, not what waited.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,7 @@ enum { WR_WARM = 1, WR_COLD, WR_SREF, WR_SESS, WR_TURN };
 enum { WF_QUEUED = 1, WF_TRIM = 2, WF_PULLS = 4, WF_NAME = 8 };
 
 #define WAITQ_DEFAULT_BOUND 256
+#define WAITQ_REGION 16384 /* records (1 MiB): the unit of disk space given back */
 
 /* one record of the spill file (64 bytes); `ref` and `kind` first, so that a WR_WARM record becomes a
  * WR_SREF with one write of WR_PATCH_BYTES */
@@ -266,6 +269,38 @@ static int spill_batch(Sim *sm, Replica *rp)
     return 0;
 }
 
+/* give the disk space of records [from, to) of f back (a hole; the file keeps its size); best effort */
+static void punch(FILE *f, uint64_t from, uint64_t to)
+{
+    if (f && to > from)
+        (void)fallocate(fileno(f), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(from * sizeof(WaitRec)),
+                        (off_t)((to - from) * sizeof(WaitRec)));
+}
+
+/* a group [at, at + k) of the side file written (d = 1) or read back (d = -1): its regions' counts;
+ * a region whose groups were all read and that is written whole goes back to the disk */
+static void side_count(WaitSpill *sp, uint64_t at, uint64_t k, int d)
+{
+    size_t last = (size_t)((at + k - 1) / WAITQ_REGION);
+    if (last >= sp->side_regions) {
+        if (d < 0) return;
+        size_t nr = sp->side_regions ? sp->side_regions : 16;
+        while (nr <= last) nr *= 2;
+        uint32_t *nl = realloc(sp->side_live, nr * sizeof *nl);
+        if (!nl) return; /* no counts: that space stays until the file empties */
+        memset(nl + sp->side_regions, 0, (nr - sp->side_regions) * sizeof *nl);
+        sp->side_live = nl;
+        sp->side_regions = nr;
+    }
+    for (size_t r = (size_t)(at / WAITQ_REGION); r <= last; r++) {
+        if (d > 0) {
+            sp->side_live[r]++;
+        } else if (sp->side_live[r] > 0 && --sp->side_live[r] == 0 && (r + 1) * (uint64_t)WAITQ_REGION <= sp->side_wr - sp->sbuf_n) {
+            punch(sp->side, (uint64_t)r * WAITQ_REGION, (uint64_t)(r + 1) * WAITQ_REGION);
+        }
+    }
+}
+
 /* the side file's unwritten records out */
 static int side_flush(Sim *sm, Replica *rp)
 {
@@ -304,6 +339,7 @@ void waitq_session_changed(Sim *sm, Session *s)
         sp->sbuf_n += k;
     }
     sp->side_wr += k;
+    side_count(sp, at_side, k, 1);
     /* its turn's record becomes a WR_SREF to the group (in the read buffer too, if read ahead) */
     uint64_t at = s->spill_rec - 1;
     WaitRec ref;
@@ -438,7 +474,9 @@ static int unspill(Sim *sm, Replica *rp)
             s->refs++;
         } else if (w.kind == WR_SREF) {
             uint64_t at = w.ref & ((1ull << WR_SREF_SHIFT) - 1);
-            if (side_load(sm, rp, at, (size_t)(w.ref >> WR_SREF_SHIFT)) != 0 || !(s = read_group(sm, rp, &at))) return -1;
+            size_t len = (size_t)(w.ref >> WR_SREF_SHIFT);
+            if (side_load(sm, rp, at, len) != 0 || !(s = read_group(sm, rp, &at))) return -1;
+            side_count(sp, at - len, len, -1);
             s->refs++;
         } else {
             return sim_fail(sm, "internal: admission queue spill file of replica %d: record kind %d", rp->id, w.kind);
@@ -448,7 +486,16 @@ static int unspill(Sim *sm, Replica *rp)
         sp->n--;
         if (ring_push(sm, &rp->qh, q) != 0) return -1;
     }
-    if (sp->n == 0) sp->rd = sp->wr = sp->buf_base = sp->buf_n = sp->side_wr = sp->sbuf_n = sp->rbuf_base = sp->rbuf_n = 0; /* the files' space is used again */
+    if (sp->n == 0) { /* the files' space is used again */
+        punch(sp->f, sp->punched, sp->wr);
+        punch(sp->side, 0, sp->side_wr);
+        if (sp->side_live) memset(sp->side_live, 0, sp->side_regions * sizeof *sp->side_live);
+        sp->rd = sp->wr = sp->buf_base = sp->buf_n = sp->side_wr = sp->sbuf_n = sp->rbuf_base = sp->rbuf_n = sp->punched = 0;
+    } else if (sp->rd - sp->punched >= WAITQ_REGION) { /* what was read goes back to the disk */
+        uint64_t to = sp->rd / WAITQ_REGION * WAITQ_REGION;
+        punch(sp->f, sp->punched, to);
+        sp->punched = to;
+    }
     return 0;
 }
 
@@ -495,6 +542,7 @@ void waitq_free(Sim *sm, Replica *rp)
     free(rp->sp.buf);
     free(rp->sp.sbuf);
     free(rp->sp.rbuf);
+    free(rp->sp.side_live);
     if (rp->sp.f) fclose(rp->sp.f);
     if (rp->sp.side) fclose(rp->sp.side);
     memset(&rp->qh, 0, sizeof rp->qh);
