@@ -26,15 +26,23 @@ static void fnv(uint64_t *h, const void *p, size_t n)
     for (size_t i = 0; i < n; i++) *h = (*h ^ b[i]) * 1099511628211ull;
 }
 
+static void fnv_i64(uint64_t *h, int64_t v) { fnv(h, &v, sizeof v); }
+
+/* field by field (a struct's padding is not part of its value) */
 static int hash_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     (void)e;
     RowHash *a = ctx;
-    SimRequestRow c = *r;
-    c.restore_from = c.session_id = NULL;
-    fnv(&a->h, &c, sizeof c);
-    if (r->restore_from) fnv(&a->h, r->restore_from, strlen(r->restore_from));
-    if (r->session_id) fnv(&a->h, r->session_id, strlen(r->session_id));
+    uint64_t *h = &a->h;
+    int64_t ints[] = {(int64_t)r->id, (int64_t)r->session, r->turn, r->replica, r->arrival_ns, r->history_tokens,
+                      r->new_tokens, r->output_tokens, r->recomputed_tokens, r->loaded_tokens, r->queue_ns,
+                      r->restore_ns, r->prefill_ns, r->ttft_ns, r->done_ns, r->tbt_max_ns, r->offered_ns,
+                      r->session_wait_ns, r->preemptions};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) fnv_i64(h, ints[i]);
+    fnv(h, &r->tbt_mean_ns, sizeof r->tbt_mean_ns);
+    fnv(h, &r->lb_restore_ns, sizeof r->lb_restore_ns);
+    if (r->restore_from) fnv(h, r->restore_from, strlen(r->restore_from) + 1);
+    if (r->session_id) fnv(h, r->session_id, strlen(r->session_id) + 1);
     a->n++;
     return 0;
 }
