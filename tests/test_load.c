@@ -368,7 +368,8 @@ TEST(load_settings_rules)
 /* Issue #11: a turn read from the trace and not admitted yet costs a compact Turn (≤ 64 bytes), not a
  * full request. One session with 100,000 closed-loop turns: all of its later turns are read ahead
  * into the session's pending list at once, and the engine's count of the bytes those turns hold
- * (SimResult.waiting_peak_bytes) must stay at ≤ 64 bytes per turn. */
+ * (SimResult.waiting_peak_bytes, which also counts the session and the FIFO's slots: a few KiB here)
+ * must stay at ≤ 64 bytes per turn. */
 TEST(load_pending_turns_are_compact)
 {
     enum { TURNS = 100000 };
@@ -388,7 +389,7 @@ TEST(load_pending_turns_are_compact)
     CHECK_EQ_U(res.requests, TURNS);
     /* the pending list held every later turn at once */
     CHECK_MSG(res.waiting_peak_bytes >= (uint64_t)(TURNS - 1) * 32, "peak %llu bytes", (unsigned long long)res.waiting_peak_bytes);
-    CHECK_MSG(res.waiting_peak_bytes <= (uint64_t)TURNS * 64, "%.1f bytes per waiting turn (at most 64)",
+    CHECK_MSG(res.waiting_peak_bytes <= (uint64_t)TURNS * 64 + 4096, "%.1f bytes per waiting turn (at most 64)",
               (double)res.waiting_peak_bytes / TURNS);
     sim_result_free(&res);
 }

@@ -93,9 +93,10 @@ static Unit *pick_load(Sim *sm, Channel *c)
         u = bu;
         prev = bp;
     } else if (sm->pol->io_pick && c->nhi > 1) {
-        IoChoice ch[64] = {{0}};
+        IoChoice ch[64]; /* io_pick reads the first n (>= 2): not zeroed (4 KiB at every start) */
         Unit *us[64];
         int n = 0;
+        ch[0] = (IoChoice){0};
         for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
             us[n] = x;
             ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,

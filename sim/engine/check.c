@@ -6,6 +6,7 @@
  *    plus the resident blocks of sessions with no admitted request; the HBM LRU holds exactly the
  *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
  *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
+ *    the FIFO's count = its turns in memory + the entries in its spill file (those are not walked);
  *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED;
  *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
@@ -109,8 +110,11 @@ static int check_requests(Sim *sm, Replica *rp)
             return sim_fail(sm, "sim_check: session %llu: loading %d but its request has %d loads in flight",
                             (unsigned long long)r->s->id, r->s->loading, r->loads_left);
     }
-    for (size_t k = 0; k < rp->q_len; k++) {
-        Turn *r = rp->queue[(rp->q_head + k) % rp->q_cap];
+    if (rp->q_len != rp->qh.n + rp->sp.n + rp->qt.n)
+        return sim_fail(sm, "sim_check: replica %d: %zu turns counted queued, %zu + %llu in the spill file + %zu held", i,
+                        rp->q_len, rp->qh.n, (unsigned long long)rp->sp.n, rp->qt.n);
+    for (size_t k = 0; k < rp->qh.n + rp->qt.n; k++) {
+        Turn *r = k < rp->qh.n ? turn_ring_at(&rp->qh, k) : turn_ring_at(&rp->qt, k - rp->qh.n);
         if (!r->queued)
             return sim_fail(sm, "sim_check: replica %d: queued request %llu is %s", i, (unsigned long long)r->id,
                             rq_state_name(RQ_ARRIVED));

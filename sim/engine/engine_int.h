@@ -6,6 +6,7 @@
  *   metrics.c     every update of the run's SimResult (metrics_on_*)
  *   channel.c     IO channels and transfer units (channel.h)
  *   session.c     the session map, the HBM LRU of idle resident sessions, the KV pool
+ *   waitq.c       a replica's admission FIFO in bounded memory (its middle in a spill file)
  *   blocks.c      KV blocks of admitted requests: what admission takes, decode growth, preemption
  *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities
  *   costtab.c     the run's cost table: linear cost per token count memoised, attention lookup hints
@@ -52,6 +53,7 @@
 #define KV_ENGINE_INT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "policies/policy.h"
 #include "sim/engine/channel.h"
@@ -96,6 +98,8 @@ typedef struct TierList {
     double spilling_bytes;  /* of those, the ones being spilled to the next tier */
 } TierList;
 
+/* A cold session (sess_is_cold) spilled by waitq.c is copied byte for byte: a new pointer field must
+ * be NULL whenever sess_is_cold holds (add it to that test). */
 struct Session {
     uint64_t id;
     char *name;                /* the trace's own session id (TraceRequest.session_id), for requests.csv */
@@ -128,6 +132,7 @@ struct Session {
      * sessions read and not yet given a client */
     int conc_seen, conc_client;
     Session *conc_next;
+    uint64_t spill_rec;        /* waitq.c: its queued turn's WR_WARM record in its replica's spill file (index + 1; 0: none) */
 };
 
 /* A turn read from the trace and not admitted yet (RQ_ARRIVED: pending in its session or waiting for
@@ -145,6 +150,35 @@ struct Turn {
     uint32_t nout : 31, pulls_trace : 1; /* its arrival reads the trace on to the next timed arrival */
     int32_t turn;
 };
+
+/* a ring of Turn pointers (waitq.c) */
+typedef struct TurnRing {
+    Turn **v;
+    size_t head, n, cap;
+} TurnRing;
+static inline Turn *turn_ring_at(const TurnRing *q, size_t k) { return q->v[(q->head + k) % q->cap]; }
+
+#define WR_NAME 36       /* a cold session spilled with its name: at most this many bytes of it */
+#define WAITQ_RDBUF 256  /* records per read of the spill file */
+/* a replica's spill file (waitq.c): records [rd, wr) not read back yet, holding n FIFO entries */
+typedef struct WaitSpill {
+    FILE *f;             /* NULL: not opened yet */
+    FILE *side;          /* the images of sessions that went cold after their turn was spilled (NULL: none yet) */
+    uint64_t side_wr;    /* records in it, written or in sbuf (reset with the spill file's offsets) */
+    void *sbuf;          /* its last records, not written yet: [side_wr - sbuf_n, side_wr) */
+    uint64_t sbuf_n;
+    void *rbuf;          /* its records read ahead: [rbuf_base, rbuf_base + rbuf_n) */
+    uint64_t rbuf_base, rbuf_n, rbuf_cap;
+    /* disk space given back (waitq.c: holes punched where everything was read): the spill file below
+     * `punched`; per side-file region of WAITQ_REGION records, its groups not read yet */
+    uint64_t punched;
+    uint32_t *side_live;
+    size_t side_regions;
+    int off;             /* no temporary file, or a write failed: no more spilling */
+    uint64_t rd, wr, n;
+    void *buf;           /* WAITQ_RDBUF records read ahead: [buf_base, buf_base + buf_n) */
+    uint64_t buf_base, buf_n;
+} WaitSpill;
 
 struct Request {
     uint64_t id;
@@ -221,8 +255,10 @@ struct Replica {
     int has_ch[CH_COUNT];
     uint8_t ch_per_stage[CH_COUNT];       /* kind has one channel per stage (H2D, D2H; NICs with nic_per_stage) */
     int64_t pool_cap, pool_used;          /* tokens */
-    Turn **queue;                         /* admission FIFO (ring) */
-    size_t q_head, q_len, q_cap;
+    /* the admission FIFO (waitq.c): qh, then the spill file, then qt; q_len turns in all */
+    TurnRing qh, qt;
+    WaitSpill sp;
+    size_t q_len, q_bound;
     Request **pre;                        /* alloc=ondemand: preempted requests waiting, admitted before the FIFO (last pushed first) */
     int pre_n, pre_cap;
     Request **active;                     /* admitted, admission order */
@@ -355,7 +391,12 @@ struct Sim {
     int conc_started, clients_idle;
     Session *wait_head, *wait_tail;
     LoadAcc load;                         /* metrics.c */
-    uint64_t turn_bytes, turn_bytes_peak; /* bytes of the Turns alive (read, not admitted) and their peak */
+    /* memory of what waits (SimResult.waiting_peak_bytes: the peak of the sum): the Turns alive (read,
+     * not admitted), the sessions in memory (Session and name), the admission FIFOs' slots */
+    uint64_t turn_bytes, sess_bytes, ring_bytes, waiting_peak;
+    /* session.c: sessions spilled with a queued turn (waitq.c), one bit per dense session id */
+    uint64_t *spilled_bits;
+    size_t spilled_words;
     const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
     struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
@@ -376,6 +417,13 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond);
 /* ------------------------------------------------------------------ events and small helpers */
 
 static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
+
+/* after the memory of what waits grew: its peak */
+static inline void sim_note_waiting(Sim *sm)
+{
+    uint64_t m = sm->turn_bytes + sm->sess_bytes + sm->ring_bytes;
+    if (m > sm->waiting_peak) sm->waiting_peak = m;
+}
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
 
@@ -449,6 +497,38 @@ void pool_reserve(Sim *sm, Replica *rp, int64_t tokens);
 void pool_release(Sim *sm, Replica *rp, int64_t tokens);
 /* drop a session's resident KV (not in use) from the pool */
 void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
+/* s->name = a copy of name (counted in sm->sess_bytes); -1 when out of memory */
+int sess_set_name(Sim *sm, Session *s, const char *name);
+/* Spilling a session with its queued turn (waitq.c). sess_is_cold: nothing refers to s but its turns
+ * — one queued plus *pending in its pending list — and no pointer of it is set but its name (at most
+ * WR_NAME bytes) and that list: nothing resident, saved or in flight, in no list; its bytes then
+ * are a faithful image of it (scalars only). sess_spill_reserve: room in the spilled bitmap for id
+ * (-1: out of memory). sess_detach: s leaves the map and is freed, its id marked spilled (its turns
+ * are the caller's). While marked, sess_get of the id makes a "ghost" (busy, not counted as a new
+ * session) that gathers the turns the trace adds. sess_reattach: the session made again from its
+ * image (the ghost keeps its name, pending turns and references; a new one is not counted), its
+ * name `name` when it has none; NULL after sim_fail. */
+int sess_is_cold(const Sim *sm, const Session *s, size_t *pending);
+int sess_spill_reserve(Sim *sm, uint64_t id);
+void sess_detach(Sim *sm, Session *s);
+Session *sess_reattach(Sim *sm, const Session *img, const char *name);
+
+/* ------------------------------------------------------------------ waitq.c */
+
+void waitq_init(Sim *sm, Replica *rp);
+/* append t (released, queued) to rp's FIFO; -1 after sim_fail */
+int waitq_push(Sim *sm, Replica *rp, Turn *t);
+/* the FIFO's head, in memory (read back from the file when needed); NULL when empty or failed */
+Turn *waitq_head(Sim *sm, Replica *rp);
+/* remove the head waitq_head returned */
+void waitq_pop(Replica *rp);
+/* s (its queued turn spilled as WR_WARM: s->spill_rec) may have become cold: then it goes to the
+ * spill file's side file too and leaves memory (freed: the caller must not touch s afterwards) */
+void waitq_session_changed(Sim *sm, Session *s);
+/* teardown: the turns in memory freed, the file closed */
+void waitq_free(Sim *sm, Replica *rp);
+/* tests: the FIFO's in-memory bound in turns (0: the default, 256); process-wide, set before sim_run */
+void sim_test_set_queue_bound(size_t entries);
 
 /* ------------------------------------------------------------------ blocks.c */
 

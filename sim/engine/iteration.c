@@ -257,6 +257,21 @@ static int64_t run_growth(Sim *sm, Replica *rp, int ahead)
     return total;
 }
 
+/* steps of the run before run_growth has anything to do: the least, over the items, of how far
+ * the context through the next-but-one token (what both calls of a step look at: x = hist + nnew +
+ * out_done + 2, one more each step) is below the first x whose blocks exceed the reservation
+ * (blocks_tokens(x) > reserved ⇔ x > ⌊reserved / b⌋·b); <= 0: this step */
+static int64_t growth_slack(const Sim *sm, const Replica *rp)
+{
+    int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX;
+    for (int i = 0; i < rp->n_items; i++) {
+        const Request *r = rp->items[i].r;
+        int64_t d = r->reserved_tokens / b * b + 1 - (r->hist + r->nnew + r->out_done + 2);
+        if (d < slack) slack = d;
+    }
+    return slack;
+}
+
 static int64_t decode_run(Sim *sm, Replica *rp)
 {
     const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
@@ -273,6 +288,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         dctx += it->ctx;
     }
     int64_t t = sim_now(sm), t_next = evq_next_time(&sm->q), n = 0;
+    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* run_growth is a no-op while > 0 */
     double base;
     for (;;) {
         double attn = 0;
@@ -282,7 +298,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         int64_t d = round_ns(base); /* = iter_advance's llround */
         int64_t end = t + sm->overhead_ns + d * sm->L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
-        if (ondemand && run_growth(sm, rp, 1) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
+        if (ondemand && slack <= 0 && run_growth(sm, rp, 1) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         metrics_on_decode_step(sm, rp, end);
         for (int i = 0; i < rp->n_items; i++) {
@@ -291,7 +307,12 @@ static int64_t decode_run(Sim *sm, Replica *rp)
             it->r->out_done++;
             it->ctx++;
         }
-        if (ondemand) run_growth(sm, rp, 0); /* what blocks_grow takes at the next step's formation (free blocks only) */
+        if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation (free blocks only) */
+            run_growth(sm, rp, 0);
+            slack = growth_slack(sm, rp);
+        } else {
+            slack--;
+        }
         t = end;
         dctx += B;
         n++;

@@ -25,7 +25,9 @@
  * the admission FIFO; sm->turn_bytes counts them), its Request (~0.5 KB) exists from admission to
  * done; arrivals=trace 8 bytes per session; concurrency reads a file ahead until the next turn of a
  * client's session (or the end) shows up: generators O(1), a file with interleaved sessions up to
- * all of its rows. Under overload the FIFO (and its sessions) grows with the arrivals not served.
+ * all of its rows. Under overload the FIFO's middle — its turns and the sessions that hold nothing
+ * else, with their pending turns — goes to a spill file (waitq.c): memory stays flat in the
+ * arrivals not served.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -114,23 +116,6 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     sess_maybe_free(sm, s);
 }
 
-static int queue_push(Sim *sm, Replica *rp, Turn *r)
-{
-    if (rp->q_len == rp->q_cap) {
-        size_t nc = rp->q_cap ? rp->q_cap * 2 : 64;
-        Turn **nq = malloc(nc * sizeof *nq);
-        if (!nq) return sim_fail(sm, "out of memory");
-        for (size_t i = 0; i < rp->q_len; i++) nq[i] = rp->queue[(rp->q_head + i) % rp->q_cap];
-        free(rp->queue);
-        rp->queue = nq;
-        rp->q_cap = nc;
-        rp->q_head = 0;
-    }
-    rp->queue[(rp->q_head + rp->q_len) % rp->q_cap] = r;
-    rp->q_len++;
-    return 0;
-}
-
 int queue_push_front(Sim *sm, Replica *rp, Request *r)
 {
     if (rp->pre_n == rp->pre_cap) {
@@ -163,7 +148,7 @@ void release_request(Sim *sm, Turn *r)
     rp->active_count++;
     s->busy = 1;
     hbm_lru_remove(rp, s); /* its KV (if any) is about to be used */
-    if (queue_push(sm, rp, r) == 0) sim_kick(sm, rp);
+    if (waitq_push(sm, rp, r) == 0) sim_kick(sm, rp);
 }
 
 static void pend_append(Session *s, Turn *r)
@@ -178,7 +163,7 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
 {
     Session *s = sess_get(sm, tr->session);
     if (!s) return sim_fail(sm, "out of memory"), NULL;
-    if (!s->name && tr->session_id && !(s->name = strdup(tr->session_id))) return sim_fail(sm, "out of memory"), NULL;
+    if (!s->name && tr->session_id && sess_set_name(sm, s, tr->session_id) != 0) return sim_fail(sm, "out of memory"), NULL;
     int64_t nnew = tr->new_input_tokens < 1 ? 1 : tr->new_input_tokens, nout = tr->output_tokens < 1 ? 1 : tr->output_tokens;
     if (tr->history_tokens < 0 || tr->history_tokens > TRACE_MAX_TOKENS || nnew > TRACE_MAX_TOKENS || nout > TRACE_MAX_TOKENS)
         return sim_fail(sm, "internal: trace row of session %llu turn %d has token counts past %lld",
@@ -186,7 +171,7 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
     Turn *r = calloc(1, sizeof *r);
     if (!r) return sim_fail(sm, "out of memory"), NULL;
     sm->turn_bytes += sizeof *r;
-    if (sm->turn_bytes > sm->turn_bytes_peak) sm->turn_bytes_peak = sm->turn_bytes;
+    sim_note_waiting(sm);
     r->id = sm->next_req_id++;
     r->s = s;
     s->refs++;
@@ -390,8 +375,7 @@ void on_arrival(Sim *sm, Turn *r)
 static void drop_head(Sim *sm, Replica *rp, Turn *r)
 {
     Session *s = r->s;
-    rp->q_head = (rp->q_head + 1) % rp->q_cap;
-    rp->q_len--;
+    waitq_pop(rp);
     metrics_on_drop(sm);
     if (s->resident_tokens) sess_drop_resident(sm, rp, s);
     rp->active_count--;
@@ -417,7 +401,8 @@ void admit_queue(Sim *sm, Replica *rp)
     while ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) {
         /* a preempted request goes first (vLLM: the front of the waiting queue), then the FIFO */
         Request *pre = rp->pre_n ? rp->pre[rp->pre_n - 1] : NULL;
-        Turn *q = pre ? NULL : rp->queue[rp->q_head];
+        Turn *q = pre ? NULL : waitq_head(sm, rp);
+        if (!pre && !q) return; /* failed (reading the spill file back) */
         Session *s = pre ? pre->s : q->s;
         int64_t hist = pre ? pre->hist : q->hist, ctx = hist + (pre ? pre->nnew + pre->nout : q->nnew + q->nout);
         /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
@@ -443,8 +428,7 @@ void admit_queue(Sim *sm, Replica *rp)
             rp->pre_n--;
             r = pre;
         } else {
-            rp->q_head = (rp->q_head + 1) % rp->q_cap;
-            rp->q_len--;
+            waitq_pop(rp);
         }
         pool_reserve(sm, rp, extra);
         if (!pre && !(r = request_from_turn(sm, q))) return;

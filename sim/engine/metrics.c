@@ -900,7 +900,7 @@ void metrics_on_run_end(Sim *sm)
     SimWorld *w = sm->w;
     out->sim_end_ns = sim_now(sm);
     out->queue_events = sm->q.popped;
-    out->waiting_peak_bytes = sm->turn_bytes_peak;
+    out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {

@@ -8,9 +8,15 @@
  * Invariants (SIM_CHECK, always on): 0 <= pool_used <= pool_cap after every reserve and release;
  * a session is freed only when it is not busy, holds no pending turn, no request refers to it, it
  * has no resident KV, no saved state and no save, spill or load in flight (so no load parked on it).
- * Complexity: find/get/remove O(1) expected; LRU operations O(1); evict O(1) per session.
+ * Sessions spilled with their queued turn (waitq.c) leave the map: a bitmap over the dense session
+ * ids marks them (1 bit per session id seen), and a trace row naming one meanwhile gets a "ghost"
+ * (busy, so its turns wait in its pending list) that sess_reattach merges back. A spilled or ghost
+ * session is never counted again as a new session (sessions_seen).
+ * Complexity: find/get/remove O(1) expected; LRU operations O(1); evict O(1) per session; cold test
+ * O(pending turns).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/engine/engine_int.h"
 
@@ -50,25 +56,106 @@ static int sess_grow(Sim *sm)
     return 0;
 }
 
-Session *sess_get(Sim *sm, uint64_t id)
+static int spilled(const Sim *sm, uint64_t id)
 {
-    Session *s = sess_find(sm, id);
-    if (s) return s;
+    return id / 64 < sm->spilled_words && (sm->spilled_bits[id / 64] >> (id % 64) & 1);
+}
+
+/* a new session in the map (not counted) */
+static Session *sess_new(Sim *sm, uint64_t id)
+{
     if ((sm->tab_n + 1) * 2 > sm->tab_cap && sess_grow(sm) != 0) return NULL;
-    s = calloc(1, sizeof *s);
+    Session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    sm->sess_bytes += sizeof *s;
+    sim_note_waiting(sm);
     s->id = id;
     s->replica = -1;
     size_t m = sm->tab_cap - 1, i = hash_u64(id) & m;
     while (sm->tab[i]) i = (i + 1) & m;
     sm->tab[i] = s;
     sm->tab_n++;
-    sm->sessions_seen++;
     return s;
 }
 
-/* remove with backward-shift deletion (keeps probe chains intact) */
-static void sess_remove(Sim *sm, Session *s)
+Session *sess_get(Sim *sm, uint64_t id)
+{
+    Session *s = sess_find(sm, id);
+    if (s) return s;
+    int ghost = spilled(sm, id);
+    if (!(s = sess_new(sm, id))) return NULL;
+    if (ghost) s->busy = 1; /* its queued turn is in a spill file: later turns wait for it */
+    else sm->sessions_seen++;
+    return s;
+}
+
+int sess_set_name(Sim *sm, Session *s, const char *name)
+{
+    if (!(s->name = strdup(name))) return -1;
+    sm->sess_bytes += strlen(name) + 1;
+    sim_note_waiting(sm);
+    return 0;
+}
+
+int sess_is_cold(const Sim *sm, const Session *s, size_t *pending)
+{
+    size_t n = 0;
+    *pending = 0;
+    /* concurrency=N: a ghost would look like a session never seen (conc_seen) and get a client; the
+     * queue holds at most N turns there anyway */
+    if (sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) return 0;
+    for (const Turn *p = s->pend_head; p; p = p->next) n++;
+    *pending = n;
+    /* nothing but its own turns refers to it, and none of its pointers but its name and pending list is set */
+    return s->busy && s->refs == (int)n + 1 && (!s->name || strlen(s->name) <= WR_NAME) && s->resident_tokens == 0 &&
+           !s->in_hbm_lru && !s->hbm_prev && !s->hbm_next && s->tier == TIER_NONE && !s->t_prev && !s->t_next &&
+           !s->saving && !s->spilling && !s->loading && !s->d2h_inflight && !s->parked && !s->conc_next;
+}
+
+int sess_spill_reserve(Sim *sm, uint64_t id)
+{
+    if (id / 64 < sm->spilled_words) return 0;
+    size_t nw = sm->spilled_words ? sm->spilled_words : 64;
+    while (nw <= id / 64) nw *= 2;
+    uint64_t *nb = realloc(sm->spilled_bits, nw * sizeof *nb);
+    if (!nb) return -1;
+    memset(nb + sm->spilled_words, 0, (nw - sm->spilled_words) * sizeof *nb);
+    sm->sess_bytes += (nw - sm->spilled_words) * sizeof *nb;
+    sim_note_waiting(sm);
+    sm->spilled_bits = nb;
+    sm->spilled_words = nw;
+    return 0;
+}
+
+static void sess_unmap(Sim *sm, Session *s);
+
+void sess_detach(Sim *sm, Session *s)
+{
+    sm->spilled_bits[s->id / 64] |= 1ull << (s->id % 64);
+    sess_unmap(sm, s);
+}
+
+Session *sess_reattach(Sim *sm, const Session *img, const char *name)
+{
+    Session *s = sess_find(sm, img->id); /* a ghost */
+    if (!s && !(s = sess_new(sm, img->id))) return sim_fail(sm, "out of memory"), NULL;
+    sm->spilled_bits[img->id / 64] &= ~(1ull << (img->id % 64));
+    /* the image, but the ghost's name, turns and references */
+    char *own_name = s->name;
+    Turn *ph = s->pend_head, *pt = s->pend_tail;
+    int refs = s->refs;
+    *s = *img;
+    s->name = own_name;
+    s->pend_head = ph;
+    s->pend_tail = pt;
+    s->refs = refs;
+    s->chk_saving = s->chk_active = 0;
+    if (!s->name && name && sess_set_name(sm, s, name) != 0) return sim_fail(sm, "out of memory"), NULL;
+    return s;
+}
+
+/* remove with backward-shift deletion (keeps probe chains intact) and free */
+static void sess_unmap(Sim *sm, Session *s)
 {
     size_t m = sm->tab_cap - 1, i = hash_u64(s->id) & m;
     while (sm->tab[i] != s) i = (i + 1) & m;
@@ -84,6 +171,7 @@ static void sess_remove(Sim *sm, Session *s)
         }
     }
     sm->tab_n--;
+    sm->sess_bytes -= sizeof *s + (s->name ? strlen(s->name) + 1 : 0);
     free(s->name);
     free(s);
 }
@@ -92,7 +180,7 @@ void sess_maybe_free(Sim *sm, Session *s)
 {
     if (!s->busy && !s->pend_head && !s->refs && s->resident_tokens == 0 && s->tier == TIER_NONE && !s->saving &&
         !s->spilling && !s->loading)
-        sess_remove(sm, s);
+        sess_unmap(sm, s);
 }
 
 void sess_free_all(Sim *sm)
@@ -117,6 +205,9 @@ void sess_free_all(Sim *sm)
     }
     free(sm->tab);
     sm->tab = NULL;
+    free(sm->spilled_bits);
+    sm->spilled_bits = NULL;
+    sm->spilled_words = 0;
 }
 
 /* ------------------------------------------------------------------ HBM LRU and the pool */

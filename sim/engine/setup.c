@@ -216,6 +216,7 @@ int sim_setup(Sim *sm)
             }
             rp->has_ch[CH_NIC_IN] = rp->has_ch[CH_NIC_OUT] = 1;
         }
+        waitq_init(sm, rp);
         rp->layer_ns = calloc((size_t)sm->L, sizeof *rp->layer_ns);
         if (!rp->layer_ns) return kv_err(sm->e, "out of memory");
     }
@@ -232,8 +233,7 @@ void sim_teardown(Sim *sm)
         for (int i = 0; i < sm->R; i++) {
             Replica *rp = &sm->rep[i];
             for (int k = 0; k < rp->n_active; k++) request_free(rp->active[k]);
-            for (size_t k = 0; k < rp->q_len; k++) turn_free(sm, rp->queue[(rp->q_head + k) % rp->q_cap]);
-            free(rp->queue);
+            waitq_free(sm, rp);
             for (int k = 0; k < rp->pre_n; k++) request_free(rp->pre[k]);
             free(rp->pre);
             free(rp->active);

@@ -297,7 +297,9 @@ typedef struct SimResult {
     double swap_out_bytes, swap_in_bytes; /* preempt=swap: KV bytes copied to host DRAM and back */
     uint64_t iterations, events;  /* events: as if every iteration were one event (a decode run's steps count each) */
     uint64_t queue_events;        /* the events the queue actually delivered (not a result: speed only) */
-    uint64_t waiting_peak_bytes;  /* the most bytes held at once by turns read and not admitted (not a result) */
+    uint64_t waiting_peak_bytes;  /* the most bytes held in memory at once by turns read and not admitted, the
+                                     sessions and the admission FIFOs' slots (not a result; a FIFO's middle is
+                                     in a spill file) */
     uint64_t extrapolations;
     uint64_t extrapolations_op[OP_COUNT];
     double wall_s;

@@ -75,7 +75,8 @@ static void tier_drop(Sim *sm, Session *s, int why)
     for (int st = 0; st < sm->S; st++) s->d2h_pos[st] = s->land_pos[st] = 0;
     s->lost = why;
     metrics_on_state_lost(sm, why);
-    sess_maybe_free(sm, s);
+    if (s->spill_rec) waitq_session_changed(sm, s); /* waiting in a spill file: it may go there whole now */
+    else sess_maybe_free(sm, s);
 }
 
 /* a spill landed: the session moves down to the target tier (unless it was dropped meanwhile) */
