@@ -200,3 +200,16 @@ int opt_vusage_error(const OptCmd *c, FILE *out, const char *fmt, va_list ap)
     opt_print_error(c, msg, out);
     return OPT_USAGE_EXIT;
 }
+
+void opt_short_jobs(int argc, char **argv)
+{
+    static char jobs_eq[48];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) return;
+        if (!strcmp(argv[i], "-j")) argv[i] = (char *)"--jobs";
+        else if (!strncmp(argv[i], "-j", 2) && argv[i][2] >= '0' && argv[i][2] <= '9' && strlen(argv[i]) < 32) {
+            snprintf(jobs_eq, sizeof jobs_eq, "--jobs=%s", argv[i] + 2);
+            argv[i] = jobs_eq;
+        }
+    }
+}

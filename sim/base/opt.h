@@ -66,6 +66,11 @@ typedef struct OptArgs {
 /* Parse argv[1..argc-1] (argv[0] is the command's name) into a. 0, or -1 with the message in e. */
 int opt_parse(const OptCmd *c, int argc, char **argv, OptArgs *a, KvErr *e);
 
+/* `-j N` and `-jN` as `--jobs N` / `--jobs=N` (the parser takes long options only): rewrites
+ * argv[1..argc-1] in place, up to a "--"; a -jN's value lives in a static buffer (the last one wins,
+ * as a repeated --jobs would be refused anyway). */
+void opt_short_jobs(int argc, char **argv);
+
 /* The last value of option `name` ("--out"); NULL when it was not given (or takes no value). */
 const char *opt_get(const OptArgs *a, const char *name);
 /* How many times `name` was given. */

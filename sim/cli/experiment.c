@@ -413,19 +413,6 @@ int experiment_run(const ExpSpec *x)
     return rc;
 }
 
-void experiment_rewrite_short_opts(int argc, char **argv)
-{
-    static char jobs_eq[48];
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) return;
-        if (!strcmp(argv[i], "-j")) argv[i] = (char *)"--jobs";
-        else if (!strncmp(argv[i], "-j", 2) && argv[i][2] >= '0' && argv[i][2] <= '9' && strlen(argv[i]) < 32) {
-            snprintf(jobs_eq, sizeof jobs_eq, "--jobs=%s", argv[i] + 2);
-            argv[i] = jobs_eq;
-        }
-    }
-}
-
 int experiment_opt_is(const char *o)
 {
     return !strcmp(o, "--seeds") || !strcmp(o, "--seed-base") || !strcmp(o, "--jobs") || !strcmp(o, "--baseline");

@@ -68,11 +68,6 @@ int experiment_opt_is(const char *o);
  * with --seeds, --baseline one of names, --jobs 1..1024. With --seeds the first seed is written into
  * cfg->seed (the world is opened on it). A usage error: -1 and e. */
 int experiment_opts_read(const struct OptArgs *a, SimConfig *cfg, const char (*names)[32], int np, ExpOpts *xo, KvErr *e);
-
-/* -j N and -jN (the make spelling) rewritten in place to --jobs N / --jobs=N, up to a "--" (the
- * option parser knows long options only). */
-void experiment_rewrite_short_opts(int argc, char **argv);
-
 /* The options run/compare get for replications and workers (OptSpec initialisers). */
 #define EXPERIMENT_OPTS                                                                                               \
     {"--seeds", "N", 0, "replications: N seeds (2..100), each policy on the same trace per seed; mean ± 95 % CI"},    \

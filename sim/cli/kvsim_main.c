@@ -350,7 +350,7 @@ static void install_stop_handlers(void)
 static int cmd_run(int argc, char **argv, int compare)
 {
     const OptCmd *cmd = compare ? &k_compare : &k_run;
-    experiment_rewrite_short_opts(argc, argv);
+    opt_short_jobs(argc, argv);
     OptArgs a;
     int prc = parse_or_exit(cmd, argc, argv, &a, 1);
     if (prc >= 0) return prc;

@@ -650,22 +650,10 @@ static int cmd_fail(const char *msg)
 
 int sweep_main(int argc, char **argv)
 {
-    /* -j N / -jN as --jobs N (the option parser takes long options only) */
-    char *args[OPT_MAX_ARGS + 2];
-    char jbuf[64];
-    int na = 0;
-    for (int i = 0; i < argc && na < OPT_MAX_ARGS; i++) {
-        if (!strcmp(argv[i], "-j")) args[na++] = "--jobs";
-        else if (!strncmp(argv[i], "-j", 2) && argv[i][2] >= '0' && argv[i][2] <= '9') {
-            args[na++] = "--jobs";
-            snprintf(jbuf, sizeof jbuf, "%s", argv[i] + 2);
-            args[na++] = jbuf;
-        } else args[na++] = argv[i];
-    }
-    args[na] = NULL;
+    opt_short_jobs(argc, argv); /* -j N / -jN as --jobs */
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_sweep, na, args, &a, &e) != 0) {
+    if (opt_parse(&k_sweep, argc, argv, &a, &e) != 0) {
         opt_print_error(&k_sweep, e.msg, stderr);
         return 2;
     }
