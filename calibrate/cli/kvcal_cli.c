@@ -8,14 +8,8 @@
 
 int kvcal_cli_begin(const OptCmd *c, int argc, char **argv, OptArgs *a)
 {
-    KvErr e;
-    if (opt_parse(c, argc, argv, a, &e) != 0) {
-        opt_print_error(c, e.msg, stderr);
-        return KVCAL_USAGE;
-    }
-    if (!a->help) return -1;
-    opt_help(c, stdout);
-    return KVCAL_OK;
+    int begin = opt_begin(c, argc, argv, a); /* KVCAL_USAGE = OPT_USAGE_EXIT, KVCAL_OK = 0 */
+    return begin;
 }
 
 int kvcal_cli_usage(const OptCmd *c, const char *fmt, ...)

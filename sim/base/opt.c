@@ -213,3 +213,15 @@ void opt_short_jobs(int argc, char **argv)
         }
     }
 }
+
+int opt_begin(const OptCmd *c, int argc, char **argv, OptArgs *a)
+{
+    KvErr e;
+    if (opt_parse(c, argc, argv, a, &e) != 0) {
+        opt_print_error(c, e.msg, stderr);
+        return OPT_USAGE_EXIT;
+    }
+    if (!a->help) return -1;
+    opt_help(c, stdout);
+    return 0;
+}

@@ -66,6 +66,10 @@ typedef struct OptArgs {
 /* Parse argv[1..argc-1] (argv[0] is the command's name) into a. 0, or -1 with the message in e. */
 int opt_parse(const OptCmd *c, int argc, char **argv, OptArgs *a, KvErr *e);
 
+/* A command's start: parse; on a usage error print it and give 2 (OPT_USAGE_EXIT); on --help print
+ * the help and give 0 (the caller may print more and return it); else -1: go on. */
+int opt_begin(const OptCmd *c, int argc, char **argv, OptArgs *a);
+
 /* `-j N` and `-jN` as `--jobs N` / `--jobs=N` (the parser takes long options only): rewrites
  * argv[1..argc-1] in place, up to a "--"; a -jN's value lives in a static buffer (the last one wins,
  * as a repeated --jobs would be refused anyway). */

@@ -295,12 +295,9 @@ int check_main(int argc, char **argv)
 {
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_check, argc, argv, &a, &e) != 0) {
-        opt_print_error(&k_check, e.msg, stderr);
-        return 2;
-    }
-    if (a.help) {
-        opt_help(&k_check, stdout);
+    int begin = opt_begin(&k_check, argc, argv, &a);
+    if (begin == OPT_USAGE_EXIT) return begin;
+    if (begin == 0) { /* --help: the options, then more */
         printf("\ncanonical scenarios:\n");
         for (size_t i = 0; i < KV_ARRAY_LEN(k_canon); i++) printf("  %s, %d requests\n", k_canon[i].scenario, k_canon[i].requests);
         printf("\nmetrics and tolerances (beyond the tolerance: |mean difference| > abs + rel × |reference mean|):\n");

@@ -112,13 +112,8 @@ static void fill_policy_help(void)
 /* Parse a command's options: 0 to go on; else the exit code (0 after --help, 2 after a usage error). */
 static int parse_or_exit(const OptCmd *c, int argc, char **argv, OptArgs *a, int settings_help)
 {
-    KvErr e;
-    if (opt_parse(c, argc, argv, a, &e) != 0) {
-        opt_print_error(c, e.msg, stderr);
-        return 2;
-    }
-    if (!a->help) return -1;
-    opt_help(c, stdout);
+    int begin = opt_begin(c, argc, argv, a);
+    if (begin != 0) return begin;
     if (settings_help) {
         printf("\nsettings (--set KEY=VALUE, or keys of a --config JSON object):\n");
         sim_config_print_keys(stdout);

@@ -1431,12 +1431,9 @@ int plan_main(int argc, char **argv)
     opt_short_jobs(argc, argv); /* -j N / -jN as --jobs */
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_plan, argc, argv, &a, &e) != 0) {
-        opt_print_error(&k_plan, e.msg, stderr);
-        return 2;
-    }
-    if (a.help) {
-        opt_help(&k_plan, stdout);
+    int begin = opt_begin(&k_plan, argc, argv, &a);
+    if (begin == OPT_USAGE_EXIT) return begin;
+    if (begin == 0) { /* --help: the options, then more */
         printf("\ntarget metrics: %s\n", plan_target_names());
         printf("settings: every key of `kvsim run --help`\n");
         return 0;

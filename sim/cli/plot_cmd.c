@@ -154,14 +154,8 @@ int plot_main(int argc, char **argv)
 {
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_cmd, argc, argv, &a, &e) != 0) {
-        opt_print_error(&k_cmd, e.msg, stderr);
-        return 2;
-    }
-    if (a.help) {
-        opt_help(&k_cmd, stdout);
-        return 0;
-    }
+    int begin = opt_begin(&k_cmd, argc, argv, &a);
+    if (begin >= 0) return begin;
     const char *in = opt_get(&a, "--in"), *sw = opt_get(&a, "--sweep"), *out = opt_get(&a, "--out");
     const char *title = opt_get(&a, "--title");
     const char *bars = opt_get(&a, "--bars");

@@ -391,14 +391,8 @@ int reproduce_main(int argc, char **argv)
 {
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_cmd, argc, argv, &a, &e) != 0) {
-        opt_print_error(&k_cmd, e.msg, stderr);
-        return 2;
-    }
-    if (a.help) {
-        opt_help(&k_cmd, stdout);
-        return 0;
-    }
+    int begin = opt_begin(&k_cmd, argc, argv, &a);
+    if (begin >= 0) return begin;
     int fast = opt_count(&a, "--fast") > 0, quiet = opt_count(&a, "--quiet") > 0;
     const char *only = opt_get(&a, "--only"), *out = opt_get(&a, "--out");
     if (!out) out = "results/reproduce";

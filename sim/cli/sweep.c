@@ -653,12 +653,9 @@ int sweep_main(int argc, char **argv)
     opt_short_jobs(argc, argv); /* -j N / -jN as --jobs */
     OptArgs a;
     KvErr e;
-    if (opt_parse(&k_sweep, argc, argv, &a, &e) != 0) {
-        opt_print_error(&k_sweep, e.msg, stderr);
-        return 2;
-    }
-    if (a.help) {
-        opt_help(&k_sweep, stdout);
+    int begin = opt_begin(&k_sweep, argc, argv, &a);
+    if (begin == OPT_USAGE_EXIT) return begin;
+    if (begin == 0) { /* --help: the options, then more */
         printf("\nsettings (base, axes and --set take every key of `kvsim run --help`, plus scenario and policies)\n");
 #ifdef KVSIM_MPI
         printf("MPI: built in (run under mpirun or srun; rank 0 deals points and writes the database)\n");
