@@ -10,7 +10,7 @@
  * from the trace). A spilled turn is one of:
  *   - WR_WARM: the Turn's fields and its Session's address (the session stays in memory; the record
  *     holds the Turn's reference on it);
- *   - WR_SESS + the Session's image (WR_IMG_RECS records) + n × WR_TURN: a cold session
+ *   - WR_SESS + the Session's image (packed: its nonzero words, ≤ WR_IMG_RECS records) + n × WR_TURN: a cold session
  *     (sess_is_cold: nothing resident, saved or in flight, no turn outside its pending list and this
  *     one, a name of at most WR_NAME bytes) with its queued turn and its pending turns: the Session
  *     leaves the session map (sess_detach) and is made again from its image when the record is read
@@ -35,7 +35,7 @@
  * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read,
  * record rewrites in blocks of up to WAITQ_PATCHES, O(P log P) to sort). Memory: ≤ 3 × bound entries in memory
  * (each a Turn, and for a cold session its Session and pending Turns), two 16 KiB buffers per
- * replica (and, once a session went cold in the file, 96 KiB for the rewrites); the files 64 bytes per turn spilled (+ 1 + WR_IMG_RECS per cold session), their space
+ * replica (and, once a session went cold in the file, 96 KiB for the rewrites); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
  * given back (holes punched) once read, per 1 MiB: on disk what waits, not what waited.
  */
 #include <errno.h>
@@ -77,7 +77,24 @@ typedef struct WaitRec {
 #define WR_PATCH_BYTES 9 /* ref and kind */
 #define WR_SREF_SHIFT 44 /* WR_SREF's ref: the group's first record | its length << WR_SREF_SHIFT */
 _Static_assert(sizeof(WaitRec) == 64, "spill records are 64 bytes");
-#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image */
+#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
+/* the image is packed: a mask of the Session's nonzero 8-byte words, then those words (a cold
+ * session is mostly zeros: 1-3 records instead of WR_IMG_RECS); WR_SESS's i32 holds its records */
+#define WR_IMG_WORDS ((sizeof(Session) + 7) / 8)
+_Static_assert(WR_IMG_WORDS <= 64, "a Session's image mask is one 64-bit word");
+_Static_assert(WR_IMG_WORDS + 1 <= WR_IMG_RECS * 8, "a packed image fits WR_IMG_RECS records");
+
+/* the records of s's packed image */
+static size_t img_recs(const Session *s)
+{
+    uint64_t w[WR_IMG_WORDS] = {0};
+    Session img = *s;
+    img.spill_rec = 0;
+    memcpy(w, &img, sizeof img);
+    size_t nz = 0;
+    for (size_t i = 0; i < WR_IMG_WORDS; i++) nz += w[i] != 0;
+    return (1 + nz + 7) / 8;
+}
 
 static size_t g_bound; /* tests: the in-memory bound (0: the default) */
 
@@ -250,11 +267,20 @@ static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
         h->name_len = (uint8_t)len;
         memcpy(h->u.s.name, s->name, len);
     }
-    memset(&buf[1], 0, WR_IMG_RECS * sizeof *buf);
+    uint64_t w[WR_IMG_WORDS] = {0}, packed[WR_IMG_RECS * 8] = {0};
     Session img = *s;
     img.spill_rec = 0;
-    memcpy(&buf[1], &img, sizeof img);
-    size_t k = 1 + WR_IMG_RECS;
+    memcpy(w, &img, sizeof img);
+    size_t nz = 1;
+    for (size_t i = 0; i < WR_IMG_WORDS; i++)
+        if (w[i]) {
+            packed[0] |= 1ull << i;
+            packed[nz++] = w[i];
+        }
+    size_t ni = (nz + 7) / 8;
+    h->i32 = (int32_t)ni;
+    memcpy(&buf[1], packed, ni * sizeof *buf);
+    size_t k = 1 + ni;
     for (Turn *p = s->pend_head; p; p = p->next) turn_to_rec(p, WR_TURN, &buf[k++]);
     return k;
 }
@@ -283,7 +309,7 @@ static int spill_batch(Sim *sm, Replica *rp)
     for (size_t i = 0; pend && i < take; i++) {
         Turn *t = turn_ring_at(qt, i);
         if (!sess_is_cold(sm, t->s, &pend[i]) || sess_spill_reserve(sm, t->s->id) != 0) pend[i] = SIZE_MAX;
-        nrec += pend[i] != SIZE_MAX ? 2 + WR_IMG_RECS + pend[i] : 1;
+        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(t->s) + pend[i] : 1;
     }
     WaitRec *buf = pend && warm_at ? malloc(nrec * sizeof *buf) : NULL;
     if (!buf) {
@@ -373,7 +399,7 @@ void waitq_session_changed(Sim *sm, Session *s)
         if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
         if (!sp->sbuf || !sp->pbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
     }
-    size_t k = 1 + WR_IMG_RECS + pend;
+    size_t k = 1 + img_recs(s) + pend;
     uint64_t at_side = sp->side_wr;
     if (k >= (1u << (64 - WR_SREF_SHIFT)) || at_side >= (1ull << WR_SREF_SHIFT)) return; /* does not fit a WR_SREF: stays */
     /* the group at the end of the side file (buffered when it fits) */
@@ -478,15 +504,21 @@ static int side_load(Sim *sm, Replica *rp, uint64_t at, size_t n)
 static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
 {
     WaitRec hd[1 + WR_IMG_RECS];
-    if (grp_read(sm, rp, side_at, hd, 1 + WR_IMG_RECS) != 0) return NULL;
+    if (grp_read(sm, rp, side_at, hd, 1) != 0) return NULL;
     const WaitRec *w = &hd[0];
-    if (w->kind != WR_SESS)
+    if (w->kind != WR_SESS || w->i32 < 1 || (size_t)w->i32 > WR_IMG_RECS)
         return sim_fail(sm, "internal: admission queue spill file of replica %d: record kind %d, not a session", rp->id, w->kind), NULL;
+    size_t ni = (size_t)w->i32;
+    if (grp_read(sm, rp, side_at, &hd[1], ni) != 0) return NULL;
+    uint64_t packed[WR_IMG_RECS * 8], words[WR_IMG_WORDS] = {0};
+    memcpy(packed, &hd[1], ni * sizeof *hd);
+    for (size_t i = 0, j = 1; i < WR_IMG_WORDS; i++)
+        if (packed[0] >> i & 1) words[i] = packed[j++];
     char name[WR_NAME + 1];
     memcpy(name, w->u.s.name, w->name_len);
     name[w->name_len] = '\0';
     Session si;
-    memcpy(&si, &hd[1], sizeof si);
+    memcpy(&si, words, sizeof si);
     si.name = NULL;
     si.pend_head = si.pend_tail = NULL;
     Session *s = sess_reattach(sm, &si, (w->flags & WF_NAME) ? name : NULL);
