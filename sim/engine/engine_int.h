@@ -160,6 +160,7 @@ static inline Turn *turn_ring_at(const TurnRing *q, size_t k) { return q->v[(q->
 
 #define WR_NAME 36       /* a cold session spilled with its name: at most this many bytes of it */
 #define WAITQ_RDBUF 256  /* records per read of the spill file */
+#define WAITQ_PATCHES 4096 /* spill-file record rewrites buffered before they are written */
 /* a replica's spill file (waitq.c): records [rd, wr) not read back yet, holding n FIFO entries */
 typedef struct WaitSpill {
     FILE *f;             /* NULL: not opened yet */
@@ -178,6 +179,12 @@ typedef struct WaitSpill {
     uint64_t rd, wr, n;
     void *buf;           /* WAITQ_RDBUF records read ahead: [buf_base, buf_base + buf_n) */
     uint64_t buf_base, buf_n;
+    /* records of the spill file rewritten (WR_WARM → WR_SREF) but not written yet: WAITQ_PATCHES at
+     * most, all at or after buf_base + buf_n; pmin the lowest (waitq.c writes them before a read
+     * that reaches it, or when the buffer is full) */
+    void *pbuf;
+    size_t pn;
+    uint64_t pmin;
 } WaitSpill;
 
 struct Request {

@@ -10,7 +10,7 @@
  * from the trace). A spilled turn is one of:
  *   - WR_WARM: the Turn's fields and its Session's address (the session stays in memory; the record
  *     holds the Turn's reference on it);
- *   - WR_SESS + the Session's image (WR_IMG_RECS records) + n × WR_TURN: a cold session
+ *   - WR_SESS + the Session's image (packed: its nonzero words, ≤ WR_IMG_RECS records) + n × WR_TURN: a cold session
  *     (sess_is_cold: nothing resident, saved or in flight, no turn outside its pending list and this
  *     one, a name of at most WR_NAME bytes) with its queued turn and its pending turns: the Session
  *     leaves the session map (sess_detach) and is made again from its image when the record is read
@@ -27,12 +27,15 @@
  * unchanged); a read that fails ends the run with the file's error.
  * A session whose turn was spilled as WR_WARM and that goes cold later (its saved state dropped:
  * tier.c calls waitq_session_changed) goes too: its group to the end of a side file (buffered), its
- * turn's record rewritten in place (its first WR_PATCH_BYTES) into a WR_SREF to that group.
+ * turn's record rewritten in place (its first WR_PATCH_BYTES) into a WR_SREF to that group. Those
+ * rewrites are buffered (up to WAITQ_PATCHES; one in the read-ahead buffer is made there only) and
+ * written sorted by position, nearby ones as one read-modify-write of the span between them, before
+ * a read of the file reaches the lowest of them or when the buffer is full.
  * Complexity: push, head, pop O(1) amortised (plus O(pending turns) when a cold session is spilled
- * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read),
- * but one small write per session that goes cold in the file. Memory: ≤ 3 × bound entries in memory
+ * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read,
+ * record rewrites in blocks of up to WAITQ_PATCHES, O(P log P) to sort). Memory: ≤ 3 × bound entries in memory
  * (each a Turn, and for a cold session its Session and pending Turns), two 16 KiB buffers per
- * replica; the files 64 bytes per turn spilled (+ 1 + WR_IMG_RECS per cold session), their space
+ * replica (and, once a session went cold in the file, 96 KiB for the rewrites); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
  * given back (holes punched) once read, per 1 MiB: on disk what waits, not what waited.
  */
 #include <errno.h>
@@ -74,7 +77,24 @@ typedef struct WaitRec {
 #define WR_PATCH_BYTES 9 /* ref and kind */
 #define WR_SREF_SHIFT 44 /* WR_SREF's ref: the group's first record | its length << WR_SREF_SHIFT */
 _Static_assert(sizeof(WaitRec) == 64, "spill records are 64 bytes");
-#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image */
+#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
+/* the image is packed: a mask of the Session's nonzero 8-byte words, then those words (a cold
+ * session is mostly zeros: 1-3 records instead of WR_IMG_RECS); WR_SESS's i32 holds its records */
+#define WR_IMG_WORDS ((sizeof(Session) + 7) / 8)
+_Static_assert(WR_IMG_WORDS <= 64, "a Session's image mask is one 64-bit word");
+_Static_assert(WR_IMG_WORDS + 1 <= WR_IMG_RECS * 8, "a packed image fits WR_IMG_RECS records");
+
+/* the records of s's packed image */
+static size_t img_recs(const Session *s)
+{
+    uint64_t w[WR_IMG_WORDS] = {0};
+    Session img = *s;
+    img.spill_rec = 0;
+    memcpy(w, &img, sizeof img);
+    size_t nz = 0;
+    for (size_t i = 0; i < WR_IMG_WORDS; i++) nz += w[i] != 0;
+    return (1 + nz + 7) / 8;
+}
 
 static size_t g_bound; /* tests: the in-memory bound (0: the default) */
 
@@ -185,6 +205,54 @@ static int write_recs(FILE *f, const WaitRec *buf, size_t n, uint64_t at)
     return w >= 0 && (size_t)w == bytes ? 0 : -1;
 }
 
+/* a buffered rewrite of a spill-file record: WR_WARM → WR_SREF `ref` */
+typedef struct WaitPatch {
+    uint64_t at, ref;
+} WaitPatch;
+#define PATCH_GAP 64   /* records: patches closer than this share one read-modify-write */
+#define PATCH_SPAN 512 /* records: the longest span read and written at once (32 KiB) */
+
+static int patch_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const WaitPatch *)a)->at, y = ((const WaitPatch *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+/* the buffered rewrites into the spill file: sorted, each run of nearby ones as one span read,
+ * patched and written back (a lone one: its WR_PATCH_BYTES written) */
+static int patch_flush(Sim *sm, Replica *rp)
+{
+    WaitSpill *sp = &rp->sp;
+    WaitPatch *pv = sp->pbuf;
+    WaitRec *span = (WaitRec *)(pv + WAITQ_PATCHES);
+    int fd = fileno(sp->f);
+    qsort(pv, sp->pn, sizeof *pv, patch_cmp);
+    for (size_t i = 0, j; i < sp->pn; i = j) {
+        for (j = i + 1; j < sp->pn && pv[j].at - pv[j - 1].at <= PATCH_GAP && pv[j].at - pv[i].at < PATCH_SPAN; j++) {}
+        int bad;
+        if (j == i + 1) {
+            WaitRec one;
+            one.ref = pv[i].ref;
+            one.kind = WR_SREF;
+            bad = pwrite(fd, &one, WR_PATCH_BYTES, (off_t)(pv[i].at * sizeof one)) != WR_PATCH_BYTES;
+        } else {
+            size_t n = (size_t)(pv[j - 1].at - pv[i].at + 1);
+            ssize_t got = pread(fd, span, n * sizeof *span, (off_t)(pv[i].at * sizeof *span));
+            bad = got < 0 || (size_t)got != n * sizeof *span;
+            for (size_t k = i; !bad && k < j; k++) {
+                span[pv[k].at - pv[i].at].ref = pv[k].ref;
+                span[pv[k].at - pv[i].at].kind = WR_SREF;
+            }
+            bad = bad || write_recs(sp->f, span, n, pv[i].at) != 0;
+        }
+        if (bad)
+            return sim_fail(sm, "admission queue spill file (a temporary file) of replica %d: rewrite failed: %s", rp->id,
+                            strerror(errno));
+    }
+    sp->pn = 0;
+    return 0;
+}
+
 /* a cold session's group: WR_SESS (its name, `pend` pending turns), its image, its pending turns */
 static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
 {
@@ -199,11 +267,20 @@ static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
         h->name_len = (uint8_t)len;
         memcpy(h->u.s.name, s->name, len);
     }
-    memset(&buf[1], 0, WR_IMG_RECS * sizeof *buf);
+    uint64_t w[WR_IMG_WORDS] = {0}, packed[WR_IMG_RECS * 8] = {0};
     Session img = *s;
     img.spill_rec = 0;
-    memcpy(&buf[1], &img, sizeof img);
-    size_t k = 1 + WR_IMG_RECS;
+    memcpy(w, &img, sizeof img);
+    size_t nz = 1;
+    for (size_t i = 0; i < WR_IMG_WORDS; i++)
+        if (w[i]) {
+            packed[0] |= 1ull << i;
+            packed[nz++] = w[i];
+        }
+    size_t ni = (nz + 7) / 8;
+    h->i32 = (int32_t)ni;
+    memcpy(&buf[1], packed, ni * sizeof *buf);
+    size_t k = 1 + ni;
     for (Turn *p = s->pend_head; p; p = p->next) turn_to_rec(p, WR_TURN, &buf[k++]);
     return k;
 }
@@ -232,7 +309,7 @@ static int spill_batch(Sim *sm, Replica *rp)
     for (size_t i = 0; pend && i < take; i++) {
         Turn *t = turn_ring_at(qt, i);
         if (!sess_is_cold(sm, t->s, &pend[i]) || sess_spill_reserve(sm, t->s->id) != 0) pend[i] = SIZE_MAX;
-        nrec += pend[i] != SIZE_MAX ? 2 + WR_IMG_RECS + pend[i] : 1;
+        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(t->s) + pend[i] : 1;
     }
     WaitRec *buf = pend && warm_at ? malloc(nrec * sizeof *buf) : NULL;
     if (!buf) {
@@ -318,10 +395,11 @@ void waitq_session_changed(Sim *sm, Session *s)
     size_t pend = 0;
     if (!s->spill_rec || !sess_is_cold(sm, s, &pend) || sess_spill_reserve(sm, s->id) != 0) return;
     if (!sp->side) {
-        sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
-        if (!sp->sbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
+        if (!sp->sbuf) sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
+        if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
+        if (!sp->sbuf || !sp->pbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
     }
-    size_t k = 1 + WR_IMG_RECS + pend;
+    size_t k = 1 + img_recs(s) + pend;
     uint64_t at_side = sp->side_wr;
     if (k >= (1u << (64 - WR_SREF_SHIFT)) || at_side >= (1ull << WR_SREF_SHIFT)) return; /* does not fit a WR_SREF: stays */
     /* the group at the end of the side file (buffered when it fits) */
@@ -342,17 +420,22 @@ void waitq_session_changed(Sim *sm, Session *s)
     side_count(sp, at_side, k, 1);
     /* its turn's record becomes a WR_SREF to the group (in the read buffer too, if read ahead) */
     uint64_t at = s->spill_rec - 1;
-    WaitRec ref;
-    ref.ref = at_side | (uint64_t)k << WR_SREF_SHIFT;
-    ref.kind = WR_SREF;
-    if (pwrite(fileno(sp->f), &ref, WR_PATCH_BYTES, (off_t)(at * sizeof ref)) != WR_PATCH_BYTES) return; /* stays in memory */
+    uint64_t ref = at_side | (uint64_t)k << WR_SREF_SHIFT;
     if (at >= sp->buf_base && at < sp->buf_base + sp->buf_n) {
+        /* read ahead already: the file's copy is never read again */
         WaitRec *b = (WaitRec *)sp->buf + (at - sp->buf_base);
-        b->ref = ref.ref;
-        b->kind = ref.kind;
+        b->ref = ref;
+        b->kind = WR_SREF;
+    } else {
+        WaitPatch *pv = sp->pbuf;
+        if (!sp->pn || at < sp->pmin) sp->pmin = at;
+        pv[sp->pn].at = at;
+        pv[sp->pn].ref = ref;
+        sp->pn++;
     }
     s->spill_rec = 0;
     group_drop(sm, s);
+    if (sp->pn == WAITQ_PATCHES) (void)patch_flush(sm, rp); /* a failure ends the run (sim_fail) */
 }
 
 /* the next record of the file */
@@ -362,6 +445,7 @@ static int rd_rec(Sim *sm, Replica *rp, WaitRec *out)
     if (sp->rd >= sp->wr) return sim_fail(sm, "internal: admission queue spill file of replica %d read past its end", rp->id);
     if (sp->rd < sp->buf_base || sp->rd >= sp->buf_base + sp->buf_n) {
         size_t n = sp->wr - sp->rd < WAITQ_RDBUF ? (size_t)(sp->wr - sp->rd) : WAITQ_RDBUF;
+        if (sp->pn && sp->pmin < sp->rd + n && patch_flush(sm, rp) != 0) return -1;
         ssize_t got = pread(fileno(sp->f), sp->buf, n * sizeof(WaitRec), (off_t)(sp->rd * sizeof(WaitRec)));
         if (got < 0 || (size_t)got != n * sizeof(WaitRec))
             return sim_fail(sm, "admission queue spill file (a temporary file) of replica %d: read failed: %s", rp->id,
@@ -420,15 +504,21 @@ static int side_load(Sim *sm, Replica *rp, uint64_t at, size_t n)
 static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
 {
     WaitRec hd[1 + WR_IMG_RECS];
-    if (grp_read(sm, rp, side_at, hd, 1 + WR_IMG_RECS) != 0) return NULL;
+    if (grp_read(sm, rp, side_at, hd, 1) != 0) return NULL;
     const WaitRec *w = &hd[0];
-    if (w->kind != WR_SESS)
+    if (w->kind != WR_SESS || w->i32 < 1 || (size_t)w->i32 > WR_IMG_RECS)
         return sim_fail(sm, "internal: admission queue spill file of replica %d: record kind %d, not a session", rp->id, w->kind), NULL;
+    size_t ni = (size_t)w->i32;
+    if (grp_read(sm, rp, side_at, &hd[1], ni) != 0) return NULL;
+    uint64_t packed[WR_IMG_RECS * 8], words[WR_IMG_WORDS] = {0};
+    memcpy(packed, &hd[1], ni * sizeof *hd);
+    for (size_t i = 0, j = 1; i < WR_IMG_WORDS; i++)
+        if (packed[0] >> i & 1) words[i] = packed[j++];
     char name[WR_NAME + 1];
     memcpy(name, w->u.s.name, w->name_len);
     name[w->name_len] = '\0';
     Session si;
-    memcpy(&si, &hd[1], sizeof si);
+    memcpy(&si, words, sizeof si);
     si.name = NULL;
     si.pend_head = si.pend_tail = NULL;
     Session *s = sess_reattach(sm, &si, (w->flags & WF_NAME) ? name : NULL);
@@ -491,6 +581,7 @@ static int unspill(Sim *sm, Replica *rp)
         punch(sp->side, 0, sp->side_wr);
         if (sp->side_live) memset(sp->side_live, 0, sp->side_regions * sizeof *sp->side_live);
         sp->rd = sp->wr = sp->buf_base = sp->buf_n = sp->side_wr = sp->sbuf_n = sp->rbuf_base = sp->rbuf_n = sp->punched = 0;
+        sp->pn = 0; /* none: each was written before the read that reached it */
     } else if (sp->rd - sp->punched >= WAITQ_REGION) { /* what was read goes back to the disk */
         uint64_t to = sp->rd / WAITQ_REGION * WAITQ_REGION;
         punch(sp->f, sp->punched, to);
@@ -543,6 +634,7 @@ void waitq_free(Sim *sm, Replica *rp)
     free(rp->sp.sbuf);
     free(rp->sp.rbuf);
     free(rp->sp.side_live);
+    free(rp->sp.pbuf);
     if (rp->sp.f) fclose(rp->sp.f);
     if (rp->sp.side) fclose(rp->sp.side);
     memset(&rp->qh, 0, sizeof rp->qh);
