@@ -161,14 +161,7 @@ int blocks_grow(Sim *sm, Replica *rp)
 
 int blocks_readmit(Sim *sm, Replica *rp, Request *r)
 {
-    if (rp->n_active == rp->cap_active) {
-        int nc = rp->cap_active ? rp->cap_active * 2 : 64;
-        Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
-        if (!na) return sim_fail(sm, "out of memory");
-        rp->active = na;
-        rp->cap_active = nc;
-    }
-    rp->active[rp->n_active++] = r;
+    if (active_push(sm, rp, r) != 0) return -1;
     r->preempted = 0;
     rq_set_state(sm, r, RQ_PREFILL);
     if (sm->cfg->preempt == SIM_PREEMPT_SWAP) {

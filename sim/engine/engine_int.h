@@ -609,6 +609,7 @@ int pull_trace(Sim *sm);
 void on_arrival(Sim *sm, Turn *t);
 void admit_queue(Sim *sm, Replica *rp);
 /* put r at the head of rp's admission queue (a preempted request); -1 when out of memory */
+int active_push(Sim *sm, Replica *rp, Request *r); /* append to rp->active (admission order); -1 after sim_fail */
 int queue_push_front(Sim *sm, Replica *rp, Request *r); /* a preempted request: admitted before the FIFO */
 void request_done(Sim *sm, Replica *rp, Request *r);
 /* the run's load state (sess_last_ns), at teardown */

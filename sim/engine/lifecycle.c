@@ -129,6 +129,20 @@ int queue_push_front(Sim *sm, Replica *rp, Request *r)
     return 0;
 }
 
+/* r joins rp's admitted requests (admission order: the batch order, and blocks.c's victim order) */
+int active_push(Sim *sm, Replica *rp, Request *r)
+{
+    if (rp->n_active == rp->cap_active) {
+        int nc = rp->cap_active ? rp->cap_active * 2 : 64;
+        Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
+        if (!na) return sim_fail(sm, "out of memory");
+        rp->active = na;
+        rp->cap_active = nc;
+    }
+    rp->active[rp->n_active++] = r;
+    return 0;
+}
+
 /* a turn is released: it joins its replica's admission queue */
 void release_request(Sim *sm, Turn *r)
 {

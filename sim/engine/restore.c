@@ -547,14 +547,7 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     } else {
         metrics_on_admit(sm, MS_NO_HISTORY, TIER_NONE);
     }
-    if (rp->n_active == rp->cap_active) {
-        int nc = rp->cap_active ? rp->cap_active * 2 : 64;
-        Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
-        if (!na) return sim_fail(sm, "out of memory");
-        rp->active = na;
-        rp->cap_active = nc;
-    }
-    rp->active[rp->n_active++] = r;
+    if (active_push(sm, rp, r) != 0) return -1;
     int restoring = r->tw || r->recompute_left > 0 || r->lw_pending;
     rq_set_state(sm, r, restoring ? RQ_RESTORING : RQ_PREFILL);
     if (restoring) metrics_on_restoring(sm, rp, +1);
