@@ -80,6 +80,25 @@ static int wbuf(CalibWork *w, void **buf, int64_t elems, KvErr *e)
     return w->d->ops->alloc(w->d, (size_t)elems * w->d->elem_bytes, PROBE_FILL_ELEMS, buf, e);
 }
 
+/* A weight buffer: `copies` copies of elems (the GEMM reading it is N x K = elems). */
+static int wbuf_w(CalibWork *w, void **buf, int64_t elems, KvErr *e) { return wbuf(w, buf, elems * w->copies, e); }
+
+/* The weight elements one repetition of the op reads (one copy; MoE: the expert sets wanted). */
+static int64_t op_weight_elems(const CalibShapes *s, CostOp op)
+{
+    int64_t qkv_w = (s->hq + 2 * s->hk) * s->dh, sets = s->moe ? s->E + s->shared : 1;
+    int64_t up = sets * s->gate * s->I * s->D + (s->moe ? s->E * s->D : 0), down = sets * s->I * s->D;
+    switch (op) {
+    case OP_GEMM_QKV: return qkv_w * s->D;
+    case OP_GEMM_O: return s->D * s->hq * s->dh;
+    case OP_GEMM_KV_PROJ: return 2 * s->hk * s->dh * s->D;
+    case OP_GEMM_FFN_UP: return up;
+    case OP_GEMM_FFN_DOWN: return down;
+    case OP_LAYER_PREFILL: return qkv_w * s->D + s->D * s->hq * s->dh + up + down;
+    default: return 0;
+    }
+}
+
 void calib_work_free(CalibWork *w)
 {
     ProbeDev *d = w->d;
@@ -117,10 +136,10 @@ static int alloc_ffn_weights(CalibWork *w, int up, int down, size_t cap_bytes, K
     w->w_down = calloc((size_t)w->n_w, sizeof *w->w_down);
     if (!w->w_up || !w->w_down) return kv_err(e, "calibration: out of memory");
     for (int i = 0; i < w->n_w; i++) {
-        if (up && wbuf(w, &w->w_up[i], s->gate * s->I * s->D, e) != 0) return -1;
-        if (down && wbuf(w, &w->w_down[i], s->I * s->D, e) != 0) return -1;
+        if (up && wbuf_w(w, &w->w_up[i], s->gate * s->I * s->D, e) != 0) return -1;
+        if (down && wbuf_w(w, &w->w_down[i], s->I * s->D, e) != 0) return -1;
     }
-    if (s->moe && up && wbuf(w, &w->w_router, s->E * s->D, e) != 0) return -1;
+    if (s->moe && up && wbuf_w(w, &w->w_router, s->E * s->D, e) != 0) return -1;
     return 0;
 }
 
@@ -135,14 +154,21 @@ int calib_work_alloc(CalibWork *w, KvErr *e)
     w->calls = calloc((size_t)w->max_calls, sizeof *w->calls);
     if (!w->calls) return kv_err(e, "calibration: out of memory");
     int64_t qkv_w = (s->hq + 2 * s->hk) * s->dh, rows = ffn_rows(s, t);
+    int64_t per_copy = op_weight_elems(s, w->op) * w->d->elem_bytes;
+    w->copies = 1;
+    w->copy = 0;
+    if (w->cold_bytes > 0 && per_copy > 0) { /* enough copies that one rotation exceeds cold_bytes */
+        int64_t n = w->cold_bytes / per_copy + 1;
+        w->copies = (int)(n < CALIB_MAX_COPIES ? n : CALIB_MAX_COPIES);
+    }
     switch (w->op) {
     case OP_GEMM_QKV:
-        return wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->w_qkv, qkv_w * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) ? -1 : 0;
+        return wbuf(w, &w->x, t * s->D, e) || wbuf_w(w, &w->w_qkv, qkv_w * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) ? -1 : 0;
     case OP_GEMM_O:
-        return wbuf(w, &w->ao, t * s->hq * s->dh, e) || wbuf(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->h, t * s->D, e)
+        return wbuf(w, &w->ao, t * s->hq * s->dh, e) || wbuf_w(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->h, t * s->D, e)
                    ? -1 : 0;
     case OP_GEMM_KV_PROJ:
-        return wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->w_kv, 2 * s->hk * s->dh * s->D, e) ||
+        return wbuf(w, &w->x, t * s->D, e) || wbuf_w(w, &w->w_kv, 2 * s->hk * s->dh * s->D, e) ||
                        wbuf(w, &w->kvp, t * 2 * s->hk * s->dh, e) || wbuf(w, &w->k, t * s->hk * s->dh, e)
                    ? -1 : 0;
     case OP_GEMM_FFN_UP:
@@ -178,8 +204,8 @@ int calib_work_alloc(CalibWork *w, KvErr *e)
     }
     case OP_LAYER_PREFILL:
         if (wbuf(w, &w->x, t * s->D, e) || wbuf(w, &w->xn, t * s->D, e) || wbuf(w, &w->h, t * s->D, e) ||
-            wbuf(w, &w->hn, t * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) || wbuf(w, &w->w_qkv, qkv_w * s->D, e) ||
-            wbuf(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->nw, s->D, e) || wbuf(w, &w->nb, s->D, e) ||
+            wbuf(w, &w->hn, t * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) || wbuf_w(w, &w->w_qkv, qkv_w * s->D, e) ||
+            wbuf_w(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->nw, s->D, e) || wbuf(w, &w->nb, s->D, e) ||
             wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->ao, t * s->hq * s->dh, e) ||
             wbuf(w, &w->k, (c + t) * s->hk * s->dh, e) || wbuf(w, &w->v, (c + t) * s->hk * s->dh, e) ||
             wbuf(w, &w->gu, rows * s->gate * s->I, e) || wbuf(w, &w->a, rows * s->I, e))
@@ -207,6 +233,7 @@ static int launch_gemms(CalibWork *w, CostOp op, int64_t t, void *in, void *out,
                         : weight ? weight
                         : op == OP_GEMM_FFN_UP ? w->w_up[g->w % w->n_w] : w->w_down[g->w % w->n_w];
         void *c = g->w < 0 ? w->router_out : rows_at(w, out, g->c_row, g->n);
+        b = (const char *)b + (size_t)(w->copy % w->copies) * (size_t)(g->n * g->k) * w->d->elem_bytes; /* cold: this rep's copy */
         if (d->ops->gemm(d, (int)g->m, (int)g->n, (int)g->k, rows_at(w, in, g->a_row, g->k), b, c, e) != 0) return -1;
         w->launches++;
     }
@@ -331,6 +358,7 @@ int calib_work_rep(void *ctx, int timed, double *ns, KvErr *e)
     CalibWork *w = ctx;
     ProbeDev *d = w->d;
     if (w->cold && d->ops->flush_cache && d->ops->flush_cache(d, e) != 0) return -1;
+    if (w->copies > 1) w->copy = (w->copy + 1) % w->copies; /* cold weights: the next copy */
     if (d->ops->timer_start(d, e) != 0) return -1;
     if (work_launch(w, e) != 0) {
         double ignored;

@@ -42,6 +42,8 @@ typedef struct CalibShapes {
     int moe, layernorm, rope, norms;
 } CalibShapes;
 
+#define CALIB_MAX_COPIES 256 /* cold weights: the most copies of an op's weights */
+
 /* One GEMM of a recipe: rows m of A start at a_row, rows of C at c_row; w: weight index (-1: the
  * MoE router, whose output goes to its own buffer). */
 typedef struct CalibGemm {
@@ -72,6 +74,11 @@ typedef struct CalibWork {
     /* quantization */
     void *xq, *qi8, *scale;
     int launches;                   /* kernels launched by the last launch() */
+    /* cold weights (kvcal run --cold-weights): every weight buffer holds `copies` copies, and each
+     * repetition's GEMMs read the next one, so that the op's weights come from memory, as a real
+     * model's layers do (set cold_bytes before calib_work_alloc; 0: one copy, hot) */
+    int64_t cold_bytes;             /* the rotation's working set to exceed (e.g. 3 x the LLC) */
+    int copies, copy;               /* copies allocated (>= 1) and the current one */
 } CalibWork;
 
 /* The per-GPU shapes of a layout. */

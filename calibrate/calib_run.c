@@ -82,6 +82,7 @@ static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
     w.s = &rc->s;
     w.op = op;
     w.cold = op_plan->cold_cache;
+    w.cold_bytes = rc->o->cold_weights_bytes;
     w.p1_max = a1->v[a1->n - 1];
     w.p2_max = a2->v[a2->n - 1];
     int64_t t0 = timing_now_ns(), npts = (int64_t)a1->n * a2->n, k = 0;
@@ -228,6 +229,9 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
      * the device, the link and SSD figures and fallbacks, what was not measured, the caps */
     char notes[sizeof meta.notes] = "", io_notes[sizeof meta.notes] = "", tail_notes[sizeof meta.notes] = "";
     if (o->quick) note_add(notes, sizeof notes, "quick");
+    if (o->cold_weights_bytes > 0)
+        note_add(notes, sizeof notes, "cold weights: GEMM/layer weights rotated over copies > %lld MiB",
+                 (long long)(o->cold_weights_bytes >> 20));
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
     note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");

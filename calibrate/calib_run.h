@@ -60,6 +60,10 @@ typedef struct CalibOptions {
     void *progress_ctx;
     int64_t fail_after_points;   /* tests: fail (and roll back) after this many points; 0: never */
     int ssd_threads;             /* use the threads engine for the SSD probes */
+    int64_t cold_weights_bytes;  /* > 0: GEMM and layer ops rotate over copies of their weights, enough
+                                  * that one rotation exceeds this many bytes (kvcal run --cold-weights:
+                                  * 3 x the LLC), so weights come from memory as in a model's layer
+                                  * sequence; 0: one copy (the default recipe, hot in cache) */
 } CalibOptions;
 
 typedef struct CalibResult {

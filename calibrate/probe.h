@@ -80,6 +80,9 @@ struct ProbeDev {
 /* Open the CPU backend: kcpu kernels with OpenBLAS (when built with it), attention threads = online
  * CPUs. Never fails for lack of hardware. */
 int probe_cpu_open(ProbeDev *d, KvErr *e);
+/* The CPU's last-level cache in bytes: /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K"),
+ * else 32 MiB (the fallback when the file is absent or unreadable). */
+int64_t probe_cpu_llc_bytes(void);
 /* Open the CUDA backend on `device` for fp16 or bf16 (KV_DT_FP16 / KV_DT_BF16). Fails with
  * "no CUDA device: ..." when there is none or the build has no CUDA. */
 int probe_cuda_open(ProbeDev *d, int device, KvDtype dtype, KvErr *e);

@@ -8,9 +8,10 @@
  * Also holds probe_close, which closes either backend through its ops table.
  * Not responsible for: shapes, repetitions, statistics (calib_run.c, timing.c).
  * Invariants: every buffer handed out is in the backend's list until released or closed; the
- * kernels are synchronous, so timer_stop needs no wait. No cache flush: at the shapes timed here a
- * layer's weights (tens to hundreds of MB) are far larger than the CPU's caches, and the small
- * elementwise ops run on the previous kernel's hot output in a real layer too.
+ * kernels are synchronous, so timer_stop needs no wait. No cache flush: a flush sweep woke
+ * OpenBLAS's workers late and cost 6x the run; a small model's weights that fit the LLC are made
+ * cold instead by rotating over copies of them (kvcal run --cold-weights, calib_recipe.h), and
+ * the small elementwise ops run on the previous kernel's hot output in a real layer too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,22 @@ int probe_cpu_open(ProbeDev *d, KvErr *e)
     snprintf(d->info, sizeof d->info, "%s; %d attention threads; gemm %s; fp32 arithmetic", d->device, kcpu_threads(),
              kcpu_gemm_backend());
     return 0;
+}
+
+int64_t probe_cpu_llc_bytes(void)
+{
+    int64_t fallback = (int64_t)32 << 20, v = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (!f) return fallback;
+    char buf[64] = "";
+    int ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (!ok) return fallback;
+    char *end;
+    long long n = strtoll(buf, &end, 10);
+    if (n <= 0) return fallback;
+    v = *end == 'K' ? n << 10 : *end == 'M' ? n << 20 : *end == 'G' ? n << 30 : n;
+    return v > 0 ? v : fallback;
 }
 
 void probe_close(ProbeDev *d)

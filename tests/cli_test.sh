@@ -441,6 +441,10 @@ if [ "$(cat "$tmp/mine/notes.txt")" = keep ] && [ "$(ls "$tmp/mine")" = notes.tx
 expect 2 "kvcal run --points of an unknown set is refused" "$B"/kvcal run --backend cpu --quick --points dense --model Llama-2-7B --dry-run
 expect 0 "kvcal run --points small --dry-run" "$B"/kvcal run --backend cpu --quick --points small --model Tiny-Llama-V --dry-run
 contains "the dry run counts the added points" "gemm_qkv            10"
+expect 2 "kvcal run --cold-weights is for the cpu backend" "$B"/kvcal run --backend cuda --cold-weights --model Tiny-Llama-V --dry-run
+contains "--cold-weights refusal names the backend" "are for --backend cpu"
+expect 2 "kvcal run --threads out of range" "$B"/kvcal run --backend cpu --quick --threads 999 --model Tiny-Llama-V --dry-run
+expect 0 "kvcal run --cold-weights --threads 1 --dry-run" "$B"/kvcal run --backend cpu --quick --cold-weights --threads 1 --model Tiny-Llama-V --dry-run
 # ---- kvcal run --scratch ----
 expect 2 "kvcal run --scratch of a missing directory is refused" "$B"/kvcal run --backend cpu --quick --model Llama-2-7B --db "$tmp/scr.db" --scratch "$tmp/typo"
 contains "missing scratch named" "$tmp/typo: no such directory"
@@ -925,6 +929,9 @@ expect 0 "kvcal execute replays it" "$B"/kvcal execute --schedule "$tmp/sch.json
 contains "execute reports the dependencies respected" "dependencies respected"
 if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['units'] == 8 and j['requests'][0]['ttft_ns']['measured'] > 0" "$tmp/exe/execute.json" 2>/dev/null; then
   ok "execute.json: 8 units, dependencies kept, TTFT measured"; else bad "execute.json: 8 units, dependencies kept, TTFT measured"; fi
+expect 0 "kvcal execute --threads 1 replays it" "$B"/kvcal execute --threads 1 --schedule "$tmp/sch.jsonl" --out "$tmp/exe1" --reps 1 --dir "$tmp"
+contains "execute --threads 1: one attention thread" "1 attention threads"
+expect 2 "kvcal execute --threads -1 is refused" "$B"/kvcal execute --threads -1 --schedule "$tmp/sch.jsonl" --out "$tmp/exe1"
 expect 1 "execute --model other than the schedule's" "$B"/kvcal execute --schedule "$tmp/sch.jsonl" --out "$tmp/exe" --model Llama-2-7B
 contains "the model mismatch is named" "is for model Tiny-Llama-V, not Llama-2-7B"
 head -n 3 "$tmp/sch.jsonl" > "$tmp/trunc.jsonl"

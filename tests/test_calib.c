@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "calibrate/calib_diff.h"
+#include "calibrate/calib_recipe.h"
 #include "calibrate/calib_run.h"
 #include "sim/cost/cost.h"
 #include "kernels/gpu.h"
@@ -518,6 +519,61 @@ TEST(calib_cpu_run_tiny_moe_with_tp2_covers_every_compute_recipe)
     CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
     CHECK_EQ_I(r.points, 6);
     CHECK_CONTAINS(r.meta.notes, "rope (learned positions)");
+    store_close(&st);
+}
+
+/* --cold-weights: each GEMM/layer op holds enough copies of its weights that one rotation exceeds
+ * cold_bytes, every repetition reads the next one (copy wraps), and a cold run measures every recipe
+ * (the MoE's experts and router too) and says so in its notes; 0 keeps one copy. */
+TEST(calib_cold_weights_rotate_over_copies_beyond_the_budget)
+{
+    KvErr e;
+    CHECK(probe_cpu_llc_bytes() >= 1 << 20);
+    ModelLayout ly = {&g_tiny_moe, KV_DT_BF16, 1, 1};
+    CalibShapes s;
+    calib_shapes_of(&s, &ly);
+    ProbeDev d;
+    CHECK_MSG(probe_cpu_open(&d, &e) == 0, "%s", e.msg);
+    static const CostOp ops[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ, OP_LAYER_PREFILL, OP_NORM};
+    for (size_t i = 0; i < KV_ARRAY_LEN(ops); i++)
+        for (int cold = 0; cold < 2; cold++) {
+            CalibWork w;
+            memset(&w, 0, sizeof w);
+            w.d = &d, w.s = &s, w.op = ops[i], w.p1_max = 8, w.p2_max = 32;
+            w.cold_bytes = cold ? (int64_t)4 << 20 : 0;
+            size_t before = d.bytes_in_use;
+            CHECK_MSG(calib_work_alloc(&w, &e) == 0, "%s: %s", cost_op_name(ops[i]), e.msg);
+            size_t held = d.bytes_in_use - before;
+            if (!cold || ops[i] == OP_NORM) {
+                CHECK_EQ_I(w.copies, 1);
+            } else { /* one rotation exceeds the budget (one copy when the weights alone do) */
+                CHECK_MSG(held > (size_t)4 << 20, "%s: %d copies, %zu bytes", cost_op_name(ops[i]), w.copies, held);
+                CHECK(ops[i] == OP_LAYER_PREFILL || w.copies > 1);
+            }
+            calib_work_set_point(&w, 8, 32);
+            double ns = 0;
+            for (int r = 0; r < w.copies + 2; r++) CHECK_MSG(calib_work_rep(&w, 1, &ns, &e) == 0, "%s", e.msg);
+            CHECK(ns > 0);
+            CHECK_EQ_I(w.copy, w.copies > 1 ? 2 % w.copies : 0);
+            calib_work_free(&w);
+            CHECK_EQ_U(d.bytes_in_use, before);
+        }
+    probe_close(&d);
+    CalibPlan plan;
+    static const int64_t tok[] = {1, 8}, an[] = {1, 8}, ac[] = {0, 32};
+    calib_plan_clear(&plan);
+    CHECK(calib_plan_set(&plan, OP_GEMM_FFN_UP, tok, 2, NULL, 0, NULL, 0, &g_fast, 0, &e) == 0);
+    CHECK(calib_plan_set(&plan, OP_LAYER_PREFILL, an, 2, ac, 2, NULL, 0, &g_fast, 0, &e) == 0);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/cold.db", test_tmpdir(t));
+    CostStore st;
+    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
+    CalibOptions o = {.backend = "cpu", .model = &g_tiny_moe, .dtype = KV_DT_BF16, .tp = 1, .plan = &plan,
+                      .cold_weights_bytes = (int64_t)8 << 20};
+    CalibResult r;
+    CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "calib_run: %s", e.msg);
+    CHECK_EQ_I(r.points, 2 + 4);
+    CHECK_CONTAINS(r.meta.notes, "cold weights: GEMM/layer weights rotated over copies > 8 MiB");
     store_close(&st);
 }
 

@@ -13,8 +13,13 @@
 # point-by-point median of the newest CAL_MEDIAN runs (validate_report.py --merge). Calibration and
 # replay run at nice NICE (default -10 where allowed: other jobs on a shared machine then disturb
 # both less; NICE=0 turns it off).
+# Cold weights and one thread (docs/validation.md, "Which suspected causes are real"): the calibration
+# rotates each GEMM's weights over copies larger than 3x the LLC (--cold-weights: a replay streams each
+# layer's own weights from memory), and calibration and replay run the kernels on THREADS threads
+# (default 1: OpenBLAS via OPENBLAS_NUM_THREADS, attention via --threads; on 2 shared cores the second
+# worker's hand-offs between kernels cost more than it gains, and no per-op timing captures them).
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=3, QUICK=1: 1 length, 2 cases,
-#        CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE)
+#        CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -23,17 +28,20 @@ REPS=${REPS:-3}
 rm -rf "$W"
 mkdir -p "$W/scratch" "$W/cases"
 M=Tiny-Llama-V
-CAL_FLAGS=${CAL_FLAGS---quick --points small}
+CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights}
+THREADS=${THREADS:-1}
+TH=()
+if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
 CAL_MEDIAN=${CAL_MEDIAN:-3}
 NICE=${NICE--10}
 PRIO=()
 if [ "$NICE" != 0 ] && nice -n "$NICE" true 2> /dev/null; then PRIO=(nice -n "$NICE"); fi
 calibrate() { # calibrate LOG: one more calibration run, then the merged (median) run the prediction uses
-  "${PRIO[@]}" "$B"/kvcal run --backend cpu $CAL_FLAGS --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
+  "${PRIO[@]}" "$B"/kvcal run --backend cpu $CAL_FLAGS "${TH[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
   python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" > /dev/null
   python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
 }
-echo "== calibration (kvcal run --backend cpu $CAL_FLAGS --model $M${PRIO:+, nice $NICE}; the median of the newest $CAL_MEDIAN runs predicts)"
+echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the median of the newest $CAL_MEDIAN runs predicts)"
 calibrate "$W/cal1.log"
 tail -n 3 "$W/cal1.log" | head -n 1
 if [ "${QUICK:-0}" = 1 ]; then
@@ -64,7 +72,7 @@ for c in "${cases[@]}"; do
   "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$W/hw.json" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
-  if "${PRIO[@]}" "$B"/kvcal execute --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
     echo "case $p h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
     echo "case $p h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"

@@ -22,7 +22,9 @@
 #include "calibrate/calib_run.h"
 #include "calibrate/cli/kvcal_cli.h"
 #include "calibrate/cli/store_cmds.h"
+#include "calibrate/probe.h"
 #include "calibrate/store_io.h"
+#include "kernels/cpu.h"
 #include "sim/base/opt.h"
 #include "sim/cost/spec.h"
 
@@ -99,6 +101,8 @@ static const OptSpec k_run_opts[] = {
     {"--scratch", "DIR[,DIR...]", 0, "existing directories for the SSD probes (O_DIRECT files; none: SSD probes skipped)"},
     {"--create-scratch", NULL, 0, "create the --scratch directories when missing (else a missing one is refused)"},
     {"--device", "N", 0, "the CUDA device index (default 0)"},
+    {"--cold-weights", NULL, 0, "cpu: GEMM and layer ops read a new copy of their weights each repetition, rotating over 3x the LLC (weights from memory, as in a model's layer sequence)"},
+    {"--threads", "N", 0, "cpu: attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
     {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
 };
 static const OptCmd k_run = {"kvcal run",
@@ -121,9 +125,14 @@ int kvcal_cmd_run(int argc, char **argv)
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda"))
         return kvcal_cli_usage(&k_run, "--backend '%s': expected cpu or cuda", backend);
     if (!dry && !opt_get(&a, "--db")) return kvcal_cli_usage(&k_run, "--db is required (FILE: the cost store), unless --dry-run");
-    int64_t tp, device;
-    if (kvcal_cli_int(&k_run, &a, "--tp", 1, 1024, 1, &tp) || kvcal_cli_int(&k_run, &a, "--device", 0, 1023, 0, &device))
+    int64_t tp, device, threads;
+    if (kvcal_cli_int(&k_run, &a, "--tp", 1, 1024, 1, &tp) || kvcal_cli_int(&k_run, &a, "--device", 0, 1023, 0, &device) ||
+        kvcal_cli_int(&k_run, &a, "--threads", 0, 256, 0, &threads))
         return KVCAL_USAGE;
+    int cold = opt_count(&a, "--cold-weights") > 0;
+    if ((cold || threads > 0) && strcmp(backend, "cpu"))
+        return kvcal_cli_usage(&k_run, "--cold-weights and --threads are for --backend cpu (cuda flushes its L2 instead)");
+    if (threads > 0) kcpu_set_threads((int)threads);
     KvErr e;
     KvDtype dt;
     if (kv_dtype_parse(dtype_s, &dt, &e) != 0 || (dt != KV_DT_FP16 && dt != KV_DT_BF16))
@@ -159,7 +168,8 @@ int kvcal_cmd_run(int argc, char **argv)
     if (store_open(&st, db, STORE_OPEN_CREATE, &e) != 0) goto fail;
     CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick, .plan = &plan,
                       .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
-                      .hw = &hw, .stop = &g_stop, .progress = cli_progress};
+                      .hw = &hw, .stop = &g_stop, .progress = cli_progress,
+                      .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0};
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;

@@ -16,6 +16,7 @@
 #include "calibrate/cli/kvcal_cli.h"
 #include "calibrate/execute.h"
 #include "calibrate/schedule.h"
+#include "kernels/cpu.h"
 #include "sim/base/opt.h"
 
 static const OptSpec k_execute_opts[] = {
@@ -26,6 +27,7 @@ static const OptSpec k_execute_opts[] = {
     {"--dir", "SCRATCH", 0, "directory for the saved-state files (default $TMPDIR or /tmp; O_DIRECT where it allows)"},
     {"--backend", "cpu", 0, "the kernels (only cpu replays today)"},
     {"--no-pin", NULL, 0, "do not pin the IO threads to the last CPU"},
+    {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
 };
 static const OptCmd k_execute = {
     "kvcal execute",
@@ -42,7 +44,10 @@ int kvcal_cmd_execute(int argc, char **argv)
     int prc = kvcal_cli_begin(&k_execute, argc, argv, &a);
     if (prc >= 0) return prc;
     int64_t reps;
-    if (kvcal_cli_int(&k_execute, &a, "--reps", 1, 1000, 3, &reps)) return KVCAL_USAGE;
+    int64_t threads;
+    if (kvcal_cli_int(&k_execute, &a, "--reps", 1, 1000, 3, &reps) || kvcal_cli_int(&k_execute, &a, "--threads", 0, 256, 0, &threads))
+        return KVCAL_USAGE;
+    if (threads > 0) kcpu_set_threads((int)threads);
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
     KvErr e = {{0}};
     Schedule s;
