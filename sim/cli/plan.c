@@ -1127,6 +1127,21 @@ static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     fprintf(f, "\n");
 }
 
+/* the indices of m's evaluations in p->evals, in increasing load (insertion sort: a search evaluates
+ * a few dozen loads at most); malloc'ed, NULL when out of memory */
+static int *evals_by_load(const Planner *p, const PlanMaxLoad *m)
+{
+    int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
+    for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
+    for (int i = 1; ord && i < m->n_evals; i++)
+        for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
+            int t = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = t;
+        }
+    return ord;
+}
+
 static void report_max_load(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, const PlanMaxLoad *m, double precision,
                             int64_t runs)
 {
@@ -1155,15 +1170,8 @@ static void report_max_load(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     char head[96];
     snprintf(head, sizeof head, "%s /s", x->knob);
     table_head(f, x, head, 0);
-    int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
+    int *ord = evals_by_load(p, m); /* NULL when out of memory: no rows */
     cJSON *rows = cJSON_AddArrayToObject(jp, "rows");
-    for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
-    for (int i = 1; ord && i < m->n_evals; i++)
-        for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
-            int t = ord[j];
-            ord[j] = ord[j - 1];
-            ord[j - 1] = t;
-        }
     for (int i = 0; ord && i < m->n_evals; i++) {
         const PlanEval *ev = &p->evals[ord[i]];
         fprintf(f, "| %.4g |", ev->load);
@@ -1254,14 +1262,7 @@ static void report_max_load_grid(FILE *f, cJSON *pj, const Ctx *x, const Planner
         cJSON_AddNumberToObject(o, "evaluated", m->n_evals);
         cJSON_AddNumberToObject(o, "simulations", (double)runs[q]);
         cJSON *rows = cJSON_AddArrayToObject(o, "rows");
-        int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
-        for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
-        for (int i = 1; ord && i < m->n_evals; i++)
-            for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
-                int t = ord[j];
-                ord[j] = ord[j - 1];
-                ord[j - 1] = t;
-            }
+        int *ord = evals_by_load(p, m); /* NULL when out of memory: no rows */
         for (int i = 0; ord && i < m->n_evals; i++) cJSON_AddItemToArray(rows, eval_json(x, &p->evals[ord[i]]));
         free(ord);
         cJSON_AddItemToArray(jc, o);
@@ -1276,14 +1277,7 @@ static void report_max_load_grid(FILE *f, cJSON *pj, const Ctx *x, const Planner
         point_label(x, q, label, sizeof label);
         fprintf(f, "### %s: %s\n\n", pol, label);
         table_head(f, x, head, 0);
-        int *ord = malloc((size_t)(m->n_evals > 0 ? m->n_evals : 1) * sizeof *ord);
-        for (int i = 0; ord && i < m->n_evals; i++) ord[i] = m->evals[i];
-        for (int i = 1; ord && i < m->n_evals; i++)
-            for (int j = i; j > 0 && p->evals[ord[j - 1]].load > p->evals[ord[j]].load; j--) {
-                int t = ord[j];
-                ord[j] = ord[j - 1];
-                ord[j - 1] = t;
-            }
+        int *ord = evals_by_load(p, m); /* NULL when out of memory: no rows */
         for (int i = 0; ord && i < m->n_evals; i++) {
             fprintf(f, "| %.4g |", p->evals[ord[i]].load);
             eval_cells(f, x, &p->evals[ord[i]]);
