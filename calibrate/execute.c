@@ -633,6 +633,12 @@ static double median_i64(int64_t *v, int n)
     return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
 }
 
+double exec_summary_ns(int64_t *v, int n, int stat)
+{
+    double m = median_i64(v, n); /* sorts v */
+    return stat == EXEC_STAT_MIN ? (double)v[0] : m;
+}
+
 /* the measured times of request k of one replay (in the schedule's frame) */
 static void req_times(const Ex *x, int k, ExecReq *out)
 {
@@ -721,16 +727,17 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
         for (int k = 0; k < r->n_units; k++) ue[k * reps + p] = x->u_done[k] + r->origin_ns;
     }
     for (int k = 0; k < r->n_reqs; k++) {
-        r->reqs[k].ttft_ns = (int64_t)llround(median_i64(tt + k * reps, reps));
-        r->reqs[k].restore_ns = (int64_t)llround(median_i64(rs + k * reps, reps));
-        r->reqs[k].restored_ns = (int64_t)llround(median_i64(fs + k * reps, reps));
+        r->reqs[k].ttft_ns = (int64_t)llround(exec_summary_ns(tt + k * reps, reps, o->stat));
+        r->reqs[k].restore_ns = (int64_t)llround(exec_summary_ns(rs + k * reps, reps, o->stat));
+        r->reqs[k].restored_ns = (int64_t)llround(exec_summary_ns(fs + k * reps, reps, o->stat));
         r->reqs[k].first_ns = r->reqs[k].release_ns + r->reqs[k].ttft_ns;
     }
     for (int k = 0; k < r->n_iters; k++) {
-        r->iter_start_ns[k] = median_i64(is + k * reps, reps);
-        r->iter_ns[k] = median_i64(id + k * reps, reps);
+        r->iter_start_ns[k] = exec_summary_ns(is + k * reps, reps, o->stat);
+        r->iter_ns[k] = exec_summary_ns(id + k * reps, reps, o->stat);
     }
-    for (int k = 0; k < r->n_units; k++) r->unit_end_ns[k] = median_i64(ue + k * reps, reps);
+    for (int k = 0; k < r->n_units; k++) r->unit_end_ns[k] = exec_summary_ns(ue + k * reps, reps, o->stat);
+    r->stat = o->stat;
     r->reps = reps;
     snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s", x->dev.info,
              x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused; page cache dropped before each replay)",
@@ -796,8 +803,8 @@ static void pair(FILE *f, const char *key, double measured, double predicted, in
 
 int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char *schedule_path)
 {
-    fprintf(f, "{\"schedule\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"origin_ns\":%" PRId64 ",\"reps\":%d,\"deps_ok\":%d,",
-            schedule_path, s->model, s->policy, r->origin_ns, r->reps, r->deps_ok);
+    fprintf(f, "{\"schedule\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"origin_ns\":%" PRId64 ",\"reps\":%d,\"stat\":\"%s\",\"deps_ok\":%d,",
+            schedule_path, s->model, s->policy, r->origin_ns, r->reps, r->stat == EXEC_STAT_MIN ? "min" : "median", r->deps_ok);
     fprintf(f, "\"units\":%d,\"iterations\":%d,\"note\":\"%s\",\n\"requests\":[", r->n_units, r->n_iters, r->note);
     for (int k = 0; k < r->n_reqs; k++) {
         const SchReq *q = &s->reqs[r->req_idx[k]];

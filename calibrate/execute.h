@@ -21,7 +21,8 @@
  *    attention per prefill/recompute item and per recompute work, decode attention of the decode
  *    items (one call), O GEMM, FFN up GEMM, gated activation, FFN down GEMM — the ops and the order
  *    sim/cost/layer_cost and iteration.c cost;
- *  - repetitions: the whole replay `reps` times; per request, iteration and unit the median.
+ *  - repetitions: the whole replay `reps` times; per request, iteration and unit the median, or the
+ *    least (stat = EXEC_STAT_MIN: the undisturbed time on a shared machine, where other jobs only add).
  * Not responsible for: stage-parallel lanes and several replicas (refused: not replayed yet), the
  *   remote tier (refused), saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
@@ -44,7 +45,10 @@ typedef struct ExecOptions {
     const char *scratch_dir; /* where the state files go (NULL/"": $TMPDIR or /tmp) */
     int reps;                /* replays (median); 0: 3 */
     int pin;                 /* pin the IO threads to the last CPU (when there are 2 or more) */
+    int stat;                /* ExecStat: what summarises the replays */
 } ExecOptions;
+
+typedef enum ExecStat { EXEC_STAT_MEDIAN = 0, EXEC_STAT_MIN = 1 } ExecStat;
 
 /* Measured times of one replay, in the schedule's time frame (origin_ns + wall time since the start). */
 typedef struct ExecReq {
@@ -56,16 +60,19 @@ typedef struct ExecResult {
     int64_t origin_ns;
     int n_reqs, n_units, n_iters;  /* replayed */
     int *unit_idx, *iter_idx, *req_idx; /* indices into the schedule's arrays */
-    ExecReq *reqs;                 /* medians over the replays */
+    ExecReq *reqs;                 /* medians (or least: stat) over the replays */
     double *iter_ns;               /* measured duration of each replayed iteration (median) */
     double *iter_start_ns;         /* measured start (median) */
     double *unit_end_ns;           /* measured landing of each replayed unit (median) */
     int deps_ok;                   /* every replay respected every dependency */
     int reps;
+    int stat;                      /* ExecStat of the summaries */
     char note[256];                /* the IO path, the kernels, pinning */
 } ExecResult;
 
 int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e);
+/* The summary of n (>= 1) replays' values: their median, or their least (stat EXEC_STAT_MIN); sorts v. */
+double exec_summary_ns(int64_t *v, int n, int stat);
 /* The result with the schedule's predictions next to it, as JSON (docs/validation.md). */
 int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char *schedule_path);
 void exec_result_free(ExecResult *r);

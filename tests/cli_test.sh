@@ -931,6 +931,11 @@ if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_o
   ok "execute.json: 8 units, dependencies kept, TTFT measured"; else bad "execute.json: 8 units, dependencies kept, TTFT measured"; fi
 expect 0 "kvcal execute --threads 1 replays it" "$B"/kvcal execute --threads 1 --schedule "$tmp/sch.jsonl" --out "$tmp/exe1" --reps 1 --dir "$tmp"
 contains "execute --threads 1: one attention thread" "1 attention threads"
+expect 0 "kvcal execute --stat min replays it" "$B"/kvcal execute --stat min --schedule "$tmp/sch.jsonl" --out "$tmp/exe2" --reps 2 --dir "$tmp"
+contains "execute --stat min: the least of the replays" "replayed 2 times (least)"
+grep -q '"stat":"min"' "$tmp/exe2/execute.json" && ok "execute.json records stat min" || bad "execute.json records stat min"
+expect 2 "kvcal execute --stat mean is refused" "$B"/kvcal execute --stat mean --schedule "$tmp/sch.jsonl" --out "$tmp/exe2"
+contains "execute --stat mean: names what is expected" "expected median or min"
 expect 2 "kvcal execute --threads -1 is refused" "$B"/kvcal execute --threads -1 --schedule "$tmp/sch.jsonl" --out "$tmp/exe1"
 expect 1 "execute --model other than the schedule's" "$B"/kvcal execute --schedule "$tmp/sch.jsonl" --out "$tmp/exe" --model Llama-2-7B
 contains "the model mismatch is named" "is for model Tiny-Llama-V, not Llama-2-7B"

@@ -58,7 +58,7 @@ TEST(execute_emit_load_replay_kv_offload)
         }
     }
     CHECK(seen);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -101,7 +101,7 @@ TEST(execute_recompute_and_hcache_replay)
                     for (int w = 0; w < s.iters[k].layers[l].nwork; w++) proj += s.iters[k].layers[l].work[w].op == SCH_WORK_PROJECTION;
             CHECK(proj > 0);
         }
-        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0};
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
         ExecResult r;
         CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", pols[p], e.msg);
         if (!t->failures) {
@@ -192,4 +192,13 @@ TEST(schedule_load_errors)
         CHECK_EQ_I(s.n_reqs, 1);
         schedule_free(&s);
     }
+}
+
+TEST(execute_summary_is_median_or_least)
+{
+    int64_t a[] = {5, 1, 3}, b[] = {5, 1, 3}, c[] = {4, 2, 9, 7}, d[] = {8};
+    CHECK(exec_summary_ns(a, 3, EXEC_STAT_MEDIAN) == 3.0);
+    CHECK(exec_summary_ns(b, 3, EXEC_STAT_MIN) == 1.0);
+    CHECK(exec_summary_ns(c, 4, EXEC_STAT_MEDIAN) == 5.5);
+    CHECK(exec_summary_ns(d, 1, EXEC_STAT_MIN) == 8.0);
 }

@@ -9,22 +9,25 @@
 # both alike; PER_CASE_CAL=0: one calibration), and the report: tools/validate_report.py (per case measured, predicted, error; median and
 # p95 |error|; JSON).
 # Calibrations: kvcal run --quick --points small (the small-iteration shapes measured, not
-# interpolated across 1..64 tokens), one before every CAL_EVERY-th case; the prediction uses the
-# point-by-point median of the newest CAL_MEDIAN runs (validate_report.py --merge). Calibration and
-# replay run at nice NICE (default -10 where allowed: other jobs on a shared machine then disturb
-# both less; NICE=0 turns it off).
+# interpolated across 1..64 tokens), CAL_MEDIAN of them before the first case and one before every
+# CAL_EVERY-th case (default 1: every case); the prediction uses, point by point, the median over the
+# newest CAL_MEDIAN runs (default 1: the calibration just before the case) of each run's p10, and the
+# replay reports the least of its REPS (5) replays (STAT=min): on a shared machine other jobs only
+# add time and its speed drifts over tens of seconds, so both sides measure the undisturbed time, as
+# close together in time as they can be (STAT=median: each run's median and the replays' median, as
+# before). Calibration and replay run at nice NICE (default -10 where allowed; NICE=0 turns it off).
 # Cold weights and one thread (docs/validation.md, "Which suspected causes are real"): the calibration
 # rotates each GEMM's weights over copies larger than 3x the LLC (--cold-weights: a replay streams each
 # layer's own weights from memory), and calibration and replay run the kernels on THREADS threads
 # (default 1: OpenBLAS via OPENBLAS_NUM_THREADS, attention via --threads; on 2 shared cores the second
 # worker's hand-offs between kernels cost more than it gains, and no per-op timing captures them).
-# Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=3, QUICK=1: 1 length, 2 cases,
-#        CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default)
+# Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=5, STAT=min|median, QUICK=1: 1 length,
+#        2 cases, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
 W=${1:-build/validate}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 rm -rf "$W"
 mkdir -p "$W/scratch" "$W/cases"
 M=Tiny-Llama-V
@@ -32,23 +35,25 @@ CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights}
 THREADS=${THREADS:-1}
 TH=()
 if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
-CAL_MEDIAN=${CAL_MEDIAN:-3}
+CAL_MEDIAN=${CAL_MEDIAN:-1}
+STAT=${STAT:-min}
+case $STAT in min) MSTAT=low ;; median) MSTAT=median ;; *) echo "validate: STAT=$STAT: expected min or median" >&2; exit 2 ;; esac
 NICE=${NICE--10}
 PRIO=()
 if [ "$NICE" != 0 ] && nice -n "$NICE" true 2> /dev/null; then PRIO=(nice -n "$NICE"); fi
 calibrate() { # calibrate LOG: one more calibration run, then the merged (median) run the prediction uses
   "${PRIO[@]}" "$B"/kvcal run --backend cpu $CAL_FLAGS "${TH[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
-  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" > /dev/null
+  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" > /dev/null
   python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
 }
-echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the median of the newest $CAL_MEDIAN runs predicts)"
-calibrate "$W/cal1.log"
+echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the prediction: per point the median over the newest $CAL_MEDIAN runs of each run's ${MSTAT/low/p10}; the replay: the ${STAT/min/least} of $REPS)"
+for ((c = 1; c <= CAL_MEDIAN; c++)); do calibrate "$W/cal$c.log"; done # the first case's prediction is a median of CAL_MEDIAN too
 tail -n 3 "$W/cal1.log" | head -n 1
 if [ "${QUICK:-0}" = 1 ]; then
   HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"
   CAL_EVERY=${CAL_EVERY:-1}
 else
-  CAL_EVERY=${CAL_EVERY:-3}
+  CAL_EVERY=${CAL_EVERY:-1}
   HISTS="128 256 512"; POLS="recompute kv-offload hcache hcache-noschd cake cacheflow"; BATCHES="1 3"
 fi
 trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
@@ -72,7 +77,7 @@ for c in "${cases[@]}"; do
   "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$W/hw.json" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
-  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
     echo "case $p h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
     echo "case $p h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"

@@ -11,6 +11,8 @@
                         calibrations interleaved with the cases, the prediction from their median, so
                         that one calibration caught by a burst of load on a shared machine does not
                         decide a case. The merged run is newest; its notes name its sources.
+                        --stat low: each point the median of the runs' p10 (the undisturbed time, as
+                        kvcal execute --stat min measures the replay) instead of their medians.
   --report DIR --json F per case of DIR/cases/*/execute.json (kvcal execute): measured, predicted and
                         error of TTFT, restore time and per-iteration time of the restoring turns;
                         then median and p95 |error| over the cases; the JSON to F.
@@ -60,18 +62,19 @@ def overlay(db):
 
 
 MERGED = "validate: median of runs"
+MERGED_LOW = "validate: median of the p10 of runs"
 
 
-def merge(db, last):
+def merge(db, last, low=False):
     c = sqlite3.connect(db)
-    runs = [r[0] for r in c.execute("select id from run where backend='cpu' and complete=1 and notes not like ? order by id desc limit ?",
-                                    (MERGED + "%", last))]
+    runs = [r[0] for r in c.execute("select id from run where backend='cpu' and complete=1 and notes not like ? and notes not like ? order by id desc limit ?",
+                                    (MERGED + "%", MERGED_LOW + "%", last))]
     if not runs:
         sys.exit(f"validate_report: {db}: no complete cpu run to merge")
     cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
     row = c.execute(f"select {','.join(cols)} from run where id=?", (runs[0],)).fetchone()
     meta = dict(zip(cols, row))
-    meta["notes"] = f"{MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]
+    meta["notes"] = f"{MERGED_LOW if low else MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]
     pts = {}
     q = "select op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns from point where run_id=?"
     for r in runs:
@@ -83,13 +86,13 @@ def merge(db, last):
     for k, v in sorted(pts.items()):
         if len(v) != len(runs):
             continue  # a point not in every run (an op skipped): left out
-        med = statistics.median(x[1] for x in v)
+        med = statistics.median(x[2 if low else 1] for x in v)
         p10 = min(min(x[2] for x in v), med)
         p90 = max(max(x[3] for x in v), med)
         cur.execute("insert into point(run_id,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns) values(?,?,?,?,?,?,?,?,?,?,?,?)",
                     (rid,) + k + (sum(x[0] for x in v), med, p10, p90))
     c.commit()
-    print(f"merged run {rid}: median of runs {sorted(runs)}")
+    print(f"merged run {rid}: median of {'the p10 of ' if low else ''}runs {sorted(runs)}")
 
 
 def err(m, p):
@@ -174,10 +177,11 @@ def main():
     ap.add_argument("--report")
     ap.add_argument("--merge")
     ap.add_argument("--last", type=int, default=3)
+    ap.add_argument("--stat", choices=["median", "low"], default="median")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.merge:
-        merge(a.merge, a.last)
+        merge(a.merge, a.last, a.stat == "low")
     elif a.overlay:
         overlay(a.overlay)
     elif a.report:
