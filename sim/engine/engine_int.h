@@ -407,6 +407,8 @@ struct Sim {
     const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
     struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
+    uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
+    int64_t cap_run_gaps;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
 };
 
@@ -571,6 +573,10 @@ void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double 
 
 /* the per-layer linear cost of M tokens: exactly layer_cost_linear_ns(M), memoised */
 double ctab_linear_ns(Sim *sm, int64_t M);
+/* n more lookups of M after one ctab_linear_ns(sm, M): the counters as n calls would leave them */
+void ctab_linear_count(Sim *sm, int64_t M, uint64_t n);
+/* a CostLine of the decode attention at `batch` with the run's hint (cost_line_end when done) */
+void ctab_attn_decode_line(Sim *sm, CostLine *ln, int64_t batch);
 /* attention lookups with the run's segment hints: exactly cost_lookup_ns's values */
 double ctab_attn_decode_ns(Sim *sm, int64_t batch, int64_t ctx_tokens);
 double ctab_attn_prefill_ns(Sim *sm, int64_t tokens, int64_t ctx_tokens);

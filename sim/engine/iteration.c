@@ -228,23 +228,18 @@ static int decode_run_ok(const Sim *sm, const Replica *rp)
     return 1;
 }
 
-/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
- * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
- * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
- * stages, its tokens are reported (metrics_on_decode_step) and the requests advance a token, all
- * in the order single steps would. Steps end the run at the first completion or save, or at the
- * first whose end is not before the next event (that step is the one in flight). Returns the
- * start of the last step. O(items) per step. */
 /* alloc=ondemand inside a decode run: the blocks the decoding requests take at the next step's
- * formation (blocks_grow: each request's context through its next token). ahead = 1: before this
- * step's tokens are counted, only whether they are free (-1: not without evicting or preempting);
- * ahead = 0: take them, as blocks_grow would when they are free. */
-static int64_t run_growth(Sim *sm, Replica *rp, int ahead)
+ * formation (blocks_grow: each request's context through its next token), `adv` steps of the run
+ * being taken but not yet applied to the requests (decode_run advances out_done when the run ends;
+ * nothing else reads it meanwhile). ahead = 1: before this step's tokens are counted, only whether
+ * they are free (-1: not without evicting or preempting); ahead = 0: take them, as blocks_grow
+ * would when they are free. */
+static int64_t run_growth(Sim *sm, Replica *rp, int ahead, int64_t adv)
 {
     int64_t total = 0;
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
-        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + 1 + ahead) - r->reserved_tokens;
+        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 1 + ahead) - r->reserved_tokens;
         if (need <= 0) continue;
         total += need;
         if (!ahead) {
@@ -259,19 +254,45 @@ static int64_t run_growth(Sim *sm, Replica *rp, int ahead)
 
 /* steps of the run before run_growth has anything to do: the least, over the items, of how far
  * the context through the next-but-one token (what both calls of a step look at: x = hist + nnew +
- * out_done + 2, one more each step) is below the first x whose blocks exceed the reservation
+ * out_done + adv + 2, one more each step) is below the first x whose blocks exceed the reservation
  * (blocks_tokens(x) > reserved ⇔ x > ⌊reserved / b⌋·b); <= 0: this step */
-static int64_t growth_slack(const Sim *sm, const Replica *rp)
+static int64_t growth_slack(const Sim *sm, const Replica *rp, int64_t adv)
 {
     int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX;
     for (int i = 0; i < rp->n_items; i++) {
         const Request *r = rp->items[i].r;
-        int64_t d = r->reserved_tokens / b * b + 1 - (r->hist + r->nnew + r->out_done + 2);
+        int64_t d = r->reserved_tokens / b * b + 1 - (r->hist + r->nnew + r->out_done + adv + 2);
         if (d < slack) slack = d;
     }
     return slack;
 }
 
+/* room for the durations of steps 0..j of a run in sm->run_gaps; -1 out of memory */
+static int run_gaps_room(Sim *sm, int64_t j)
+{
+    if (j < sm->cap_run_gaps) return 0;
+    int64_t nc = sm->cap_run_gaps ? 2 * sm->cap_run_gaps : 1024;
+    while (nc <= j) nc *= 2;
+    uint64_t *ng = realloc(sm->run_gaps, (size_t)nc * sizeof *ng);
+    if (!ng) return sim_fail(sm, "out of memory");
+    sm->run_gaps = ng;
+    sm->cap_run_gaps = nc;
+    return 0;
+}
+
+/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
+ * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
+ * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
+ * stages; steps end the run at the first completion or save, or at the first whose end is not
+ * before the next event (that step is the one in flight). What does not decide the next step is
+ * applied when the run's steps are known, in one pass: the steps' tokens (metrics_on_decode_steps,
+ * from their durations), each request's tokens and context (out_done, ctx, t_last_tok: read inside
+ * the run only by run_growth and growth_slack, which are given the steps taken), and the counts of
+ * the lookups. What is the same at every step is computed once: the linear cost of the batch (a
+ * memo of a pure function of B; its repeated hits counted by ctab_linear_count) and the decode
+ * attention's bracket on the batch axis (CostLine: the same arithmetic as the lookup, per step one
+ * division while the context stays in one segment of the grid). Returns the start of the last step.
+ * O(1) per step, plus O(items) per run (and per step where on-demand blocks may grow). */
 static int64_t decode_run(Sim *sm, Replica *rp)
 {
     const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
@@ -287,35 +308,45 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         }
         dctx += it->ctx;
     }
-    int64_t t = sim_now(sm), t_next = evq_next_time(&sm->q), n = 0;
-    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* run_growth is a no-op while > 0 */
+    const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q);
+    int64_t t = t0, n = 0;
+    int64_t slack = ondemand ? growth_slack(sm, rp, 0) : INT64_MAX; /* run_growth is a no-op while > 0 */
+    CostLine attn_line;
+    ctab_attn_decode_line(sm, &attn_line, B);
+    const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
     double base;
     for (;;) {
         double attn = 0;
-        attn += ctab_attn_decode_ns(sm, B, dctx);
-        base = est_linear_ns(sm, B) + attn;
+        attn += cost_line_ns(&attn_line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
+        base = lin + attn;
         if (n + 1 >= kmax) break;
         int64_t d = round_ns(base); /* = iter_advance's llround */
         int64_t end = t + sm->overhead_ns + d * sm->L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
-        if (ondemand && slack <= 0 && run_growth(sm, rp, 1) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
+        if (ondemand && slack <= 0 && run_growth(sm, rp, 1, n) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
+        if (run_gaps_room(sm, n) != 0) break;
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
-        metrics_on_decode_step(sm, rp, end);
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            it->r->t_last_tok = end;
-            it->r->out_done++;
-            it->ctx++;
-        }
+        sm->run_gaps[n] = (uint64_t)(end - t);
         if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation (free blocks only) */
-            run_growth(sm, rp, 0);
-            slack = growth_slack(sm, rp);
+            run_growth(sm, rp, 0, n + 1);
+            slack = growth_slack(sm, rp, n + 1);
         } else {
             slack--;
         }
         t = end;
         dctx += B;
         n++;
+    }
+    cost_line_end(&attn_line);
+    ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
+    if (n > 0) {
+        metrics_on_decode_steps(sm, rp, t0, sm->run_gaps, n);
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            it->r->t_last_tok = t;
+            it->r->out_done += n;
+            it->ctx += n;
+        }
     }
     rp->run_steps = n + 1;
     metrics_on_iteration(sm, rp);
