@@ -235,6 +235,7 @@ TEST(sim_multi_step_decode_matches_single_steps)
         {"kv-offload", "arrivals", "trace", "request_rate", "0.3", 1},  /* timed arrivals end runs */
         {"kv-offload", "mem_util", "0.75", "session_rate", "0.5", 1},   /* on-demand blocks: growth inside runs, preemptions */
         {"recompute", "mem_util", "0.75", "preempt", "swap", 1},        /* preempted by swapping */
+        {"recompute", "concurrency", "1", NULL, NULL, 1},               /* closed loop, one client: runs of a lone request */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SimConfig c;
@@ -260,6 +261,8 @@ TEST(sim_multi_step_decode_matches_single_steps)
                       memcmp(a.win_util_gpu, b.win_util_gpu, sizeof a.win_util_gpu) == 0 && a.bytes_d2h == b.bytes_d2h,
                   "case %zu: utilisation or bytes differ", i);
         CHECK_EQ_U(a.extrapolations, b.extrapolations);
+        CHECK_MSG(memcmp(a.extrapolations_op, b.extrapolations_op, sizeof a.extrapolations_op) == 0,
+                  "case %zu: extrapolation counts per op differ", i);
         CHECK_EQ_U(a.preemptions, b.preemptions);
         CHECK_EQ_U(a.hbm_peak_tokens, b.hbm_peak_tokens);
         CHECK_MSG(a.swap_out_bytes == b.swap_out_bytes, "case %zu: swap bytes differ", i);
