@@ -130,7 +130,7 @@ static void layer_costs(Sim *sm, Replica *rp)
             attn += ctab_attn_prefill_ns(sm, it->tokens, it->ctx);
         }
         if (it->lw) any_lw = 1;
-        it->r->in_iter = 1;
+        rq_set_in_iter(sm, it->r, 1);
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
@@ -351,7 +351,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     rp->run_steps = n + 1;
     metrics_on_iteration(sm, rp);
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
-    for (int i = 0; i < rp->n_items; i++) rp->items[i].r->in_iter = 1;
+    for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     rp->any_lw = 0;
     return t;
 }
@@ -460,7 +460,7 @@ void iter_done(Sim *sm, Replica *rp)
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
         if (!r->in_iter) continue;
-        r->in_iter = 0;
+        rq_set_in_iter(sm, r, 0);
         if (r->state == RQ_DECODE && r->out_done >= r->nout) rp->items[nd++].r = r;
     }
     for (int i = 0; i < nd; i++) request_done(sm, rp, rp->items[i].r);
