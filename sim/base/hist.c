@@ -78,18 +78,18 @@ void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n)
      * values are added one by one as hist_add_n adds them. */
     const uint64_t lim = 1ULL << 53;
     int exact = h->sum >= 0 && h->sum < (double)lim && h->sum == (double)(uint64_t)h->sum;
-    uint64_t room = exact ? (lim - (uint64_t)h->sum) / n : 0, s = 0; /* Σv < room ⇔ sum + n·Σv < 2^53 */
-    uint64_t lo = h->min, hi = h->max;
-    int empty = h->n == 0;
+    uint64_t room = exact ? (lim - (uint64_t)h->sum) / n : 0, s = 0; /* Σv < room ⇒ sum + n·Σv < 2^53 */
+    uint64_t lo = h->n ? h->min : v[0], hi = h->n ? h->max : v[0];
+    int ovf = 0;
     for (size_t i = 0; i < k; i++) {
         uint64_t x = v[i];
         h->b[bucket_of(x)] += n;
-        if (empty || x < lo) lo = x;
-        if (empty || x > hi) hi = x;
-        empty = 0;
-        if (x >= room - s) exact = 0, room = s = 0; /* (room − s: what is left of it; 0 once exceeded) */
-        else s += x;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        s += x;
+        ovf |= s < x; /* Σv wrapped */
     }
+    exact = exact && !ovf && s < room;
     h->min = lo;
     h->max = hi;
     h->n += (uint64_t)k * n;

@@ -315,6 +315,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     ctab_attn_decode_line(sm, &attn_line, B);
     const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
     double base;
+    uint64_t *restrict gaps = NULL; /* sm->run_gaps (restrict: its stores touch nothing else the loop reads) */
     for (;;) {
         double attn = 0;
         attn += cost_line_ns(&attn_line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
@@ -324,9 +325,12 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         int64_t end = t + sm->overhead_ns + d * sm->L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
         if (ondemand && slack <= 0 && run_growth(sm, rp, 1, n) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
-        if (run_gaps_room(sm, n) != 0) break;
+        if (n >= sm->cap_run_gaps || !gaps) {
+            if (run_gaps_room(sm, n) != 0) break;
+            gaps = sm->run_gaps;
+        }
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
-        sm->run_gaps[n] = (uint64_t)(end - t);
+        gaps[n] = (uint64_t)(end - t);
         if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation (free blocks only) */
             run_growth(sm, rp, 0, n + 1);
             slack = growth_slack(sm, rp, n + 1);
