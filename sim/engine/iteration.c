@@ -228,40 +228,57 @@ static int decode_run_ok(const Sim *sm, const Replica *rp)
     return 1;
 }
 
-/* alloc=ondemand inside a decode run: the blocks the decoding requests take at the next step's
- * formation (blocks_grow: each request's context through its next token), `adv` steps of the run
- * being taken but not yet applied to the requests (decode_run advances out_done when the run ends;
- * nothing else reads it meanwhile). ahead = 1: before this step's tokens are counted, only whether
- * they are free (-1: not without evicting or preempting); ahead = 0: take them, as blocks_grow
- * would when they are free. */
-static int64_t run_growth(Sim *sm, Replica *rp, int ahead, int64_t adv)
+/* alloc=ondemand inside a decode run. blocks_grow at a step's formation takes, per request, the
+ * blocks its context through its next token needs; in a run, `adv` steps are taken but not yet
+ * applied to the requests (decode_run advances out_done when the run ends; nothing else reads it
+ * meanwhile), so request i's context through its next token is x = hist + nnew + out_done + adv + 1.
+ * Its blocks exceed its reservation exactly when x > ⌊reserved / b⌋·b (blocks_tokens(x) > reserved). */
+
+/* the tokens the next step's formation would take (Σ over the requests of blocks_tokens(x) −
+ * reserved where positive, x through the token after the next: adv + 1) */
+static int64_t run_need(const Sim *sm, const Replica *rp, int64_t adv)
 {
     int64_t total = 0;
     for (int i = 0; i < rp->n_items; i++) {
-        Request *r = rp->items[i].r;
-        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 1 + ahead) - r->reserved_tokens;
-        if (need <= 0) continue;
-        total += need;
-        if (!ahead) {
-            pool_reserve(sm, rp, need);
-            r->reserved_tokens += need;
-            metrics_on_pool(sm, rp);
-        }
+        const Request *r = rp->items[i].r;
+        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 2) - r->reserved_tokens;
+        if (need > 0) total += need;
     }
-    if (ahead && rp->pool_used + total > rp->pool_cap) return -1;
     return total;
 }
 
-/* steps of the run before run_growth has anything to do: the least, over the items, of how far
- * the context through the next-but-one token (what both calls of a step look at: x = hist + nnew +
- * out_done + adv + 2, one more each step) is below the first x whose blocks exceed the reservation
- * (blocks_tokens(x) > reserved ⇔ x > ⌊reserved / b⌋·b); <= 0: this step */
-static int64_t growth_slack(const Sim *sm, const Replica *rp, int64_t adv)
+/* take what blocks_grow takes at the formation of the step after `adv` steps (free blocks: the
+ * caller checked run_need against the pool), request by request in item order; returns the steps
+ * until one of them can need a block again (<= 0: the next step), and *next_need: run_need(adv) after
+ * it — both from the same pass */
+static int64_t run_take(Sim *sm, Replica *rp, int64_t adv, int64_t *next_need)
+{
+    int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX, total = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        Request *r = rp->items[i].r;
+        int64_t x = r->hist + r->nnew + r->out_done + adv + 1, q = r->reserved_tokens / b * b;
+        if (x > q) { /* ⇔ blocks_tokens(x) > reserved */
+            int64_t need = blocks_tokens(sm, x) - r->reserved_tokens;
+            pool_reserve(sm, rp, need);
+            r->reserved_tokens += need;
+            metrics_on_pool(sm, rp);
+            q = r->reserved_tokens / b * b;
+        }
+        if (q - x < slack) slack = q - x; /* (growth_slack's count, after adv steps) */
+        if (x + 1 > q) total += blocks_tokens(sm, x + 1) - r->reserved_tokens;
+    }
+    *next_need = total;
+    return slack;
+}
+
+/* run_take's slack before the run's first step (its context through the token after the next:
+ * x + 1 with adv = 0) */
+static int64_t growth_slack(const Sim *sm, const Replica *rp)
 {
     int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX;
     for (int i = 0; i < rp->n_items; i++) {
         const Request *r = rp->items[i].r;
-        int64_t d = r->reserved_tokens / b * b + 1 - (r->hist + r->nnew + r->out_done + adv + 2);
+        int64_t d = r->reserved_tokens / b * b - (r->hist + r->nnew + r->out_done + 1);
         if (d < slack) slack = d;
     }
     return slack;
@@ -308,40 +325,50 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         }
         dctx += it->ctx;
     }
-    const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q);
+    const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q), oh = sm->overhead_ns, L = sm->L;
     int64_t t = t0, n = 0;
-    int64_t slack = ondemand ? growth_slack(sm, rp, 0) : INT64_MAX; /* run_growth is a no-op while > 0 */
-    CostLine attn_line;
-    ctab_attn_decode_line(sm, &attn_line, B);
+    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
+    int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
     const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
-    double base;
+    double attn = 0;
+    attn += ctab_attn_decode_ns(sm, B, dctx);
+    double base = lin + attn; /* step n + 1's per-layer time (its formation's layer_costs) */
+    CostLine line;            /* the later steps' decode attention (a one-step run needs none) */
+    int line_on = 0;
     uint64_t *restrict gaps = NULL; /* sm->run_gaps (restrict: its stores touch nothing else the loop reads) */
     for (;;) {
-        double attn = 0;
-        attn += cost_line_ns(&attn_line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
-        base = lin + attn;
         if (n + 1 >= kmax) break;
         int64_t d = round_ns(base); /* = iter_advance's llround */
-        int64_t end = t + sm->overhead_ns + d * sm->L;
+        int64_t end = t + oh + d * L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
-        if (ondemand && slack <= 0 && run_growth(sm, rp, 1, n) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
+        if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
+            if (need < 0) need = run_need(sm, rp, n);
+            if (rp->pool_used + need > rp->pool_cap) break;
+        }
         if (n >= sm->cap_run_gaps || !gaps) {
             if (run_gaps_room(sm, n) != 0) break;
             gaps = sm->run_gaps;
         }
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         gaps[n] = (uint64_t)(end - t);
-        if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation (free blocks only) */
-            run_growth(sm, rp, 0, n + 1);
-            slack = growth_slack(sm, rp, n + 1);
+        if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation */
+            slack = run_take(sm, rp, n + 1, &need);
         } else {
             slack--;
+            need = -1;
         }
         t = end;
         dctx += B;
         n++;
+        if (!line_on) {
+            ctab_attn_decode_line(sm, &line, B);
+            line_on = 1;
+        }
+        attn = 0;
+        attn += cost_line_ns(&line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
+        base = lin + attn;
     }
-    cost_line_end(&attn_line);
+    if (line_on) cost_line_end(&line);
     ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
     if (n > 0) {
         metrics_on_decode_steps(sm, rp, t0, sm->run_gaps, n);
