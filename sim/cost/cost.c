@@ -309,28 +309,27 @@ double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, in
 void cost_line_begin(CostLine *ln, CostModel *cm, CostOp op, CostHint *h, int64_t p1)
 {
     CostCurve *c = &cm->c[op];
-    *ln = (CostLine){.cm = cm, .op = op, .h = h, .p1 = p1};
+    *ln = (CostLine){.cm = cm, .op = op, .h = h, .p1 = p1, .x_lo = 1, .x_hi = 0};
     if (!c->present) return; /* mode 0: counted, 0 ns (as the lookup) */
     if (c->ndim != 2) {
         ln->mode = 2;
         return;
     }
-    ln->mode = 1;
+    ln->mode = 1; /* (modes 0 and 2 keep the empty p2 range: every call takes cost_line_slow_ns) */
     int lo0 = h ? h->lo[0] : 0;
     ln->out0 = bracket_hint(c->axis[0], c->n[0], p1, &lo0, &ln->w0);
     if (h) h->lo[0] = lo0;
     ln->m0 = c->n[0] > 1;
     ln->m1 = c->n[1] > 1;
     ln->n1 = (size_t)c->n[1];
-    ln->row = ln->y = c->y + (size_t)lo0 * ln->n1; /* axis 1's segment: cost_line_seek */
-    ln->x_lo = 1;
-    ln->x_hi = 0; /* an empty range: the first call seeks */
+    ln->row = ln->y = c->y + (size_t)lo0 * ln->n1; /* axis 1's segment: line_seek */
+    /* the p2 range stays empty: the first call seeks */
 }
 
 /* bracket_hint on axis 1 and the range of p2 that gives the same segment and extrapolation flag:
  * below the first point (extrapolating), [ax[i], ax[i+1]) for an inner segment, [ax[n-2], ax[n-1]]
  * for the last, above the last point (extrapolating); one point: below, at, above it */
-void cost_line_seek(CostLine *ln, int64_t p2)
+static void line_seek(CostLine *ln, int64_t p2)
 {
     CostCurve *c = &ln->cm->c[ln->op];
     const int64_t *ax = c->axis[1];
@@ -355,6 +354,17 @@ void cost_line_seek(CostLine *ln, int64_t p2)
         ln->x_lo = ax[lo1];
         ln->x_hi = lo1 == n - 2 ? last : ax[lo1 + 1] - 1;
     }
+}
+
+double cost_line_slow_ns(CostLine *ln, int64_t p2)
+{
+    if (ln->mode == 2) return cost_lookup_hint_ns(ln->cm, ln->op, ln->h, ln->p1, p2, 0);
+    if (ln->mode == 0) {
+        ln->lookups++;
+        return 0;
+    }
+    line_seek(ln, p2);
+    return cost_line_seg_ns(ln, p2);
 }
 
 void cost_line_end(CostLine *ln)

@@ -14,7 +14,7 @@
  *    counted per op, and results report the counts.
  * Complexity: lookup O(sum over axes of log n_axis) with no allocation; O(1) (no search) with a
  * CostHint whose remembered segment still brackets the argument, and a direct two-point sum for
- * one-parameter ops.
+ * one-parameter ops; along a CostLine (p1 fixed) one division and the corner sum per lookup.
  * Not responsible for: producing costs (spec.c, kvcal probes) or storing them (store.c).
  */
 #ifndef KV_COST_H
@@ -101,7 +101,10 @@ static inline double cost_corners2(const double *y, size_t n1, int m0, int m1, d
  * its extrapolation flag) between calls, so a call inside the segment costs one division and the
  * corner sum. Its lookups and extrapolations are counted in the line and added to the model's
  * counters by cost_line_end (which also leaves the hint at the last segment): nothing may read those
- * counters between cost_line_begin and cost_line_end. Other ops take cost_lookup_hint_ns per call. */
+ * counters between cost_line_begin and cost_line_end. Other ops take cost_lookup_hint_ns per call
+ * (their p2 range is empty, so every call goes to cost_line_slow_ns). The per-segment arithmetic
+ * is exact because it is the lookup's own: p2 in [x_lo, x_hi] gives bracket() the same lower index
+ * and extrapolation flag, and the weight (p2 − a1) / den1 is the expression bracket() evaluates. */
 typedef struct CostLine {
     CostModel *cm;
     CostOp op;
@@ -118,17 +121,20 @@ typedef struct CostLine {
 } CostLine;
 
 void cost_line_begin(CostLine *ln, CostModel *cm, CostOp op, CostHint *h, int64_t p1);
-/* the segment of p2 (outside the current one); mode 1 only */
-void cost_line_seek(CostLine *ln, int64_t p2);
-static inline double cost_line_ns(CostLine *ln, int64_t p2)
+/* a lookup outside the current segment's range (every lookup of modes 0 and 2: their range is empty) */
+double cost_line_slow_ns(CostLine *ln, int64_t p2);
+/* inside the segment: the bracket's weight on axis 1 and the corner sum (mode 1) */
+static inline double cost_line_seg_ns(CostLine *ln, int64_t p2)
 {
-    if (ln->mode == 2) return cost_lookup_hint_ns(ln->cm, ln->op, ln->h, ln->p1, p2, 0);
     ln->lookups++;
-    if (ln->mode == 0) return 0;
-    if (p2 < ln->x_lo || p2 > ln->x_hi) cost_line_seek(ln, p2);
     ln->extrapolations += (uint64_t)ln->out;
     double w1 = ln->m1 ? (double)(p2 - ln->a1) / ln->den1 : 0; /* = bracket's weight on axis 1 */
     return cost_corners2(ln->y, ln->n1, ln->m0, ln->m1, ln->w0, w1);
+}
+static inline double cost_line_ns(CostLine *ln, int64_t p2)
+{
+    if (p2 < ln->x_lo || p2 > ln->x_hi) return cost_line_slow_ns(ln, p2);
+    return cost_line_seg_ns(ln, p2);
 }
 void cost_line_end(CostLine *ln);
 

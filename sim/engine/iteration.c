@@ -326,6 +326,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         dctx += it->ctx;
     }
     const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q), oh = sm->overhead_ns, L = sm->L;
+    const int S = sm->S;
     int64_t t = t0, n = 0;
     int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
     int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
@@ -335,7 +336,12 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     double base = lin + attn; /* step n + 1's per-layer time (its formation's layer_costs) */
     CostLine line;            /* the later steps' decode attention (a one-step run needs none) */
     int line_on = 0;
-    uint64_t *restrict gaps = NULL; /* sm->run_gaps (restrict: its stores touch nothing else the loop reads) */
+    uint64_t *restrict gaps = sm->run_gaps; /* (restrict: its stores touch nothing else the loop reads) */
+    int64_t cap = gaps ? sm->cap_run_gaps : 0;
+    /* stage 0's busy time in a register: the same additions in the same order (nothing reads it
+     * before the run ends) */
+    double busy0 = rp->busy_stage_ns[0];
+    const double lay0 = sm->stage_layers[0];
     for (;;) {
         if (n + 1 >= kmax) break;
         int64_t d = round_ns(base); /* = iter_advance's llround */
@@ -345,11 +351,13 @@ static int64_t decode_run(Sim *sm, Replica *rp)
             if (need < 0) need = run_need(sm, rp, n);
             if (rp->pool_used + need > rp->pool_cap) break;
         }
-        if (n >= sm->cap_run_gaps || !gaps) {
+        if (n >= cap) {
             if (run_gaps_room(sm, n) != 0) break;
             gaps = sm->run_gaps;
+            cap = sm->cap_run_gaps;
         }
-        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        busy0 += (double)d * lay0;
+        for (int st = 1; st < S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         gaps[n] = (uint64_t)(end - t);
         if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation */
             slack = run_take(sm, rp, n + 1, &need);
@@ -368,6 +376,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         attn += cost_line_ns(&line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
         base = lin + attn;
     }
+    rp->busy_stage_ns[0] = busy0;
     if (line_on) cost_line_end(&line);
     ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
     if (n > 0) {
