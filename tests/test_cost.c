@@ -303,3 +303,65 @@ TEST(cost_hint_any_value_gives_the_same_result)
         }
     cost_model_free(&cm);
 }
+
+/* CostLine (a decode run's attention: p1 fixed, p2 moving) against the reference lookup: on the
+ * shapes above (single-point axes, extrapolation on either axis), p2 walked upward in steps of
+ * several sizes from below the grid to above it (as a run's context grows: every segment entered,
+ * its boundaries hit) and then jumping at random, and ops that are not two-parameter or absent
+ * (the generic path): the same double, and the same lookup and extrapolation counts once the line
+ * ends */
+TEST(cost_line_is_bit_identical_to_the_reference)
+{
+    static const CostOp ops[] = {OP_ATTN_DECODE, OP_GEMM_QKV, OP_SSD_READ};
+    static const int shapes[][3] = {{1, 1, 1}, {2, 1, 1}, {1, 5, 1}, {5, 9, 1}, {3, 2, 4}, {9, 7, 5}, {4, 16, 1}};
+    static const int64_t steps[] = {1, 3, 40, 997};
+    uint64_t s = 0x243f6a8885a308d3ULL;
+    int compared = 0, extrap = 0, segments = 0;
+    for (size_t o = 0; o < KV_ARRAY_LEN(ops); o++)
+        for (size_t sh = 0; sh < KV_ARRAY_LEN(shapes); sh++)
+            for (size_t st = 0; st < KV_ARRAY_LEN(steps); st++) {
+                int nd = cost_op_nparams(ops[o]);
+                int n[3] = {shapes[sh][0], nd > 1 ? shapes[sh][1] : 1, nd > 2 ? shapes[sh][2] : 1};
+                CostModel a, b;
+                cost_model_init(&a, "dev", "m", "fp16", 1);
+                cost_model_init(&b, "dev", "m", "fp16", 1);
+                int64_t ax[3][16];
+                uint64_t s2 = s;
+                KvErr e;
+                CHECK(tc_grid(&a, ops[o], n, &s, ax, &e) == 0);
+                CHECK(tc_grid(&b, ops[o], n, &s2, ax, &e) == 0);
+                for (int k = 0; k < 4; k++) { /* p1 below, on a point, inside, above */
+                    int64_t lo0 = ax[0][0], hi0 = ax[0][n[0] - 1];
+                    int64_t p1 = k == 0 ? lo0 - 7 : k == 1 ? ax[0][n[0] / 2] : k == 2 ? lo0 + (hi0 - lo0) / 3 : hi0 + 11;
+                    CostHint h = {{0, 0, 0}};
+                    CostLine ln;
+                    cost_line_begin(&ln, &b, ops[o], &h, p1);
+                    int64_t lo1 = ax[1][0], hi1 = ax[1][n[1] - 1], last_seg = -1;
+                    for (int q = 0; q < 1200; q++) {
+                        int64_t p2 = q < 600 ? lo1 - 50 + steps[st] * q : lo1 - 3000 + (int64_t)(tc_rng(&s) % (uint64_t)(hi1 - lo1 + 6001));
+                        double want = cost_lookup_ref_ns(&a, ops[o], p1, p2, 0);
+                        double got = cost_line_ns(&ln, p2);
+                        CHECK_MSG(memcmp(&want, &got, sizeof want) == 0, "%s (%d×%d×%d) at (%lld, %lld): %.17g vs %.17g",
+                                  cost_op_name(ops[o]), n[0], n[1], n[2], (long long)p1, (long long)p2, want, got);
+                        compared++;
+                        if (ln.mode == 1 && ln.x_lo != last_seg) segments++, last_seg = ln.x_lo;
+                    }
+                    cost_line_end(&ln);
+                    CHECK_EQ_U(a.lookups[ops[o]], b.lookups[ops[o]]);
+                    CHECK_EQ_U(a.extrapolations[ops[o]], b.extrapolations[ops[o]]);
+                    extrap += b.extrapolations[ops[o]] > 0;
+                }
+                cost_model_free(&a);
+                cost_model_free(&b);
+            }
+    /* an absent op: 0 ns, counted as lookups */
+    CostModel c;
+    cost_model_init(&c, "dev", "m", "fp16", 1);
+    CostLine ln;
+    cost_line_begin(&ln, &c, OP_ATTN_DECODE, NULL, 4);
+    for (int64_t p2 = 0; p2 < 10; p2++) CHECK(cost_line_ns(&ln, p2) == 0);
+    cost_line_end(&ln);
+    CHECK_EQ_U(c.lookups[OP_ATTN_DECODE], 10);
+    cost_model_free(&c);
+    CHECK(compared > 0 && extrap > 0 && segments > 100);
+}

@@ -79,3 +79,42 @@ TEST(hist_add_n_equals_repeated_adds)
                 hist_free(&y);
             }
 }
+
+/* hist_add_each_n(v[0..k-1], n) leaves exactly what hist_add_n(v[i], n) in order leave: counts,
+ * min, max and the running sum's bits — where the one addition is exact, where a partial sum
+ * crosses 2^53 (one by one), from a sum that is not an integer, and from an empty histogram */
+TEST(hist_add_each_n_equals_hist_add_n_in_order)
+{
+    static const double start[] = {-1, 0, 123456789, 9007199254000000.0, 9007199254740990.0, 0.5, 1e300};
+    static const uint64_t vals[][5] = {{5, 5, 5, 5, 5},
+                                       {30000001, 29999999, 30000002, 1, 0},
+                                       {1ULL << 40, 3, 1ULL << 41, 7, 255},
+                                       {1ULL << 52, 1, 2, 3, 4},
+                                       {3000000001ULL, 3000000001ULL, 2999999999ULL, 17, 1ULL << 50}};
+    static const uint64_t ns[] = {1, 3, 64, 4096};
+    int fast = 0, slow = 0;
+    for (size_t a = 0; a < sizeof start / sizeof start[0]; a++)
+        for (size_t b = 0; b < sizeof vals / sizeof vals[0]; b++)
+            for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++)
+                for (size_t k = 0; k <= 5; k++) {
+                    Hist x = {0}, y = {0};
+                    if (start[a] >= 0) { /* a histogram holding one sample, its sum set to start[a] */
+                        hist_add(&x, 77);
+                        hist_add(&y, 77);
+                        x.sum = y.sum = start[a];
+                    }
+                    for (size_t i = 0; i < k; i++) hist_add_n(&x, vals[b][i], ns[c]);
+                    hist_add_each_n(&y, vals[b], k, ns[c]);
+                    CHECK_EQ_U(x.n, y.n);
+                    CHECK_EQ_U(x.min, y.min);
+                    CHECK_EQ_U(x.max, y.max);
+                    CHECK_MSG(memcmp(&x.sum, &y.sum, sizeof x.sum) == 0, "sum %.17g vs %.17g (start %.17g, row %zu, n %llu, k %zu)",
+                              x.sum, y.sum, start[a], b, (unsigned long long)ns[c], k);
+                    CHECK((!x.b && !y.b) || (x.b && y.b && memcmp(x.b, y.b, HIST_BUCKETS * sizeof *x.b) == 0));
+                    if (k > 0 && x.sum < 9007199254740992.0) fast++;
+                    else if (k > 0) slow++;
+                    hist_free(&x);
+                    hist_free(&y);
+                }
+    CHECK(fast > 0 && slow > 0);
+}

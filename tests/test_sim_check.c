@@ -18,7 +18,7 @@ typedef struct {
     int evict_each_turn; /* the run's evict_each_turn */
 } Hook;
 
-enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE };
+enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS };
 
 static void hook(Sim *sm, void *ctx)
 {
@@ -38,6 +38,12 @@ static void hook(Sim *sm, void *ctx)
     case C_POOL_ZERO:
         if (rp->n_active) {
             rp->pool_used = 0;
+            h->done = 1;
+        }
+        break;
+    case C_LOADS: /* an admitted request counts a queued layer load it does not have */
+        if (rp->n_active) {
+            rp->active[0]->hi_loads++;
             h->done = 1;
         }
         break;
@@ -121,6 +127,17 @@ TEST(sim_check_walker_reports_a_corrupted_channel_count)
     KvErr e = {{0}};
     CHECK_EQ_I(run_hooked(t, "hcache", &h, 1, &e), -1);
     CHECK_CONTAINS(e.msg, "channel h2d/0: load queue counts");
+}
+
+TEST(sim_check_walker_reports_a_corrupted_queued_load_count)
+{
+    /* the counts that let pick_load skip its scan (hi_loads, hi_loads_in_iter) against the queues */
+    Hook h = {.at = 4, .what = C_LOADS};
+    KvErr e = {{0}};
+    CHECK_EQ_I(run_hooked(t, "kv-offload", &h, 1, &e), -1);
+    CHECK(h.done);
+    CHECK_CONTAINS(e.msg, "sim_check: ");
+    CHECK_CONTAINS(e.msg, "layer loads wait in load queues");
 }
 
 TEST(sim_check_walker_off_misses_what_it_would_report)
@@ -235,6 +252,7 @@ TEST(sim_multi_step_decode_matches_single_steps)
         {"kv-offload", "arrivals", "trace", "request_rate", "0.3", 1},  /* timed arrivals end runs */
         {"kv-offload", "mem_util", "0.75", "session_rate", "0.5", 1},   /* on-demand blocks: growth inside runs, preemptions */
         {"recompute", "mem_util", "0.75", "preempt", "swap", 1},        /* preempted by swapping */
+        {"recompute", "concurrency", "1", NULL, NULL, 1},               /* closed loop, one client: runs of a lone request */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SimConfig c;
@@ -260,6 +278,8 @@ TEST(sim_multi_step_decode_matches_single_steps)
                       memcmp(a.win_util_gpu, b.win_util_gpu, sizeof a.win_util_gpu) == 0 && a.bytes_d2h == b.bytes_d2h,
                   "case %zu: utilisation or bytes differ", i);
         CHECK_EQ_U(a.extrapolations, b.extrapolations);
+        CHECK_MSG(memcmp(a.extrapolations_op, b.extrapolations_op, sizeof a.extrapolations_op) == 0,
+                  "case %zu: extrapolation counts per op differ", i);
         CHECK_EQ_U(a.preemptions, b.preemptions);
         CHECK_EQ_U(a.hbm_peak_tokens, b.hbm_peak_tokens);
         CHECK_MSG(a.swap_out_bytes == b.swap_out_bytes, "case %zu: swap bytes differ", i);

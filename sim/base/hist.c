@@ -38,6 +38,19 @@ void hist_add(Hist *h, uint64_t v)
     h->sum += (double)v;
 }
 
+/* the running sum after n samples of v, as hist_add_n adds them: the sum is a double of integers,
+ * added in insertion order; while every partial sum stays below 2^53 each addition is exact, so one
+ * addition of n·v gives the same double */
+static inline void sum_add_n(Hist *h, uint64_t v, uint64_t n)
+{
+    const double exact = 9007199254740992.0; /* 2^53 */
+    if (v <= (1ULL << 53) / n && h->sum + (double)(v * n) < exact) {
+        h->sum += (double)(v * n);
+    } else {
+        for (uint64_t i = 0; i < n; i++) h->sum += (double)v;
+    }
+}
+
 void hist_add_n(Hist *h, uint64_t v, uint64_t n)
 {
     if (n == 0) return;
@@ -49,13 +62,41 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n)
     if (h->n == 0 || v < h->min) h->min = v;
     if (h->n == 0 || v > h->max) h->max = v;
     h->n += n;
-    /* the sum is a double of integers, added in insertion order: while every partial sum stays at
-     * below 2^53 each addition is exact, so one addition of n·v gives the same double */
-    const double exact = 9007199254740992.0; /* 2^53 */
-    if (v <= (1ULL << 53) / n && h->sum + (double)(v * n) < exact) {
-        h->sum += (double)(v * n);
+    sum_add_n(h, v, n);
+}
+
+void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n)
+{
+    if (k == 0 || n == 0) return;
+    if (!h->b) {
+        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+        if (!h->b) return;
+    }
+    /* counts, min and max do not depend on the order. The sum: when it is an integer below 2^53
+     * now and stays below 2^53 with all k·n samples added, every addition hist_add_n would make is
+     * exact (integers below 2^53), so the one addition of n·Σv gives the same double; otherwise the
+     * values are added one by one as hist_add_n adds them. */
+    const uint64_t lim = 1ULL << 53;
+    int exact = h->sum >= 0 && h->sum < (double)lim && h->sum == (double)(uint64_t)h->sum;
+    uint64_t room = exact ? (lim - (uint64_t)h->sum) / n : 0, s = 0; /* Σv < room ⇒ sum + n·Σv < 2^53 */
+    uint64_t lo = h->n ? h->min : v[0], hi = h->n ? h->max : v[0];
+    int ovf = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t x = v[i];
+        h->b[bucket_of(x)] += n;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        s += x;
+        ovf |= s < x; /* Σv wrapped */
+    }
+    exact = exact && !ovf && s < room;
+    h->min = lo;
+    h->max = hi;
+    h->n += (uint64_t)k * n;
+    if (exact) {
+        h->sum += (double)(s * n);
     } else {
-        for (uint64_t i = 0; i < n; i++) h->sum += (double)v;
+        for (size_t i = 0; i < k; i++) sum_add_n(h, v[i], n);
     }
 }
 

@@ -11,6 +11,7 @@
 #ifndef KV_HIST_H
 #define KV_HIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define HIST_SUB 8
@@ -27,6 +28,10 @@ void hist_add(Hist *h, uint64_t v);
 /* n samples of the value v: exactly what n calls hist_add(h, v) leave (the running sum gets n·v in
  * one addition when that is exact — integer sums below 2^53 — and n additions otherwise). O(1) then. */
 void hist_add_n(Hist *h, uint64_t v, uint64_t n);
+/* n samples of each of v[0..k-1], in that order: exactly what hist_add_n(h, v[i], n) for i = 0..k-1
+ * leaves (the running sum gets n·Σv in one addition when every partial sum is an integer below
+ * 2^53, and the k additions of hist_add_n otherwise). O(k). */
+void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n);
 void hist_merge(Hist *dst, const Hist *src);
 double hist_percentile(const Hist *h, double p); /* p in [0, 1]; 0 when empty */
 double hist_mean(const Hist *h);

@@ -278,16 +278,9 @@ double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, in
         out2 |= bracket_hint(c->axis[1], c->n[1], p2, &h->lo[1], &w1);
         h->lo[2] = 0;
         if (out2) cm->extrapolations[op]++;
-        int m0 = c->n[0] > 1, m1 = c->n[1] > 1;
-        double f00 = m0 ? 1 - w0 : 1, f10 = m1 ? 1 - w1 : 1;
         size_t n1 = (size_t)c->n[1];
         const double *y = c->y + (size_t)h->lo[0] * n1 + (size_t)h->lo[1];
-        double sum = 0, wt = f00 * f10;
-        if (wt != 0) sum += wt * y[0];
-        if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
-        if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
-        if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
-        return sum > 0 ? sum : 0;
+        return cost_corners2(y, n1, c->n[0] > 1, c->n[1] > 1, w0, w1);
     }
     int64_t x[COST_MAX_DIM] = {p1, p2, p3};
     double f[COST_MAX_DIM][2];
@@ -311,6 +304,75 @@ double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, in
         if (wt != 0) sum += wt * c->y[idx];
     }
     return sum > 0 ? sum : 0;
+}
+
+void cost_line_begin(CostLine *ln, CostModel *cm, CostOp op, CostHint *h, int64_t p1)
+{
+    CostCurve *c = &cm->c[op];
+    *ln = (CostLine){.cm = cm, .op = op, .h = h, .p1 = p1, .x_lo = 1, .x_hi = 0};
+    if (!c->present) return; /* mode 0: counted, 0 ns (as the lookup) */
+    if (c->ndim != 2) {
+        ln->mode = 2;
+        return;
+    }
+    ln->mode = 1; /* (modes 0 and 2 keep the empty p2 range: every call takes cost_line_slow_ns) */
+    int lo0 = h ? h->lo[0] : 0;
+    ln->out0 = bracket_hint(c->axis[0], c->n[0], p1, &lo0, &ln->w0);
+    if (h) h->lo[0] = lo0;
+    ln->m0 = c->n[0] > 1;
+    ln->m1 = c->n[1] > 1;
+    ln->n1 = (size_t)c->n[1];
+    ln->row = ln->y = c->y + (size_t)lo0 * ln->n1; /* axis 1's segment: line_seek */
+    /* the p2 range stays empty: the first call seeks */
+}
+
+/* bracket_hint on axis 1 and the range of p2 that gives the same segment and extrapolation flag:
+ * below the first point (extrapolating), [ax[i], ax[i+1]) for an inner segment, [ax[n-2], ax[n-1]]
+ * for the last, above the last point (extrapolating); one point: below, at, above it */
+static void line_seek(CostLine *ln, int64_t p2)
+{
+    CostCurve *c = &ln->cm->c[ln->op];
+    const int64_t *ax = c->axis[1];
+    int n = c->n[1], lo1 = ln->h ? ln->h->lo[1] : 0;
+    double w;
+    int out1 = bracket_hint(ax, n, p2, &lo1, &w);
+    if (ln->h) ln->h->lo[1] = lo1;
+    ln->y = ln->row + lo1;
+    ln->out = ln->out0 | out1;
+    ln->a1 = ax[lo1];
+    ln->den1 = ln->m1 ? (double)(ax[lo1 + 1] - ax[lo1]) : 1;
+    int64_t first = ax[0], last = ax[n - 1];
+    if (p2 < first) {
+        ln->x_lo = INT64_MIN;
+        ln->x_hi = first - 1;
+    } else if (p2 > last) {
+        ln->x_lo = last + 1;
+        ln->x_hi = INT64_MAX;
+    } else if (n == 1) {
+        ln->x_lo = ln->x_hi = first;
+    } else {
+        ln->x_lo = ax[lo1];
+        ln->x_hi = lo1 == n - 2 ? last : ax[lo1 + 1] - 1;
+    }
+}
+
+double cost_line_slow_ns(CostLine *ln, int64_t p2)
+{
+    if (ln->mode == 2) return cost_lookup_hint_ns(ln->cm, ln->op, ln->h, ln->p1, p2, 0);
+    if (ln->mode == 0) {
+        ln->lookups++;
+        return 0;
+    }
+    line_seek(ln, p2);
+    return cost_line_seg_ns(ln, p2);
+}
+
+void cost_line_end(CostLine *ln)
+{
+    ln->cm->lookups[ln->op] += ln->lookups;
+    ln->cm->extrapolations[ln->op] += ln->extrapolations;
+    ln->lookups = ln->extrapolations = 0;
+    if (ln->h && ln->mode == 1) ln->h->lo[2] = 0;
 }
 
 double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)

@@ -14,7 +14,7 @@
  *    counted per op, and results report the counts.
  * Complexity: lookup O(sum over axes of log n_axis) with no allocation; O(1) (no search) with a
  * CostHint whose remembered segment still brackets the argument, and a direct two-point sum for
- * one-parameter ops.
+ * one-parameter ops; along a CostLine (p1 fixed) one division and the corner sum per lookup.
  * Not responsible for: producing costs (spec.c, kvcal probes) or storing them (store.c).
  */
 #ifndef KV_COST_H
@@ -79,6 +79,65 @@ typedef struct CostHint {
 } CostHint;
 /* cost_lookup_ns with a hint (NULL: none); counts lookups and extrapolations the same way */
 double cost_lookup_hint_ns(CostModel *cm, CostOp op, CostHint *h, int64_t p1, int64_t p2, int64_t p3);
+/* The four corners of a two-parameter lookup in the grid cell at y (y[0] its lower corner, n1 the
+ * second axis's length), with weights w0, w1 on axes with more than one point (m0, m1): the one sum
+ * cost_lookup_hint_ns and CostLine both evaluate, so that they make the same floating-point
+ * operations in the same order (corners added low to high, zero weights skipped, clamped at 0). */
+static inline double cost_corners2(const double *y, size_t n1, int m0, int m1, double w0, double w1)
+{
+    double f00 = m0 ? 1 - w0 : 1, f10 = m1 ? 1 - w1 : 1;
+    double sum = 0, wt = f00 * f10;
+    if (wt != 0) sum += wt * y[0];
+    if (m0 && (wt = w0 * f10) != 0) sum += wt * y[n1];
+    if (m1 && (wt = f00 * w1) != 0) sum += wt * y[1];
+    if (m0 && m1 && (wt = w0 * w1) != 0) sum += wt * y[n1 + 1];
+    return sum > 0 ? sum : 0;
+}
+
+/* Lookups of one op along a line: p1 fixed, p2 moving (a decode run: the batch fixed, the context
+ * growing each step). cost_line_ns(ln, p2) returns exactly cost_lookup_hint_ns(cm, op, h, p1, p2, 0)
+ * — for a present two-parameter op by the same bracket arithmetic and cost_corners2 — but keeps the
+ * first axis's bracket and the second axis's segment (the p2 range it holds for, its lower corner,
+ * its extrapolation flag) between calls, so a call inside the segment costs one division and the
+ * corner sum. Its lookups and extrapolations are counted in the line and added to the model's
+ * counters by cost_line_end (which also leaves the hint at the last segment): nothing may read those
+ * counters between cost_line_begin and cost_line_end. Other ops take cost_lookup_hint_ns per call
+ * (their p2 range is empty, so every call goes to cost_line_slow_ns). The per-segment arithmetic
+ * is exact because it is the lookup's own: p2 in [x_lo, x_hi] gives bracket() the same lower index
+ * and extrapolation flag, and the weight (p2 − a1) / den1 is the expression bracket() evaluates. */
+typedef struct CostLine {
+    CostModel *cm;
+    CostOp op;
+    CostHint *h;
+    int mode;                 /* 0: absent op (0 ns), 1: two-parameter op, 2: any other (generic lookup) */
+    int64_t p1;
+    int m0, m1, out0, out;    /* axes with more than one point; extrapolating on axis 0; on either */
+    double w0, den1;          /* axis 0's weight; axis 1's segment width (m1) */
+    int64_t a1;               /* the segment's lower axis value */
+    int64_t x_lo, x_hi;       /* the p2 range (inclusive) the segment holds for */
+    const double *row, *y;    /* axis 0's row of the grid (at its bracket); the segment's lower corner */
+    size_t n1;
+    uint64_t lookups, extrapolations;
+} CostLine;
+
+void cost_line_begin(CostLine *ln, CostModel *cm, CostOp op, CostHint *h, int64_t p1);
+/* a lookup outside the current segment's range (every lookup of modes 0 and 2: their range is empty) */
+double cost_line_slow_ns(CostLine *ln, int64_t p2);
+/* inside the segment: the bracket's weight on axis 1 and the corner sum (mode 1) */
+static inline double cost_line_seg_ns(CostLine *ln, int64_t p2)
+{
+    ln->lookups++;
+    ln->extrapolations += (uint64_t)ln->out;
+    double w1 = ln->m1 ? (double)(p2 - ln->a1) / ln->den1 : 0; /* = bracket's weight on axis 1 */
+    return cost_corners2(ln->y, ln->n1, ln->m0, ln->m1, ln->w0, w1);
+}
+static inline double cost_line_ns(CostLine *ln, int64_t p2)
+{
+    if (p2 < ln->x_lo || p2 > ln->x_hi) return cost_line_slow_ns(ln, p2);
+    return cost_line_seg_ns(ln, p2);
+}
+void cost_line_end(CostLine *ln);
+
 /* the reference implementation (binary search and the generic corner loop), for tests: returns
  * exactly what cost_lookup_ns returns, and counts the same */
 double cost_lookup_ref_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);

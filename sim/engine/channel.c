@@ -79,16 +79,22 @@ static void rerate(Sim *sm, Channel *c)
     schedule(sm, c);
 }
 
+/* a layer load joins (+1) or leaves (-1) a load queue: its request's hi_loads, and the Sim's count of
+ * those whose request is in an iteration (what lets pick_load skip its scan) */
+static void hi_load_count(Sim *sm, const Unit *u, int d)
+{
+    u->r->hi_loads += d;
+    if (u->r->in_iter) sm->hi_loads_in_iter += d;
+}
+
 /* the next load to serve: one an iteration in flight waits for (the GPU is stalled on it), else the
  * policy's choice among the first 64 (default FIFO); unlinked from the queue */
 static Unit *pick_load(Sim *sm, Channel *c)
 {
     Unit *prev = NULL, *u = c->hi_head;
-    Unit *bp = NULL, *bu = c->hi_head;
-    while (bu && !(bu->kind == U_LOAD && bu->r->in_iter)) {
-        bp = bu;
-        bu = bu->next;
-    }
+    Unit *bp = NULL, *bu = NULL;
+    if (sm->hi_loads_in_iter > 0) /* else no queued layer load, here or elsewhere, is one an iteration waits for */
+        for (bu = c->hi_head; bu && !(bu->kind == U_LOAD && bu->r->in_iter); bu = bu->next) bp = bu;
     if (bu) {
         u = bu;
         prev = bp;
@@ -113,6 +119,7 @@ static Unit *pick_load(Sim *sm, Channel *c)
     else c->hi_head = u->next;
     if (c->hi_tail == u) c->hi_tail = prev;
     c->nhi--;
+    if (u->kind == U_LOAD) hi_load_count(sm, u, -1);
     return u;
 }
 
@@ -155,6 +162,7 @@ void ch_enqueue(Sim *sm, Unit *u)
         else c->hi_head = u;
         c->hi_tail = u;
         c->nhi++;
+        if (u->kind == U_LOAD) hi_load_count(sm, u, 1);
     } else {
         if (c->lo_tail) c->lo_tail->next = u;
         else c->lo_head = u;

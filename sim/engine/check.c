@@ -12,7 +12,9 @@
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
  *    session in that tier at that place, and as many listed as the session map has there;
  *  - per channel: nhi / nlo = the lengths of its two queues, the tails are the last units, queued
- *    units wait at this channel for their current hop, the unit in service is this channel's;
+ *    units wait at this channel for their current hop, the unit in service is this channel's; over
+ *    all channels, the layer loads queued = the admitted and preempted requests' hi_loads, those
+ *    of requests in an iteration = hi_loads_in_iter;
  *  - per session: `saving` = its save units in flight, `loading` = whether its admitted request
  *    still has loads in flight.
  * Enabled at every iteration boundary in KV_DEBUG builds (make DEBUG=1) and by the tests' hook, and
@@ -27,7 +29,7 @@
 
 #include "sim/engine/engine_int.h"
 
-static int check_channel(Sim *sm, Channel *c, int replica)
+static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
 {
     int n = 0;
     Unit *last = NULL;
@@ -37,6 +39,7 @@ static int check_channel(Sim *sm, Channel *c, int replica)
             return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its load queue is not a load waiting there",
                             replica, c->name, c->stage);
         if (u->kind == U_SAVE) u->s->chk_saving++;
+        if (u->kind == U_LOAD) loads[0]++, loads[1] += u->r->in_iter;
     }
     if (n != c->nhi || c->hi_tail != last)
         return sim_fail(sm, "sim_check: replica %d channel %s/%d: load queue counts %d, its list holds %d%s", replica,
@@ -97,7 +100,7 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
 }
 
 /* admitted and queued requests of rp: their states, their sessions marked (chk_active) */
-static int check_requests(Sim *sm, Replica *rp)
+static int check_requests(Sim *sm, Replica *rp, int64_t loads[2])
 {
     int i = rp->id;
     for (int k = 0; k < rp->n_active; k++) {
@@ -134,7 +137,7 @@ static int check_requests(Sim *sm, Replica *rp)
                         (unsigned long long)rp->active_count, rp->q_len, rp->pre_n, rp->n_active);
     for (int k = 0; k < CH_COUNT; k++)
         for (int st = 0; st < rep_ch_count(rp, k, sm->S); st++)
-            if (check_channel(sm, &rp->ch[k][st], i) != 0) return -1;
+            if (check_channel(sm, &rp->ch[k][st], i, loads) != 0) return -1;
     return 0;
 }
 
@@ -189,7 +192,16 @@ int sim_check(Sim *sm)
     Agg *agg = calloc((size_t)sm->R + 1, sizeof *agg);
     if (!agg) return sim_fail(sm, "out of memory");
     int rc = 0;
-    for (int i = 0; i < sm->R && rc == 0; i++) rc = check_requests(sm, &sm->rep[i]);
+    int64_t loads[2] = {0, 0}, counted = 0; /* layer loads queued: all, those of requests in an iteration */
+    for (int i = 0; i < sm->R && rc == 0; i++) {
+        rc = check_requests(sm, &sm->rep[i], loads);
+        for (int k = 0; k < sm->rep[i].n_active; k++) counted += sm->rep[i].active[k]->hi_loads;
+        for (int k = 0; k < sm->rep[i].pre_n; k++) counted += sm->rep[i].pre[k]->hi_loads;
+    }
+    if (rc == 0 && (loads[0] != counted || loads[1] != sm->hi_loads_in_iter))
+        rc = sim_fail(sm, "sim_check: %lld layer loads wait in load queues (%lld of requests in an iteration), the requests "
+                          "count %lld (%lld)",
+                      (long long)loads[0], (long long)loads[1], (long long)counted, (long long)sm->hi_loads_in_iter);
     if (rc == 0) rc = check_sessions(sm, agg);
     for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i], &agg[i]);
     for (int t = TIER_DRAM; t < SIM_TIERS && rc == 0; t++)

@@ -11,6 +11,9 @@
  * advance as the lookups it replaces would have advanced them (per entry the ops that extrapolated,
  * at each hit, so summary.json's extrapolation counts do not change; the lookup counts, which no
  * result reports, are added for all hits when the run ends).
+ * A decode run asks the same linear cost at every step and the decode attention along one line
+ * (the batch fixed, the context growing): ctab_linear_count counts the repeated hits at once, and
+ * ctab_attn_decode_line gives the run a CostLine (its counters added when the run ends).
  * Complexity: a hit O(1) (plus one increment per op looked up); a miss one composition (≤ 9
  * lookups); memory 16 bytes × entries, allocated at the first lookup, freed by ctab_free.
  */
@@ -84,6 +87,22 @@ double ctab_linear_ns(Sim *sm, int64_t M)
     t->lin_ns[M] = v;
     t->lin_state[M] = CTAB_FILLED | xmask;
     return v;
+}
+
+void ctab_linear_count(Sim *sm, int64_t M, uint64_t n)
+{
+    CostTab *t = &sm->ctab;
+    if (M < 0 || M >= t->n || !(t->lin_state[M] & CTAB_FILLED)) { /* not a memo hit: the calls themselves */
+        for (uint64_t i = 0; i < n; i++) ctab_linear_ns(sm, M);
+        return;
+    }
+    t->hits += n;
+    for (uint32_t mask = t->lin_state[M] & ~CTAB_FILLED; mask; mask &= mask - 1) sm->w->cost.extrapolations[__builtin_ctz(mask)] += n;
+}
+
+void ctab_attn_decode_line(Sim *sm, CostLine *ln, int64_t batch)
+{
+    cost_line_begin(ln, &sm->w->cost, OP_ATTN_DECODE, &sm->ctab.h_decode, batch);
 }
 
 double ctab_attn_decode_ns(Sim *sm, int64_t batch, int64_t ctx_tokens)

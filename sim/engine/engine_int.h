@@ -240,7 +240,8 @@ struct Request {
     double tbt_sum;
     int64_t tbt_max;
     double lb_ns;
-    int in_iter;
+    int in_iter;                /* in the replica's iteration in flight (set and cleared by rq_set_in_iter) */
+    int hi_loads;               /* its layer loads (U_LOAD) waiting in channels' load queues (channel.c) */
     /* load (lifecycle.c sets, metrics.c reads) */
     int64_t offered_ns;         /* the load process's arrival */
     int trim;                   /* metrics: left out as warm-up (decided at release) */
@@ -407,6 +408,9 @@ struct Sim {
     const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
     struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
+    uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
+    int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
+    int64_t cap_run_gaps;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
 };
 
@@ -472,6 +476,13 @@ static inline int rep_ch_count(const Replica *rp, int kind, int S) { return rp->
 void rq_move(Sim *sm, Request *r, RqState to, const char *file, int line);
 #define rq_set_state(sm, r, to) rq_move((sm), (r), (to), __FILE__, __LINE__)
 const char *rq_state_name(RqState s);
+/* r joins (1) or leaves (0) its replica's iteration in flight; keeps sm->hi_loads_in_iter */
+static inline void rq_set_in_iter(Sim *sm, Request *r, int on)
+{
+    if (r->in_iter == on) return;
+    r->in_iter = on;
+    sm->hi_loads_in_iter += on ? r->hi_loads : -r->hi_loads;
+}
 
 /* intrusive doubly linked LRU lists: append at the tail (most recent), unlink anywhere; O(1) */
 #define LRU_UNLINK(head, tail, s, prev, next)                                                                          \
@@ -571,6 +582,10 @@ void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double 
 
 /* the per-layer linear cost of M tokens: exactly layer_cost_linear_ns(M), memoised */
 double ctab_linear_ns(Sim *sm, int64_t M);
+/* n more lookups of M after one ctab_linear_ns(sm, M): the counters as n calls would leave them */
+void ctab_linear_count(Sim *sm, int64_t M, uint64_t n);
+/* a CostLine of the decode attention at `batch` with the run's hint (cost_line_end when done) */
+void ctab_attn_decode_line(Sim *sm, CostLine *ln, int64_t batch);
 /* attention lookups with the run's segment hints: exactly cost_lookup_ns's values */
 double ctab_attn_decode_ns(Sim *sm, int64_t batch, int64_t ctx_tokens);
 double ctab_attn_prefill_ns(Sim *sm, int64_t tokens, int64_t ctx_tokens);

@@ -58,25 +58,32 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
     return ev.seq;
 }
 
+/* Pop as in bottom-up heapsort (Floyd): the hole at the root moves down to a leaf along the smaller
+ * children (one comparison per level), then the last event rises from there to its place (it came
+ * from the bottom: rarely more than a level). The heap property holds as in the textbook sift-down,
+ * and under a total order (seq is unique) every heap shape pops the same sequence. */
 int evq_pop(EventQueue *q, Event *out, KvErr *e)
 {
     if (q->n == 0) return 0;
     *out = q->heap[0];
-    Event last = q->heap[--q->n];
-    uint64_t i = 0, n = q->n;
-    for (;;) {
-        uint64_t l = 2 * i + 1, r = l + 1, m = i;
-        const Event *best = &last;
-        if (l < n && ev_less(&q->heap[l], best)) {
-            m = l;
-            best = &q->heap[l];
+    uint64_t n = --q->n;
+    if (n) {
+        Event *h = q->heap;
+        uint64_t i = 0, c;
+        while ((c = 2 * i + 1) < n) {
+            if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+            h[i] = h[c];
+            i = c;
         }
-        if (r < n && ev_less(&q->heap[r], best)) m = r;
-        if (m == i) break;
-        q->heap[i] = q->heap[m];
-        i = m;
+        const Event *last = &h[n];
+        while (i > 0) {
+            uint64_t parent = (i - 1) / 2;
+            if (!ev_less(last, &h[parent])) break;
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = *last;
     }
-    if (n) q->heap[i] = last;
     if (out->time_ns < q->now_ns)
         return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
                       (long long)out->time_ns, out->kind);

@@ -19,7 +19,8 @@
  * Invariants: a replica runs one iteration at a time; a request is in at most one iteration
  * (in_iter), with at most two items (its last history chunk and its first new-input chunk).
  * Complexity: forming O(active + items × L) (× L only with layer-wise work in the batch), plus
- * O(items + cost lookups) per step of a decode run; ending O(items).
+ * O(1) per step of a decode run (O(items) on a step where on-demand blocks can grow) and O(items)
+ * per run; ending O(items).
  */
 #include <limits.h>
 #include <math.h>
@@ -130,7 +131,7 @@ static void layer_costs(Sim *sm, Replica *rp)
             attn += ctab_attn_prefill_ns(sm, it->tokens, it->ctx);
         }
         if (it->lw) any_lw = 1;
-        it->r->in_iter = 1;
+        rq_set_in_iter(sm, it->r, 1);
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
@@ -228,50 +229,88 @@ static int decode_run_ok(const Sim *sm, const Replica *rp)
     return 1;
 }
 
-/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
- * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
- * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
- * stages, its tokens are reported (metrics_on_decode_step) and the requests advance a token, all
- * in the order single steps would. Steps end the run at the first completion or save, or at the
- * first whose end is not before the next event (that step is the one in flight). Returns the
- * start of the last step. O(items) per step. */
-/* alloc=ondemand inside a decode run: the blocks the decoding requests take at the next step's
- * formation (blocks_grow: each request's context through its next token). ahead = 1: before this
- * step's tokens are counted, only whether they are free (-1: not without evicting or preempting);
- * ahead = 0: take them, as blocks_grow would when they are free. */
-static int64_t run_growth(Sim *sm, Replica *rp, int ahead)
+/* alloc=ondemand inside a decode run. blocks_grow at a step's formation takes, per request, the
+ * blocks its context through its next token needs; in a run, `adv` steps are taken but not yet
+ * applied to the requests (decode_run advances out_done when the run ends; nothing else reads it
+ * meanwhile), so request i's context through its next token is x = hist + nnew + out_done + adv + 1.
+ * Its blocks exceed its reservation exactly when x > ⌊reserved / b⌋·b (blocks_tokens(x) > reserved). */
+
+/* the tokens the next step's formation would take (Σ over the requests of blocks_tokens(x) −
+ * reserved where positive, x through the token after the next: adv + 1) */
+static int64_t run_need(const Sim *sm, const Replica *rp, int64_t adv)
 {
     int64_t total = 0;
     for (int i = 0; i < rp->n_items; i++) {
-        Request *r = rp->items[i].r;
-        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + 1 + ahead) - r->reserved_tokens;
-        if (need <= 0) continue;
-        total += need;
-        if (!ahead) {
-            pool_reserve(sm, rp, need);
-            r->reserved_tokens += need;
-            metrics_on_pool(sm, rp);
-        }
+        const Request *r = rp->items[i].r;
+        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 2) - r->reserved_tokens;
+        if (need > 0) total += need;
     }
-    if (ahead && rp->pool_used + total > rp->pool_cap) return -1;
     return total;
 }
 
-/* steps of the run before run_growth has anything to do: the least, over the items, of how far
- * the context through the next-but-one token (what both calls of a step look at: x = hist + nnew +
- * out_done + 2, one more each step) is below the first x whose blocks exceed the reservation
- * (blocks_tokens(x) > reserved ⇔ x > ⌊reserved / b⌋·b); <= 0: this step */
+/* take what blocks_grow takes at the formation of the step after `adv` steps (free blocks: the
+ * caller checked run_need against the pool), request by request in item order; returns the steps
+ * until one of them can need a block again (<= 0: the next step), and *next_need: run_need(adv) after
+ * it — both from the same pass */
+static int64_t run_take(Sim *sm, Replica *rp, int64_t adv, int64_t *next_need)
+{
+    int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX, total = 0;
+    for (int i = 0; i < rp->n_items; i++) {
+        Request *r = rp->items[i].r;
+        int64_t x = r->hist + r->nnew + r->out_done + adv + 1, q = r->reserved_tokens / b * b;
+        if (x > q) { /* ⇔ blocks_tokens(x) > reserved */
+            int64_t need = blocks_tokens(sm, x) - r->reserved_tokens;
+            pool_reserve(sm, rp, need);
+            r->reserved_tokens += need;
+            metrics_on_pool(sm, rp);
+            q = r->reserved_tokens / b * b;
+        }
+        if (q - x < slack) slack = q - x; /* (growth_slack's count, after adv steps) */
+        if (x + 1 > q) total += blocks_tokens(sm, x + 1) - r->reserved_tokens;
+    }
+    *next_need = total;
+    return slack;
+}
+
+/* run_take's slack before the run's first step (its context through the token after the next:
+ * x + 1 with adv = 0) */
 static int64_t growth_slack(const Sim *sm, const Replica *rp)
 {
     int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, slack = INT64_MAX;
     for (int i = 0; i < rp->n_items; i++) {
         const Request *r = rp->items[i].r;
-        int64_t d = r->reserved_tokens / b * b + 1 - (r->hist + r->nnew + r->out_done + 2);
+        int64_t d = r->reserved_tokens / b * b - (r->hist + r->nnew + r->out_done + 1);
         if (d < slack) slack = d;
     }
     return slack;
 }
 
+/* room for the durations of steps 0..j of a run in sm->run_gaps; -1 out of memory */
+static int run_gaps_room(Sim *sm, int64_t j)
+{
+    if (j < sm->cap_run_gaps) return 0;
+    int64_t nc = sm->cap_run_gaps ? 2 * sm->cap_run_gaps : 1024;
+    while (nc <= j) nc *= 2;
+    uint64_t *ng = realloc(sm->run_gaps, (size_t)nc * sizeof *ng);
+    if (!ng) return sim_fail(sm, "out of memory");
+    sm->run_gaps = ng;
+    sm->cap_run_gaps = nc;
+    return 0;
+}
+
+/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
+ * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
+ * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
+ * stages; steps end the run at the first completion or save, or at the first whose end is not
+ * before the next event (that step is the one in flight). What does not decide the next step is
+ * applied when the run's steps are known, in one pass: the steps' tokens (metrics_on_decode_steps,
+ * from their durations), each request's tokens and context (out_done, ctx, t_last_tok: read inside
+ * the run only by run_growth and growth_slack, which are given the steps taken), and the counts of
+ * the lookups. What is the same at every step is computed once: the linear cost of the batch (a
+ * memo of a pure function of B; its repeated hits counted by ctab_linear_count) and the decode
+ * attention's bracket on the batch axis (CostLine: the same arithmetic as the lookup, per step one
+ * division while the context stays in one segment of the grid). Returns the start of the last step.
+ * O(1) per step, plus O(items) per run (and per step where on-demand blocks may grow). */
 static int64_t decode_run(Sim *sm, Replica *rp)
 {
     const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
@@ -287,40 +326,73 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         }
         dctx += it->ctx;
     }
-    int64_t t = sim_now(sm), t_next = evq_next_time(&sm->q), n = 0;
-    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* run_growth is a no-op while > 0 */
-    double base;
+    const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q), oh = sm->overhead_ns, L = sm->L;
+    const int S = sm->S;
+    int64_t t = t0, n = 0;
+    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
+    int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
+    const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
+    double attn = 0;
+    attn += ctab_attn_decode_ns(sm, B, dctx);
+    double base = lin + attn; /* step n + 1's per-layer time (its formation's layer_costs) */
+    CostLine line;            /* the later steps' decode attention (a one-step run needs none) */
+    int line_on = 0;
+    uint64_t *restrict gaps = sm->run_gaps; /* (restrict: its stores touch nothing else the loop reads) */
+    int64_t cap = gaps ? sm->cap_run_gaps : 0;
+    /* stage 0's busy time in a register: the same additions in the same order (nothing reads it
+     * before the run ends) */
+    double busy0 = rp->busy_stage_ns[0];
+    const double lay0 = sm->stage_layers[0];
     for (;;) {
-        double attn = 0;
-        attn += ctab_attn_decode_ns(sm, B, dctx);
-        base = est_linear_ns(sm, B) + attn;
         if (n + 1 >= kmax) break;
         int64_t d = round_ns(base); /* = iter_advance's llround */
-        int64_t end = t + sm->overhead_ns + d * sm->L;
+        int64_t end = t + oh + d * L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
-        if (ondemand && slack <= 0 && run_growth(sm, rp, 1) < 0) break; /* the next step's blocks need an eviction or a preemption: its formation decides */
-        for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
-        metrics_on_decode_step(sm, rp, end);
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            it->r->t_last_tok = end;
-            it->r->out_done++;
-            it->ctx++;
+        if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
+            if (need < 0) need = run_need(sm, rp, n);
+            if (rp->pool_used + need > rp->pool_cap) break;
         }
-        if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation (free blocks only) */
-            run_growth(sm, rp, 0);
-            slack = growth_slack(sm, rp);
+        if (n >= cap) {
+            if (run_gaps_room(sm, n) != 0) break;
+            gaps = sm->run_gaps;
+            cap = sm->cap_run_gaps;
+        }
+        busy0 += (double)d * lay0;
+        for (int st = 1; st < S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
+        gaps[n] = (uint64_t)(end - t);
+        if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation */
+            slack = run_take(sm, rp, n + 1, &need);
         } else {
             slack--;
+            need = -1;
         }
         t = end;
         dctx += B;
         n++;
+        if (!line_on) {
+            ctab_attn_decode_line(sm, &line, B);
+            line_on = 1;
+        }
+        attn = 0;
+        attn += cost_line_ns(&line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
+        base = lin + attn;
+    }
+    rp->busy_stage_ns[0] = busy0;
+    if (line_on) cost_line_end(&line);
+    ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
+    if (n > 0) {
+        metrics_on_decode_steps(sm, rp, t0, sm->run_gaps, n);
+        for (int i = 0; i < rp->n_items; i++) {
+            IterItem *it = &rp->items[i];
+            it->r->t_last_tok = t;
+            it->r->out_done += n;
+            it->ctx += n;
+        }
     }
     rp->run_steps = n + 1;
     metrics_on_iteration(sm, rp);
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
-    for (int i = 0; i < rp->n_items; i++) rp->items[i].r->in_iter = 1;
+    for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     rp->any_lw = 0;
     return t;
 }
@@ -429,7 +501,7 @@ void iter_done(Sim *sm, Replica *rp)
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
         if (!r->in_iter) continue;
-        r->in_iter = 0;
+        rq_set_in_iter(sm, r, 0);
         if (r->state == RQ_DECODE && r->out_done >= r->nout) rp->items[nd++].r = r;
     }
     for (int i = 0; i < nd; i++) request_done(sm, rp, rp->items[i].r);

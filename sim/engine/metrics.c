@@ -427,7 +427,7 @@ void metrics_on_iteration(Sim *sm, Replica *rp)
  * rp->run_steps steps from rp->run_start_ns whose last step is this one (from rp->iter_start_ns), is
  * reported whole. GPU busy inside windows, per iteration: its busy time × the share of its span
  * inside a window (within an iteration the GPU's busy layers are taken as spread evenly); a run's
- * earlier steps had no window open (metrics_on_decode_step). */
+ * earlier steps had no window open (metrics_on_decode_steps). */
 void metrics_on_iteration_done(Sim *sm, Replica *rp)
 {
     double span = (double)(sim_now(sm) - rp->iter_start_ns);
@@ -550,20 +550,64 @@ void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns)
     request_gap(sm, r, gap_ns, trim);
 }
 
-/* One step of a decode run that ends at end_ns (every item of rp's batch IT_DECODE, each token
- * end_ns − its t_last_tok after the previous one): the same updates as its own iteration and
- * iteration-end event would have made — the counters, and metrics_on_token per item in item order,
- * consecutive equal gaps (all of them after a run's first step) as one weighted histogram add. */
-void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns)
+/* request_gap for a request's gaps g[0..n-1] (g[0] = first, then later[0..n-2], their sum `total`):
+ * the same appends and maximum, and the same running sum — in one addition when that is exact (the
+ * sum is an integer below 2^53 now and with the total added, every gap >= 0: each of the n additions
+ * request_gap makes is exact, so they give the integer sum), else one by one */
+static void request_gaps(Sim *sm, Request *r, int64_t first, const uint64_t *later, int64_t n, int64_t total,
+                         int64_t later_max, int trim)
 {
-    sm->res->iterations++;
-    sm->res->events++; /* the iteration-end event this step stands for */
+    if (trim && !r->trim) {
+        if (r->n_gaps + n > r->cap_gaps) {
+            int64_t nc = r->cap_gaps ? r->cap_gaps : 64;
+            while (nc < r->n_gaps + n) nc *= 2;
+            int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
+            if (!ng) {
+                sim_fail(sm, "out of memory");
+                return;
+            }
+            r->gaps = ng;
+            r->cap_gaps = nc;
+        }
+        r->gaps[r->n_gaps++] = first;
+        for (int64_t j = 0; j + 1 < n; j++) r->gaps[r->n_gaps++] = (int64_t)later[j];
+    }
+    const double lim = 9007199254740992.0; /* 2^53 */
+    double s = r->tbt_sum;
+    if (first >= 0 && s >= 0 && s < lim && s == (double)(int64_t)s && total < (int64_t)lim && s + (double)total < lim) {
+        r->tbt_sum = s + (double)total;
+    } else {
+        r->tbt_sum += (double)first;
+        for (int64_t j = 0; j + 1 < n; j++) r->tbt_sum += (double)later[j];
+    }
+    if (first > r->tbt_max) r->tbt_max = first;
+    if (n > 1 && later_max > r->tbt_max) r->tbt_max = later_max;
+}
+
+/* The n steps of a decode run before its last, when the run is formed (every item of rp's batch
+ * IT_DECODE; nothing else happens until they end): step 1 ends at start_ns + gaps[0], step j + 1
+ * gaps[j] after step j; each item's first token comes end_1 − its t_last_tok after its previous one,
+ * its later ones gaps[1..n-1] after each other. The same updates as their own iterations and
+ * iteration-end events would have made — the counters, and metrics_on_token per item and step: the
+ * TBT histogram gets step 1's gaps in item order (consecutive equal ones as one weighted add), then
+ * each later step's gap once per item (hist_add_each_n: exactly those adds, in step order); each
+ * request's own statistics get its gaps in step order (request_gaps), requests taken one after the
+ * other (what one request's statistics hold does not depend on another's). O(n + items). */
+void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n)
+{
+    sm->res->iterations += (uint64_t)n;
+    sm->res->events += (uint64_t)n; /* the iteration-end events these steps stand for */
     int trim = trim_on(sm);
+    int64_t end1 = start_ns + (int64_t)gaps[0], later_sum = 0, later_max = 0;
+    for (int64_t j = 1; j < n; j++) {
+        later_sum += (int64_t)gaps[j]; /* (≤ the run's span: no overflow) */
+        if ((int64_t)gaps[j] > later_max) later_max = (int64_t)gaps[j];
+    }
     int64_t run_gap = 0;
     uint64_t run_n = 0;
     for (int i = 0; i < rp->n_items; i++) {
         Request *r = rp->items[i].r;
-        int64_t gap = end_ns - r->t_last_tok;
+        int64_t gap = end1 - r->t_last_tok;
         if (!trim) {
             if (run_n && gap != run_gap) {
                 hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
@@ -572,9 +616,10 @@ void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns)
             run_gap = gap;
             run_n++;
         }
-        request_gap(sm, r, gap, trim);
+        request_gaps(sm, r, gap, gaps + 1, n, gap + later_sum, later_max, trim);
     }
     if (run_n) hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
+    if (!trim) hist_add_each_n(&sm->res->tbt, gaps + 1, (size_t)(n - 1), (uint64_t)rp->n_items);
 }
 
 /* A request's arrival is the load process's time (offered_ns). Warm-up is decided here: the first

@@ -32,10 +32,12 @@ void metrics_on_event(Sim *sm);
  * rp->run_start_ns, the last one from rp->iter_start_ns to now — is reported whole (one call each). */
 void metrics_on_iteration(Sim *sm, Replica *rp);
 void metrics_on_iteration_done(Sim *sm, Replica *rp);
-/* a decode run's step before its last, ending at end_ns, reported when the run is formed (nothing
- * else happens until it ends): the iteration, its end event and every item's token, exactly as
- * metrics_on_iteration + metrics_on_token per item would have counted them */
-void metrics_on_decode_step(Sim *sm, Replica *rp, int64_t end_ns);
+/* a decode run's n steps before its last, reported when the run is formed (nothing else happens
+ * until they end; the items' t_last_tok still that of before the run): step 1 ends at
+ * start_ns + gaps[0], step j + 1 gaps[j] after step j. The iterations, their end events and every
+ * item's tokens, exactly as metrics_on_iteration + metrics_on_token per item and step would have
+ * counted them */
+void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n);
 /* THE hook of an iteration's span (iteration.c, right after metrics_on_iteration_done): rp ran
  * from t0 to t1 standing for `steps` decode steps; feeds the GPU's utilisation windows, the
  * timeline's compute spans and the trace's iteration events (SimRunOpts) */

@@ -259,6 +259,8 @@ void sim_teardown(Sim *sm)
     }
     evq_free(&sm->q);
     ctab_free(sm);
+    free(sm->run_gaps);
+    sm->run_gaps = NULL;
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }
