@@ -1,4 +1,4 @@
-/* evq.c — binary heap under (time, rank, seq); see evq.h. */
+/* evq.c — binary heap under (time, rank, seq), with the minimum cached in `front`; see evq.h. */
 #include "sim/engine/evq.h"
 
 #include <stdlib.h>
@@ -7,6 +7,7 @@ int evq_init(EventQueue *q, KvErr *e)
 {
     q->cap = 1024;
     q->n = 0;
+    q->has_front = 0;
     q->next_seq = 1;
     q->now_ns = 0;
     q->popped = 0;
@@ -20,6 +21,7 @@ void evq_free(EventQueue *q)
     free(q->heap);
     q->heap = NULL;
     q->n = q->cap = 0;
+    q->has_front = 0;
 }
 
 static inline int ev_less(const Event *a, const Event *b)
@@ -29,6 +31,19 @@ static inline int ev_less(const Event *a, const Event *b)
     return a->seq < b->seq;
 }
 
+/* sift ev up from the heap's new last slot hn (room for it is there) */
+static void heap_insert(Event *h, uint64_t hn, const Event *ev)
+{
+    uint64_t i = hn;
+    while (i > 0) {
+        uint64_t parent = (i - 1) / 2;
+        if (!ev_less(ev, &h[parent])) break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = *ev;
+}
+
 uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, int64_t arg, KvErr *e)
 {
     if (time_ns < q->now_ns) {
@@ -36,7 +51,8 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
                (long long)q->now_ns);
         return 0;
     }
-    if (q->n == q->cap) {
+    uint64_t hn = q->n - (uint64_t)q->has_front; /* events in the heap */
+    if (hn + 1 > q->cap) {
         uint64_t nc = q->cap * 2;
         Event *nh = realloc(q->heap, nc * sizeof *nh);
         if (!nh) {
@@ -47,42 +63,56 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
         q->cap = nc;
     }
     Event ev = {time_ns, rank, kind, q->next_seq++, obj, arg};
-    uint64_t i = q->n++;
-    while (i > 0) {
-        uint64_t parent = (i - 1) / 2;
-        if (!ev_less(&ev, &q->heap[parent])) break;
-        q->heap[i] = q->heap[parent];
-        i = parent;
+    q->n++;
+    if (q->has_front) {
+        /* front precedes the heap; the smaller of front and ev becomes (or stays) the front */
+        if (ev_less(&ev, &q->front)) {
+            heap_insert(q->heap, hn, &q->front);
+            q->front = ev;
+        } else {
+            heap_insert(q->heap, hn, &ev);
+        }
+    } else if (hn == 0 || ev_less(&ev, &q->heap[0])) {
+        q->front = ev; /* it precedes everything pending */
+        q->has_front = 1;
+    } else {
+        heap_insert(q->heap, hn, &ev);
     }
-    q->heap[i] = ev;
     return ev.seq;
 }
 
 /* Pop as in bottom-up heapsort (Floyd): the hole at the root moves down to a leaf along the smaller
  * children (one comparison per level), then the last event rises from there to its place (it came
  * from the bottom: rarely more than a level). The heap property holds as in the textbook sift-down,
- * and under a total order (seq is unique) every heap shape pops the same sequence. */
+ * and under a total order (seq is unique) every heap shape pops the same sequence. A cached front
+ * precedes the whole heap: it is popped without touching the heap. */
 int evq_pop(EventQueue *q, Event *out, KvErr *e)
 {
     if (q->n == 0) return 0;
-    *out = q->heap[0];
-    uint64_t n = --q->n;
-    if (n) {
-        Event *h = q->heap;
-        uint64_t i = 0, c;
-        while ((c = 2 * i + 1) < n) {
-            if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
-            h[i] = h[c];
-            i = c;
+    if (q->has_front) {
+        *out = q->front;
+        q->has_front = 0;
+        q->n--;
+    } else {
+        *out = q->heap[0];
+        uint64_t n = --q->n;
+        if (n) {
+            Event *h = q->heap;
+            uint64_t i = 0, c;
+            while ((c = 2 * i + 1) < n) {
+                if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+                h[i] = h[c];
+                i = c;
+            }
+            const Event *last = &h[n];
+            while (i > 0) {
+                uint64_t parent = (i - 1) / 2;
+                if (!ev_less(last, &h[parent])) break;
+                h[i] = h[parent];
+                i = parent;
+            }
+            h[i] = *last;
         }
-        const Event *last = &h[n];
-        while (i > 0) {
-            uint64_t parent = (i - 1) / 2;
-            if (!ev_less(last, &h[parent])) break;
-            h[i] = h[parent];
-            i = parent;
-        }
-        h[i] = *last;
     }
     if (out->time_ns < q->now_ns)
         return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
@@ -92,4 +122,8 @@ int evq_pop(EventQueue *q, Event *out, KvErr *e)
     return 1;
 }
 
-int64_t evq_next_time(const EventQueue *q) { return q->n ? q->heap[0].time_ns : INT64_MAX; }
+int64_t evq_next_time(const EventQueue *q)
+{
+    if (q->has_front) return q->front.time_ns;
+    return q->n ? q->heap[0].time_ns : INT64_MAX;
+}

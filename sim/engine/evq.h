@@ -8,7 +8,13 @@
  * ignores popped events whose seq no longer matches (evq never searches the heap).
  * Invariants (always checked, not only in debug builds): the clock never goes back; an event is
  * never pushed into the past. A violation makes evq_pop/evq_push return -1 with a message.
- * Complexity: push and pop O(log n); memory O(pending events).
+ * The smallest pending event may be held outside the heap, in `front` (a one-event cache of the
+ * minimum): a push smaller than every pending event goes there, and the next pop takes it without
+ * touching the heap (a layer load's completion is usually the next event). Invariant: when
+ * has_front, front precedes every event in the heap under the total order, so the pop sequence is
+ * the order's, whatever is cached — exactly that of a plain heap.
+ * Complexity: push and pop O(log n), O(1) when the event pushed is the next one popped; memory
+ * O(pending events).
  * Not responsible for: what events mean (engine.c dispatches on kind).
  */
 #ifndef KV_EVQ_H
@@ -29,7 +35,9 @@ typedef struct Event {
 
 typedef struct EventQueue {
     Event *heap;
-    uint64_t n, cap;
+    uint64_t n, cap;  /* n: pending events, front included; the heap holds n - has_front */
+    Event front;      /* the smallest pending event when has_front (see above) */
+    int has_front;
     uint64_t next_seq;
     int64_t now_ns;
     uint64_t popped;
