@@ -131,10 +131,15 @@ static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
 static void util_add(Sim *sm, int res, int64_t a, int64_t b, double busy)
 {
     MetricsObs *o = obs_of(sm);
-    if (res < 0 || busy <= 0 || b <= a || util_cover(sm, o, b) != 0) return;
+    if (res < 0 || busy <= 0 || b <= a) return;
+    if (b > o->width_ns * o->cap && util_cover(sm, o, b) != 0) return; /* (util_cover's own test, inline) */
     double dens = busy / (double)(b - a);
-    int64_t W = o->width_ns;
-    for (int64_t k = a / W; k * W < b; k++) {
+    int64_t W = o->width_ns, k = a / W;
+    if (b <= (k + 1) * W) { /* within one window (most spans): the loop's one step, s0 = a, s1 = b */
+        o->bins[k * o->n_res + res] += dens * (double)(b - a);
+        return;
+    }
+    for (; k * W < b; k++) {
         int64_t s0 = a > k * W ? a : k * W, s1 = b < (k + 1) * W ? b : (k + 1) * W;
         o->bins[k * o->n_res + res] += dens * (double)(s1 - s0);
     }
