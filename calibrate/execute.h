@@ -64,7 +64,15 @@ typedef struct ExecResult {
     double *iter_ns;               /* measured duration of each replayed iteration (median) */
     double *iter_start_ns;         /* measured start (median) */
     double *unit_end_ns;           /* measured landing of each replayed unit (median) */
+    int stages;                    /* the schedule's pipeline stages (one compute thread each) */
+    int n_lanes;                   /* stage-parallel lanes replayed (per replay) */
+    double *lane_ns;               /* measured duration of each lane (replayed iterations' lanes in order) */
+    double *lane_end_ns;           /* measured end of each lane */
+    int *layer_stage;              /* per replayed iteration × layer: the stage whose thread ran it (last replay) */
+    int *layer_cpu;                /* per replayed iteration × layer: the CPU it ended on (sched_getcpu, last replay) */
     int deps_ok;                   /* every replay respected every dependency */
+    int stage_ok;                  /* every layer ran on its stage's thread, in every replay */
+    int cpu_ok;                    /* pinned stages: every layer ended on its stage's CPU */
     int reps;
     int stat;                      /* ExecStat of the summaries */
     char note[256];                /* the IO path, the kernels, pinning */
