@@ -3,8 +3,9 @@
  *
  * Responsible for: parsing every record (header, request, unit, iter, done, end), checking each
  * field's presence, type and range and the references between records (a unit's request, an
- * iteration's items and waits, "after" causes naming a unit or an iteration that exists), with a
- * message naming the file, the line and the field, the value and what was expected.
+ * iteration's items, lanes and waits, "after" causes naming a unit or an iteration that exists; the
+ * header's stage_layers adding up to its layers, each lane on its layer's stage), with a message
+ * naming the file, the line and the field, the value and what was expected.
  * Not responsible for: running anything (execute.c), writing schedules (sim/engine/schedule_out.c).
  * Invariants: units[k].id == k + 1 (sorted: the file has them in landing order, ids in issue order)
  * and iters[k].id == k + 1 (the emitter's numbering, checked);

@@ -24,10 +24,11 @@
 # Pipeline stages: the hcache-cf cases run with --pp 2 (two stages; CacheFlow's GPU axis on HCache's
 # hidden states: stage 1 recomputes its first layers from its boundary activation in a lane beside
 # stage 0's work), predicted on an overlay with 2 "GPUs" per node (validate_report.py --gpus 2) and
-# replayed with stage st's compute on CPU st (kvcal execute); skipped on a 1-CPU machine.
+# replayed with a compute thread per stage (kvcal execute; unpinned unless PIN=1); skipped on a
+# 1-CPU machine.
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=5, STAT=min|median, QUICK=1: 1 length,
 #        2 cases, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
-#        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), HISTS, BATCHES; PIN=0: threads not pinned)
+#        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), HISTS, BATCHES; PIN=auto|0|1: which replays pin their threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -53,8 +54,13 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 > "$W/hw2.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
-NOPIN=() # PIN=0: kvcal execute --no-pin (the stage threads left to the scheduler; docs/validation.md)
-if [ "${PIN:-1}" = 0 ]; then NOPIN=(--no-pin); fi
+# Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
+# cases as before (kvcal execute's default: the IO threads on the last CPU), the two-stage ones with
+# --no-pin (a stage pinned to a CPU that another job holds waits for it instead of taking the idle
+# one: on this shared 2-core machine that doubled their decode steps); PIN=1: kvcal execute's
+# default everywhere (stage st on CPU st); PIN=0: --no-pin everywhere
+PIN=${PIN:-auto}
+case $PIN in auto | 0 | 1) ;; *) echo "validate: PIN=$PIN: expected auto, 0 or 1" >&2; exit 2 ;; esac
 echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the prediction: per point the median over the newest $CAL_MEDIAN runs of each run's ${MSTAT/low/p10}; the replay: the ${STAT/min/least} of $REPS)"
 for ((c = 1; c <= CAL_MEDIAN; c++)); do calibrate "$W/cal$c.log"; done # the first case's prediction is a median of CAL_MEDIAN too
 tail -n 3 "$W/cal1.log" | head -n 1
@@ -90,6 +96,8 @@ for c in "${cases[@]}"; do
   "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
+  NOPIN=()
+  if [ "$PIN" = 0 ] || { [ "$PIN" = auto ] && [ "$pp" != 1 ]; }; then NOPIN=(--no-pin); fi
   if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
     echo "case $p$tag h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
