@@ -50,6 +50,11 @@ int kvcal_cmd_execute(int argc, char **argv)
     if (kvcal_cli_int(&k_execute, &a, "--reps", 1, 1000, 3, &reps) || kvcal_cli_int(&k_execute, &a, "--threads", 0, 256, 0, &threads))
         return KVCAL_USAGE;
     if (threads > 0) kcpu_set_threads((int)threads);
+    const char *stat = opt_get(&a, "--stat"); /* usage first: before the schedule is read */
+    if (stat && strcmp(stat, "median") && strcmp(stat, "min")) {
+        fprintf(stderr, "kvcal execute: --stat %s: expected median or min\n", stat);
+        return KVCAL_USAGE;
+    }
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
     KvErr e = {{0}};
     Schedule s;
@@ -63,11 +68,6 @@ int kvcal_cmd_execute(int argc, char **argv)
         kv_err(&e, "--out %s: cannot create (%s)", out, strerror(errno));
         schedule_free(&s);
         return kvcal_cli_fail(&k_execute, &e);
-    }
-    const char *stat = opt_get(&a, "--stat");
-    if (stat && strcmp(stat, "median") && strcmp(stat, "min")) {
-        fprintf(stderr, "kvcal execute: --stat %s: expected median or min\n", stat);
-        return KVCAL_USAGE;
     }
     ExecOptions o = {opt_get(&a, "--backend"), opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
                      stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN};
