@@ -1,9 +1,11 @@
 /* execute.c — kvcal execute: a kvsim schedule replayed on real kernels and real reads; see
  * execute.h for what is replayed, how, and the invariants.
  *
- * Threads: the caller computes; one thread per IO channel (ssd, h2d). They share one mutex and one
- * condition variable: every landing or iteration end is broadcast (replays are small: tens to
- * thousands of events). Times: CLOCK_MONOTONIC, in ns since the replay's start.
+ * Threads: one compute thread per pipeline stage (stage 0: the caller; stage st > 0 its own thread,
+ * pinned to CPU st when there are several stages), one IO thread per channel (the shared ssd, each
+ * stage's own h2d, as the engine's channel table has them). They share one mutex and one condition
+ * variable: every landing, lane, layer hand-off or iteration start and end is broadcast (replays
+ * are small: tens to thousands of events). Times: CLOCK_MONOTONIC, in ns since the replay's start.
  * Library code: never prints (calibrate/cli/execute_cmd.c does).
  */
 #include "calibrate/execute.h"
@@ -45,7 +47,26 @@ typedef struct ExWeights {
 
 #define EX_WEIGHT_CAP_BYTES ((int64_t)1 << 30) /* all layers' weights beyond this: sets reused */
 
-typedef struct Ex {
+/* IO queues: the ssd (shared, as the engine's CH_SSD), then each stage's own h2d (CH_H2D is one
+ * per stage: each stage's GPUs have their own link) */
+#define EX_Q_SSD 0
+#define EX_Q_H2D(st) (1 + (st))
+#define EX_NQ (1 + SCH_MAX_STAGES)
+
+typedef struct Ex Ex;
+
+/* one pipeline stage's compute: its thread's activation buffers (a stage's lanes run while the
+ * stage before it computes: separate buffers) and its "device" buffer, where its h2d copies land */
+typedef struct ExStage {
+    Ex *x;
+    int st;
+    int cpu; /* the CPU it is pinned to, -1: not pinned */
+    void *x_, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *kvp, *qi8, *scale;
+    int *ctx_off;
+    unsigned char *dev_buf;
+} ExStage;
+
+struct Ex {
     const Schedule *s;
     ExecResult *r;
     ProbeDev dev;
@@ -61,26 +82,29 @@ typedef struct Ex {
     int64_t *u_done;          /* landing time (-1: not yet) */
     int64_t *it_done;         /* per replayed iteration */
     int64_t *it_start;
-    int64_t *ly_end;          /* per replayed iteration × layer: the end of its restoration work */
+    /* per replayed iteration × layer */
+    int64_t *ly_end;          /* the end of its restoration work */
+    int64_t *ly_done;         /* the end of the layer (-1: not yet) */
+    /* per replayed lane (lane_off[k] + j: lane j of replayed iteration k) */
+    int *lane_off;
+    int64_t *lane_start, *lane_end;
     int *unit_of_id, *iter_of_id; /* schedule id − 1 → replayed index (-1: not replayed) */
-    unsigned char *dev_buf;
     int64_t dev_bytes;
-    ExHopRef *q[SCH_CH_COUNT];
-    int nq[SCH_CH_COUNT];
+    ExHopRef *q[EX_NQ];
+    int nq[EX_NQ];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int64_t t0;
-    int failed, pin;
+    int failed, pin, io_cpu;
     KvErr err;
-    /* compute buffers */
-    void *x, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *kvp, *nw, *nb, *qi8, *scale;
+    ExStage stage[SCH_MAX_STAGES];
+    void *nw, *nb; /* norm weights (read only, shared) */
     /* the projection weights of each layer (a real model's layers have their own: a small model's
-     * one set would sit in the CPU's caches); layer l uses set l % n_wsets */
+     * one set would sit in the CPU's caches); layer l uses set l % n_wsets; read only, shared */
     ExWeights *ws;
     int n_wsets;
-    int *ctx_off;
     int64_t max_rows, max_kv, max_batch, max_work_tok;
-} Ex;
+};
 
 static int64_t mono_ns(void)
 {
@@ -163,25 +187,27 @@ static int read_range(Ex *x, int u, KvErr *e)
 
 typedef struct ChanArg {
     Ex *x;
-    int ch;
+    int q; /* EX_Q_SSD or EX_Q_H2D(stage) */
 } ChanArg;
+
+/* pin the calling thread to `cpu` (-1: leave it); 0 when pinned or left, -1 when refused */
+static int pin_to(int cpu)
+{
+    if (cpu < 0) return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 ? 0 : -1;
+}
 
 static void *chan_main(void *p)
 {
     ChanArg *ca = p;
     Ex *x = ca->x;
-    if (x->pin) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        if (n > 1) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET((int)n - 1, &set);
-            pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        }
-    }
+    (void)pin_to(x->io_cpu); /* refused (a restricted container): the thread runs unpinned */
     const Schedule *s = x->s;
-    for (int i = 0; i < x->nq[ca->ch]; i++) {
-        ExHopRef *hr = &x->q[ca->ch][i];
+    for (int i = 0; i < x->nq[ca->q]; i++) {
+        ExHopRef *hr = &x->q[ca->q][i];
         const SchUnit *su = &s->units[x->r->unit_idx[hr->u]];
         pthread_mutex_lock(&x->mu);
         for (;;) {
@@ -198,13 +224,13 @@ static void *chan_main(void *p)
         int64_t t = ex_now(x);
         KvErr e;
         int rc = 0;
-        if (ca->ch == SCH_CH_SSD) {
+        if (ca->q == EX_Q_SSD) {
             rc = read_range(x, hr->u, &e);
-        } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy */
+        } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy, into the unit's stage */
             const unsigned char *src = su->tier == SCH_TIER_SSD ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
                                                                 : x->files[x->u_file[hr->u]].host + su->offset;
-            memcpy(x->dev_buf, src, (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes
-                                                                                          : (size_t)x->dev_bytes);
+            memcpy(x->stage[su->stage].dev_buf, src,
+                   (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes : (size_t)x->dev_bytes);
         }
         if (rc != 0) {
             fail(x, &e);
@@ -228,65 +254,76 @@ static void *chan_main(void *p)
         if ((call) != 0) return -1;                                                                                    \
     } while (0)
 
-/* layer l of it: first its restoration work (projections, dequantizations: what turns loaded state
- * into KV, at the head of the layer as iteration.c costs it; *work_end: when that is done), then the
- * layer over the batch */
-static int layer_run(Ex *x, const SchIter *it, int l, int64_t *work_end, KvErr *e)
+/* layer l on stage g's buffers, over `items` (the iteration's batch, or one lane's history as a
+ * prefill): first its restoration work `ly` (NULL: none; projections, dequantizations: what turns
+ * loaded state into KV, at the head of the layer as iteration.c costs it; *work_end: when that is
+ * done), then the layer over the batch */
+static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const SchLayer *ly, int l, int64_t *work_end, KvErr *e)
 {
     const Schedule *s = x->s;
     ProbeDev *d = &x->dev;
-    const SchLayer *ly = &it->layers[l];
     const ExWeights *W = &x->ws[l % x->n_wsets];
     int D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
-    int64_t M = 0, B = 0, dctx = 0;
-    for (int i = 0; i < it->nitems; i++) {
-        M += it->items[i].tokens;
-        if (it->items[i].kind == SCH_ITEM_DECODE) B++, dctx += it->items[i].ctx;
+    int nwork = ly ? ly->nwork : 0;
+    int64_t M = 0, B = 0;
+    for (int i = 0; i < nitems; i++) {
+        M += items[i].tokens;
+        if (items[i].kind == SCH_ITEM_DECODE) B++;
     }
-    for (int w = 0; w < ly->nwork; w++)
+    for (int w = 0; w < nwork; w++)
         if (ly->work[w].op == SCH_WORK_RECOMPUTE) M += ly->work[w].tokens;
     int rows = (int)M, qkv_w = (hq + 2 * hk) * dh;
-    for (int w = 0; w < ly->nwork; w++) {
+    for (int w = 0; w < nwork; w++) {
         const SchWork *wk = &ly->work[w];
         if (wk->op == SCH_WORK_PROJECTION) {
-            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, x->x, W->kv, x->kvp, e));
-            if (s->rope) DEV(d->ops->rope(d, x->k, (int)wk->tokens, hk, dh, e));
+            DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, g->x_, W->kv, g->kvp, e));
+            if (s->rope) DEV(d->ops->rope(d, g->k, (int)wk->tokens, hk, dh, e));
         } else if (wk->op == SCH_WORK_DEQUANT) {
-            DEV(d->ops->dequant(d, x->qi8, x->scale, x->kvp, (int)(wk->tokens * 2 * hk), dh, e));
+            DEV(d->ops->dequant(d, g->qi8, g->scale, g->kvp, (int)(wk->tokens * 2 * hk), dh, e));
         }
     }
     *work_end = ex_now(x);
-    DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
-    DEV(d->ops->gemm(d, rows, qkv_w, D, x->xn, W->qkv, x->qkv, e));
+    DEV(d->ops->norm(d, 0, g->x_, x->nw, x->nb, g->xn, rows, D, e));
+    DEV(d->ops->gemm(d, rows, qkv_w, D, g->xn, W->qkv, g->qkv, e));
     if (s->rope) {
-        DEV(d->ops->rope(d, x->q_, rows, hq, dh, e));
-        DEV(d->ops->rope(d, x->k, rows, hk, dh, e));
+        DEV(d->ops->rope(d, g->q_, rows, hq, dh, e));
+        DEV(d->ops->rope(d, g->k, rows, hk, dh, e));
     }
-    for (int i = 0; i < it->nitems; i++) {
-        const SchItem *m = &it->items[i];
+    for (int i = 0; i < nitems; i++) {
+        const SchItem *m = &items[i];
         if (m->kind == SCH_ITEM_DECODE) continue;
-        DEV(d->ops->attn_prefill(d, x->q_, x->k, x->v, x->ao, (int)m->tokens, (int)m->ctx, hq, hk, dh, e));
+        DEV(d->ops->attn_prefill(d, g->q_, g->k, g->v, g->ao, (int)m->tokens, (int)m->ctx, hq, hk, dh, e));
     }
-    for (int w = 0; w < ly->nwork; w++)
+    for (int w = 0; w < nwork; w++)
         if (ly->work[w].op == SCH_WORK_RECOMPUTE)
-            DEV(d->ops->attn_prefill(d, x->q_, x->k, x->v, x->ao, (int)ly->work[w].tokens, (int)ly->work[w].ctx, hq, hk, dh, e));
+            DEV(d->ops->attn_prefill(d, g->q_, g->k, g->v, g->ao, (int)ly->work[w].tokens, (int)ly->work[w].ctx, hq, hk, dh, e));
     if (B) {
         int b = 0;
-        x->ctx_off[0] = 0;
-        for (int i = 0; i < it->nitems; i++)
-            if (it->items[i].kind == SCH_ITEM_DECODE) {
-                x->ctx_off[b + 1] = x->ctx_off[b] + (int)it->items[i].ctx;
+        g->ctx_off[0] = 0;
+        for (int i = 0; i < nitems; i++)
+            if (items[i].kind == SCH_ITEM_DECODE) {
+                g->ctx_off[b + 1] = g->ctx_off[b] + (int)items[i].ctx;
                 b++;
             }
-        DEV(d->ops->attn_decode(d, x->q_, x->k, x->v, x->ao, (int)B, x->ctx_off, hq, hk, dh, e));
+        DEV(d->ops->attn_decode(d, g->q_, g->k, g->v, g->ao, (int)B, g->ctx_off, hq, hk, dh, e));
     }
-    DEV(d->ops->gemm(d, rows, D, hq * dh, x->ao, W->o, x->h, e));
-    DEV(d->ops->norm(d, 0, x->h, x->nw, x->nb, x->xn, rows, D, e));
-    DEV(d->ops->gemm(d, rows, 2 * I, D, x->xn, W->up, x->gu, e));
-    DEV(d->ops->act(d, KACT_SILU, x->gu, x->a, rows, I, e));
-    DEV(d->ops->gemm(d, rows, D, I, x->a, W->down, x->x, e));
-    for (int n = 2; n < s->norms_per_layer; n++) DEV(d->ops->norm(d, 0, x->x, x->nw, x->nb, x->xn, rows, D, e));
+    DEV(d->ops->gemm(d, rows, D, hq * dh, g->ao, W->o, g->h, e));
+    DEV(d->ops->norm(d, 0, g->h, x->nw, x->nb, g->xn, rows, D, e));
+    DEV(d->ops->gemm(d, rows, 2 * I, D, g->xn, W->up, g->gu, e));
+    DEV(d->ops->act(d, KACT_SILU, g->gu, g->a, rows, I, e));
+    DEV(d->ops->gemm(d, rows, D, I, g->a, W->down, g->x_, e));
+    for (int n = 2; n < s->norms_per_layer; n++) DEV(d->ops->norm(d, 0, g->x_, x->nw, x->nb, g->xn, rows, D, e));
     return 0;
+}
+
+/* the rows layer l of iteration it runs over (its batch plus layer-wise recompute rows) */
+static int64_t layer_rows(const SchIter *it, int l)
+{
+    int64_t M = 0;
+    for (int i = 0; i < it->nitems; i++) M += it->items[i].tokens;
+    for (int w = 0; w < it->layers[l].nwork; w++)
+        if (it->layers[l].work[w].op == SCH_WORK_RECOMPUTE) M += it->layers[l].work[w].tokens;
+    return M;
 }
 
 static int compute_alloc(Ex *x, KvErr *e)
@@ -296,41 +333,52 @@ static int compute_alloc(Ex *x, KvErr *e)
     int64_t D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
     for (int k = 0; k < x->r->n_iters; k++) {
         const SchIter *it = &s->iters[x->r->iter_idx[k]];
-        int64_t M = 0, B = 0, dctx = 0;
+        int64_t B = 0, dctx = 0;
         for (int i = 0; i < it->nitems; i++) {
-            M += it->items[i].tokens;
             if (it->items[i].kind == SCH_ITEM_DECODE) B++, dctx += it->items[i].ctx;
             else if (it->items[i].ctx + it->items[i].tokens > x->max_kv) x->max_kv = it->items[i].ctx + it->items[i].tokens;
         }
         if (dctx > x->max_kv) x->max_kv = dctx;
         if (B > x->max_batch) x->max_batch = B;
         for (int l = 0; l < s->layers; l++) {
-            int64_t R = 0;
             for (int w = 0; w < it->layers[l].nwork; w++) {
                 const SchWork *wk = &it->layers[l].work[w];
-                if (wk->op == SCH_WORK_RECOMPUTE) {
-                    R += wk->tokens;
-                    if (wk->ctx + wk->tokens > x->max_kv) x->max_kv = wk->ctx + wk->tokens;
-                }
+                if (wk->op == SCH_WORK_RECOMPUTE && wk->ctx + wk->tokens > x->max_kv) x->max_kv = wk->ctx + wk->tokens;
                 if (wk->tokens > x->max_work_tok) x->max_work_tok = wk->tokens;
             }
-            if (M + R > x->max_rows) x->max_rows = M + R;
+            int64_t rows = layer_rows(it, l);
+            if (rows > x->max_rows) x->max_rows = rows;
+        }
+        for (int j = 0; j < it->nlanes; j++) { /* a lane: one prefill of the history's tokens over its layer */
+            const SchLane *ln = &it->lanes[j];
+            if (ln->tokens > x->max_rows) x->max_rows = ln->tokens;
+            if (ln->ctx + ln->tokens > x->max_kv) x->max_kv = ln->ctx + ln->tokens;
         }
     }
     int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
     if (wt > m) m = wt;
     size_t eb = d->elem_bytes;
 #define ALLOC(p, n) DEV(d->ops->alloc(d, (size_t)(n) * eb, PROBE_FILL_ELEMS, &(p), e))
-    ALLOC(x->x, m * D);
-    ALLOC(x->xn, m * D);
-    ALLOC(x->h, m * D);
-    ALLOC(x->qkv, m * (hq + 2 * hk) * dh);
-    ALLOC(x->q_, m * hq * dh);
-    ALLOC(x->ao, m * hq * dh);
-    ALLOC(x->k, kv * hk * dh);
-    ALLOC(x->v, kv * hk * dh);
-    ALLOC(x->gu, m * 2 * I);
-    ALLOC(x->a, m * I);
+    for (int st = 0; st < s->stages; st++) {
+        ExStage *g = &x->stage[st];
+        ALLOC(g->x_, m * D);
+        ALLOC(g->xn, m * D);
+        ALLOC(g->h, m * D);
+        ALLOC(g->qkv, m * (hq + 2 * hk) * dh);
+        ALLOC(g->q_, m * hq * dh);
+        ALLOC(g->ao, m * hq * dh);
+        ALLOC(g->k, kv * hk * dh);
+        ALLOC(g->v, kv * hk * dh);
+        ALLOC(g->gu, m * 2 * I);
+        ALLOC(g->a, m * I);
+        ALLOC(g->kvp, wt * 2 * hk * dh);
+        DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk * dh), PROBE_FILL_I8, &g->qi8, e));
+        DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk) * sizeof(float), PROBE_FILL_SCALE, &g->scale, e));
+        g->ctx_off = calloc((size_t)(x->max_batch + 2), sizeof *g->ctx_off);
+        g->dev_buf = malloc((size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
+        if (!g->ctx_off || !g->dev_buf) return kv_err(e, "execute: out of memory");
+        memset(g->dev_buf, 1, (size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
+    }
     int64_t per = ((hq + 2 * hk) * dh * D + D * hq * dh + 3 * I * D + 2 * hk * dh * D) * (int64_t)eb;
     int64_t nset = per > 0 ? EX_WEIGHT_CAP_BYTES / per : 1;
     x->n_wsets = (int)(nset < 1 ? 1 : (nset < s->layers ? nset : s->layers));
@@ -343,14 +391,9 @@ static int compute_alloc(Ex *x, KvErr *e)
         ALLOC(x->ws[i].down, D * I);
         ALLOC(x->ws[i].kv, 2 * hk * dh * D);
     }
-    ALLOC(x->kvp, wt * 2 * hk * dh);
     ALLOC(x->nw, D);
     ALLOC(x->nb, D);
 #undef ALLOC
-    DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk * dh), PROBE_FILL_I8, &x->qi8, e));
-    DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk) * sizeof(float), PROBE_FILL_SCALE, &x->scale, e));
-    x->ctx_off = calloc((size_t)(x->max_batch + 2), sizeof *x->ctx_off);
-    if (!x->ctx_off) return kv_err(e, "execute: out of memory");
     return 0;
 }
 
@@ -422,8 +465,9 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
 {
     const Schedule *s = x->s;
     ExecResult *r = x->r;
-    if (s->stages > 1 || s->replicas > 1)
-        return kv_err(e, "execute: %d stages × %d replicas: only one stage and one replica are replayed", s->stages, s->replicas);
+    if (s->replicas > 1)
+        return kv_err(e, "execute: %d replicas: only one replica is replayed (several replicas are several machines; "
+                      "run one replica: --set replicas=1)", s->replicas);
     /* the origin: the first release of a request with history */
     r->origin_ns = -1;
     for (int i = 0; i < s->n_reqs; i++)
@@ -449,8 +493,6 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     for (int i = 0; i < s->n_iters; i++) {
         x->iter_of_id[i] = -1;
         if (s->iters[i].start_ns < r->origin_ns) continue;
-        if (s->iters[i].nlanes > 0)
-            return kv_err(e, "execute: iteration %llu has stage-parallel lanes: not replayed yet", (unsigned long long)s->iters[i].id);
         x->iter_of_id[i] = r->n_iters;
         r->iter_idx[r->n_iters++] = i;
     }
@@ -465,10 +507,25 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     x->it_done = calloc((size_t)ni, sizeof *x->it_done);
     x->it_start = calloc((size_t)ni, sizeof *x->it_start);
     x->ly_end = calloc((size_t)ni * (size_t)s->layers, sizeof *x->ly_end);
-    for (int c = 0; c < SCH_CH_COUNT; c++) x->q[c] = calloc((size_t)nu * SCH_MAX_HOPS, sizeof **x->q);
+    x->ly_done = calloc((size_t)ni * (size_t)s->layers, sizeof *x->ly_done);
+    r->layer_stage = calloc((size_t)ni * (size_t)s->layers, sizeof *r->layer_stage);
+    r->layer_cpu = calloc((size_t)ni * (size_t)s->layers, sizeof *r->layer_cpu);
+    x->lane_off = calloc((size_t)ni + 1, sizeof *x->lane_off);
     if (!x->u_file || !x->staging || !x->u_start || !x->u_len || !x->hop_end || !x->hop_start || !x->u_done || !x->it_done ||
-        !x->it_start || !x->ly_end || !x->q[0] || !x->q[1] || !x->q[2])
+        !x->it_start || !x->ly_end || !x->ly_done || !r->layer_stage || !r->layer_cpu || !x->lane_off)
         return kv_err(e, "execute: out of memory");
+    for (int q = 0; q < 1 + s->stages; q++) {
+        x->q[q] = calloc((size_t)nu * SCH_MAX_HOPS, sizeof **x->q);
+        if (!x->q[q]) return kv_err(e, "execute: out of memory");
+    }
+    for (int k = 0; k < r->n_iters; k++) x->lane_off[k + 1] = x->lane_off[k] + s->iters[r->iter_idx[k]].nlanes;
+    r->n_lanes = x->lane_off[r->n_iters];
+    int nl = r->n_lanes > 0 ? r->n_lanes : 1;
+    x->lane_start = calloc((size_t)nl, sizeof *x->lane_start);
+    x->lane_end = calloc((size_t)nl, sizeof *x->lane_end);
+    r->lane_ns = calloc((size_t)nl, sizeof *r->lane_ns);
+    r->lane_end_ns = calloc((size_t)nl, sizeof *r->lane_end_ns);
+    if (!x->lane_start || !x->lane_end || !r->lane_ns || !r->lane_end_ns) return kv_err(e, "execute: out of memory");
     for (int k = 0; k < r->n_units; k++) {
         const SchUnit *u = &s->units[r->unit_idx[k]];
         int fi = file_of(x, u, e);
@@ -487,14 +544,12 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
             if (c == SCH_CH_NIC) return kv_err(e, "execute: unit %llu has a NIC hop: not replayed", (unsigned long long)u->id);
             if (u->tier != SCH_TIER_SSD && c == SCH_CH_SSD)
                 return kv_err(e, "execute: unit %llu: an ssd hop on a %s-tier unit", (unsigned long long)u->id, "dram");
-            x->q[c][x->nq[c]++] = (ExHopRef){k, h, u->hop[h].start_ns};
+            int q = c == SCH_CH_SSD ? EX_Q_SSD : EX_Q_H2D(u->stage); /* h2d: the unit's stage's own link */
+            x->q[q][x->nq[q]++] = (ExHopRef){k, h, u->hop[h].start_ns};
             if (u->hop[h].bytes > x->dev_bytes) x->dev_bytes = u->hop[h].bytes;
         }
     }
-    for (int c = 0; c < SCH_CH_COUNT; c++) qsort(x->q[c], (size_t)x->nq[c], sizeof *x->q[c], cmp_hop);
-    x->dev_buf = malloc((size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
-    if (!x->dev_buf) return kv_err(e, "execute: out of memory");
-    memset(x->dev_buf, 1, (size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
+    for (int q = 0; q < 1 + s->stages; q++) qsort(x->q[q], (size_t)x->nq[q], sizeof *x->q[q], cmp_hop);
     const char *dir = o->scratch_dir && *o->scratch_dir ? o->scratch_dir : getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
     x->o_direct = 1;
@@ -525,6 +580,143 @@ typedef struct RepOut {
     int64_t *iter_start, *iter_end, *unit_end;
 } RepOut;
 
+/* have the units of replayed iteration `it`'s layer l that belong to request `req` (0: all) landed
+ * (caller holds mu)? by: the time they all landed by (-1 when one has not) */
+static int layer_units_landed(const Ex *x, const SchIter *it, int l, uint64_t req, int64_t *by)
+{
+    const SchLayer *ly = &it->layers[l];
+    *by = 0;
+    for (int j = 0; j < ly->nwaits; j++) {
+        int u = x->unit_of_id[ly->waits[j] - 1];
+        if (u < 0 || (req && x->s->units[x->r->unit_idx[u]].req != req)) continue;
+        if (x->u_done[u] < 0) {
+            *by = -1;
+            return 0;
+        }
+        if (x->u_done[u] > *by) *by = x->u_done[u];
+    }
+    return 1;
+}
+
+/* block (holding mu) until pred(x, arg) or failure */
+#define WAIT_FOR(x, cond)                                                                                              \
+    do {                                                                                                               \
+        while (!(x)->failed && !(cond)) pthread_cond_wait(&(x)->cv, &(x)->mu);                                         \
+    } while (0)
+
+/* stage g's part of replayed iteration k, the iteration already started (it_start[k] set): its
+ * lanes, then its layers (walk.c: a stage's lanes from the later of the iteration's start and their
+ * boundary activation's arrival, in item order; layer l after layer l − 1 of the same iteration, on
+ * whichever stage, after the units it waits for landed and after the stage's own lanes) */
+static int stage_iter(ExStage *g, int k, KvErr *e)
+{
+    Ex *x = g->x;
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    const SchIter *it = &s->iters[r->iter_idx[k]];
+    int st = g->st, lo = s->stage_first[st], hi = s->stage_first[st + 1], L = s->layers;
+    while (ex_now(x) < x->it_start[k] + it->overhead_ns) {
+    }
+    for (int j = 0; j < it->nlanes; j++) {
+        const SchLane *ln = &it->lanes[j];
+        if (ln->stage != st) continue;
+        int64_t by = 0;
+        if (st > 0) { /* from its boundary activation: the units of the stage's first layer that are the lane's request's */
+            pthread_mutex_lock(&x->mu);
+            WAIT_FOR(x, layer_units_landed(x, it, lo, ln->req, &by));
+            pthread_mutex_unlock(&x->mu);
+            if (x->failed) return 0;
+        }
+        int64_t t = ex_now(x), we;
+        SchItem one = {ln->req, SCH_ITEM_PREFILL, 0, ln->tokens, ln->ctx};
+        if (layer_run(x, g, &one, 1, NULL, ln->layer, &we, e) != 0) return -1;
+        int64_t t1 = ex_now(x);
+        pthread_mutex_lock(&x->mu);
+        x->lane_start[x->lane_off[k] + j] = t;
+        x->lane_end[x->lane_off[k] + j] = t1;
+        if (by > t) r->deps_ok = 0;
+        pthread_mutex_unlock(&x->mu);
+    }
+    for (int l = lo; l < hi; l++) {
+        const SchLayer *ly = &it->layers[l];
+        int64_t by = 0;
+        if (ly->nwaits || (l == lo && l > 0)) {
+            pthread_mutex_lock(&x->mu);
+            WAIT_FOR(x, (l == 0 || x->ly_done[(size_t)k * L + l - 1] >= 0) && layer_units_landed(x, it, l, 0, &by));
+            pthread_mutex_unlock(&x->mu);
+            if (x->failed) return 0;
+        }
+        int64_t ls = ex_now(x), we;
+        if (l == lo && l > 0) { /* the activations from the stage before: a copy between the stages' buffers */
+            const ExStage *pg = &x->stage[st - 1];
+            memcpy(g->x_, pg->x_, (size_t)layer_rows(it, l - 1) * (size_t)s->hidden * x->dev.elem_bytes);
+        }
+        if (layer_run(x, g, it->items, it->nitems, ly, l, &we, e) != 0) return -1;
+        int64_t le = ex_now(x);
+        size_t kl = (size_t)k * L + l;
+        x->ly_end[kl] = we;
+        r->layer_stage[kl] = st;
+        r->layer_cpu[kl] = sched_getcpu();
+        pthread_mutex_lock(&x->mu);
+        /* dependency check: the units this layer waits for landed and the layer before ended before it started */
+        if (by > ls || (l > 0 && !(x->ly_done[kl - 1] >= 0 && x->ly_done[kl - 1] <= ls))) r->deps_ok = 0;
+        x->ly_done[kl] = le;
+        if (l == L - 1) x->it_done[k] = le;
+        if (l == hi - 1) pthread_cond_broadcast(&x->cv); /* the next stage's layer, or the next iteration */
+        pthread_mutex_unlock(&x->mu);
+    }
+    return 0;
+}
+
+/* stage g's compute over the replay: stage 0 starts each iteration once the previous one ended and
+ * its "after" cause and after_units happened; every stage then runs its part of it */
+static void stage_run(ExStage *g)
+{
+    Ex *x = g->x;
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    for (int k = 0; k < r->n_iters; k++) {
+        const SchIter *it = &s->iters[r->iter_idx[k]];
+        pthread_mutex_lock(&x->mu);
+        if (g->st == 0) {
+            for (;;) {
+                if (x->failed) break;
+                int64_t at = -1;
+                int ok = (k == 0 || x->it_done[k - 1] >= 0) && cause_ok(x, &it->after, &at);
+                for (int j = 0; ok && j < it->nafter; j++) {
+                    int u = x->unit_of_id[it->after_units[j] - 1];
+                    if (u >= 0 && x->u_done[u] < 0) ok = 0;
+                }
+                if (ok) break;
+                if (at >= 0) wait_until_time(x, at);
+                else pthread_cond_wait(&x->cv, &x->mu);
+            }
+            if (!x->failed) {
+                x->it_start[k] = ex_now(x);
+                pthread_cond_broadcast(&x->cv);
+            }
+        } else {
+            WAIT_FOR(x, x->it_start[k] >= 0);
+        }
+        int stop = x->failed;
+        pthread_mutex_unlock(&x->mu);
+        if (stop) return;
+        KvErr le;
+        if (stage_iter(g, k, &le) != 0) {
+            fail(x, &le);
+            return;
+        }
+    }
+}
+
+static void *stage_main(void *p)
+{
+    ExStage *g = p;
+    if (pin_to(g->cpu) != 0) g->cpu = -1; /* refused: unpinned, and the note and cpu_ok say so (read after the join) */
+    stage_run(g);
+    return NULL;
+}
+
 static int replay(Ex *x, KvErr *e)
 {
     const Schedule *s = x->s;
@@ -534,82 +726,42 @@ static int replay(Ex *x, KvErr *e)
         for (int h = 0; h < SCH_MAX_HOPS; h++) x->hop_end[k][h] = x->hop_start[k][h] = -1;
     }
     for (int k = 0; k < r->n_iters; k++) x->it_done[k] = x->it_start[k] = -1;
+    for (size_t k = 0; k < (size_t)r->n_iters * (size_t)s->layers; k++) x->ly_done[k] = -1;
+    for (int j = 0; j < r->n_lanes; j++) x->lane_start[j] = x->lane_end[j] = -1;
     x->failed = 0;
     drop_caches(x);
-    pthread_t th[SCH_CH_COUNT];
-    ChanArg ca[SCH_CH_COUNT];
-    int started[SCH_CH_COUNT] = {0};
+    pthread_t th[EX_NQ], sth[SCH_MAX_STAGES];
+    ChanArg ca[EX_NQ];
+    int started[EX_NQ] = {0}, sstarted[SCH_MAX_STAGES] = {0};
     x->t0 = mono_ns();
-    for (int c = 0; c < SCH_CH_COUNT; c++) {
-        if (!x->nq[c]) continue;
-        ca[c] = (ChanArg){x, c};
-        if (pthread_create(&th[c], NULL, chan_main, &ca[c]) != 0) {
+    for (int q = 0; q < 1 + s->stages; q++) {
+        if (!x->nq[q]) continue;
+        ca[q] = (ChanArg){x, q};
+        if (pthread_create(&th[q], NULL, chan_main, &ca[q]) != 0) {
             KvErr e2;
             kv_err(&e2, "execute: cannot start an IO thread");
             fail(x, &e2);
             break;
         }
-        started[c] = 1;
+        started[q] = 1;
     }
-    for (int k = 0; k < r->n_iters && !x->failed; k++) {
-        const SchIter *it = &s->iters[r->iter_idx[k]];
-        pthread_mutex_lock(&x->mu);
-        for (;;) {
-            if (x->failed) break;
-            int64_t at = -1;
-            int ok = (k == 0 || x->it_done[k - 1] >= 0) && cause_ok(x, &it->after, &at);
-            for (int j = 0; ok && j < it->nafter; j++) {
-                int u = x->unit_of_id[it->after_units[j] - 1];
-                if (u >= 0 && x->u_done[u] < 0) ok = 0;
-            }
-            if (ok) break;
-            if (at >= 0) wait_until_time(x, at);
-            else pthread_cond_wait(&x->cv, &x->mu);
+    /* one stage: the calling thread computes (not pinned, as before stages were replayed); several:
+     * each stage its own thread, pinned to its own CPU (exec_run chose them) */
+    int first_thread = s->stages > 1 ? 0 : 1;
+    for (int st = first_thread; st < s->stages && !x->failed; st++) {
+        if (pthread_create(&sth[st], NULL, stage_main, &x->stage[st]) != 0) {
+            KvErr e2;
+            kv_err(&e2, "execute: cannot start the compute thread of stage %d", st);
+            fail(x, &e2);
+            break;
         }
-        pthread_mutex_unlock(&x->mu);
-        if (x->failed) break;
-        int64_t t_start = ex_now(x);
-        x->it_start[k] = t_start;
-        while (ex_now(x) < t_start + it->overhead_ns) {
-        }
-        for (int l = 0; l < s->layers && !x->failed; l++) {
-            const SchLayer *ly = &it->layers[l];
-            if (ly->nwaits) {
-                pthread_mutex_lock(&x->mu);
-                for (;;) {
-                    int ok = !x->failed;
-                    for (int j = 0; ok && j < ly->nwaits; j++) {
-                        int u = x->unit_of_id[ly->waits[j] - 1];
-                        if (u >= 0 && x->u_done[u] < 0) ok = 0;
-                    }
-                    if (ok || x->failed) break;
-                    pthread_cond_wait(&x->cv, &x->mu);
-                }
-                pthread_mutex_unlock(&x->mu);
-            }
-            int64_t ls = ex_now(x);
-            KvErr le;
-            int64_t we;
-            if (layer_run(x, it, l, &we, &le) != 0) {
-                fail(x, &le);
-                break;
-            }
-            x->ly_end[(size_t)k * (size_t)s->layers + (size_t)l] = we;
-            /* dependency check: every unit this layer waits for landed before it started */
-            pthread_mutex_lock(&x->mu);
-            for (int j = 0; j < ly->nwaits; j++) {
-                int u = x->unit_of_id[ly->waits[j] - 1];
-                if (u >= 0 && !(x->u_done[u] >= 0 && x->u_done[u] <= ls)) r->deps_ok = 0;
-            }
-            pthread_mutex_unlock(&x->mu);
-        }
-        pthread_mutex_lock(&x->mu);
-        x->it_done[k] = ex_now(x);
-        pthread_cond_broadcast(&x->cv);
-        pthread_mutex_unlock(&x->mu);
+        sstarted[st] = 1;
     }
-    for (int c = 0; c < SCH_CH_COUNT; c++)
-        if (started[c]) pthread_join(th[c], NULL);
+    if (!x->failed && s->stages == 1) stage_run(&x->stage[0]);
+    for (int st = 0; st < s->stages; st++)
+        if (sstarted[st]) pthread_join(sth[st], NULL);
+    for (int q = 0; q < 1 + s->stages; q++)
+        if (started[q]) pthread_join(th[q], NULL);
     if (x->failed) {
         *e = x->err;
         return -1;
@@ -661,10 +813,16 @@ static void req_times(const Ex *x, int k, ExecReq *out)
             if (m->kind == SCH_ITEM_PREFILL && m->ctx + m->tokens == q->hist + q->nnew && first < 0) first = end;
         }
         for (int l = 0; l < s->layers; l++) {
-            int64_t le = x->ly_end[(size_t)j * (size_t)s->layers + (size_t)l] + o; /* its projections / dequantizations done */
-            for (int w = 0; w < it->layers[l].nwork; w++)
-                if (it->layers[l].work[w].req == q->id && le > restored) restored = le;
+            size_t kl = (size_t)j * (size_t)s->layers + (size_t)l;
+            for (int w = 0; w < it->layers[l].nwork; w++) {
+                const SchWork *wk = &it->layers[l].work[w];
+                /* projections / dequantizations: done at the head of the layer; recompute rows: with the layer (walk.c) */
+                int64_t le = (wk->op == SCH_WORK_RECOMPUTE ? x->ly_done[kl] : x->ly_end[kl]) + o;
+                if (wk->req == q->id && le > restored) restored = le;
+            }
         }
+        for (int g = 0; g < it->nlanes; g++) /* a stage-parallel restoration: its lanes (walk.c stage_lanes) */
+            if (it->lanes[g].req == q->id && x->lane_end[x->lane_off[j] + g] + o > restored) restored = x->lane_end[x->lane_off[j] + g] + o;
     }
     if (first < 0) first = q->first_ns; /* not replayed */
     out->first_ns = first;
@@ -685,10 +843,23 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
     x->s = s;
     x->r = r;
     x->pin = o->pin;
+    /* pinning: several stages: stage st on CPU st (each stage's "GPU" its own core), the IO threads on
+     * the last CPU when one is left free of stages, else not pinned (the scheduler runs them where a
+     * stage waits; on a GPU the copies do not take the compute's cores either). One stage: its compute
+     * on the calling thread, not pinned, the IO threads on the last CPU (as before stages were replayed) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    x->io_cpu = -1;
+    for (int st = 0; st < s->stages; st++) {
+        x->stage[st] = (ExStage){.x = x, .st = st, .cpu = -1};
+        if (x->pin && s->stages > 1) x->stage[st].cpu = (int)(st % ncpu);
+    }
+    if (x->pin && ncpu > 1 && (s->stages == 1 || ncpu > s->stages)) x->io_cpu = (int)ncpu - 1;
+    r->stages = s->stages;
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     int reps = o->reps > 0 ? o->reps : 3, rc = -1;
-    int64_t *tt = NULL, *rs = NULL, *fs = NULL, *is = NULL, *id = NULL, *ue = NULL;
+    int64_t *tt = NULL, *rs = NULL, *fs = NULL, *is = NULL, *id = NULL, *ue = NULL, *lt = NULL, *le = NULL;
     if (probe_cpu_open(&x->dev, e) != 0) goto out;
     x->dev_open = 1;
     if (prepare(x, o, e) != 0) goto out;
@@ -699,19 +870,36 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
     is = calloc((size_t)(ni * reps), sizeof *is);
     id = calloc((size_t)(ni * reps), sizeof *id);
     ue = calloc((size_t)(nu * reps), sizeof *ue);
+    int nl = r->n_lanes ? r->n_lanes : 1;
+    lt = calloc((size_t)(nl * reps), sizeof *lt);
+    le = calloc((size_t)(nl * reps), sizeof *le);
     r->reqs = calloc((size_t)nr, sizeof *r->reqs);
     r->iter_ns = calloc((size_t)ni, sizeof *r->iter_ns);
     r->iter_start_ns = calloc((size_t)ni, sizeof *r->iter_start_ns);
     r->unit_end_ns = calloc((size_t)nu, sizeof *r->unit_end_ns);
-    if (!tt || !rs || !fs || !is || !id || !ue || !r->reqs || !r->iter_ns || !r->iter_start_ns || !r->unit_end_ns) {
+    if (!tt || !rs || !fs || !is || !id || !ue || !lt || !le || !r->reqs || !r->iter_ns || !r->iter_start_ns || !r->unit_end_ns) {
         kv_err(e, "execute: out of memory");
         goto out;
     }
     /* one warm-up replay (page faults, OpenBLAS threads), then the timed ones */
     if (replay(x, e) != 0) goto out;
     r->deps_ok = 1;
+    r->stage_ok = 1;
+    r->cpu_ok = 1;
     for (int p = 0; p < reps; p++) {
         if (replay(x, e) != 0) goto out;
+        /* each layer on its stage's thread (and, pinned, on that stage's CPU) */
+        for (int k = 0; k < r->n_iters; k++)
+            for (int l = 0; l < s->layers; l++) {
+                size_t kl = (size_t)k * (size_t)s->layers + (size_t)l;
+                int st = schedule_stage_of(s, l);
+                if (r->layer_stage[kl] != st) r->stage_ok = 0;
+                if (x->stage[st].cpu >= 0 && r->layer_cpu[kl] != x->stage[st].cpu) r->cpu_ok = 0;
+            }
+        for (int j = 0; j < r->n_lanes; j++) {
+            lt[j * reps + p] = x->lane_end[j] - x->lane_start[j];
+            le[j * reps + p] = x->lane_end[j] + r->origin_ns;
+        }
         for (int k = 0; k < r->n_reqs; k++) {
             ExecReq q;
             req_times(x, k, &q);
@@ -737,11 +925,21 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
         r->iter_ns[k] = exec_summary_ns(id + k * reps, reps, o->stat);
     }
     for (int k = 0; k < r->n_units; k++) r->unit_end_ns[k] = exec_summary_ns(ue + k * reps, reps, o->stat);
+    for (int j = 0; j < r->n_lanes; j++) {
+        r->lane_ns[j] = exec_summary_ns(lt + j * reps, reps, o->stat);
+        r->lane_end_ns[j] = exec_summary_ns(le + j * reps, reps, o->stat);
+    }
     r->stat = o->stat;
     r->reps = reps;
-    snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s", x->dev.info,
+    char stages[96] = "";
+    if (s->stages > 1 && x->stage[0].cpu >= 0)
+        snprintf(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
+                 ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
+    else if (s->stages > 1)
+        snprintf(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
+    snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s%s", x->dev.info,
              x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused; page cache dropped before each replay)",
-             x->pin ? "pinned to the last CPU" : "not pinned");
+             x->io_cpu >= 0 ? "pinned to the last CPU" : x->pin ? "not pinned (no CPU free of a stage)" : "not pinned", stages);
     rc = 0;
 out:
     free(tt);
@@ -750,6 +948,8 @@ out:
     free(is);
     free(id);
     free(ue);
+    free(lt);
+    free(le);
     for (int i = 0; i < x->n_files; i++) {
         if (x->files[i].fd >= 0) close(x->files[i].fd);
         if (x->files[i].path[0]) unlink(x->files[i].path);
@@ -768,11 +968,17 @@ out:
     free(x->it_done);
     free(x->it_start);
     free(x->ly_end);
+    free(x->ly_done);
+    free(x->lane_off);
+    free(x->lane_start);
+    free(x->lane_end);
     free(x->unit_of_id);
     free(x->iter_of_id);
-    for (int c = 0; c < SCH_CH_COUNT; c++) free(x->q[c]);
-    free(x->dev_buf);
-    free(x->ctx_off);
+    for (int q = 0; q < EX_NQ; q++) free(x->q[q]);
+    for (int st = 0; st < SCH_MAX_STAGES; st++) {
+        free(x->stage[st].dev_buf);
+        free(x->stage[st].ctx_off);
+    }
     free(x->ws); /* the buffers themselves go with the device */
     if (x->dev_open) probe_close(&x->dev);
     pthread_mutex_destroy(&x->mu);
@@ -791,6 +997,10 @@ void exec_result_free(ExecResult *r)
     free(r->iter_ns);
     free(r->iter_start_ns);
     free(r->unit_end_ns);
+    free(r->layer_stage);
+    free(r->layer_cpu);
+    free(r->lane_ns);
+    free(r->lane_end_ns);
     memset(r, 0, sizeof *r);
 }
 
@@ -805,6 +1015,7 @@ int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char 
 {
     fprintf(f, "{\"schedule\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"origin_ns\":%" PRId64 ",\"reps\":%d,\"stat\":\"%s\",\"deps_ok\":%d,",
             schedule_path, s->model, s->policy, r->origin_ns, r->reps, r->stat == EXEC_STAT_MIN ? "min" : "median", r->deps_ok);
+    fprintf(f, "\"stages\":%d,\"stage_ok\":%d,\"lanes\":%d,", r->stages, r->stage_ok, r->n_lanes);
     fprintf(f, "\"units\":%d,\"iterations\":%d,\"note\":\"%s\",\n\"requests\":[", r->n_units, r->n_iters, r->note);
     for (int k = 0; k < r->n_reqs; k++) {
         const SchReq *q = &s->reqs[r->req_idx[k]];
@@ -816,6 +1027,7 @@ int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char 
         fprintf(f, "\"meet_tokens\":%" PRId64 "}", q->meet_tokens);
     }
     fputs("],\n\"iterations\":[", f);
+    int lane = 0;
     for (int k = 0; k < r->n_iters; k++) {
         const SchIter *it = &s->iters[r->iter_idx[k]];
         int64_t tok = 0;
@@ -823,6 +1035,14 @@ int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char 
         fprintf(f, "%s\n{\"iter\":%" PRIu64 ",\"items\":%d,\"tokens\":%" PRId64 ",", k ? "," : "", it->id, it->nitems, tok);
         pair(f, "duration_ns", r->iter_ns[k], (double)(it->end_ns - it->start_ns), 1);
         pair(f, "start_ns", r->iter_start_ns[k] - (double)r->origin_ns, (double)(it->start_ns - r->origin_ns), 0);
+        if (it->nlanes) { /* the stage-parallel lanes as replayed (the schedule predicts no per-lane times) */
+            fputs(",\"lanes\":[", f);
+            for (int j = 0; j < it->nlanes; j++, lane++)
+                fprintf(f, "%s{\"stage\":%d,\"layer\":%d,\"req\":%" PRIu64 ",\"tokens\":%" PRId64 ",\"measured_ns\":%.0f,\"end_ns\":%.0f}",
+                        j ? "," : "", it->lanes[j].stage, it->lanes[j].layer, it->lanes[j].req, it->lanes[j].tokens, r->lane_ns[lane],
+                        r->lane_end_ns[lane] - (double)r->origin_ns);
+            fputc(']', f);
+        }
         fputc('}', f);
     }
     fputs("],\n\"unit_landing\":[", f);

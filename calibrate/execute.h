@@ -9,27 +9,41 @@
  *    layout), random bytes, written and synced before timing; tier "ssd" read with O_DIRECT (pread,
  *    4 KiB aligned, at most 1 MiB per call; buffered after posix_fadvise(DONTNEED) where the file
  *    system refuses O_DIRECT, said in the note), tier "dram" copied from a host buffer;
- *  - one thread per IO channel (ssd, h2d) serving its hops in the schedule's order on that channel
- *    (the engine's own choice), a hop starting once its unit is ready (its "after" cause: a unit
- *    landed, an iteration ended, or an instant, mapped to wall time from the origin) and its previous
- *    hop ended; ssd: the read into the unit's staging buffer; h2d: memcpy into the "device" buffer;
- *  - the compute (the calling thread, the ProbeDev's kernels: cpu, or cuda where a device exists):
- *    iterations in order, each starting once the previous one ended, its "after" cause and its
- *    after_units happened; its overhead spun; per layer, once the units it waits for landed: first
- *    the layer's restoration work (projections: kv_proj GEMM + RoPE on K; dequantizations), then the
- *    norms, the QKV GEMM over the batch's rows plus layer-wise recompute rows, RoPE, prefill
- *    attention per prefill/recompute item and per recompute work, decode attention of the decode
- *    items (one call), O GEMM, FFN up GEMM, gated activation, FFN down GEMM — the ops and the order
- *    sim/cost/layer_cost and iteration.c cost;
- *  - repetitions: the whole replay `reps` times; per request, iteration and unit the median, or the
- *    least (stat = EXEC_STAT_MIN: the undisturbed time on a shared machine, where other jobs only add).
- * Not responsible for: stage-parallel lanes and several replicas (refused: not replayed yet), the
- *   remote tier (refused), saves and spills (not in the schedule), the comparison across cases
+ *  - one thread per IO channel — the ssd (shared by the stages) and each pipeline stage's own h2d
+ *    (the engine's channel table: CH_H2D is one per stage) — serving its hops in the schedule's order
+ *    on that channel (the engine's own choice), a hop starting once its unit is ready (its "after"
+ *    cause: a unit landed, an iteration ended, or an instant, mapped to wall time from the origin)
+ *    and its previous hop ended; ssd: the read into the unit's staging buffer; h2d: memcpy into the
+ *    "device" buffer of the unit's stage;
+ *  - the compute (the ProbeDev's cpu kernels), one thread per pipeline stage (one stage: the calling
+ *    thread; several: stage st's thread pinned to CPU st when pinning, each stage its own activation
+ *    buffers; weights shared, read only): iterations in order, stage 0 starting each once the
+ *    previous one ended and its "after" cause and after_units happened; its overhead spun; then,
+ *    as walk.c runs an iteration, on stage st's thread: first st's stage-parallel lanes (the
+ *    schedule's `lanes` of stage st, in the file's order: item order, then layer), each once its
+ *    boundary activation landed (stage st > 0: the units of the stage's first layer that belong to
+ *    the lane's request; stage 0 recomputes from the tokens), each a prefill of the lane's history
+ *    tokens over its layer; then st's layers, layer l once layer l − 1 of the same iteration ended
+ *    (on whichever stage) and the units it waits for landed; at a stage's first layer the
+ *    activations of the stage before are copied from its buffers (the pipeline's hand-off; the
+ *    engine costs none, a few tens of µs here). Per layer: first the layer's restoration work
+ *    (projections: kv_proj GEMM + RoPE on K; dequantizations), then the norms, the QKV GEMM over
+ *    the batch's rows plus layer-wise recompute rows, RoPE, prefill attention per prefill/recompute
+ *    item and per recompute work, decode attention of the decode items (one call), O GEMM, FFN up
+ *    GEMM, gated activation, FFN down GEMM — the ops and the order sim/cost/layer_cost and
+ *    iteration.c cost;
+ *  - repetitions: the whole replay `reps` times; per request, iteration, unit and lane the median,
+ *    or the least (stat = EXEC_STAT_MIN: the undisturbed time on a shared machine, where other jobs
+ *    only add).
+ * Not responsible for: several replicas (refused: several machines), the remote tier (refused: no
+ *   NIC here), saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
- * Invariants: a layer never starts before every unit it waits for has landed, nor an iteration
- *   before its causes (checked after each replay: deps_ok); files are removed on return.
- * Complexity: O(reps × (units + iterations × layers)) kernel calls and reads; memory: the staging
- *   buffers of the replayed units + the largest layer's activations.
+ * Invariants: a layer never starts before every unit it waits for has landed nor before the layer
+ *   before it ended, a lane never before its boundary activation landed, nor an iteration before
+ *   its causes (checked after each replay: deps_ok); each layer runs on its stage's thread
+ *   (stage_ok); files are removed on return.
+ * Complexity: O(reps × (units + iterations × layers + lanes)) kernel calls and reads; memory: the
+ *   staging buffers of the replayed units + per stage the largest layer's (or lane's) activations.
  */
 #ifndef KV_EXECUTE_H
 #define KV_EXECUTE_H
@@ -44,7 +58,8 @@ typedef struct ExecOptions {
     const char *backend;     /* "cpu" (default) or "cuda" */
     const char *scratch_dir; /* where the state files go (NULL/"": $TMPDIR or /tmp) */
     int reps;                /* replays (median); 0: 3 */
-    int pin;                 /* pin the IO threads to the last CPU (when there are 2 or more) */
+    int pin;                 /* pin: several stages: stage st on CPU st, the IO threads on the last CPU when
+                              * it is free of stages; one stage: the IO threads on the last CPU (2+ CPUs) */
     int stat;                /* ExecStat: what summarises the replays */
 } ExecOptions;
 
@@ -64,7 +79,15 @@ typedef struct ExecResult {
     double *iter_ns;               /* measured duration of each replayed iteration (median) */
     double *iter_start_ns;         /* measured start (median) */
     double *unit_end_ns;           /* measured landing of each replayed unit (median) */
+    int stages;                    /* the schedule's pipeline stages (one compute thread each) */
+    int n_lanes;                   /* stage-parallel lanes replayed (per replay) */
+    double *lane_ns;               /* measured duration of each lane (replayed iterations' lanes in order) */
+    double *lane_end_ns;           /* measured end of each lane */
+    int *layer_stage;              /* per replayed iteration × layer: the stage whose thread ran it (last replay) */
+    int *layer_cpu;                /* per replayed iteration × layer: the CPU it ended on (sched_getcpu, last replay) */
     int deps_ok;                   /* every replay respected every dependency */
+    int stage_ok;                  /* every layer ran on its stage's thread, in every replay */
+    int cpu_ok;                    /* pinned stages: every layer ended on its stage's CPU */
     int reps;
     int stat;                      /* ExecStat of the summaries */
     char note[256];                /* the IO path, the kernels, pinning */

@@ -140,7 +140,7 @@ static int parse_header(const Ctx *c, const cJSON *o, Schedule *s)
     if (get_int(c, o, "version", 1, 1, &ver) != 0) return -1;
     if (get_enum(c, o, "model", NULL, NULL, s->model, sizeof s->model) ||
         get_enum(c, o, "policy", NULL, NULL, s->policy, sizeof s->policy) || get_i32(c, o, "layers", 1, 256, &s->layers) ||
-        get_i32(c, o, "stages", 1, 16, &s->stages) || get_i32(c, o, "tp", 1, 64, &s->tp) ||
+        get_i32(c, o, "stages", 1, SCH_MAX_STAGES, &s->stages) || get_i32(c, o, "tp", 1, 64, &s->tp) ||
         get_i32(c, o, "replicas", 1, 1 << 16, &s->replicas) || get_i32(c, o, "hidden", 1, 1 << 20, &s->hidden) ||
         get_i32(c, o, "heads", 1, 4096, &s->heads) || get_i32(c, o, "kv_heads", 1, 4096, &s->kv_heads) ||
         get_i32(c, o, "head_dim", 1, 4096, &s->head_dim) || get_i32(c, o, "intermediate", 1, 1 << 22, &s->intermediate) ||
@@ -150,7 +150,31 @@ static int parse_header(const Ctx *c, const cJSON *o, Schedule *s)
         get_int(c, o, "iter_overhead_ns", 0, INT64_MAX / 4, &s->iter_overhead_ns))
         return -1;
     if (s->heads % s->kv_heads) return bad(c, "kv_heads", "a divisor of heads", cJSON_GetObjectItem(o, "kv_heads"));
+    /* stage_layers: the layers of each pipeline stage, in order (stage st holds layers
+     * [stage_first[st], stage_first[st + 1])) */
+    s->stage_first[0] = 0;
+    s->stage_first[1] = s->layers;
+    if (s->stages == 1 && !cJSON_GetObjectItemCaseSensitive(o, "stage_layers")) return 0; /* one stage: all layers */
+    const cJSON *sl = get_array(c, o, "stage_layers"), *x;
+    if (!sl) return -1;
+    if (cJSON_GetArraySize(sl) != s->stages) return bad(c, "stage_layers", "one entry per stage of the header", sl);
+    int st = 0;
+    cJSON_ArrayForEach(x, sl)
+    {
+        if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 1 || x->valuedouble > s->layers)
+            return bad(c, "stage_layers", "an array of layer counts (integers >= 1)", x);
+        s->stage_first[st + 1] = s->stage_first[st] + (int)x->valuedouble;
+        st++;
+    }
+    if (s->stage_first[s->stages] != s->layers) return bad(c, "stage_layers", "layer counts that add up to layers", sl);
     return 0;
+}
+
+int schedule_stage_of(const Schedule *s, int layer)
+{
+    int st = 0;
+    while (st + 1 < s->stages && layer >= s->stage_first[st + 1]) st++;
+    return st;
 }
 
 static int parse_request(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
@@ -256,9 +280,28 @@ static int parse_iter(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
             return -1;
         if (!schedule_req(s, m->req)) return bad(c, "items[].req", "the id of a request record before it", x);
     }
+    /* stage-parallel lanes: per request (item order) and layer, a recompute of that layer for the
+     * history on the layer's stage (walk.c stage_lanes) */
     const cJSON *lanes = get_array(c, o, "lanes");
     if (!lanes) return -1;
     it->nlanes = cJSON_GetArraySize(lanes);
+    it->lanes = calloc((size_t)(it->nlanes ? it->nlanes : 1), sizeof *it->lanes);
+    if (!it->lanes) return kv_err(c->e, "out of memory");
+    k = 0;
+    cJSON_ArrayForEach(x, lanes)
+    {
+        SchLane *p = &it->lanes[k++];
+        if (!cJSON_IsObject(x)) return bad(c, "lanes", "an array of objects", x);
+        if (get_i32(c, x, "stage", 0, s->stages - 1, &p->stage) || get_i32(c, x, "layer", 0, s->layers - 1, &p->layer) ||
+            get_u64(c, x, "req", &p->req) || get_int(c, x, "tokens", 1, 1 << 30, &p->tokens) ||
+            get_int(c, x, "ctx", 0, 1 << 30, &p->ctx))
+            return -1;
+        if (schedule_stage_of(s, p->layer) != p->stage)
+            return bad(c, "lanes[].stage", "the stage of the lane's layer (header stage_layers)", cJSON_GetObjectItem(x, "stage"));
+        int in_items = 0;
+        for (int i = 0; i < it->nitems; i++) in_items |= it->items[i].req == p->req && it->items[i].lw;
+        if (!in_items) return bad(c, "lanes[].req", "a request among the iteration's layer-wise items", cJSON_GetObjectItem(x, "req"));
+    }
     const cJSON *layers = get_array(c, o, "layers");
     if (!layers) return -1;
     if (cJSON_GetArraySize(layers) != s->layers) return bad(c, "layers", "one entry per layer of the header", layers);
@@ -401,6 +444,7 @@ void schedule_free(Schedule *s)
             }
         free(it->layers);
         free(it->items);
+        free(it->lanes);
         free(it->after_units);
     }
     free(s->iters);

@@ -3,8 +3,9 @@
  *
  * Responsible for: parsing every record (header, request, unit, iter, done, end), checking each
  * field's presence, type and range and the references between records (a unit's request, an
- * iteration's items and waits, "after" causes naming a unit or an iteration that exists), with a
- * message naming the file, the line and the field, the value and what was expected.
+ * iteration's items, lanes and waits, "after" causes naming a unit or an iteration that exists; the
+ * header's stage_layers adding up to its layers, each lane on its layer's stage), with a message
+ * naming the file, the line and the field, the value and what was expected.
  * Not responsible for: running anything (execute.c), writing schedules (sim/engine/schedule_out.c).
  * Invariants: units[k].id == k + 1 (sorted: the file has them in landing order, ids in issue order)
  * and iters[k].id == k + 1 (the emitter's numbering, checked);
@@ -25,6 +26,7 @@ enum { SCH_STATE_KV = 0, SCH_STATE_HIDDEN, SCH_STATE_KV_TOK };
 enum { SCH_ITEM_DECODE = 0, SCH_ITEM_RECOMPUTE, SCH_ITEM_PREFILL };
 enum { SCH_WORK_RECOMPUTE = 0, SCH_WORK_PROJECTION, SCH_WORK_DEQUANT };
 #define SCH_MAX_HOPS 3
+#define SCH_MAX_STAGES 16
 
 typedef struct SchCause {
     int kind;        /* SCH_CAUSE_* */
@@ -59,6 +61,13 @@ typedef struct SchWork {
     int64_t tokens, ctx;
 } SchWork;
 
+/* a stage-parallel restoration's recompute of one layer for the history, on that layer's stage */
+typedef struct SchLane {
+    uint64_t req;
+    int stage, layer;
+    int64_t tokens, ctx;
+} SchLane;
+
 typedef struct SchLayer {
     int64_t start_ns, end_ns, ns;
     int nwork, nwaits;
@@ -74,6 +83,7 @@ typedef struct SchIter {
     int nafter, nitems, nlanes;
     uint64_t *after_units;
     SchItem *items;
+    SchLane *lanes;   /* nlanes of them, in the file's order (item order, then layer order) */
     SchLayer *layers; /* header.layers of them */
 } SchIter;
 
@@ -90,6 +100,7 @@ typedef struct Schedule {
     char model[64], policy[32];
     int layers, stages, tp, replicas, hidden, heads, kv_heads, head_dim, intermediate, norms_per_layer, rope;
     int64_t kv_bytes_per_token_layer, hidden_bytes_per_token_layer, iter_overhead_ns;
+    int stage_first[SCH_MAX_STAGES + 1]; /* header stage_layers: stage st holds layers [stage_first[st], stage_first[st + 1]) */
     SchReq *reqs;
     SchUnit *units;
     SchIter *iters;
@@ -99,6 +110,8 @@ typedef struct Schedule {
 /* Read `path`. -1 with "PATH: line N: field F: expected …, got …" (or the JSON error) on bad input. */
 int schedule_load(Schedule *s, const char *path, KvErr *e);
 void schedule_free(Schedule *s);
+/* the pipeline stage holding `layer` (header stage_layers) */
+int schedule_stage_of(const Schedule *s, int layer);
 /* the request with this id, or NULL */
 const SchReq *schedule_req(const Schedule *s, uint64_t id);
 

@@ -949,6 +949,22 @@ printf '{"rec":"unit"}\n' > "$tmp/nohdr.jsonl"
 expect 1 "execute a schedule without a header" "$B"/kvcal execute --schedule "$tmp/nohdr.jsonl" --out "$tmp/exe"
 contains "the missing header is named" "line 1: field rec: expected the header record first"
 expect 2 "execute without --schedule" "$B"/kvcal execute --out "$tmp/exe"
+# two pipeline stages: hcache-cf restores stage 1's first layers in a lane from its boundary activation
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,255,1,0\ns0,1,100,16,2,256\n' > "$tmp/val2.csv"
+expect 0 "run --pp 2 --emit-schedule" "$B"/kvsim run --policy hcache-cf --pp 2 --model Tiny-Llama-V --trace "$tmp/val2.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch2" --emit-schedule "$tmp/sch2.jsonl"
+grep -q '"stages":2' "$tmp/sch2.jsonl" && grep -q '"lanes":\[{"stage":1' "$tmp/sch2.jsonl" && ok "the pp 2 schedule has 2 stages and stage-1 lanes" || bad "the pp 2 schedule has 2 stages and stage-1 lanes"
+expect 0 "kvcal execute replays two stages with lanes" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3" --reps 1 --dir "$tmp"
+contains "execute: each layer on its stage's thread, the lanes replayed" "2 stages, each layer on its stage's thread: yes; 3 stage-parallel lanes replayed"
+if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['stages'] == 2 and j['stage_ok'] == 1 and j['lanes'] == 3 and all(l['measured_ns'] > 0 for i in j['iterations'] for l in i.get('lanes', []))" "$tmp/exe3/execute.json" 2>/dev/null; then
+  ok "execute.json: 2 stages, 3 lanes measured, dependencies kept"; else bad "execute.json: 2 stages, 3 lanes measured, dependencies kept"; fi
+expect 0 "kvcal execute --no-pin replays two stages" "$B"/kvcal execute --no-pin --schedule "$tmp/sch2.jsonl" --out "$tmp/exe4" --reps 1 --dir "$tmp"
+contains "execute --no-pin: the stage threads not pinned" "2 stage threads, not pinned"
+sed 's/"replicas":1/"replicas":2/' "$tmp/sch2.jsonl" > "$tmp/rep2.jsonl"
+expect 1 "execute two replicas is refused" "$B"/kvcal execute --schedule "$tmp/rep2.jsonl" --out "$tmp/exe5" --dir "$tmp"
+contains "the refusal names the replicas" "2 replicas: only one replica is replayed"
+sed -E 's/"tier":"(dram|ssd)"/"tier":"remote"/' "$tmp/sch.jsonl" > "$tmp/remote.jsonl"
+expect 1 "execute from the remote tier is refused" "$B"/kvcal execute --schedule "$tmp/remote.jsonl" --out "$tmp/exe5" --dir "$tmp"
+contains "the refusal names the remote tier" "reads the remote tier: not replayed"
 # beyond the papers: adaptive, hcache-quant, cacheflow.io_order, the findings tables
 expect 2 "adaptive.min_bits outside its choices" "$B"/kvsim run --policy adaptive --set adaptive.min_bits=6 --requests 10 --quiet --out "$tmp/ad0"
 contains "the error names the knob and its choices" "adaptive.min_bits"

@@ -2,25 +2,34 @@
  * and the replay (calibrate/execute.c): a tiny case end to end with a loose bound, the dependency
  * order, results unchanged by the emitter, and the reader's errors. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calibrate/execute.h"
 #include "calibrate/schedule.h"
 #include "tests/simtest.h"
 
-/* emit the schedule of `policy` on the isolated case (Tiny-Llama-V, n0 history, state on the SSD) */
-static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Rows *rows, SimResult *res)
+/* emit the schedule of `policy` on the isolated case (Tiny-Llama-V, n0 history, state on the SSD,
+ * pp pipeline stages) */
+static int emit_pp(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Rows *rows, SimResult *res)
 {
     SimConfig c;
     simtest_iso_config(t, &c, n0, 16, "hcache-a100", "Tiny-Llama-V");
     simtest_set(t, &c, "dram", "1 MB"); /* the history spills to the SSD tier */
     simtest_set(t, &c, "store", "dram+ssd");
+    simtest_set(t, &c, "pp", pp);
     SimWorld w;
     sim_schedule_set_path(path);
     int rc = simtest_run(t, &c, policy, &w, rows, res);
     sim_schedule_set_path(NULL);
     if (rc == 0) sim_world_close(&w);
     return rc;
+}
+
+static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Rows *rows, SimResult *res)
+{
+    return emit_pp(t, policy, n0, "1", path, rows, res);
 }
 
 TEST(execute_emit_load_replay_kv_offload)
@@ -111,6 +120,142 @@ TEST(execute_recompute_and_hcache_replay)
         }
         schedule_free(&s);
     }
+}
+
+/* S = 2: hcache-cf restores stage 1's first layers from its boundary activation in stage 1's lane
+ * while stage 0 loads and projects its hidden states; emitted, read back and replayed on two stage
+ * threads */
+TEST(execute_two_stages_with_lanes)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/pp2.jsonl", test_tmpdir(t));
+    Rows rows;
+    SimResult res;
+    if (emit_pp(t, "hcache-cf", 255, "2", path, &rows, &res) != 0) return;
+    sim_result_free(&res);
+    Schedule s;
+    KvErr e;
+    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK_EQ_I(s.stages, 2);
+    CHECK(s.stage_first[0] == 0 && s.stage_first[1] == 4 && s.stage_first[2] == 8);
+    CHECK(schedule_stage_of(&s, 3) == 0 && schedule_stage_of(&s, 4) == 1);
+    int lanes = 0, bnd = 0;
+    for (int k = 0; k < s.n_iters; k++) {
+        const SchIter *it = &s.iters[k];
+        for (int j = 0; j < it->nlanes; j++) {
+            const SchLane *ln = &it->lanes[j];
+            lanes++;
+            CHECK_EQ_I(ln->stage, 1); /* stage 0's layers are loaded; stage 1 recomputes its first ones */
+            CHECK_EQ_I(schedule_stage_of(&s, ln->layer), ln->stage);
+            CHECK_EQ_I(ln->tokens, 256);
+        }
+        /* the emitted order is the engine's: an iteration starts only after its after_units landed
+         * (a stage-parallel item joins at once: its boundary activations gate its lanes, not the start) */
+        for (int j = 0; j < it->nafter; j++) {
+            const SchUnit *u = &s.units[it->after_units[j] - 1];
+            CHECK_MSG(u->hop[u->nhops - 1].end_ns <= it->start_ns, "iteration %llu starts before its after_unit %llu landed",
+                      (unsigned long long)it->id, (unsigned long long)u->id);
+        }
+    }
+    for (int i = 0; i < s.n_units; i++) /* the boundary activation: hidden states of stage 1's first layer, to stage 1 */
+        if (s.units[i].layer == 4 && s.units[i].state == SCH_STATE_HIDDEN) {
+            bnd++;
+            CHECK_EQ_I(s.units[i].stage, 1);
+        }
+    CHECK(lanes >= 1);
+    CHECK(bnd >= 1);
+    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN}; /* pinned: stage st on CPU st */
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok);
+        CHECK(r.stage_ok);
+        CHECK_EQ_I(r.stages, 2);
+        CHECK_EQ_I(r.n_lanes, lanes);
+        for (int j = 0; j < r.n_lanes; j++) CHECK(r.lane_ns[j] > 0);
+        for (int k = 0; k < r.n_iters; k++) {
+            CHECK(r.iter_ns[k] > 0);
+            for (int l = 0; l < s.layers; l++) CHECK_EQ_I(r.layer_stage[(size_t)k * s.layers + l], l < 4 ? 0 : 1);
+        }
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        if (ncpu >= 2 && strstr(r.note, "stage st on CPU st")) CHECK(r.cpu_ok); /* pinned where the machine allows it */
+        CHECK(r.n_reqs == 1 && r.reqs[0].ttft_ns > 0 && r.reqs[0].restore_ns > 0);
+        CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
+        /* the request's restoration ends no earlier than its last lane */
+        for (int j = 0; j < r.n_lanes; j++) CHECK(r.reqs[0].restored_ns >= (int64_t)r.lane_end_ns[j] - 1);
+        char jp[600];
+        snprintf(jp, sizeof jp, "%s/execute-pp2.json", test_tmpdir(t));
+        FILE *f = fopen(jp, "w");
+        CHECK(f && exec_write_json(f, &s, &r, path) == 0);
+        if (f) fclose(f);
+        exec_result_free(&r);
+    }
+    schedule_free(&s);
+}
+
+/* the reader checks each lane names its layer's stage and a layer-wise item of its iteration */
+TEST(schedule_lanes_checked)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/pp2l.jsonl", test_tmpdir(t));
+    Rows rows;
+    SimResult res;
+    if (emit_pp(t, "hcache-cf", 255, "2", path, &rows, &res) != 0) return;
+    sim_result_free(&res);
+    size_t len;
+    KvErr e;
+    char *text = kv_read_file(path, &len, &e);
+    CHECK_MSG(text, "%s", e.msg);
+    if (!text) return;
+    char *lane = strstr(text, "\"lanes\":[{\"stage\":1,\"layer\":4");
+    CHECK(lane);
+    if (lane) {
+        char *bad = strdup(text);
+        bad[lane - text + strlen("\"lanes\":[{\"stage\":")] = '0'; /* layer 4 is stage 1's */
+        const char *p = test_write_file(t, "badlane.jsonl", bad);
+        Schedule s;
+        CHECK(schedule_load(&s, p, &e) != 0);
+        CHECK_MSG(strstr(e.msg, "field lanes[].stage: expected the stage of the lane's layer"), "got '%s'", e.msg);
+        free(bad);
+    }
+    char *hdr = strstr(text, "\"stage_layers\":[4,4]");
+    CHECK(hdr);
+    if (hdr) {
+        char *bad = strdup(text);
+        bad[hdr - text + strlen("\"stage_layers\":[4,")] = '3';
+        const char *p = test_write_file(t, "badstl.jsonl", bad);
+        Schedule s;
+        CHECK(schedule_load(&s, p, &e) != 0);
+        CHECK_MSG(strstr(e.msg, "line 1: field stage_layers: expected layer counts that add up to layers"), "got '%s'", e.msg);
+        free(bad);
+    }
+    free(text);
+}
+
+/* what is still not replayed is refused naming why */
+TEST(execute_refuses_replicas)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvo2.jsonl", test_tmpdir(t));
+    Rows rows;
+    SimResult res;
+    if (emit(t, "kv-offload", 127, path, &rows, &res) != 0) return;
+    sim_result_free(&res);
+    Schedule s;
+    KvErr e;
+    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    s.replicas = 2;
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecResult r;
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "2 replicas: only one replica is replayed"), "got '%s'", e.msg);
+    s.replicas = 1;
+    s.units[0].tier = SCH_TIER_REMOTE;
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "reads the remote tier: not replayed"), "got '%s'", e.msg);
+    schedule_free(&s);
 }
 
 TEST(execute_emitter_leaves_results_unchanged)

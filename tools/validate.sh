@@ -21,8 +21,14 @@
 # layer's own weights from memory), and calibration and replay run the kernels on THREADS threads
 # (default 1: OpenBLAS via OPENBLAS_NUM_THREADS, attention via --threads; on 2 shared cores the second
 # worker's hand-offs between kernels cost more than it gains, and no per-op timing captures them).
+# Pipeline stages: the hcache-cf cases run with --pp 2 (two stages; CacheFlow's GPU axis on HCache's
+# hidden states: stage 1 recomputes its first layers from its boundary activation in a lane beside
+# stage 0's work), predicted on an overlay with 2 "GPUs" per node (validate_report.py --gpus 2) and
+# replayed with a compute thread per stage (kvcal execute; unpinned unless PIN=1); skipped on a
+# 1-CPU machine.
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=5, STAT=min|median, QUICK=1: 1 length,
-#        2 cases, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default)
+#        2 cases, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
+#        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), HISTS, BATCHES; PIN=auto|0|1: which replays pin their threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -45,16 +51,27 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   "${PRIO[@]}" "$B"/kvcal run --backend cpu $CAL_FLAGS "${TH[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
   python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" > /dev/null
   python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
+  if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 > "$W/hw2.json"; fi
 }
+NCPU=$(nproc 2> /dev/null || echo 1)
+# Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
+# cases as before (kvcal execute's default: the IO threads on the last CPU), the two-stage ones with
+# --no-pin (a stage pinned to a CPU that another job holds waits for it instead of taking the idle
+# one: on this shared 2-core machine that doubled their decode steps); PIN=1: kvcal execute's
+# default everywhere (stage st on CPU st); PIN=0: --no-pin everywhere
+PIN=${PIN:-auto}
+case $PIN in auto | 0 | 1) ;; *) echo "validate: PIN=$PIN: expected auto, 0 or 1" >&2; exit 2 ;; esac
 echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the prediction: per point the median over the newest $CAL_MEDIAN runs of each run's ${MSTAT/low/p10}; the replay: the ${STAT/min/least} of $REPS)"
 for ((c = 1; c <= CAL_MEDIAN; c++)); do calibrate "$W/cal$c.log"; done # the first case's prediction is a median of CAL_MEDIAN too
 tail -n 3 "$W/cal1.log" | head -n 1
 if [ "${QUICK:-0}" = 1 ]; then
-  HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"
+  HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"; PP2_POLS=""
   CAL_EVERY=${CAL_EVERY:-1}
 else
   CAL_EVERY=${CAL_EVERY:-1}
-  HISTS="128 256 512"; POLS="recompute kv-offload hcache hcache-noschd cake cacheflow"; BATCHES="1 3"
+  HISTS=${HISTS-128 256 512}; POLS=${POLS-recompute kv-offload hcache hcache-noschd cake cacheflow}; BATCHES=${BATCHES-1 3}
+  PP2_POLS=${PP2_POLS-hcache-cf} # two pipeline stages (stage-parallel restoration)
+  if [ "$NCPU" -lt 2 ]; then echo "validate: 1 CPU: the two-stage cases ($PP2_POLS --pp 2) need 2, skipped"; PP2_POLS=""; fi
 fi
 trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
   local f=$1 h=$2 n=$3 i
@@ -63,24 +80,28 @@ trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alo
   for ((i = 0; i < n; i++)); do echo "s$i,1,100,32,4,$h"; done >> "$f"
 }
 cases=()
-for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b"); done; done; done
+for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1"); done; done; done
+for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
 k=0
 for c in "${cases[@]}"; do
-  IFS=: read -r p h b <<< "$c"
+  IFS=: read -r p h b pp <<< "$c"
   if [ "${PER_CASE_CAL:-1}" = 1 ] && [ $k -gt 0 ] && [ $((k % CAL_EVERY)) = 0 ]; then # calibrations interleaved with the cases
     calibrate "$W/cal.log"
   fi
   k=$((k + 1))
-  d="$W/cases/$p-h$h-b$b"
+  tag=""; d="$W/cases/$p-h$h-b$b"; hw="$W/hw.json"
+  if [ "$pp" != 1 ]; then tag=" pp=$pp"; d="$W/cases/$p-pp$pp-h$h-b$b"; hw="$W/hw$pp.json"; fi
   mkdir -p "$d"
   trace "$d/trace.csv" "$h" "$b"
-  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$W/hw.json" --trace "$d/trace.csv" \
+  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
-  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
-    echo "case $p h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
+  NOPIN=()
+  if [ "$PIN" = 0 ] || { [ "$PIN" = auto ] && [ "$pp" != 1 ]; }; then NOPIN=(--no-pin); fi
+  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+    echo "case $p$tag h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
-    echo "case $p h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"
+    echo "case $p$tag h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"
   fi
 done
 python3 tools/validate_report.py --report "$W" --json "$W/validation.json"

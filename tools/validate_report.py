@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """validate_report.py — the two helpers of tools/validate.sh (make validate; docs/validation.md).
 
-  --overlay DB          print a kvsim hardware overlay describing this machine from the newest cpu
+  --overlay DB [--gpus N]
+                        print a kvsim hardware overlay describing this machine from the newest cpu
                         calibration in cost store DB: platform validate-host, its "GPU" the CPU, its
                         host link a memcpy (the engine takes h2d/d2h from the store's curves), one
                         "SSD": the scratch directory, read rate and latency fitted to the store's
-                        ssd_read points at queue depth 1, one file.
+                        ssd_read points at queue depth 1, one file. --gpus N (default 1): N "GPUs"
+                        per node, for N pipeline stages (kvcal execute runs stage st on CPU st).
   --merge DB [--last K] add to cost store DB one run whose every point is the median, point by
                         point, of the newest K (default 3) measured cpu runs (merged runs left out):
                         calibrations interleaved with the cases, the prediction from their median, so
@@ -27,7 +29,7 @@ import statistics
 import sys
 
 
-def overlay(db):
+def overlay(db, gpus=1):
     c = sqlite3.connect(db)
     run = c.execute("select max(id) from run where backend='cpu' and complete=1").fetchone()[0]  # the merged run when there is one
     if run is None:
@@ -54,7 +56,7 @@ def overlay(db):
                   "write": f"{rate / 1e9:.4f} GB/s", "read_latency": f"{lat / 1e3:.1f} us", "write_latency": "20 us",
                   "capacity": "100 GB", "basis": "measured", "source": src + ": ssd_read at queue depth 1"}],
         "platforms": [{"name": "validate-host", "description": "this machine: its CPU, memcpy as the host link, the scratch directory as one SSD",
-                       "gpu": "cpu-host", "gpus_per_node": 1, "link": "host-memcpy", "ssd": "scratch-dir", "n_ssd": 1,
+                       "gpu": "cpu-host", "gpus_per_node": gpus, "link": "host-memcpy", "ssd": "scratch-dir", "n_ssd": 1,
                        "stripe_chunk": "1 MiB", "dram": "1 MB", "source": src}],
     }
     json.dump(hw, sys.stdout, indent=1)
@@ -129,7 +131,10 @@ def report(d, out):
         im = sum(i["duration_ns"]["measured"] for i in its) / max(len(its), 1)
         ip = sum(i["duration_ns"]["predicted"] for i in its) / max(len(its), 1)
         meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
-        cases.append({"case": name, "policy": j["policy"], "requests": len(rq), "deps_ok": j["deps_ok"],
+        lanes = [ln for i in its for ln in i.get("lanes", [])]
+        cases.append({"case": name, "policy": j["policy"], "stages": j.get("stages", 1), "lanes": len(lanes),
+                      "lane_ms": statistics.mean(ln["measured_ns"] for ln in lanes) / 1e6 if lanes else 0.0,
+                      "requests": len(rq), "deps_ok": j["deps_ok"],
                       "ttft_ms": {"measured": tm / 1e6, "predicted": tp / 1e6, "error": err(tm, tp)},
                       "restore_ms": {"measured": rm / 1e6, "predicted": rp / 1e6, "error": err(rm, rp)},
                       "iteration_ms": {"measured": im / 1e6, "predicted": ip / 1e6, "error": err(im, ip)},
@@ -142,17 +147,31 @@ def report(d, out):
               f"{i['measured']:8.2f} {i['predicted']:8.2f} {i['error'] * 100:6.1f}%")
     for s in skipped:
         print(f"{s['case']:<28} skipped: {s['why']}")
-    summ = {}
-    for key in ("ttft_ms", "restore_ms", "iteration_ms"):
-        a = [abs(c[key]["error"]) for c in cases if not (key == "restore_ms" and c[key]["measured"] == 0)]
-        summ[key] = {"median_abs_error": statistics.median(a) if a else 0.0, "p95_abs_error": pct(a, 0.95), "cases": len(a)}
+    def summary(cs):
+        out = {}
+        for key in ("ttft_ms", "restore_ms", "iteration_ms"):
+            a = [abs(c[key]["error"]) for c in cs if not (key == "restore_ms" and c[key]["measured"] == 0)]
+            out[key] = {"median_abs_error": statistics.median(a) if a else 0.0, "p95_abs_error": pct(a, 0.95), "cases": len(a)}
+        return out
+
+    summ = summary(cases)
     for key, s in summ.items():
         print(f"{key:<13} median |error| {s['median_abs_error'] * 100:5.1f}%   p95 |error| {s['p95_abs_error'] * 100:5.1f}%   ({s['cases']} cases)")
+    by_stages = {}
+    for n in sorted({c["stages"] for c in cases}):
+        by_stages[str(n)] = summary([c for c in cases if c["stages"] == n])
+    if len(by_stages) > 1:  # the pipeline cases apart (and the one-stage ones, as before they were added)
+        for n, sm in by_stages.items():
+            print(f"S={n}: " + ", ".join(f"{key} median |error| {v['median_abs_error'] * 100:.1f}% p95 {v['p95_abs_error'] * 100:.1f}%"
+                                          for key, v in sm.items()) + f" ({sm['ttft_ms']['cases']} cases)")
+    for c in cases:
+        if c["lanes"]:
+            print(f"lanes {c['case']}: {c['lanes']} stage-parallel lane layers replayed, {c['lane_ms']:.2f} ms each (mean)")
     tw = [c for c in cases if c["meet_tokens_predicted"]]
     for c in tw:
         print(f"meet point {c['case']}: predicted {c['meet_tokens_predicted']} tokens computed forward "
               "(the replay follows the schedule's chunks: measured = predicted by construction)")
-    res = {"cases": cases, "skipped": skipped, "summary": summ, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
+    res = {"cases": cases, "skipped": skipped, "summary": summ, "summary_by_stages": by_stages, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
            "machine": machine()}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
@@ -177,13 +196,16 @@ def main():
     ap.add_argument("--report")
     ap.add_argument("--merge")
     ap.add_argument("--last", type=int, default=3)
+    ap.add_argument("--gpus", type=int, default=1, help="--overlay: GPUs per node (pipeline stages; default 1)")
     ap.add_argument("--stat", choices=["median", "low"], default="median")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.merge:
         merge(a.merge, a.last, a.stat == "low")
     elif a.overlay:
-        overlay(a.overlay)
+        if a.gpus < 1 or a.gpus > (os.cpu_count() or 1):
+            ap.error(f"--gpus {a.gpus}: expected 1..{os.cpu_count()} (one CPU per stage)")
+        overlay(a.overlay, a.gpus)
     elif a.report:
         report(a.report, a.json or os.path.join(a.report, "validation.json"))
     else:

@@ -27,14 +27,15 @@ static const OptSpec k_execute_opts[] = {
     {"--stat", "median|min", 0, "what summarises the replays: their median (default) or the least (the undisturbed time on a shared machine)"},
     {"--dir", "SCRATCH", 0, "directory for the saved-state files (default $TMPDIR or /tmp; O_DIRECT where it allows)"},
     {"--backend", "cpu", 0, "the kernels (only cpu replays today)"},
-    {"--no-pin", NULL, 0, "do not pin the IO threads to the last CPU"},
+    {"--no-pin", NULL, 0, "do not pin the threads (default: several stages: stage st's compute on CPU st; the IO threads on the last CPU when it is free of stages)"},
     {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
 };
 static const OptCmd k_execute = {
     "kvcal execute",
     "Replays a kvsim schedule on this machine: real GEMMs, attention, projections and dequantization with\n"
     "the cpu kernels on the schedule's model shapes (random weights), real O_DIRECT reads of saved-state\n"
-    "files written beforehand, IO and compute on their own threads with the schedule's dependencies.\n"
+    "files written beforehand, IO and compute on their own threads with the schedule's dependencies\n"
+    "(pipeline stages: one compute thread per stage, stage-parallel restoration lanes on their stage's).\n"
     "Prints per request the measured and predicted TTFT and restore time; writes DIR/execute.json.\n"
     "Exit: 0 replayed, 1 failure (bad schedule, IO), 2 usage error.",
     k_execute_opts, (int)KV_ARRAY_LEN(k_execute_opts), NULL, 0, 0};
@@ -86,6 +87,9 @@ int kvcal_cmd_execute(int argc, char **argv)
     }
     printf("%s on %s: %d units, %d iterations replayed %d times (%s); dependencies %s\n", s.policy, s.model, r.n_units,
            r.n_iters, r.reps, r.stat == EXEC_STAT_MIN ? "least" : "median", r.deps_ok ? "respected" : "VIOLATED");
+    if (r.stages > 1)
+        printf("%d stages, each layer on its stage's thread: %s; %d stage-parallel lanes replayed\n", r.stages,
+               r.stage_ok ? "yes" : "NO", r.n_lanes);
     printf("%s\n", r.note);
     printf("%6s %6s %6s %-10s %12s %12s %8s %12s %12s %8s\n", "req", "hist", "new", "restore", "ttft_ms", "pred_ms", "err",
            "restore_ms", "pred_ms", "err");
@@ -99,7 +103,7 @@ int kvcal_cmd_execute(int argc, char **argv)
                (double)m->restore_ns / 1e6, (double)q->restore_ns / 1e6, er);
     }
     printf("-> %s\n", jp);
-    if (rc == 0 && !r.deps_ok) rc = KVCAL_FAIL;
+    if (rc == 0 && (!r.deps_ok || !r.stage_ok)) rc = KVCAL_FAIL;
     exec_result_free(&r);
     schedule_free(&s);
     return rc;

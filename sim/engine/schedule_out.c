@@ -285,20 +285,14 @@ void sched_out_iter_done(Sim *sm, const Replica *rp)
             ",\"overhead_ns\":%" PRId64 ",\"pre_ns\":%" PRId64 ",\"after\":",
             it->id, rp->id, it->start_ns, now, sm->overhead_ns, (int64_t)0 /* stage-parallel lanes run inside the walk (walk.c stage_lanes) */);
     put_cause(f, &it->after);
-    /* a layer-wise item joins only once its early layers (stage-parallel: its boundary activations)
-     * arrived: those units gate the iteration's start */
+    /* a layer-wise item joins only once its early layers arrived: those units gate the iteration's
+     * start. A stage-parallel one joins at once (iteration.c): its boundary activations gate its
+     * stages' lanes (walk.c stage_lanes) and its boundary layers (their waits), not the start */
     fputs(",\"after_units\":[", f);
     int first = 1;
     for (int i = 0; i < rp->n_items; i++) {
         const IterItem *x = &rp->items[i];
-        if (!x->lw) continue;
-        const Request *r = x->r;
-        if (r->stage_par) {
-            for (int l = 0; l < sm->L; l++)
-                if (restore_is_boundary(sm, r, l)) first = put_units(f, so, r->id, l, 0, first);
-        } else {
-            first = put_units(f, so, r->id, -1, r->early_layers, first);
-        }
+        if (x->lw && !x->r->stage_par) first = put_units(f, so, x->r->id, -1, x->r->early_layers, first);
     }
     fputs("],\"items\":[", f);
     for (int i = 0; i < rp->n_items; i++) {
