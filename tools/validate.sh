@@ -11,7 +11,7 @@
 # Calibrations: kvcal run --quick --points small (the small-iteration shapes measured, not
 # interpolated across 1..64 tokens), CAL_MEDIAN of them before the first case and one before every
 # CAL_EVERY-th case (default 1: every case); the prediction uses, point by point, the median over the
-# newest CAL_MEDIAN runs (default 1: the calibration just before the case) of each run's p10, and the
+# newest CAL_MEDIAN runs (default 3: the calibrations before this case and the two before) of each run's p10, and the
 # replay reports the least of its REPS (5) replays (STAT=min): on a shared machine other jobs only
 # add time and its speed drifts over tens of seconds, so both sides measure the undisturbed time, as
 # close together in time as they can be (STAT=median: each run's median and the replays' median, as
@@ -41,7 +41,7 @@ CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights}
 THREADS=${THREADS:-1}
 TH=()
 if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
-CAL_MEDIAN=${CAL_MEDIAN:-1}
+CAL_MEDIAN=${CAL_MEDIAN:-3}
 STAT=${STAT:-min}
 case $STAT in min) MSTAT=low ;; median) MSTAT=median ;; *) echo "validate: STAT=$STAT: expected min or median" >&2; exit 2 ;; esac
 NICE=${NICE--10}
