@@ -238,6 +238,17 @@ static int tc_grid(CostModel *cm, CostOp op, const int *n, uint64_t *s, int64_t 
     return cost_model_set_op(cm, op, pts, k, 0, "spec", e);
 }
 
+/* two cost models with the same random grid of op (shape n) from seed *s (advanced): the fast and
+ * the reference path each look up their own, so that their counters can be compared */
+static int tc_grid_pair(CostModel *a, CostModel *b, CostOp op, const int n[3], uint64_t *s, int64_t ax[3][16], KvErr *e)
+{
+    cost_model_init(a, "dev", "m", "fp16", 1);
+    cost_model_init(b, "dev", "m", "fp16", 1);
+    uint64_t s2 = *s;
+    if (tc_grid(a, op, n, s, ax, e) != 0) return -1;
+    return tc_grid(b, op, n, &s2, ax, e);
+}
+
 TEST(cost_fast_path_is_bit_identical_to_the_reference)
 {
     /* 1-, 2- and 3-parameter ops with single-point axes, queried inside, on points, on edges and far
@@ -252,13 +263,9 @@ TEST(cost_fast_path_is_bit_identical_to_the_reference)
             int nd = cost_op_nparams(ops[o]);
             int n[3] = {shapes[sh][0], nd > 1 ? shapes[sh][1] : 1, nd > 2 ? shapes[sh][2] : 1};
             CostModel a, b;
-            cost_model_init(&a, "dev", "m", "fp16", 1);
-            cost_model_init(&b, "dev", "m", "fp16", 1);
             int64_t ax[3][16];
-            uint64_t s2 = s;
             KvErr e;
-            CHECK(tc_grid(&a, ops[o], n, &s, ax, &e) == 0);
-            CHECK(tc_grid(&b, ops[o], n, &s2, ax, &e) == 0);
+            CHECK(tc_grid_pair(&a, &b, ops[o], n, &s, ax, &e) == 0);
             CostHint h = {{0, 0, 0}};
             for (int q = 0; q < 3000; q++) {
                 int64_t x[3];
@@ -323,13 +330,9 @@ TEST(cost_line_is_bit_identical_to_the_reference)
                 int nd = cost_op_nparams(ops[o]);
                 int n[3] = {shapes[sh][0], nd > 1 ? shapes[sh][1] : 1, nd > 2 ? shapes[sh][2] : 1};
                 CostModel a, b;
-                cost_model_init(&a, "dev", "m", "fp16", 1);
-                cost_model_init(&b, "dev", "m", "fp16", 1);
                 int64_t ax[3][16];
-                uint64_t s2 = s;
                 KvErr e;
-                CHECK(tc_grid(&a, ops[o], n, &s, ax, &e) == 0);
-                CHECK(tc_grid(&b, ops[o], n, &s2, ax, &e) == 0);
+                CHECK(tc_grid_pair(&a, &b, ops[o], n, &s, ax, &e) == 0);
                 for (int k = 0; k < 4; k++) { /* p1 below, on a point, inside, above */
                     int64_t lo0 = ax[0][0], hi0 = ax[0][n[0] - 1];
                     int64_t p1 = k == 0 ? lo0 - 7 : k == 1 ? ax[0][n[0] / 2] : k == 2 ? lo0 + (hi0 - lo0) / 3 : hi0 + 11;

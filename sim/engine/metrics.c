@@ -528,19 +528,26 @@ static int trim_on(const Sim *sm) { return sm->cfg->warmup.n > 0 || sm->cfg->coo
 
 /* a request's own TBT statistics for one gap; with trimming on, the gaps of a request wait in it
  * until it is known to be kept (a warm-up request's are not kept at all) */
+/* room in r's held-back gaps for `need` more (capacity doubling from 64); -1: out of memory (failed) */
+static int gaps_room(Sim *sm, Request *r, int64_t need)
+{
+    if (r->n_gaps + need <= r->cap_gaps) return 0;
+    int64_t nc = r->cap_gaps ? r->cap_gaps : 64;
+    while (nc < r->n_gaps + need) nc *= 2;
+    int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
+    if (!ng) {
+        sim_fail(sm, "out of memory");
+        return -1;
+    }
+    r->gaps = ng;
+    r->cap_gaps = nc;
+    return 0;
+}
+
 static void request_gap(Sim *sm, Request *r, int64_t gap_ns, int trim)
 {
     if (trim && !r->trim) {
-        if (r->n_gaps == r->cap_gaps) {
-            int64_t nc = r->cap_gaps ? 2 * r->cap_gaps : 64;
-            int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
-            if (!ng) {
-                sim_fail(sm, "out of memory");
-                return;
-            }
-            r->gaps = ng;
-            r->cap_gaps = nc;
-        }
+        if (gaps_room(sm, r, 1) != 0) return;
         r->gaps[r->n_gaps++] = gap_ns;
     }
     r->tbt_sum += (double)gap_ns;
@@ -563,17 +570,7 @@ static void request_gaps(Sim *sm, Request *r, int64_t first, const uint64_t *lat
                          int64_t later_max, int trim)
 {
     if (trim && !r->trim) {
-        if (r->n_gaps + n > r->cap_gaps) {
-            int64_t nc = r->cap_gaps ? r->cap_gaps : 64;
-            while (nc < r->n_gaps + n) nc *= 2;
-            int64_t *ng = realloc(r->gaps, (size_t)nc * sizeof *ng);
-            if (!ng) {
-                sim_fail(sm, "out of memory");
-                return;
-            }
-            r->gaps = ng;
-            r->cap_gaps = nc;
-        }
+        if (gaps_room(sm, r, n) != 0) return;
         r->gaps[r->n_gaps++] = first;
         for (int64_t j = 0; j + 1 < n; j++) r->gaps[r->n_gaps++] = (int64_t)later[j];
     }
