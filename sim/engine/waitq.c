@@ -77,22 +77,33 @@ typedef struct WaitRec {
 #define WR_PATCH_BYTES 9 /* ref and kind */
 #define WR_SREF_SHIFT 44 /* WR_SREF's ref: the group's first record | its length << WR_SREF_SHIFT */
 _Static_assert(sizeof(WaitRec) == 64, "spill records are 64 bytes");
-#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
+/* a Session's image: its fixed part (spill_rec cleared) and its 2 × S save positions, as 8-byte
+ * words (sess_size(sm) / 8 of them; at most WR_IMG_WORDS, at SIM_MAX_STAGES stages) */
+#define WR_IMG_WORDS ((sizeof(Session) + 2 * SIM_MAX_STAGES * sizeof(int64_t)) / 8)
+#define WR_IMG_RECS ((WR_IMG_WORDS * 8 + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
 /* the image is packed: a mask of the Session's nonzero 8-byte words, then those words (a cold
  * session is mostly zeros: 1-3 records instead of WR_IMG_RECS); WR_SESS's i32 holds its records */
-#define WR_IMG_WORDS ((sizeof(Session) + 7) / 8)
+_Static_assert(sizeof(Session) % 8 == 0, "a Session's fixed part is whole words");
 _Static_assert(WR_IMG_WORDS <= 64, "a Session's image mask is one 64-bit word");
 _Static_assert(WR_IMG_WORDS + 1 <= WR_IMG_RECS * 8, "a packed image fits WR_IMG_RECS records");
 
-/* the records of s's packed image */
-static size_t img_recs(const Session *s)
+/* s's image in w (WR_IMG_WORDS words, zero past it); returns its words */
+static size_t img_words(const Sim *sm, const Session *s, uint64_t *w)
 {
-    uint64_t w[WR_IMG_WORDS] = {0};
     Session img = *s;
     img.spill_rec = 0;
+    memset(w, 0, WR_IMG_WORDS * sizeof *w);
     memcpy(w, &img, sizeof img);
-    size_t nz = 0;
-    for (size_t i = 0; i < WR_IMG_WORDS; i++) nz += w[i] != 0;
+    memcpy(w + sizeof img / 8, s->pos, 2 * (size_t)sm->S * sizeof *s->pos);
+    return sess_size(sm) / 8;
+}
+
+/* the records of s's packed image */
+static size_t img_recs(const Sim *sm, const Session *s)
+{
+    uint64_t w[WR_IMG_WORDS];
+    size_t n = img_words(sm, s, w), nz = 0;
+    for (size_t i = 0; i < n; i++) nz += w[i] != 0;
     return (1 + nz + 7) / 8;
 }
 
@@ -254,7 +265,7 @@ static int patch_flush(Sim *sm, Replica *rp)
 }
 
 /* a cold session's group: WR_SESS (its name, `pend` pending turns), its image, its pending turns */
-static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
+static size_t group_recs(const Sim *sm, const Session *s, size_t pend, WaitRec *buf)
 {
     WaitRec *h = &buf[0];
     memset(h, 0, sizeof *h);
@@ -267,12 +278,9 @@ static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
         h->name_len = (uint8_t)len;
         memcpy(h->u.s.name, s->name, len);
     }
-    uint64_t w[WR_IMG_WORDS] = {0}, packed[WR_IMG_RECS * 8] = {0};
-    Session img = *s;
-    img.spill_rec = 0;
-    memcpy(w, &img, sizeof img);
-    size_t nz = 1;
-    for (size_t i = 0; i < WR_IMG_WORDS; i++)
+    uint64_t w[WR_IMG_WORDS], packed[WR_IMG_RECS * 8] = {0};
+    size_t nw = img_words(sm, s, w), nz = 1;
+    for (size_t i = 0; i < nw; i++)
         if (w[i]) {
             packed[0] |= 1ull << i;
             packed[nz++] = w[i];
@@ -309,7 +317,7 @@ static int spill_batch(Sim *sm, Replica *rp)
     for (size_t i = 0; pend && i < take; i++) {
         Turn *t = turn_ring_at(qt, i);
         if (!sess_is_cold(sm, t->s, &pend[i]) || sess_spill_reserve(sm, t->s->id) != 0) pend[i] = SIZE_MAX;
-        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(t->s) + pend[i] : 1;
+        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(sm, t->s) + pend[i] : 1;
     }
     WaitRec *buf = pend && warm_at ? malloc(nrec * sizeof *buf) : NULL;
     if (!buf) {
@@ -323,7 +331,7 @@ static int spill_batch(Sim *sm, Replica *rp)
         int cold = pend[i] != SIZE_MAX;
         warm_at[i] = cold ? 0 : rp->sp.wr + k + 1;
         turn_to_rec(t, cold ? WR_COLD : WR_WARM, &buf[k++]);
-        if (cold) k += group_recs(t->s, pend[i], &buf[k]);
+        if (cold) k += group_recs(sm, t->s, pend[i], &buf[k]);
     }
     int bad = write_recs(rp->sp.f, buf, k, rp->sp.wr);
     free(buf);
@@ -399,7 +407,7 @@ void waitq_session_changed(Sim *sm, Session *s)
         if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
         if (!sp->sbuf || !sp->pbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
     }
-    size_t k = 1 + img_recs(s) + pend;
+    size_t k = 1 + img_recs(sm, s) + pend;
     uint64_t at_side = sp->side_wr;
     if (k >= (1u << (64 - WR_SREF_SHIFT)) || at_side >= (1ull << WR_SREF_SHIFT)) return; /* does not fit a WR_SREF: stays */
     /* the group at the end of the side file (buffered when it fits) */
@@ -408,12 +416,12 @@ void waitq_session_changed(Sim *sm, Session *s)
     if (k > WAITQ_RDBUF) {
         WaitRec *buf = malloc(k * sizeof *buf);
         if (!buf) return;
-        group_recs(s, pend, buf);
+        group_recs(sm, s, pend, buf);
         int bad = write_recs(sp->side, buf, k, at_side);
         free(buf);
         if (bad) return; /* it stays in memory */
     } else {
-        group_recs(s, pend, (WaitRec *)sp->sbuf + sp->sbuf_n);
+        group_recs(sm, s, pend, (WaitRec *)sp->sbuf + sp->sbuf_n);
         sp->sbuf_n += k;
     }
     sp->side_wr += k;
@@ -512,8 +520,11 @@ static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
     if (grp_read(sm, rp, side_at, &hd[1], ni) != 0) return NULL;
     uint64_t packed[WR_IMG_RECS * 8], words[WR_IMG_WORDS] = {0};
     memcpy(packed, &hd[1], ni * sizeof *hd);
-    for (size_t i = 0, j = 1; i < WR_IMG_WORDS; i++)
-        if (packed[0] >> i & 1) words[i] = packed[j++];
+    size_t nw = sess_size(sm) / 8; /* this run's image: its mask names none past it, its words fit the records */
+    if ((nw < 64 && packed[0] >> nw) || (size_t)__builtin_popcountll(packed[0]) + 1 > ni * 8)
+        return sim_fail(sm, "internal: admission queue spill file of replica %d: a session's image is not one of %zu words", rp->id, nw), NULL;
+    for (size_t i = 0, used = 1; i < nw; i++)
+        if (packed[0] >> i & 1) words[i] = packed[used++];
     char name[WR_NAME + 1];
     memcpy(name, w->u.s.name, w->name_len);
     name[w->name_len] = '\0';
@@ -521,7 +532,7 @@ static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
     memcpy(&si, words, sizeof si);
     si.name = NULL;
     si.pend_head = si.pend_tail = NULL;
-    Session *s = sess_reattach(sm, &si, (w->flags & WF_NAME) ? name : NULL);
+    Session *s = sess_reattach(sm, &si, (const int64_t *)(words + sizeof si / 8), (w->flags & WF_NAME) ? name : NULL);
     if (!s) return NULL;
     uint32_t nt = w->u.s.nturns;
     WaitRec tb[WAITQ_RDBUF];
