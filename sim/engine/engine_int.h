@@ -107,6 +107,7 @@ struct Session {
     int replica;
     int busy;                  /* a turn admitted or waiting */
     int refs;                  /* requests that point to this session (pulled, not yet freed) */
+    uint32_t pend_side_n;      /* waitq.c: of its pending turns, those in its replica's side file (pend_side) */
     Turn *pend_head, *pend_tail;  /* its later turns read from the trace, not released yet, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
@@ -130,6 +131,8 @@ struct Session {
     int conc_seen, conc_client;
     Session *conc_next;
     uint64_t spill_rec;        /* waitq.c: its queued turn's WR_WARM record in its replica's spill file (index + 1; 0: none) */
+    uint64_t pend_side;        /* waitq.c: the newest of its pending turns in the side file (record index + 1; 0: none);
+                                * those are older than the ones in pend_head's list, linked newest to oldest */
     /* the saves in flight (saving > 0), per pipeline stage (each stage saves its own layers): the
      * positions whose state crossed D2H (now in host DRAM: the staging copy, or the DRAM tier) and
      * those that reached the destination tier; saved_tokens <= land_pos <= d2h_pos <= issued_pos.
@@ -553,6 +556,10 @@ void waitq_pop(Replica *rp);
 /* s (its queued turn spilled as WR_WARM: s->spill_rec) may have become cold: then it goes to the
  * spill file's side file too and leaves memory (freed: the caller must not touch s afterwards) */
 void waitq_session_changed(Sim *sm, Session *s);
+/* t, a pending turn of s (appended after its others): while s's queued turn is in the spill file
+ * (s->spill_rec) and s holds no pending turn in memory, t goes to the side file (its memory freed,
+ * its reference on s kept; read back, ahead of those in memory, with the queued turn): 1; else 0 */
+int waitq_pend_add(Sim *sm, Session *s, Turn *t);
 /* teardown: the turns in memory freed, the file closed */
 void waitq_free(Sim *sm, Replica *rp);
 /* tests: the FIFO's in-memory bound in turns (0: the default, 256); process-wide, set before sim_run */

@@ -304,6 +304,8 @@ static void group_drop(Sim *sm, Session *s)
     sess_detach(sm, s);
 }
 
+static void pend_spill_all(Sim *sm, Replica *rp, Session *s);
+
 /* the oldest `bound` turns of qt into the file (nothing when a write fails: spilling goes off) */
 static int spill_batch(Sim *sm, Replica *rp)
 {
@@ -347,8 +349,12 @@ static int spill_batch(Sim *sm, Replica *rp)
         Turn *t = ring_pop(qt);
         Session *s = t->s;
         turn_drop_mem(sm, t);
-        if (warm_at[i]) s->spill_rec = warm_at[i];
-        else group_drop(sm, s);
+        if (warm_at[i]) {
+            s->spill_rec = warm_at[i];
+            pend_spill_all(sm, rp, s);
+        } else {
+            group_drop(sm, s);
+        }
     }
     free(warm_at);
     return 0;
@@ -396,17 +402,139 @@ static int side_flush(Sim *sm, Replica *rp)
     return 0;
 }
 
+/* the side file and its buffers (write, rewrites); -1: none (what would go there stays in memory) */
+static int side_open(WaitSpill *sp)
+{
+    if (sp->side) return 0;
+    if (!sp->sbuf) sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
+    if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
+    return sp->sbuf && sp->pbuf && (sp->side = tmpfile()) ? 0 : -1;
+}
+
+/* s's pending turns as runs of WR_TURN records in the side file: s->pend_side names the newest run
+ * (its first record + 1 | its length << WR_SREF_SHIFT; 0: none), each run's first record's ref the
+ * run before it */
+#define PEND_RUN_MAX ((1ull << (64 - WR_SREF_SHIFT)) - 1)
+
+/* n turns from `first` (along next) to the end of the side file as one run, the newest of s's; their
+ * memory is the caller's. -1: not written (they stay in memory) */
+static int pend_push(Sim *sm, Replica *rp, Session *s, const Turn *first, size_t n)
+{
+    WaitSpill *sp = &rp->sp;
+    uint64_t at = sp->side_wr;
+    if (n == 0 || n > PEND_RUN_MAX || at + 1 >= (1ull << WR_SREF_SHIFT) || side_open(sp) != 0) return -1;
+    if (n > WAITQ_RDBUF || sp->sbuf_n + n > WAITQ_RDBUF)
+        if (side_flush(sm, rp) != 0) return -1;
+    WaitRec *buf = n > WAITQ_RDBUF ? malloc(n * sizeof *buf) : (WaitRec *)sp->sbuf + sp->sbuf_n;
+    if (!buf) return -1;
+    const Turn *p = first;
+    for (size_t i = 0; i < n; i++, p = p->next) turn_to_rec(p, WR_TURN, &buf[i]);
+    buf[0].ref = s->pend_side;
+    if (n > WAITQ_RDBUF) {
+        int bad = write_recs(sp->side, buf, n, at);
+        free(buf);
+        if (bad) return -1;
+    } else {
+        sp->sbuf_n += n;
+    }
+    sp->side_wr += n;
+    side_count(sp, at, n, 1);
+    s->pend_side = (at + 1) | (uint64_t)n << WR_SREF_SHIFT;
+    s->pend_side_n += (uint32_t)n;
+    return 0;
+}
+
+int waitq_pend_add(Sim *sm, Session *s, Turn *t)
+{
+    if (s->pend_head || sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) return 0;
+    if (pend_push(sm, &sm->rep[s->replica], s, t, 1) != 0) return 0;
+    turn_drop_mem(sm, t);
+    return 1;
+}
+
+/* s's pending turns in memory to the side file as one run (they stay when it cannot be written) */
+static void pend_spill_all(Sim *sm, Replica *rp, Session *s)
+{
+    if (!s->pend_head || sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) return;
+    size_t n = 0;
+    for (const Turn *p = s->pend_head; p; p = p->next) n++;
+    if (pend_push(sm, rp, s, s->pend_head, n) != 0) return;
+    while (s->pend_head) {
+        Turn *p = s->pend_head;
+        s->pend_head = p->next;
+        turn_drop_mem(sm, p);
+    }
+    s->pend_tail = NULL;
+}
+
+/* records [at, at + n) of the side file into out (a run: not written yet, or written whole) */
+static int side_run(Sim *sm, Replica *rp, uint64_t at, size_t n, WaitRec *out)
+{
+    WaitSpill *sp = &rp->sp;
+    uint64_t written = sp->side_wr - sp->sbuf_n;
+    if (at + n > sp->side_wr || (at < written && at + n > written))
+        return sim_fail(sm, "internal: admission queue side file of replica %d: a run of pending turns out of place", rp->id);
+    if (at >= written) {
+        memcpy(out, (const WaitRec *)sp->sbuf + (at - written), n * sizeof *out);
+        return 0;
+    }
+    ssize_t got = pread(fileno(sp->side), out, n * sizeof *out, (off_t)(at * sizeof *out));
+    if (got < 0 || (size_t)got != n * sizeof *out)
+        return sim_fail(sm, "admission queue side file (a temporary file) of replica %d: read failed: %s", rp->id,
+                        got < 0 ? strerror(errno) : "short read");
+    return 0;
+}
+
+/* s's pending turns in the side file back into memory, ahead of those in memory (add_refs: their
+ * references counted again: s was made again from its image) */
+static int pend_read_back(Sim *sm, Replica *rp, Session *s, int add_refs)
+{
+    Turn *head = s->pend_head, *tail = s->pend_tail;
+    uint64_t total = 0;
+    WaitRec tb[WAITQ_RDBUF];
+    for (uint64_t ref = s->pend_side; ref;) { /* runs newest first, each put ahead of the later ones */
+        uint64_t at = (ref & ((1ull << WR_SREF_SHIFT) - 1)) - 1;
+        size_t n = (size_t)(ref >> WR_SREF_SHIFT);
+        Turn *rh = NULL, *rt = NULL;
+        for (size_t j = 0; j < n; j += WAITQ_RDBUF) {
+            size_t m = n - j < WAITQ_RDBUF ? n - j : WAITQ_RDBUF;
+            if (side_run(sm, rp, at + j, m, tb) != 0) return -1;
+            if (j == 0) ref = tb[0].ref;
+            for (size_t i = 0; i < m; i++) {
+                if (tb[i].kind != WR_TURN)
+                    return sim_fail(sm, "internal: admission queue side file of replica %d: session %llu's pending turns do not match",
+                                    rp->id, (unsigned long long)s->id);
+                Turn *t = turn_from_rec(sm, &tb[i], s);
+                if (!t) return -1;
+                if (rt) rt->next = t;
+                else rh = t;
+                rt = t;
+            }
+        }
+        side_count(&rp->sp, at, n, -1);
+        total += n;
+        rt->next = head;
+        if (!head) tail = rt;
+        head = rh;
+    }
+    if (total != s->pend_side_n)
+        return sim_fail(sm, "internal: admission queue side file of replica %d: session %llu has %u pending turns there, %llu found",
+                        rp->id, (unsigned long long)s->id, s->pend_side_n, (unsigned long long)total);
+    s->pend_head = head;
+    s->pend_tail = tail;
+    if (add_refs) s->refs += (int)total;
+    s->pend_side = 0;
+    s->pend_side_n = 0;
+    return 0;
+}
+
 void waitq_session_changed(Sim *sm, Session *s)
 {
     Replica *rp = &sm->rep[s->replica];
     WaitSpill *sp = &rp->sp;
     size_t pend = 0;
     if (!s->spill_rec || !sess_is_cold(sm, s, &pend) || sess_spill_reserve(sm, s->id) != 0) return;
-    if (!sp->side) {
-        if (!sp->sbuf) sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
-        if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
-        if (!sp->sbuf || !sp->pbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
-    }
+    if (side_open(sp) != 0) return; /* it stays in memory */
     size_t k = 1 + img_recs(sm, s) + pend;
     uint64_t at_side = sp->side_wr;
     if (k >= (1u << (64 - WR_SREF_SHIFT)) || at_side >= (1ull << WR_SREF_SHIFT)) return; /* does not fit a WR_SREF: stays */
@@ -570,6 +698,7 @@ static int unspill(Sim *sm, Replica *rp)
         if (w.kind == WR_WARM) {
             s = (Session *)(uintptr_t)w.ref;
             s->spill_rec = 0;
+            if (s->pend_side && pend_read_back(sm, rp, s, 0) != 0) return -1;
         } else if (w.kind == WR_COLD) {
             if (!(s = read_group(sm, rp, NULL))) return -1;
             s->refs++;
@@ -579,6 +708,7 @@ static int unspill(Sim *sm, Replica *rp)
             if (side_load(sm, rp, at, len) != 0 || !(s = read_group(sm, rp, &at))) return -1;
             side_count(sp, at - len, len, -1);
             s->refs++;
+            if (s->pend_side && pend_read_back(sm, rp, s, 1) != 0) return -1;
         } else {
             return sim_fail(sm, "internal: admission queue spill file of replica %d: record kind %d", rp->id, w.kind);
         }
