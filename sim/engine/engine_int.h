@@ -177,6 +177,8 @@ typedef struct WaitSpill {
     uint64_t sbuf_n;
     void *rbuf;          /* its records read ahead: [rbuf_base, rbuf_base + rbuf_n) */
     uint64_t rbuf_base, rbuf_n, rbuf_cap;
+    void *tbuf;          /* its records read ahead for pending-turn runs (WAITQ_RDBUF): [tbuf_base, tbuf_base + tbuf_n) */
+    uint64_t tbuf_base, tbuf_n;
     /* disk space given back (waitq.c: holes punched where everything was read): the spill file below
      * `punched`; per side-file region of WAITQ_REGION records, its groups not read yet */
     uint64_t punched;

@@ -478,10 +478,18 @@ static int side_run(Sim *sm, Replica *rp, uint64_t at, size_t n, WaitRec *out)
         memcpy(out, (const WaitRec *)sp->sbuf + (at - written), n * sizeof *out);
         return 0;
     }
-    ssize_t got = pread(fileno(sp->side), out, n * sizeof *out, (off_t)(at * sizeof *out));
-    if (got < 0 || (size_t)got != n * sizeof *out)
-        return sim_fail(sm, "admission queue side file (a temporary file) of replica %d: read failed: %s", rp->id,
-                        got < 0 ? strerror(errno) : "short read");
+    /* read ahead (n <= WAITQ_RDBUF): a batch's runs were written together in FIFO order and are read back in it */
+    if (at < sp->tbuf_base || at + n > sp->tbuf_base + sp->tbuf_n) {
+        if (!sp->tbuf && !(sp->tbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec)))) return sim_fail(sm, "out of memory");
+        size_t want = written - at < WAITQ_RDBUF ? (size_t)(written - at) : WAITQ_RDBUF;
+        ssize_t got = pread(fileno(sp->side), sp->tbuf, want * sizeof(WaitRec), (off_t)(at * sizeof(WaitRec)));
+        if (got < 0 || (size_t)got != want * sizeof(WaitRec))
+            return sim_fail(sm, "admission queue side file (a temporary file) of replica %d: read failed: %s", rp->id,
+                            got < 0 ? strerror(errno) : "short read");
+        sp->tbuf_base = at;
+        sp->tbuf_n = want;
+    }
+    memcpy(out, (const WaitRec *)sp->tbuf + (at - sp->tbuf_base), n * sizeof *out);
     return 0;
 }
 
@@ -722,6 +730,7 @@ static int unspill(Sim *sm, Replica *rp)
         punch(sp->side, 0, sp->side_wr);
         if (sp->side_live) memset(sp->side_live, 0, sp->side_regions * sizeof *sp->side_live);
         sp->rd = sp->wr = sp->buf_base = sp->buf_n = sp->side_wr = sp->sbuf_n = sp->rbuf_base = sp->rbuf_n = sp->punched = 0;
+        sp->tbuf_base = sp->tbuf_n = 0;
         sp->pn = 0; /* none: each was written before the read that reached it */
     } else if (sp->rd - sp->punched >= WAITQ_REGION) { /* what was read goes back to the disk */
         uint64_t to = sp->rd / WAITQ_REGION * WAITQ_REGION;
@@ -774,6 +783,7 @@ void waitq_free(Sim *sm, Replica *rp)
     free(rp->sp.buf);
     free(rp->sp.sbuf);
     free(rp->sp.rbuf);
+    free(rp->sp.tbuf);
     free(rp->sp.side_live);
     free(rp->sp.pbuf);
     if (rp->sp.f) fclose(rp->sp.f);
