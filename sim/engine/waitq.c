@@ -16,6 +16,12 @@
  *     leaves the session map (sess_detach) and is made again from its image when the record is read
  *     back (sess_reattach, which merges the "ghost" session.c made if the trace named the session
  *     meanwhile).
+ * A WR_WARM turn's session stays in memory, but its pending turns do not: at the spill they go to
+ * the side file as one run of WR_TURN records (and a turn the trace adds meanwhile, while none is in
+ * memory, as a run of its own); the session names its newest run (pend_side), each run the one
+ * before; they come back, in order and ahead of any in memory, when the turn is read back (also
+ * from a cold session's image, if it went cold meanwhile). A batch's runs are written together and
+ * read back in the same (FIFO) order, through their own read-ahead buffer.
  * Reading back fills qh with up to `bound` entries when qh is empty. The head is the same turn, the
  * order the same and every field of every turn and session the same as without a file: results
  * never depend on the bound (test load_fifo_spill_identical).
@@ -31,11 +37,11 @@
  * rewrites are buffered (up to WAITQ_PATCHES; one in the read-ahead buffer is made there only) and
  * written sorted by position, nearby ones as one read-modify-write of the span between them, before
  * a read of the file reaches the lowest of them or when the buffer is full.
- * Complexity: push, head, pop O(1) amortised (plus O(pending turns) when a cold session is spilled
+ * Complexity: push, head, pop O(1) amortised (plus O(pending turns) when a session is spilled
  * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read,
  * record rewrites in blocks of up to WAITQ_PATCHES, O(P log P) to sort). Memory: ≤ 3 × bound entries in memory
  * (each a Turn, and for a cold session its Session and pending Turns), two 16 KiB buffers per
- * replica (and, once a session went cold in the file, 96 KiB for the rewrites); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
+ * replica (and, once the side file is used, 96 KiB for the rewrites and 16 KiB to read runs back); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
  * given back (holes punched) once read, per 1 MiB: on disk what waits, not what waited.
  */
 #include <errno.h>
@@ -710,6 +716,7 @@ static int unspill(Sim *sm, Replica *rp)
         } else if (w.kind == WR_COLD) {
             if (!(s = read_group(sm, rp, NULL))) return -1;
             s->refs++;
+            if (s->pend_side && pend_read_back(sm, rp, s, 1) != 0) return -1;
         } else if (w.kind == WR_SREF) {
             uint64_t at = w.ref & ((1ull << WR_SREF_SHIFT) - 1);
             size_t len = (size_t)(w.ref >> WR_SREF_SHIFT);
