@@ -5,7 +5,9 @@
  * while spilled, sessions that go cold while their turn is in the file) as with a bound so large
  * that nothing is spilled, with the accounting walker at every iteration boundary; and the memory
  * the engine counts for what waits (SimResult.waiting_peak_bytes: turns, sessions, FIFO slots) stays
- * flat while the queue grows fourfold under overload (counters, not RSS or wall time).
+ * flat while the queue grows fourfold under overload (counters, not RSS or wall time); and a
+ * session whose turn is in the file while its saved state lives (it stays in memory) holds none of
+ * its pending turns in memory (they are in the side file), with the same rows as without spilling.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -191,4 +193,59 @@ TEST(waitq_memory_flat_under_overload)
     CHECK_MSG(per_turn <= 200, "%.1f bytes in memory per queued turn at the peak (%zu turns)", per_turn, big.q_peak);
     sim_result_free(&small.res);
     sim_result_free(&big.res);
+}
+
+/* sessions whose queued turn waits in the spill file while their saved state lives (they stay in
+ * memory): their pending turns are in the side file, none in memory (waitq.c), at every boundary */
+typedef struct {
+    size_t live_spilled_max, in_memory, side_max;
+} PendScan;
+
+static void pend_scan_hook(Sim *sm, void *ctx)
+{
+    PendScan *ps = ctx;
+    size_t live = 0, side = 0;
+    for (size_t i = 0; i < sm->tab_cap; i++) {
+        const Session *s = sm->tab[i];
+        if (!s || !s->spill_rec) continue;
+        if (s->tier != TIER_NONE) live++;
+        if (s->pend_head) ps->in_memory++;
+        side += s->pend_side_n;
+    }
+    if (live > ps->live_spilled_max) ps->live_spilled_max = live;
+    if (side > ps->side_max) ps->side_max = side;
+}
+
+TEST(waitq_pending_turns_of_live_sessions_spilled)
+{
+    SimConfig c;
+    sharegpt_overloaded(t, &c, 1500);
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    PendScan ps = {0, 0, 0};
+    RowHash rows = {1469598103934665603ull, 0};
+    SimResult res;
+    memset(&res, 0, sizeof res);
+    sim_test_set_queue_bound(4);
+    sim_test_set_hook(pend_scan_hook, &ps, 1);
+    int rc = sim_run(&w, "kv-offload", hash_row, &rows, NULL, NULL, &res, &e);
+    sim_test_set_hook(NULL, NULL, 0);
+    sim_test_set_queue_bound(0);
+    sim_world_close(&w);
+    CHECK_MSG(rc == 0, "%s", rc ? e.msg : "");
+    CHECK_MSG(ps.live_spilled_max >= 20, "at most %zu sessions with saved state had their turn in the spill file", ps.live_spilled_max);
+    CHECK_MSG(ps.side_max >= 20, "at most %zu pending turns were in the side file", ps.side_max);
+    CHECK_MSG(ps.in_memory == 0, "%zu times a session with its turn in the spill file held pending turns in memory", ps.in_memory);
+    /* and the same rows as with nothing spilled */
+    Outcome b;
+    if (run_bound(t, &c, "kv-offload", (size_t)1 << 40, 0, &b) != 0) return;
+    CHECK_MSG(rows.n == b.rows.n && rows.h == b.rows.h, "%llu rows (hash %016llx) vs %llu (hash %016llx)", (unsigned long long)rows.n,
+              (unsigned long long)rows.h, (unsigned long long)b.rows.n, (unsigned long long)b.rows.h);
+    CHECK_EQ_U(res.iterations, b.res.iterations);
+    sim_result_free(&res);
+    sim_result_free(&b.res);
 }

@@ -52,6 +52,7 @@
 #ifndef KV_ENGINE_INT_H
 #define KV_ENGINE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -106,6 +107,7 @@ struct Session {
     int replica;
     int busy;                  /* a turn admitted or waiting */
     int refs;                  /* requests that point to this session (pulled, not yet freed) */
+    uint32_t pend_side_n;      /* waitq.c: of its pending turns, those in its replica's side file (pend_side) */
     Turn *pend_head, *pend_tail;  /* its later turns read from the trace, not released yet, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
@@ -117,10 +119,6 @@ struct Session {
     double save_acc;           /* bytes of the save in flight, summed over its units */
     double spill_bytes;        /* bytes counted in its list's spilling_bytes while spilling */
     int64_t issued_pos;        /* context positions whose save has been issued */
-    /* the saves in flight (saving > 0), per pipeline stage (each stage saves its own layers): the
-     * positions whose state crossed D2H (now in host DRAM: the staging copy, or the DRAM tier) and
-     * those that reached the destination tier; saved_tokens <= land_pos <= d2h_pos <= issued_pos */
-    int64_t d2h_pos[SIM_MAX_STAGES], land_pos[SIM_MAX_STAGES];
     Tier save_dest;            /* where the saves in flight go (constant while saving > 0) */
     int d2h_inflight;          /* save units still in their D2H hop */
     Unit *parked;              /* restoration loads waiting for a save of this session to cross D2H */
@@ -133,7 +131,16 @@ struct Session {
     int conc_seen, conc_client;
     Session *conc_next;
     uint64_t spill_rec;        /* waitq.c: its queued turn's WR_WARM record in its replica's spill file (index + 1; 0: none) */
+    uint64_t pend_side;        /* waitq.c: the newest of its pending turns in the side file (record index + 1; 0: none);
+                                * those are older than the ones in pend_head's list, linked newest to oldest */
+    /* the saves in flight (saving > 0), per pipeline stage (each stage saves its own layers): the
+     * positions whose state crossed D2H (now in host DRAM: the staging copy, or the DRAM tier) and
+     * those that reached the destination tier; saved_tokens <= land_pos <= d2h_pos <= issued_pos.
+     * 2 × S words allocated with the session (sess_size): pos[0, S) the d2h positions (sess_d2h),
+     * pos[S, 2S) the land positions (sess_land); part of the session's image in a spill file */
+    int64_t pos[];
 };
+_Static_assert(offsetof(Session, pos) == sizeof(Session), "a Session's positions follow its fixed part");
 
 /* A turn read from the trace and not admitted yet (RQ_ARRIVED: pending in its session or waiting for
  * its arrival event; RQ_QUEUED: in its replica's admission FIFO): what admission makes its Request
@@ -170,6 +177,8 @@ typedef struct WaitSpill {
     uint64_t sbuf_n;
     void *rbuf;          /* its records read ahead: [rbuf_base, rbuf_base + rbuf_n) */
     uint64_t rbuf_base, rbuf_n, rbuf_cap;
+    void *tbuf;          /* its records read ahead for pending-turn runs (WAITQ_RDBUF): [tbuf_base, tbuf_base + tbuf_n) */
+    uint64_t tbuf_base, tbuf_n;
     /* disk space given back (waitq.c: holes punched where everything was read): the spill file below
      * `punched`; per side-file region of WAITQ_REGION records, its groups not read yet */
     uint64_t punched;
@@ -429,6 +438,11 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond);
 
 static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
 
+/* a session's bytes (its fixed part and its 2 × S save positions) and those positions per stage */
+static inline size_t sess_size(const Sim *sm) { return sizeof(Session) + 2 * (size_t)sm->S * sizeof(int64_t); }
+static inline int64_t *sess_d2h(Session *s) { return s->pos; }
+static inline int64_t *sess_land(const Sim *sm, Session *s) { return s->pos + sm->S; }
+
 /* after the memory of what waits grew: its peak */
 static inline void sim_note_waiting(Sim *sm)
 {
@@ -524,12 +538,13 @@ int sess_set_name(Sim *sm, Session *s, const char *name);
  * (-1: out of memory). sess_detach: s leaves the map and is freed, its id marked spilled (its turns
  * are the caller's). While marked, sess_get of the id makes a "ghost" (busy, not counted as a new
  * session) that gathers the turns the trace adds. sess_reattach: the session made again from its
- * image (the ghost keeps its name, pending turns and references; a new one is not counted), its
- * name `name` when it has none; NULL after sim_fail. */
+ * image (img's fixed part and its 2 × S save positions `pos`; the ghost keeps its name, pending
+ * turns and references; a new one is not counted), its name `name` when it has none; NULL after
+ * sim_fail. */
 int sess_is_cold(const Sim *sm, const Session *s, size_t *pending);
 int sess_spill_reserve(Sim *sm, uint64_t id);
 void sess_detach(Sim *sm, Session *s);
-Session *sess_reattach(Sim *sm, const Session *img, const char *name);
+Session *sess_reattach(Sim *sm, const Session *img, const int64_t *pos, const char *name);
 
 /* ------------------------------------------------------------------ waitq.c */
 
@@ -543,6 +558,10 @@ void waitq_pop(Replica *rp);
 /* s (its queued turn spilled as WR_WARM: s->spill_rec) may have become cold: then it goes to the
  * spill file's side file too and leaves memory (freed: the caller must not touch s afterwards) */
 void waitq_session_changed(Sim *sm, Session *s);
+/* t, a pending turn of s (appended after its others): while s's queued turn is in the spill file
+ * (s->spill_rec) and s holds no pending turn in memory, t goes to the side file (its memory freed,
+ * its reference on s kept; read back, ahead of those in memory, with the queued turn): 1; else 0 */
+int waitq_pend_add(Sim *sm, Session *s, Turn *t);
 /* teardown: the turns in memory freed, the file closed */
 void waitq_free(Sim *sm, Replica *rp);
 /* tests: the FIFO's in-memory bound in turns (0: the default, 256); process-wide, set before sim_run */

@@ -37,7 +37,7 @@
 #include "sim/engine/schedule_out.h"
 
 static void conc_turn_done(Sim *sm, Session *s);
-static void pend_append(Session *s, Turn *t);
+static void pend_append(Sim *sm, Session *s, Turn *t);
 
 _Static_assert(sizeof(Turn) <= 64, "a waiting turn costs at most 64 bytes (engine_int.h)");
 
@@ -165,8 +165,9 @@ void release_request(Sim *sm, Turn *r)
     if (waitq_push(sm, rp, r) == 0) sim_kick(sm, rp);
 }
 
-static void pend_append(Session *s, Turn *r)
+static void pend_append(Sim *sm, Session *s, Turn *r)
 {
+    if (s->spill_rec && waitq_pend_add(sm, s, r)) return; /* its queued turn waits in a spill file: r goes there too */
     if (s->pend_tail) s->pend_tail->next = r;
     else s->pend_head = r;
     s->pend_tail = r;
@@ -268,7 +269,7 @@ static int conc_read_one(Sim *sm)
     if (!r) return -1;
     sm->have_next = 0;
     Session *s = r->s;
-    pend_append(s, r);
+    pend_append(sm, s, r);
     if (!s->conc_seen) {
         s->conc_seen = 1;
         if (sm->wait_tail) sm->wait_tail->conc_next = s;
@@ -370,7 +371,7 @@ int pull_trace(Sim *sm)
             s->busy = 1;
             sim_push(sm, sim_now(sm) + r->think_ns, EV_RELEASE, r, 0);
         } else {
-            pend_append(s, r);
+            pend_append(sm, s, r);
         }
     }
     return 0;
@@ -380,7 +381,7 @@ void on_arrival(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     int pulls = r->pulls_trace;
-    if (s->busy || s->pend_head) pend_append(s, r); /* previous turn still running: wait for it */
+    if (s->busy || s->pend_head) pend_append(sm, s, r); /* previous turn still running: wait for it */
     else release_request(sm, r);
     if (pulls) pull_trace(sm);
 }

@@ -71,7 +71,7 @@ static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
     for (int st = 0; st < sm->S; st++) {
         part_add(r, st, 0, c, N, s->tier, 0);
         if (!s->saving) continue;
-        int64_t land = kv_max_i64(c, s->land_pos[st]), d2h = kv_max_i64(land, s->d2h_pos[st]);
+        int64_t land = kv_max_i64(c, sess_land(sm, s)[st]), d2h = kv_max_i64(land, sess_d2h(s)[st]);
         Tier dest = s->save_dest;
         part_add(r, st, c, land, N, dest, 0);
         part_add(r, st, land, d2h, N, tier_table[dest].out_hop >= 0 ? TIER_DRAM : dest, 0);
@@ -120,7 +120,7 @@ void restore_unpark(Sim *sm, Session *s, int st)
     int64_t now = sim_now(sm);
     for (Unit **pp = &s->parked; *pp;) {
         Unit *u = *pp;
-        if (u->stage != st || u->wait_pos > s->d2h_pos[st]) {
+        if (u->stage != st || u->wait_pos > sess_d2h(s)[st]) {
             pp = &u->next;
             continue;
         }
@@ -148,7 +148,7 @@ static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, 
 
 static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
 {
-    if (p->wait && r->s->d2h_pos[u->stage] < p->hi) park(sm, r, u, p->hi);
+    if (p->wait && sess_d2h(r->s)[u->stage] < p->hi) park(sm, r, u, p->hi);
     else ch_enqueue(sm, u);
 }
 
@@ -369,7 +369,7 @@ static double d2h_wait_ns(Sim *sm, Session *s)
     int64_t now = sim_now(sm);
     double worst = 0;
     for (int st = 0; st < sm->S; st++) {
-        if (s->d2h_pos[st] >= s->issued_pos) continue;
+        if (sess_d2h(s)[st] >= s->issued_pos) continue;
         Channel *c = rep_channel(rp, CH_D2H, st);
         double bytes = 0, mark = 0;
         if (c->cur) {

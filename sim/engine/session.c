@@ -65,9 +65,9 @@ static int spilled(const Sim *sm, uint64_t id)
 static Session *sess_new(Sim *sm, uint64_t id)
 {
     if ((sm->tab_n + 1) * 2 > sm->tab_cap && sess_grow(sm) != 0) return NULL;
-    Session *s = calloc(1, sizeof *s);
+    Session *s = calloc(1, sess_size(sm));
     if (!s) return NULL;
-    sm->sess_bytes += sizeof *s;
+    sm->sess_bytes += sess_size(sm);
     sim_note_waiting(sm);
     s->id = id;
     s->replica = -1;
@@ -107,7 +107,7 @@ int sess_is_cold(const Sim *sm, const Session *s, size_t *pending)
     for (const Turn *p = s->pend_head; p; p = p->next) n++;
     *pending = n;
     /* nothing but its own turns refers to it, and none of its pointers but its name and pending list is set */
-    return s->busy && s->refs == (int)n + 1 && (!s->name || strlen(s->name) <= WR_NAME) && s->resident_tokens == 0 &&
+    return s->busy && s->refs == (int)n + (int)s->pend_side_n + 1 && (!s->name || strlen(s->name) <= WR_NAME) && s->resident_tokens == 0 &&
            !s->in_hbm_lru && !s->hbm_prev && !s->hbm_next && s->tier == TIER_NONE && !s->t_prev && !s->t_next &&
            !s->saving && !s->spilling && !s->loading && !s->d2h_inflight && !s->parked && !s->conc_next;
 }
@@ -135,7 +135,7 @@ void sess_detach(Sim *sm, Session *s)
     sess_unmap(sm, s);
 }
 
-Session *sess_reattach(Sim *sm, const Session *img, const char *name)
+Session *sess_reattach(Sim *sm, const Session *img, const int64_t *pos, const char *name)
 {
     Session *s = sess_find(sm, img->id); /* a ghost */
     if (!s && !(s = sess_new(sm, img->id))) return sim_fail(sm, "out of memory"), NULL;
@@ -145,6 +145,7 @@ Session *sess_reattach(Sim *sm, const Session *img, const char *name)
     Turn *ph = s->pend_head, *pt = s->pend_tail;
     int refs = s->refs;
     *s = *img;
+    memcpy(s->pos, pos, 2 * (size_t)sm->S * sizeof *pos);
     s->name = own_name;
     s->pend_head = ph;
     s->pend_tail = pt;
@@ -171,7 +172,7 @@ static void sess_unmap(Sim *sm, Session *s)
         }
     }
     sm->tab_n--;
-    sm->sess_bytes -= sizeof *s + (s->name ? strlen(s->name) + 1 : 0);
+    sm->sess_bytes -= sess_size(sm) + (s->name ? strlen(s->name) + 1 : 0);
     free(s->name);
     free(s);
 }

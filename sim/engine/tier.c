@@ -12,7 +12,7 @@
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
  * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
  * shared one); a save in flight is one unit per stage, first over D2H (then its bytes are in host
- * DRAM: d2h_pos) and on over the tier's link (then in the tier: land_pos), so per stage
+ * DRAM: d2h_pos, sess_d2h) and on over the tier's link (then in the tier: land_pos, sess_land), so per stage
  * saved_tokens <= land_pos <= d2h_pos <= issued_pos; a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
  * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
  * flight are never dropped nor spilled.
@@ -72,7 +72,7 @@ static void tier_drop(Sim *sm, Session *s, int why)
     s->saved_tokens = 0;
     s->saved_bytes = 0;
     s->issued_pos = 0;
-    for (int st = 0; st < sm->S; st++) s->d2h_pos[st] = s->land_pos[st] = 0;
+    for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = 0;
     s->lost = why;
     metrics_on_state_lost(sm, why);
     if (s->spill_rec) waitq_session_changed(sm, s); /* waiting in a spill file: it may go there whole now */
@@ -105,7 +105,7 @@ static void save_done(Sim *sm, Unit *u)
     /* bytes[0]: the share on its last hop (the tier's own link), or the GPU's shard of it over D2H */
     double bytes = tier_table[u->tier].out_hop >= 0 ? u->bytes[0] : u->bytes[0] * sm->T;
     int64_t upto = u->upto;
-    if (upto > s->land_pos[u->stage]) s->land_pos[u->stage] = upto;
+    if (upto > sess_land(sm, s)[u->stage]) sess_land(sm, s)[u->stage] = upto;
     unit_free(sm, u);
     s->save_acc += bytes;
     if (--s->saving > 0) return;
@@ -129,7 +129,7 @@ static void save_d2h_done(Sim *sm, Unit *u)
     Session *s = u->s;
     int st = u->stage;
     s->d2h_inflight--;
-    if (u->upto > s->d2h_pos[st]) s->d2h_pos[st] = u->upto;
+    if (u->upto > sess_d2h(s)[st]) sess_d2h(s)[st] = u->upto;
     if (s->parked) restore_unpark(sm, s, st);
     int out = tier_table[u->tier].out_hop;
     if (out < 0) {
@@ -239,7 +239,7 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
     metrics_on_direct_save(sm, t, bytes);
     tier_unlink(sm, s);
     s->saved_tokens = upto;
-    for (int st = 0; st < sm->S; st++) s->d2h_pos[st] = s->land_pos[st] = upto;
+    for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = upto;
     s->lost = LOST_NONE;
     s->saved_bytes += bytes;
     tier_link(sm, s, t);

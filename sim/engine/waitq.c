@@ -16,6 +16,12 @@
  *     leaves the session map (sess_detach) and is made again from its image when the record is read
  *     back (sess_reattach, which merges the "ghost" session.c made if the trace named the session
  *     meanwhile).
+ * A WR_WARM turn's session stays in memory, but its pending turns do not: at the spill they go to
+ * the side file as one run of WR_TURN records (and a turn the trace adds meanwhile, while none is in
+ * memory, as a run of its own); the session names its newest run (pend_side), each run the one
+ * before; they come back, in order and ahead of any in memory, when the turn is read back (also
+ * from a cold session's image, if it went cold meanwhile). A batch's runs are written together and
+ * read back in the same (FIFO) order, through their own read-ahead buffer.
  * Reading back fills qh with up to `bound` entries when qh is empty. The head is the same turn, the
  * order the same and every field of every turn and session the same as without a file: results
  * never depend on the bound (test load_fifo_spill_identical).
@@ -31,11 +37,11 @@
  * rewrites are buffered (up to WAITQ_PATCHES; one in the read-ahead buffer is made there only) and
  * written sorted by position, nearby ones as one read-modify-write of the span between them, before
  * a read of the file reaches the lowest of them or when the buffer is full.
- * Complexity: push, head, pop O(1) amortised (plus O(pending turns) when a cold session is spilled
+ * Complexity: push, head, pop O(1) amortised (plus O(pending turns) when a session is spilled
  * or read back); I/O in batches (a batch of `bound` turns per write, WAITQ_RDBUF records per read,
  * record rewrites in blocks of up to WAITQ_PATCHES, O(P log P) to sort). Memory: ≤ 3 × bound entries in memory
  * (each a Turn, and for a cold session its Session and pending Turns), two 16 KiB buffers per
- * replica (and, once a session went cold in the file, 96 KiB for the rewrites); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
+ * replica (and, once the side file is used, 96 KiB for the rewrites and 16 KiB to read runs back); the files 64 bytes per turn spilled (+ 1 + its packed image per cold session), their space
  * given back (holes punched) once read, per 1 MiB: on disk what waits, not what waited.
  */
 #include <errno.h>
@@ -77,22 +83,33 @@ typedef struct WaitRec {
 #define WR_PATCH_BYTES 9 /* ref and kind */
 #define WR_SREF_SHIFT 44 /* WR_SREF's ref: the group's first record | its length << WR_SREF_SHIFT */
 _Static_assert(sizeof(WaitRec) == 64, "spill records are 64 bytes");
-#define WR_IMG_RECS ((sizeof(Session) + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
+/* a Session's image: its fixed part (spill_rec cleared) and its 2 × S save positions, as 8-byte
+ * words (sess_size(sm) / 8 of them; at most WR_IMG_WORDS, at SIM_MAX_STAGES stages) */
+#define WR_IMG_WORDS ((sizeof(Session) + 2 * SIM_MAX_STAGES * sizeof(int64_t)) / 8)
+#define WR_IMG_RECS ((WR_IMG_WORDS * 8 + sizeof(WaitRec) - 1) / sizeof(WaitRec)) /* a Session's image, at most */
 /* the image is packed: a mask of the Session's nonzero 8-byte words, then those words (a cold
  * session is mostly zeros: 1-3 records instead of WR_IMG_RECS); WR_SESS's i32 holds its records */
-#define WR_IMG_WORDS ((sizeof(Session) + 7) / 8)
+_Static_assert(sizeof(Session) % 8 == 0, "a Session's fixed part is whole words");
 _Static_assert(WR_IMG_WORDS <= 64, "a Session's image mask is one 64-bit word");
 _Static_assert(WR_IMG_WORDS + 1 <= WR_IMG_RECS * 8, "a packed image fits WR_IMG_RECS records");
 
-/* the records of s's packed image */
-static size_t img_recs(const Session *s)
+/* s's image in w (WR_IMG_WORDS words, zero past it); returns its words */
+static size_t img_words(const Sim *sm, const Session *s, uint64_t *w)
 {
-    uint64_t w[WR_IMG_WORDS] = {0};
     Session img = *s;
     img.spill_rec = 0;
+    memset(w, 0, WR_IMG_WORDS * sizeof *w);
     memcpy(w, &img, sizeof img);
-    size_t nz = 0;
-    for (size_t i = 0; i < WR_IMG_WORDS; i++) nz += w[i] != 0;
+    memcpy(w + sizeof img / 8, s->pos, 2 * (size_t)sm->S * sizeof *s->pos);
+    return sess_size(sm) / 8;
+}
+
+/* the records of s's packed image */
+static size_t img_recs(const Sim *sm, const Session *s)
+{
+    uint64_t w[WR_IMG_WORDS];
+    size_t n = img_words(sm, s, w), nz = 0;
+    for (size_t i = 0; i < n; i++) nz += w[i] != 0;
     return (1 + nz + 7) / 8;
 }
 
@@ -254,7 +271,7 @@ static int patch_flush(Sim *sm, Replica *rp)
 }
 
 /* a cold session's group: WR_SESS (its name, `pend` pending turns), its image, its pending turns */
-static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
+static size_t group_recs(const Sim *sm, const Session *s, size_t pend, WaitRec *buf)
 {
     WaitRec *h = &buf[0];
     memset(h, 0, sizeof *h);
@@ -267,12 +284,9 @@ static size_t group_recs(const Session *s, size_t pend, WaitRec *buf)
         h->name_len = (uint8_t)len;
         memcpy(h->u.s.name, s->name, len);
     }
-    uint64_t w[WR_IMG_WORDS] = {0}, packed[WR_IMG_RECS * 8] = {0};
-    Session img = *s;
-    img.spill_rec = 0;
-    memcpy(w, &img, sizeof img);
-    size_t nz = 1;
-    for (size_t i = 0; i < WR_IMG_WORDS; i++)
+    uint64_t w[WR_IMG_WORDS], packed[WR_IMG_RECS * 8] = {0};
+    size_t nw = img_words(sm, s, w), nz = 1;
+    for (size_t i = 0; i < nw; i++)
         if (w[i]) {
             packed[0] |= 1ull << i;
             packed[nz++] = w[i];
@@ -296,6 +310,8 @@ static void group_drop(Sim *sm, Session *s)
     sess_detach(sm, s);
 }
 
+static void pend_spill_all(Sim *sm, Replica *rp, Session *s);
+
 /* the oldest `bound` turns of qt into the file (nothing when a write fails: spilling goes off) */
 static int spill_batch(Sim *sm, Replica *rp)
 {
@@ -309,7 +325,7 @@ static int spill_batch(Sim *sm, Replica *rp)
     for (size_t i = 0; pend && i < take; i++) {
         Turn *t = turn_ring_at(qt, i);
         if (!sess_is_cold(sm, t->s, &pend[i]) || sess_spill_reserve(sm, t->s->id) != 0) pend[i] = SIZE_MAX;
-        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(t->s) + pend[i] : 1;
+        nrec += pend[i] != SIZE_MAX ? 2 + img_recs(sm, t->s) + pend[i] : 1;
     }
     WaitRec *buf = pend && warm_at ? malloc(nrec * sizeof *buf) : NULL;
     if (!buf) {
@@ -323,7 +339,7 @@ static int spill_batch(Sim *sm, Replica *rp)
         int cold = pend[i] != SIZE_MAX;
         warm_at[i] = cold ? 0 : rp->sp.wr + k + 1;
         turn_to_rec(t, cold ? WR_COLD : WR_WARM, &buf[k++]);
-        if (cold) k += group_recs(t->s, pend[i], &buf[k]);
+        if (cold) k += group_recs(sm, t->s, pend[i], &buf[k]);
     }
     int bad = write_recs(rp->sp.f, buf, k, rp->sp.wr);
     free(buf);
@@ -339,8 +355,12 @@ static int spill_batch(Sim *sm, Replica *rp)
         Turn *t = ring_pop(qt);
         Session *s = t->s;
         turn_drop_mem(sm, t);
-        if (warm_at[i]) s->spill_rec = warm_at[i];
-        else group_drop(sm, s);
+        if (warm_at[i]) {
+            s->spill_rec = warm_at[i];
+            pend_spill_all(sm, rp, s);
+        } else {
+            group_drop(sm, s);
+        }
     }
     free(warm_at);
     return 0;
@@ -388,18 +408,148 @@ static int side_flush(Sim *sm, Replica *rp)
     return 0;
 }
 
+/* the side file and its buffers (write, rewrites); -1: none (what would go there stays in memory) */
+static int side_open(WaitSpill *sp)
+{
+    if (sp->side) return 0;
+    if (!sp->sbuf) sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
+    if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
+    return sp->sbuf && sp->pbuf && (sp->side = tmpfile()) ? 0 : -1;
+}
+
+/* s's pending turns as runs of WR_TURN records in the side file: s->pend_side names the newest run
+ * (its first record + 1 | its length << WR_SREF_SHIFT; 0: none), each run's first record's ref the
+ * run before it */
+#define PEND_RUN_MAX ((1ull << (64 - WR_SREF_SHIFT)) - 1)
+
+/* n turns from `first` (along next) to the end of the side file as one run, the newest of s's; their
+ * memory is the caller's. -1: not written (they stay in memory) */
+static int pend_push(Sim *sm, Replica *rp, Session *s, const Turn *first, size_t n)
+{
+    WaitSpill *sp = &rp->sp;
+    uint64_t at = sp->side_wr;
+    if (n == 0 || n > PEND_RUN_MAX || at + 1 >= (1ull << WR_SREF_SHIFT) || side_open(sp) != 0) return -1;
+    if (n > WAITQ_RDBUF || sp->sbuf_n + n > WAITQ_RDBUF)
+        if (side_flush(sm, rp) != 0) return -1;
+    WaitRec *buf = n > WAITQ_RDBUF ? malloc(n * sizeof *buf) : (WaitRec *)sp->sbuf + sp->sbuf_n;
+    if (!buf) return -1;
+    const Turn *p = first;
+    for (size_t i = 0; i < n; i++, p = p->next) turn_to_rec(p, WR_TURN, &buf[i]);
+    buf[0].ref = s->pend_side;
+    if (n > WAITQ_RDBUF) {
+        int bad = write_recs(sp->side, buf, n, at);
+        free(buf);
+        if (bad) return -1;
+    } else {
+        sp->sbuf_n += n;
+    }
+    sp->side_wr += n;
+    side_count(sp, at, n, 1);
+    s->pend_side = (at + 1) | (uint64_t)n << WR_SREF_SHIFT;
+    s->pend_side_n += (uint32_t)n;
+    return 0;
+}
+
+int waitq_pend_add(Sim *sm, Session *s, Turn *t)
+{
+    if (s->pend_head || sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) return 0;
+    if (pend_push(sm, &sm->rep[s->replica], s, t, 1) != 0) return 0;
+    turn_drop_mem(sm, t);
+    return 1;
+}
+
+/* s's pending turns in memory to the side file as one run (they stay when it cannot be written) */
+static void pend_spill_all(Sim *sm, Replica *rp, Session *s)
+{
+    if (!s->pend_head || sim_load_mode(sm->cfg) == SIM_LOAD_CONCURRENCY) return;
+    size_t n = 0;
+    for (const Turn *p = s->pend_head; p; p = p->next) n++;
+    if (pend_push(sm, rp, s, s->pend_head, n) != 0) return;
+    while (s->pend_head) {
+        Turn *p = s->pend_head;
+        s->pend_head = p->next;
+        turn_drop_mem(sm, p);
+    }
+    s->pend_tail = NULL;
+}
+
+/* records [at, at + n) of the side file into out (a run: not written yet, or written whole) */
+static int side_run(Sim *sm, Replica *rp, uint64_t at, size_t n, WaitRec *out)
+{
+    WaitSpill *sp = &rp->sp;
+    uint64_t written = sp->side_wr - sp->sbuf_n;
+    if (at + n > sp->side_wr || (at < written && at + n > written))
+        return sim_fail(sm, "internal: admission queue side file of replica %d: a run of pending turns out of place", rp->id);
+    if (at >= written) {
+        memcpy(out, (const WaitRec *)sp->sbuf + (at - written), n * sizeof *out);
+        return 0;
+    }
+    /* read ahead (n <= WAITQ_RDBUF): a batch's runs were written together in FIFO order and are read back in it */
+    if (at < sp->tbuf_base || at + n > sp->tbuf_base + sp->tbuf_n) {
+        if (!sp->tbuf && !(sp->tbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec)))) return sim_fail(sm, "out of memory");
+        size_t want = written - at < WAITQ_RDBUF ? (size_t)(written - at) : WAITQ_RDBUF;
+        ssize_t got = pread(fileno(sp->side), sp->tbuf, want * sizeof(WaitRec), (off_t)(at * sizeof(WaitRec)));
+        if (got < 0 || (size_t)got != want * sizeof(WaitRec))
+            return sim_fail(sm, "admission queue side file (a temporary file) of replica %d: read failed: %s", rp->id,
+                            got < 0 ? strerror(errno) : "short read");
+        sp->tbuf_base = at;
+        sp->tbuf_n = want;
+    }
+    memcpy(out, (const WaitRec *)sp->tbuf + (at - sp->tbuf_base), n * sizeof *out);
+    return 0;
+}
+
+/* s's pending turns in the side file back into memory, ahead of those in memory (add_refs: their
+ * references counted again: s was made again from its image) */
+static int pend_read_back(Sim *sm, Replica *rp, Session *s, int add_refs)
+{
+    Turn *head = s->pend_head, *tail = s->pend_tail;
+    uint64_t total = 0;
+    WaitRec tb[WAITQ_RDBUF];
+    for (uint64_t ref = s->pend_side; ref;) { /* runs newest first, each put ahead of the later ones */
+        uint64_t at = (ref & ((1ull << WR_SREF_SHIFT) - 1)) - 1;
+        size_t n = (size_t)(ref >> WR_SREF_SHIFT);
+        Turn *rh = NULL, *rt = NULL;
+        for (size_t j = 0; j < n; j += WAITQ_RDBUF) {
+            size_t m = n - j < WAITQ_RDBUF ? n - j : WAITQ_RDBUF;
+            if (side_run(sm, rp, at + j, m, tb) != 0) return -1;
+            if (j == 0) ref = tb[0].ref;
+            for (size_t i = 0; i < m; i++) {
+                if (tb[i].kind != WR_TURN)
+                    return sim_fail(sm, "internal: admission queue side file of replica %d: session %llu's pending turns do not match",
+                                    rp->id, (unsigned long long)s->id);
+                Turn *t = turn_from_rec(sm, &tb[i], s);
+                if (!t) return -1;
+                if (rt) rt->next = t;
+                else rh = t;
+                rt = t;
+            }
+        }
+        side_count(&rp->sp, at, n, -1);
+        total += n;
+        rt->next = head;
+        if (!head) tail = rt;
+        head = rh;
+    }
+    if (total != s->pend_side_n)
+        return sim_fail(sm, "internal: admission queue side file of replica %d: session %llu has %u pending turns there, %llu found",
+                        rp->id, (unsigned long long)s->id, s->pend_side_n, (unsigned long long)total);
+    s->pend_head = head;
+    s->pend_tail = tail;
+    if (add_refs) s->refs += (int)total;
+    s->pend_side = 0;
+    s->pend_side_n = 0;
+    return 0;
+}
+
 void waitq_session_changed(Sim *sm, Session *s)
 {
     Replica *rp = &sm->rep[s->replica];
     WaitSpill *sp = &rp->sp;
     size_t pend = 0;
     if (!s->spill_rec || !sess_is_cold(sm, s, &pend) || sess_spill_reserve(sm, s->id) != 0) return;
-    if (!sp->side) {
-        if (!sp->sbuf) sp->sbuf = malloc(WAITQ_RDBUF * sizeof(WaitRec));
-        if (!sp->pbuf) sp->pbuf = malloc(WAITQ_PATCHES * sizeof(WaitPatch) + PATCH_SPAN * sizeof(WaitRec));
-        if (!sp->sbuf || !sp->pbuf || !(sp->side = tmpfile())) return; /* it stays in memory */
-    }
-    size_t k = 1 + img_recs(s) + pend;
+    if (side_open(sp) != 0) return; /* it stays in memory */
+    size_t k = 1 + img_recs(sm, s) + pend;
     uint64_t at_side = sp->side_wr;
     if (k >= (1u << (64 - WR_SREF_SHIFT)) || at_side >= (1ull << WR_SREF_SHIFT)) return; /* does not fit a WR_SREF: stays */
     /* the group at the end of the side file (buffered when it fits) */
@@ -408,12 +558,12 @@ void waitq_session_changed(Sim *sm, Session *s)
     if (k > WAITQ_RDBUF) {
         WaitRec *buf = malloc(k * sizeof *buf);
         if (!buf) return;
-        group_recs(s, pend, buf);
+        group_recs(sm, s, pend, buf);
         int bad = write_recs(sp->side, buf, k, at_side);
         free(buf);
         if (bad) return; /* it stays in memory */
     } else {
-        group_recs(s, pend, (WaitRec *)sp->sbuf + sp->sbuf_n);
+        group_recs(sm, s, pend, (WaitRec *)sp->sbuf + sp->sbuf_n);
         sp->sbuf_n += k;
     }
     sp->side_wr += k;
@@ -512,8 +662,11 @@ static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
     if (grp_read(sm, rp, side_at, &hd[1], ni) != 0) return NULL;
     uint64_t packed[WR_IMG_RECS * 8], words[WR_IMG_WORDS] = {0};
     memcpy(packed, &hd[1], ni * sizeof *hd);
-    for (size_t i = 0, j = 1; i < WR_IMG_WORDS; i++)
-        if (packed[0] >> i & 1) words[i] = packed[j++];
+    size_t nw = sess_size(sm) / 8; /* this run's image: its mask names none past it, its words fit the records */
+    if ((nw < 64 && packed[0] >> nw) || (size_t)__builtin_popcountll(packed[0]) + 1 > ni * 8)
+        return sim_fail(sm, "internal: admission queue spill file of replica %d: a session's image is not one of %zu words", rp->id, nw), NULL;
+    for (size_t i = 0, used = 1; i < nw; i++)
+        if (packed[0] >> i & 1) words[i] = packed[used++];
     char name[WR_NAME + 1];
     memcpy(name, w->u.s.name, w->name_len);
     name[w->name_len] = '\0';
@@ -521,7 +674,7 @@ static Session *read_group(Sim *sm, Replica *rp, uint64_t *side_at)
     memcpy(&si, words, sizeof si);
     si.name = NULL;
     si.pend_head = si.pend_tail = NULL;
-    Session *s = sess_reattach(sm, &si, (w->flags & WF_NAME) ? name : NULL);
+    Session *s = sess_reattach(sm, &si, (const int64_t *)(words + sizeof si / 8), (w->flags & WF_NAME) ? name : NULL);
     if (!s) return NULL;
     uint32_t nt = w->u.s.nturns;
     WaitRec tb[WAITQ_RDBUF];
@@ -559,15 +712,18 @@ static int unspill(Sim *sm, Replica *rp)
         if (w.kind == WR_WARM) {
             s = (Session *)(uintptr_t)w.ref;
             s->spill_rec = 0;
+            if (s->pend_side && pend_read_back(sm, rp, s, 0) != 0) return -1;
         } else if (w.kind == WR_COLD) {
             if (!(s = read_group(sm, rp, NULL))) return -1;
             s->refs++;
+            if (s->pend_side && pend_read_back(sm, rp, s, 1) != 0) return -1;
         } else if (w.kind == WR_SREF) {
             uint64_t at = w.ref & ((1ull << WR_SREF_SHIFT) - 1);
             size_t len = (size_t)(w.ref >> WR_SREF_SHIFT);
             if (side_load(sm, rp, at, len) != 0 || !(s = read_group(sm, rp, &at))) return -1;
             side_count(sp, at - len, len, -1);
             s->refs++;
+            if (s->pend_side && pend_read_back(sm, rp, s, 1) != 0) return -1;
         } else {
             return sim_fail(sm, "internal: admission queue spill file of replica %d: record kind %d", rp->id, w.kind);
         }
@@ -581,6 +737,7 @@ static int unspill(Sim *sm, Replica *rp)
         punch(sp->side, 0, sp->side_wr);
         if (sp->side_live) memset(sp->side_live, 0, sp->side_regions * sizeof *sp->side_live);
         sp->rd = sp->wr = sp->buf_base = sp->buf_n = sp->side_wr = sp->sbuf_n = sp->rbuf_base = sp->rbuf_n = sp->punched = 0;
+        sp->tbuf_base = sp->tbuf_n = 0;
         sp->pn = 0; /* none: each was written before the read that reached it */
     } else if (sp->rd - sp->punched >= WAITQ_REGION) { /* what was read goes back to the disk */
         uint64_t to = sp->rd / WAITQ_REGION * WAITQ_REGION;
@@ -633,6 +790,7 @@ void waitq_free(Sim *sm, Replica *rp)
     free(rp->sp.buf);
     free(rp->sp.sbuf);
     free(rp->sp.rbuf);
+    free(rp->sp.tbuf);
     free(rp->sp.side_live);
     free(rp->sp.pbuf);
     if (rp->sp.f) fclose(rp->sp.f);
