@@ -532,7 +532,8 @@ void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 /* s->name = a copy of name (counted in sm->sess_bytes); -1 when out of memory */
 int sess_set_name(Sim *sm, Session *s, const char *name);
 /* Spilling a session with its queued turn (waitq.c). sess_is_cold: nothing refers to s but its turns
- * — one queued plus *pending in its pending list — and no pointer of it is set but its name (at most
+ * — one queued plus *pending in its pending list or, spilled as runs, in the side file (pend_side_n) —
+ * and no pointer of it is set but its name (at most
  * WR_NAME bytes) and that list: nothing resident, saved or in flight, in no list; its bytes then
  * are a faithful image of it (scalars only). sess_spill_reserve: room in the spilled bitmap for id
  * (-1: out of memory). sess_detach: s leaves the map and is freed, its id marked spilled (its turns
