@@ -32,18 +32,25 @@ static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Ro
     return emit_pp(t, policy, n0, "1", path, rows, res);
 }
 
+/* emit_pp, then the schedule read back into *s (0; -1: a failure, already reported) */
+static int emit_load(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Schedule *s)
+{
+    Rows rows;
+    SimResult res;
+    if (emit_pp(t, policy, n0, pp, path, &rows, &res) != 0) return -1;
+    sim_result_free(&res);
+    KvErr e;
+    CHECK_MSG(schedule_load(s, path, &e) == 0, "%s", e.msg);
+    return t->failures ? -1 : 0;
+}
+
 TEST(execute_emit_load_replay_kv_offload)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/kvo.jsonl", test_tmpdir(t));
-    Rows rows;
-    SimResult res;
-    if (emit(t, "kv-offload", 255, path, &rows, &res) != 0) return;
-    sim_result_free(&res);
     Schedule s;
+    if (emit_load(t, "kv-offload", 255, "1", path, &s) != 0) return;
     KvErr e;
-    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-    if (t->failures) return;
     CHECK(!strcmp(s.model, "Tiny-Llama-V") && !strcmp(s.policy, "kv-offload"));
     CHECK_EQ_I(s.layers, 8);
     CHECK_EQ_I(s.n_reqs, 2);
@@ -95,14 +102,9 @@ TEST(execute_recompute_and_hcache_replay)
     for (int p = 0; p < 2; p++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.jsonl", test_tmpdir(t), pols[p]);
-        Rows rows;
-        SimResult res;
-        if (emit(t, pols[p], 127, path, &rows, &res) != 0) return;
-        sim_result_free(&res);
         Schedule s;
+        if (emit_load(t, pols[p], 127, "1", path, &s) != 0) return;
         KvErr e;
-        CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-        if (t->failures) return;
         if (p == 1) { /* hidden states: the layer-wise iteration projects them */
             int proj = 0;
             for (int k = 0; k < s.n_iters; k++)
@@ -129,14 +131,9 @@ TEST(execute_two_stages_with_lanes)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/pp2.jsonl", test_tmpdir(t));
-    Rows rows;
-    SimResult res;
-    if (emit_pp(t, "hcache-cf", 255, "2", path, &rows, &res) != 0) return;
-    sim_result_free(&res);
     Schedule s;
+    if (emit_load(t, "hcache-cf", 255, "2", path, &s) != 0) return;
     KvErr e;
-    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-    if (t->failures) return;
     CHECK_EQ_I(s.stages, 2);
     CHECK(s.stage_first[0] == 0 && s.stage_first[1] == 4 && s.stage_first[2] == 8);
     CHECK(schedule_stage_of(&s, 3) == 0 && schedule_stage_of(&s, 4) == 1);
@@ -238,14 +235,9 @@ TEST(execute_refuses_replicas)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/kvo2.jsonl", test_tmpdir(t));
-    Rows rows;
-    SimResult res;
-    if (emit(t, "kv-offload", 127, path, &rows, &res) != 0) return;
-    sim_result_free(&res);
     Schedule s;
+    if (emit_load(t, "kv-offload", 127, "1", path, &s) != 0) return;
     KvErr e;
-    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-    if (t->failures) return;
     s.replicas = 2;
     ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
     ExecResult r;
