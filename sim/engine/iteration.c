@@ -305,7 +305,7 @@ static int run_gaps_room(Sim *sm, int64_t j)
  * before the next event (that step is the one in flight). What does not decide the next step is
  * applied when the run's steps are known, in one pass: the steps' tokens (metrics_on_decode_steps,
  * from their durations), each request's tokens and context (out_done, ctx, t_last_tok: read inside
- * the run only by run_growth and growth_slack, which are given the steps taken), and the counts of
+ * the run only by run_need and run_take, which are given the steps taken), and the counts of
  * the lookups. What is the same at every step is computed once: the linear cost of the batch (a
  * memo of a pure function of B; its repeated hits counted by ctab_linear_count) and the decode
  * attention's bracket on the batch axis (CostLine: the same arithmetic as the lookup, per step one
