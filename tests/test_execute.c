@@ -32,6 +32,16 @@ static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Ro
     return emit_pp(t, policy, n0, "1", path, rows, res);
 }
 
+/* the replay's execute.json written to the test's directory as `name` (exec_write_json must succeed) */
+static void write_json(TestCtx *t, const Schedule *s, const ExecResult *r, const char *path, const char *name)
+{
+    char jp[600];
+    snprintf(jp, sizeof jp, "%s/%s", test_tmpdir(t), name);
+    FILE *f = fopen(jp, "w");
+    CHECK(f && exec_write_json(f, s, r, path) == 0);
+    if (f) fclose(f);
+}
+
 /* emit_pp, then the schedule read back into *s (0; -1: a failure, already reported) */
 static int emit_load(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Schedule *s)
 {
@@ -86,11 +96,7 @@ TEST(execute_emit_load_replay_kv_offload)
         /* loose: a real replay of 8 small layers on a CPU takes between 1 us and 60 s */
         CHECK(r.reqs[0].ttft_ns > 1000 && r.reqs[0].ttft_ns < 60000000000LL);
         for (int k = 0; k < r.n_iters; k++) CHECK(r.iter_ns[k] > 0);
-        char jp[600];
-        snprintf(jp, sizeof jp, "%s/execute.json", test_tmpdir(t));
-        FILE *f = fopen(jp, "w");
-        CHECK(f && exec_write_json(f, &s, &r, path) == 0);
-        if (f) fclose(f);
+        write_json(t, &s, &r, path, "execute.json");
         exec_result_free(&r);
     }
     schedule_free(&s);
@@ -181,11 +187,7 @@ TEST(execute_two_stages_with_lanes)
         CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
         /* the request's restoration ends no earlier than its last lane */
         for (int j = 0; j < r.n_lanes; j++) CHECK(r.reqs[0].restored_ns >= (int64_t)r.lane_end_ns[j] - 1);
-        char jp[600];
-        snprintf(jp, sizeof jp, "%s/execute-pp2.json", test_tmpdir(t));
-        FILE *f = fopen(jp, "w");
-        CHECK(f && exec_write_json(f, &s, &r, path) == 0);
-        if (f) fclose(f);
+        write_json(t, &s, &r, path, "execute-pp2.json");
         exec_result_free(&r);
     }
     schedule_free(&s);

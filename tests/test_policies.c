@@ -328,24 +328,35 @@ static double stub_load(void *core, Tier t, int64_t n, double a, double b)
     return 500.0 * (double)n;
 }
 
+/* cacheflow on cacheflow-a100-10g / Llama-3.1-8B with the stub estimates: the world opened, the
+ * policy found and its environment (knobs read from *c itself, so that a knob set in *c later is
+ * seen by the next init); -1 (reported) when the world does not open */
+static int cf_env_open(TestCtx *t, SimConfig *c, SimWorld *w, const KvPolicyOps **cf, PolicyEnv *env, KvErr *e)
+{
+    sim_config_defaults(c);
+    snprintf(c->platform, sizeof c->platform, "cacheflow-a100-10g");
+    snprintf(c->model, sizeof c->model, "Llama-3.1-8B");
+    if (sim_world_open(w, c, e) != 0) {
+        CHECK_MSG(0, "%s", e->msg);
+        return -1;
+    }
+    *cf = policy_find("cacheflow", e);
+    *env = (PolicyEnv){.ly = &w->ly, .hw = &w->hw, .platform = w->platform, .cost = &w->cost, .iter_overhead_ns = 2000000,
+                       .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
+                       .save_tier = w->save_tier, .ops = *cf, .knobs = sim_config_knobs(c, *cf)};
+    return 0;
+}
+
 /* the rule itself (Algorithm 1's global IO scheduler), re-ranked at every chunk; batch=0: FIFO */
 TEST(policy_cacheflow_io_pick_oldest_restoration_first)
 {
     SimConfig c;
-    sim_config_defaults(&c);
-    snprintf(c.platform, sizeof c.platform, "cacheflow-a100-10g");
-    snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
     SimWorld w;
     KvErr e;
-    if (sim_world_open(&w, &c, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        return;
-    }
-    const KvPolicyOps *cf = policy_find("cacheflow", &e);
+    const KvPolicyOps *cf;
     /* knobs read from c itself, so that setting one below is seen by the next init */
-    PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
-                     .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
-                     .save_tier = w.save_tier, .ops = cf, .knobs = sim_config_knobs(&c, cf)};
+    PolicyEnv env;
+    if (cf_env_open(t, &c, &w, &cf, &env, &e) != 0) return;
     void *st = NULL;
     CHECK(cf && cf->init(&env, &st, &e) == 0);
     /* the oldest restoring request (lowest id: compute runs in admission order, so its recomputation
@@ -884,19 +895,11 @@ TEST(policy_hcache_quant_stores_and_loads_the_quantized_share)
 TEST(policy_cacheflow_io_orders)
 {
     SimConfig c;
-    sim_config_defaults(&c);
-    snprintf(c.platform, sizeof c.platform, "cacheflow-a100-10g");
-    snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
     SimWorld w;
     KvErr e;
-    if (sim_world_open(&w, &c, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        return;
-    }
-    const KvPolicyOps *cf = policy_find("cacheflow", &e);
-    PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
-                     .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load,
-                     .save_tier = w.save_tier, .ops = cf, .knobs = sim_config_knobs(&c, cf)};
+    const KvPolicyOps *cf;
+    PolicyEnv env;
+    if (cf_env_open(t, &c, &w, &cf, &env, &e) != 0) return;
     /* {id, remaining, layer, bytes, enqueued, history, arrival, now}: a long history (id 3) arrived
      * first; two short ones (ids 5, 4) later, 4 arriving before 5 but queued after it */
     const int64_t ms = 1000000;
