@@ -232,8 +232,8 @@ static int axis_merge(CalibAxis *a, const int64_t *v, int n, CostOp op, KvErr *e
 
 int calib_plan_add_small(CalibPlan *p, KvErr *e)
 {
-    static const int64_t tok[] = {2, 4, 8, 16, 32, 128, 256}, an[] = {16, 32, 128}, ac[] = {256, 512}, db[] = {2, 3, 4},
-                         dc[] = {256, 512, 2048};
+    static const int64_t tok[] = {2, 4, 8, 16, 32, 128, 256}, an[] = {16, 32, 128, 512}, ac[] = {256, 512},
+                         db[] = {2, 3, 4}, dc[] = {128, 256, 512, 2048};
     static const CostOp tok_ops[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
                                      OP_NORM, OP_ACT, OP_ROPE, OP_QUANT, OP_DEQUANT};
     for (size_t i = 0; i < KV_ARRAY_LEN(tok_ops); i++)

@@ -60,9 +60,11 @@ typedef struct CalibPlan {
  * drops them when no scratch directory is given. Fails on an unknown backend. */
 int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e);
 /* The "small" point set (kvcal run --points small) added to a plan: GEMM and elementwise tokens
- * {2, 4, 8, 16, 32, 128, 256}, attention new tokens {16, 32, 128} and contexts {256, 512}, decode
- * batches {2, 3, 4} and total contexts {256, 512, 2048} — the shapes of small iterations (a short
- * prefill, a few decode sequences) that the quick grid would interpolate across 1..64 tokens.
+ * {2, 4, 8, 16, 32, 128, 256}, attention new tokens {16, 32, 128, 512} and contexts {256, 512}, decode
+ * batches {2, 3, 4} and total contexts {128, 256, 512, 2048} — the shapes of small iterations (a short
+ * prefill, a few decode sequences) that the quick grid would interpolate across 1..64 tokens, and a
+ * full 512-token chunk's attention and decode steps over 128 keys, which it would extrapolate (a
+ * causal attention grows as the square of its new tokens: a line from 256 puts 512 too low).
  * Values merge into the enabled ops' axes (sorted, distinct, capped at CALIB_MAX_AXIS). */
 int calib_plan_add_small(CalibPlan *p, KvErr *e);
 /* An empty plan (nothing enabled); set an op with calib_plan_set. */

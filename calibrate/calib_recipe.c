@@ -207,7 +207,8 @@ int calib_work_alloc(CalibWork *w, KvErr *e)
             wbuf(w, &w->hn, t * s->D, e) || wbuf(w, &w->qkv, t * qkv_w, e) || wbuf_w(w, &w->w_qkv, qkv_w * s->D, e) ||
             wbuf_w(w, &w->w_o, s->D * s->hq * s->dh, e) || wbuf(w, &w->nw, s->D, e) || wbuf(w, &w->nb, s->D, e) ||
             wbuf(w, &w->q, t * s->hq * s->dh, e) || wbuf(w, &w->ao, t * s->hq * s->dh, e) ||
-            wbuf(w, &w->k, (c + t) * s->hk * s->dh, e) || wbuf(w, &w->v, (c + t) * s->hk * s->dh, e) ||
+            wbuf(w, &w->k, (c + t) * s->hk * s->dh * (w->seq ? w->copies : 1), e) ||
+            wbuf(w, &w->v, (c + t) * s->hk * s->dh * (w->seq ? w->copies : 1), e) ||
             wbuf(w, &w->gu, rows * s->gate * s->I, e) || wbuf(w, &w->a, rows * s->I, e))
             return -1;
         if (s->moe && (wbuf(w, &w->router_out, t * s->E, e) || wbuf(w, &w->dn, rows * s->D, e))) return -1;
@@ -367,4 +368,88 @@ int calib_work_rep(void *ctx, int timed, double *ns, KvErr *e)
         return -1;
     }
     return d->ops->timer_stop(d, ns, e);
+}
+
+/* ==================================================================== in sequence */
+
+int calib_seq_alloc(CalibWork *w, int64_t t_max, int64_t ctx_max, int64_t batch_max, KvErr *e)
+{
+    w->op = OP_LAYER_PREFILL; /* the layer's buffers; K and V with a copy per weight copy */
+    w->seq = 1;
+    w->cold = 1;
+    w->p1_max = t_max < 1 ? 1 : t_max;
+    w->p2_max = ctx_max < 0 ? 0 : ctx_max;
+    w->seq_batch_max = batch_max < 1 ? 1 : batch_max;
+    if (calib_work_alloc(w, e) != 0) return -1;
+    w->ctx_off = calloc((size_t)w->seq_batch_max + 1, sizeof *w->ctx_off);
+    if (!w->ctx_off) return kv_err(e, "calibration: out of memory");
+    return 0;
+}
+
+void calib_seq_set(CalibWork *w, int attn, int64_t p1, int64_t p2)
+{
+    w->seq_attn = attn;
+    w->p1 = p1;
+    w->p2 = p2;
+    if (attn == CALIB_SEQ_DECODE) /* C keys shared evenly by the batch, as calib_work_set_point */
+        for (int64_t b = 0; b <= p1 && b <= w->seq_batch_max; b++) w->ctx_off[b] = (int)(p2 * b / p1);
+}
+
+/* the clock around one kernel group of the layer: its time added to op_ns[op] */
+static int seq_timed_begin(CalibWork *w, KvErr *e) { return w->d->ops->timer_start(w->d, e); }
+
+static int seq_timed_end(CalibWork *w, int failed, double *op_ns, CostOp op, KvErr *e)
+{
+    double ns = 0;
+    KvErr e2;
+    if (failed) {
+        w->d->ops->timer_stop(w->d, &ns, &e2);
+        return -1;
+    }
+    if (w->d->ops->timer_stop(w->d, &ns, e) != 0) return -1;
+    op_ns[op] += ns;
+    return 0;
+}
+
+#define SEQ_TIMED(op, call)                                                                  \
+    do {                                                                                     \
+        if (seq_timed_begin(w, e) != 0 || seq_timed_end(w, (call) != 0, op_ns, (op), e) != 0) \
+            return -1;                                                                       \
+    } while (0)
+
+int calib_seq_rep(CalibWork *w, double op_ns[OP_COUNT], double *layer_ns, KvErr *e)
+{
+    ProbeDev *d = w->d;
+    const CalibShapes *s = w->s;
+    int64_t t = w->p1, c = w->p2;
+    for (int i = 0; i < OP_COUNT; i++) op_ns[i] = 0;
+    if (w->copies > 1) w->copy = (w->copy + 1) % w->copies; /* the next layer: its own weights and KV */
+    w->launches = 0;
+    size_t kv_rows = (size_t)(w->p2_max + w->p1_max);
+    void *kc = rows_at(w, w->k, (int64_t)(kv_rows * (size_t)w->copy), s->hk * s->dh);
+    void *vc = rows_at(w, w->v, (int64_t)(kv_rows * (size_t)w->copy), s->hk * s->dh);
+    /* prefill: the new tokens' K rows after the context's; decode: the new rows' place is immaterial */
+    void *k_new = rows_at(w, kc, w->seq_attn == CALIB_SEQ_PREFILL ? c : 0, s->hk * s->dh);
+    SEQ_TIMED(OP_NORM, launch_norm(w, w->x, w->xn, t, e));
+    SEQ_TIMED(OP_GEMM_QKV, launch_gemms(w, OP_GEMM_QKV, t, w->xn, w->qkv, w->w_qkv, e));
+    if (s->rope) SEQ_TIMED(OP_ROPE, launch_rope(w, w->q, k_new, t, e));
+    if (w->seq_attn == CALIB_SEQ_PREFILL) {
+        w->launches++;
+        SEQ_TIMED(OP_ATTN_PREFILL, d->ops->attn_prefill(d, w->q, kc, vc, w->ao, (int)t, (int)c, (int)s->hq, (int)s->hk, (int)s->dh, e));
+    } else if (w->seq_attn == CALIB_SEQ_DECODE) {
+        w->launches++;
+        SEQ_TIMED(OP_ATTN_DECODE, d->ops->attn_decode(d, w->q, kc, vc, w->ao, (int)t, w->ctx_off, (int)s->hq, (int)s->hk, (int)s->dh, e));
+    }
+    SEQ_TIMED(OP_GEMM_O, launch_gemms(w, OP_GEMM_O, t, w->ao, w->h, w->w_o, e));
+    SEQ_TIMED(OP_NORM, launch_norm(w, w->h, w->hn, t, e));
+    SEQ_TIMED(OP_GEMM_FFN_UP, launch_gemms(w, OP_GEMM_FFN_UP, t, w->hn, w->gu, NULL, e));
+    SEQ_TIMED(OP_ACT, launch_act(w, t, e));
+    SEQ_TIMED(OP_GEMM_FFN_DOWN, launch_gemms(w, OP_GEMM_FFN_DOWN, t, w->a, s->moe ? w->dn : w->x, NULL, e));
+    for (int i = 2; i < s->norms; i++) /* the model's extra norms (Gemma-2: 4 per layer) */
+        SEQ_TIMED(OP_NORM, launch_norm(w, i % 2 ? w->xn : w->x, i % 2 ? w->x : w->xn, t, e));
+    double sum = 0;
+    for (int i = 0; i < OP_COUNT; i++) sum += op_ns[i];
+    op_ns[OP_NORM] /= s->norms < 2 ? 2 : s->norms; /* per call: the layer ran max(2, norms) of them */
+    *layer_ns = sum;
+    return 0;
 }

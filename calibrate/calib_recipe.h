@@ -20,8 +20,15 @@
  *       rows; plain-FFN models are timed with the gated kernel over I/2 pairs), rope (Q and K of t
  *       tokens; skipped for learned positions), quant/dequant (int8, per token per KV head, the K
  *       and V of t tokens).
+ * In-sequence timing (kvcal run --in-sequence, cpu): one repetition runs a whole layer — norm →
+ *   qkv → RoPE(Q,K) → attention (prefill of n new tokens over c, a decode step of a batch b over C
+ *   keys, or none) → o → norm → ffn_up → act → ffn_down (+ the extra norms) — on the next copy of
+ *   the layer's weights and of its K and V, and reads the clock between the kernels: each op's time
+ *   as it runs between the others in a model's layer sequence (its weights and the layer's KV come
+ *   from memory, the kernel before it has just run; what a loop of the op alone does not see).
+ *   norm's sample is the mean of the layer's norm calls (the engine multiplies by norms_per_layer).
  * Invariants: a CalibWork's buffers fit its largest point; calib_work_free releases all of them.
- * Complexity: one repetition launches calib_recipe_launches kernels.
+ * Complexity: one repetition launches calib_recipe_launches kernels (in sequence: a layer's).
  */
 #ifndef KV_CALIB_RECIPE_H
 #define KV_CALIB_RECIPE_H
@@ -79,7 +86,15 @@ typedef struct CalibWork {
      * model's layers do (set cold_bytes before calib_work_alloc; 0: one copy, hot) */
     int64_t cold_bytes;             /* the rotation's working set to exceed (e.g. 3 x the LLC) */
     int copies, copy;               /* copies allocated (>= 1) and the current one */
+    /* in-sequence work (calib_seq_alloc): K and V rotated with the weights, decode offsets; the
+     * current shape (calib_seq_set) */
+    int seq, seq_attn;
+    int64_t seq_batch_max;
 } CalibWork;
+
+/* In-sequence attention of a repetition's layer: none, prefill (p1 new over p2 context), decode
+ * (a batch of p1 over p2 keys) */
+enum { CALIB_SEQ_NONE, CALIB_SEQ_PREFILL, CALIB_SEQ_DECODE };
 
 /* The per-GPU shapes of a layout. */
 void calib_shapes_of(CalibShapes *s, const ModelLayout *ly);
@@ -97,5 +112,14 @@ void calib_work_free(CalibWork *w);
 void calib_work_set_point(CalibWork *w, int64_t p1, int64_t p2);
 /* One repetition (a timing.h workload: ctx is the CalibWork): flush when cold, launch, time. */
 int calib_work_rep(void *ctx, int timed, double *ns, KvErr *e);
+
+/* In-sequence work for layers of up to t_max tokens, contexts of up to ctx_max keys (prefill
+ * context or decode keys) and decode batches up to batch_max; w->d, s, cold_bytes set. */
+int calib_seq_alloc(CalibWork *w, int64_t t_max, int64_t ctx_max, int64_t batch_max, KvErr *e);
+/* The shape of the next repetitions: attn (CALIB_SEQ_*), p1 tokens, p2 context or keys. */
+void calib_seq_set(CalibWork *w, int attn, int64_t p1, int64_t p2);
+/* One layer on the next weight copy; op_ns[op] = the op's time in it (0 for ops it does not run;
+ * OP_NORM: per norm call), *layer_ns = their sum. */
+int calib_seq_rep(CalibWork *w, double op_ns[OP_COUNT], double *layer_ns, KvErr *e);
 
 #endif

@@ -113,6 +113,149 @@ static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
     return 0;
 }
 
+/* In-sequence measurement (CalibOptions.in_sequence): the shapes a layer sequence runs, each
+ * timed as one repetition of a whole layer (calib_seq_rep), each op's samples stored at its own
+ * points: the linear ops (and attn_prefill at no context) from a prefill layer of t tokens over no
+ * context for every t of their grids (without attention above the attention grid's largest new
+ * tokens), attn_prefill from a layer of n new over c, attn_decode from a decode layer of b over C. */
+static const CostOp k_seq_linear[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_NORM, OP_ACT, OP_ROPE};
+
+typedef struct SeqCtx {
+    CalibWork w;
+    double *samples[OP_COUNT]; /* per op the timed repetitions' times of the current shape */
+    int n;
+    int64_t points[OP_COUNT];  /* stored per op */
+} SeqCtx;
+
+static int seq_rep(void *ctx, int timed, double *ns, KvErr *e)
+{
+    SeqCtx *q = ctx;
+    double op_ns[OP_COUNT];
+    if (calib_seq_rep(&q->w, op_ns, ns, e) != 0) return -1;
+    if (timed && q->n < TIMING_MAX_SAMPLES) {
+        for (int op = 0; op < OP_COUNT; op++)
+            if (q->samples[op]) q->samples[op][q->n] = op_ns[op];
+        q->n++;
+    }
+    return 0;
+}
+
+static int axis_has(const CalibAxis *a, int64_t v)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i] == v) return 1;
+    return 0;
+}
+
+/* One shape: time the layer, store op's point (p1, p2) for every op in ops[] (n_ops) whose grid has it. */
+static int seq_shape(RunCtx *rc, SeqCtx *q, int attn, int64_t p1, int64_t p2, const CostOp *ops, int n_ops, double *prev,
+                     int64_t t0, KvErr *e)
+{
+    if (interrupted(rc->o)) return kv_err(e, "interrupted");
+    calib_seq_set(&q->w, attn, p1, p2);
+    TimingCfg cfg = rc->plan->op[OP_LAYER_PREFILL].enabled ? rc->plan->op[OP_LAYER_PREFILL].timing : rc->plan->op[ops[0]].timing;
+    cfg.stop = rc->o->stop;
+    if (*prev > (double)CALIB_SKIP_WARMUP_NS) cfg.warmup = 0;
+    q->n = 0;
+    TimingStats layer;
+    if (timing_run(&cfg, seq_rep, q, &layer, e) != 0)
+        return kv_err_prefix(e, "in sequence (%s %lld, %lld): ", attn == CALIB_SEQ_DECODE ? "decode" : "prefill", (long long)p1,
+                             (long long)p2);
+    *prev = layer.median_ns;
+    for (int i = 0; i < n_ops; i++) {
+        const CalibOpPlan *op_plan = &rc->plan->op[ops[i]];
+        if (!op_plan->enabled || !axis_has(&op_plan->ax[0], p1) || !axis_has(&op_plan->ax[1], p2)) continue;
+        TimingStats ts;
+        if (timing_stats(q->samples[ops[i]], q->n, &ts) != 0) return kv_err(e, "in sequence: no samples");
+        ts.elapsed_ns = layer.elapsed_ns;
+        ts.warmup = layer.warmup;
+        if (store_stats(rc, ops[i], p1, p2, 0, &ts, (double)(timing_now_ns() - t0) * 1e-9, e) != 0)
+            return kv_err_prefix(e, "%s (%lld, %lld) in sequence: ", cost_op_name(ops[i]), (long long)p1, (long long)p2);
+        q->points[ops[i]]++;
+    }
+    return 0;
+}
+
+static int measure_in_sequence(RunCtx *rc, int64_t cold_bytes, KvErr *e)
+{
+    const CalibPlan *p = rc->plan;
+    const CalibOpPlan *pf = &p->op[OP_ATTN_PREFILL], *dd = &p->op[OP_ATTN_DECODE];
+    /* the linear ops' token counts, ascending and distinct */
+    CalibAxis toks = {0};
+    for (size_t i = 0; i < KV_ARRAY_LEN(k_seq_linear); i++) {
+        const CalibOpPlan *o = &p->op[k_seq_linear[i]];
+        for (int j = 0; o->enabled && j < o->ax[0].n; j++) {
+            int64_t v = o->ax[0].v[j];
+            int k = 0;
+            while (k < toks.n && toks.v[k] < v) k++;
+            if (k < toks.n && toks.v[k] == v) continue;
+            if (toks.n >= CALIB_MAX_AXIS) return kv_err(e, "in sequence: more than %d token counts", CALIB_MAX_AXIS);
+            memmove(&toks.v[k + 1], &toks.v[k], (size_t)(toks.n - k) * sizeof toks.v[0]);
+            toks.v[k] = v;
+            toks.n++;
+        }
+    }
+    int64_t an_max = pf->enabled ? pf->ax[0].v[pf->ax[0].n - 1] : 0;
+    int64_t t_max = toks.n ? toks.v[toks.n - 1] : 1, ctx_max = 0, b_max = 1;
+    if (pf->enabled) {
+        t_max = kv_max_i64(t_max, an_max);
+        ctx_max = pf->ax[1].v[pf->ax[1].n - 1];
+    }
+    if (dd->enabled) {
+        b_max = dd->ax[0].v[dd->ax[0].n - 1];
+        t_max = kv_max_i64(t_max, b_max);
+        ctx_max = kv_max_i64(ctx_max, dd->ax[1].v[dd->ax[1].n - 1]);
+    }
+    SeqCtx q;
+    memset(&q, 0, sizeof q);
+    q.w.d = rc->dev;
+    q.w.s = &rc->s;
+    q.w.cold_bytes = cold_bytes;
+    int rcode = -1;
+    static const CostOp attn_ops[] = {OP_ATTN_PREFILL, OP_ATTN_DECODE};
+    const CostOp *all[] = {k_seq_linear, attn_ops};
+    size_t n_all[] = {KV_ARRAY_LEN(k_seq_linear), KV_ARRAY_LEN(attn_ops)};
+    for (size_t g = 0; g < 2; g++)
+        for (size_t i = 0; i < n_all[g]; i++)
+            if (!(q.samples[all[g][i]] = malloc(TIMING_MAX_SAMPLES * sizeof(double)))) {
+                kv_err(e, "calibration: out of memory");
+                goto out;
+            }
+    if (calib_seq_alloc(&q.w, t_max, ctx_max, b_max, e) != 0) {
+        kv_err_prefix(e, "in sequence: buffers for %lld tokens over %lld keys: ", (long long)t_max, (long long)ctx_max);
+        goto out;
+    }
+    int64_t t0 = timing_now_ns();
+    double prev = 0;
+    static const CostOp lin_pf[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_NORM, OP_ACT, OP_ROPE, OP_ATTN_PREFILL};
+    for (int i = 0; i < toks.n; i++) {
+        int with_attn = pf->enabled && toks.v[i] <= an_max;
+        if (seq_shape(rc, &q, with_attn ? CALIB_SEQ_PREFILL : CALIB_SEQ_NONE, toks.v[i], 0, lin_pf,
+                      with_attn ? (int)KV_ARRAY_LEN(lin_pf) : (int)KV_ARRAY_LEN(lin_pf) - 1, &prev, t0, e) != 0)
+            goto out;
+    }
+    for (int i = 0; pf->enabled && i < pf->ax[0].n; i++)
+        for (int j = 0; j < pf->ax[1].n; j++) {
+            int64_t n = pf->ax[0].v[i], c = pf->ax[1].v[j];
+            if (c == 0 && axis_has(&toks, n)) continue; /* stored with the linear ops' layer */
+            if (seq_shape(rc, &q, CALIB_SEQ_PREFILL, n, c, &attn_ops[0], 1, &prev, t0, e) != 0) goto out;
+        }
+    for (int i = 0; dd->enabled && i < dd->ax[0].n; i++)
+        for (int j = 0; j < dd->ax[1].n; j++)
+            if (seq_shape(rc, &q, CALIB_SEQ_DECODE, dd->ax[0].v[i], dd->ax[1].v[j], &attn_ops[1], 1, &prev, t0, e) != 0) goto out;
+    for (int op = 0; op < OP_COUNT; op++) /* one line per op; the seconds are those of all the layers */
+        if (q.points[op] > 0) {
+            CalibProgress pr = {.ev = CALIB_EV_OP_DONE, .op = (CostOp)op, .op_points = q.points[op],
+                                .op_seconds = (double)(timing_now_ns() - t0) * 1e-9};
+            progress(rc, &pr);
+        }
+    rcode = 0;
+out:
+    calib_work_free(&q.w);
+    for (int op = 0; op < OP_COUNT; op++) free(q.samples[op]);
+    return rcode;
+}
+
 static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, KvErr *e)
 {
     const CalibOpPlan *op_plan = &rc->plan->op[op];
@@ -182,6 +325,7 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     if (o->dtype != KV_DT_FP16 && o->dtype != KV_DT_BF16)
         return kv_err(e, "calibration: dtype %s: expected fp16 or bf16", kv_dtype_name(o->dtype) ? kv_dtype_name(o->dtype) : "?");
     int cuda = !strcmp(o->backend, "cuda");
+    if (cuda && o->in_sequence) return kv_err(e, "calibration: in-sequence timing is for the cpu backend (its kernels are synchronous)");
     ModelLayout ly = {o->model, o->dtype, o->tp, 1};
     if (model_layout_check(&ly, e) != 0) return -1;
 
@@ -232,6 +376,9 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     if (o->cold_weights_bytes > 0)
         note_add(notes, sizeof notes, "cold weights: GEMM/layer weights rotated over copies > %lld MiB",
                  (long long)(o->cold_weights_bytes >> 20));
+    if (o->in_sequence)
+        note_add(notes, sizeof notes, "in sequence: layer ops timed inside a layer, copies > %lld MiB",
+                 (long long)((o->cold_weights_bytes > 0 ? o->cold_weights_bytes : 3 * probe_cpu_llc_bytes()) >> 20));
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
     note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
@@ -321,8 +468,14 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     static const CostOp compute[] = {OP_GEMM_QKV, OP_GEMM_O,  OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
                                      OP_ATTN_PREFILL, OP_ATTN_DECODE, OP_LAYER_PREFILL, OP_NORM, OP_ACT,
                                      OP_ROPE, OP_QUANT, OP_DEQUANT};
-    for (size_t i = 0; i < KV_ARRAY_LEN(compute); i++)
-        if (plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], e) != 0) goto out;
+    int64_t seq_cold = o->cold_weights_bytes > 0 ? o->cold_weights_bytes : 3 * probe_cpu_llc_bytes();
+    if (o->in_sequence && measure_in_sequence(&rc, seq_cold, e) != 0) goto out;
+    for (size_t i = 0; i < KV_ARRAY_LEN(compute); i++) {
+        int in_seq = 0; /* measured in sequence above */
+        for (size_t j = 0; o->in_sequence && j < KV_ARRAY_LEN(k_seq_linear); j++) in_seq |= compute[i] == k_seq_linear[j];
+        in_seq |= o->in_sequence && (compute[i] == OP_ATTN_PREFILL || compute[i] == OP_ATTN_DECODE);
+        if (!in_seq && plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], e) != 0) goto out;
+    }
     for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
         if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, e) != 0) goto out;
     for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)

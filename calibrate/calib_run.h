@@ -64,6 +64,11 @@ typedef struct CalibOptions {
                                   * that one rotation exceeds this many bytes (kvcal run --cold-weights:
                                   * 3 x the LLC), so weights come from memory as in a model's layer
                                   * sequence; 0: one copy (the default recipe, hot in cache) */
+    int in_sequence;             /* cpu: time qkv, o, ffn_up, ffn_down, norm, act, rope and both
+                                  * attentions inside a layer sequence (calib_recipe.h "In-sequence
+                                  * timing"; kvcal run --in-sequence), rotating over layer copies
+                                  * beyond cold_weights_bytes (0: 3 x the LLC); the other compute
+                                  * ops as without it */
 } CalibOptions;
 
 typedef struct CalibResult {

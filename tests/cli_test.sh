@@ -443,6 +443,9 @@ expect 0 "kvcal run --points small --dry-run" "$B"/kvcal run --backend cpu --qui
 contains "the dry run counts the added points" "gemm_qkv            10"
 expect 2 "kvcal run --cold-weights is for the cpu backend" "$B"/kvcal run --backend cuda --cold-weights --model Tiny-Llama-V --dry-run
 contains "--cold-weights refusal names the backend" "are for --backend cpu"
+expect 2 "kvcal run --in-sequence is for the cpu backend" "$B"/kvcal run --backend cuda --in-sequence --model Tiny-Llama-V --dry-run
+contains "--in-sequence refusal names the backend" "--in-sequence and --threads are for --backend cpu"
+expect 0 "kvcal run --in-sequence --dry-run" "$B"/kvcal run --backend cpu --quick --in-sequence --cold-weights --model Tiny-Llama-V --dry-run
 expect 2 "kvcal run --threads out of range" "$B"/kvcal run --backend cpu --quick --threads 999 --model Tiny-Llama-V --dry-run
 expect 0 "kvcal run --cold-weights --threads 1 --dry-run" "$B"/kvcal run --backend cpu --quick --cold-weights --threads 1 --model Tiny-Llama-V --dry-run
 # ---- kvcal run --scratch ----
@@ -949,6 +952,26 @@ printf '{"rec":"unit"}\n' > "$tmp/nohdr.jsonl"
 expect 1 "execute a schedule without a header" "$B"/kvcal execute --schedule "$tmp/nohdr.jsonl" --out "$tmp/exe"
 contains "the missing header is named" "line 1: field rec: expected the header record first"
 expect 2 "execute without --schedule" "$B"/kvcal execute --out "$tmp/exe"
+# validate_report.py --report: a case of three passes, one of them with another plan; each side's median over the two that agree
+mkdir -p "$tmp/vr/cases/kv-offload-h128-b1"
+for k in 1 2 3; do mkdir -p "$tmp/vr/cases/kv-offload-h128-b1/pass$k"; cp "$tmp/sch.jsonl" "$tmp/vr/cases/kv-offload-h128-b1/pass$k/schedule.jsonl"; done
+sed 's/"tok_hi":128/"tok_hi":96/' "$tmp/sch.jsonl" > "$tmp/vr/cases/kv-offload-h128-b1/pass3/schedule.jsonl"
+python3 - "$tmp/exe/execute.json" "$tmp/vr/cases/kv-offload-h128-b1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k, (m, p) in enumerate([(100e6, 90e6), (120e6, 130e6), (1e6, 1e6)], 1):  # ms: pass 3 plans differently
+    for r in j["requests"]:
+        if r["hist"] > 0:
+            r["ttft_ns"] = {"measured": m, "predicted": p, "error": (p - m) / m}
+    json.dump(j, open(f"{sys.argv[2]}/pass{k}/execute.json", "w"))
+PY
+if python3 tools/validate_report.py --report "$tmp/vr" --json "$tmp/vr/v.json" > "$tmp/out" 2>&1 && python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))['cases'][0]
+assert c['passes'] == 3 and c['passes_used'] == 2, c
+assert abs(c['ttft_ms']['measured'] - 110) < 1e-9 and abs(c['ttft_ms']['predicted'] - 110) < 1e-9 and c['ttft_ms']['error'] == 0, c['ttft_ms']
+" "$tmp/vr/v.json"; then ok "validate_report: per side the median over the passes that replayed the same plan"; else bad "validate_report: per side the median over the passes that replayed the same plan"; cat "$tmp/out" >&2; fi
+contains "validate_report names the case whose plan differed" "kv-offload-h128-b1: the plan differed between passes; the 2 of 3 passes with the same plan are used"
 # two pipeline stages: hcache-cf restores stage 1's first layers in a lane from its boundary activation
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,255,1,0\ns0,1,100,16,2,256\n' > "$tmp/val2.csv"
 expect 0 "run --pp 2 --emit-schedule" "$B"/kvsim run --policy hcache-cf --pp 2 --model Tiny-Llama-V --trace "$tmp/val2.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch2" --emit-schedule "$tmp/sch2.jsonl"

@@ -4,7 +4,9 @@
  * and interrupts, the diff, and the CLI's exit codes. GPU-only tests SKIP without a device.
  * Run: make build/kvtest && KVSIM_ROOT=$PWD build/kvtest calib_
  */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -213,7 +215,8 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK_EQ_I(sg->v[6], 64);
     for (int i = 1; i < sg->n; i++) CHECK(sg->v[i] > sg->v[i - 1]);
     CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[0].v[2], 3);
-    CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[1].v[0], 256);
+    CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[1].v[0], 128);
+    CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[0].v[p.op[OP_ATTN_PREFILL].ax[0].n - 1], 512); /* a full chunk's attention */
     CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[1].n, 5);
     CHECK(!p.op[OP_QUANT].enabled);
     CHECK_CONTAINS(p.caps, "small points");
@@ -574,6 +577,90 @@ TEST(calib_cold_weights_rotate_over_copies_beyond_the_budget)
     CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "calib_run: %s", e.msg);
     CHECK_EQ_I(r.points, 2 + 4);
     CHECK_CONTAINS(r.meta.notes, "cold weights: GEMM/layer weights rotated over copies > 8 MiB");
+    store_close(&st);
+}
+
+/* --in-sequence: one repetition runs a whole layer on the next copy of its weights and KV and times
+ * each op between the others: every op the layer runs has a time, the ops it does not run none, the
+ * parts add up to the layer, K and V hold a copy per weight copy; a run stores exactly the plan's
+ * points (the in-sequence ops from the layers, the rest as before), says so, and reads back. */
+TEST(calib_in_sequence_times_each_op_inside_the_layer)
+{
+    KvErr e;
+    ModelLayout ly = {&g_tiny_moe, KV_DT_BF16, 1, 1};
+    CalibShapes s;
+    calib_shapes_of(&s, &ly);
+    ProbeDev d;
+    CHECK_MSG(probe_cpu_open(&d, &e) == 0, "%s", e.msg);
+    size_t before = d.bytes_in_use;
+    CalibWork plain;
+    memset(&plain, 0, sizeof plain);
+    plain.d = &d, plain.s = &s, plain.op = OP_LAYER_PREFILL, plain.p1_max = 8, plain.p2_max = 64;
+    plain.cold_bytes = (int64_t)16 << 20;
+    CHECK_MSG(calib_work_alloc(&plain, &e) == 0, "%s", e.msg);
+    size_t plain_bytes = d.bytes_in_use - before;
+    int copies = plain.copies;
+    calib_work_free(&plain);
+    CalibWork w;
+    memset(&w, 0, sizeof w);
+    w.d = &d, w.s = &s, w.cold_bytes = (int64_t)16 << 20;
+    CHECK_MSG(calib_seq_alloc(&w, 8, 64, 4, &e) == 0, "%s", e.msg);
+    CHECK(copies > 1 && w.copies == copies);
+    size_t kv_copy = (size_t)(64 + 8) * (size_t)(s.hk * s.dh) * d.elem_bytes; /* K (or V) of one copy */
+    CHECK_EQ_U(d.bytes_in_use - before, plain_bytes + 2 * (size_t)(copies - 1) * kv_copy);
+    static const int kinds[] = {CALIB_SEQ_PREFILL, CALIB_SEQ_DECODE, CALIB_SEQ_NONE};
+    static const CostOp always[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_NORM, OP_ACT, OP_ROPE};
+    for (size_t k = 0; k < KV_ARRAY_LEN(kinds); k++) {
+        calib_seq_set(&w, kinds[k], kinds[k] == CALIB_SEQ_DECODE ? 4 : 8, kinds[k] == CALIB_SEQ_NONE ? 0 : 64);
+        int copy0 = w.copy;
+        double op_ns[OP_COUNT], layer = 0;
+        CHECK_MSG(calib_seq_rep(&w, op_ns, &layer, &e) == 0, "%s", e.msg);
+        CHECK_EQ_I(w.copy, (copy0 + 1) % copies); /* the next layer's weights */
+        double sum = 0;
+        for (size_t i = 0; i < KV_ARRAY_LEN(always); i++) CHECK_MSG(op_ns[always[i]] > 0, "%s: 0 ns", cost_op_name(always[i]));
+        CHECK((op_ns[OP_ATTN_PREFILL] > 0) == (kinds[k] == CALIB_SEQ_PREFILL));
+        CHECK((op_ns[OP_ATTN_DECODE] > 0) == (kinds[k] == CALIB_SEQ_DECODE));
+        CHECK(op_ns[OP_GEMM_KV_PROJ] == 0 && op_ns[OP_QUANT] == 0 && op_ns[OP_LAYER_PREFILL] == 0);
+        for (int op = 0; op < OP_COUNT; op++) sum += op == OP_NORM ? 2 * op_ns[op] : op_ns[op]; /* two norm calls */
+        CHECK_MSG(fabs(sum - layer) <= 1e-6 * layer, "parts %g ns, layer %g ns", sum, layer);
+    }
+    calib_work_free(&w);
+    CHECK_EQ_U(d.bytes_in_use, before);
+    probe_close(&d);
+
+    CalibPlan plan;
+    static const int64_t tok[] = {1, 8}, ew[] = {1, 8, 16}, an[] = {1, 8}, ac[] = {0, 32}, db_[] = {1, 4}, dc[] = {16, 64};
+    calib_plan_clear(&plan);
+    static const CostOp lin[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ};
+    for (size_t i = 0; i < KV_ARRAY_LEN(lin); i++) CHECK(calib_plan_set(&plan, lin[i], tok, 2, NULL, 0, NULL, 0, &g_fast, 0, &e) == 0);
+    CHECK(calib_plan_set(&plan, OP_NORM, ew, 3, NULL, 0, NULL, 0, &g_fast, 0, &e) == 0); /* 16: a layer without attention */
+    CHECK(calib_plan_set(&plan, OP_ATTN_PREFILL, an, 2, ac, 2, NULL, 0, &g_fast, 0, &e) == 0);
+    CHECK(calib_plan_set(&plan, OP_ATTN_DECODE, db_, 2, dc, 2, NULL, 0, &g_fast, 0, &e) == 0);
+    char dbp[4200];
+    snprintf(dbp, sizeof dbp, "%s/seq.db", test_tmpdir(t));
+    CostStore st;
+    CHECK_MSG(store_open(&st, dbp, 1, &e) == 0, "%s", e.msg);
+    Seen seen = {0};
+    CalibOptions o = {.backend = "cpu", .model = &g_tiny_moe, .dtype = KV_DT_BF16, .tp = 1, .plan = &plan,
+                      .cold_weights_bytes = (int64_t)4 << 20, .in_sequence = 1, .progress = seen_progress, .progress_ctx = &seen};
+    CalibResult r;
+    CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "calib_run: %s", e.msg);
+    CHECK_EQ_I(r.points, 5 * 2 + 3 + 4 + 4);
+    CHECK_EQ_I(seen.points, r.points);
+    CHECK_EQ_I(seen.ops, 8); /* a line per op */
+    CHECK_CONTAINS(r.meta.notes, "in sequence: layer ops timed inside a layer, copies > 4 MiB");
+    store_close(&st);
+    CostModel cm;
+    CHECK_MSG(cost_model_load_db(&cm, dbp, "cpu", "tiny-moe", "bf16", 1, &e) == 0, "%s", e.msg);
+    CHECK(cost_lookup_ns(&cm, OP_NORM, 16, 0, 0) > 0 && cost_lookup_ns(&cm, OP_ATTN_DECODE, 4, 64, 0) > 0);
+    CHECK(cost_lookup_ns(&cm, OP_ATTN_PREFILL, 8, 32, 0) > 0 && cost_lookup_ns(&cm, OP_GEMM_FFN_DOWN, 8, 0, 0) > 0);
+    CHECK_EQ_U(cost_extrapolations_total(&cm), 0);
+    cost_model_free(&cm);
+    /* the cuda backend's kernels are asynchronous: refused before any device is opened */
+    o.backend = "cuda";
+    CHECK(store_open(&st, dbp, 0, &e) == 0);
+    CHECK(calib_run(&st, &o, &r, &e) != 0);
+    CHECK_CONTAINS(e.msg, "in-sequence timing is for the cpu backend");
     store_close(&st);
 }
 

@@ -76,7 +76,8 @@ def merge(db, last, low=False):
     cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
     row = c.execute(f"select {','.join(cols)} from run where id=?", (runs[0],)).fetchone()
     meta = dict(zip(cols, row))
-    meta["notes"] = f"{MERGED_LOW if low else MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]
+    # the store's notes column holds 511 bytes (kvsim refuses a longer one): the end is cut, as kvcal run cuts its own
+    meta["notes"] = (f"{MERGED_LOW if low else MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]).encode()[:511].decode("utf-8", "ignore")
     pts = {}
     q = "select op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns from point where run_id=?"
     for r in runs:
@@ -109,33 +110,79 @@ def pct(v, q):
     return v[k]
 
 
+def plan_of(schedule):
+    """What a schedule runs, without its times: per restoring request its restoration and token
+    splits, the iterations' item shapes and lanes, the units' layers and token ranges (equal plans
+    replay the same work, so their times can be pooled)."""
+    sig = []
+    try:
+        for line in open(schedule):
+            r = json.loads(line)
+            if r["rec"] == "request":
+                sig.append(("request", r["req"], r.get("hist"), r.get("restore"), r.get("recompute_tokens"), r.get("layerwise_tokens")))
+            elif r["rec"] == "iter":
+                sig.append(("iter", tuple((i["req"], i["kind"], i["tokens"], i["ctx"], i.get("lw")) for i in r["items"]),
+                            len(r.get("lanes", []))))
+            elif r["rec"] == "unit":
+                sig.append(("unit", r.get("req"), r.get("kind"), r.get("layer"), r.get("state"), r.get("tok_lo"), r.get("tok_hi"), r.get("tier")))
+    except (OSError, ValueError, KeyError):
+        return None
+    return tuple(sig)
+
+
+def one_pass(path):
+    """One replayed pass of a case (a directory with execute.json): its means, or (None, why)."""
+    ex = os.path.join(path, "execute.json")
+    if not os.path.exists(ex):
+        txt = open(os.path.join(path, "execute.txt")).read().strip().splitlines() if os.path.exists(os.path.join(path, "execute.txt")) else []
+        return None, txt[-1] if txt else "not run"
+    j = json.load(open(ex))
+    rq = [r for r in j["requests"] if r["hist"] > 0]
+    if not rq:
+        return None, "no restoring request"
+    its = [i for i in j["iterations"]]
+    lanes = [ln for i in its for ln in i.get("lanes", [])]
+    return {"j": j, "rq": rq, "plan": plan_of(os.path.join(path, "schedule.jsonl")),
+            "tm": statistics.mean(r["ttft_ns"]["measured"] for r in rq), "tp": statistics.mean(r["ttft_ns"]["predicted"] for r in rq),
+            "rm": statistics.mean(r["restore_ns"]["measured"] for r in rq), "rp": statistics.mean(r["restore_ns"]["predicted"] for r in rq),
+            "im": sum(i["duration_ns"]["measured"] for i in its) / max(len(its), 1),
+            "ip": sum(i["duration_ns"]["predicted"] for i in its) / max(len(its), 1),
+            "lanes": lanes}, None
+
+
 def report(d, out):
     cases, skipped = [], []
     for path in sorted(glob.glob(os.path.join(d, "cases", "*"))):
         name = os.path.basename(path)
-        ex = os.path.join(path, "execute.json")
-        if not os.path.exists(ex):
-            txt = open(os.path.join(path, "execute.txt")).read().strip().splitlines() if os.path.exists(os.path.join(path, "execute.txt")) else []
-            skipped.append({"case": name, "why": txt[-1] if txt else "not run"})
+        # one pass: the case directory itself; several (validate.sh PASSES): pass1, pass2, ...
+        pdirs = sorted(glob.glob(os.path.join(path, "pass*")), key=lambda p: int(os.path.basename(p)[4:] or 0)) or [path]
+        passes, why = [], None
+        for pd in pdirs:
+            ps, w = one_pass(pd)
+            if ps:
+                passes.append(ps)
+            else:
+                why = why or w
+        if not passes:
+            skipped.append({"case": name, "why": why})
             continue
-        j = json.load(open(ex))
-        rq = [r for r in j["requests"] if r["hist"] > 0]
-        if not rq:
-            skipped.append({"case": name, "why": "no restoring request"})
-            continue
-        tm = statistics.mean(r["ttft_ns"]["measured"] for r in rq)
-        tp = statistics.mean(r["ttft_ns"]["predicted"] for r in rq)
-        rm = statistics.mean(r["restore_ns"]["measured"] for r in rq)
-        rp = statistics.mean(r["restore_ns"]["predicted"] for r in rq)
-        its = [i for i in j["iterations"]]
-        im = sum(i["duration_ns"]["measured"] for i in its) / max(len(its), 1)
-        ip = sum(i["duration_ns"]["predicted"] for i in its) / max(len(its), 1)
+        # the passes that replayed the same plan as most of them (a policy that decides from the
+        # costs may plan differently after another calibration): each side's median over those
+        groups = {}
+        for ps in passes:
+            groups.setdefault(ps["plan"], []).append(ps)
+        use = max(groups.values(), key=len)  # ties: the first pass's plan (dicts keep insertion order)
+        med = lambda k: statistics.median(ps[k] for ps in use)
+        tm, tp, rm, rp, im, ip = (med(k) for k in ("tm", "tp", "rm", "rp", "im", "ip"))
+        j, rq = use[0]["j"], use[0]["rq"]
         meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
-        lanes = [ln for i in its for ln in i.get("lanes", [])]
+        lanes = use[0]["lanes"]
         cases.append({"case": name, "policy": j["policy"], "stages": j.get("stages", 1), "lanes": len(lanes),
-                      "lane_ms": statistics.mean(ln["measured_ns"] for ln in lanes) / 1e6 if lanes else 0.0,
-                      "requests": len(rq), "deps_ok": j["deps_ok"],
-                      "ttft_ms": {"measured": tm / 1e6, "predicted": tp / 1e6, "error": err(tm, tp)},
+                      "lane_ms": statistics.median(statistics.mean(ln["measured_ns"] for ln in ps["lanes"]) for ps in use) / 1e6 if lanes else 0.0,
+                      "requests": len(rq), "deps_ok": all(ps["j"]["deps_ok"] for ps in passes),
+                      "passes": len(passes), "passes_used": len(use),
+                      "ttft_ms": {"measured": tm / 1e6, "predicted": tp / 1e6, "error": err(tm, tp),
+                                  "passes": [{"measured": ps["tm"] / 1e6, "predicted": ps["tp"] / 1e6} for ps in passes]},
                       "restore_ms": {"measured": rm / 1e6, "predicted": rp / 1e6, "error": err(rm, rp)},
                       "iteration_ms": {"measured": im / 1e6, "predicted": ip / 1e6, "error": err(im, ip)},
                       "meet_tokens_predicted": meet, "note": j["note"]})
@@ -147,6 +194,9 @@ def report(d, out):
               f"{i['measured']:8.2f} {i['predicted']:8.2f} {i['error'] * 100:6.1f}%")
     for s in skipped:
         print(f"{s['case']:<28} skipped: {s['why']}")
+    split = [c for c in cases if c["passes_used"] < c["passes"]]
+    for c in split:
+        print(f"{c['case']}: the plan differed between passes; the {c['passes_used']} of {c['passes']} passes with the same plan are used")
     def summary(cs):
         out = {}
         for key in ("ttft_ms", "restore_ms", "iteration_ms"):

@@ -94,7 +94,7 @@ static const OptSpec k_run_opts[] = {
     {"--model", "M", OPT_REQUIRED, "model from the catalog (kvsim list models)"},
     {"--db", "FILE", 0, "the cost store (SQLite; created if absent); required unless --dry-run"},
     {"--quick", NULL, 0, "the small grid (minutes on a CPU) instead of the full one"},
-    {"--points", "default|small", 0, "small: add 2..32, 128, 256-token points (GEMMs, elementwise, attention) and small decode batches to the grid"},
+    {"--points", "default|small", 0, "small: add 2..32, 128, 256-token points (GEMMs, elementwise), attention of 16..512 new tokens, small decode batches and 128..2048 keys to the grid"},
     {"--tp", "N", 0, "per-GPU shapes of a tensor-parallel group of N (default 1), timed on one device"},
     {"--dtype", "fp16|bf16", 0, "the run's dtype (default fp16; the cpu computes in fp32 and keeps the label)"},
     {"--device-name", "NAME", 0, "the device key stored (default: cuda: the hardware catalog's GPU key, cpu: \"cpu\")"},
@@ -102,6 +102,7 @@ static const OptSpec k_run_opts[] = {
     {"--create-scratch", NULL, 0, "create the --scratch directories when missing (else a missing one is refused)"},
     {"--device", "N", 0, "the CUDA device index (default 0)"},
     {"--cold-weights", NULL, 0, "cpu: GEMM and layer ops read a new copy of their weights each repetition, rotating over 3x the LLC (weights from memory, as in a model's layer sequence)"},
+    {"--in-sequence", NULL, 0, "cpu: time qkv, o, ffn, norm, act, rope and attention inside a whole layer on a new copy of its weights and KV each repetition (each op between the others, as a model's layer sequence runs them)"},
     {"--threads", "N", 0, "cpu: attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
     {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
 };
@@ -129,9 +130,9 @@ int kvcal_cmd_run(int argc, char **argv)
     if (kvcal_cli_int(&k_run, &a, "--tp", 1, 1024, 1, &tp) || kvcal_cli_int(&k_run, &a, "--device", 0, 1023, 0, &device) ||
         kvcal_cli_int(&k_run, &a, "--threads", 0, 256, 0, &threads))
         return KVCAL_USAGE;
-    int cold = opt_count(&a, "--cold-weights") > 0;
-    if ((cold || threads > 0) && strcmp(backend, "cpu"))
-        return kvcal_cli_usage(&k_run, "--cold-weights and --threads are for --backend cpu (cuda flushes its L2 instead)");
+    int cold = opt_count(&a, "--cold-weights") > 0, in_seq = opt_count(&a, "--in-sequence") > 0;
+    if ((cold || in_seq || threads > 0) && strcmp(backend, "cpu"))
+        return kvcal_cli_usage(&k_run, "--cold-weights, --in-sequence and --threads are for --backend cpu (cuda flushes its L2 instead)");
     if (threads > 0) kcpu_set_threads((int)threads);
     KvErr e;
     KvDtype dt;
@@ -169,7 +170,7 @@ int kvcal_cmd_run(int argc, char **argv)
     CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick, .plan = &plan,
                       .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
                       .hw = &hw, .stop = &g_stop, .progress = cli_progress,
-                      .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0};
+                      .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0, .in_sequence = in_seq};
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
