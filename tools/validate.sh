@@ -12,7 +12,7 @@
 # interpolated across 1..64 tokens; a full 512-token chunk's attention measured, not extrapolated)
 # --cold-weights --in-sequence (each layer op timed inside a whole layer, on the next copy of the
 # layer's weights and KV: as the replay runs it), CAL_MEDIAN (3) of them before the first case and one
-# before every CAL_EVERY-th case (default 3); the prediction uses, point by point, the median over the
+# before every CAL_EVERY-th case (default 6); the prediction uses, point by point, the median over the
 # newest CAL_MEDIAN runs of each run's median (STAT=median). The cases run PASSES times (default 3),
 # minutes apart, each pass with its own predictions and replays (kvcal execute --reps REPS, default
 # 3, their median); the report takes per case the median over the passes of each side
@@ -76,7 +76,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   HISTS="512"; POLS="recompute kv-offload"; BATCHES="1"; PP2_POLS=""
   CAL_EVERY=${CAL_EVERY:-1}; PASSES=${PASSES:-1}
 else
-  CAL_EVERY=${CAL_EVERY:-3}; PASSES=${PASSES:-3}
+  CAL_EVERY=${CAL_EVERY:-6}; PASSES=${PASSES:-3}
   HISTS=${HISTS-128 256 512}; POLS=${POLS-recompute kv-offload hcache hcache-noschd cake cacheflow}; BATCHES=${BATCHES-1 3}
   PP2_POLS=${PP2_POLS-hcache-cf} # two pipeline stages (stage-parallel restoration)
   if [ "$NCPU" -lt 2 ]; then echo "validate: 1 CPU: the two-stage cases ($PP2_POLS --pp 2) need 2, skipped"; PP2_POLS=""; fi
