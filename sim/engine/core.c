@@ -39,6 +39,13 @@ uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg)
     return seq;
 }
 
+uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj)
+{
+    uint64_t seq = evq_arm(&sm->q, tm, t, g_rank[kind], (uint32_t)kind, obj, sm->e);
+    if (!seq) sm->failed = 1;
+    return seq;
+}
+
 /* the lifecycle table: the states each state may move to (see engine_int.h) */
 #define TO(s) (1u << (s))
 static const struct {

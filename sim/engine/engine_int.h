@@ -451,6 +451,8 @@ static inline void sim_note_waiting(Sim *sm)
 }
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
+/* (re-)arm an owner's timer with an event of `kind` at t (evq_arm: the event it held is cancelled) */
+uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj);
 
 void sched_out_kick(Sim *sm, const Replica *rp); /* schedule_out.h */
 

@@ -1,4 +1,5 @@
-/* evq.c — binary heap under (time, rank, seq), with the minimum cached in `front`; see evq.h. */
+/* evq.c — binary heap under (time, rank, seq), with the minimum cached in `front`, and a second
+ * heap of armed timers under the same order; see evq.h. */
 #include "sim/engine/evq.h"
 
 #include <stdlib.h>
@@ -11,6 +12,10 @@ int evq_init(EventQueue *q, KvErr *e)
     q->next_seq = 1;
     q->now_ns = 0;
     q->popped = 0;
+    q->tm = NULL;
+    q->tn = q->tcap = 0;
+    q->cancelled = 0;
+    q->cancelled_last_ns = 0;
     q->heap = malloc(q->cap * sizeof *q->heap);
     if (!q->heap) return kv_err(e, "event queue: out of memory");
     return 0;
@@ -22,6 +27,10 @@ void evq_free(EventQueue *q)
     q->heap = NULL;
     q->n = q->cap = 0;
     q->has_front = 0;
+    evq_drop_timers(q);
+    free(q->tm);
+    q->tm = NULL;
+    q->tcap = 0;
 }
 
 static inline int ev_less(const Event *a, const Event *b)
@@ -42,6 +51,75 @@ static void heap_insert(Event *h, uint64_t hn, const Event *ev)
         i = parent;
     }
     h[i] = *ev;
+}
+
+/* the timer heap: tm[i]->pos == i + 1 for every armed timer */
+static inline void tm_set(EvTimer **tm, uint32_t i, EvTimer *t)
+{
+    tm[i] = t;
+    t->pos = i + 1;
+}
+
+static void tm_up(EvTimer **tm, uint32_t i, EvTimer *t)
+{
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!ev_less(&t->ev, &tm[parent]->ev)) break;
+        tm_set(tm, i, tm[parent]);
+        i = parent;
+    }
+    tm_set(tm, i, t);
+}
+
+static void tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
+{
+    uint32_t c;
+    while ((c = 2 * i + 1) < n) {
+        if (c + 1 < n && ev_less(&tm[c + 1]->ev, &tm[c]->ev)) c++;
+        if (!ev_less(&tm[c]->ev, &t->ev)) break;
+        tm_set(tm, i, tm[c]);
+        i = c;
+    }
+    tm_set(tm, i, t);
+}
+
+uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
+{
+    if (time_ns < q->now_ns) {
+        kv_err(e, "event queue: event kind %u armed at %lld ns, before now (%lld ns)", kind, (long long)time_ns,
+               (long long)q->now_ns);
+        return 0;
+    }
+    Event ev = {time_ns, rank, kind, q->next_seq++, obj, 0};
+    if (t->pos) { /* its pending event is cancelled: counted, and its time kept for the clock */
+        q->cancelled++;
+        if (t->ev.time_ns > q->cancelled_last_ns) q->cancelled_last_ns = t->ev.time_ns;
+        uint32_t i = t->pos - 1;
+        int up = ev_less(&ev, &t->ev);
+        t->ev = ev;
+        if (up) tm_up(q->tm, i, t);
+        else tm_down(q->tm, q->tn, i, t);
+        return ev.seq;
+    }
+    if (q->tn == q->tcap) {
+        uint32_t nc = q->tcap ? q->tcap * 2 : 16;
+        EvTimer **nt = realloc(q->tm, nc * sizeof *nt);
+        if (!nt) {
+            kv_err(e, "event queue: out of memory (%u timers)", q->tn);
+            return 0;
+        }
+        q->tm = nt;
+        q->tcap = nc;
+    }
+    t->ev = ev;
+    tm_up(q->tm, q->tn++, t);
+    return ev.seq;
+}
+
+void evq_drop_timers(EventQueue *q)
+{
+    for (uint32_t i = 0; i < q->tn; i++) q->tm[i]->pos = 0;
+    q->tn = 0;
 }
 
 uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, int64_t arg, KvErr *e)
@@ -88,8 +166,17 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
  * precedes the whole heap: it is popped without touching the heap. */
 int evq_pop(EventQueue *q, Event *out, KvErr *e)
 {
-    if (q->n == 0) return 0;
-    if (q->has_front) {
+    if (q->tn && (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0]))) {
+        /* the smallest armed timer precedes the heap's minimum */
+        EvTimer **tm = q->tm, *t = tm[0];
+        *out = t->ev;
+        t->pos = 0;
+        if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
+    } else if (q->n == 0) {
+        /* empty: the clock ends where the latest cancelled event's pop would have left it */
+        if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
+        return 0;
+    } else if (q->has_front) {
         *out = q->front;
         q->has_front = 0;
         q->n--;
@@ -124,6 +211,7 @@ int evq_pop(EventQueue *q, Event *out, KvErr *e)
 
 int64_t evq_next_time(const EventQueue *q)
 {
-    if (q->has_front) return q->front.time_ns;
-    return q->n ? q->heap[0].time_ns : INT64_MAX;
+    int64_t t = q->has_front ? q->front.time_ns : q->n ? q->heap[0].time_ns : INT64_MAX;
+    if (q->tn && q->tm[0]->ev.time_ns < t) t = q->tm[0]->ev.time_ns;
+    return t;
 }

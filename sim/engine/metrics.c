@@ -945,8 +945,9 @@ void metrics_on_run_end(Sim *sm)
 {
     SimResult *out = sm->res;
     SimWorld *w = sm->w;
-    out->sim_end_ns = sim_now(sm);
+    out->sim_end_ns = sim_now(sm); /* (evq: a cancelled event's time included, as its pop would have) */
     out->queue_events = sm->q.popped;
+    out->events += sm->q.cancelled; /* a re-armed channel's cancelled events: counted as the pops they replace */
     out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);

@@ -242,6 +242,7 @@ void sim_teardown(Sim *sm)
             for (int k = 0; k < CH_COUNT; k++)
                 for (int s = 0; s < SIM_MAX_STAGES; s++) ch_free_units(&rp->ch[k][s]);
         }
+        evq_drop_timers(&sm->q); /* the channels' timers go with them */
         free(sm->rep);
     }
     /* pending events own turns (arrivals, releases) */
