@@ -420,6 +420,8 @@ struct Sim {
     uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
     int64_t cap_run_gaps;
+    double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
+    int64_t lb_layer_n;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
 };
 

@@ -262,6 +262,8 @@ void sim_teardown(Sim *sm)
     ctab_free(sm);
     free(sm->run_gaps);
     sm->run_gaps = NULL;
+    free(sm->lb_layer_ns);
+    sm->lb_layer_ns = NULL;
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }
