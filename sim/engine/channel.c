@@ -220,6 +220,21 @@ Unit *unit_new(Sim *sm)
     return u;
 }
 
+Unit *unit_new_from(Sim *sm, const Unit *tmpl)
+{
+    Unit *u = sm->free_units;
+    if (u) sm->free_units = u->next;
+    else u = malloc(sizeof *u);
+    if (!u) {
+        sim_fail(sm, "out of memory");
+        return NULL;
+    }
+    *u = *tmpl;
+    u->next = NULL;
+    u->state = US_NEW;
+    return u;
+}
+
 void unit_free(Sim *sm, Unit *u)
 {
     SIM_CHECK(sm, u->state == US_SERVING && u->hop == u->nhops); /* done once, after its last hop */

@@ -93,6 +93,8 @@ void ch_free_units(Channel *c);
 
 /* units: a free list on the Sim */
 Unit *unit_new(struct Sim *sm);
+/* a new unit, a copy of tmpl (state US_NEW, not linked) */
+Unit *unit_new_from(struct Sim *sm, const Unit *tmpl);
 void unit_free(struct Sim *sm, Unit *u);
 
 #endif

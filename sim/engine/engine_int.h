@@ -453,8 +453,15 @@ static inline void sim_note_waiting(Sim *sm)
 }
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
+/* the same-instant order of the event kinds (core.c) */
+extern const uint32_t sim_ev_rank[];
 /* (re-)arm an owner's timer with an event of `kind` at t (evq_arm: the event it held is cancelled) */
-uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj);
+static inline uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj)
+{
+    uint64_t seq = evq_arm(&sm->q, tm, t, sim_ev_rank[kind], (uint32_t)kind, obj, sm->e);
+    if (!seq) sm->failed = 1;
+    return seq;
+}
 
 void sched_out_kick(Sim *sm, const Replica *rp); /* schedule_out.h */
 

@@ -33,13 +33,6 @@ void evq_free(EventQueue *q)
     q->tcap = 0;
 }
 
-static inline int ev_less(const Event *a, const Event *b)
-{
-    if (a->time_ns != b->time_ns) return a->time_ns < b->time_ns;
-    if (a->rank != b->rank) return a->rank < b->rank;
-    return a->seq < b->seq;
-}
-
 /* sift ev up from the heap's new last slot hn (room for it is there) */
 static void heap_insert(Event *h, uint64_t hn, const Event *ev)
 {
@@ -53,37 +46,19 @@ static void heap_insert(Event *h, uint64_t hn, const Event *ev)
     h[i] = *ev;
 }
 
-/* the timer heap: tm[i]->pos == i + 1 for every armed timer */
-static inline void tm_set(EvTimer **tm, uint32_t i, EvTimer *t)
-{
-    tm[i] = t;
-    t->pos = i + 1;
-}
-
-static void tm_up(EvTimer **tm, uint32_t i, EvTimer *t)
-{
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (!ev_less(&t->ev, &tm[parent]->ev)) break;
-        tm_set(tm, i, tm[parent]);
-        i = parent;
-    }
-    tm_set(tm, i, t);
-}
-
-static void tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
+static inline void tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
 {
     uint32_t c;
     while ((c = 2 * i + 1) < n) {
         if (c + 1 < n && ev_less(&tm[c + 1]->ev, &tm[c]->ev)) c++;
         if (!ev_less(&tm[c]->ev, &t->ev)) break;
-        tm_set(tm, i, tm[c]);
+        evq_tm_set(tm, i, tm[c]);
         i = c;
     }
-    tm_set(tm, i, t);
+    evq_tm_set(tm, i, t);
 }
 
-uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
+uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
 {
     if (time_ns < q->now_ns) {
         kv_err(e, "event queue: event kind %u armed at %lld ns, before now (%lld ns)", kind, (long long)time_ns,
@@ -97,7 +72,7 @@ uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint
         uint32_t i = t->pos - 1;
         int up = ev_less(&ev, &t->ev);
         t->ev = ev;
-        if (up) tm_up(q->tm, i, t);
+        if (up) evq_tm_up(q->tm, i, t);
         else tm_down(q->tm, q->tn, i, t);
         return ev.seq;
     }
@@ -112,7 +87,7 @@ uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint
         q->tcap = nc;
     }
     t->ev = ev;
-    tm_up(q->tm, q->tn++, t);
+    evq_tm_up(q->tm, q->tn++, t);
     return ev.seq;
 }
 

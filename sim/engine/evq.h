@@ -66,9 +66,45 @@ int evq_init(EventQueue *q, KvErr *e);
 void evq_free(EventQueue *q);
 /* Push; returns the event's seq (> 0), or 0 with a message when time_ns < now or out of memory. */
 uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, int64_t arg, KvErr *e);
+/* the total order (time, rank, seq) */
+static inline int ev_less(const Event *a, const Event *b)
+{
+    if (a->time_ns != b->time_ns) return a->time_ns < b->time_ns;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->seq < b->seq;
+}
+
+/* the timer heap: tm[i]->pos == i + 1 for every armed timer */
+static inline void evq_tm_set(EvTimer **tm, uint32_t i, EvTimer *t)
+{
+    tm[i] = t;
+    t->pos = i + 1;
+}
+
+/* sift t up from slot i of the timer heap */
+static inline void evq_tm_up(EvTimer **tm, uint32_t i, EvTimer *t)
+{
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!ev_less(&t->ev, &tm[parent]->ev)) break;
+        evq_tm_set(tm, i, tm[parent]);
+        i = parent;
+    }
+    evq_tm_set(tm, i, t);
+}
+
+uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e);
+
 /* Arm t: a new event (its seq returned, > 0; 0 with a message as evq_push); the one t held, if
- * still pending, is cancelled (counted in `cancelled`). */
-uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e);
+ * still pending, is cancelled (counted in `cancelled`). Inline: a timer not armed, with room (a
+ * channel starting its next unit); evq_arm_slow: re-arming, growing, refusing. */
+static inline uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
+{
+    if (t->pos || q->tn == q->tcap || time_ns < q->now_ns) return evq_arm_slow(q, t, time_ns, rank, kind, obj, e);
+    t->ev = (Event){time_ns, rank, kind, q->next_seq++, obj, 0};
+    evq_tm_up(q->tm, q->tn++, t);
+    return t->ev.seq;
+}
 /* forget every armed timer without popping it (teardown: the timers' owners are going away) */
 void evq_drop_timers(EventQueue *q);
 /* Pop the smallest event into *out and advance the clock to its time. 1: got one, 0: empty,

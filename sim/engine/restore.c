@@ -256,9 +256,8 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
     const StatePart *ps = stage_parts(r, st);
     for (int j = 0; j < lu->n; j++) {
         const StatePart *p = &ps[lu->k[j]];
-        Unit *u = unit_new(sm);
+        Unit *u = unit_new_from(sm, &lu->tmpl[j]);
         if (!u) return -1;
-        *u = lu->tmpl[j];
         u->layer = l;
         r->src_mask |= src_bit(p);
         if (sm->sched) sched_out_load(sm, u, lu->lo[j], lu->hi[j], hidden); /* hook: schedule_out */
