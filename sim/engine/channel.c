@@ -87,9 +87,30 @@ static void hi_load_count(Sim *sm, const Unit *u, int d)
     if (u->r->in_iter) sm->hi_loads_in_iter += d;
 }
 
+/* the policy's choice among the first 64 queued loads (>= 2 of them): the unit, *prev the one
+ * before it (NULL: the head). Apart from pick_load: its 4 KiB frame stays off the common path. */
+static __attribute__((noinline)) Unit *pick_policy(Sim *sm, Channel *c, Unit **prev)
+{
+    IoChoice ch[64]; /* io_pick reads the first n (>= 2): not zeroed (4 KiB at every start) */
+    Unit *us[64];
+    int n = 0;
+    ch[0] = (IoChoice){0};
+    for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
+        us[n] = x;
+        ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
+                           (uint64_t)x->bytes[x->hop], x->enq_ns, x->r ? x->r->hist : 0,
+                           x->r ? x->r->arrival_ns : 0, sim_now(sm)};
+        n++;
+    }
+    int k = sm->pol->io_pick(sm->pstate, ch, n);
+    if (k < 0 || k >= n) k = 0;
+    *prev = k ? us[k - 1] : NULL;
+    return us[k];
+}
+
 /* the next load to serve: one an iteration in flight waits for (the GPU is stalled on it), else the
  * policy's choice among the first 64 (default FIFO); unlinked from the queue */
-static Unit *pick_load(Sim *sm, Channel *c)
+static inline Unit *pick_load(Sim *sm, Channel *c)
 {
     Unit *prev = NULL, *u = c->hi_head;
     Unit *bp = NULL, *bu = NULL;
@@ -99,21 +120,7 @@ static Unit *pick_load(Sim *sm, Channel *c)
         u = bu;
         prev = bp;
     } else if (sm->pol->io_pick && c->nhi > 1) {
-        IoChoice ch[64]; /* io_pick reads the first n (>= 2): not zeroed (4 KiB at every start) */
-        Unit *us[64];
-        int n = 0;
-        ch[0] = (IoChoice){0};
-        for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
-            us[n] = x;
-            ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
-                               (uint64_t)x->bytes[x->hop], x->enq_ns, x->r ? x->r->hist : 0,
-                               x->r ? x->r->arrival_ns : 0, sim_now(sm)};
-            n++;
-        }
-        int k = sm->pol->io_pick(sm->pstate, ch, n);
-        if (k < 0 || k >= n) k = 0;
-        u = us[k];
-        prev = k ? us[k - 1] : NULL;
+        u = pick_policy(sm, c, &prev);
     }
     if (prev) prev->next = u->next;
     else c->hi_head = u->next;
