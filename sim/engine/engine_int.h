@@ -420,6 +420,7 @@ struct Sim {
     uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
     int64_t cap_run_gaps;
+    unsigned ref_off;                     /* tests: SIM_REF_* shortcuts off (sim_test_set_reference) */
     double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
     int64_t lb_layer_n;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
@@ -683,5 +684,11 @@ void sim_teardown(Sim *sm);
 
 /* tests: a hook called at every iteration boundary (before the walker); NULL to remove. Not thread-safe. */
 void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
+/* tests: the shortcuts of wave 9 turned off (the reference each is compared with; 0: all on):
+ * SIM_REF_LAZY_REARM: a channel's re-armed completion is a new event, the old one popped and
+ * ignored (no timer); SIM_REF_NO_TEMPLATES: every layer's load units made afresh (restore.c);
+ * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call. Not thread-safe. */
+enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4 };
+void sim_test_set_reference(unsigned flags);
 
 #endif

@@ -221,7 +221,7 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
     int st = sm->stage_of[l];
     /* the layer's own stored form (0: the plan's) */
     double sc = r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
-    if (lu->n < 0 || lu->st != st || lu->hidden != hidden || lu->sc != sc) {
+    if (lu->n < 0 || (sm->ref_off & SIM_REF_NO_TEMPLATES) || lu->st != st || lu->hidden != hidden || lu->sc != sc) {
         double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
         double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
         if (sc > 0) {
@@ -373,7 +373,7 @@ static double lb_layer_ns(Sim *sm, int64_t k)
             sm->lb_layer_n = n;
         }
     }
-    if (k < 0 || k >= sm->lb_layer_n) return est_layer_ns(sm, k, 0);
+    if (k < 0 || k >= sm->lb_layer_n || (sm->ref_off & SIM_REF_NO_LB_MEMO)) return est_layer_ns(sm, k, 0);
     double *v = &sm->lb_layer_ns[k];
     if (isnan(*v)) *v = est_layer_ns(sm, k, 0);
     return *v;
