@@ -326,7 +326,7 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
         int pp, replicas;
     } cases[] = {
         {"kv-offload", NULL, NULL, NULL, NULL, 1, 1},                   /* overloaded: SSD, DRAM, saves both ways */
-        {"hcache", "session_rate", "0.05", NULL, NULL, 1, 1},           /* hidden and KV layers */
+        {"hcache", "session_rate", "0.05", "hcache.kv_layers", "10", 1, 1}, /* hidden and KV layers */
         {"adaptive", "adaptive.storage_budget", "0.5", NULL, NULL, 1, 1},        /* per-layer stored forms */
         {"hcache", "session_rate", "0.05", NULL, NULL, 2, 1},           /* stages, boundary activations */
         {"cacheflow", "session_rate", "0.5", NULL, NULL, 2, 2},         /* token-wise, two replicas */
