@@ -299,6 +299,8 @@ struct Replica {
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
     int any_lw;                           /* the batch waits on layer-wise state (else one event) */
+    int *lw_idx;                          /* the indices of its layer-wise items, in item order */
+    int n_lw, cap_lw;
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
     /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
     int n_restoring;

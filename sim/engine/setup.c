@@ -238,6 +238,7 @@ void sim_teardown(Sim *sm)
             free(rp->pre);
             free(rp->active);
             free(rp->items);
+            free(rp->lw_idx);
             free(rp->layer_ns);
             for (int k = 0; k < CH_COUNT; k++)
                 for (int s = 0; s < SIM_MAX_STAGES; s++) ch_free_units(&rp->ch[k][s]);
