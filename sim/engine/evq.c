@@ -139,49 +139,71 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
  * from the bottom: rarely more than a level). The heap property holds as in the textbook sift-down,
  * and under a total order (seq is unique) every heap shape pops the same sequence. A cached front
  * precedes the whole heap: it is popped without touching the heap. */
-int evq_pop(EventQueue *q, Event *out, KvErr *e)
+/* the heap's minimum (the front, or the root) into *out; the heap not empty */
+static inline __attribute__((always_inline)) void heap_take(EventQueue *q, Event *out)
 {
-    if (q->tn && (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0]))) {
-        /* the smallest armed timer precedes the heap's minimum */
-        EvTimer **tm = q->tm, *t = tm[0];
-        *out = t->ev;
-        t->pos = 0;
-        if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
-    } else if (q->n == 0) {
-        /* empty: the clock ends where the latest cancelled event's pop would have left it */
-        if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
-        return 0;
-    } else if (q->has_front) {
+    if (q->has_front) {
         *out = q->front;
         q->has_front = 0;
         q->n--;
-    } else {
-        *out = q->heap[0];
-        uint64_t n = --q->n;
-        if (n) {
-            Event *h = q->heap;
-            uint64_t i = 0, c;
-            while ((c = 2 * i + 1) < n) {
-                if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
-                h[i] = h[c];
-                i = c;
-            }
-            const Event *last = &h[n];
-            while (i > 0) {
-                uint64_t parent = (i - 1) / 2;
-                if (!ev_less(last, &h[parent])) break;
-                h[i] = h[parent];
-                i = parent;
-            }
-            h[i] = *last;
-        }
+        return;
     }
+    *out = q->heap[0];
+    uint64_t n = --q->n;
+    if (n) {
+        Event *h = q->heap;
+        uint64_t i = 0, c;
+        while ((c = 2 * i + 1) < n) {
+            if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+            h[i] = h[c];
+            i = c;
+        }
+        const Event *last = &h[n];
+        while (i > 0) {
+            uint64_t parent = (i - 1) / 2;
+            if (!ev_less(last, &h[parent])) break;
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = *last;
+    }
+}
+
+/* the clock moves to the event popped */
+static inline __attribute__((always_inline)) int pop_done(EventQueue *q, const Event *out, KvErr *e)
+{
     if (out->time_ns < q->now_ns)
         return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
                       (long long)out->time_ns, out->kind);
     q->now_ns = out->time_ns;
     q->popped++;
     return 1;
+}
+
+/* evq_pop with timers armed: the smaller of the timer heap's top and the heap's minimum */
+static __attribute__((noinline)) int pop_timers(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0])) {
+        EvTimer **tm = q->tm, *t = tm[0];
+        *out = t->ev;
+        t->pos = 0;
+        if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
+    } else {
+        heap_take(q, out);
+    }
+    return pop_done(q, out, e);
+}
+
+int evq_pop(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->tn) return pop_timers(q, out, e);
+    if (q->n == 0) {
+        /* empty: the clock ends where the latest cancelled event's pop would have left it */
+        if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
+        return 0;
+    }
+    heap_take(q, out);
+    return pop_done(q, out, e);
 }
 
 int64_t evq_next_time(const EventQueue *q)
