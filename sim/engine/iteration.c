@@ -18,7 +18,7 @@
  * layer (sim/cost/layer_cost via estimate.c).
  * Invariants: a replica runs one iteration at a time; a request is in at most one iteration
  * (in_iter), with at most two items (its last history chunk and its first new-input chunk).
- * Complexity: forming O(active + items × L) (× L only with layer-wise work in the batch), plus
+ * Complexity: forming O(active + items + layer-wise items × L) (their indices listed once: rp->lw_idx), plus
  * O(1) per step of a decode run (O(items) on a step where on-demand blocks can grow) and O(items)
  * per run; ending O(items).
  */

@@ -22,7 +22,8 @@
  * its units have (layer_units); arrived_prefix is the longest prefix of arrived layers; the two
  * pointers never cross (tw_io_issued >= tw_comp + tw_comp_inflight); a history that the saved state
  * covers is never recomputed unless the policy plans it or waiting for a save is slower.
- * Complexity: admission O(L × parts) (+ the policy, + the lower bound's O(log N) cost lookups);
+ * Complexity: admission O(L × parts) (a layer's units copied from per-stage templates, LayerUnits;
+ * + the policy, + the lower bound's O(log N) estimates, memoised per run: lb_layer_ns);
  * per arrived unit O(1) amortised (the prefix pointer only moves forward); unparking O(parked).
  */
 #include <math.h>

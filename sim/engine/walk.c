@@ -13,7 +13,8 @@
  * Invariants: the cursor never goes back; a layer is walked once per iteration; layer-wise
  * recompute finishes (t_restored) when the cursor passes its layer, a request's last projection or
  * dequantize rc_off_ns after the start of its layer (rc_layer, set when the iteration was formed).
- * Complexity: O(items) per layer walked; O(stages) for an iteration without layer-wise work.
+ * Complexity: O(layer-wise items) per layer walked (rp->lw_idx, listed when the batch was formed);
+ * O(stages) for an iteration without layer-wise work.
  */
 #include <math.h>
 
