@@ -138,16 +138,10 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
  * children (one comparison per level), then the last event rises from there to its place (it came
  * from the bottom: rarely more than a level). The heap property holds as in the textbook sift-down,
  * and under a total order (seq is unique) every heap shape pops the same sequence. A cached front
- * precedes the whole heap: it is popped without touching the heap. */
-/* the heap's minimum (the front, or the root) into *out; the heap not empty */
-static inline __attribute__((always_inline)) void heap_take(EventQueue *q, Event *out)
+ * precedes the whole heap: it is popped without touching the heap (evq_pop, inline in evq.h).
+ * This: the heap's root into *out; the heap not empty, no front. */
+void evq_heap_take(EventQueue *q, Event *out)
 {
-    if (q->has_front) {
-        *out = q->front;
-        q->has_front = 0;
-        q->n--;
-        return;
-    }
     *out = q->heap[0];
     uint64_t n = --q->n;
     if (n) {
@@ -169,41 +163,31 @@ static inline __attribute__((always_inline)) void heap_take(EventQueue *q, Event
     }
 }
 
-/* the clock moves to the event popped */
-static inline __attribute__((always_inline)) int pop_done(EventQueue *q, const Event *out, KvErr *e)
+int evq_clock_back(EventQueue *q, const Event *out, KvErr *e)
 {
-    if (out->time_ns < q->now_ns)
-        return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
-                      (long long)out->time_ns, out->kind);
-    q->now_ns = out->time_ns;
-    q->popped++;
-    return 1;
+    return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
+                  (long long)out->time_ns, out->kind);
 }
 
-/* evq_pop with timers armed: the smaller of the timer heap's top and the heap's minimum */
-static __attribute__((noinline)) int pop_timers(EventQueue *q, Event *out, KvErr *e)
+/* evq_pop while a timer is armed: the smaller of the timer heap's top and the heap's minimum */
+int evq_pop_timers(EventQueue *q, Event *out, KvErr *e)
 {
     if (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0])) {
         EvTimer **tm = q->tm, *t = tm[0];
         *out = t->ev;
         t->pos = 0;
         if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
+    } else if (q->has_front) {
+        *out = q->front;
+        q->has_front = 0;
+        q->n--;
     } else {
-        heap_take(q, out);
+        evq_heap_take(q, out);
     }
-    return pop_done(q, out, e);
-}
-
-int evq_pop(EventQueue *q, Event *out, KvErr *e)
-{
-    if (q->tn) return pop_timers(q, out, e);
-    if (q->n == 0) {
-        /* empty: the clock ends where the latest cancelled event's pop would have left it */
-        if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
-        return 0;
-    }
-    heap_take(q, out);
-    return pop_done(q, out, e);
+    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
+    q->now_ns = out->time_ns;
+    q->popped++;
+    return 1;
 }
 
 int64_t evq_next_time(const EventQueue *q)

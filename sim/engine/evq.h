@@ -107,9 +107,33 @@ static inline uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint3
 }
 /* forget every armed timer without popping it (teardown: the timers' owners are going away) */
 void evq_drop_timers(EventQueue *q);
+/* evq_pop's parts out of line (evq.c): the heap's root (no front), the pop while a timer is
+ * armed, the clock-goes-back error */
+void evq_heap_take(EventQueue *q, Event *out);
+int evq_pop_timers(EventQueue *q, Event *out, KvErr *e);
+int evq_clock_back(EventQueue *q, const Event *out, KvErr *e);
 /* Pop the smallest event into *out and advance the clock to its time. 1: got one, 0: empty,
- * -1: invariant broken (message). */
-int evq_pop(EventQueue *q, Event *out, KvErr *e);
+ * -1: invariant broken (message). Inline: the front or the heap while no timer is armed. */
+static inline int evq_pop(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->tn) return evq_pop_timers(q, out, e);
+    if (q->n == 0) {
+        /* empty: the clock ends where the latest cancelled event's pop would have left it */
+        if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
+        return 0;
+    }
+    if (q->has_front) {
+        *out = q->front;
+        q->has_front = 0;
+        q->n--;
+    } else {
+        evq_heap_take(q, out);
+    }
+    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
+    q->now_ns = out->time_ns;
+    q->popped++;
+    return 1;
+}
 static inline int64_t evq_now(const EventQueue *q) { return q->now_ns; }
 static inline uint64_t evq_pending(const EventQueue *q) { return q->n + q->tn; }
 /* Peek at the time of the next event; INT64_MAX when empty. */
