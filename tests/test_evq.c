@@ -1,5 +1,6 @@
-/* test_evq.c — event order (time, rank, seq), ties, invariants, heap under random load. */
+/* test_evq.c — event order (time, rank, seq), ties, invariants, heap under random load, timers. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/engine/evq.h"
 #include "tests/harness.h"
@@ -130,5 +131,105 @@ TEST(evq_front_cache_pops_in_total_order)
         if (best >= 0) taken[best] = 1;
     }
     CHECK_EQ_I(bad, 0);
+    evq_free(&q);
+}
+
+/* timers (evq.h): pushes interleaved with arms and re-arms of a few timers and with pops deliver
+ * exactly the events a sort by (time, rank, seq) of the live ones gives — every pushed event and
+ * each timer's latest event, an older one of a re-armed timer never; the cancelled ones are
+ * counted, and the clock, once the queue is empty, stands at the latest time any event had */
+TEST(evq_timers_pop_in_total_order_and_count_cancellations)
+{
+    EventQueue q;
+    KvErr e;
+    CHECK(evq_init(&q, &e) == 0);
+    enum { N = 6000, NT = 5 };
+    static Event live[N + 2];
+    static int dead[N + 2];
+    EvTimer tm[NT];
+    int tm_ev[NT]; /* the index in live[] of each timer's pending event (-1: none) */
+    memset(tm, 0, sizeof tm);
+    for (int k = 0; k < NT; k++) tm_ev[k] = -1;
+    int nl = 0, bad = 0, arms = 0, rearms = 0, popped_timer = 0;
+    int64_t latest = 0;
+    uint64_t x = 4242, cancelled = 0;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t now = evq_now(&q);
+        int64_t at = (x >> 60) < 6 ? now + (int64_t)((x >> 40) % 3) : now + (int64_t)((x >> 33) % 3000);
+        uint32_t rank = (uint32_t)((x >> 20) % 2);
+        uint64_t seq;
+        if ((x >> 52) % 2) { /* arm a timer (re-arm when it is pending) */
+            int k = (int)((x >> 24) % NT);
+            if (tm_ev[k] >= 0) {
+                dead[tm_ev[k]] = 1;
+                cancelled++;
+                rearms++;
+            }
+            seq = evq_arm(&q, &tm[k], at, rank, 100 + (uint32_t)k, &tm[k], &e);
+            tm_ev[k] = nl;
+            arms++;
+        } else {
+            seq = evq_push(&q, at, rank, (uint32_t)i % 100, NULL, 0, &e);
+        }
+        CHECK(seq > 0);
+        if (at > latest) latest = at;
+        live[nl++] = (Event){at, rank, 0, seq, NULL, 0};
+        int pops = (int)((x >> 44) % 3); /* 0, 1 or 2 pops */
+        for (int p = 0; p < pops; p++) {
+            Event ev;
+            int rc = evq_pop(&q, &ev, &e);
+            int best = -1;
+            for (int j = 0; j < nl; j++) {
+                if (dead[j]) continue;
+                const Event *a = &live[j];
+                if (best < 0 || a->time_ns < live[best].time_ns ||
+                    (a->time_ns == live[best].time_ns && (a->rank < live[best].rank || (a->rank == live[best].rank && a->seq < live[best].seq))))
+                    best = j;
+            }
+            if (best < 0) {
+                if (rc != 0) bad++;
+                break;
+            }
+            if (rc != 1 || ev.seq != live[best].seq || ev.time_ns != live[best].time_ns) bad++;
+            dead[best] = 1;
+            if (ev.kind >= 100) {
+                int k = (int)ev.kind - 100;
+                if (tm_ev[k] != best || tm[k].pos != 0) bad++; /* a popped timer is no longer armed */
+                tm_ev[k] = -1;
+                popped_timer++;
+            }
+        }
+    }
+    /* the latest event of all is one a re-arm cancels: the clock still ends at its time */
+    for (int k = 0; k < 2; k++) {
+        int64_t at = k == 0 ? latest + 10000 : evq_now(&q) + 1;
+        if (tm_ev[0] >= 0) {
+            dead[tm_ev[0]] = 1;
+            cancelled++;
+        }
+        uint64_t seq = evq_arm(&q, &tm[0], at, 0, 100, &tm[0], &e);
+        if (at > latest) latest = at;
+        tm_ev[0] = nl;
+        live[nl++] = (Event){at, 0, 0, seq, NULL, 0};
+    }
+    Event ev;
+    while (evq_pop(&q, &ev, &e) == 1) {
+        int best = -1;
+        for (int j = 0; j < nl; j++)
+            if (!dead[j] && (best < 0 || live[j].time_ns < live[best].time_ns ||
+                             (live[j].time_ns == live[best].time_ns &&
+                              (live[j].rank < live[best].rank || (live[j].rank == live[best].rank && live[j].seq < live[best].seq)))))
+                best = j;
+        if (best < 0 || ev.seq != live[best].seq) bad++;
+        if (best >= 0) dead[best] = 1;
+    }
+    for (int j = 0; j < nl; j++)
+        if (!dead[j]) bad++; /* every live event was delivered */
+    CHECK_EQ_I(bad, 0);
+    CHECK_EQ_U(q.cancelled, cancelled);
+    CHECK(rearms > 100 && popped_timer > 100 && arms > rearms);
+    CHECK_EQ_I(evq_now(&q), latest); /* a cancelled event's time included */
+    CHECK_EQ_U(q.popped + q.cancelled, (uint64_t)nl);
     evq_free(&q);
 }

@@ -225,9 +225,13 @@ static int run_steps(TestCtx *t, SimConfig *c, const char *policy, int single, u
     SimWorld w;
     CHECK_MSG(sim_world_open(&w, c, &e) == 0, "%s", e.msg);
     *rows = 1469598103934665603ULL;
-    if (single) sim_test_set_hook(noop_hook, NULL, 0);
+    if (single) { /* the reference engine: also every re-armed completion an event of its own */
+        sim_test_set_hook(noop_hook, NULL, 0);
+        sim_test_set_reference(SIM_REF_LAZY_REARM);
+    }
     int rc = sim_run(&w, policy, hash_row, rows, NULL, NULL, res, &e);
     sim_test_set_hook(NULL, NULL, 0);
+    sim_test_set_reference(0);
     CHECK_MSG(rc == 0, "%s: %s", policy, e.msg);
     sim_world_close(&w);
     return rc;
@@ -290,4 +294,80 @@ TEST(sim_multi_step_decode_matches_single_steps)
         sim_result_free(&a);
         sim_result_free(&b);
     }
+}
+
+/* ---- wave 9's shortcuts: the same results as the engine without them ---- */
+
+/* one run with the SIM_REF_* shortcuts in `off` turned off (the walker on at every boundary) */
+static int run_ref(TestCtx *t, SimConfig *c, const char *policy, unsigned off, uint64_t *rows, SimResult *res)
+{
+    KvErr e = {{0}};
+    SimWorld w;
+    CHECK_MSG(sim_world_open(&w, c, &e) == 0, "%s", e.msg);
+    *rows = 1469598103934665603ULL;
+    sim_test_set_reference(off);
+    int rc = sim_run(&w, policy, hash_row, rows, NULL, NULL, res, &e);
+    sim_test_set_reference(0);
+    CHECK_MSG(rc == 0, "%s: %s", policy, e.msg);
+    sim_world_close(&w);
+    return rc;
+}
+
+/* A channel's re-armed completion as a timer (evq_arm: the old event cancelled, counted as the pop
+ * it replaces, its time kept for the clock), the layer loads copied from per-stage templates, and
+ * the lower bound's memoised estimates give every row, counter and byte of the engine without
+ * them: loads from SSD and DRAM with the other direction busy (overloaded kv-offload), KV and
+ * hidden-state layers of one request (hcache), per-layer stored forms (adaptive), pipeline stages
+ * and boundary activations (hcache and cacheflow at pp 2), two replicas, token-wise loads. */
+TEST(sim_wave9_shortcuts_match_the_reference_engine)
+{
+    static const struct {
+        const char *policy, *k1, *v1, *k2, *v2;
+        int pp, replicas;
+    } cases[] = {
+        {"kv-offload", NULL, NULL, NULL, NULL, 1, 1},                   /* overloaded: SSD, DRAM, saves both ways */
+        {"hcache", "session_rate", "0.05", "hcache.kv_layers", "10", 1, 1}, /* hidden and KV layers */
+        {"adaptive", "adaptive.storage_budget", "0.5", NULL, NULL, 1, 1},        /* per-layer stored forms */
+        {"hcache", "session_rate", "0.05", NULL, NULL, 2, 1},           /* stages, boundary activations */
+        {"cacheflow", "session_rate", "0.5", NULL, NULL, 2, 2},         /* token-wise, two replicas */
+        {"kv-offload", "store", "dram+ssd", "dram", "2GB", 1, 1},       /* spills, mixed places */
+    };
+    int rearmed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        simtest_set(t, &c, "trace", "sharegpt4");
+        simtest_set(t, &c, "model", "Llama-2-13B");
+        simtest_set(t, &c, "platform", "hcache-a100");
+        c.requests = 500;
+        c.replicas = cases[i].replicas;
+        c.pp = cases[i].pp;
+        if (cases[i].k1) simtest_set(t, &c, cases[i].k1, cases[i].v1);
+        if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);
+        uint64_t ha, hb;
+        SimResult a, b;
+        if (run_ref(t, &c, cases[i].policy, SIM_REF_LAZY_REARM | SIM_REF_NO_TEMPLATES | SIM_REF_NO_LB_MEMO, &ha, &a) != 0) return;
+        if (run_ref(t, &c, cases[i].policy, 0, &hb, &b) != 0) return;
+        CHECK_MSG(ha == hb, "case %zu (%s): requests rows differ", i, cases[i].policy);
+        CHECK_EQ_U(a.requests, b.requests);
+        CHECK_EQ_U(a.iterations, b.iterations);
+        CHECK_EQ_U(a.events, b.events); /* cancelled events count as the pops they replace */
+        CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
+        CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft) && same_hist(&a.restore, &b.restore),
+                  "case %zu: histograms differ", i);
+        CHECK_MSG(a.bytes_h2d == b.bytes_h2d && a.bytes_d2h == b.bytes_d2h && a.bytes_ssd_read == b.bytes_ssd_read &&
+                      a.bytes_ssd_write == b.bytes_ssd_write,
+                  "case %zu: bytes differ", i);
+        CHECK_MSG(memcmp(a.util_h2d, b.util_h2d, sizeof a.util_h2d) == 0 && memcmp(a.util_d2h, b.util_d2h, sizeof a.util_d2h) == 0 &&
+                      a.util_ssd == b.util_ssd && memcmp(a.win_util_h2d, b.win_util_h2d, sizeof a.win_util_h2d) == 0,
+                  "case %zu: channel utilisation differs", i);
+        CHECK_MSG(same_hist(&a.lb_ratio, &b.lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
+        CHECK_EQ_U(a.extrapolations, b.extrapolations);
+        /* the reference delivers every re-armed event; the timers deliver fewer */
+        CHECK(b.queue_events <= a.queue_events);
+        if (b.queue_events < a.queue_events) rearmed++;
+        sim_result_free(&a);
+        sim_result_free(&b);
+    }
+    CHECK_MSG(rearmed >= 2, "only %d cases re-armed a completion (the cases test little)", rearmed);
 }

@@ -62,7 +62,8 @@ static void schedule(Sim *sm, Channel *c)
     double t = c->cur_left / c->cur_rate;
     int64_t dt = (int64_t)ceil(t - 1e-9);
     if (dt < 0) dt = 0;
-    c->ev_seq = sim_push(sm, sim_now(sm) + dt, EV_UNIT_DONE, c, 0);
+    if (sm->ref_off & SIM_REF_LAZY_REARM) c->ev_seq = sim_push(sm, sim_now(sm) + dt, EV_UNIT_DONE, c, 0); /* tests' reference */
+    else c->ev_seq = sim_arm(sm, &c->tm, sim_now(sm) + dt, EV_UNIT_DONE, c);
 }
 
 /* the rate of the unit in flight changes (the other direction started or stopped) */
@@ -87,9 +88,30 @@ static void hi_load_count(Sim *sm, const Unit *u, int d)
     if (u->r->in_iter) sm->hi_loads_in_iter += d;
 }
 
+/* the policy's choice among the first 64 queued loads (>= 2 of them): the unit, *prev the one
+ * before it (NULL: the head). Apart from pick_load: its 4 KiB frame stays off the common path. */
+static __attribute__((noinline)) Unit *pick_policy(Sim *sm, Channel *c, Unit **prev)
+{
+    IoChoice ch[64]; /* io_pick reads the first n (>= 2): not zeroed (4 KiB at every start) */
+    Unit *us[64];
+    int n = 0;
+    ch[0] = (IoChoice){0};
+    for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
+        us[n] = x;
+        ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
+                           (uint64_t)x->bytes[x->hop], x->enq_ns, x->r ? x->r->hist : 0,
+                           x->r ? x->r->arrival_ns : 0, sim_now(sm)};
+        n++;
+    }
+    int k = sm->pol->io_pick(sm->pstate, ch, n);
+    if (k < 0 || k >= n) k = 0;
+    *prev = k ? us[k - 1] : NULL;
+    return us[k];
+}
+
 /* the next load to serve: one an iteration in flight waits for (the GPU is stalled on it), else the
  * policy's choice among the first 64 (default FIFO); unlinked from the queue */
-static Unit *pick_load(Sim *sm, Channel *c)
+static inline Unit *pick_load(Sim *sm, Channel *c)
 {
     Unit *prev = NULL, *u = c->hi_head;
     Unit *bp = NULL, *bu = NULL;
@@ -99,21 +121,7 @@ static Unit *pick_load(Sim *sm, Channel *c)
         u = bu;
         prev = bp;
     } else if (sm->pol->io_pick && c->nhi > 1) {
-        IoChoice ch[64]; /* io_pick reads the first n (>= 2): not zeroed (4 KiB at every start) */
-        Unit *us[64];
-        int n = 0;
-        ch[0] = (IoChoice){0};
-        for (Unit *x = c->hi_head; x && n < 64; x = x->next) {
-            us[n] = x;
-            ch[n] = (IoChoice){x->r ? x->r->id : 0, x->r ? rq_remaining_restore_tokens(x->r) : 0, x->layer,
-                               (uint64_t)x->bytes[x->hop], x->enq_ns, x->r ? x->r->hist : 0,
-                               x->r ? x->r->arrival_ns : 0, sim_now(sm)};
-            n++;
-        }
-        int k = sm->pol->io_pick(sm->pstate, ch, n);
-        if (k < 0 || k >= n) k = 0;
-        u = us[k];
-        prev = k ? us[k - 1] : NULL;
+        u = pick_policy(sm, c, &prev);
     }
     if (prev) prev->next = u->next;
     else c->hi_head = u->next;
@@ -174,7 +182,10 @@ void ch_enqueue(Sim *sm, Unit *u)
 
 void ch_on_event(Sim *sm, Channel *c, uint64_t seq)
 {
-    if (seq != c->ev_seq) return; /* re-armed by a rate change since */
+    if (seq != c->ev_seq) { /* a re-armed timer's older event is cancelled, never delivered */
+        SIM_CHECK(sm, sm->ref_off & SIM_REF_LAZY_REARM); /* (the tests' reference: popped and ignored) */
+        return;
+    }
     Unit *u = c->cur;
     SIM_CHECK(sm, u && u->state == US_SERVING); /* one unit at a time: the one this event was armed for */
     if (sm->failed) return;
@@ -215,6 +226,21 @@ Unit *unit_new(Sim *sm)
         return NULL;
     }
     memset(u, 0, sizeof *u);
+    u->state = US_NEW;
+    return u;
+}
+
+Unit *unit_new_from(Sim *sm, const Unit *tmpl)
+{
+    Unit *u = sm->free_units;
+    if (u) sm->free_units = u->next;
+    else u = malloc(sizeof *u);
+    if (!u) {
+        sim_fail(sm, "out of memory");
+        return NULL;
+    }
+    *u = *tmpl;
+    u->next = NULL;
     u->state = US_NEW;
     return u;
 }

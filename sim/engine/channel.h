@@ -5,7 +5,8 @@
  * FIFO within a class; among loads, one that an iteration in flight waits for goes first, else the
  * policy's io_pick chooses), serving the unit at the head for bytes / rate + latency, the fluid
  * both-ways model (H2D and D2H of one link run at the catalog's bidirectional rates while the other
- * direction is busy: the rate of the unit in flight changes and its completion event is re-armed),
+ * direction is busy: the rate of the unit in flight changes and its completion event is re-armed —
+ * the channel's event queue timer, so the event it replaces is cancelled, not popped and ignored),
  * the SSD array's striping (a transfer of fewer pieces than drives keeps only some drives busy),
  * moving a unit along its chain of hops and, after the last hop, calling the unit's own completion
  * callback u->done(sm, u) — the way redis ae calls a time event's timeProc: a channel knows no
@@ -24,6 +25,8 @@
 #define KV_CHANNEL_H
 
 #include <stdint.h>
+
+#include "sim/engine/evq.h"
 
 struct Sim;
 struct Request;
@@ -71,6 +74,7 @@ struct Channel {
     double cur_left, cur_rate;
     int64_t cur_since;
     uint64_t ev_seq;                     /* the completion event armed for cur */
+    EvTimer tm;                          /* that event (re-armed in place at a rate change: evq.h) */
     double busy_ns, bytes;
     int64_t busy_since;
 };
@@ -89,6 +93,8 @@ void ch_free_units(Channel *c);
 
 /* units: a free list on the Sim */
 Unit *unit_new(struct Sim *sm);
+/* a new unit, a copy of tmpl (state US_NEW, not linked) */
+Unit *unit_new_from(struct Sim *sm, const Unit *tmpl);
 void unit_free(struct Sim *sm, Unit *u);
 
 #endif

@@ -13,7 +13,7 @@
 #include "sim/engine/engine_int.h"
 
 /* same-instant order: completions, then iteration progress, then arrivals, then scheduling */
-static const uint32_t g_rank[] = {0, 0, 1, 2, 3, 3, 4};
+const uint32_t sim_ev_rank[] = {0, 0, 1, 2, 3, 3, 4};
 
 int sim_fail(Sim *sm, const char *fmt, ...)
 {
@@ -34,10 +34,12 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond)
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg)
 {
-    uint64_t seq = evq_push(&sm->q, t, g_rank[kind], (uint32_t)kind, obj, arg, sm->e);
+    uint64_t seq = evq_push(&sm->q, t, sim_ev_rank[kind], (uint32_t)kind, obj, arg, sm->e);
     if (!seq) sm->failed = 1;
     return seq;
 }
+
+
 
 /* the lifecycle table: the states each state may move to (see engine_int.h) */
 #define TO(s) (1u << (s))

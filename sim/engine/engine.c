@@ -20,6 +20,9 @@
 static SimTestHook g_hook;
 static void *g_hook_ctx;
 static int g_hook_check;
+static unsigned g_ref_off;
+
+void sim_test_set_reference(unsigned flags) { g_ref_off = flags; }
 
 void sim_test_set_hook(SimTestHook fn, void *ctx, int check)
 {
@@ -116,6 +119,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     sm->check = check_period();
     sm->test_hook = g_hook;
     sm->test_ctx = g_hook_ctx;
+    sm->ref_off = g_ref_off;
     double t0 = wall_now();
     int rc = -1;
     memset(w->cost.lookups, 0, sizeof w->cost.lookups);

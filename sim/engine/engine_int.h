@@ -299,6 +299,8 @@ struct Replica {
     double busy_stage_ns[SIM_MAX_STAGES];
     double direct_save_ns;                /* SAVE_DIRECT: writes the iteration waits for */
     int any_lw;                           /* the batch waits on layer-wise state (else one event) */
+    int *lw_idx;                          /* the indices of its layer-wise items, in item order */
+    int n_lw, cap_lw;
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
     /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
     int n_restoring;
@@ -420,6 +422,9 @@ struct Sim {
     uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
     int64_t cap_run_gaps;
+    unsigned ref_off;                     /* tests: SIM_REF_* shortcuts off (sim_test_set_reference) */
+    double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
+    int64_t lb_layer_n;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
 };
 
@@ -451,6 +456,15 @@ static inline void sim_note_waiting(Sim *sm)
 }
 
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
+/* the same-instant order of the event kinds (core.c) */
+extern const uint32_t sim_ev_rank[];
+/* (re-)arm an owner's timer with an event of `kind` at t (evq_arm: the event it held is cancelled) */
+static inline uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj)
+{
+    uint64_t seq = evq_arm(&sm->q, tm, t, sim_ev_rank[kind], (uint32_t)kind, obj, sm->e);
+    if (!seq) sm->failed = 1;
+    return seq;
+}
 
 void sched_out_kick(Sim *sm, const Replica *rp); /* schedule_out.h */
 
@@ -672,5 +686,11 @@ void sim_teardown(Sim *sm);
 
 /* tests: a hook called at every iteration boundary (before the walker); NULL to remove. Not thread-safe. */
 void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
+/* tests: the shortcuts of wave 9 turned off (the reference each is compared with; 0: all on):
+ * SIM_REF_LAZY_REARM: a channel's re-armed completion is a new event, the old one popped and
+ * ignored (no timer); SIM_REF_NO_TEMPLATES: every layer's load units made afresh (restore.c);
+ * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call. Not thread-safe. */
+enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4 };
+void sim_test_set_reference(unsigned flags);
 
 #endif

@@ -1,4 +1,5 @@
-/* evq.c — binary heap under (time, rank, seq), with the minimum cached in `front`; see evq.h. */
+/* evq.c — binary heap under (time, rank, seq), with the minimum cached in `front`, and a second
+ * heap of armed timers under the same order; see evq.h. */
 #include "sim/engine/evq.h"
 
 #include <stdlib.h>
@@ -11,6 +12,10 @@ int evq_init(EventQueue *q, KvErr *e)
     q->next_seq = 1;
     q->now_ns = 0;
     q->popped = 0;
+    q->tm = NULL;
+    q->tn = q->tcap = 0;
+    q->cancelled = 0;
+    q->cancelled_last_ns = 0;
     q->heap = malloc(q->cap * sizeof *q->heap);
     if (!q->heap) return kv_err(e, "event queue: out of memory");
     return 0;
@@ -22,13 +27,10 @@ void evq_free(EventQueue *q)
     q->heap = NULL;
     q->n = q->cap = 0;
     q->has_front = 0;
-}
-
-static inline int ev_less(const Event *a, const Event *b)
-{
-    if (a->time_ns != b->time_ns) return a->time_ns < b->time_ns;
-    if (a->rank != b->rank) return a->rank < b->rank;
-    return a->seq < b->seq;
+    evq_drop_timers(q);
+    free(q->tm);
+    q->tm = NULL;
+    q->tcap = 0;
 }
 
 /* sift ev up from the heap's new last slot hn (room for it is there) */
@@ -42,6 +44,57 @@ static void heap_insert(Event *h, uint64_t hn, const Event *ev)
         i = parent;
     }
     h[i] = *ev;
+}
+
+static inline void tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
+{
+    uint32_t c;
+    while ((c = 2 * i + 1) < n) {
+        if (c + 1 < n && ev_less(&tm[c + 1]->ev, &tm[c]->ev)) c++;
+        if (!ev_less(&tm[c]->ev, &t->ev)) break;
+        evq_tm_set(tm, i, tm[c]);
+        i = c;
+    }
+    evq_tm_set(tm, i, t);
+}
+
+uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
+{
+    if (time_ns < q->now_ns) {
+        kv_err(e, "event queue: event kind %u armed at %lld ns, before now (%lld ns)", kind, (long long)time_ns,
+               (long long)q->now_ns);
+        return 0;
+    }
+    Event ev = {time_ns, rank, kind, q->next_seq++, obj, 0};
+    if (t->pos) { /* its pending event is cancelled: counted, and its time kept for the clock */
+        q->cancelled++;
+        if (t->ev.time_ns > q->cancelled_last_ns) q->cancelled_last_ns = t->ev.time_ns;
+        uint32_t i = t->pos - 1;
+        int up = ev_less(&ev, &t->ev);
+        t->ev = ev;
+        if (up) evq_tm_up(q->tm, i, t);
+        else tm_down(q->tm, q->tn, i, t);
+        return ev.seq;
+    }
+    if (q->tn == q->tcap) {
+        uint32_t nc = q->tcap ? q->tcap * 2 : 16;
+        EvTimer **nt = realloc(q->tm, nc * sizeof *nt);
+        if (!nt) {
+            kv_err(e, "event queue: out of memory (%u timers)", q->tn);
+            return 0;
+        }
+        q->tm = nt;
+        q->tcap = nc;
+    }
+    t->ev = ev;
+    evq_tm_up(q->tm, q->tn++, t);
+    return ev.seq;
+}
+
+void evq_drop_timers(EventQueue *q)
+{
+    for (uint32_t i = 0; i < q->tn; i++) q->tm[i]->pos = 0;
+    q->tn = 0;
 }
 
 uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, int64_t arg, KvErr *e)
@@ -85,38 +138,53 @@ uint64_t evq_push(EventQueue *q, int64_t time_ns, uint32_t rank, uint32_t kind, 
  * children (one comparison per level), then the last event rises from there to its place (it came
  * from the bottom: rarely more than a level). The heap property holds as in the textbook sift-down,
  * and under a total order (seq is unique) every heap shape pops the same sequence. A cached front
- * precedes the whole heap: it is popped without touching the heap. */
-int evq_pop(EventQueue *q, Event *out, KvErr *e)
+ * precedes the whole heap: it is popped without touching the heap (evq_pop, inline in evq.h).
+ * This: the heap's root into *out; the heap not empty, no front. */
+void evq_heap_take(EventQueue *q, Event *out)
 {
-    if (q->n == 0) return 0;
-    if (q->has_front) {
+    *out = q->heap[0];
+    uint64_t n = --q->n;
+    if (n) {
+        Event *h = q->heap;
+        uint64_t i = 0, c;
+        while ((c = 2 * i + 1) < n) {
+            if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
+            h[i] = h[c];
+            i = c;
+        }
+        const Event *last = &h[n];
+        while (i > 0) {
+            uint64_t parent = (i - 1) / 2;
+            if (!ev_less(last, &h[parent])) break;
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = *last;
+    }
+}
+
+int evq_clock_back(EventQueue *q, const Event *out, KvErr *e)
+{
+    return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
+                  (long long)out->time_ns, out->kind);
+}
+
+/* evq_pop while a timer is armed: the smaller of the timer heap's top and the heap's minimum */
+int evq_pop_timers(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0])) {
+        EvTimer **tm = q->tm, *t = tm[0];
+        *out = t->ev;
+        t->pos = 0;
+        if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
+    } else if (q->has_front) {
         *out = q->front;
         q->has_front = 0;
         q->n--;
     } else {
-        *out = q->heap[0];
-        uint64_t n = --q->n;
-        if (n) {
-            Event *h = q->heap;
-            uint64_t i = 0, c;
-            while ((c = 2 * i + 1) < n) {
-                if (c + 1 < n && ev_less(&h[c + 1], &h[c])) c++;
-                h[i] = h[c];
-                i = c;
-            }
-            const Event *last = &h[n];
-            while (i > 0) {
-                uint64_t parent = (i - 1) / 2;
-                if (!ev_less(last, &h[parent])) break;
-                h[i] = h[parent];
-                i = parent;
-            }
-            h[i] = *last;
-        }
+        evq_heap_take(q, out);
     }
-    if (out->time_ns < q->now_ns)
-        return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
-                      (long long)out->time_ns, out->kind);
+    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
     q->now_ns = out->time_ns;
     q->popped++;
     return 1;
@@ -124,6 +192,7 @@ int evq_pop(EventQueue *q, Event *out, KvErr *e)
 
 int64_t evq_next_time(const EventQueue *q)
 {
-    if (q->has_front) return q->front.time_ns;
-    return q->n ? q->heap[0].time_ns : INT64_MAX;
+    int64_t t = q->has_front ? q->front.time_ns : q->n ? q->heap[0].time_ns : INT64_MAX;
+    if (q->tn && q->tm[0]->ev.time_ns < t) t = q->tm[0]->ev.time_ns;
+    return t;
 }

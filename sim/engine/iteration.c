@@ -18,7 +18,7 @@
  * layer (sim/cost/layer_cost via estimate.c).
  * Invariants: a replica runs one iteration at a time; a request is in at most one iteration
  * (in_iter), with at most two items (its last history chunk and its first new-input chunk).
- * Complexity: forming O(active + items × L) (× L only with layer-wise work in the batch), plus
+ * Complexity: forming O(active + items + layer-wise items × L) (their indices listed once: rp->lw_idx), plus
  * O(1) per step of a decode run (O(items) on a step where on-demand blocks can grow) and O(items)
  * per run; ending O(items).
  */
@@ -121,6 +121,16 @@ static void layer_costs(Sim *sm, Replica *rp)
     double attn = 0;
     CostModel *cm = &sm->w->cost;
     int any_lw = 0;
+    if (rp->cap_lw < rp->n_items) {
+        int *ni = realloc(rp->lw_idx, (size_t)rp->cap_items * sizeof *ni);
+        if (!ni) {
+            sim_fail(sm, "out of memory");
+            return;
+        }
+        rp->lw_idx = ni;
+        rp->cap_lw = rp->cap_items;
+    }
+    rp->n_lw = 0;
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
         M += it->tokens;
@@ -130,7 +140,10 @@ static void layer_costs(Sim *sm, Replica *rp)
         } else {
             attn += ctab_attn_prefill_ns(sm, it->tokens, it->ctx);
         }
-        if (it->lw) any_lw = 1;
+        if (it->lw) {
+            any_lw = 1;
+            rp->lw_idx[rp->n_lw++] = i;
+        }
         rq_set_in_iter(sm, it->r, 1);
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
@@ -142,9 +155,9 @@ static void layer_costs(Sim *sm, Replica *rp)
      * its own lane (r->lane_ns), from its boundary activation; the walk runs a stage's lane when it
      * reaches the stage, starting at the later of the iteration's start and that boundary's arrival,
      * so a stage's lane overlaps the earlier stages' lanes and layers (walk.c) */
-    for (int i = 0; i < rp->n_items; i++) {
-        IterItem *it = &rp->items[i];
-        if (!it->lw || !it->r->stage_par) continue;
+    for (int j = 0; j < rp->n_lw; j++) {
+        IterItem *it = &rp->items[rp->lw_idx[j]];
+        if (!it->r->stage_par) continue;
         Request *r = it->r;
         for (int st = 0; st < sm->S; st++) r->lane_ns[st] = 0;
         for (int l = 0; l < sm->L; l++) {
@@ -162,14 +175,12 @@ static void layer_costs(Sim *sm, Replica *rp)
      * (rc_layer / rc_off_ns: its last such layer, for the end of its restoration, walk.c) */
     int64_t prevR = -1;
     double prev_lin = base - attn;
-    for (int i = 0; i < rp->n_items; i++)
-        if (rp->items[i].lw) rp->items[i].r->rc_layer = -1;
+    for (int j = 0; j < rp->n_lw; j++) rp->items[rp->lw_idx[j]].r->rc_layer = -1;
     for (int l = 0; l < sm->L; l++) {
         int64_t R = 0;
         double extra = 0, conv = 0;
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            if (!it->lw) continue;
+        for (int j = 0; j < rp->n_lw; j++) {
+            IterItem *it = &rp->items[rp->lw_idx[j]];
             Request *r = it->r;
             if (r->mode[l] == LM_RECOMPUTE && r->stage_par) continue; /* done in its stage's lane */
             if (r->mode[l] == LM_RECOMPUTE) {
@@ -394,6 +405,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     rp->any_lw = 0;
+    rp->n_lw = 0;
     return t;
 }
 

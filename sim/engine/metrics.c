@@ -128,9 +128,8 @@ static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
     return 0;
 }
 
-static void util_add(Sim *sm, int res, int64_t a, int64_t b, double busy)
+static void util_add(Sim *sm, MetricsObs *o, int res, int64_t a, int64_t b, double busy)
 {
-    MetricsObs *o = obs_of(sm);
     if (res < 0 || busy <= 0 || b <= a) return;
     if (b > o->width_ns * o->cap && util_cover(sm, o, b) != 0) return; /* (util_cover's own test, inline) */
     double dens = busy / (double)(b - a);
@@ -365,7 +364,7 @@ void metrics_on_iteration_span(Sim *sm, Replica *rp, int64_t t0_ns, int64_t t1_n
 {
     MetricsObs *o = obs_of(sm);
     if (o->util_on)
-        for (int st = 0; st < sm->S; st++) util_add(sm, o->res_gpu[st], t0_ns, t1_ns, rp->busy_stage_ns[st] - rp->run_busy0[st]);
+        for (int st = 0; st < sm->S; st++) util_add(sm, o, o->res_gpu[st], t0_ns, t1_ns, rp->busy_stage_ns[st] - rp->run_busy0[st]);
     if (o->tl_on) tl_iteration(sm, rp);
     if (o->sink && o->sink->span) {
         int64_t tokens = 0;
@@ -471,7 +470,7 @@ void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u)
     *res_double(sm->res, load ? ch_fields[c->kind].load : ch_fields[c->kind].other) += u->bytes[u->hop];
     MetricsObs *o = obs_of(sm);
     int64_t now = sim_now(sm);
-    if (o->util_on) util_add(sm, o->res_ch[c->kind][c->stage], c->busy_since, now, (double)(now - c->busy_since));
+    if (o->util_on) util_add(sm, o, o->res_ch[c->kind][c->stage], c->busy_since, now, (double)(now - c->busy_since));
     if (o->tl_on && load && u->r) {
         TlRec *x = tl_rec(sm, u->r, 1);
         const char *what = u->kind == U_LOAD_TOK ? "tokens" : u->r->mode && u->layer >= 0 && u->r->mode[u->layer] == LM_LOAD_HIDDEN ? "hidden" : "kv";
@@ -945,8 +944,9 @@ void metrics_on_run_end(Sim *sm)
 {
     SimResult *out = sm->res;
     SimWorld *w = sm->w;
-    out->sim_end_ns = sim_now(sm);
+    out->sim_end_ns = sim_now(sm); /* (evq: a cancelled event's time included, as its pop would have) */
     out->queue_events = sm->q.popped;
+    out->events += sm->q.cancelled; /* a re-armed channel's cancelled events: counted as the pops they replace */
     out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);

@@ -22,9 +22,11 @@
  * its units have (layer_units); arrived_prefix is the longest prefix of arrived layers; the two
  * pointers never cross (tw_io_issued >= tw_comp + tw_comp_inflight); a history that the saved state
  * covers is never recomputed unless the policy plans it or waiting for a save is slower.
- * Complexity: admission O(L × parts) (+ the policy, + the lower bound's O(log N) cost lookups);
+ * Complexity: admission O(L × parts) (a layer's units copied from per-stage templates, LayerUnits;
+ * + the policy, + the lower bound's O(log N) estimates, memoised per run: lb_layer_ns);
  * per arrived unit O(1) amortised (the prefix pointer only moves forward); unparking O(parked).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,47 +189,95 @@ static void layer_loaded(Sim *sm, Unit *u)
     lw_arrived(sm, r, layer);
 }
 
-/* the parts of layer l's state in [from, N) (KV: each GPU its heads; hidden states and boundary
- * activations: token-sharded over the TP group, all-gathered per layer in the iteration); count
- * only (issue = 0) or issue them. Returns the number of units, -1 when out of memory. */
-static int layer_parts(Sim *sm, Request *r, int l, int hidden, int issue)
+/* the number of parts of stage st's state in [from, N): the units each of its layers loads */
+static int stage_nparts(const Request *r, int st)
 {
-    double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
-    double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
-    if (r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE) { /* the layer's own stored form */
-        double sc = r->lscale[l];
-        per_gpu = hidden ? sm->hid_tok_layer / sm->T * sc : sm->kv_tok_layer_gpu * sc;
-        per_layer = hidden ? sm->hid_tok_layer * sc : sm->kv_tok_layer * sc;
-    }
-    int st = sm->stage_of[l], n = 0;
     int64_t from = r->hist - r->lw_tokens;
-    const StatePart *ps = stage_parts(r, st);
+    const StatePart *ps = r->parts + (size_t)st * RESTORE_MAX_PARTS;
+    int n = 0;
     for (int k = 0; k < r->nparts[st]; k++) {
         int64_t lo = kv_max_i64(ps[k].lo, from), hi = ps[k].hi < r->hist ? ps[k].hi : r->hist;
-        if (hi <= lo) continue;
-        n++;
-        if (!issue) continue;
-        Unit *u = load_part(sm, r, &ps[k], hi - lo, st, per_layer, per_gpu);
-        if (!u) return -1;
-        u->kind = U_LOAD;
-        u->done = layer_loaded;
-        u->layer = l;
-        u->stripe_bytes = (double)r->chunk_tokens * per_layer;
-        if (sm->sched) sched_out_load(sm, u, lo, hi, hidden); /* hook: schedule_out */
-        send_or_park(sm, r, u, &ps[k]);
+        n += hi > lo;
     }
     return n;
+}
+
+/* A layer's units, made once for the layers that share them: per part of the stage's state in
+ * [from, N), the unit as load_part and layer_parts set it up but for its layer (the same bytes,
+ * chain and stripe for every layer of a stage in one form); valid for (st, hidden, sc). */
+typedef struct LayerUnits {
+    int st, hidden, n;
+    double sc;
+    int k[RESTORE_MAX_PARTS];
+    int64_t lo[RESTORE_MAX_PARTS], hi[RESTORE_MAX_PARTS];
+    Unit tmpl[RESTORE_MAX_PARTS];
+} LayerUnits;
+
+/* the parts of layer l's state in [from, N) (KV: each GPU its heads; hidden states and boundary
+ * activations: token-sharded over the TP group, all-gathered per layer in the iteration), issued:
+ * each a copy of its template in lu (made here when lu was made for another stage, form or scale).
+ * Returns 0, -1 when out of memory. */
+static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
+{
+    int st = sm->stage_of[l];
+    /* the layer's own stored form (0: the plan's) */
+    double sc = r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
+    if (lu->n < 0 || (sm->ref_off & SIM_REF_NO_TEMPLATES) || lu->st != st || lu->hidden != hidden || lu->sc != sc) {
+        double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
+        double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
+        if (sc > 0) {
+            per_gpu = hidden ? sm->hid_tok_layer / sm->T * sc : sm->kv_tok_layer_gpu * sc;
+            per_layer = hidden ? sm->hid_tok_layer * sc : sm->kv_tok_layer * sc;
+        }
+        lu->st = st;
+        lu->hidden = hidden;
+        lu->sc = sc;
+        lu->n = 0;
+        int64_t from = r->hist - r->lw_tokens;
+        const StatePart *ps = stage_parts(r, st);
+        for (int k = 0; k < r->nparts[st]; k++) {
+            int64_t lo = kv_max_i64(ps[k].lo, from), hi = ps[k].hi < r->hist ? ps[k].hi : r->hist;
+            if (hi <= lo) continue;
+            int j = lu->n++;
+            Unit *t = &lu->tmpl[j];
+            memset(t, 0, sizeof *t);
+            t->state = US_NEW;
+            t->r = r;
+            t->stage = st;
+            tier_load_chain(sm, t, &sm->rep[r->replica], ps[k].src, st, (double)(hi - lo) * per_layer,
+                            (double)(hi - lo) * per_gpu);
+            t->kind = U_LOAD;
+            t->done = layer_loaded;
+            t->stripe_bytes = (double)r->chunk_tokens * per_layer;
+            lu->k[j] = k;
+            lu->lo[j] = lo;
+            lu->hi[j] = hi;
+        }
+    }
+    const StatePart *ps = stage_parts(r, st);
+    for (int j = 0; j < lu->n; j++) {
+        const StatePart *p = &ps[lu->k[j]];
+        Unit *u = unit_new_from(sm, &lu->tmpl[j]);
+        if (!u) return -1;
+        u->layer = l;
+        r->src_mask |= src_bit(p);
+        if (sm->sched) sched_out_load(sm, u, lu->lo[j], lu->hi[j], hidden); /* hook: schedule_out */
+        send_or_park(sm, r, u, p);
+    }
+    return 0;
 }
 
 /* issue the layer-wise loads of r's plan (per layer: from each place, then H2D); boundary
  * activations of stage-parallel restorations go first */
 static int issue_layer_loads(Sim *sm, Request *r)
 {
+    LayerUnits lu;
+    lu.n = -1;
     for (int l = 0; l < sm->L; l++)
-        if (restore_is_boundary(sm, r, l) && layer_parts(sm, r, l, 1, 1) < 0) return -1;
+        if (restore_is_boundary(sm, r, l) && layer_parts(sm, r, l, 1, &lu) < 0) return -1;
     for (int l = 0; l < sm->L; l++) {
         int m = r->mode[l];
-        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, 1) < 0) return -1;
+        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, &lu) < 0) return -1;
     }
     return 0;
 }
@@ -308,6 +358,28 @@ static void tok_loaded(Sim *sm, Unit *u)
 
 /* ---- the lower bound ---- */
 
+/* est_layer_ns(k, 0) for the lower bound's search, memoised for k < 65,536 (a pure function of k:
+ * the cost lookups' counters, which the search restores anyway, are all it changes; the segment
+ * hints do not change a value) */
+#define LB_MEMO_MAX 65536
+static double lb_layer_ns(Sim *sm, int64_t k)
+{
+    if (!sm->lb_layer_ns && sm->lb_layer_n == 0) {
+        int64_t n = sm->max_ctx + 1;
+        if (n > LB_MEMO_MAX) n = LB_MEMO_MAX;
+        if (n < 1) n = 1;
+        sm->lb_layer_n = -1; /* tried (no table if out of memory: every call computes) */
+        if ((sm->lb_layer_ns = malloc((size_t)n * sizeof *sm->lb_layer_ns))) {
+            for (int64_t i = 0; i < n; i++) sm->lb_layer_ns[i] = NAN;
+            sm->lb_layer_n = n;
+        }
+    }
+    if (k < 0 || k >= sm->lb_layer_n || (sm->ref_off & SIM_REF_NO_LB_MEMO)) return est_layer_ns(sm, k, 0);
+    double *v = &sm->lb_layer_ns[k];
+    if (isnan(*v)) *v = est_layer_ns(sm, k, 0);
+    return *v;
+}
+
 /* Restoring N tokens with every GPU stage and every link used perfectly: a share of the history is
  * recomputed, the rest loaded, both at once. Compute of the first k tokens costs at least
  * min(C(k), k/N·C(N)) with C(k) = L·layer(k tokens from scratch)/S (a token prefix or a share of
@@ -344,14 +416,14 @@ static double lower_bound_ns(Sim *sm, int64_t N, Tier fastest, double t_comp_mod
     int64_t a = 0, b = N;
     while (b - a > 1) {
         int64_t k = a + (b - a) / 2;
-        double ck = (double)sm->L * est_layer_ns(sm, k, 0) / S, lin = CN * (double)k / (double)N;
+        double ck = (double)sm->L * lb_layer_ns(sm, k) / S, lin = CN * (double)k / (double)N;
         if (lin < ck) ck = lin;
         if (ck < t_io * (double)(N - k) / (double)N) a = k;
         else b = k;
     }
     double best = -1;
     for (int64_t k = a; k <= b; k++) {
-        double ck = k ? (double)sm->L * est_layer_ns(sm, k, 0) / S : 0, lin = CN * (double)k / (double)N;
+        double ck = k ? (double)sm->L * lb_layer_ns(sm, k) / S : 0, lin = CN * (double)k / (double)N;
         if (lin < ck) ck = lin;
         double io = t_io * (double)(N - k) / (double)N, t = ck > io ? ck : io;
         if (best < 0 || t < best) best = t;
@@ -408,6 +480,8 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
     r->early_layers = plan->early_layers < 0 || plan->early_layers > sm->L ? sm->L : plan->early_layers;
     r->stage_par = plan->stage_parallel && sm->S > 1;
     int seen_other = 0;
+    int nst[SIM_MAX_STAGES]; /* the units of each layer of a stage: the same for all of them */
+    for (int st = 0; st < sm->S; st++) nst[st] = stage_nparts(r, st);
     for (int l = 0; l < sm->L; l++) {
         int m = r->mode[l];
         if (m > LM_RECOMPUTE) return sim_fail(sm, "policy %s: unknown layer mode", sm->pol->name);
@@ -416,9 +490,9 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
             return sim_fail(sm, "policy %s: LM_RECOMPUTE layers must be a prefix of the layers (of each stage)", sm->pol->name);
         if (m != LM_RECOMPUTE) seen_other = 1;
         int n = 0;
-        if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) n = layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, 0);
+        if (m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) n = nst[sm->stage_of[l]];
         else if (restore_is_boundary(sm, r, l)) {
-            n = layer_parts(sm, r, l, 1, 0);
+            n = nst[sm->stage_of[l]];
             if (n) r->bnd_left++;
         }
         r->layer_units[l] = (uint8_t)n;

@@ -238,10 +238,12 @@ void sim_teardown(Sim *sm)
             free(rp->pre);
             free(rp->active);
             free(rp->items);
+            free(rp->lw_idx);
             free(rp->layer_ns);
             for (int k = 0; k < CH_COUNT; k++)
                 for (int s = 0; s < SIM_MAX_STAGES; s++) ch_free_units(&rp->ch[k][s]);
         }
+        evq_drop_timers(&sm->q); /* the channels' timers go with them */
         free(sm->rep);
     }
     /* pending events own turns (arrivals, releases) */
@@ -261,6 +263,8 @@ void sim_teardown(Sim *sm)
     ctab_free(sm);
     free(sm->run_gaps);
     sm->run_gaps = NULL;
+    free(sm->lb_layer_ns);
+    sm->lb_layer_ns = NULL;
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }

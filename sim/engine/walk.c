@@ -13,7 +13,8 @@
  * Invariants: the cursor never goes back; a layer is walked once per iteration; layer-wise
  * recompute finishes (t_restored) when the cursor passes its layer, a request's last projection or
  * dequantize rc_off_ns after the start of its layer (rc_layer, set when the iteration was formed).
- * Complexity: O(items) per layer walked; O(stages) for an iteration without layer-wise work.
+ * Complexity: O(layer-wise items) per layer walked (rp->lw_idx, listed when the batch was formed);
+ * O(stages) for an iteration without layer-wise work.
  */
 #include <math.h>
 
@@ -30,9 +31,9 @@ static void stage_lanes(Sim *sm, Replica *rp, int st)
 {
     int64_t t = rp->iter_start_ns + sm->overhead_ns;
     int any = 0;
-    for (int i = 0; i < rp->n_items; i++) {
-        IterItem *it = &rp->items[i];
-        if (!it->lw || !it->r->stage_par || it->r->lane_ns[st] <= 0) continue;
+    for (int j = 0; j < rp->n_lw; j++) {
+        IterItem *it = &rp->items[rp->lw_idx[j]];
+        if (!it->r->stage_par || it->r->lane_ns[st] <= 0) continue;
         Request *r = it->r;
         if (st > 0 && r->bnd_ns[st] > t) t = r->bnd_ns[st];
         t += (int64_t)llround(r->lane_ns[st]);
@@ -56,10 +57,10 @@ void iter_advance(Sim *sm, Replica *rp)
     while (rp->layer < sm->L) {
         int l = rp->layer;
         Request *waiting = NULL;
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            if (it->lw && !it->r->arrived[l]) {
-                waiting = it->r;
+        for (int j = 0; j < rp->n_lw; j++) { /* (the layer-wise items, in item order) */
+            Request *r = rp->items[rp->lw_idx[j]].r;
+            if (!r->arrived[l]) {
+                waiting = r;
                 break;
             }
         }
@@ -79,10 +80,8 @@ void iter_advance(Sim *sm, Replica *rp)
         rp->cursor_ns += d;
         metrics_on_layer_walked(sm, rp, l, layer_start, rp->cursor_ns); /* plots: the timeline's layer spans */
         if (sm->sched) sched_out_layer(sm, rp, l, layer_start, rp->cursor_ns); /* hook: schedule_out */
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            if (!it->lw) continue;
-            Request *r = it->r;
+        for (int j = 0; j < rp->n_lw; j++) {
+            Request *r = rp->items[rp->lw_idx[j]].r;
             if (!r->stage_par && r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > r->t_restored) r->t_restored = rp->cursor_ns;
             if (r->rc_layer == l) { /* its last projection / dequantize, at the head of the layer */
                 int64_t t = layer_start + (int64_t)llround(r->rc_off_ns);
