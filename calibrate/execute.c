@@ -104,6 +104,8 @@ struct Ex {
     ExWeights *ws;
     int n_wsets;
     int64_t max_rows, max_kv, max_batch, max_work_tok;
+    int64_t kv_rows; /* rows of one layer's K (and V) region: the most one iteration's items, work and lanes
+                      * hold at once (each its own rows; every layer its own region, as a model's cache) */
 };
 
 static int64_t mono_ns(void)
@@ -273,11 +275,17 @@ static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const 
     for (int w = 0; w < nwork; w++)
         if (ly->work[w].op == SCH_WORK_RECOMPUTE) M += ly->work[w].tokens;
     int rows = (int)M, qkv_w = (hq + 2 * hk) * dh;
+    /* layer l's K and V: its own region of the stage's cache, each item its own rows in it (a model's
+     * cache holds every layer's and every request's apart: a layer's attention reads keys that the
+     * other layers' weights have pushed out of the CPU's caches, not the ones the layer before read) */
+    size_t row_b = (size_t)(hk * dh) * d->elem_bytes, q_row_b = (size_t)(hq * dh) * d->elem_bytes;
+    char *kl = (char *)g->k + (size_t)l * (size_t)x->kv_rows * row_b, *vl = (char *)g->v + (size_t)l * (size_t)x->kv_rows * row_b;
+    int64_t kv_off = 0, q_off = 0;
     for (int w = 0; w < nwork; w++) {
         const SchWork *wk = &ly->work[w];
         if (wk->op == SCH_WORK_PROJECTION) {
             DEV(d->ops->gemm(d, (int)wk->tokens, 2 * hk * dh, D, g->x_, W->kv, g->kvp, e));
-            if (s->rope) DEV(d->ops->rope(d, g->k, (int)wk->tokens, hk, dh, e));
+            if (s->rope) DEV(d->ops->rope(d, kl, (int)wk->tokens, hk, dh, e));
         } else if (wk->op == SCH_WORK_DEQUANT) {
             DEV(d->ops->dequant(d, g->qi8, g->scale, g->kvp, (int)(wk->tokens * 2 * hk), dh, e));
         }
@@ -287,17 +295,25 @@ static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const 
     DEV(d->ops->gemm(d, rows, qkv_w, D, g->xn, W->qkv, g->qkv, e));
     if (s->rope) {
         DEV(d->ops->rope(d, g->q_, rows, hq, dh, e));
-        DEV(d->ops->rope(d, g->k, rows, hk, dh, e));
+        DEV(d->ops->rope(d, kl, rows, hk, dh, e));
     }
-    for (int i = 0; i < nitems; i++) {
+    for (int i = 0; i < nitems; i++) { /* each item its queries, its keys and its output rows */
         const SchItem *m = &items[i];
         if (m->kind == SCH_ITEM_DECODE) continue;
-        DEV(d->ops->attn_prefill(d, g->q_, g->k, g->v, g->ao, (int)m->tokens, (int)m->ctx, hq, hk, dh, e));
+        DEV(d->ops->attn_prefill(d, (char *)g->q_ + (size_t)q_off * q_row_b, kl + (size_t)kv_off * row_b, vl + (size_t)kv_off * row_b,
+                                 (char *)g->ao + (size_t)q_off * q_row_b, (int)m->tokens, (int)m->ctx, hq, hk, dh, e));
+        q_off += m->tokens;
+        kv_off += m->ctx + m->tokens;
     }
     for (int w = 0; w < nwork; w++)
-        if (ly->work[w].op == SCH_WORK_RECOMPUTE)
-            DEV(d->ops->attn_prefill(d, g->q_, g->k, g->v, g->ao, (int)ly->work[w].tokens, (int)ly->work[w].ctx, hq, hk, dh, e));
-    if (B) {
+        if (ly->work[w].op == SCH_WORK_RECOMPUTE) {
+            const SchWork *wk = &ly->work[w];
+            DEV(d->ops->attn_prefill(d, (char *)g->q_ + (size_t)q_off * q_row_b, kl + (size_t)kv_off * row_b, vl + (size_t)kv_off * row_b,
+                                     (char *)g->ao + (size_t)q_off * q_row_b, (int)wk->tokens, (int)wk->ctx, hq, hk, dh, e));
+            q_off += wk->tokens;
+            kv_off += wk->ctx + wk->tokens;
+        }
+    if (B) { /* the decode sequences after the prefill rows, each its keys (ctx_off from the region's start) */
         int b = 0;
         g->ctx_off[0] = 0;
         for (int i = 0; i < nitems; i++)
@@ -305,7 +321,8 @@ static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const 
                 g->ctx_off[b + 1] = g->ctx_off[b] + (int)items[i].ctx;
                 b++;
             }
-        DEV(d->ops->attn_decode(d, g->q_, g->k, g->v, g->ao, (int)B, g->ctx_off, hq, hk, dh, e));
+        DEV(d->ops->attn_decode(d, (char *)g->q_ + (size_t)q_off * q_row_b, kl + (size_t)kv_off * row_b, vl + (size_t)kv_off * row_b,
+                                (char *)g->ao + (size_t)q_off * q_row_b, (int)B, g->ctx_off, hq, hk, dh, e));
     }
     DEV(d->ops->gemm(d, rows, D, hq * dh, g->ao, W->o, g->h, e));
     DEV(d->ops->norm(d, 0, g->h, x->nw, x->nb, g->xn, rows, D, e));
@@ -340,12 +357,18 @@ static int compute_alloc(Ex *x, KvErr *e)
         }
         if (dctx > x->max_kv) x->max_kv = dctx;
         if (B > x->max_batch) x->max_batch = B;
+        int64_t items_kv = 0; /* the iteration's items, each its own rows: prefill ctx + tokens, decode ctx */
+        for (int i = 0; i < it->nitems; i++)
+            items_kv += it->items[i].ctx + (it->items[i].kind == SCH_ITEM_DECODE ? 0 : it->items[i].tokens);
         for (int l = 0; l < s->layers; l++) {
+            int64_t layer_kv = items_kv;
             for (int w = 0; w < it->layers[l].nwork; w++) {
                 const SchWork *wk = &it->layers[l].work[w];
                 if (wk->op == SCH_WORK_RECOMPUTE && wk->ctx + wk->tokens > x->max_kv) x->max_kv = wk->ctx + wk->tokens;
+                if (wk->op == SCH_WORK_RECOMPUTE) layer_kv += wk->ctx + wk->tokens;
                 if (wk->tokens > x->max_work_tok) x->max_work_tok = wk->tokens;
             }
+            if (layer_kv > x->kv_rows) x->kv_rows = layer_kv;
             int64_t rows = layer_rows(it, l);
             if (rows > x->max_rows) x->max_rows = rows;
         }
@@ -353,6 +376,7 @@ static int compute_alloc(Ex *x, KvErr *e)
             const SchLane *ln = &it->lanes[j];
             if (ln->tokens > x->max_rows) x->max_rows = ln->tokens;
             if (ln->ctx + ln->tokens > x->max_kv) x->max_kv = ln->ctx + ln->tokens;
+            if (ln->ctx + ln->tokens > x->kv_rows) x->kv_rows = ln->ctx + ln->tokens;
         }
     }
     int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
@@ -367,8 +391,9 @@ static int compute_alloc(Ex *x, KvErr *e)
         ALLOC(g->qkv, m * (hq + 2 * hk) * dh);
         ALLOC(g->q_, m * hq * dh);
         ALLOC(g->ao, m * hq * dh);
-        ALLOC(g->k, kv * hk * dh);
-        ALLOC(g->v, kv * hk * dh);
+        if (x->kv_rows < kv) x->kv_rows = kv;
+        ALLOC(g->k, x->kv_rows * s->layers * hk * dh); /* per layer its own region (layer_run) */
+        ALLOC(g->v, x->kv_rows * s->layers * hk * dh);
         ALLOC(g->gu, m * 2 * I);
         ALLOC(g->a, m * I);
         ALLOC(g->kvp, wt * 2 * hk * dh);

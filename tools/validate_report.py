@@ -150,7 +150,7 @@ def one_pass(path):
             "lanes": lanes}, None
 
 
-def report(d, out):
+def report(d, out, stat="median"):
     cases, skipped = [], []
     for path in sorted(glob.glob(os.path.join(d, "cases", "*"))):
         name = os.path.basename(path)
@@ -172,7 +172,8 @@ def report(d, out):
         for ps in passes:
             groups.setdefault(ps["plan"], []).append(ps)
         use = max(groups.values(), key=len)  # ties: the first pass's plan (dicts keep insertion order)
-        med = lambda k: statistics.median(ps[k] for ps in use)
+        # each side over the passes as within one (validate.sh STAT): median, or the least ("low")
+        med = (lambda k: min(ps[k] for ps in use)) if stat == "low" else (lambda k: statistics.median(ps[k] for ps in use))
         tm, tp, rm, rp, im, ip = (med(k) for k in ("tm", "tp", "rm", "rp", "im", "ip"))
         j, rq = use[0]["j"], use[0]["rq"]
         meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
@@ -205,6 +206,16 @@ def report(d, out):
         return out
 
     summ = summary(cases)
+    # the noise floor: how far one pass's replay (and prediction) of a case falls from that case's
+    # median over the passes — the same work, minutes apart; an error below it cannot be shown here
+    dev_m = [abs(p["measured"] / statistics.median(q["measured"] for q in c["ttft_ms"]["passes"]) - 1)
+             for c in cases if c["passes"] > 1 and c["passes_used"] == c["passes"] for p in c["ttft_ms"]["passes"]]
+    dev_p = [abs(p["predicted"] / statistics.median(q["predicted"] for q in c["ttft_ms"]["passes"]) - 1)
+             for c in cases if c["passes"] > 1 and c["passes_used"] == c["passes"] for p in c["ttft_ms"]["passes"]]
+    noise = None
+    if dev_m:
+        noise = {"replay_median_abs_dev": statistics.median(dev_m), "replay_p95_abs_dev": pct(dev_m, 0.95),
+                 "prediction_median_abs_dev": statistics.median(dev_p), "prediction_p95_abs_dev": pct(dev_p, 0.95), "samples": len(dev_m)}
     for key, s in summ.items():
         print(f"{key:<13} median |error| {s['median_abs_error'] * 100:5.1f}%   p95 |error| {s['p95_abs_error'] * 100:5.1f}%   ({s['cases']} cases)")
     by_stages = {}
@@ -221,8 +232,12 @@ def report(d, out):
     for c in tw:
         print(f"meet point {c['case']}: predicted {c['meet_tokens_predicted']} tokens computed forward "
               "(the replay follows the schedule's chunks: measured = predicted by construction)")
+    if noise:
+        print(f"noise floor: one pass's TTFT against its case's median over the passes: replays |deviation| median "
+              f"{noise['replay_median_abs_dev'] * 100:.1f}% p95 {noise['replay_p95_abs_dev'] * 100:.1f}%, predictions median "
+              f"{noise['prediction_median_abs_dev'] * 100:.1f}% p95 {noise['prediction_p95_abs_dev'] * 100:.1f}% ({noise['samples']} passes)")
     res = {"cases": cases, "skipped": skipped, "summary": summ, "summary_by_stages": by_stages, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
-           "machine": machine()}
+           "noise_floor": noise, "stat": stat, "machine": machine()}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
     print(f"-> {out}")
@@ -257,7 +272,7 @@ def main():
             ap.error(f"--gpus {a.gpus}: expected 1..{os.cpu_count()} (one CPU per stage)")
         overlay(a.overlay, a.gpus)
     elif a.report:
-        report(a.report, a.json or os.path.join(a.report, "validation.json"))
+        report(a.report, a.json or os.path.join(a.report, "validation.json"), a.stat)
     else:
         ap.error("--overlay DB or --report DIR")
 
