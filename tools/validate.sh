@@ -4,25 +4,24 @@
 # (kvcal run --backend cpu), a hardware overlay of this machine from it (SSD read rate and latency
 # of the scratch directory; host memcpy as the h2d link), then per case — policy × history length ×
 # isolated or batched — kvsim run --emit-schedule (the prediction, from that calibration) and kvcal
-# execute (the replay, median of REPS), each case after a fresh calibration (the prediction uses
-# the newest run: calibration and execution interleaved, so that load on a shared machine moves
-# both alike; PER_CASE_CAL=0: one calibration), and the report: tools/validate_report.py (per case measured, predicted, error; median and
+# execute (the replay, the least of REPS), calibrations interleaved with the cases (so that load
+# on a shared machine moves both alike; PER_CASE_CAL=0: only the first ones), and the report: tools/validate_report.py (per case measured, predicted, error; median and
 # p95 |error|; JSON).
 # Calibrations: kvcal run --quick --points small (the small-iteration shapes measured, not
 # interpolated across 1..64 tokens; a full 512-token chunk's attention measured, not extrapolated)
 # --cold-weights --in-sequence (each layer op timed inside a whole layer, on the next copy of the
 # layer's weights and KV: as the replay runs it), CAL_MEDIAN (3) of them before the first case and one
 # before every CAL_EVERY-th case (default 6); the prediction uses, point by point, the median over the
-# newest CAL_MEDIAN runs of each run's median (STAT=median). The cases run PASSES times (default 3),
-# minutes apart, each pass with its own predictions and replays (kvcal execute --reps REPS, default
-# 3, their median); the report takes per case the median over the passes of each side
-# (validate_report.py): medians on both sides estimate the same typical time — the earlier least /
-# p10 estimators put the sum of the ops' fastest tenths against whole replays and so predicted every
-# case 3-5 % too fast (median/p10 of a calibration point is 1.02-1.05 here) —, and a median of three
-# windows minutes apart is not moved by one window in which this shared machine ran slow (its speed
-# drifts by tens of percent over tens of seconds). STAT=min: the least of the replays against each
-# run's p10, the previous method. Calibration and replay run at nice NICE (default -10 where allowed;
-# NICE=0 turns it off).
+# newest CAL_MEDIAN runs of each run's p10. The cases run PASSES times (default 3), minutes apart,
+# each pass with its own predictions and replays (kvcal execute --reps REPS, default 3, --stat min:
+# the least); the report takes per case each side's least over the passes that replayed the same
+# plan (validate_report.py --report --stat low): on a shared machine other jobs only add time and
+# its speed drifts by tens of percent over minutes, so both sides estimate the undisturbed time,
+# and one slow window no longer decides a case. STAT=median: medians everywhere (each run's
+# median, the replays', over the passes; on this machine 9-14 % TTFT medians against 4-5 %:
+# a median takes in the contention, docs/validation.md). The report prints the noise floor: how far
+# one pass of a case falls from the case's median over the passes. Calibration and replay run at
+# nice NICE (default -10 where allowed; NICE=0 turns it off).
 # Cold weights and one thread (docs/validation.md, "Which suspected causes are real"): the calibration
 # rotates each GEMM's weights over copies larger than 3x the LLC (--cold-weights: a replay streams each
 # layer's own weights from memory), and calibration and replay run the kernels on THREADS threads
