@@ -243,6 +243,17 @@ static int same_hist(const Hist *a, const Hist *b)
     return !a->n || memcmp(a->b, b->b, HIST_BUCKETS * sizeof *a->b) == 0;
 }
 
+/* ShareGPT4 on Llama-2-13B / hcache-a100, the shortcut tests' common workload */
+static void sharegpt_13b_config(TestCtx *t, SimConfig *c, int64_t requests, int replicas)
+{
+    sim_config_defaults(c);
+    simtest_set(t, c, "trace", "sharegpt4");
+    simtest_set(t, c, "model", "Llama-2-13B");
+    simtest_set(t, c, "platform", "hcache-a100");
+    c->requests = requests;
+    c->replicas = replicas;
+}
+
 TEST(sim_multi_step_decode_matches_single_steps)
 {
     static const struct {
@@ -260,12 +271,7 @@ TEST(sim_multi_step_decode_matches_single_steps)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SimConfig c;
-        sim_config_defaults(&c);
-        simtest_set(t, &c, "trace", "sharegpt4");
-        simtest_set(t, &c, "model", "Llama-2-13B");
-        simtest_set(t, &c, "platform", "hcache-a100");
-        c.requests = 600;
-        c.replicas = cases[i].replicas;
+        sharegpt_13b_config(t, &c, 600, cases[i].replicas);
         simtest_set(t, &c, cases[i].k1, cases[i].v1);
         if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);
         uint64_t ha, hb;
@@ -335,12 +341,7 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
     int rearmed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SimConfig c;
-        sim_config_defaults(&c);
-        simtest_set(t, &c, "trace", "sharegpt4");
-        simtest_set(t, &c, "model", "Llama-2-13B");
-        simtest_set(t, &c, "platform", "hcache-a100");
-        c.requests = 500;
-        c.replicas = cases[i].replicas;
+        sharegpt_13b_config(t, &c, 500, cases[i].replicas);
         c.pp = cases[i].pp;
         if (cases[i].k1) simtest_set(t, &c, cases[i].k1, cases[i].v1);
         if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);

@@ -216,15 +216,20 @@ void ch_free_units(Channel *c)
     c->hi_head = c->hi_tail = c->lo_head = c->lo_tail = c->cur = NULL;
 }
 
-Unit *unit_new(Sim *sm)
+/* a unit from the free list, or a new one (NULL, the Sim failed: out of memory) */
+static Unit *unit_alloc(Sim *sm)
 {
     Unit *u = sm->free_units;
     if (u) sm->free_units = u->next;
     else u = malloc(sizeof *u);
-    if (!u) {
-        sim_fail(sm, "out of memory");
-        return NULL;
-    }
+    if (!u) sim_fail(sm, "out of memory");
+    return u;
+}
+
+Unit *unit_new(Sim *sm)
+{
+    Unit *u = unit_alloc(sm);
+    if (!u) return NULL;
     memset(u, 0, sizeof *u);
     u->state = US_NEW;
     return u;
@@ -232,13 +237,8 @@ Unit *unit_new(Sim *sm)
 
 Unit *unit_new_from(Sim *sm, const Unit *tmpl)
 {
-    Unit *u = sm->free_units;
-    if (u) sm->free_units = u->next;
-    else u = malloc(sizeof *u);
-    if (!u) {
-        sim_fail(sm, "out of memory");
-        return NULL;
-    }
+    Unit *u = unit_alloc(sm);
+    if (!u) return NULL;
     *u = *tmpl;
     u->next = NULL;
     u->state = US_NEW;

@@ -177,17 +177,9 @@ int evq_pop_timers(EventQueue *q, Event *out, KvErr *e)
         *out = t->ev;
         t->pos = 0;
         if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
-    } else if (q->has_front) {
-        *out = q->front;
-        q->has_front = 0;
-        q->n--;
-    } else {
-        evq_heap_take(q, out);
+        return evq_delivered(q, out, e);
     }
-    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
-    q->now_ns = out->time_ns;
-    q->popped++;
-    return 1;
+    return evq_take(q, out, e);
 }
 
 int64_t evq_next_time(const EventQueue *q)

@@ -112,6 +112,26 @@ void evq_drop_timers(EventQueue *q);
 void evq_heap_take(EventQueue *q, Event *out);
 int evq_pop_timers(EventQueue *q, Event *out, KvErr *e);
 int evq_clock_back(EventQueue *q, const Event *out, KvErr *e);
+/* evq_pop's end: the clock to the event taken (1), or the clock-goes-back error (-1) */
+static inline int evq_delivered(EventQueue *q, const Event *out, KvErr *e)
+{
+    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
+    q->now_ns = out->time_ns;
+    q->popped++;
+    return 1;
+}
+/* the smallest event of the front and the heap (n >= 1) into *out, delivered */
+static inline int evq_take(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->has_front) {
+        *out = q->front;
+        q->has_front = 0;
+        q->n--;
+    } else {
+        evq_heap_take(q, out);
+    }
+    return evq_delivered(q, out, e);
+}
 /* Pop the smallest event into *out and advance the clock to its time. 1: got one, 0: empty,
  * -1: invariant broken (message). Inline: the front or the heap while no timer is armed. */
 static inline int evq_pop(EventQueue *q, Event *out, KvErr *e)
@@ -122,17 +142,7 @@ static inline int evq_pop(EventQueue *q, Event *out, KvErr *e)
         if (q->cancelled_last_ns > q->now_ns) q->now_ns = q->cancelled_last_ns;
         return 0;
     }
-    if (q->has_front) {
-        *out = q->front;
-        q->has_front = 0;
-        q->n--;
-    } else {
-        evq_heap_take(q, out);
-    }
-    if (out->time_ns < q->now_ns) return evq_clock_back(q, out, e);
-    q->now_ns = out->time_ns;
-    q->popped++;
-    return 1;
+    return evq_take(q, out, e);
 }
 static inline int64_t evq_now(const EventQueue *q) { return q->now_ns; }
 static inline uint64_t evq_pending(const EventQueue *q) { return q->n + q->tn; }
