@@ -72,7 +72,8 @@ static TimingCfg point_cfg(const RunCtx *rc, const CalibOpPlan *op_plan, double 
     return cfg;
 }
 
-static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
+/* skip_upto >= 0: the points with p1 <= skip_upto are stored already (in sequence) and not timed */
+static int measure_compute_op(RunCtx *rc, CostOp op, int64_t skip_upto, KvErr *e)
 {
     const CalibOpPlan *op_plan = &rc->plan->op[op];
     const CalibAxis *a1 = &op_plan->ax[0], *a2 = &op_plan->ax[1];
@@ -86,12 +87,16 @@ static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
     w.p1_max = a1->v[a1->n - 1];
     w.p2_max = a2->v[a2->n - 1];
     int64_t t0 = timing_now_ns(), npts = (int64_t)a1->n * a2->n, k = 0;
+    int first = 0;
+    while (first < a1->n && a1->v[first] <= skip_upto) first++;
+    if (first == a1->n) return 0;
+    npts -= (int64_t)first * a2->n;
     if (calib_work_alloc(&w, e) != 0) {
         calib_work_free(&w);
         return kv_err_prefix(e, "%s: buffers for (%lld, %lld): ", cost_op_name(op), (long long)w.p1_max, (long long)w.p2_max);
     }
     double prev = 0;
-    for (int i = 0; i < a1->n; i++)
+    for (int i = first; i < a1->n; i++)
         for (int j = 0; j < a2->n; j++, k++) {
             if (interrupted(rc->o)) {
                 calib_work_free(&w);
@@ -119,6 +124,17 @@ static int measure_compute_op(RunCtx *rc, CostOp op, KvErr *e)
  * context for every t of their grids (without attention above the attention grid's largest new
  * tokens), attn_prefill from a layer of n new over c, attn_decode from a decode layer of b over C. */
 static const CostOp k_seq_linear[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_NORM, OP_ACT, OP_ROPE};
+
+/* the largest token count of the plan's enabled GEMM ops (0: none) */
+static int64_t seq_gemm_max(const CalibPlan *p)
+{
+    int64_t m = 0;
+    for (size_t i = 0; i < 4; i++) { /* k_seq_linear's GEMMs */
+        const CalibOpPlan *o = &p->op[k_seq_linear[i]];
+        if (o->enabled) m = kv_max_i64(m, o->ax[0].v[o->ax[0].n - 1]);
+    }
+    return m;
+}
 
 typedef struct SeqCtx {
     CalibWork w;
@@ -180,12 +196,16 @@ static int measure_in_sequence(RunCtx *rc, int64_t cold_bytes, KvErr *e)
 {
     const CalibPlan *p = rc->plan;
     const CalibOpPlan *pf = &p->op[OP_ATTN_PREFILL], *dd = &p->op[OP_ATTN_DECODE];
-    /* the linear ops' token counts, ascending and distinct */
+    /* the linear ops' token counts, ascending and distinct: the GEMMs' grids, and the elementwise
+     * ops' points up to the largest of them (beyond it an elementwise point would cost a whole layer
+     * of GEMMs larger than any the plan times: those points are timed alone, measure_compute_op) */
     CalibAxis toks = {0};
+    int64_t gemm_max = seq_gemm_max(p);
     for (size_t i = 0; i < KV_ARRAY_LEN(k_seq_linear); i++) {
         const CalibOpPlan *o = &p->op[k_seq_linear[i]];
         for (int j = 0; o->enabled && j < o->ax[0].n; j++) {
             int64_t v = o->ax[0].v[j];
+            if (v > gemm_max) break;
             int k = 0;
             while (k < toks.n && toks.v[k] < v) k++;
             if (k < toks.n && toks.v[k] == v) continue;
@@ -471,10 +491,11 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     int64_t seq_cold = o->cold_weights_bytes > 0 ? o->cold_weights_bytes : 3 * probe_cpu_llc_bytes();
     if (o->in_sequence && measure_in_sequence(&rc, seq_cold, e) != 0) goto out;
     for (size_t i = 0; i < KV_ARRAY_LEN(compute); i++) {
-        int in_seq = 0; /* measured in sequence above */
-        for (size_t j = 0; o->in_sequence && j < KV_ARRAY_LEN(k_seq_linear); j++) in_seq |= compute[i] == k_seq_linear[j];
-        in_seq |= o->in_sequence && (compute[i] == OP_ATTN_PREFILL || compute[i] == OP_ATTN_DECODE);
-        if (!in_seq && plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], e) != 0) goto out;
+        int64_t skip = -1; /* the points measured in sequence above: all, or the elementwise ones up to the GEMMs' largest */
+        for (size_t j = 0; o->in_sequence && j < KV_ARRAY_LEN(k_seq_linear); j++)
+            if (compute[i] == k_seq_linear[j]) skip = j < 4 ? INT64_MAX : seq_gemm_max(&plan);
+        if (o->in_sequence && (compute[i] == OP_ATTN_PREFILL || compute[i] == OP_ATTN_DECODE)) skip = INT64_MAX;
+        if (plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], skip, e) != 0) goto out;
     }
     for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
         if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, e) != 0) goto out;

@@ -68,7 +68,9 @@ typedef struct CalibOptions {
                                   * attentions inside a layer sequence (calib_recipe.h "In-sequence
                                   * timing"; kvcal run --in-sequence), rotating over layer copies
                                   * beyond cold_weights_bytes (0: 3 x the LLC); the other compute
-                                  * ops as without it */
+                                  * ops, and elementwise points past the GEMMs' largest token
+                                  * count (a layer there would cost more than the plan's GEMMs),
+                                  * as without it */
 } CalibOptions;
 
 typedef struct CalibResult {
