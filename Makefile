@@ -13,6 +13,7 @@
 #   make install    PREFIX=/usr/local
 #
 # Switches: NO_CUDA=1 (no CUDA even if found), NO_MPI=1 (no bin/kvsim-mpi), CUDA_ARCH=90 (target sm_90),
+#           NO_LTO=1 (no link-time optimisation of the programs; it is on with GCC, off with DEBUG or SANITIZE),
 #           SANITIZE=address,undefined, DEBUG=1 (-O0, KV_DEBUG: the engine's accounting walker at
 #           every iteration boundary), CUDA_HOME=/usr/local/cuda. check-long runs the walker too (KVSIM_CHECK=8: every
 #           8th iteration boundary; KVSIM_CHECK=1: every one).
@@ -64,10 +65,19 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused
 ifeq ($(DEBUG),1)
   OPT := -O0 -g3 -DKV_DEBUG
 else
-  OPT := -O2 -g
+  OPT := -O3 -g
 endif
+# Link-time optimisation of the programs (bin/kvsim, bin/kvcal, bin/kvsim-mpi): GCC only, not with
+# DEBUG or SANITIZE, NO_LTO=1 without. The objects are fat (their machine code next to the LTO
+# bytecode), so the test binary and anything else links them without LTO. No -ffast-math and no
+# contraction: the same floating-point operations in the same order, results byte-identical
+# (docs/performance.md, "Build").
+CC_IS_GCC := $(shell $(CC) --version 2>/dev/null | grep -q 'Free Software Foundation' && echo yes)
+LTO := $(if $(and $(filter yes,$(CC_IS_GCC)),$(if $(filter 1,$(DEBUG)),,x),$(if $(SANITIZE),,x),$(if $(filter 1,$(NO_LTO)),,x)),yes,)
+LTO_CFLAGS  := $(if $(LTO),-flto=auto -ffat-lto-objects)
+LTO_LDFLAGS := $(if $(LTO),-flto=auto $(OPT))
 CFLAGS  ?=
-CFLAGS  += $(CFLAGS_BASE) $(OPT)
+CFLAGS  += $(CFLAGS_BASE) $(OPT) -ffp-contract=off $(LTO_CFLAGS)
 LDLIBS  := -Wl,--as-needed $(PKG_LIBS) -lm -lpthread
 BIN     := bin
 ifneq ($(SANITIZE),)
@@ -131,6 +141,7 @@ found:
 	  "$(if $(HAVE_MPI), bin/kvsim-mpi ($(MPICC)),$(if $(filter 1,$(NO_MPI)), (NO_MPI=1), (mpicc not found: kvsim sweep runs on one machine; make deps installs Open MPI)))"
 	@$(if $(PKG_OK),true,echo "missing: $(PKGS) — run 'make deps'"; false)
 	@$(if $(SANITIZE),echo "sanitizers: $(SANITIZE) (objects in $(BUILD))",true)
+	@$(if $(LTO),echo "kvsim build: -O3 and link-time optimisation of the programs (NO_LTO=1: without)",true)
 
 # Objects depend on the configuration they were compiled with (compiler, flags, what was found):
 # switching NO_CUDA=1, DEBUG=1 or CUDA_ARCH, or installing a library, rebuilds them instead of
@@ -176,7 +187,7 @@ $(BUILD)/libkvcuda.a: $(CU_OBJ)
 
 $(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/mpi/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -184,11 +195,11 @@ $(BUILD)/mpi/%.o: %.c $(CONFIG_STAMP)
 
 $(BIN)/kvsim-mpi: $(filter-out $(BUILD)/sim/cli/sweep.o,$(KVSIM_CLI:%.c=$(BUILD)/%.o)) $(BUILD)/mpi/sim/cli/sweep.o $(LIB)
 	@mkdir -p $(BIN)
-	$(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(MPICC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB) $(CUDA_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LDLIBS)
+	$(CC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LDLIBS)
 
 $(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB) $(LDLIBS) $(CUDA_LDLIBS)

@@ -743,7 +743,7 @@ static int csv_parse_row(char f[][CSV_FIELD_CAP], int line, const char *origin, 
 {
     memset(r, 0, sizeof *r);
     r->line = line;
-    int64_t v;
+    int64_t v = 0;
     if (csv_int(f[0], 1, &r->src_run, origin, line, "run_id", e) != 0) return -1;
     if (csv_text(f[1], r->backend, sizeof r->backend, origin, line, "backend", e) != 0) return -1;
     if (!store_backend_ok(r->backend))

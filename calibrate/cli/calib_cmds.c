@@ -405,7 +405,7 @@ int kvcal_cmd_diff(int argc, char **argv)
     if (opt_get(&a, "--tolerance") && calib_parse_tolerance(opt_get(&a, "--tolerance"), &tol, &e) != 0)
         return kvcal_cli_usage(&k_diff, "--tolerance: %s", e.msg);
     int json = opt_count(&a, "--json") > 0;
-    int64_t ra, rb;
+    int64_t ra = 0, rb = 0;
     CalibDiff d;
     StoreRunMeta ma, mb;
     char la[1100] = "", lb[1100] = ""; /* "" (one store) or "FILE " before "run N" */

@@ -562,7 +562,7 @@ int plan_max_load_at(Planner *p, int point, int policy, double start, double pre
     if (!(start > 0) || !(precision > 0) || !(min_load > 0) || !(max_load >= min_load))
         return kv_err(e, "plan: load search needs start > 0, precision > 0 and 0 < min <= max");
     double r = start < min_load ? min_load : start > max_load ? max_load : start;
-    int met;
+    int met = 0;
     if (load_step(p, out, r, &met, e) != 0) return -1;
     if (met) {
         out->lo = r;
