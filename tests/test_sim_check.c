@@ -228,6 +228,8 @@ static int run_steps(TestCtx *t, SimConfig *c, const char *policy, int single, u
     if (single) { /* the reference engine: also every re-armed completion an event of its own */
         sim_test_set_hook(noop_hook, NULL, 0);
         sim_test_set_reference(SIM_REF_LAZY_REARM);
+    } else { /* the runs' on-demand blocks by phase checked against the full pass at every step */
+        sim_test_set_reference(SIM_REF_CHECK_PHASES);
     }
     int rc = sim_run(&w, policy, hash_row, rows, NULL, NULL, res, &e);
     sim_test_set_hook(NULL, NULL, 0);

@@ -98,6 +98,7 @@ typedef struct Gen {
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
     char session_id[48];    /* "NAME-N" of the current session, handed out with each of its turns */
+    uint64_t id_of;         /* the session session_id names, plus 1 (0: none yet): formatted once per session */
 } Gen;
 
 int trace_generator_count(void) { return GEN_COUNT; }
@@ -183,7 +184,10 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     }
     if (k > 0 && g->think_const_ns >= 0) think_ns = g->think_const_ns;
     out->session = g->session;
-    snprintf(g->session_id, sizeof g->session_id, "%s-%llu", gen_specs[g->kind].name, (unsigned long long)g->session);
+    if (g->id_of != g->session + 1) { /* a session's turns share its name: one snprintf per session */
+        snprintf(g->session_id, sizeof g->session_id, "%s-%llu", gen_specs[g->kind].name, (unsigned long long)g->session);
+        g->id_of = g->session + 1;
+    }
     out->session_id = g->session_id;
     out->turn = k;
     out->arrival_ns = k == 0 ? g->arrival_ns : -1;

@@ -420,6 +420,11 @@ struct Sim {
     struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
     uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
+    /* iteration.c: a decode run's on-demand blocks by phase (RunBlocks: per item its threshold and
+     * the next item of its phase; per phase the first item, -1: none; scratch, kept between runs) */
+    int64_t *rb_c;
+    int *rb_next, *rb_head;
+    int64_t rb_cap_items, rb_cap_phases;
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
     int64_t cap_run_gaps;
     unsigned ref_off;                     /* tests: SIM_REF_* shortcuts off (sim_test_set_reference) */
@@ -442,6 +447,16 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond);
 /* ------------------------------------------------------------------ events and small helpers */
 
 static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
+/* llround(x) (iteration.c, walk.c, metrics.c: every step and layer time in ns) without the library call, bit for bit for every finite x of int64 range: the cast
+ * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
+static inline int64_t round_ns(double x)
+{
+    int64_t i = (int64_t)x;
+    double f = x - (double)i;
+    if (f >= 0.5) i++;
+    else if (f <= -0.5) i--;
+    return i;
+}
 
 /* a session's bytes (its fixed part and its 2 × S save positions) and those positions per stage */
 static inline size_t sess_size(const Sim *sm) { return sizeof(Session) + 2 * (size_t)sm->S * sizeof(int64_t); }
@@ -689,8 +704,10 @@ void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
 /* tests: the shortcuts of wave 9 turned off (the reference each is compared with; 0: all on):
  * SIM_REF_LAZY_REARM: a channel's re-armed completion is a new event, the old one popped and
  * ignored (no timer); SIM_REF_NO_TEMPLATES: every layer's load units made afresh (restore.c);
- * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call. Not thread-safe. */
-enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4 };
+ * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call; SIM_REF_CHECK_PHASES (a
+ * check, not a shortcut off): every step of a decode run's on-demand blocks by phase (iteration.c)
+ * is checked against the full pass it replaces. Not thread-safe. */
+enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8 };
 void sim_test_set_reference(unsigned flags);
 
 #endif

@@ -220,16 +220,6 @@ static void layer_costs(Sim *sm, Replica *rp)
  * an event frees them (whatever makes admission depend on the step — KV growing per step — must
  * end the run at that step here). So its steps whose ends come before the next event in the queue
  * run at once, when the batch is formed; only the last is an iteration in flight. */
-/* llround(x) without the library call, bit for bit for every finite x of int64 range: the cast
- * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
-static inline int64_t round_ns(double x)
-{
-    int64_t i = (int64_t)x;
-    double f = x - (double)i;
-    if (f >= 0.5) i++;
-    else if (f <= -0.5) i--;
-    return i;
-}
 
 static int decode_run_ok(const Sim *sm, const Replica *rp)
 {
@@ -281,6 +271,105 @@ static int64_t run_take(Sim *sm, Replica *rp, int64_t adv, int64_t *next_need)
     }
     *next_need = total;
     return slack;
+}
+
+/* run_take by phase. After run_take(adv) every request's context through its next token fits its
+ * reservation: x_i(adv) = base_i + adv ≤ q_i (base_i = hist + nnew + out_done + 1, q_i = ⌊reserved_i
+ * / b⌋·b), i.e. its threshold c_i = q_i − base_i ≥ adv. A request takes blocks at run_take(adv')
+ * exactly when c_i < adv', and then one block (x = q_i + 1 … q_i + b ⇒ blocks_tokens(x) = q_i + b):
+ * c_i grows by b and keeps its phase c_i mod b. So with the invariant c_i ≥ adv − 1 at run_take(adv),
+ * the requests that take blocks are those of phase (adv − 1) mod b with c_i = adv − 1, and those
+ * that need blocks at the next step (run_need(adv): x + 1 > q) those of phase adv mod b with c_i =
+ * adv. Each phase lists its requests in item order, so pool_reserve and metrics_on_pool run in the
+ * order of the full pass (run_take); a step costs its two phases' requests instead of the batch's.
+ * Made by the first run_take of a run (the full pass, which establishes c_i ≥ adv); the caller
+ * then calls run_take_phase at every step (its slack is 0: the bound is no longer tracked) and
+ * checks the pool only when the next step needs blocks, as before (slack ≤ 0 ⇔ need > 0). */
+typedef struct RunBlocks {
+    int on;          /* the phases are built */
+    int64_t b;       /* block_tokens */
+    int64_t adv, ph; /* the last run_take_phase's adv and adv mod b (consecutive calls: no division) */
+} RunBlocks;
+
+/* the phases of the run's requests, after a full run_take(adv): 0, or -1 (out of memory: the caller
+ * keeps the full passes) */
+static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb)
+{
+    int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, n = rp->n_items;
+    if (n > sm->rb_cap_items) {
+        int64_t nc = n < 64 ? 64 : 2 * n;
+        int64_t *c = realloc(sm->rb_c, (size_t)nc * sizeof *c);
+        if (!c) return -1;
+        sm->rb_c = c;
+        int *nx = realloc(sm->rb_next, (size_t)nc * sizeof *nx);
+        if (!nx) return -1;
+        sm->rb_next = nx;
+        sm->rb_cap_items = nc;
+    }
+    if (b > sm->rb_cap_phases) {
+        int *h = realloc(sm->rb_head, (size_t)b * sizeof *h);
+        if (!h) return -1;
+        for (int64_t p = sm->rb_cap_phases; p < b; p++) h[p] = -1;
+        sm->rb_head = h;
+        sm->rb_cap_phases = b;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const Request *r = rp->items[i].r;
+        sm->rb_c[i] = r->reserved_tokens / b * b - (r->hist + r->nnew + r->out_done + 1);
+        if (sm->rb_c[i] < 0) return -1; /* (cannot be after a full run_take: c_i ≥ adv ≥ 1) */
+    }
+    /* append in item order: walk backwards, pushing at the head */
+    for (int64_t i = n - 1; i >= 0; i--) {
+        int64_t p = sm->rb_c[i] % b;
+        sm->rb_next[i] = sm->rb_head[p];
+        sm->rb_head[p] = (int)i;
+    }
+    rb->on = 1;
+    rb->b = b;
+    rb->adv = -1;
+    return 0;
+}
+
+/* empty the phases the run's requests used (scratch left all -1) */
+static void run_phases_clear(Sim *sm, const Replica *rp, RunBlocks *rb)
+{
+    if (!rb->on) return;
+    for (int i = 0; i < rp->n_items; i++) sm->rb_head[sm->rb_c[i] % rb->b] = -1;
+    rb->on = 0;
+}
+
+/* run_take(adv) with the phases built (the invariant c_i ≥ adv − 1 holds): the same reservations in
+ * the same order, *next_need = run_need(adv) */
+static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int64_t *next_need)
+{
+    const int64_t b = rb->b;
+    int64_t ph = adv == rb->adv + 1 ? rb->ph : (adv - 1) % b, ph1 = ph + 1 == b ? 0 : ph + 1; /* (adv − 1), adv mod b */
+    rb->adv = adv;
+    rb->ph = ph1;
+    for (int i = sm->rb_head[ph]; i >= 0; i = sm->rb_next[i]) {
+        if (sm->rb_c[i] != adv - 1) continue; /* the same phase, a later block */
+        Request *r = rp->items[i].r;
+        int64_t x = r->hist + r->nnew + r->out_done + adv + 1;
+        int64_t need = blocks_tokens(sm, x) - r->reserved_tokens;
+        pool_reserve(sm, rp, need);
+        r->reserved_tokens += need;
+        metrics_on_pool(sm, rp);
+        sm->rb_c[i] += b;
+    }
+    int64_t total = 0;
+    for (int i = sm->rb_head[ph1]; i >= 0; i = sm->rb_next[i]) {
+        if (sm->rb_c[i] != adv) continue;
+        const Request *r = rp->items[i].r;
+        total += blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 2) - r->reserved_tokens;
+    }
+    *next_need = total;
+    if (sm->ref_off & SIM_REF_CHECK_PHASES) { /* tests: what the full pass would leave */
+        SIM_CHECK(sm, total == run_need(sm, rp, adv));
+        for (int i = 0; i < rp->n_items; i++) {
+            const Request *r = rp->items[i].r;
+            SIM_CHECK(sm, r->hist + r->nnew + r->out_done + adv + 1 <= r->reserved_tokens / b * b);
+        }
+    }
 }
 
 /* run_take's slack before the run's first step (its context through the token after the next:
@@ -342,6 +431,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     int64_t t = t0, n = 0;
     int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
     int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
+    RunBlocks rb = {0, 0, 0, 0};
     const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
     double attn = 0;
     attn += ctab_attn_decode_ns(sm, B, dctx);
@@ -356,12 +446,12 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     const double lay0 = sm->stage_layers[0];
     for (;;) {
         if (n + 1 >= kmax) break;
-        int64_t d = round_ns(base); /* = iter_advance's llround */
+        int64_t d = round_ns(base); /* = iter_advance's rounding */
         int64_t end = t + oh + d * L;
         if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
         if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
             if (need < 0) need = run_need(sm, rp, n);
-            if (rp->pool_used + need > rp->pool_cap) break;
+            if (need > 0 && rp->pool_used + need > rp->pool_cap) break; /* (need > 0 whenever the exact slack is ≤ 0) */
         }
         if (n >= cap) {
             if (run_gaps_room(sm, n) != 0) break;
@@ -372,7 +462,12 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         for (int st = 1; st < S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         gaps[n] = (uint64_t)(end - t);
         if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation */
-            slack = run_take(sm, rp, n + 1, &need);
+            if (rb.on) {
+                run_take_phase(sm, rp, &rb, n + 1, &need);
+            } else {
+                slack = run_take(sm, rp, n + 1, &need);
+                if (run_phases_build(sm, rp, &rb) == 0) slack = 0; /* every later step by its phases */
+            }
         } else {
             slack--;
             need = -1;
@@ -389,6 +484,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         base = lin + attn;
     }
     rp->busy_stage_ns[0] = busy0;
+    run_phases_clear(sm, rp, &rb);
     if (line_on) cost_line_end(&line);
     ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
     if (n > 0) {

@@ -266,7 +266,7 @@ static void tl_iteration(Sim *sm, Replica *rp)
 {
     MetricsObs *o = obs_of(sm);
     int64_t base = rp->iter_start_ns + sm->overhead_ns;
-    int64_t walk0 = base, d = (int64_t)llround(rp->layer_ns[0]);
+    int64_t walk0 = base, d = round_ns(rp->layer_ns[0]);
     for (int i = 0; i < rp->n_items; i++) {
         IterItem *it = &rp->items[i];
         Request *r = it->r;

@@ -263,6 +263,11 @@ void sim_teardown(Sim *sm)
     ctab_free(sm);
     free(sm->run_gaps);
     sm->run_gaps = NULL;
+    free(sm->rb_c);
+    free(sm->rb_next);
+    free(sm->rb_head);
+    sm->rb_c = NULL;
+    sm->rb_next = sm->rb_head = NULL;
     free(sm->lb_layer_ns);
     sm->lb_layer_ns = NULL;
     if (sm->trace) trace_close(sm->trace);

@@ -36,7 +36,7 @@ static void stage_lanes(Sim *sm, Replica *rp, int st)
         if (!it->r->stage_par || it->r->lane_ns[st] <= 0) continue;
         Request *r = it->r;
         if (st > 0 && r->bnd_ns[st] > t) t = r->bnd_ns[st];
-        t += (int64_t)llround(r->lane_ns[st]);
+        t += round_ns(r->lane_ns[st]);
         if (t > r->t_restored) r->t_restored = t;
         any = 1;
     }
@@ -47,7 +47,7 @@ void iter_advance(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
     if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
-        int64_t d = (int64_t)llround(rp->layer_ns[0]);
+        int64_t d = round_ns(rp->layer_ns[0]);
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         if (sm->sched) /* hook: schedule_out */
             for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, rp->cursor_ns + d * l, rp->cursor_ns + d * (l + 1));
@@ -74,7 +74,7 @@ void iter_advance(Sim *sm, Replica *rp)
             return;
         }
         if (l == 0 || sm->stage_of[l - 1] != sm->stage_of[l]) stage_lanes(sm, rp, sm->stage_of[l]);
-        int64_t d = (int64_t)llround(rp->layer_ns[l]);
+        int64_t d = round_ns(rp->layer_ns[l]);
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
         int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns += d;
@@ -84,7 +84,7 @@ void iter_advance(Sim *sm, Replica *rp)
             Request *r = rp->items[rp->lw_idx[j]].r;
             if (!r->stage_par && r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > r->t_restored) r->t_restored = rp->cursor_ns;
             if (r->rc_layer == l) { /* its last projection / dequantize, at the head of the layer */
-                int64_t t = layer_start + (int64_t)llround(r->rc_off_ns);
+                int64_t t = layer_start + round_ns(r->rc_off_ns);
                 if (t > rp->cursor_ns) t = rp->cursor_ns;
                 if (t > r->t_restored) r->t_restored = t;
             }
@@ -92,7 +92,7 @@ void iter_advance(Sim *sm, Replica *rp)
         rp->layer++;
     }
     if (rp->direct_save_ns > 0) { /* synchronous writes after the last layer */
-        rp->cursor_ns += (int64_t)llround(rp->direct_save_ns);
+        rp->cursor_ns += round_ns(rp->direct_save_ns);
         rp->direct_save_ns = 0;
     }
     rp->iter_seq = sim_push(sm, rp->cursor_ns, EV_ITER_DONE, rp, 0);
