@@ -4,6 +4,7 @@
  * by hand is refused with the file, run, op and field rather than read as something else. */
 #include "sim/cost/cost.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,6 +342,16 @@ static void line_seek(CostLine *ln, int64_t p2)
     ln->out = ln->out0 | out1;
     ln->a1 = ax[lo1];
     ln->den1 = ln->m1 ? (double)(ax[lo1 + 1] - ax[lo1]) : 1;
+    ln->fast = 0;
+    if (ln->m0 && ln->m1) {
+        const double *y = ln->y;
+        ln->f00 = 1 - ln->w0;
+        ln->c00 = y[0];
+        ln->c10 = y[ln->n1];
+        ln->c01 = y[1];
+        ln->c11 = y[ln->n1 + 1];
+        ln->fast = isfinite(ln->c00) && isfinite(ln->c10) && isfinite(ln->c01) && isfinite(ln->c11);
+    }
     int64_t first = ax[0], last = ax[n - 1];
     if (p2 < first) {
         ln->x_lo = INT64_MIN;

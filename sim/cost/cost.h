@@ -118,6 +118,8 @@ typedef struct CostLine {
     const double *row, *y;    /* axis 0's row of the grid (at its bracket); the segment's lower corner */
     size_t n1;
     uint64_t lookups, extrapolations;
+    int fast;                 /* both axes with several points and the segment's four corners finite */
+    double f00, c00, c10, c01, c11; /* then: 1 − w0 and the corners y[0], y[n1], y[1], y[n1 + 1] */
 } CostLine;
 
 void cost_line_begin(CostLine *ln, CostModel *cm, CostOp op, CostHint *h, int64_t p1);
@@ -129,6 +131,17 @@ static inline double cost_line_seg_ns(CostLine *ln, int64_t p2)
     ln->lookups++;
     ln->extrapolations += (uint64_t)ln->out;
     double w1 = ln->m1 ? (double)(p2 - ln->a1) / ln->den1 : 0; /* = bracket's weight on axis 1 */
+    if (ln->fast) {
+        /* cost_corners2 with m0 = m1 = 1 without its zero-weight tests: the same products added in
+         * the same order; a skipped term is wt·y = ±0 (y finite), and x + ±0 = x for x ≠ 0, so the
+         * partial sums agree but for the sign of a zero, which the clamp below maps to 0 either way */
+        double f10 = 1 - w1;
+        double sum = ln->f00 * f10 * ln->c00;
+        sum += ln->w0 * f10 * ln->c10;
+        sum += ln->f00 * w1 * ln->c01;
+        sum += ln->w0 * w1 * ln->c11;
+        return sum > 0 ? sum : 0;
+    }
     return cost_corners2(ln->y, ln->n1, ln->m0, ln->m1, ln->w0, w1);
 }
 static inline double cost_line_ns(CostLine *ln, int64_t p2)
