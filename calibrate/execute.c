@@ -1004,6 +1004,7 @@ static void stage_run(ExStage *g)
         if (stop) return;
         KvErr le;
         if ((x->cuda ? stage_iter_cuda(g, k, &le) : stage_iter(g, k, &le)) != 0) {
+            if (x->cuda) kv_err_prefix(&le, "execute: stage %d, iteration %llu: ", g->st, (unsigned long long)it->id);
             fail(x, &le);
             return;
         }
