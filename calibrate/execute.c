@@ -21,6 +21,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -879,6 +880,19 @@ static int layer_units_issued(const Ex *x, const SchIter *it, int l, uint64_t re
     return 1;
 }
 
+/* cuda: a dependency found broken: deps_ok = 0, the first one said in deps_why */
+static void deps_broken(ExecResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void deps_broken(ExecResult *r, const char *fmt, ...)
+{
+    if (r->deps_ok) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->deps_why, sizeof r->deps_why, fmt, ap);
+        va_end(ap);
+    }
+    r->deps_ok = 0;
+}
+
 /* cuda: stage g's stream waits, on the device, for the landing events of those units (caller holds
  * mu, after layer_units_issued; a landing the host already saw needs no wait: what follows is
  * enqueued after it). A unit neither enqueued nor landed here would be a broken dependency: deps_ok = 0. */
@@ -891,7 +905,8 @@ static int stream_wait_units(Ex *x, ExStage *g, const SchIter *it, int l, uint64
         if (x->u_issued[u]) {
             if (probe_cuda_wait(g->cs, x->u_ev[u], e) != 0) return -1;
         } else if (x->u_done[u] < 0) {
-            x->r->deps_ok = 0;
+            deps_broken(x->r, "layer %d: unit %llu neither enqueued nor landed when the stream wait was issued", l,
+                        (unsigned long long)x->s->units[x->r->unit_idx[u]].id);
         }
     }
     return 0;
@@ -1063,15 +1078,21 @@ static int cuda_collect(Ex *x, KvErr *e)
             size_t kl = (size_t)k * L + l;
             int64_t by = 0;
             (void)layer_units_landed(x, it, l, 0, &by); /* every unit landed by now (replay checks) */
-            if (by > x->ly_start[kl] + EX_CUDA_TOL_NS) r->deps_ok = 0;
-            if (l > 0 && x->ly_done[kl - 1] > x->ly_start[kl] + EX_CUDA_TOL_NS) r->deps_ok = 0;
+            if (by > x->ly_start[kl] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu layer %d started %lld ns before the last unit it waits for landed", (unsigned long long)it->id,
+                            l, (long long)(by - x->ly_start[kl]));
+            if (l > 0 && x->ly_done[kl - 1] > x->ly_start[kl] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu layer %d started %lld ns before layer %d ended", (unsigned long long)it->id, l,
+                            (long long)(x->ly_done[kl - 1] - x->ly_start[kl]), l - 1);
         }
         for (int j = 0; j < it->nlanes; j++) {
             const SchLane *ln = &it->lanes[j];
             int64_t by = 0;
             if (ln->stage == 0) continue; /* stage 0 recomputes from the tokens */
             (void)layer_units_landed(x, it, s->stage_first[ln->stage], ln->req, &by);
-            if (by > x->lane_start[x->lane_off[k] + j] + EX_CUDA_TOL_NS) r->deps_ok = 0;
+            if (by > x->lane_start[x->lane_off[k] + j] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu: the lane of layer %d started %lld ns before its boundary activation landed",
+                            (unsigned long long)it->id, ln->layer, (long long)(by - x->lane_start[x->lane_off[k] + j]));
         }
     }
     return 0;
@@ -1288,6 +1309,7 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
     /* one warm-up replay (page faults, OpenBLAS threads), then the timed ones */
     if (replay(x, e) != 0) goto out;
     r->deps_ok = 1;
+    r->deps_why[0] = '\0';
     r->stage_ok = 1;
     r->cpu_ok = 1;
     for (int p = 0; p < reps; p++) {

@@ -134,6 +134,7 @@ typedef struct ExecResult {
     int reps;
     int stat;                      /* ExecStat of the summaries */
     char note[256];                /* the IO path, the kernels, pinning (cuda: the device, the stream scheme, pinned h2d) */
+    char deps_why[192];            /* cuda, deps_ok 0: the first broken dependency found, with its margin ("" otherwise) */
 } ExecResult;
 
 int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e);

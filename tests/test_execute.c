@@ -425,7 +425,7 @@ static void cuda_replay_case(TestCtx *t, const char *policy, int64_t n0, const c
         return;
     }
     printf("      %s pp %s: %d units, %d iterations, %d lanes; %s\n", policy, pp, r.n_units, r.n_iters, r.n_lanes, r.note);
-    CHECK_MSG(r.deps_ok, "%s pp %s: a dependency was not kept", policy, pp);
+    CHECK_MSG(r.deps_ok, "%s pp %s: a dependency was not kept: %s", policy, pp, r.deps_why);
     CHECK(r.stage_ok);
     CHECK_EQ_I(r.stages, s.stages);
     CHECK(strstr(r.note, "cuda") && strstr(r.note, "cudaMemcpyAsync from pinned memory") && strstr(r.note, "stream"));

@@ -96,6 +96,7 @@ int kvcal_cmd_execute(int argc, char **argv)
     }
     printf("%s on %s: %d units, %d iterations replayed %d times (%s); dependencies %s\n", s.policy, s.model, r.n_units,
            r.n_iters, r.reps, r.stat == EXEC_STAT_MIN ? "least" : "median", r.deps_ok ? "respected" : "VIOLATED");
+    if (!r.deps_ok && r.deps_why[0]) printf("dependency broken: %s\n", r.deps_why);
     if (r.stages > 1)
         printf("%d stages, each layer on its stage's thread: %s; %d stage-parallel lanes replayed\n", r.stages,
                r.stage_ok ? "yes" : "NO", r.n_lanes);
