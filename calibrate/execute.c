@@ -6,6 +6,11 @@
  * stage's own h2d, as the engine's channel table has them). They share one mutex and one condition
  * variable: every landing, lane, layer hand-off or iteration start and end is broadcast (replays
  * are small: tens to thousands of events). Times: CLOCK_MONOTONIC, in ns since the replay's start.
+ * cuda (execute.h "Backend cuda"): the same threads and waits, but they wait only until what a layer
+ * needs has been enqueued (u_issued, ly_issued), then make the stage's stream wait for its events;
+ * device times come from events after the replay (cuda_collect), against ev0, recorded and waited
+ * for right before t0 is read. The host learns a landing or a layer's end only where it must decide
+ * on it (resolve_landing, the iteration's end).
  * Library code: never prints (calibrate/cli/execute_cmd.c does).
  */
 #include "calibrate/execute.h"
@@ -16,6 +21,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +39,8 @@ typedef struct ExFile {
     int64_t bytes;
     char path[4200];
     int fd;
-    unsigned char *host; /* dram tier: the state in host memory */
+    unsigned char *host; /* dram tier: the state in host memory (cuda: pinned, in pin) */
+    ProbePinned pin;
 } ExFile;
 
 typedef struct ExHopRef {
@@ -61,9 +68,14 @@ typedef struct ExStage {
     Ex *x;
     int st;
     int cpu; /* the CPU it is pinned to, -1: not pinned */
+    ProbeDev *dev;     /* its kernels: cpu: the shared x->dev; cuda: stage 0 x->dev, stage st > 0 its own (own) */
+    ProbeDev own;
+    int own_open;
+    ProbeStream *cs;   /* cuda: dev's compute stream */
+    ProbeStream *copy; /* cuda: the stage's h2d stream (its own), where its units' copies land */
     void *x_, *xn, *qkv, *q_, *k, *v, *ao, *h, *gu, *a, *kvp, *qi8, *scale;
     int *ctx_off;
-    unsigned char *dev_buf;
+    unsigned char *dev_buf; /* cpu: malloc'd; cuda: device memory of dev (released with it) */
 } ExStage;
 
 struct Ex {
@@ -106,7 +118,24 @@ struct Ex {
     int64_t max_rows, max_kv, max_batch, max_work_tok;
     int64_t kv_rows; /* rows of one layer's K (and V) region: the most one iteration's items, work and lanes
                       * hold at once (each its own rows; every layer its own region, as a model's cache) */
+    /* cuda only */
+    int cuda;
+    ProbePinned stage_pin; /* every ssd unit's staging buffer: one pinned allocation, each 4 KiB aligned */
+    ProbeEvent *ev0;       /* the replay's start: recorded and waited for right before t0 */
+    ProbeEvent **u_ev;     /* per replayed unit: its landing (recorded on its stage's copy stream after the copy) */
+    ProbeEvent **ly_ev;    /* per replayed iteration × layer, 3 each: start (after its waits), restoration work end, end */
+    ProbeEvent **lane_ev;  /* per lane, 2 each: start, end */
+    int *u_issued;         /* the unit's landing copy enqueued and u_ev recorded (this replay) */
+    int *ly_issued;        /* the layer enqueued and its end event recorded (this replay) */
+    int64_t *ly_start;     /* per iteration × layer: its start on the device */
 };
+
+#define EX_EV_START 0
+#define EX_EV_WORK 1
+#define EX_EV_END 2
+/* event timestamps have about 0.5 us resolution: the device-side dependency check allows this much */
+#define EX_CUDA_TOL_NS 1000
+#define EX_CUDA_DEVICE 0 /* the device every stage runs on (CUDA_VISIBLE_DEVICES picks another) */
 
 static int64_t mono_ns(void)
 {
@@ -120,23 +149,58 @@ static int64_t ex_now(const Ex *x) { return mono_ns() - x->t0; }
 /* sim time → replay time (ns since the start) */
 static int64_t rel(const Ex *x, int64_t sim_ns) { return sim_ns - x->r->origin_ns; }
 
-static void fail(Ex *x, KvErr *e)
+/* the first failure wins (caller holds mu) */
+static void fail_locked(Ex *x, const KvErr *e)
 {
-    pthread_mutex_lock(&x->mu);
     if (!x->failed) x->err = *e;
     x->failed = 1;
     pthread_cond_broadcast(&x->cv);
+}
+
+static void fail(Ex *x, KvErr *e)
+{
+    pthread_mutex_lock(&x->mu);
+    fail_locked(x, e);
     pthread_mutex_unlock(&x->mu);
 }
 
-/* is the cause satisfied (caller holds mu)? *at: the instant to wait for (-1: none) */
-static int cause_ok(const Ex *x, const SchCause *c, int64_t *at)
+/* has replayed unit k landed, as far as the host knows (caller holds mu)? cuda: *resolve = k when its
+ * copy is enqueued but its landing not yet known on the host (resolve_landing learns it) */
+static int unit_landed(const Ex *x, int k, int *resolve)
+{
+    if (k < 0 || x->u_done[k] >= 0) return 1;
+    if (x->cuda && x->u_issued[k]) *resolve = k;
+    return 0;
+}
+
+/* cuda: wait on the host for replayed unit k's landing event (mu released meanwhile) and publish
+ * its time; caller holds mu */
+static void resolve_landing(Ex *x, int k)
+{
+    ProbeEvent *ev = x->u_ev[k];
+    pthread_mutex_unlock(&x->mu);
+    KvErr e;
+    int64_t t = -1;
+    int rc = probe_cuda_event_sync(ev, &e) == 0 ? probe_cuda_elapsed_ns(x->ev0, ev, &t, &e) : -1;
+    pthread_mutex_lock(&x->mu);
+    if (rc != 0) {
+        kv_err_prefix(&e, "execute: the landing of unit %llu: ", (unsigned long long)x->s->units[x->r->unit_idx[k]].id);
+        fail_locked(x, &e);
+        return;
+    }
+    if (x->u_done[k] < 0) {
+        x->u_done[k] = t;
+        pthread_cond_broadcast(&x->cv);
+    }
+}
+
+/* is the cause satisfied (caller holds mu)? *at: the instant to wait for (-1: none); *resolve: a
+ * unit whose landing the host must learn first (cuda; -1: none) */
+static int cause_ok(const Ex *x, const SchCause *c, int64_t *at, int *resolve)
 {
     *at = -1;
-    if (c->kind == SCH_CAUSE_UNIT) {
-        int k = x->unit_of_id[c->id - 1];
-        return k < 0 || x->u_done[k] >= 0;
-    }
+    *resolve = -1;
+    if (c->kind == SCH_CAUSE_UNIT) return unit_landed(x, x->unit_of_id[c->id - 1], resolve);
     if (c->kind == SCH_CAUSE_ITER) {
         int k = x->iter_of_id[c->id - 1];
         return k < 0 || x->it_done[k] >= 0;
@@ -208,6 +272,11 @@ static void *chan_main(void *p)
     Ex *x = ca->x;
     (void)pin_to(x->io_cpu); /* refused (a restricted container): the thread runs unpinned */
     const Schedule *s = x->s;
+    KvErr e;
+    if (x->cuda && probe_cuda_bind(&x->dev, &e) != 0) {
+        fail(x, &e);
+        return NULL;
+    }
     for (int i = 0; i < x->nq[ca->q]; i++) {
         ExHopRef *hr = &x->q[ca->q][i];
         const SchUnit *su = &s->units[x->r->unit_idx[hr->u]];
@@ -215,24 +284,35 @@ static void *chan_main(void *p)
         for (;;) {
             if (x->failed) break;
             int64_t at = -1;
-            int ready = hr->h > 0 ? x->hop_end[hr->u][hr->h - 1] >= 0 : cause_ok(x, &su->after, &at);
+            int res = -1;
+            int ready = hr->h > 0 ? x->hop_end[hr->u][hr->h - 1] >= 0 : cause_ok(x, &su->after, &at, &res);
             if (ready) break;
-            if (at >= 0) wait_until_time(x, at);
+            if (res >= 0) resolve_landing(x, res);
+            else if (at >= 0) wait_until_time(x, at);
             else pthread_cond_wait(&x->cv, &x->mu);
         }
         int stop = x->failed;
         pthread_mutex_unlock(&x->mu);
         if (stop) break;
         int64_t t = ex_now(x);
-        KvErr e;
-        int rc = 0;
+        int rc = 0, last = hr->h == su->nhops - 1, device_copy = 0;
         if (ca->q == EX_Q_SSD) {
             rc = read_range(x, hr->u, &e);
         } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy, into the unit's stage */
             const unsigned char *src = su->tier == SCH_TIER_SSD ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
                                                                 : x->files[x->u_file[hr->u]].host + su->offset;
-            memcpy(x->stage[su->stage].dev_buf, src,
-                   (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes : (size_t)x->dev_bytes);
+            size_t n = (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes : (size_t)x->dev_bytes;
+            ExStage *ug = &x->stage[su->stage];
+            if (x->cuda) { /* enqueued on the stage's copy stream, from pinned memory; the landing is an event */
+                device_copy = 1;
+                rc = probe_cuda_copy(ug->copy, ug->dev_buf, src, n, 1, &e);
+                if (rc == 0) rc = probe_cuda_record(ug->copy, x->u_ev[hr->u], &e);
+                /* a later hop of the unit starts once this one ended: the host must see that end */
+                if (rc == 0 && !last) rc = probe_cuda_event_sync(x->u_ev[hr->u], &e);
+                if (rc != 0) kv_err_prefix(&e, "execute: the h2d copy of unit %llu: ", (unsigned long long)su->id);
+            } else {
+                memcpy(ug->dev_buf, src, n);
+            }
         }
         if (rc != 0) {
             fail(x, &e);
@@ -240,9 +320,10 @@ static void *chan_main(void *p)
         }
         int64_t t1 = ex_now(x);
         pthread_mutex_lock(&x->mu);
-        x->hop_start[hr->u][hr->h] = t;
+        x->hop_start[hr->u][hr->h] = t; /* cuda h2d: when the host enqueued it (the device times are the events') */
         x->hop_end[hr->u][hr->h] = t1;
-        if (hr->h == su->nhops - 1) x->u_done[hr->u] = t1;
+        if (last && device_copy) x->u_issued[hr->u] = 1; /* landed: the event's time (resolve_landing, cuda_collect) */
+        else if (last) x->u_done[hr->u] = t1;
         pthread_cond_broadcast(&x->cv);
         pthread_mutex_unlock(&x->mu);
     }
@@ -259,11 +340,13 @@ static void *chan_main(void *p)
 /* layer l on stage g's buffers, over `items` (the iteration's batch, or one lane's history as a
  * prefill): first its restoration work `ly` (NULL: none; projections, dequantizations: what turns
  * loaded state into KV, at the head of the layer as iteration.c costs it; *work_end: when that is
- * done), then the layer over the batch */
-static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const SchLayer *ly, int l, int64_t *work_end, KvErr *e)
+ * done; cuda: work_ev, when not NULL, recorded on the stage's stream there instead), then the
+ * layer over the batch. cuda: everything enqueued on the stage's stream, nothing waited for */
+static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const SchLayer *ly, int l, int64_t *work_end,
+                     ProbeEvent *work_ev, KvErr *e)
 {
     const Schedule *s = x->s;
-    ProbeDev *d = &x->dev;
+    ProbeDev *d = g->dev;
     const ExWeights *W = &x->ws[l % x->n_wsets];
     int D = s->hidden, hq = s->heads, hk = s->kv_heads, dh = s->head_dim, I = s->intermediate;
     int nwork = ly ? ly->nwork : 0;
@@ -290,7 +373,8 @@ static int layer_run(Ex *x, ExStage *g, const SchItem *items, int nitems, const 
             DEV(d->ops->dequant(d, g->qi8, g->scale, g->kvp, (int)(wk->tokens * 2 * hk), dh, e));
         }
     }
-    *work_end = ex_now(x);
+    if (work_ev) DEV(probe_cuda_record(g->cs, work_ev, e));
+    else *work_end = ex_now(x);
     DEV(d->ops->norm(d, 0, g->x_, x->nw, x->nb, g->xn, rows, D, e));
     DEV(d->ops->gemm(d, rows, qkv_w, D, g->xn, W->qkv, g->qkv, e));
     if (s->rope) {
@@ -381,8 +465,10 @@ static int compute_alloc(Ex *x, KvErr *e)
     }
     int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
     if (wt > m) m = wt;
-    size_t eb = d->elem_bytes;
-#define ALLOC(p, n) DEV(d->ops->alloc(d, (size_t)(n) * eb, PROBE_FILL_ELEMS, &(p), e))
+    size_t eb = d->elem_bytes; /* 4 (cpu fp32) or 2 (cuda fp16): every activation, weight and KV byte count */
+    /* each stage's buffers from its own device (cuda: its own ProbeDev; cpu: all the shared one) */
+#define ALLOC_ON(dv, p, n) DEV((dv)->ops->alloc((dv), (size_t)(n) * eb, PROBE_FILL_ELEMS, &(p), e))
+#define ALLOC(p, n) ALLOC_ON(g->dev, p, n)
     for (int st = 0; st < s->stages; st++) {
         ExStage *g = &x->stage[st];
         ALLOC(g->x_, m * D);
@@ -397,11 +483,18 @@ static int compute_alloc(Ex *x, KvErr *e)
         ALLOC(g->gu, m * 2 * I);
         ALLOC(g->a, m * I);
         ALLOC(g->kvp, wt * 2 * hk * dh);
-        DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk * dh), PROBE_FILL_I8, &g->qi8, e));
-        DEV(d->ops->alloc(d, (size_t)(wt * 2 * hk) * sizeof(float), PROBE_FILL_SCALE, &g->scale, e));
+        DEV(g->dev->ops->alloc(g->dev, (size_t)(wt * 2 * hk * dh), PROBE_FILL_I8, &g->qi8, e));
+        DEV(g->dev->ops->alloc(g->dev, (size_t)(wt * 2 * hk) * sizeof(float), PROBE_FILL_SCALE, &g->scale, e));
         g->ctx_off = calloc((size_t)(x->max_batch + 2), sizeof *g->ctx_off);
+        if (!g->ctx_off) return kv_err(e, "execute: out of memory");
+        if (x->cuda) { /* where the stage's h2d copies land: device memory (bytes as the schedule has them) */
+            void *db = NULL;
+            DEV(g->dev->ops->alloc(g->dev, (size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1), PROBE_FILL_I8, &db, e));
+            g->dev_buf = db;
+            continue;
+        }
         g->dev_buf = malloc((size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
-        if (!g->ctx_off || !g->dev_buf) return kv_err(e, "execute: out of memory");
+        if (!g->dev_buf) return kv_err(e, "execute: out of memory");
         memset(g->dev_buf, 1, (size_t)(x->dev_bytes > 0 ? x->dev_bytes : 1));
     }
     int64_t per = ((hq + 2 * hk) * dh * D + D * hq * dh + 3 * I * D + 2 * hk * dh * D) * (int64_t)eb;
@@ -409,16 +502,17 @@ static int compute_alloc(Ex *x, KvErr *e)
     x->n_wsets = (int)(nset < 1 ? 1 : (nset < s->layers ? nset : s->layers));
     x->ws = calloc((size_t)x->n_wsets, sizeof *x->ws);
     if (!x->ws) return kv_err(e, "execute: out of memory");
-    for (int i = 0; i < x->n_wsets; i++) {
-        ALLOC(x->ws[i].qkv, (hq + 2 * hk) * dh * D);
-        ALLOC(x->ws[i].o, D * hq * dh);
-        ALLOC(x->ws[i].up, 2 * I * D);
-        ALLOC(x->ws[i].down, D * I);
-        ALLOC(x->ws[i].kv, 2 * hk * dh * D);
+    for (int i = 0; i < x->n_wsets; i++) { /* shared by the stages (cuda: one device, every stream reads them) */
+        ALLOC_ON(d, x->ws[i].qkv, (hq + 2 * hk) * dh * D);
+        ALLOC_ON(d, x->ws[i].o, D * hq * dh);
+        ALLOC_ON(d, x->ws[i].up, 2 * I * D);
+        ALLOC_ON(d, x->ws[i].down, D * I);
+        ALLOC_ON(d, x->ws[i].kv, 2 * hk * dh * D);
     }
-    ALLOC(x->nw, D);
-    ALLOC(x->nb, D);
+    ALLOC_ON(d, x->nw, D);
+    ALLOC_ON(d, x->nb, D);
 #undef ALLOC
+#undef ALLOC_ON
     return 0;
 }
 
@@ -484,6 +578,65 @@ static int cmp_hop(const void *a, const void *b)
     const ExHopRef *p = a, *q = b;
     if (p->pred_start != q->pred_start) return p->pred_start < q->pred_start ? -1 : 1;
     return p->u - q->u;
+}
+
+/* cuda: the events (created once, recorded again in every replay) and the issue flags */
+static int cuda_prepare(Ex *x, KvErr *e)
+{
+    const ExecResult *r = x->r;
+    size_t nu = (size_t)(r->n_units > 0 ? r->n_units : 1), nkl = (size_t)(r->n_iters > 0 ? r->n_iters : 1) * (size_t)x->s->layers,
+           nl = (size_t)(r->n_lanes > 0 ? r->n_lanes : 1);
+    x->u_ev = calloc(nu, sizeof *x->u_ev);
+    x->ly_ev = calloc(3 * nkl, sizeof *x->ly_ev);
+    x->lane_ev = calloc(2 * nl, sizeof *x->lane_ev);
+    x->u_issued = calloc(nu, sizeof *x->u_issued);
+    x->ly_issued = calloc(nkl, sizeof *x->ly_issued);
+    x->ly_start = calloc(nkl, sizeof *x->ly_start);
+    if (!x->u_ev || !x->ly_ev || !x->lane_ev || !x->u_issued || !x->ly_issued || !x->ly_start) return kv_err(e, "execute: out of memory");
+    if (!(x->ev0 = probe_cuda_event_new(&x->dev, e))) return kv_err_prefix(e, "execute: events: ");
+    for (int k = 0; k < r->n_units; k++)
+        if (!(x->u_ev[k] = probe_cuda_event_new(&x->dev, e))) return kv_err_prefix(e, "execute: events: ");
+    for (size_t k = 0; k < 3 * (size_t)r->n_iters * (size_t)x->s->layers; k++)
+        if (!(x->ly_ev[k] = probe_cuda_event_new(&x->dev, e))) return kv_err_prefix(e, "execute: events: ");
+    for (int j = 0; j < 2 * r->n_lanes; j++)
+        if (!(x->lane_ev[j] = probe_cuda_event_new(&x->dev, e))) return kv_err_prefix(e, "execute: events: ");
+    return 0;
+}
+
+/* cuda, at the end (also after a failure half-way): every stream drained and closed before its
+ * events and the pinned memory its copies read go; the stages' own devices closed (stage 0's,
+ * x->dev, holds the shared weights: closed last, by exec_run). CUDA errors here are not reported
+ * (the result, or the first error, is already decided). */
+static void cuda_teardown(Ex *x)
+{
+    KvErr e2;
+    for (int st = 0; st < SCH_MAX_STAGES; st++) {
+        ExStage *g = &x->stage[st];
+        probe_cuda_stream_close(g->copy); /* waits for its copies */
+        g->copy = NULL;
+        if (g->cs) (void)probe_cuda_sync(g->cs, &e2);
+    }
+    probe_cuda_event_free(x->ev0);
+    x->ev0 = NULL;
+    if (x->u_ev)
+        for (int k = 0; k < x->r->n_units; k++) probe_cuda_event_free(x->u_ev[k]);
+    if (x->ly_ev)
+        for (size_t k = 0; k < 3 * (size_t)x->r->n_iters * (size_t)x->s->layers; k++) probe_cuda_event_free(x->ly_ev[k]);
+    if (x->lane_ev)
+        for (int j = 0; j < 2 * x->r->n_lanes; j++) probe_cuda_event_free(x->lane_ev[j]);
+    free(x->u_ev);
+    free(x->ly_ev);
+    free(x->lane_ev);
+    free(x->u_issued);
+    free(x->ly_issued);
+    free(x->ly_start);
+    x->u_ev = x->ly_ev = x->lane_ev = NULL;
+    for (int st = 0; st < SCH_MAX_STAGES; st++) {
+        ExStage *g = &x->stage[st];
+        if (g->own_open) probe_close(&g->own); /* its buffers, its stream, its cuBLAS handle */
+        g->own_open = 0;
+        g->cs = NULL;
+    }
 }
 
 static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
@@ -560,7 +713,7 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
         if (end > x->files[fi].bytes) x->files[fi].bytes = end;
         x->u_start[k] = u->offset / EX_ALIGN * EX_ALIGN;
         x->u_len[k] = (end + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - x->u_start[k];
-        if (u->tier == SCH_TIER_SSD) {
+        if (u->tier == SCH_TIER_SSD && !x->cuda) {
             if (posix_memalign((void **)&x->staging[k], EX_ALIGN, (size_t)x->u_len[k]) != 0) return kv_err(e, "execute: out of memory");
             memset(x->staging[k], 0, (size_t)x->u_len[k]);
         }
@@ -574,6 +727,21 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
             if (u->hop[h].bytes > x->dev_bytes) x->dev_bytes = u->hop[h].bytes;
         }
     }
+    if (x->cuda) { /* the staging buffers: pinned (the h2d copies are DMA from them), one allocation cut at 4 KiB multiples */
+        size_t total = 0;
+        for (int k = 0; k < r->n_units; k++)
+            if (s->units[r->unit_idx[k]].tier == SCH_TIER_SSD) total += (size_t)x->u_len[k];
+        if (total > 0) {
+            if (probe_cuda_pinned_alloc(&x->stage_pin, total, EX_ALIGN, e) != 0) return kv_err_prefix(e, "execute: staging buffers: ");
+            memset(x->stage_pin.p, 0, total);
+            size_t off = 0;
+            for (int k = 0; k < r->n_units; k++)
+                if (s->units[r->unit_idx[k]].tier == SCH_TIER_SSD) {
+                    x->staging[k] = (unsigned char *)x->stage_pin.p + off; /* u_len[k] is a multiple of EX_ALIGN */
+                    off += (size_t)x->u_len[k];
+                }
+        }
+    }
     for (int q = 0; q < 1 + s->stages; q++) qsort(x->q[q], (size_t)x->nq[q], sizeof *x->q[q], cmp_hop);
     const char *dir = o->scratch_dir && *o->scratch_dir ? o->scratch_dir : getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
@@ -582,14 +750,20 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
         ExFile *f = &x->files[i];
         f->bytes = (f->bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN;
         if (f->tier == SCH_TIER_DRAM) {
-            f->host = malloc((size_t)f->bytes);
+            if (x->cuda) { /* cuda: the DRAM tier is pinned host memory (the engine's h2d link rate is pinned's) */
+                if (probe_cuda_pinned_alloc(&f->pin, (size_t)f->bytes, EX_ALIGN, e) != 0) return kv_err_prefix(e, "execute: DRAM tier %s: ", f->name);
+                f->host = f->pin.p;
+            } else {
+                f->host = malloc((size_t)f->bytes);
+            }
             if (!f->host) return kv_err(e, "execute: out of memory");
             memset(f->host, 7, (size_t)f->bytes);
             continue;
         }
         if (write_file(f, dir, e) != 0 || open_for_read(f, &x->o_direct, e) != 0) return -1;
     }
-    return compute_alloc(x, e);
+    if (compute_alloc(x, e) != 0) return -1;
+    return x->cuda ? cuda_prepare(x, e) : 0;
 }
 
 static void drop_caches(Ex *x)
@@ -654,7 +828,7 @@ static int stage_iter(ExStage *g, int k, KvErr *e)
         }
         int64_t t = ex_now(x), we;
         SchItem one = {ln->req, SCH_ITEM_PREFILL, 0, ln->tokens, ln->ctx};
-        if (layer_run(x, g, &one, 1, NULL, ln->layer, &we, e) != 0) return -1;
+        if (layer_run(x, g, &one, 1, NULL, ln->layer, &we, NULL, e) != 0) return -1;
         int64_t t1 = ex_now(x);
         pthread_mutex_lock(&x->mu);
         x->lane_start[x->lane_off[k] + j] = t;
@@ -676,7 +850,7 @@ static int stage_iter(ExStage *g, int k, KvErr *e)
             const ExStage *pg = &x->stage[st - 1];
             memcpy(g->x_, pg->x_, (size_t)layer_rows(it, l - 1) * (size_t)s->hidden * x->dev.elem_bytes);
         }
-        if (layer_run(x, g, it->items, it->nitems, ly, l, &we, e) != 0) return -1;
+        if (layer_run(x, g, it->items, it->nitems, ly, l, &we, NULL, e) != 0) return -1;
         int64_t le = ex_now(x);
         size_t kl = (size_t)k * L + l;
         x->ly_end[kl] = we;
@@ -687,6 +861,123 @@ static int stage_iter(ExStage *g, int k, KvErr *e)
         if (by > ls || (l > 0 && !(x->ly_done[kl - 1] >= 0 && x->ly_done[kl - 1] <= ls))) r->deps_ok = 0;
         x->ly_done[kl] = le;
         if (l == L - 1) x->it_done[k] = le;
+        if (l == hi - 1) pthread_cond_broadcast(&x->cv); /* the next stage's layer, or the next iteration */
+        pthread_mutex_unlock(&x->mu);
+    }
+    return 0;
+}
+
+/* cuda: have the copies of the units of iteration `it`'s layer l that belong to request `req`
+ * (0: all) been enqueued (or landed, as the host knows) (caller holds mu)? */
+static int layer_units_issued(const Ex *x, const SchIter *it, int l, uint64_t req)
+{
+    const SchLayer *ly = &it->layers[l];
+    for (int j = 0; j < ly->nwaits; j++) {
+        int u = x->unit_of_id[ly->waits[j] - 1];
+        if (u < 0 || (req && x->s->units[x->r->unit_idx[u]].req != req)) continue;
+        if (x->u_done[u] < 0 && !x->u_issued[u]) return 0;
+    }
+    return 1;
+}
+
+/* cuda: a dependency found broken: deps_ok = 0, the first one said in deps_why */
+static void deps_broken(ExecResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void deps_broken(ExecResult *r, const char *fmt, ...)
+{
+    if (r->deps_ok) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->deps_why, sizeof r->deps_why, fmt, ap);
+        va_end(ap);
+    }
+    r->deps_ok = 0;
+}
+
+/* cuda: stage g's stream waits, on the device, for the landing events of those units (caller holds
+ * mu, after layer_units_issued; a landing the host already saw needs no wait: what follows is
+ * enqueued after it). A unit neither enqueued nor landed here would be a broken dependency: deps_ok = 0. */
+static int stream_wait_units(Ex *x, ExStage *g, const SchIter *it, int l, uint64_t req, KvErr *e)
+{
+    const SchLayer *ly = &it->layers[l];
+    for (int j = 0; j < ly->nwaits; j++) {
+        int u = x->unit_of_id[ly->waits[j] - 1];
+        if (u < 0 || (req && x->s->units[x->r->unit_idx[u]].req != req)) continue;
+        if (x->u_issued[u]) {
+            if (probe_cuda_wait(g->cs, x->u_ev[u], e) != 0) return -1;
+        } else if (x->u_done[u] < 0) {
+            deps_broken(x->r, "layer %d: unit %llu neither enqueued nor landed when the stream wait was issued", l,
+                        (unsigned long long)x->s->units[x->r->unit_idx[u]].id);
+        }
+    }
+    return 0;
+}
+
+/* cuda: stage_iter with the GPU waiting instead of the host. The stage's thread waits (condvar) only
+ * until what a lane or layer needs has been enqueued — its units' copies, the layer before it on the
+ * stage before (the hand-off) — then makes its stream wait for their events and enqueues the work
+ * between a start and an end event (a layer also an event after its restoration work). The layer
+ * that ends the iteration is waited for on the host: the next iteration starts after it, and
+ * "after" causes may name it. */
+static int stage_iter_cuda(ExStage *g, int k, KvErr *e)
+{
+    Ex *x = g->x;
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    const SchIter *it = &s->iters[r->iter_idx[k]];
+    int st = g->st, lo = s->stage_first[st], hi = s->stage_first[st + 1], L = s->layers;
+    while (ex_now(x) < x->it_start[k] + it->overhead_ns) {
+    }
+    for (int j = 0; j < it->nlanes; j++) {
+        const SchLane *ln = &it->lanes[j];
+        if (ln->stage != st) continue;
+        size_t lj = (size_t)x->lane_off[k] + (size_t)j;
+        int rc = 0;
+        if (st > 0) { /* from its boundary activation: the units of the stage's first layer that are the lane's request's */
+            pthread_mutex_lock(&x->mu);
+            WAIT_FOR(x, layer_units_issued(x, it, lo, ln->req));
+            int stop = x->failed;
+            if (!stop) rc = stream_wait_units(x, g, it, lo, ln->req, e);
+            pthread_mutex_unlock(&x->mu);
+            if (stop) return 0;
+            if (rc != 0) return -1;
+        }
+        SchItem one = {ln->req, SCH_ITEM_PREFILL, 0, ln->tokens, ln->ctx};
+        int64_t we;
+        if (probe_cuda_record(g->cs, x->lane_ev[2 * lj], e) != 0 || layer_run(x, g, &one, 1, NULL, ln->layer, &we, NULL, e) != 0 ||
+            probe_cuda_record(g->cs, x->lane_ev[2 * lj + 1], e) != 0)
+            return -1;
+    }
+    for (int l = lo; l < hi; l++) {
+        const SchLayer *ly = &it->layers[l];
+        size_t kl = (size_t)k * L + l;
+        int handoff = l == lo && l > 0, rc = 0;
+        /* the layer before on this stage: enqueued before on the same stream (stream order) */
+        pthread_mutex_lock(&x->mu);
+        WAIT_FOR(x, (!handoff || x->ly_issued[kl - 1]) && layer_units_issued(x, it, l, 0));
+        int stop = x->failed;
+        if (!stop && handoff) rc = probe_cuda_wait(g->cs, x->ly_ev[3 * (kl - 1) + EX_EV_END], e);
+        if (!stop && rc == 0) rc = stream_wait_units(x, g, it, l, 0, e);
+        pthread_mutex_unlock(&x->mu);
+        if (stop) return 0;
+        if (rc != 0) return -1;
+        ProbeEvent **ev = &x->ly_ev[3 * kl];
+        if (probe_cuda_record(g->cs, ev[EX_EV_START], e) != 0) return -1;
+        if (handoff) { /* the activations from the stage before: a device copy, after its layer's end event */
+            const ExStage *pg = &x->stage[st - 1];
+            if (probe_cuda_copy(g->cs, g->x_, pg->x_, (size_t)layer_rows(it, l - 1) * (size_t)s->hidden * g->dev->elem_bytes, 0, e) != 0)
+                return -1;
+        }
+        int64_t we;
+        if (layer_run(x, g, it->items, it->nitems, ly, l, &we, ev[EX_EV_WORK], e) != 0 || probe_cuda_record(g->cs, ev[EX_EV_END], e) != 0)
+            return -1;
+        r->layer_stage[kl] = st;
+        r->layer_cpu[kl] = sched_getcpu();
+        int64_t end = -1;
+        if (l == L - 1 && (probe_cuda_event_sync(ev[EX_EV_END], e) != 0 || probe_cuda_elapsed_ns(x->ev0, ev[EX_EV_END], &end, e) != 0))
+            return kv_err_prefix(e, "execute: the end of iteration %llu: ", (unsigned long long)it->id);
+        pthread_mutex_lock(&x->mu);
+        x->ly_issued[kl] = 1;
+        if (l == L - 1) x->ly_done[kl] = x->it_done[k] = end;
         if (l == hi - 1) pthread_cond_broadcast(&x->cv); /* the next stage's layer, or the next iteration */
         pthread_mutex_unlock(&x->mu);
     }
@@ -707,13 +998,13 @@ static void stage_run(ExStage *g)
             for (;;) {
                 if (x->failed) break;
                 int64_t at = -1;
-                int ok = (k == 0 || x->it_done[k - 1] >= 0) && cause_ok(x, &it->after, &at);
-                for (int j = 0; ok && j < it->nafter; j++) {
-                    int u = x->unit_of_id[it->after_units[j] - 1];
-                    if (u >= 0 && x->u_done[u] < 0) ok = 0;
-                }
+                int res = -1; /* cuda: a unit landing the host must learn first */
+                int ok = (k == 0 || x->it_done[k - 1] >= 0) && cause_ok(x, &it->after, &at, &res);
+                for (int j = 0; ok && j < it->nafter; j++)
+                    if (!unit_landed(x, x->unit_of_id[it->after_units[j] - 1], &res)) ok = 0;
                 if (ok) break;
-                if (at >= 0) wait_until_time(x, at);
+                if (res >= 0) resolve_landing(x, res);
+                else if (at >= 0) wait_until_time(x, at);
                 else pthread_cond_wait(&x->cv, &x->mu);
             }
             if (!x->failed) {
@@ -727,7 +1018,8 @@ static void stage_run(ExStage *g)
         pthread_mutex_unlock(&x->mu);
         if (stop) return;
         KvErr le;
-        if (stage_iter(g, k, &le) != 0) {
+        if ((x->cuda ? stage_iter_cuda(g, k, &le) : stage_iter(g, k, &le)) != 0) {
+            if (x->cuda) kv_err_prefix(&le, "execute: stage %d, iteration %llu: ", g->st, (unsigned long long)it->id);
             fail(x, &le);
             return;
         }
@@ -738,8 +1030,82 @@ static void *stage_main(void *p)
 {
     ExStage *g = p;
     if (pin_to(g->cpu) != 0) g->cpu = -1; /* refused: unpinned, and the note and cpu_ok say so (read after the join) */
+    KvErr e;
+    if (g->x->cuda && probe_cuda_bind(g->dev, &e) != 0) {
+        fail(g->x, &e);
+        return NULL;
+    }
     stage_run(g);
     return NULL;
+}
+
+/* cuda, after a replay's threads joined: wait for every stream, then every event's time in the
+ * replay's frame (ns from ev0) into the arrays the cpu replay fills with host times, and the
+ * device-side dependency check: each layer started (its start event, recorded after its stream
+ * waits) no earlier than the landing of every unit it waits for and the end of the layer before it,
+ * each lane of a stage st > 0 no earlier than its boundary activation's landing — within
+ * EX_CUDA_TOL_NS (the events' resolution); otherwise deps_ok = 0 */
+static int cuda_collect(Ex *x, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    int L = s->layers;
+    for (int st = 0; st < s->stages; st++)
+        if (probe_cuda_sync(x->stage[st].copy, e) != 0 || probe_cuda_sync(x->stage[st].cs, e) != 0)
+            return kv_err_prefix(e, "execute: the end of the replay (stage %d): ", st);
+    for (int k = 0; k < r->n_units; k++)
+        if (x->u_issued[k] && probe_cuda_elapsed_ns(x->ev0, x->u_ev[k], &x->u_done[k], e) != 0)
+            return kv_err_prefix(e, "execute: the landing of unit %llu: ", (unsigned long long)s->units[r->unit_idx[k]].id);
+    for (int k = 0; k < r->n_iters; k++) {
+        for (int l = 0; l < L; l++) {
+            size_t kl = (size_t)k * L + l;
+            ProbeEvent **ev = &x->ly_ev[3 * kl];
+            if (!x->ly_issued[kl]) return kv_err(e, "execute: iteration %d layer %d never enqueued (internal)", k, l);
+            if (probe_cuda_elapsed_ns(x->ev0, ev[EX_EV_START], &x->ly_start[kl], e) != 0 ||
+                probe_cuda_elapsed_ns(x->ev0, ev[EX_EV_WORK], &x->ly_end[kl], e) != 0 ||
+                probe_cuda_elapsed_ns(x->ev0, ev[EX_EV_END], &x->ly_done[kl], e) != 0)
+                return kv_err_prefix(e, "execute: the times of iteration %d layer %d: ", k, l);
+        }
+        x->it_done[k] = x->ly_done[(size_t)k * L + L - 1];
+    }
+    for (int j = 0; j < r->n_lanes; j++)
+        if (probe_cuda_elapsed_ns(x->ev0, x->lane_ev[2 * j], &x->lane_start[j], e) != 0 ||
+            probe_cuda_elapsed_ns(x->ev0, x->lane_ev[2 * j + 1], &x->lane_end[j], e) != 0)
+            return kv_err_prefix(e, "execute: the times of lane %d: ", j);
+    for (int k = 0; k < r->n_iters; k++) {
+        const SchIter *it = &s->iters[r->iter_idx[k]];
+        for (int l = 0; l < L; l++) {
+            size_t kl = (size_t)k * L + l;
+            int64_t by = 0;
+            (void)layer_units_landed(x, it, l, 0, &by); /* every unit landed by now (replay checks) */
+            if (by > x->ly_start[kl] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu layer %d started %lld ns before the last unit it waits for landed", (unsigned long long)it->id,
+                            l, (long long)(by - x->ly_start[kl]));
+            if (l > 0 && x->ly_done[kl - 1] > x->ly_start[kl] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu layer %d started %lld ns before layer %d ended", (unsigned long long)it->id, l,
+                            (long long)(x->ly_done[kl - 1] - x->ly_start[kl]), l - 1);
+        }
+        for (int j = 0; j < it->nlanes; j++) {
+            const SchLane *ln = &it->lanes[j];
+            int64_t by = 0;
+            if (ln->stage == 0) continue; /* stage 0 recomputes from the tokens */
+            (void)layer_units_landed(x, it, s->stage_first[ln->stage], ln->req, &by);
+            if (by > x->lane_start[x->lane_off[k] + j] + EX_CUDA_TOL_NS)
+                deps_broken(r, "iteration %llu: the lane of layer %d started %lld ns before its boundary activation landed",
+                            (unsigned long long)it->id, ln->layer, (long long)(by - x->lane_start[x->lane_off[k] + j]));
+        }
+    }
+    return 0;
+}
+
+/* cuda: before a replay's clock starts: every stream idle, then ev0 recorded on stage 0's stream
+ * and waited for, so that t0 (read right after) and ev0 coincide up to the wait's return */
+static int cuda_start(Ex *x, KvErr *e)
+{
+    for (int st = 0; st < x->s->stages; st++)
+        if (probe_cuda_sync(x->stage[st].copy, e) != 0 || probe_cuda_sync(x->stage[st].cs, e) != 0) return -1;
+    if (probe_cuda_record(x->stage[0].cs, x->ev0, e) != 0 || probe_cuda_event_sync(x->ev0, e) != 0) return -1;
+    return 0;
 }
 
 static int replay(Ex *x, KvErr *e)
@@ -753,11 +1119,16 @@ static int replay(Ex *x, KvErr *e)
     for (int k = 0; k < r->n_iters; k++) x->it_done[k] = x->it_start[k] = -1;
     for (size_t k = 0; k < (size_t)r->n_iters * (size_t)s->layers; k++) x->ly_done[k] = -1;
     for (int j = 0; j < r->n_lanes; j++) x->lane_start[j] = x->lane_end[j] = -1;
+    if (x->cuda) {
+        memset(x->u_issued, 0, (size_t)(r->n_units > 0 ? r->n_units : 1) * sizeof *x->u_issued);
+        memset(x->ly_issued, 0, (size_t)(r->n_iters > 0 ? r->n_iters : 1) * (size_t)s->layers * sizeof *x->ly_issued);
+    }
     x->failed = 0;
     drop_caches(x);
     pthread_t th[EX_NQ], sth[SCH_MAX_STAGES];
     ChanArg ca[EX_NQ];
     int started[EX_NQ] = {0}, sstarted[SCH_MAX_STAGES] = {0};
+    if (x->cuda && cuda_start(x, e) != 0) return kv_err_prefix(e, "execute: the start of the replay: ");
     x->t0 = mono_ns();
     for (int q = 0; q < 1 + s->stages; q++) {
         if (!x->nq[q]) continue;
@@ -791,6 +1162,7 @@ static int replay(Ex *x, KvErr *e)
         *e = x->err;
         return -1;
     }
+    if (x->cuda && cuda_collect(x, e) != 0) return -1;
     for (int k = 0; k < r->n_units; k++)
         if (x->u_done[k] < 0) return kv_err(e, "execute: unit %llu never landed (internal)", (unsigned long long)s->units[r->unit_idx[k]].id);
     return 0;
@@ -861,13 +1233,15 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
 {
     memset(r, 0, sizeof *r);
     r->deps_ok = 1;
-    if (o->backend && *o->backend && strcmp(o->backend, "cpu"))
-        return kv_err(e, "execute: backend %s: only cpu replays (the h2d hop is a host memcpy)", o->backend);
+    int cuda = o->backend && !strcmp(o->backend, "cuda");
+    if (o->backend && *o->backend && strcmp(o->backend, "cpu") && !cuda)
+        return kv_err(e, "execute: backend %s: expected cpu or cuda", o->backend);
     Ex *x = calloc(1, sizeof *x);
     if (!x) return kv_err(e, "execute: out of memory");
     x->s = s;
     x->r = r;
     x->pin = o->pin;
+    x->cuda = cuda;
     /* pinning: several stages: stage st on CPU st (each stage's "GPU" its own core), the IO threads on
      * the last CPU when one is left free of stages, else not pinned (the scheduler runs them where a
      * stage waits; on a GPU the copies do not take the compute's cores either). One stage: its compute
@@ -876,17 +1250,43 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
     if (ncpu < 1) ncpu = 1;
     x->io_cpu = -1;
     for (int st = 0; st < s->stages; st++) {
-        x->stage[st] = (ExStage){.x = x, .st = st, .cpu = -1};
+        x->stage[st] = (ExStage){.x = x, .st = st, .cpu = -1, .dev = &x->dev};
         if (x->pin && s->stages > 1) x->stage[st].cpu = (int)(st % ncpu);
     }
-    if (x->pin && ncpu > 1 && (s->stages == 1 || ncpu > s->stages)) x->io_cpu = (int)ncpu - 1;
+    /* cuda: the IO threads only read and enqueue copies; left to the scheduler (sharing one CPU, a
+     * thread spinning in an event wait would delay the other's next copy) */
+    if (x->pin && !cuda && ncpu > 1 && (s->stages == 1 || ncpu > s->stages)) x->io_cpu = (int)ncpu - 1;
     r->stages = s->stages;
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     int reps = o->reps > 0 ? o->reps : 3, rc = -1;
     int64_t *tt = NULL, *rs = NULL, *fs = NULL, *is = NULL, *id = NULL, *ue = NULL, *lt = NULL, *le = NULL;
-    if (probe_cpu_open(&x->dev, e) != 0) goto out;
-    x->dev_open = 1;
+    if (cuda) { /* every stage its own ProbeDev (its stream, its cuBLAS handle) and copy stream, on one device */
+        if (probe_cuda_open(&x->dev, EX_CUDA_DEVICE, KV_DT_FP16, e) != 0) {
+            kv_err_prefix(e, "execute: backend cuda: ");
+            goto out;
+        }
+        x->dev_open = 1;
+        for (int st = 0; st < s->stages; st++) {
+            ExStage *g = &x->stage[st];
+            if (st > 0) {
+                if (probe_cuda_open(&g->own, EX_CUDA_DEVICE, KV_DT_FP16, e) != 0) {
+                    kv_err_prefix(e, "execute: backend cuda: stage %d: ", st);
+                    goto out;
+                }
+                g->own_open = 1;
+                g->dev = &g->own;
+            }
+            g->cs = probe_cuda_stream(g->dev);
+            if (!g->cs || !(g->copy = probe_cuda_stream_open(g->dev, e))) {
+                if (!g->cs) kv_err(e, "execute: backend cuda: stage %d: no compute stream (internal)", st);
+                goto out;
+            }
+        }
+    } else {
+        if (probe_cpu_open(&x->dev, e) != 0) goto out;
+        x->dev_open = 1;
+    }
     if (prepare(x, o, e) != 0) goto out;
     int nr = r->n_reqs ? r->n_reqs : 1, ni = r->n_iters ? r->n_iters : 1, nu = r->n_units ? r->n_units : 1;
     tt = calloc((size_t)(nr * reps), sizeof *tt);
@@ -909,6 +1309,7 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
     /* one warm-up replay (page faults, OpenBLAS threads), then the timed ones */
     if (replay(x, e) != 0) goto out;
     r->deps_ok = 1;
+    r->deps_why[0] = '\0';
     r->stage_ok = 1;
     r->cpu_ok = 1;
     for (int p = 0; p < reps; p++) {
@@ -962,11 +1363,19 @@ int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
                  ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
     else if (s->stages > 1)
         snprintf(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
-    snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s%s", x->dev.info,
-             x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused; page cache dropped before each replay)",
-             x->io_cpu >= 0 ? "pinned to the last CPU" : x->pin ? "not pinned (no CPU free of a stage)" : "not pinned", stages);
+    if (cuda)
+        snprintf(r->note, sizeof r->note,
+                 "cuda, %s, fp16: per stage a compute and an h2d stream, the GPU waits on events; h2d = cudaMemcpyAsync from "
+                 "pinned memory; ssd: %s pread, 1 MiB per call; IO threads %s%s",
+                 x->dev.device, x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused)",
+                 x->io_cpu >= 0 ? "pinned to the last CPU" : "not pinned", stages);
+    else
+        snprintf(r->note, sizeof r->note, "%s; IO: %s pread (1 MiB per call), h2d = memcpy; IO threads %s%s", x->dev.info,
+                 x->o_direct ? "O_DIRECT" : "buffered (O_DIRECT refused; page cache dropped before each replay)",
+                 x->io_cpu >= 0 ? "pinned to the last CPU" : x->pin ? "not pinned (no CPU free of a stage)" : "not pinned", stages);
     rc = 0;
 out:
+    if (cuda) cuda_teardown(x); /* streams drained before the pinned memory and the files go */
     free(tt);
     free(rs);
     free(fs);
@@ -978,11 +1387,13 @@ out:
     for (int i = 0; i < x->n_files; i++) {
         if (x->files[i].fd >= 0) close(x->files[i].fd);
         if (x->files[i].path[0]) unlink(x->files[i].path);
-        free(x->files[i].host);
+        if (x->files[i].pin.p) probe_cuda_pinned_free(&x->files[i].pin);
+        else free(x->files[i].host);
     }
     free(x->files);
-    if (x->staging)
+    if (x->staging && !cuda)
         for (int k = 0; k < r->n_units; k++) free(x->staging[k]);
+    probe_cuda_pinned_free(&x->stage_pin); /* cuda: the staging buffers (a zeroed one on cpu) */
     free(x->staging);
     free(x->u_file);
     free(x->u_start);
@@ -1001,7 +1412,7 @@ out:
     free(x->iter_of_id);
     for (int q = 0; q < EX_NQ; q++) free(x->q[q]);
     for (int st = 0; st < SCH_MAX_STAGES; st++) {
-        free(x->stage[st].dev_buf);
+        if (!cuda) free(x->stage[st].dev_buf); /* cuda: device memory, released with its device */
         free(x->stage[st].ctx_off);
     }
     free(x->ws); /* the buffers themselves go with the device */

@@ -35,15 +35,58 @@
  *  - repetitions: the whole replay `reps` times; per request, iteration, unit and lane the median,
  *    or the least (stat = EXEC_STAT_MIN: the undisturbed time on a shared machine, where other jobs
  *    only add).
+ *
+ * Backend cuda (backend "cuda"; written and checked without a GPU, against a host emulation of the
+ * CUDA stream/event semantics — not yet run on a device: make gpu-check does):
+ *  - device 0 (CUDA_VISIBLE_DEVICES picks another), fp16 (elem_bytes 2: every activation, weight and
+ *    KV byte count), the kernels of kernels/gpu.h through a ProbeDev per stage — each its own stream
+ *    and cuBLAS handle (probe_cuda_open); stage 0's also holds the weights and norm weights the
+ *    stages share (one device: every stream reads them) — plus per stage an h2d copy stream of its
+ *    own (probe_cuda_stream_open), never the compute stream;
+ *  - the host side as on cpu (the same threads, one mutex + condvar, the schedule's order per
+ *    channel): ssd hops are O_DIRECT preads into pinned staging (one cudaHostAlloc allocation cut at
+ *    4 KiB multiples, 4 KiB aligned — else posix_memalign + cudaHostRegister, probe.h); the DRAM tier
+ *    is pinned host memory; an h2d hop is cudaMemcpyAsync on the unit's stage's copy stream into that
+ *    stage's device landing buffer, followed by cudaEventRecord of the unit's landing event;
+ *  - the stream scheme (device-side waits): a stage's thread waits on the host only until what a
+ *    lane or layer needs has been *enqueued* (its units' copies and landing events; for a stage's
+ *    first layer, the stage before's last layer of the iteration and its end event), then
+ *    cudaStreamWaitEvent on those events (the GPU waits, not the host), records a start event,
+ *    copies the stage before's activations device to device (the hand-off), enqueues the layer
+ *    (an event after its restoration work) and an end event. Lanes likewise, between two events;
+ *  - where the host must decide on a device time it waits for that event (cudaEventSynchronize):
+ *    at the end of each iteration (its last layer's end event, on the last stage's thread: the next
+ *    iteration starts after it — as a serving engine waits for the sampled tokens — and "after"
+ *    causes name iterations), and for a unit's landing named by an "after" cause or an iteration's
+ *    after_units (whichever thread waits for it). Iteration starts, overheads and SSD read times
+ *    are host clock;
+ *  - times: before each replay every stream is drained, a start event is recorded on stage 0's
+ *    stream and waited for, then the host clock's t0 is read; after the replay (every stream
+ *    drained) each event's time is cudaEventElapsedTime from that start event (float ms: about
+ *    0.5 us resolution; the start event precedes t0 by the wait's return, a few us);
+ *  - deps_ok on cuda: the host half — every unit a layer or lane waits for was enqueued (or landed)
+ *    before the stream wait was issued (by construction; checked); the device half, after each
+ *    replay from the events — each layer's start event (recorded after its stream waits) is no
+ *    earlier than the landing event of every unit it waits for and than the end event of the layer
+ *    before it, each lane of a stage st > 0 no earlier than its boundary activation's landing,
+ *    within 1 us (the events' resolution). stage_ok and cpu_ok keep their meaning for the thread
+ *    that enqueued each layer. The IO threads are not pinned on cuda (they only read and enqueue);
+ *  - biases: the kernels' own host synchronisations (a decode batch whose offsets changed since the
+ *    previous call uploads them after a stream sync: once per iteration with decode items; the
+ *    attention workspace grows with a sync, in the warm-up replay), the hand-off copy (the engine
+ *    costs none, a few us here), and several stages sharing one GPU's SMs (the engine gives each
+ *    stage its own GPU): validate.sh BACKEND=cuda replays one stage by default.
  * Not responsible for: several replicas (refused: several machines), the remote tier (refused: no
  *   NIC here), saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
  * Invariants: a layer never starts before every unit it waits for has landed nor before the layer
  *   before it ended, a lane never before its boundary activation landed, nor an iteration before
  *   its causes (checked after each replay: deps_ok); each layer runs on its stage's thread
- *   (stage_ok); files are removed on return.
+ *   (stage_ok); files are removed on return; cuda: every stream is drained before its events, the
+ *   pinned memory its copies read and the device buffers are released, on every path.
  * Complexity: O(reps × (units + iterations × layers + lanes)) kernel calls and reads; memory: the
- *   staging buffers of the replayed units + per stage the largest layer's (or lane's) activations.
+ *   staging buffers of the replayed units + per stage the largest layer's (or lane's) activations;
+ *   cuda: 3 events per iteration × layer, 2 per lane, 1 per unit, created once.
  */
 #ifndef KV_EXECUTE_H
 #define KV_EXECUTE_H
@@ -55,7 +98,7 @@
 #include "sim/base/util.h"
 
 typedef struct ExecOptions {
-    const char *backend;     /* "cpu" (default) or "cuda" */
+    const char *backend;     /* "cpu" (default) or "cuda" (anything else is refused naming both) */
     const char *scratch_dir; /* where the state files go (NULL/"": $TMPDIR or /tmp) */
     int reps;                /* replays (median); 0: 3 */
     int pin;                 /* pin: several stages: stage st on CPU st, the IO threads on the last CPU when
@@ -90,7 +133,8 @@ typedef struct ExecResult {
     int cpu_ok;                    /* pinned stages: every layer ended on its stage's CPU */
     int reps;
     int stat;                      /* ExecStat of the summaries */
-    char note[256];                /* the IO path, the kernels, pinning */
+    char note[256];                /* the IO path, the kernels, pinning (cuda: the device, the stream scheme, pinned h2d) */
+    char deps_why[192];            /* cuda, deps_ok 0: the first broken dependency found, with its margin ("" otherwise) */
 } ExecResult;
 
 int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e);

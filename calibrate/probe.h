@@ -89,6 +89,44 @@ int probe_cuda_open(ProbeDev *d, int device, KvDtype dtype, KvErr *e);
 /* Close either backend (NULL ops is fine: a ProbeDev that never opened). */
 void probe_close(ProbeDev *d);
 
+/* ---- cuda replay pieces (probe_cuda.c; kvcal execute --backend cuda, calibrate/execute.c) ----
+ * Streams, events and pinned host memory on the device of an open cuda ProbeDev, over kernels/gpu.h
+ * (in a build without CUDA each fails with kgpu's "built without CUDA"; a replay never gets here
+ * then: probe_cuda_open already failed with "no CUDA device: ..."). Every CUDA error becomes a
+ * KvErr message naming the call. A ProbeStream is used by one host thread at a time; events may be
+ * recorded on one thread and waited on from another once the record returned. */
+typedef struct ProbeStream ProbeStream; /* a CUDA stream: a ProbeDev's compute stream, or one of its own */
+typedef struct ProbeEvent ProbeEvent;   /* a timing CUDA event */
+/* the compute stream of an open cuda ProbeDev (where its ops run); NULL for any other device */
+ProbeStream *probe_cuda_stream(ProbeDev *d);
+/* a new non-blocking stream on d's device (for copies beside the compute); close with
+ * probe_cuda_stream_close (waits for its work first) */
+ProbeStream *probe_cuda_stream_open(ProbeDev *d, KvErr *e);
+void probe_cuda_stream_close(ProbeStream *s); /* NULL is fine */
+/* make d's device current on the calling thread (each host thread that launches on d calls it) */
+int probe_cuda_bind(ProbeDev *d, KvErr *e);
+/* an asynchronous copy on s: host (pinned) to device (h2d = 1), or device to device (h2d = 0) */
+int probe_cuda_copy(ProbeStream *s, void *dst, const void *src, size_t bytes, int h2d, KvErr *e);
+int probe_cuda_sync(ProbeStream *s, KvErr *e); /* the host waits for everything enqueued on s */
+ProbeEvent *probe_cuda_event_new(ProbeDev *d, KvErr *e);
+void probe_cuda_event_free(ProbeEvent *ev); /* NULL is fine */
+int probe_cuda_record(ProbeStream *s, ProbeEvent *ev, KvErr *e);
+/* s waits on the device (the host does not) for ev's record as of this call */
+int probe_cuda_wait(ProbeStream *s, ProbeEvent *ev, KvErr *e);
+int probe_cuda_event_sync(ProbeEvent *ev, KvErr *e); /* the host waits for ev */
+/* ns from `from` to `to` (both recorded and completed; event resolution about 0.5 us) */
+int probe_cuda_elapsed_ns(ProbeEvent *from, ProbeEvent *to, int64_t *ns, KvErr *e);
+/* Pinned host memory of `bytes`, its address a multiple of `align` (a power of two; 4096 for
+ * O_DIRECT reads into it): cudaHostAlloc's when that is aligned (it is page-aligned in practice,
+ * not by contract), else posix_memalign + cudaHostRegister. */
+typedef struct ProbePinned {
+    void *p;
+    size_t bytes;
+    int registered; /* 1: posix_memalign + cudaHostRegister; 0: cudaHostAlloc */
+} ProbePinned;
+int probe_cuda_pinned_alloc(ProbePinned *b, size_t bytes, size_t align, KvErr *e);
+void probe_cuda_pinned_free(ProbePinned *b); /* a zeroed ProbePinned is fine */
+
 /* ---- IO probes (probe_io.c) ---- */
 
 /* Host link: h2d, d2h, h2d_bidir, d2h_bidir of `bytes`.

@@ -7,12 +7,16 @@
  * ProbeDevOps table over kgpu_*, and the cold-L2 flush: a memset of a 256 MiB buffer (more than
  * twice the L2 of any catalogued GPU: A100 40 MB, H100/H200 50–60 MB, B200 126 MB) enqueued
  * before the start event, so it is not timed.
- * Not responsible for: shapes, repetitions, statistics (calib_run.c, timing.c), copies between host
- * and device (probe_io.c).
+ * Also the cuda replay pieces of probe.h (kvcal execute --backend cuda): streams of their own,
+ * events, stream waits, copies on a given stream, pinned host memory aligned for O_DIRECT.
+ * Not responsible for: shapes, repetitions, statistics (calib_run.c, timing.c), the link probes'
+ * copies between host and device (probe_io.c).
  * Invariants: everything is enqueued on the one stream of the context, so the start event is
  * recorded after the flush and the stop event after the timed kernels; timer_stop waits for the
  * stop event. This file is plain C and compiles with or without CUDA.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +221,108 @@ static const ProbeDevOps g_cuda_ops = {
     .flush_cache = cuda_flush,
     .close = cuda_close,
 };
+
+/* ---- cuda replay pieces (probe.h): a ProbeStream is a KgpuCtx (its stream; a stream of its own
+ * is a context of its own, its cuBLAS handle unused), a ProbeEvent a KgpuEvent */
+
+static KgpuCtx *ctx_of(ProbeStream *s) { return (KgpuCtx *)(void *)s; }
+static KgpuEvent *kev_of(ProbeEvent *ev) { return (KgpuEvent *)(void *)ev; }
+
+/* d's context, or NULL with a message when d is not an open cuda ProbeDev */
+static KgpuCtx *dev_ctx(ProbeDev *d, const char *fn, KvErr *e)
+{
+    if (!d || d->ops != &g_cuda_ops || !d->impl) {
+        kv_err(e, "%s: not an open cuda device", fn);
+        return NULL;
+    }
+    return ((CudaImpl *)d->impl)->ctx;
+}
+
+ProbeStream *probe_cuda_stream(ProbeDev *d)
+{
+    KvErr e2;
+    return (ProbeStream *)(void *)dev_ctx(d, "probe_cuda_stream", &e2);
+}
+
+ProbeStream *probe_cuda_stream_open(ProbeDev *d, KvErr *e)
+{
+    if (!dev_ctx(d, "probe_cuda_stream_open", e)) return NULL;
+    KgpuCtx *c = kgpu_ctx_create(d->cuda_device, e);
+    if (!c) kv_err_prefix(e, "cuda probe: a copy stream: ");
+    return (ProbeStream *)(void *)c;
+}
+
+void probe_cuda_stream_close(ProbeStream *s) { kgpu_ctx_destroy(ctx_of(s)); }
+
+int probe_cuda_bind(ProbeDev *d, KvErr *e)
+{
+    KgpuCtx *c = dev_ctx(d, "probe_cuda_bind", e);
+    return c ? kgpu_ctx_bind(c, e) : -1;
+}
+
+int probe_cuda_copy(ProbeStream *s, void *dst, const void *src, size_t bytes, int h2d, KvErr *e)
+{
+    return h2d ? kgpu_copy_h2d(ctx_of(s), dst, src, bytes, e) : kgpu_copy_d2d(ctx_of(s), dst, src, bytes, e);
+}
+
+int probe_cuda_sync(ProbeStream *s, KvErr *e) { return kgpu_sync(ctx_of(s), e); }
+
+ProbeEvent *probe_cuda_event_new(ProbeDev *d, KvErr *e)
+{
+    KgpuCtx *c = dev_ctx(d, "probe_cuda_event_new", e);
+    KgpuEvent *ev = NULL;
+    if (!c || kgpu_event_create(c, &ev, e) != 0) return NULL;
+    return (ProbeEvent *)(void *)ev;
+}
+
+void probe_cuda_event_free(ProbeEvent *ev) { kgpu_event_destroy(kev_of(ev)); }
+int probe_cuda_record(ProbeStream *s, ProbeEvent *ev, KvErr *e) { return kgpu_event_record(ctx_of(s), kev_of(ev), e); }
+int probe_cuda_wait(ProbeStream *s, ProbeEvent *ev, KvErr *e) { return kgpu_stream_wait_event(ctx_of(s), kev_of(ev), e); }
+int probe_cuda_event_sync(ProbeEvent *ev, KvErr *e) { return kgpu_event_sync(kev_of(ev), e); }
+
+int probe_cuda_elapsed_ns(ProbeEvent *from, ProbeEvent *to, int64_t *ns, KvErr *e)
+{
+    float ms = 0;
+    if (kgpu_event_elapsed_ms(kev_of(from), kev_of(to), &ms, e) != 0) return -1;
+    *ns = (int64_t)llround((double)ms * 1e6);
+    return 0;
+}
+
+int probe_cuda_pinned_alloc(ProbePinned *b, size_t bytes, size_t align, KvErr *e)
+{
+    memset(b, 0, sizeof *b);
+    if (bytes == 0) bytes = 1;
+    if (align == 0 || (align & (align - 1)))
+        return kv_err(e, "cuda probe: pinned alignment %zu: expected a power of two", align);
+    void *p = NULL;
+    /* cudaMallocHost is cudaHostAlloc(cudaHostAllocDefault) */
+    if (kgpu_host_alloc(bytes, 1, &p, e) != 0) return kv_err_prefix(e, "cuda probe: %zu bytes of pinned memory: ", bytes);
+    if (((uintptr_t)p & (align - 1)) == 0) {
+        *b = (ProbePinned){p, bytes, 0};
+        return 0;
+    }
+    kgpu_host_free(p, 1); /* not aligned as O_DIRECT needs: an aligned allocation, page-locked */
+    p = NULL;
+    if (posix_memalign(&p, align, bytes) != 0) return kv_err(e, "cuda probe: out of host memory for %zu bytes", bytes);
+    if (kgpu_host_register(p, bytes, e) != 0) {
+        free(p);
+        return kv_err_prefix(e, "cuda probe: %zu bytes of pinned memory: ", bytes);
+    }
+    *b = (ProbePinned){p, bytes, 1};
+    return 0;
+}
+
+void probe_cuda_pinned_free(ProbePinned *b)
+{
+    if (!b->p) return;
+    if (b->registered) {
+        kgpu_host_unregister(b->p);
+        free(b->p);
+    } else {
+        kgpu_host_free(b->p, 1);
+    }
+    memset(b, 0, sizeof *b);
+}
 
 int probe_cuda_open(ProbeDev *d, int device, KvDtype dtype, KvErr *e)
 {

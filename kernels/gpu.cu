@@ -16,7 +16,7 @@
  *      besides cudaFuncSetAttribute and cudaGetLastError), so the kernels plus launchers can be
  *      compiled on their own (KGPU_KERNELS_ONLY) by the host-side emulator in kernels/emu/, which
  *      checks them against the twins on machines without a GPU;
- *   C. the C API: context, memory, copies, timing, cuBLAS, argument checks.
+ *   C. the C API: context, memory, copies, timing, events and stream waits, cuBLAS, argument checks.
  *
  * Attention (flash-style, CUDA cores): a block of 128 threads (4 warps) owns up to 16 query rows
  * that share one KV head and one key range, 4 rows per warp. It walks the keys in tiles of 32
@@ -896,6 +896,74 @@ int kgpu_timer_stop(KgpuCtx *ctx, float *ms, KvErr *e)
     KG_CUDA(cudaEventSynchronize(ctx->ev_stop));
     KG_CUDA(cudaEventElapsedTime(ms, ctx->ev_start, ctx->ev_stop));
     return 0;
+}
+
+int kgpu_ctx_bind(KgpuCtx *ctx, KvErr *e)
+{
+    KG_NEED_CTX("kgpu_ctx_bind");
+    KG_CUDA(cudaSetDevice(ctx->device));
+    return 0;
+}
+
+/* a KgpuEvent is a cudaEvent_t (an opaque pointer) under another name */
+static cudaEvent_t ev_of(KgpuEvent *ev) { return reinterpret_cast<cudaEvent_t>(ev); }
+
+int kgpu_event_create(KgpuCtx *ctx, KgpuEvent **ev, KvErr *e)
+{
+    *ev = NULL;
+    KG_NEED_CTX("kgpu_event_create");
+    KG_CUDA(cudaSetDevice(ctx->device));
+    cudaEvent_t ce = NULL;
+    KG_CUDA(cudaEventCreateWithFlags(&ce, cudaEventDefault));
+    *ev = reinterpret_cast<KgpuEvent *>(ce);
+    return 0;
+}
+
+void kgpu_event_destroy(KgpuEvent *ev)
+{
+    if (ev) (void)cudaEventDestroy(ev_of(ev));
+}
+
+int kgpu_event_record(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e)
+{
+    KG_NEED_CTX("kgpu_event_record");
+    if (!ev) return kv_err(e, "kgpu_event_record: NULL event");
+    KG_CUDA(cudaEventRecord(ev_of(ev), ctx->stream));
+    return 0;
+}
+
+int kgpu_stream_wait_event(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e)
+{
+    KG_NEED_CTX("kgpu_stream_wait_event");
+    if (!ev) return kv_err(e, "kgpu_stream_wait_event: NULL event");
+    KG_CUDA(cudaStreamWaitEvent(ctx->stream, ev_of(ev), 0));
+    return 0;
+}
+
+int kgpu_event_sync(KgpuEvent *ev, KvErr *e)
+{
+    if (!ev) return kv_err(e, "kgpu_event_sync: NULL event");
+    KG_CUDA(cudaEventSynchronize(ev_of(ev)));
+    return 0;
+}
+
+int kgpu_event_elapsed_ms(KgpuEvent *from, KgpuEvent *to, float *ms, KvErr *e)
+{
+    if (!from || !to) return kv_err(e, "kgpu_event_elapsed_ms: NULL event");
+    KG_CUDA(cudaEventElapsedTime(ms, ev_of(from), ev_of(to)));
+    return 0;
+}
+
+int kgpu_host_register(void *hptr, size_t bytes, KvErr *e)
+{
+    if (!hptr || !bytes) return kv_err(e, "kgpu_host_register: %s", !hptr ? "NULL pointer" : "0 bytes");
+    KG_CUDA(cudaHostRegister(hptr, bytes, cudaHostRegisterDefault));
+    return 0;
+}
+
+void kgpu_host_unregister(void *hptr)
+{
+    if (hptr) (void)cudaHostUnregister(hptr);
 }
 
 int kgpu_gemm(KgpuCtx *ctx, KgpuDtype dt, int m, int n, int k, const void *a, const void *b, void *c, KvErr *e)

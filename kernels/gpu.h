@@ -1,7 +1,8 @@
 /* gpu.h — C API of the CUDA kernels and cuBLAS wrappers that kvcal's cuda backend times.
  *
  * Responsible for: device discovery, a context (device, stream, cuBLAS handle, event timer,
- * scratch), device and host buffers, H2D/D2H copies (pinned or pageable), and the kernels of
+ * scratch), events and stream waits, device and host buffers (pinned, pageable, registered),
+ * H2D/D2H copies (pinned or pageable), and the kernels of
  * ref.h on fp16/bf16 data with fp32 accumulation: GEMM (cublasGemmEx, CUBLAS_COMPUTE_32F),
  * attention prefill and decode (our own flash-style kernels: key tiles in shared memory, online
  * softmax, split-KV with a combine pass when there are too few blocks to fill the GPU),
@@ -90,6 +91,31 @@ int kgpu_download_f32(KgpuCtx *ctx, KgpuDtype dt, float *dst_host, const void *s
  * 0.5 µs). Everything enqueued in between is timed. */
 int kgpu_timer_start(KgpuCtx *ctx, KvErr *e);
 int kgpu_timer_stop(KgpuCtx *ctx, float *ms, KvErr *e);
+
+/* ---- streams and events beyond the context's timer (kvcal execute --backend cuda) ---- */
+
+/* Make the context's device current on the calling thread (cudaSetDevice; each host thread has its
+ * own current device, 0 until set). */
+int kgpu_ctx_bind(KgpuCtx *ctx, KvErr *e);
+
+/* A timing event (cudaEventCreateWithFlags(cudaEventDefault)) on the context's device. */
+typedef struct KgpuEvent KgpuEvent;
+int kgpu_event_create(KgpuCtx *ctx, KgpuEvent **ev, KvErr *e);
+void kgpu_event_destroy(KgpuEvent *ev); /* NULL is fine; the caller makes sure nothing waits on it */
+/* Record ev on the context's stream: it completes when the work enqueued before it has. */
+int kgpu_event_record(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e);
+/* The context's stream waits (on the device, the host does not) for ev's most recent record as
+ * recorded when this is called (cudaStreamWaitEvent; a never-recorded event is no wait at all). */
+int kgpu_stream_wait_event(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e);
+/* Wait on the host until ev completed (cudaEventSynchronize). */
+int kgpu_event_sync(KgpuEvent *ev, KvErr *e);
+/* Milliseconds from `from` to `to`, both recorded and completed (cudaEventElapsedTime; about
+ * 0.5 us resolution; negative when `to` completed first). */
+int kgpu_event_elapsed_ms(KgpuEvent *from, KgpuEvent *to, float *ms, KvErr *e);
+
+/* Page-lock an existing host range (cudaHostRegister, cudaHostRegisterDefault) / undo it. */
+int kgpu_host_register(void *hptr, size_t bytes, KvErr *e);
+void kgpu_host_unregister(void *hptr);
 
 /* ---- kernels (device pointers, asynchronous; layouts as in ref.h) ---- */
 

@@ -80,6 +80,22 @@ int kgpu_download_f32(KgpuCtx *ctx, KgpuDtype dt, float *dst_host, const void *s
 int kgpu_timer_start(KgpuCtx *ctx, KvErr *e) { return no_cuda(e, "kgpu_timer_start"); }
 int kgpu_timer_stop(KgpuCtx *ctx, float *ms, KvErr *e) { return no_cuda(e, "kgpu_timer_stop"); }
 
+int kgpu_ctx_bind(KgpuCtx *ctx, KvErr *e) { return no_cuda(e, "kgpu_ctx_bind"); }
+
+int kgpu_event_create(KgpuCtx *ctx, KgpuEvent **ev, KvErr *e)
+{
+    if (ev) *ev = NULL;
+    return no_cuda(e, "kgpu_event_create");
+}
+
+void kgpu_event_destroy(KgpuEvent *ev) { (void)ev; }
+int kgpu_event_record(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_event_record"); }
+int kgpu_stream_wait_event(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_stream_wait_event"); }
+int kgpu_event_sync(KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_event_sync"); }
+int kgpu_event_elapsed_ms(KgpuEvent *from, KgpuEvent *to, float *ms, KvErr *e) { return no_cuda(e, "kgpu_event_elapsed_ms"); }
+int kgpu_host_register(void *hptr, size_t bytes, KvErr *e) { return no_cuda(e, "kgpu_host_register"); }
+void kgpu_host_unregister(void *hptr) { (void)hptr; }
+
 int kgpu_gemm(KgpuCtx *ctx, KgpuDtype dt, int m, int n, int k, const void *a, const void *b, void *c, KvErr *e)
 {
     return no_cuda(e, "kgpu_gemm");

@@ -952,6 +952,21 @@ printf '{"rec":"unit"}\n' > "$tmp/nohdr.jsonl"
 expect 1 "execute a schedule without a header" "$B"/kvcal execute --schedule "$tmp/nohdr.jsonl" --out "$tmp/exe"
 contains "the missing header is named" "line 1: field rec: expected the header record first"
 expect 2 "execute without --schedule" "$B"/kvcal execute --out "$tmp/exe"
+expect 2 "kvcal execute --backend tpu is refused" "$B"/kvcal execute --backend tpu --schedule "$tmp/sch.jsonl" --out "$tmp/exe6"
+contains "the refusal names the accepted backends" "--backend tpu: expected cpu or cuda"
+expect 2 "kvcal execute --backend cuda --threads is refused" "$B"/kvcal execute --backend cuda --threads 2 --schedule "$tmp/sch.jsonl" --out "$tmp/exe6"
+contains "the refusal names --threads as cpu-only" "--threads is for --backend cpu"
+# --backend cuda: replayed where a device is, else exit 1 naming the backend and the probe's reason
+"$B"/kvcal execute --backend cuda --schedule "$tmp/sch.jsonl" --out "$tmp/exe6" --reps 1 --dir "$tmp" > "$tmp/out" 2>&1
+rc=$?
+if [ "$rc" = 0 ]; then
+  if grep -qF "dependencies respected" "$tmp/out" && grep -qF "cudaMemcpyAsync from pinned memory" "$tmp/out"; then
+    ok "kvcal execute --backend cuda replays on the device"; else bad "kvcal execute --backend cuda replays on the device"; sed 's/^/      /' "$tmp/out" | head -20 >&2; fi
+elif [ "$rc" = 1 ] && grep -qF "kvcal execute: execute: backend cuda: no CUDA device: " "$tmp/out" && [ ! -e "$tmp/exe6/execute.json" ]; then
+  ok "kvcal execute --backend cuda without a device: exit 1 naming the backend and the reason"
+else
+  bad "kvcal execute --backend cuda: exit $rc, wanted 0 (a device) or 1 with 'no CUDA device'"; sed 's/^/      /' "$tmp/out" | head -20 >&2
+fi
 # validate_report.py --report: a case of three passes, one of them with another plan; each side's median over the two that agree
 mkdir -p "$tmp/vr/cases/kv-offload-h128-b1"
 for k in 1 2 3; do mkdir -p "$tmp/vr/cases/kv-offload-h128-b1/pass$k"; cp "$tmp/sch.jsonl" "$tmp/vr/cases/kv-offload-h128-b1/pass$k/schedule.jsonl"; done

@@ -1,6 +1,8 @@
 /* test_execute.c — the schedule emitter (sim/engine/schedule_out.c), its reader (calibrate/schedule.c)
  * and the replay (calibrate/execute.c): a tiny case end to end with a loose bound, the dependency
- * order, results unchanged by the emitter, and the reader's errors. */
+ * order, results unchanged by the emitter, and the reader's errors; the cuda replay where a device
+ * is (exec_cuda_*: skipped without one, run by make gpu-check, which fails on a skip) and its clean
+ * refusal where none is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +10,18 @@
 
 #include "calibrate/execute.h"
 #include "calibrate/schedule.h"
+#include "kernels/gpu.h"
 #include "tests/simtest.h"
 
-/* emit the schedule of `policy` on the isolated case (Tiny-Llama-V, n0 history, state on the SSD,
- * pp pipeline stages) */
-static int emit_pp(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Rows *rows, SimResult *res)
+/* emit the schedule of `policy` on the isolated case (Tiny-Llama-V, n0 history, pp pipeline
+ * stages); the state on the SSD, or (dram_tier) in a DRAM tier large enough for it */
+static int emit_tier(TestCtx *t, const char *policy, int64_t n0, const char *pp, int dram_tier, const char *path, Rows *rows,
+                     SimResult *res)
 {
     SimConfig c;
     simtest_iso_config(t, &c, n0, 16, "hcache-a100", "Tiny-Llama-V");
-    simtest_set(t, &c, "dram", "1 MB"); /* the history spills to the SSD tier */
-    simtest_set(t, &c, "store", "dram+ssd");
+    simtest_set(t, &c, "dram", dram_tier ? "1 GB" : "1 MB"); /* 1 MB: the history spills to the SSD tier */
+    simtest_set(t, &c, "store", dram_tier ? "dram" : "dram+ssd");
     simtest_set(t, &c, "pp", pp);
     SimWorld w;
     sim_schedule_set_path(path);
@@ -25,6 +29,11 @@ static int emit_pp(TestCtx *t, const char *policy, int64_t n0, const char *pp, c
     sim_schedule_set_path(NULL);
     if (rc == 0) sim_world_close(&w);
     return rc;
+}
+
+static int emit_pp(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Rows *rows, SimResult *res)
+{
+    return emit_tier(t, policy, n0, pp, 0, path, rows, res);
 }
 
 static int emit(TestCtx *t, const char *policy, int64_t n0, const char *path, Rows *rows, SimResult *res)
@@ -42,16 +51,21 @@ static void write_json(TestCtx *t, const Schedule *s, const ExecResult *r, const
     if (f) fclose(f);
 }
 
-/* emit_pp, then the schedule read back into *s (0; -1: a failure, already reported) */
-static int emit_load(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Schedule *s)
+/* emit_tier, then the schedule read back into *s (0; -1: a failure, already reported) */
+static int emit_load_tier(TestCtx *t, const char *policy, int64_t n0, const char *pp, int dram_tier, const char *path, Schedule *s)
 {
     Rows rows;
     SimResult res;
-    if (emit_pp(t, policy, n0, pp, path, &rows, &res) != 0) return -1;
+    if (emit_tier(t, policy, n0, pp, dram_tier, path, &rows, &res) != 0) return -1;
     sim_result_free(&res);
     KvErr e;
     CHECK_MSG(schedule_load(s, path, &e) == 0, "%s", e.msg);
     return t->failures ? -1 : 0;
+}
+
+static int emit_load(TestCtx *t, const char *policy, int64_t n0, const char *pp, const char *path, Schedule *s)
+{
+    return emit_load_tier(t, policy, n0, pp, 0, path, s);
 }
 
 TEST(execute_emit_load_replay_kv_offload)
@@ -340,4 +354,116 @@ TEST(execute_summary_is_median_or_least)
     CHECK(exec_summary_ns(b, 3, EXEC_STAT_MIN) == 1.0);
     CHECK(exec_summary_ns(c, 4, EXEC_STAT_MEDIAN) == 5.5);
     CHECK(exec_summary_ns(d, 1, EXEC_STAT_MIN) == 8.0);
+}
+
+/* the state in a DRAM tier: h2d hops only (no SSD read), from host memory (cuda: pinned) */
+TEST(execute_dram_tier_replay)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvo-dram.jsonl", test_tmpdir(t));
+    Schedule s;
+    if (emit_load_tier(t, "kv-offload", 255, "1", 1, path, &s) != 0) return;
+    CHECK(s.n_units > 0);
+    for (int i = 0; i < s.n_units; i++) {
+        CHECK_EQ_I(s.units[i].tier, SCH_TIER_DRAM);
+        CHECK_EQ_I(s.units[i].nhops, 1);
+        CHECK_EQ_I(s.units[i].hop[0].ch, SCH_CH_H2D);
+    }
+    KvErr e;
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok);
+        CHECK(r.n_units == s.n_units && r.n_reqs == 1);
+        CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
+        exec_result_free(&r);
+    }
+    schedule_free(&s);
+}
+
+/* the backend is checked: a name other than cpu or cuda is refused naming both; without a CUDA
+ * device (or in a build without CUDA) --backend cuda fails naming the backend and the reason */
+TEST(execute_backend_checked)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvo3.jsonl", test_tmpdir(t));
+    Schedule s;
+    if (emit_load(t, "kv-offload", 127, "1", path, &s) != 0) return;
+    KvErr e = {{0}};
+    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecResult r;
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "backend tpu: expected cpu or cuda"), "got '%s'", e.msg);
+    KvErr ce = {{0}};
+    if (kgpu_device_count(&ce) <= 0) {
+        o.backend = "cuda";
+        e.msg[0] = '\0';
+        CHECK(exec_run(&s, &o, &r, &e) != 0);
+        CHECK_MSG(strstr(e.msg, "execute: backend cuda: no CUDA device: "), "got '%s'", e.msg);
+        CHECK(r.reqs == NULL && r.n_units == 0); /* nothing half-made is handed back */
+    }
+    schedule_free(&s);
+}
+
+/* one cuda replay of the schedule at `path` (policy `policy`, pp stages) and the invariants any
+ * correct replay has: dependencies kept (device-side), every unit landed, every iteration a positive
+ * duration, iteration starts in order, restoration no longer than TTFT, the note naming the scheme */
+static void cuda_replay_case(TestCtx *t, const char *policy, int64_t n0, const char *pp, int dram_tier, int want_lanes)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cuda-%s-pp%s%s.jsonl", test_tmpdir(t), policy, pp, dram_tier ? "-dram" : "");
+    Schedule s;
+    if (emit_load_tier(t, policy, n0, pp, dram_tier, path, &s) != 0) return;
+    for (int i = 0; i < s.n_units; i++) CHECK_EQ_I(s.units[i].tier, dram_tier ? SCH_TIER_DRAM : SCH_TIER_SSD);
+    KvErr e = {{0}};
+    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s pp %s: %s", policy, pp, e.msg);
+    if (t->failures) {
+        schedule_free(&s);
+        return;
+    }
+    printf("      %s pp %s: %d units, %d iterations, %d lanes; %s\n", policy, pp, r.n_units, r.n_iters, r.n_lanes, r.note);
+    CHECK_MSG(r.deps_ok, "%s pp %s: a dependency was not kept: %s", policy, pp, r.deps_why);
+    CHECK(r.stage_ok);
+    CHECK_EQ_I(r.stages, s.stages);
+    CHECK(strstr(r.note, "cuda") && strstr(r.note, "cudaMemcpyAsync from pinned memory") && strstr(r.note, "stream"));
+    CHECK(r.n_units > 0 && r.n_iters > 0 && r.n_reqs >= 1);
+    for (int k = 0; k < r.n_units; k++) /* landed, after the replay's start */
+        CHECK_MSG(r.unit_end_ns[k] > (double)r.origin_ns, "unit %d landed at %.0f (origin %lld)", k, r.unit_end_ns[k], (long long)r.origin_ns);
+    for (int k = 0; k < r.n_iters; k++) {
+        CHECK_MSG(r.iter_ns[k] > 0, "iteration %d: %.0f ns", k, r.iter_ns[k]);
+        if (k > 0) CHECK_MSG(r.iter_start_ns[k] >= r.iter_start_ns[k - 1], "iteration %d starts before %d", k, k - 1);
+        for (int l = 0; l < s.layers; l++) CHECK_EQ_I(r.layer_stage[(size_t)k * s.layers + l], schedule_stage_of(&s, l));
+    }
+    if (want_lanes) CHECK(r.n_lanes >= 1);
+    for (int j = 0; j < r.n_lanes; j++) CHECK(r.lane_ns[j] > 0);
+    for (int k = 0; k < r.n_reqs; k++) {
+        CHECK_MSG(r.reqs[k].restore_ns <= r.reqs[k].ttft_ns, "request %llu: restore %lld > ttft %lld", (unsigned long long)r.reqs[k].id,
+                  (long long)r.reqs[k].restore_ns, (long long)r.reqs[k].ttft_ns);
+        /* loose: a few small layers on a GPU take more than 1 us and less than 60 s */
+        CHECK(r.reqs[k].ttft_ns > 1000 && r.reqs[k].ttft_ns < 60000000000LL);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "execute-cuda-%s-pp%s%s.json", policy, pp, dram_tier ? "-dram" : "");
+    write_json(t, &s, &r, path, name);
+    exec_result_free(&r);
+    schedule_free(&s);
+}
+
+/* With a GPU: the replay on cuda — kv-offload (SSD loads into pinned staging, h2d on the copy
+ * stream, layer-wise; and from a pinned DRAM tier), hcache (hidden states projected on the device),
+ * and hcache-cf on two stages (two compute streams, the activations handed over by a device copy,
+ * stage 1's lanes from its boundary activation). */
+TEST(exec_cuda_replays_one_and_two_stages)
+{
+    KvErr e = {{0}};
+    int n = kgpu_device_count(&e);
+    if (n == 0) SKIP("%s", e.msg);
+    if (n < 0) SKIP("no CUDA device: %s", e.msg);
+    cuda_replay_case(t, "kv-offload", 255, "1", 0, 0);
+    cuda_replay_case(t, "kv-offload", 255, "1", 1, 0);
+    cuda_replay_case(t, "hcache", 127, "1", 0, 0);
+    cuda_replay_case(t, "hcache-cf", 255, "2", 0, 1);
 }

@@ -32,7 +32,14 @@
 # stage 0's work), predicted on an overlay with 2 "GPUs" per node (validate_report.py --gpus 2) and
 # replayed with a compute thread per stage (kvcal execute; unpinned unless PIN=1); skipped on a
 # 1-CPU machine.
-# Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
+# BACKEND=cuda (make gpu-check; default cpu): the same method on this machine's GPU (device 0): the
+# calibrations kvcal run --backend cuda --device-name cuda-host with CAL_FLAGS "--quick --points small"
+# (--cold-weights and --in-sequence are cpu-only: cuda flushes its L2 instead; no --threads), the overlay
+# and the merged run from the cuda runs (validate_report.py --backend cuda: the link is the calibration's
+# pinned h2d curve), kvsim --set cost_device=cuda-host, the replays kvcal execute --backend cuda (fp16,
+# a compute and an h2d stream, h2d = cudaMemcpyAsync from pinned memory); no --pp 2 cases by default
+# (PP2_POLS: the two stages would share the one GPU while the overlay gives each its own).
+# Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, BACKEND=cpu|cuda, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
 #        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), HISTS, BATCHES; PIN=auto|0|1: which replays pin their threads)
 set -euo pipefail
@@ -44,10 +51,17 @@ PASSES=${PASSES:-} # set below: 3, QUICK=1: 1
 rm -rf "$W"
 mkdir -p "$W/scratch" "$W/cases"
 M=Tiny-Llama-V
+BACKEND=${BACKEND:-cpu}
+case $BACKEND in cpu | cuda) ;; *) echo "validate: BACKEND=$BACKEND: expected cpu or cuda" >&2; exit 2 ;; esac
+BK=() DEVN=() EXB=() COST_DEV=cpu TH=()
+if [ "$BACKEND" = cuda ]; then
+  CAL_FLAGS=${CAL_FLAGS---quick --points small}
+  BK=(--backend cuda) DEVN=(--device-name cuda-host) EXB=(--backend cuda) COST_DEV=cuda-host
+else
 CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights --in-sequence}
 THREADS=${THREADS:-1}
-TH=()
 if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
+fi
 CAL_MEDIAN=${CAL_MEDIAN:-3}
 STAT=${STAT:-min}
 case $STAT in min) MSTAT=low ;; median) MSTAT=median ;; *) echo "validate: STAT=$STAT: expected min or median" >&2; exit 2 ;; esac
@@ -55,10 +69,10 @@ NICE=${NICE--10}
 PRIO=()
 if [ "$NICE" != 0 ] && nice -n "$NICE" true 2> /dev/null; then PRIO=(nice -n "$NICE"); fi
 calibrate() { # calibrate LOG: one more calibration run, then the merged (median) run the prediction uses
-  "${PRIO[@]}" "$B"/kvcal run --backend cpu $CAL_FLAGS "${TH[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
-  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" > /dev/null
-  python3 tools/validate_report.py --overlay "$W/cal.db" > "$W/hw.json"
-  if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 > "$W/hw2.json"; fi
+  "${PRIO[@]}" "$B"/kvcal run --backend "$BACKEND" $CAL_FLAGS "${TH[@]}" "${DEVN[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
+  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" "${BK[@]}" > /dev/null
+  python3 tools/validate_report.py --overlay "$W/cal.db" "${BK[@]}" > "$W/hw.json"
+  if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 "${BK[@]}" > "$W/hw2.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
 # Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
@@ -68,7 +82,7 @@ NCPU=$(nproc 2> /dev/null || echo 1)
 # default everywhere (stage st on CPU st); PIN=0: --no-pin everywhere
 PIN=${PIN:-auto}
 case $PIN in auto | 0 | 1) ;; *) echo "validate: PIN=$PIN: expected auto, 0 or 1" >&2; exit 2 ;; esac
-echo "== calibration (kvcal run --backend cpu $CAL_FLAGS ${TH[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the prediction: per point the median over the newest $CAL_MEDIAN runs of each run's ${MSTAT/low/p10}; the replay: the ${STAT/min/least} of $REPS)"
+echo "== calibration (kvcal run --backend $BACKEND $CAL_FLAGS ${TH[*]}${DEVN[*]} --model $M${PRIO:+, nice $NICE}${OPENBLAS_NUM_THREADS:+, OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS}; the prediction: per point the median over the newest $CAL_MEDIAN runs of each run's ${MSTAT/low/p10}; the replay: the ${STAT/min/least} of $REPS)"
 for ((c = 1; c <= CAL_MEDIAN; c++)); do calibrate "$W/cal$c.log"; done # the first case's prediction is a median of CAL_MEDIAN too
 tail -n 3 "$W/cal1.log" | head -n 1
 if [ "${QUICK:-0}" = 1 ]; then
@@ -77,7 +91,8 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
   CAL_EVERY=${CAL_EVERY:-6}; PASSES=${PASSES:-3}
   HISTS=${HISTS-128 256 512}; POLS=${POLS-recompute kv-offload hcache hcache-noschd cake cacheflow}; BATCHES=${BATCHES-1 3}
-  PP2_POLS=${PP2_POLS-hcache-cf} # two pipeline stages (stage-parallel restoration)
+  if [ "$BACKEND" = cuda ]; then PP2_POLS=${PP2_POLS-}; else
+  PP2_POLS=${PP2_POLS-hcache-cf}; fi # two pipeline stages (stage-parallel restoration)
   if [ "$NCPU" -lt 2 ]; then echo "validate: 1 CPU: the two-stage cases ($PP2_POLS --pp 2) need 2, skipped"; PP2_POLS=""; fi
 fi
 trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
@@ -103,11 +118,11 @@ for c in "${cases[@]}"; do
   mkdir -p "$d"
   trace "$d/trace.csv" "$h" "$b"
   "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --trace "$d/trace.csv" \
-    --costs "$W/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
+    --costs "$W/cal.db" --set cost_device=$COST_DEV --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
   NOPIN=()
   if [ "$PIN" = 0 ] || { [ "$PIN" = auto ] && [ "$pp" != 1 ]; }; then NOPIN=(--no-pin); fi
-  if "${PRIO[@]}" "$B"/kvcal execute "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+  if "${PRIO[@]}" "$B"/kvcal execute "${EXB[@]}" "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
     echo "case $p$tag h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
     echo "case $p$tag h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"

@@ -18,6 +18,10 @@
   --report DIR --json F per case of DIR/cases/*/execute.json (kvcal execute): measured, predicted and
                         error of TTFT, restore time and per-iteration time of the restoring turns;
                         then median and p95 |error| over the cases; the JSON to F.
+  --backend cuda        --overlay and --merge from the store's cuda runs (validate.sh BACKEND=cuda):
+                        the overlay's "GPU" is this machine's GPU (cuda-host, the device key validate.sh
+                        stores its cuda calibrations under), its link the calibration's h2d curve
+                        (pinned memory, as kvcal execute --backend cuda copies). Default cpu.
 Errors are (predicted - measured) / measured.
 """
 import argparse
@@ -29,11 +33,11 @@ import statistics
 import sys
 
 
-def overlay(db, gpus=1):
+def overlay(db, gpus=1, backend="cpu"):
     c = sqlite3.connect(db)
-    run = c.execute("select max(id) from run where backend='cpu' and complete=1").fetchone()[0]  # the merged run when there is one
+    run = c.execute("select max(id) from run where backend=? and complete=1", (backend,)).fetchone()[0]  # the merged run when there is one
     if run is None:
-        sys.exit(f"validate_report: {db}: no complete cpu run")
+        sys.exit(f"validate_report: {db}: no complete {backend} run")
     pts = c.execute("select p1, median_ns from point where run_id=? and op='ssd_read' and p2=1 and p3=1 order by p1",
                     (run,)).fetchall()
     if len(pts) >= 2:
@@ -44,7 +48,7 @@ def overlay(db, gpus=1):
         rate, lat = 1e9, 50e3
     h2d = c.execute("select p1, median_ns from point where run_id=? and op='h2d' order by p1 desc limit 1", (run,)).fetchone()
     link = h2d[0] / h2d[1] * 1e9 if h2d else 10e9
-    src = f"make validate: cpu calibration run {run} of {os.path.basename(db)}"
+    src = f"make validate: {backend} calibration run {run} of {os.path.basename(db)}"
     hw = {
         "gpus": [{"name": "cpu-host", "full_name": "this machine's CPU as kvcal execute runs it", "fp16": "0.2 TFLOP/s",
                   "fp32": "0.2 TFLOP/s", "mem": "16 GB", "mem_bw": "10 GB/s", "pcie": "host-memcpy", "basis": "estimate",
@@ -59,6 +63,13 @@ def overlay(db, gpus=1):
                        "gpu": "cpu-host", "gpus_per_node": gpus, "link": "host-memcpy", "ssd": "scratch-dir", "n_ssd": 1,
                        "stripe_chunk": "1 MiB", "dram": "1 MB", "source": src}],
     }
+    if backend == "cuda":  # this machine's GPU: the store has its compute; the figures only where it has none
+        hw["gpus"] = [{"name": "cuda-host", "full_name": "this machine's CUDA device 0 as kvcal execute --backend cuda runs it",
+                       "fp16": "989 TFLOP/s", "fp32": "67 TFLOP/s", "mem": "141 GB", "mem_bw": "4800 GB/s", "pcie": "host-memcpy",
+                       "basis": "estimate", "source": src + " (an H200's datasheet figures; compute comes from the store, not from these)"}]
+        hw["links"][0]["name"] = hw["platforms"][0]["link"] = hw["gpus"][0]["pcie"] = "host-pinned"
+        hw["platforms"][0]["gpu"] = "cuda-host"
+        hw["platforms"][0]["description"] = "this machine: its GPU, the pinned host link, the scratch directory as one SSD"
     json.dump(hw, sys.stdout, indent=1)
     print()
 
@@ -67,12 +78,12 @@ MERGED = "validate: median of runs"
 MERGED_LOW = "validate: median of the p10 of runs"
 
 
-def merge(db, last, low=False):
+def merge(db, last, low=False, backend="cpu"):
     c = sqlite3.connect(db)
-    runs = [r[0] for r in c.execute("select id from run where backend='cpu' and complete=1 and notes not like ? and notes not like ? order by id desc limit ?",
-                                    (MERGED + "%", MERGED_LOW + "%", last))]
+    runs = [r[0] for r in c.execute("select id from run where backend=? and complete=1 and notes not like ? and notes not like ? order by id desc limit ?",
+                                    (backend, MERGED + "%", MERGED_LOW + "%", last))]
     if not runs:
-        sys.exit(f"validate_report: {db}: no complete cpu run to merge")
+        sys.exit(f"validate_report: {db}: no complete {backend} run to merge")
     cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
     row = c.execute(f"select {','.join(cols)} from run where id=?", (runs[0],)).fetchone()
     meta = dict(zip(cols, row))
@@ -264,13 +275,14 @@ def main():
     ap.add_argument("--gpus", type=int, default=1, help="--overlay: GPUs per node (pipeline stages; default 1)")
     ap.add_argument("--stat", choices=["median", "low"], default="median")
     ap.add_argument("--json")
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="--overlay/--merge: the store's cpu (default) or cuda runs")
     a = ap.parse_args()
     if a.merge:
-        merge(a.merge, a.last, a.stat == "low")
+        merge(a.merge, a.last, a.stat == "low", a.backend)
     elif a.overlay:
         if a.gpus < 1 or a.gpus > (os.cpu_count() or 1):
             ap.error(f"--gpus {a.gpus}: expected 1..{os.cpu_count()} (one CPU per stage)")
-        overlay(a.overlay, a.gpus)
+        overlay(a.overlay, a.gpus, a.backend)
     elif a.report:
         report(a.report, a.json or os.path.join(a.report, "validation.json"), a.stat)
     else:

@@ -1,7 +1,8 @@
 /* execute_cmd.c — kvcal execute: replay a kvsim schedule on this machine (calibrate/execute.h).
  *
- * Responsible for: the options, reading the schedule, checking --model against its header, the
- * replay, DIR/execute.json and the printed per-request table (measured, predicted, error).
+ * Responsible for: the options (--backend cpu|cuda checked here, before anything is loaded), reading
+ * the schedule, checking --model against its header, the replay, DIR/execute.json and the printed
+ * per-request table (measured, predicted, error).
  * Not responsible for: the replay itself (execute.c), parsing the schedule (schedule.c).
  * CLI code: prints; exit codes as in kvcal_cli.h.
  */
@@ -26,18 +27,18 @@ static const OptSpec k_execute_opts[] = {
     {"--reps", "R", 0, "timed replays after a warm-up; medians are reported (default 3)"},
     {"--stat", "median|min", 0, "what summarises the replays: their median (default) or the least (the undisturbed time on a shared machine)"},
     {"--dir", "SCRATCH", 0, "directory for the saved-state files (default $TMPDIR or /tmp; O_DIRECT where it allows)"},
-    {"--backend", "cpu", 0, "the kernels (only cpu replays today)"},
+    {"--backend", "cpu|cuda", 0, "the kernels: cpu (default; h2d = memcpy) or cuda (device 0: cuBLAS + our kernels in fp16, a compute and an h2d stream per stage, h2d = cudaMemcpyAsync from pinned memory)"},
     {"--no-pin", NULL, 0, "do not pin the threads (default: several stages: stage st's compute on CPU st; the IO threads on the last CPU when it is free of stages)"},
     {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
 };
 static const OptCmd k_execute = {
     "kvcal execute",
     "Replays a kvsim schedule on this machine: real GEMMs, attention, projections and dequantization with\n"
-    "the cpu kernels on the schedule's model shapes (random weights), real O_DIRECT reads of saved-state\n"
+    "the cpu (or cuda) kernels on the schedule's model shapes (random weights), real O_DIRECT reads of saved-state\n"
     "files written beforehand, IO and compute on their own threads with the schedule's dependencies\n"
     "(pipeline stages: one compute thread per stage, stage-parallel restoration lanes on their stage's).\n"
     "Prints per request the measured and predicted TTFT and restore time; writes DIR/execute.json.\n"
-    "Exit: 0 replayed, 1 failure (bad schedule, IO), 2 usage error.",
+    "Exit: 0 replayed, 1 failure (bad schedule, IO, no CUDA device), 2 usage error.",
     k_execute_opts, (int)KV_ARRAY_LEN(k_execute_opts), NULL, 0, 0};
 
 int kvcal_cmd_execute(int argc, char **argv)
@@ -51,9 +52,17 @@ int kvcal_cmd_execute(int argc, char **argv)
         return KVCAL_USAGE;
     if (threads > 0) kcpu_set_threads((int)threads);
     /* checked before anything is loaded: a usage error leaves nothing to free */
-    const char *stat = opt_get(&a, "--stat");
+    const char *stat = opt_get(&a, "--stat"), *backend = opt_get(&a, "--backend");
     if (stat && strcmp(stat, "median") && strcmp(stat, "min")) {
         fprintf(stderr, "kvcal execute: --stat %s: expected median or min\n", stat);
+        return KVCAL_USAGE;
+    }
+    if (backend && strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+        fprintf(stderr, "kvcal execute: --backend %s: expected cpu or cuda\n", backend);
+        return KVCAL_USAGE;
+    }
+    if (threads > 0 && backend && !strcmp(backend, "cuda")) {
+        fprintf(stderr, "kvcal execute: --threads is for --backend cpu (the cpu kernels' attention threads)\n");
         return KVCAL_USAGE;
     }
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
@@ -70,7 +79,7 @@ int kvcal_cmd_execute(int argc, char **argv)
         schedule_free(&s);
         return kvcal_cli_fail(&k_execute, &e);
     }
-    ExecOptions o = {opt_get(&a, "--backend"), opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
+    ExecOptions o = {backend, opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
                      stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN};
     ExecResult r;
     if (exec_run(&s, &o, &r, &e) != 0) {
@@ -87,6 +96,7 @@ int kvcal_cmd_execute(int argc, char **argv)
     }
     printf("%s on %s: %d units, %d iterations replayed %d times (%s); dependencies %s\n", s.policy, s.model, r.n_units,
            r.n_iters, r.reps, r.stat == EXEC_STAT_MIN ? "least" : "median", r.deps_ok ? "respected" : "VIOLATED");
+    if (!r.deps_ok && r.deps_why[0]) printf("dependency broken: %s\n", r.deps_why);
     if (r.stages > 1)
         printf("%d stages, each layer on its stage's thread: %s; %d stage-parallel lanes replayed\n", r.stages,
                r.stage_ok ? "yes" : "NO", r.n_lanes);
