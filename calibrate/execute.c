@@ -643,9 +643,6 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
 {
     const Schedule *s = x->s;
     ExecResult *r = x->r;
-    if (s->replicas > 1)
-        return kv_err(e, "execute: %d replicas: only one replica is replayed (several replicas are several machines; "
-                      "run one replica: --set replicas=1)", s->replicas);
     /* the origin: the first release of a request with history */
     r->origin_ns = -1;
     for (int i = 0; i < s->n_reqs; i++)
@@ -1229,7 +1226,7 @@ static void req_times(const Ex *x, int k, ExecReq *out)
     out->restore_ns = t_rest > admit ? t_rest - admit : 0;
 }
 
-int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
+static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
 {
     memset(r, 0, sizeof *r);
     r->deps_ok = 1;
@@ -1422,6 +1419,230 @@ out:
     free(x);
     if (rc != 0) exec_result_free(r);
     return rc;
+}
+
+/* ------------------------------------------------------------------ several replicas */
+
+/* replica k's part of s as a schedule of its own (one replica): its requests, the units that load
+ * for them and its iterations, renumbered 1..n as the reader numbers a file, every reference to a
+ * unit or an iteration mapped; *umap / *imap: the part's unit / iteration k → its index in s. The
+ * part's arrays are its own, the items, lanes and works they point to are s's. -1 when something
+ * of replica k waits for another replica's unit or iteration (replicas share nothing here). */
+typedef struct ExPart {
+    Schedule s;
+    int *umap, *imap, *rmap;
+    uint64_t *ids; /* the remapped waits and after_units, one block */
+} ExPart;
+
+static void part_free(ExPart *p)
+{
+    free(p->s.reqs);
+    free(p->s.units);
+    if (p->s.iters)
+        for (int i = 0; i < p->s.n_iters; i++) free(p->s.iters[i].layers);
+    free(p->s.iters);
+    free(p->umap);
+    free(p->imap);
+    free(p->rmap);
+    free(p->ids);
+    memset(p, 0, sizeof *p);
+}
+
+static int part_ref(const int *new_of, uint64_t id, int n, uint64_t *out)
+{
+    if (id < 1 || id > (uint64_t)n || new_of[id - 1] < 0) return -1;
+    *out = (uint64_t)new_of[id - 1] + 1;
+    return 0;
+}
+
+static int part_cause(const int *unit_new, const int *iter_new, const Schedule *s, SchCause *c)
+{
+    if (c->kind == SCH_CAUSE_UNIT) return part_ref(unit_new, c->id, s->n_units, &c->id);
+    if (c->kind == SCH_CAUSE_ITER) return part_ref(iter_new, c->id, s->n_iters, &c->id);
+    return 0;
+}
+
+static int part_make(const Schedule *s, int k, ExPart *p, KvErr *e)
+{
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    p->s.replicas = 1;
+    p->s.reqs = NULL;
+    p->s.units = NULL;
+    p->s.iters = NULL;
+    p->s.n_reqs = p->s.n_units = p->s.n_iters = 0;
+    int *unit_new = calloc((size_t)s->n_units + 1, sizeof *unit_new), *iter_new = calloc((size_t)s->n_iters + 1, sizeof *iter_new);
+    p->s.reqs = calloc((size_t)s->n_reqs + 1, sizeof *p->s.reqs);
+    p->s.units = calloc((size_t)s->n_units + 1, sizeof *p->s.units);
+    p->s.iters = calloc((size_t)s->n_iters + 1, sizeof *p->s.iters);
+    p->umap = calloc((size_t)s->n_units + 1, sizeof *p->umap);
+    p->imap = calloc((size_t)s->n_iters + 1, sizeof *p->imap);
+    p->rmap = calloc((size_t)s->n_reqs + 1, sizeof *p->rmap);
+    size_t nids = 0;
+    for (int i = 0; i < s->n_iters; i++) {
+        nids += (size_t)s->iters[i].nafter;
+        for (int l = 0; l < s->layers; l++) nids += (size_t)s->iters[i].layers[l].nwaits;
+    }
+    p->ids = calloc(nids + 1, sizeof *p->ids);
+    int rc = -1;
+    if (!unit_new || !iter_new || !p->s.reqs || !p->s.units || !p->s.iters || !p->umap || !p->imap || !p->rmap || !p->ids) {
+        kv_err(e, "execute: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < s->n_reqs; i++)
+        if (s->reqs[i].replica == k) {
+            p->rmap[p->s.n_reqs] = i;
+            p->s.reqs[p->s.n_reqs++] = s->reqs[i];
+        }
+    for (int i = 0; i < s->n_units; i++) {
+        const SchReq *q = schedule_req(s, s->units[i].req);
+        unit_new[i] = -1;
+        if (!q || q->replica != k) continue;
+        unit_new[i] = p->s.n_units;
+        p->umap[p->s.n_units++] = i;
+    }
+    for (int i = 0; i < s->n_iters; i++) {
+        iter_new[i] = -1;
+        if (s->iters[i].replica != k) continue;
+        iter_new[i] = p->s.n_iters;
+        p->imap[p->s.n_iters++] = i;
+    }
+    for (int j = 0; j < p->s.n_units; j++) {
+        SchUnit *u = &p->s.units[j];
+        *u = s->units[p->umap[j]];
+        u->id = (uint64_t)j + 1;
+        if (part_cause(unit_new, iter_new, s, &u->after) != 0) {
+            kv_err(e, "execute: unit %llu (replica %d) waits for a unit or iteration of another replica: replicas share nothing "
+                   "in a replay", (unsigned long long)s->units[p->umap[j]].id, k);
+            goto out;
+        }
+    }
+    uint64_t *ids = p->ids;
+    for (int j = 0; j < p->s.n_iters; j++) {
+        const SchIter *src = &s->iters[p->imap[j]];
+        SchIter *it = &p->s.iters[j];
+        *it = *src;
+        it->id = (uint64_t)j + 1;
+        it->layers = NULL;
+        int bad = part_cause(unit_new, iter_new, s, &it->after) != 0;
+        it->after_units = ids;
+        for (int a = 0; a < src->nafter && !bad; a++) bad = part_ref(unit_new, src->after_units[a], s->n_units, ids++) != 0;
+        it->layers = calloc((size_t)s->layers, sizeof *it->layers);
+        if (!it->layers) {
+            kv_err(e, "execute: out of memory");
+            goto out;
+        }
+        for (int l = 0; l < s->layers && !bad; l++) {
+            it->layers[l] = src->layers[l];
+            it->layers[l].waits = ids;
+            for (int w = 0; w < src->layers[l].nwaits && !bad; w++)
+                bad = part_ref(unit_new, src->layers[l].waits[w], s->n_units, ids++) != 0;
+        }
+        if (bad) {
+            kv_err(e, "execute: iteration %llu (replica %d) waits for a unit or iteration of another replica: replicas share "
+                   "nothing in a replay", (unsigned long long)src->id, k);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(unit_new);
+    free(iter_new);
+    if (rc != 0) part_free(p);
+    return rc;
+}
+
+/* append replica part p's result to r (indices mapped back to s's arrays) */
+static int part_merge(ExecResult *r, const ExPart *p, const ExecResult *q, int layers, KvErr *e)
+{
+#define GROW_CAT(arr, n_old, n_add, src)                                                                                   \
+    do {                                                                                                               \
+        void *nb_ = realloc((arr), ((size_t)(n_old) + (size_t)(n_add) + 1) * sizeof *(arr));                          \
+        if (!nb_) return kv_err(e, "execute: out of memory");                                                          \
+        (arr) = nb_;                                                                                                   \
+        if ((n_add) > 0) memcpy((arr) + (n_old), (src), (size_t)(n_add) * sizeof *(arr));                              \
+    } while (0)
+    int nr = r->n_reqs, nu = r->n_units, ni = r->n_iters, nl = r->n_lanes;
+    GROW_CAT(r->reqs, nr, q->n_reqs, q->reqs);
+    GROW_CAT(r->req_idx, nr, q->n_reqs, q->req_idx);
+    GROW_CAT(r->unit_idx, nu, q->n_units, q->unit_idx);
+    GROW_CAT(r->unit_end_ns, nu, q->n_units, q->unit_end_ns);
+    GROW_CAT(r->iter_idx, ni, q->n_iters, q->iter_idx);
+    GROW_CAT(r->iter_ns, ni, q->n_iters, q->iter_ns);
+    GROW_CAT(r->iter_start_ns, ni, q->n_iters, q->iter_start_ns);
+    GROW_CAT(r->layer_stage, (int64_t)ni * layers, (int64_t)q->n_iters * layers, q->layer_stage);
+    GROW_CAT(r->layer_cpu, (int64_t)ni * layers, (int64_t)q->n_iters * layers, q->layer_cpu);
+    GROW_CAT(r->lane_ns, nl, q->n_lanes, q->lane_ns);
+    GROW_CAT(r->lane_end_ns, nl, q->n_lanes, q->lane_end_ns);
+#undef GROW_CAT
+    for (int k = 0; k < q->n_reqs; k++) r->req_idx[nr + k] = p->rmap[q->req_idx[k]];
+    for (int k = 0; k < q->n_units; k++) r->unit_idx[nu + k] = p->umap[q->unit_idx[k]];
+    for (int k = 0; k < q->n_iters; k++) r->iter_idx[ni + k] = p->imap[q->iter_idx[k]];
+    r->n_reqs += q->n_reqs;
+    r->n_units += q->n_units;
+    r->n_iters += q->n_iters;
+    r->n_lanes += q->n_lanes;
+    return 0;
+}
+
+/* Several replicas: each is a machine of its own (its GPUs, its link, its SSD; kvsim's router
+ * decided which requests it serves), so each replica's part is replayed on this machine on its own,
+ * one after another, and the results put side by side in s's frame (a part's times are its own
+ * origin plus wall time, and its origin is its own first restoring release: the replicas' clocks
+ * are the schedule's). */
+static int exec_run_replicas(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
+{
+    memset(r, 0, sizeof *r);
+    r->deps_ok = r->stage_ok = r->cpu_ok = 1;
+    r->origin_ns = -1;
+    int replayed = 0;
+    for (int k = 0; k < s->replicas; k++) {
+        ExPart p;
+        if (part_make(s, k, &p, e) != 0) goto fail;
+        if (p.s.n_reqs == 0) { /* the router sent it nothing */
+            part_free(&p);
+            continue;
+        }
+        ExecResult q;
+        if (exec_run_one(&p.s, o, &q, e) != 0) {
+            kv_err_prefix(e, "replica %d: ", k);
+            part_free(&p);
+            goto fail;
+        }
+        int rc = part_merge(r, &p, &q, s->layers, e);
+        if (rc == 0) {
+            if (r->origin_ns < 0 || q.origin_ns < r->origin_ns) r->origin_ns = q.origin_ns;
+            r->deps_ok &= q.deps_ok;
+            r->stage_ok &= q.stage_ok;
+            r->cpu_ok &= q.cpu_ok;
+            r->stages = q.stages;
+            r->reps = q.reps;
+            r->stat = q.stat;
+            if (!r->deps_why[0] && q.deps_why[0]) snprintf(r->deps_why, sizeof r->deps_why, "replica %d: %s", k, q.deps_why);
+            if (!replayed) snprintf(r->note, sizeof r->note, "%s", q.note);
+            replayed++;
+        }
+        exec_result_free(&q);
+        part_free(&p);
+        if (rc != 0) goto fail;
+    }
+    if (r->origin_ns < 0) r->origin_ns = 0;
+    {
+        char tail[96];
+        snprintf(tail, sizeof tail, "; %d of %d replicas replayed one after another", replayed, s->replicas);
+        size_t n = strlen(r->note);
+        if (n + strlen(tail) < sizeof r->note) memcpy(r->note + n, tail, strlen(tail) + 1);
+    }
+    return 0;
+fail:
+    exec_result_free(r);
+    return -1;
+}
+
+int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
+{
+    if (s->replicas > 1) return exec_run_replicas(s, o, r, e);
+    return exec_run_one(s, o, r, e);
 }
 
 void exec_result_free(ExecResult *r)

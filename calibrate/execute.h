@@ -76,8 +76,12 @@
  *    attention workspace grows with a sync, in the warm-up replay), the hand-off copy (the engine
  *    costs none, a few us here), and several stages sharing one GPU's SMs (the engine gives each
  *    stage its own GPU): validate.sh BACKEND=cuda replays one stage by default.
- * Not responsible for: several replicas (refused: several machines), the remote tier (refused: no
- *   NIC here), saves and spills (not in the schedule), the comparison across cases
+ * Several replicas: each is a machine of its own (its GPUs, link and SSD; kvsim's router chose its
+ *   requests), so each replica's part — its requests, the units that load for them, its iterations,
+ *   renumbered, every reference mapped — is replayed on its own, one after another, and the results
+ *   put side by side in the schedule's frame (each part's origin is its own first restoring release);
+ *   a part that waits for another replica's unit or iteration is refused, naming it.
+ * Not responsible for: the remote tier (refused: no NIC here), saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
  * Invariants: a layer never starts before every unit it waits for has landed nor before the layer
  *   before it ended, a lane never before its boundary activation landed, nor an iteration before

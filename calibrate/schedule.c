@@ -188,6 +188,7 @@ static int parse_request(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
         get_int(c, o, "admit_ns", r->release_ns, INT64_MAX / 4, &r->admit_ns) ||
         get_enum(c, o, "restore", NULL, NULL, r->restore, sizeof r->restore))
         return -1;
+    if (cJSON_GetObjectItem(o, "replica") && get_i32(c, o, "replica", 0, s->replicas - 1, &r->replica)) return -1;
     if (schedule_req(s, r->id)) return bad(c, "req", "an id not used by an earlier request", cJSON_GetObjectItem(o, "req"));
     s->n_reqs++;
     return 0;

@@ -90,6 +90,7 @@ typedef struct SchIter {
 typedef struct SchReq {
     uint64_t id, session;
     int turn, done;
+    int replica;     /* the replica the router sent it to (0 when the record has none) */
     int64_t hist, nnew, nout, release_ns, admit_ns;
     char restore[16];
     /* the done record (done = 1) */

@@ -997,9 +997,13 @@ if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_o
   ok "execute.json: 2 stages, 3 lanes measured, dependencies kept"; else bad "execute.json: 2 stages, 3 lanes measured, dependencies kept"; fi
 expect 0 "kvcal execute --no-pin replays two stages" "$B"/kvcal execute --no-pin --schedule "$tmp/sch2.jsonl" --out "$tmp/exe4" --reps 1 --dir "$tmp"
 contains "execute --no-pin: the stage threads not pinned" "2 stage threads, not pinned"
-sed 's/"replicas":1/"replicas":2/' "$tmp/sch2.jsonl" > "$tmp/rep2.jsonl"
-expect 1 "execute two replicas is refused" "$B"/kvcal execute --schedule "$tmp/rep2.jsonl" --out "$tmp/exe5" --dir "$tmp"
-contains "the refusal names the replicas" "2 replicas: only one replica is replayed"
+# two replicas: two sessions arriving together, one per replica; each replica's part replayed on its own
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\na,0,0,255,1,0\nb,0,0,255,1,0\na,1,100,16,2,256\nb,1,100,16,2,256\n' > "$tmp/rep2.csv"
+expect 0 "run --set replicas=2 --emit-schedule" "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --trace "$tmp/rep2.csv" --set replicas=2 --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/rep2" --emit-schedule "$tmp/rep2.jsonl"
+expect 0 "kvcal execute replays two replicas" "$B"/kvcal execute --schedule "$tmp/rep2.jsonl" --out "$tmp/exe5" --reps 1 --dir "$tmp"
+contains "execute: both replicas replayed, one after another" "2 of 2 replicas replayed one after another"
+if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and len(j['requests']) == 2 and j['units'] == 16 and all(r['ttft_ns']['measured'] > 0 for r in j['requests'])" "$tmp/exe5/execute.json" 2>/dev/null; then
+  ok "execute.json: two replicas' restorations, 16 units, dependencies kept"; else bad "execute.json: two replicas' restorations, 16 units, dependencies kept"; fi
 sed -E 's/"tier":"(dram|ssd)"/"tier":"remote"/' "$tmp/sch.jsonl" > "$tmp/remote.jsonl"
 expect 1 "execute from the remote tier is refused" "$B"/kvcal execute --schedule "$tmp/remote.jsonl" --out "$tmp/exe5" --dir "$tmp"
 contains "the refusal names the remote tier" "reads the remote tier: not replayed"

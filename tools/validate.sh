@@ -31,7 +31,9 @@
 # hidden states: stage 1 recomputes its first layers from its boundary activation in a lane beside
 # stage 0's work), predicted on an overlay with 2 "GPUs" per node (validate_report.py --gpus 2) and
 # replayed with a compute thread per stage (kvcal execute; unpinned unless PIN=1); skipped on a
-# 1-CPU machine.
+# 1-CPU machine. Two replicas: kv-offload (R2_POLS) at each history length with 4 sessions arriving
+# together (the router gives each replica 2), run with --set replicas=2; kvcal execute replays each
+# replica's part on its own, one after another (each replica a machine of its own).
 # BACKEND=cuda (make gpu-check; default cpu): the same method on this machine's GPU (device 0): the
 # calibrations kvcal run --backend cuda --device-name cuda-host with CAL_FLAGS "--quick --points small"
 # (--cold-weights and --in-sequence are cpu-only: cuda flushes its L2 instead; no --threads), the overlay
@@ -41,7 +43,8 @@
 # (PP2_POLS: the two stages would share the one GPU while the overlay gives each its own).
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, BACKEND=cpu|cuda, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
-#        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), HISTS, BATCHES; PIN=auto|0|1: which replays pin their threads)
+#        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), R2_POLS (the two-replica ones; "" none), HISTS, BATCHES;
+#        PIN=auto|0|1: which replays pin their threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -94,30 +97,35 @@ else
   if [ "$BACKEND" = cuda ]; then PP2_POLS=${PP2_POLS-}; else
   PP2_POLS=${PP2_POLS-hcache-cf}; fi # two pipeline stages (stage-parallel restoration)
   if [ "$NCPU" -lt 2 ]; then echo "validate: 1 CPU: the two-stage cases ($PP2_POLS --pp 2) need 2, skipped"; PP2_POLS=""; fi
+  R2_POLS=${R2_POLS-kv-offload} # two replicas (4 sessions arriving together: the router gives each 2), each replayed on its own
 fi
-trace() { # trace FILE HIST BATCH: BATCH sessions; turn 0 builds the history alone, turn 1 restores it (all at 100 s)
-  local f=$1 h=$2 n=$3 i
+trace() { # trace FILE HIST BATCH [GAP]: BATCH sessions; turn 0 builds the history alone (GAP s apart, default 10;
+  # 0 with several replicas: arriving together, the router spreads the sessions), turn 1 restores it (all at 100 s)
+  local f=$1 h=$2 n=$3 gap=${4:-10} i
   echo "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens" > "$f"
-  for ((i = 0; i < n; i++)); do echo "s$i,0,$((i * 10)),$((h - 1)),1,0"; done >> "$f"
+  for ((i = 0; i < n; i++)); do echo "s$i,0,$((i * gap)),$((h - 1)),1,0"; done >> "$f"
   for ((i = 0; i < n; i++)); do echo "s$i,1,100,32,4,$h"; done >> "$f"
 }
 cases=()
 for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1"); done; done; done
 for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
+for p in ${R2_POLS:-}; do for h in $HISTS; do cases+=("$p:$h:4:1:2"); done; done
 k=0
 for ((pass = 1; pass <= PASSES; pass++)); do
 for c in "${cases[@]}"; do
-  IFS=: read -r p h b pp <<< "$c"
+  IFS=: read -r p h b pp rep <<< "$c"
+  rep=${rep:-1}
   if [ "${PER_CASE_CAL:-1}" = 1 ] && [ $k -gt 0 ] && [ $((k % CAL_EVERY)) = 0 ]; then # calibrations interleaved with the cases
     calibrate "$W/cal.log"
   fi
   k=$((k + 1))
   tag=""; d="$W/cases/$p-h$h-b$b"; hw="$W/hw.json"
   if [ "$pp" != 1 ]; then tag=" pp=$pp"; d="$W/cases/$p-pp$pp-h$h-b$b"; hw="$W/hw$pp.json"; fi
+  if [ "$rep" != 1 ]; then tag="$tag replicas=$rep"; d="$W/cases/$p-r$rep-h$h-b$b"; fi
   if [ "$PASSES" -gt 1 ]; then d="$d/pass$pass"; tag="$tag pass $pass"; fi
   mkdir -p "$d"
-  trace "$d/trace.csv" "$h" "$b"
-  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --trace "$d/trace.csv" \
+  trace "$d/trace.csv" "$h" "$b" "$([ "$rep" != 1 ] && echo 0 || echo 10)"
+  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --set replicas="$rep" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=$COST_DEV --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
     --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
   NOPIN=()
