@@ -804,15 +804,22 @@ static int layer_units_landed(const Ex *x, const SchIter *it, int l, uint64_t re
  * lanes, then its layers (walk.c: a stage's lanes from the later of the iteration's start and their
  * boundary activation's arrival, in item order; layer l after layer l − 1 of the same iteration, on
  * whichever stage, after the units it waits for landed and after the stage's own lanes) */
+/* replayed iteration k's record, once its overhead has been spun from its start (both backends) */
+static const SchIter *iter_after_overhead(Ex *x, int k)
+{
+    const SchIter *it = &x->s->iters[x->r->iter_idx[k]];
+    while (ex_now(x) < x->it_start[k] + it->overhead_ns) {
+    }
+    return it;
+}
+
 static int stage_iter(ExStage *g, int k, KvErr *e)
 {
     Ex *x = g->x;
     const Schedule *s = x->s;
     ExecResult *r = x->r;
-    const SchIter *it = &s->iters[r->iter_idx[k]];
+    const SchIter *it = iter_after_overhead(x, k);
     int st = g->st, lo = s->stage_first[st], hi = s->stage_first[st + 1], L = s->layers;
-    while (ex_now(x) < x->it_start[k] + it->overhead_ns) {
-    }
     for (int j = 0; j < it->nlanes; j++) {
         const SchLane *ln = &it->lanes[j];
         if (ln->stage != st) continue;
@@ -920,10 +927,8 @@ static int stage_iter_cuda(ExStage *g, int k, KvErr *e)
     Ex *x = g->x;
     const Schedule *s = x->s;
     ExecResult *r = x->r;
-    const SchIter *it = &s->iters[r->iter_idx[k]];
+    const SchIter *it = iter_after_overhead(x, k);
     int st = g->st, lo = s->stage_first[st], hi = s->stage_first[st + 1], L = s->layers;
-    while (ex_now(x) < x->it_start[k] + it->overhead_ns) {
-    }
     for (int j = 0; j < it->nlanes; j++) {
         const SchLane *ln = &it->lanes[j];
         if (ln->stage != st) continue;
