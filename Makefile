@@ -249,13 +249,15 @@ endif
 
 # ---- the cuda replay without a GPU (tests/fakegpu/) ----
 # The library compiled again without CUDA into $(BUILD)/fakegpu/ (its own objects and config stamp,
-# never mixed with the main build's: no KV_HAVE_CUDA, no LTO, -O1 to keep the build short), linked
+# never mixed with the main build's: no KV_HAVE_CUDA, no LTO, -O1 to keep the build short unless
+# DEBUG or SANITIZE), linked
 # with tests/fakegpu/fake_gpu.c — a host emulation of kernels/gpu.h's streams and events — in place
 # of kernels/gpu_stub.o, into kvtest-fakegpu: the stand-in's own tests, the replay of emitted
 # validation cases, and test_execute.c's exec_cuda_* (which run on it instead of skipping). Part of
 # make test (plain); SANITIZE=address,undefined make test-fakegpu runs it under the sanitizers.
 FAKE_BUILD    := $(BUILD)/fakegpu
-FAKE_CFLAGS   := $(filter-out -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include $(LTO_CFLAGS) -O3,$(CFLAGS)) $(if $(filter 1,$(DEBUG)),,-O1)
+FAKE_OPT      := $(if $(or $(filter 1,$(DEBUG)),$(SANITIZE)),$(OPT),-O1 -g) # -O1 with the sanitizers trips a false -Wrestrict
+FAKE_CFLAGS   := $(filter-out -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include $(LTO_CFLAGS) $(OPT),$(CFLAGS)) $(FAKE_OPT)
 FAKE_LIB_OBJ  := $(patsubst %.c,$(FAKE_BUILD)/%.o,$(filter-out kernels/gpu_stub.c,$(LIB_SRC))) $(FAKE_BUILD)/gen/embedded.o \
                  $(FAKE_BUILD)/gen/gitrev.o
 FAKE_TEST_SRC := tests/harness.c tests/simtest.c tests/test_execute.c tests/fakegpu/fake_gpu.c tests/fakegpu/test_fakegpu.c
