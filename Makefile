@@ -6,6 +6,7 @@
 #   make figures    PNG renders of results/default/*.svg (needs rsvg-convert or ImageMagick)
 #   make reproduce  run every published claim (configs/claims/), report in results/reproduce/
 #   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
+#   make test-fakegpu  the cuda replay (kvcal execute --backend cuda) on a host stand-in of the GPU (part of make test)
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
 #   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
 #   make valgrind   the main commands under valgrind (errors and leaks fail)
@@ -127,7 +128,7 @@ DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
 .PHONY: findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate \
-        fuzz fuzz-build fuzz-test valgrind figures
+        fuzz fuzz-build fuzz-test valgrind figures test-fakegpu
 .DEFAULT_GOAL := all
 
 all: found $(BIN)/kvsim $(BIN)/kvcal $(if $(HAVE_MPI),$(BIN)/kvsim-mpi)
@@ -238,11 +239,49 @@ ifeq ($(SANITIZE),)
 	bash tests/readme_examples.sh README.md
 	@echo "== every result the README quotes, regenerated and compared =="
 	bash tools/readme_tables.sh --check $(BIN)/kvsim
+	@echo "== the cuda replay on the host stand-in of the GPU (tests/fakegpu/) =="
+	@$(MAKE) --no-print-directory test-fakegpu
 	@echo "== the same suite under SANITIZE=address,undefined =="
 	@$(MAKE) --no-print-directory test-plain SANITIZE=address,undefined
 	@echo "== every fuzz harness for $(FUZZ_TEST_SECONDS) s =="
 	@$(MAKE) --no-print-directory fuzz-test
 endif
+
+# ---- the cuda replay without a GPU (tests/fakegpu/) ----
+# The library compiled again without CUDA into $(BUILD)/fakegpu/ (its own objects and config stamp,
+# never mixed with the main build's: no KV_HAVE_CUDA, no LTO, -O1 to keep the build short unless
+# DEBUG or SANITIZE), linked
+# with tests/fakegpu/fake_gpu.c — a host emulation of kernels/gpu.h's streams and events — in place
+# of kernels/gpu_stub.o, into kvtest-fakegpu: the stand-in's own tests, the replay of emitted
+# validation cases, and test_execute.c's exec_cuda_* (which run on it instead of skipping). Part of
+# make test (plain); SANITIZE=address,undefined make test-fakegpu runs it under the sanitizers.
+FAKE_BUILD    := $(BUILD)/fakegpu
+FAKE_OPT      := $(if $(or $(filter 1,$(DEBUG)),$(SANITIZE)),$(OPT),-O1 -g) # -O1 with the sanitizers trips a false -Wrestrict
+FAKE_CFLAGS   := $(filter-out -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include $(LTO_CFLAGS) $(OPT),$(CFLAGS)) $(FAKE_OPT)
+FAKE_LIB_OBJ  := $(patsubst %.c,$(FAKE_BUILD)/%.o,$(filter-out kernels/gpu_stub.c,$(LIB_SRC))) $(FAKE_BUILD)/gen/embedded.o \
+                 $(FAKE_BUILD)/gen/gitrev.o
+FAKE_TEST_SRC := tests/harness.c tests/simtest.c tests/test_execute.c tests/fakegpu/fake_gpu.c tests/fakegpu/test_fakegpu.c
+FAKE_TEST_OBJ := $(FAKE_TEST_SRC:%.c=$(FAKE_BUILD)/%.o)
+FAKE_STAMP    := $(FAKE_BUILD)/config.stamp
+
+$(FAKE_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(FAKE_CFLAGS) | $(LDLIBS)' > $@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+$(FAKE_BUILD)/%.o: %.c $(FAKE_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -MMD -MP -c $< -o $@
+$(FAKE_BUILD)/gen/%.o: $(BUILD)/gen/%.c $(FAKE_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -c $< -o $@
+$(FAKE_BUILD)/libkvsim.a: $(FAKE_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FAKE_BUILD)/kvtest-fakegpu: $(FAKE_TEST_OBJ) $(FAKE_BUILD)/libkvsim.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-fakegpu: $(BIN)/kvsim $(FAKE_BUILD)/kvtest-fakegpu
+	KVSIM_ROOT=$(CURDIR) KVSIM_BIN=$(BIN) $(FAKE_BUILD)/kvtest-fakegpu fakegpu_ exec_cuda_
 
 # ---- fuzzing (libFuzzer): tests/fuzz/fuzz_NAME.c, seeds in tests/fuzz/corpus/NAME/ ----
 # The library is compiled again with clang into build/fuzz/ (coverage for libFuzzer, ASan + UBSan,

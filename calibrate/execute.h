@@ -37,7 +37,8 @@
  *    only add).
  *
  * Backend cuda (backend "cuda"; written and checked without a GPU, against a host emulation of the
- * CUDA stream/event semantics — not yet run on a device: make gpu-check does):
+ * CUDA stream/event semantics — tests/fakegpu/fake_gpu.c, make test-fakegpu — not yet run on a
+ * device: make gpu-check does):
  *  - device 0 (CUDA_VISIBLE_DEVICES picks another), fp16 (elem_bytes 2: every activation, weight and
  *    KV byte count), the kernels of kernels/gpu.h through a ProbeDev per stage — each its own stream
  *    and cuBLAS handle (probe_cuda_open); stage 0's also holds the weights and norm weights the

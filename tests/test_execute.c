@@ -1,8 +1,9 @@
 /* test_execute.c — the schedule emitter (sim/engine/schedule_out.c), its reader (calibrate/schedule.c)
  * and the replay (calibrate/execute.c): a tiny case end to end with a loose bound, the dependency
  * order, results unchanged by the emitter, and the reader's errors; the cuda replay where a device
- * is (exec_cuda_*: skipped without one, run by make gpu-check, which fails on a skip) and its clean
- * refusal where none is. */
+ * is (exec_cuda_*: skipped without one, run by make gpu-check, which fails on a skip; make
+ * test-fakegpu runs them on the host stand-in tests/fakegpu/fake_gpu.c, which reports one device)
+ * and its clean refusal where none is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
