@@ -289,6 +289,7 @@ typedef struct RunBlocks {
     int on;          /* the phases are built */
     int64_t b;       /* block_tokens */
     int64_t adv, ph; /* the last run_take_phase's adv and adv mod b (consecutive calls: no division) */
+    int cross_next;  /* the last call found requests that need a block at the next step (they take it then) */
 } RunBlocks;
 
 /* the phases of the run's requests, after a full run_take(adv): 0, or -1 (out of memory: the caller
@@ -343,25 +344,34 @@ static void run_phases_clear(Sim *sm, const Replica *rp, RunBlocks *rb)
 static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int64_t *next_need)
 {
     const int64_t b = rb->b;
-    int64_t ph = adv == rb->adv + 1 ? rb->ph : (adv - 1) % b, ph1 = ph + 1 == b ? 0 : ph + 1; /* (adv − 1), adv mod b */
+    const int consecutive = adv == rb->adv + 1;
+    int64_t ph = consecutive ? rb->ph : (adv - 1) % b, ph1 = ph + 1 == b ? 0 : ph + 1; /* (adv − 1), adv mod b */
+    /* a request with c_i = adv − 1 has q_i = base_i + adv − 1 and x = base_i + adv = q_i + 1, so
+     * blocks_tokens(x) = q_i + b (q_i a multiple of b): its need is x − 1 + b − reserved_i. The
+     * requests that take a block now are those the last call found needing one (none: no walk) */
+    if (!consecutive || rb->cross_next)
+        for (int i = sm->rb_head[ph]; i >= 0; i = sm->rb_next[i]) {
+            if (sm->rb_c[i] != adv - 1) continue; /* the same phase, a later block */
+            Request *r = rp->items[i].r;
+            int64_t x = r->hist + r->nnew + r->out_done + adv + 1;
+            int64_t need = x - 1 + b - r->reserved_tokens; /* = blocks_tokens(x) − reserved */
+            pool_reserve(sm, rp, need);
+            r->reserved_tokens += need;
+            metrics_on_pool(sm, rp);
+            sm->rb_c[i] += b;
+        }
     rb->adv = adv;
     rb->ph = ph1;
-    for (int i = sm->rb_head[ph]; i >= 0; i = sm->rb_next[i]) {
-        if (sm->rb_c[i] != adv - 1) continue; /* the same phase, a later block */
-        Request *r = rp->items[i].r;
-        int64_t x = r->hist + r->nnew + r->out_done + adv + 1;
-        int64_t need = blocks_tokens(sm, x) - r->reserved_tokens;
-        pool_reserve(sm, rp, need);
-        r->reserved_tokens += need;
-        metrics_on_pool(sm, rp);
-        sm->rb_c[i] += b;
-    }
     int64_t total = 0;
+    int found = 0;
     for (int i = sm->rb_head[ph1]; i >= 0; i = sm->rb_next[i]) {
         if (sm->rb_c[i] != adv) continue;
         const Request *r = rp->items[i].r;
-        total += blocks_tokens(sm, r->hist + r->nnew + r->out_done + adv + 2) - r->reserved_tokens;
+        /* x + 1 = base_i + adv + 1 = q_i + 1: blocks_tokens(x + 1) − reserved = x + b − reserved */
+        total += r->hist + r->nnew + r->out_done + adv + 1 + b - r->reserved_tokens;
+        found = 1;
     }
+    rb->cross_next = found;
     *next_need = total;
     if (sm->ref_off & SIM_REF_CHECK_PHASES) { /* tests: what the full pass would leave */
         SIM_CHECK(sm, total == run_need(sm, rp, adv));
@@ -431,7 +441,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     int64_t t = t0, n = 0;
     int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
     int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
-    RunBlocks rb = {0, 0, 0, 0};
+    RunBlocks rb = {0, 0, 0, 0, 0};
     const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
     double attn = 0;
     attn += ctab_attn_decode_ns(sm, B, dctx);
