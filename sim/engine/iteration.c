@@ -288,13 +288,13 @@ static int64_t run_take(Sim *sm, Replica *rp, int64_t adv, int64_t *next_need)
 typedef struct RunBlocks {
     int on;          /* the phases are built */
     int64_t b;       /* block_tokens */
-    int64_t adv, ph; /* the last run_take_phase's adv and adv mod b (consecutive calls: no division) */
-    int cross_next;  /* the last call found requests that need a block at the next step (they take it then) */
+    int64_t ph;      /* (adv − 1) mod b of the next call: the caller calls at every later step, in order */
+    int cross_next;  /* requests may take a block at the next call (the last one found them needing one) */
 } RunBlocks;
 
 /* the phases of the run's requests, after a full run_take(adv): 0, or -1 (out of memory: the caller
  * keeps the full passes) */
-static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb)
+static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv)
 {
     int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, n = rp->n_items;
     if (n > sm->rb_cap_items) {
@@ -327,7 +327,8 @@ static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb)
     }
     rb->on = 1;
     rb->b = b;
-    rb->adv = -1;
+    rb->ph = adv % b; /* the next call's adv − 1 */
+    rb->cross_next = 1; /* (not known from the full pass: walk) */
     return 0;
 }
 
@@ -339,17 +340,16 @@ static void run_phases_clear(Sim *sm, const Replica *rp, RunBlocks *rb)
     rb->on = 0;
 }
 
-/* run_take(adv) with the phases built (the invariant c_i ≥ adv − 1 holds): the same reservations in
- * the same order, *next_need = run_need(adv) */
+/* run_take(adv) with the phases built, called at every step after the full pass in order (the
+ * invariant c_i ≥ adv − 1 holds): the same reservations in the same order, *next_need = run_need(adv) */
 static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int64_t *next_need)
 {
     const int64_t b = rb->b;
-    const int consecutive = adv == rb->adv + 1;
-    int64_t ph = consecutive ? rb->ph : (adv - 1) % b, ph1 = ph + 1 == b ? 0 : ph + 1; /* (adv − 1), adv mod b */
+    int64_t ph = rb->ph, ph1 = ph + 1 == b ? 0 : ph + 1; /* (adv − 1) mod b, adv mod b */
     /* a request with c_i = adv − 1 has q_i = base_i + adv − 1 and x = base_i + adv = q_i + 1, so
      * blocks_tokens(x) = q_i + b (q_i a multiple of b): its need is x − 1 + b − reserved_i. The
      * requests that take a block now are those the last call found needing one (none: no walk) */
-    if (!consecutive || rb->cross_next)
+    if (rb->cross_next)
         for (int i = sm->rb_head[ph]; i >= 0; i = sm->rb_next[i]) {
             if (sm->rb_c[i] != adv - 1) continue; /* the same phase, a later block */
             Request *r = rp->items[i].r;
@@ -360,7 +360,6 @@ static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int
             metrics_on_pool(sm, rp);
             sm->rb_c[i] += b;
         }
-    rb->adv = adv;
     rb->ph = ph1;
     int64_t total = 0;
     int found = 0;
@@ -374,7 +373,7 @@ static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int
     rb->cross_next = found;
     *next_need = total;
     if (sm->ref_off & SIM_REF_CHECK_PHASES) { /* tests: what the full pass would leave */
-        SIM_CHECK(sm, total == run_need(sm, rp, adv));
+        SIM_CHECK(sm, ph == (adv - 1) % b && total == run_need(sm, rp, adv));
         for (int i = 0; i < rp->n_items; i++) {
             const Request *r = rp->items[i].r;
             SIM_CHECK(sm, r->hist + r->nnew + r->out_done + adv + 1 <= r->reserved_tokens / b * b);
@@ -441,7 +440,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     int64_t t = t0, n = 0;
     int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
     int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
-    RunBlocks rb = {0, 0, 0, 0, 0};
+    RunBlocks rb = {0, 0, 0, 0};
     const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
     double attn = 0;
     attn += ctab_attn_decode_ns(sm, B, dctx);
@@ -476,7 +475,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
                 run_take_phase(sm, rp, &rb, n + 1, &need);
             } else {
                 slack = run_take(sm, rp, n + 1, &need);
-                if (run_phases_build(sm, rp, &rb) == 0) slack = 0; /* every later step by its phases */
+                if (run_phases_build(sm, rp, &rb, n + 1) == 0) slack = 0; /* every later step by its phases */
             }
         } else {
             slack--;
