@@ -246,6 +246,11 @@ int calib_plan_add_small(CalibPlan *p, KvErr *e)
     if (dd->enabled && (axis_merge(&dd->ax[0], db, (int)KV_ARRAY_LEN(db), OP_ATTN_DECODE, e) != 0 ||
                         axis_merge(&dd->ax[1], dc, (int)KV_ARRAY_LEN(dc), OP_ATTN_DECODE, e) != 0))
         return -1;
+    /* a layer's saved state (KV or hidden states of a 128..512-token history of a small model): the
+     * reads a restoration issues, measured instead of extrapolated down from 1 MiB */
+    static const int64_t sb[] = {65536, 131072, 262144, 524288};
+    CalibOpPlan *sr = &p->op[OP_SSD_READ];
+    if (sr->enabled && axis_merge(&sr->ax[0], sb, (int)KV_ARRAY_LEN(sb), OP_SSD_READ, e) != 0) return -1;
     size_t len = strlen(p->caps);
     snprintf(p->caps + len, sizeof p->caps - len, "; + small points");
     return 0;

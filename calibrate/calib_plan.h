@@ -64,8 +64,9 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e);
  * batches {2, 3, 4} and total contexts {128, 256, 512, 2048} — the shapes of small iterations (a short
  * prefill, a few decode sequences) that the quick grid would interpolate across 1..64 tokens, and a
  * full 512-token chunk's attention and decode steps over 128 keys, which it would extrapolate (a
- * causal attention grows as the square of its new tokens: a line from 256 puts 512 too low).
- * Values merge into the enabled ops' axes (sorted, distinct, capped at CALIB_MAX_AXIS). */
+ * causal attention grows as the square of its new tokens: a line from 256 puts 512 too low); SSD
+ * reads of 64, 128, 256 and 512 KiB (one layer's saved state of a short history: what a restoration
+ * reads, which a line from 1 MiB would extrapolate). Values merge into the enabled ops' axes (sorted, distinct, capped at CALIB_MAX_AXIS). */
 int calib_plan_add_small(CalibPlan *p, KvErr *e);
 /* An empty plan (nothing enabled); set an op with calib_plan_set. */
 void calib_plan_clear(CalibPlan *p);

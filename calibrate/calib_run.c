@@ -4,7 +4,10 @@
  */
 #include "calibrate/calib_run.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -300,6 +303,90 @@ static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, 
     return 0;
 }
 
+/* IO beside compute (CalibOptions.io_beside_compute): while the link and SSD points are timed,
+ * a second thread runs layers of the model back to back — a prefill layer of BESIDE_NEW new tokens
+ * over BESIDE_CTX keys on the next copy of its weights and KV each time (calib_seq_rep, the
+ * in-sequence recipe), as a replay's compute thread runs its iterations while its IO threads read
+ * and copy (kvcal execute). On this kind of machine the IO path (the read's system call and its
+ * completion, the memcpy standing in for h2d) shares the CPUs and the memory bandwidth with that
+ * compute; a read timed alone is faster than the same read inside a replay (docs/validation.md,
+ * "Restore times"). The shape is that of make validate's restoring iterations (32 new tokens over
+ * histories of up to 512); what matters is that the thread keeps a core busy streaming weights
+ * from memory, as a layer does. The calling thread, which runs the IO, is pinned to the last CPU
+ * meanwhile (>= 2 CPUs), as kvcal execute pins its IO threads; the compute thread is not, as the
+ * replay's is not. Only the compute thread touches the ProbeDev while it runs (the link and SSD
+ * probes have their own buffers and clocks). */
+#define BESIDE_NEW 32
+#define BESIDE_CTX 512
+
+typedef struct Beside {
+    CalibWork w;
+    pthread_t th;
+    atomic_int stop, started;
+    int running, pinned, failed;
+    cpu_set_t saved; /* the calling thread's affinity before the pin */
+    int64_t layers;
+    KvErr e;
+} Beside;
+
+static void *beside_main(void *p)
+{
+    Beside *b = p;
+    double op_ns[OP_COUNT], ns;
+    atomic_store(&b->started, 1);
+    do { /* at least one layer: the IO it was started for overlaps some compute */
+        if (calib_seq_rep(&b->w, op_ns, &ns, &b->e) != 0) {
+            b->failed = 1;
+            break;
+        }
+        b->layers++;
+    } while (!atomic_load(&b->stop));
+    return NULL;
+}
+
+static int beside_start(Beside *b, RunCtx *rc, int64_t cold_bytes, KvErr *e)
+{
+    memset(b, 0, sizeof *b);
+    atomic_init(&b->stop, 0);
+    atomic_init(&b->started, 0);
+    b->w.d = rc->dev;
+    b->w.s = &rc->s;
+    b->w.cold_bytes = cold_bytes;
+    if (calib_seq_alloc(&b->w, BESIDE_NEW, BESIDE_CTX, 1, e) != 0) {
+        calib_work_free(&b->w);
+        return kv_err_prefix(e, "io beside compute: buffers for %d tokens over %d keys: ", BESIDE_NEW, BESIDE_CTX);
+    }
+    calib_seq_set(&b->w, CALIB_SEQ_PREFILL, BESIDE_NEW, BESIDE_CTX);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 1 && pthread_getaffinity_np(pthread_self(), sizeof b->saved, &b->saved) == 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)ncpu - 1, &set);
+        b->pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0; /* refused: unpinned */
+    }
+    if (pthread_create(&b->th, NULL, beside_main, b) != 0) {
+        if (b->pinned) pthread_setaffinity_np(pthread_self(), sizeof b->saved, &b->saved);
+        calib_work_free(&b->w);
+        return kv_err(e, "io beside compute: cannot start the compute thread");
+    }
+    b->running = 1;
+    while (!atomic_load(&b->started)) sched_yield(); /* the first IO point is timed beside compute too */
+    return 0;
+}
+
+/* stop and join the compute thread, unpin; -1 (e set) when it failed, unless e already holds an error */
+static int beside_stop(Beside *b, KvErr *e)
+{
+    if (!b->running) return 0;
+    atomic_store(&b->stop, 1);
+    pthread_join(b->th, NULL);
+    b->running = 0;
+    if (b->pinned) pthread_setaffinity_np(pthread_self(), sizeof b->saved, &b->saved);
+    calib_work_free(&b->w);
+    if (b->failed) return kv_err(e, "io beside compute: the compute thread failed: %s", b->e.msg);
+    return 0;
+}
+
 /* Append "; text" to a notes buffer, keeping it terminated (truncates at the end). */
 static void note_add(char *notes, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note_add(char *notes, size_t len, const char *fmt, ...)
@@ -346,6 +433,8 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
         return kv_err(e, "calibration: dtype %s: expected fp16 or bf16", kv_dtype_name(o->dtype) ? kv_dtype_name(o->dtype) : "?");
     int cuda = !strcmp(o->backend, "cuda");
     if (cuda && o->in_sequence) return kv_err(e, "calibration: in-sequence timing is for the cpu backend (its kernels are synchronous)");
+    if (cuda && o->io_beside_compute)
+        return kv_err(e, "calibration: io beside compute is for the cpu backend (a GPU computes on its own; the host's IO does not share it)");
     ModelLayout ly = {o->model, o->dtype, o->tp, 1};
     if (model_layout_check(&ly, e) != 0) return -1;
 
@@ -375,6 +464,8 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     }
 
     int rcode = -1, run_open = 0;
+    Beside beside;
+    memset(&beside, 0, sizeof beside);
     ProbeDev dev;
     memset(&dev, 0, sizeof dev);
     ProbeLink *link = NULL;
@@ -399,6 +490,9 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     if (o->in_sequence)
         note_add(notes, sizeof notes, "in sequence: layer ops timed inside a layer, copies > %lld MiB",
                  (long long)((o->cold_weights_bytes > 0 ? o->cold_weights_bytes : 3 * probe_cpu_llc_bytes()) >> 20));
+    if (o->io_beside_compute)
+        note_add(notes, sizeof notes, "io beside compute: link and ssd points timed while a thread runs prefill layers (%d new over %d keys)",
+                 BESIDE_NEW, BESIDE_CTX);
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
     note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
@@ -497,10 +591,15 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
         if (o->in_sequence && (compute[i] == OP_ATTN_PREFILL || compute[i] == OP_ATTN_DECODE)) skip = INT64_MAX;
         if (plan.op[compute[i]].enabled && measure_compute_op(&rc, compute[i], skip, e) != 0) goto out;
     }
+    int any_io = 0;
+    for (int op = OP_H2D; op <= OP_SSD_WRITE; op++) any_io |= plan.op[op].enabled;
+    if (o->io_beside_compute && any_io && beside_start(&beside, &rc, seq_cold, e) != 0) goto out;
     for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
         if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, e) != 0) goto out;
     for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)
         if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, NULL, ssd, e) != 0) goto out;
+    if (beside_stop(&beside, e) != 0) goto out;
+    r->beside_layers = beside.layers; /* read after the join */
     if (rc.done == 0) {
         kv_err(e, "calibration: the plan has no point to measure");
         goto out;
@@ -512,6 +611,10 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     r->points = rc.done;
     rcode = 0;
 out:
+    if (beside.running) {
+        KvErr e2;
+        beside_stop(&beside, &e2); /* e holds the first error */
+    }
     if (run_open) {
         KvErr e2;
         store_end_run(st, meta.id, 0, &e2);

@@ -71,6 +71,11 @@ typedef struct CalibOptions {
                                   * ops, and elementwise points past the GEMMs' largest token
                                   * count (a layer there would cost more than the plan's GEMMs),
                                   * as without it */
+    int io_beside_compute;       /* cpu: time the link and SSD points while another thread runs layers
+                                  * (calib_run.c "IO beside compute"; kvcal run --io-beside-compute): the
+                                  * IO as it runs beside a replay's compute thread on the same CPUs and
+                                  * memory (kvcal execute), not alone; the calling thread is pinned to
+                                  * the last CPU meanwhile when there are >= 2, as the replay's IO threads */
 } CalibOptions;
 
 typedef struct CalibResult {
@@ -80,6 +85,7 @@ typedef struct CalibResult {
     CalibEstimate estimate;      /* of the plan, before measuring (cuda: the device; cpu: zeros) */
     StoreRunMeta meta;           /* as stored */
     char warnings[1024];         /* probes skipped and why (e.g. scratch unusable), "" when none */
+    int64_t beside_layers;       /* io_beside_compute: layers the compute thread ran while the IO was timed */
 } CalibResult;
 
 /* Measure the plan and store it as one run. On failure (including "no CUDA device: ...",

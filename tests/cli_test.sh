@@ -446,6 +446,10 @@ contains "--cold-weights refusal names the backend" "are for --backend cpu"
 expect 2 "kvcal run --in-sequence is for the cpu backend" "$B"/kvcal run --backend cuda --in-sequence --model Tiny-Llama-V --dry-run
 contains "--in-sequence refusal names the backend" "--in-sequence and --threads are for --backend cpu"
 expect 0 "kvcal run --in-sequence --dry-run" "$B"/kvcal run --backend cpu --quick --in-sequence --cold-weights --model Tiny-Llama-V --dry-run
+expect 2 "kvcal run --io-beside-compute is for the cpu backend" "$B"/kvcal run --backend cuda --io-beside-compute --model Tiny-Llama-V --dry-run
+contains "--io-beside-compute refusal names the backend" "--io-beside-compute is for --backend cpu"
+expect 0 "kvcal run --io-beside-compute --dry-run" "$B"/kvcal run --backend cpu --quick --points small --io-beside-compute --model Tiny-Llama-V --dry-run --scratch "$tmp"
+contains "the dry run counts the small SSD reads (6 sizes x 2 queue depths x 2 files)" "ssd_read            24"
 expect 2 "kvcal run --threads out of range" "$B"/kvcal run --backend cpu --quick --threads 999 --model Tiny-Llama-V --dry-run
 expect 0 "kvcal run --cold-weights --threads 1 --dry-run" "$B"/kvcal run --backend cpu --quick --cold-weights --threads 1 --model Tiny-Llama-V --dry-run
 # ---- kvcal run --scratch ----
@@ -987,6 +991,15 @@ assert c['passes'] == 3 and c['passes_used'] == 2, c
 assert abs(c['ttft_ms']['measured'] - 110) < 1e-9 and abs(c['ttft_ms']['predicted'] - 110) < 1e-9 and c['ttft_ms']['error'] == 0, c['ttft_ms']
 " "$tmp/vr/v.json"; then ok "validate_report: per side the median over the passes that replayed the same plan"; else bad "validate_report: per side the median over the passes that replayed the same plan"; cat "$tmp/out" >&2; fi
 contains "validate_report names the case whose plan differed" "kv-offload-h128-b1: the plan differed between passes; the 2 of 3 passes with the same plan are used"
+# validate_report.py's SSD line: least squares of the relative error, the latency kept >= 0
+if python3 -c "
+import sys; sys.path.insert(0, 'tools'); import validate_report as v
+r, l = v.ssd_line([(b, 150e3 + b / 1.5) for b in (65536, 131072, 262144, 1 << 20, 16 << 20)])
+assert abs(r - 1.5e9) < 1 and abs(l - 150e3) < 1e-3, (r, l)
+r, l = v.ssd_line([(65536, 10e3), (1 << 20, 1e6)])  # a negative intercept: through the origin
+assert l == 0 and r > 0, (r, l)
+assert v.ssd_line([(65536, 1e5)]) == (1e9, 50e3)
+"; then ok "validate_report: the SSD line through every read size"; else bad "validate_report: the SSD line through every read size"; fi
 # two pipeline stages: hcache-cf restores stage 1's first layers in a lane from its boundary activation
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,255,1,0\ns0,1,100,16,2,256\n' > "$tmp/val2.csv"
 expect 0 "run --pp 2 --emit-schedule" "$B"/kvsim run --policy hcache-cf --pp 2 --model Tiny-Llama-V --trace "$tmp/val2.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch2" --emit-schedule "$tmp/sch2.jsonl"

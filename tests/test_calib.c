@@ -5,6 +5,8 @@
  * Run: make build/kvtest && KVSIM_ROOT=$PWD build/kvtest calib_
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -205,9 +207,17 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK_EQ_I(p.op[OP_GEMM_FFN_UP].ax[0].v[p.op[OP_GEMM_FFN_UP].ax[0].n - 1], 512);
     CHECK_EQ_I(calib_plan_op_points(&p, OP_ATTN_PREFILL), 9);
     /* --points small: the small-iteration shapes merged into the axes, sorted and distinct */
-    int64_t gemm_before = calib_plan_op_points(&p, OP_GEMM_QKV);
+    int64_t gemm_before = calib_plan_op_points(&p, OP_GEMM_QKV), ssd_before = calib_plan_op_points(&p, OP_SSD_READ);
+    int64_t ssd_w_before = calib_plan_op_points(&p, OP_SSD_WRITE);
     p.op[OP_QUANT].enabled = 0;
     CHECK_MSG(calib_plan_add_small(&p, &e) == 0, "%s", e.msg);
+    /* a layer's state of a short history: 64..512 KiB reads at every queue depth and file count; writes unchanged */
+    const CalibOpPlan *sr = &p.op[OP_SSD_READ];
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_SSD_READ), ssd_before + 4 * sr->ax[1].n * sr->ax[2].n);
+    CHECK_EQ_I(sr->ax[0].v[0], 65536);
+    CHECK_EQ_I(sr->ax[0].v[3], 524288);
+    CHECK_EQ_I(sr->ax[0].v[4], 1048576);
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_SSD_WRITE), ssd_w_before);
     const CalibAxis *sg = &p.op[OP_GEMM_QKV].ax[0];
     CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 7);
     CHECK_EQ_I(sg->v[0], 1);
@@ -222,6 +232,7 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK_CONTAINS(p.caps, "small points");
     CHECK(calib_plan_add_small(&p, &e) == 0); /* twice: nothing new */
     CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 7);
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_SSD_READ), ssd_before + 4 * sr->ax[1].n * sr->ax[2].n);
     p.op[OP_NORM].ax[0].n = CALIB_MAX_AXIS; /* a full axis: refused, naming the op */
     for (int i = 0; i < CALIB_MAX_AXIS; i++) p.op[OP_NORM].ax[0].v[i] = 1000 + i;
     CHECK_EQ_I(calib_plan_add_small(&p, &e), -1);
@@ -859,6 +870,53 @@ TEST(calib_run_with_scratch_measures_ssd_grid_or_explains_why_not)
     o.scratch = ",";
     CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
     CHECK_CONTAINS(r.warnings, "no directory given");
+    store_close(&st);
+}
+
+TEST(calib_io_beside_compute_times_the_io_while_layers_run)
+{
+    KvErr e;
+    CalibPlan plan;
+    static const int64_t bytes[] = {65536, 262144}, one[] = {1}, lb[] = {4096, 262144};
+    TimingCfg c = {.warmup = 1, .min_reps = 2, .max_reps = 4, .min_time_ns = 5000000};
+    calib_plan_clear(&plan);
+    CHECK(calib_plan_set(&plan, OP_H2D, lb, 2, NULL, 0, NULL, 0, &c, 0, &e) == 0);
+    CHECK(calib_plan_set(&plan, OP_SSD_READ, bytes, 2, one, 1, one, 1, &c, 0, &e) == 0);
+    char db[4200], scratch[4200];
+    snprintf(db, sizeof db, "%s/beside.db", test_tmpdir(t));
+    snprintf(scratch, sizeof scratch, "%s/scratch", test_tmpdir(t));
+    mkdir(scratch, 0777);
+    CostStore st;
+    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
+    CalibOptions o = {.backend = "cpu", .model = &g_tiny_moe, .dtype = KV_DT_FP16, .tp = 1, .plan = &plan,
+                      .scratch = scratch, .ssd_threads = 1, .cold_weights_bytes = (int64_t)1 << 20, .io_beside_compute = 1};
+    CalibResult r;
+    cpu_set_t before, after;
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0);
+    CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(r.points, 4);
+    CHECK_MSG(r.beside_layers >= 1, "%lld layers beside the IO", (long long)r.beside_layers);
+    CHECK_CONTAINS(r.meta.notes, "io beside compute: link and ssd points timed while a thread runs prefill layers");
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);
+    CHECK(CPU_EQUAL(&before, &after)); /* the calling thread's pin is undone */
+    /* without it: no compute thread, nothing in the notes */
+    o.io_beside_compute = 0;
+    CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(r.beside_layers, 0);
+    CHECK(!strstr(r.meta.notes, "io beside compute"));
+    /* a plan without IO points starts no thread */
+    CalibPlan no_io;
+    static const int64_t tok[] = {1, 8};
+    calib_plan_clear(&no_io);
+    CHECK(calib_plan_set(&no_io, OP_NORM, tok, 2, NULL, 0, NULL, 0, &c, 0, &e) == 0);
+    o.plan = &no_io;
+    o.io_beside_compute = 1;
+    CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(r.beside_layers, 0);
+    /* cuda: refused, naming why */
+    o.backend = "cuda";
+    CHECK_EQ_I(calib_run(&st, &o, &r, &e), -1);
+    CHECK_CONTAINS(e.msg, "io beside compute is for the cpu backend");
     store_close(&st);
 }
 

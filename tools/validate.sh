@@ -10,7 +10,10 @@
 # Calibrations: kvcal run --quick --points small (the small-iteration shapes measured, not
 # interpolated across 1..64 tokens; a full 512-token chunk's attention measured, not extrapolated)
 # --cold-weights --in-sequence (each layer op timed inside a whole layer, on the next copy of the
-# layer's weights and KV: as the replay runs it), CAL_MEDIAN (3) of them before the first case and one
+# layer's weights and KV: as the replay runs it) --io-beside-compute (the h2d copies and the SSD reads,
+# 64 KiB to 16 MiB, timed while a second thread runs layers: as the replay's IO threads run beside its
+# compute thread; the overlay fits the SSD's latency and rate to every read size by relative error),
+# CAL_MEDIAN (3) of them before the first case and one
 # before every CAL_EVERY-th case (default 6); the prediction uses, point by point, the median over the
 # newest CAL_MEDIAN runs of each run's p10. The cases run PASSES times (default 3), minutes apart,
 # each pass with its own predictions and replays (kvcal execute --reps REPS, default 3, --stat min:
@@ -61,7 +64,7 @@ if [ "$BACKEND" = cuda ]; then
   CAL_FLAGS=${CAL_FLAGS---quick --points small}
   BK=(--backend cuda) DEVN=(--device-name cuda-host) EXB=(--backend cuda) COST_DEV=cuda-host
 else
-CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights --in-sequence}
+CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights --in-sequence --io-beside-compute}
 THREADS=${THREADS:-1}
 if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
 fi

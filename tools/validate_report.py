@@ -6,7 +6,8 @@
                         calibration in cost store DB: platform validate-host, its "GPU" the CPU, its
                         host link a memcpy (the engine takes h2d/d2h from the store's curves), one
                         "SSD": the scratch directory, read rate and latency fitted to the store's
-                        ssd_read points at queue depth 1, one file. --gpus N (default 1): N "GPUs"
+                        ssd_read points at queue depth 1, one file (least squares of the relative
+                        error over every size: ssd_line). --gpus N (default 1): N "GPUs"
                         per node, for N pipeline stages (kvcal execute runs stage st on CPU st).
   --merge DB [--last K] add to cost store DB one run whose every point is the median, point by
                         point, of the newest K (default 3) measured cpu runs (merged runs left out):
@@ -33,6 +34,29 @@ import statistics
 import sys
 
 
+def ssd_line(pts):
+    """The engine's SSD read model, latency + bytes / rate, through the points [(bytes, ns)] at queue
+    depth 1: least squares of the relative error (each size counts alike: the 64 KiB reads of a
+    layer's state as much as the 16 MiB ones), the latency kept >= 0. Returns (bytes/s, latency ns);
+    (1 GB/s, 50 us) with fewer than two sizes."""
+    pts = [(float(b), float(t)) for b, t in pts if t > 0]
+    if len({b for b, _ in pts}) < 2:
+        return 1e9, 50e3
+    # minimise sum ((lat + b*s - t) / t)^2 over lat, s (s = ns per byte): the normal equations
+    w = [1.0 / (t * t) for _, t in pts]
+    s00 = sum(w)
+    s01 = sum(wi * b for wi, (b, _) in zip(w, pts))
+    s11 = sum(wi * b * b for wi, (b, _) in zip(w, pts))
+    r0 = sum(wi * t for wi, (_, t) in zip(w, pts))
+    r1 = sum(wi * b * t for wi, (b, t) in zip(w, pts))
+    det = s00 * s11 - s01 * s01
+    lat = (r0 * s11 - r1 * s01) / det
+    sl = (s00 * r1 - s01 * r0) / det
+    if lat < 0 or sl <= 0:  # through the origin
+        lat, sl = 0.0, r1 / s11
+    return 1e9 / sl, lat
+
+
 def overlay(db, gpus=1, backend="cpu"):
     c = sqlite3.connect(db)
     run = c.execute("select max(id) from run where backend=? and complete=1", (backend,)).fetchone()[0]  # the merged run when there is one
@@ -40,12 +64,7 @@ def overlay(db, gpus=1, backend="cpu"):
         sys.exit(f"validate_report: {db}: no complete {backend} run")
     pts = c.execute("select p1, median_ns from point where run_id=? and op='ssd_read' and p2=1 and p3=1 order by p1",
                     (run,)).fetchall()
-    if len(pts) >= 2:
-        (b1, t1), (b2, t2) = pts[0], pts[-1]
-        rate = (b2 - b1) / max(t2 - t1, 1.0) * 1e9
-        lat = max(t1 - b1 / rate * 1e9, 0.0)
-    else:
-        rate, lat = 1e9, 50e3
+    rate, lat = ssd_line(pts)
     h2d = c.execute("select p1, median_ns from point where run_id=? and op='h2d' order by p1 desc limit 1", (run,)).fetchone()
     link = h2d[0] / h2d[1] * 1e9 if h2d else 10e9
     src = f"make validate: {backend} calibration run {run} of {os.path.basename(db)}"

@@ -103,6 +103,7 @@ static const OptSpec k_run_opts[] = {
     {"--device", "N", 0, "the CUDA device index (default 0)"},
     {"--cold-weights", NULL, 0, "cpu: GEMM and layer ops read a new copy of their weights each repetition, rotating over 3x the LLC (weights from memory, as in a model's layer sequence)"},
     {"--in-sequence", NULL, 0, "cpu: time qkv, o, ffn, norm, act, rope and attention inside a whole layer on a new copy of its weights and KV each repetition (each op between the others, as a model's layer sequence runs them)"},
+    {"--io-beside-compute", NULL, 0, "cpu: time the h2d/d2h and SSD points while a second thread runs the model's layers (the IO as it runs beside a replay's compute, kvcal execute; the timing thread pinned to the last CPU)"},
     {"--threads", "N", 0, "cpu: attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
     {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
 };
@@ -131,8 +132,11 @@ int kvcal_cmd_run(int argc, char **argv)
         kvcal_cli_int(&k_run, &a, "--threads", 0, 256, 0, &threads))
         return KVCAL_USAGE;
     int cold = opt_count(&a, "--cold-weights") > 0, in_seq = opt_count(&a, "--in-sequence") > 0;
+    int beside = opt_count(&a, "--io-beside-compute") > 0;
     if ((cold || in_seq || threads > 0) && strcmp(backend, "cpu"))
         return kvcal_cli_usage(&k_run, "--cold-weights, --in-sequence and --threads are for --backend cpu (cuda flushes its L2 instead)");
+    if (beside && strcmp(backend, "cpu"))
+        return kvcal_cli_usage(&k_run, "--io-beside-compute is for --backend cpu (a GPU computes on its own; the host's IO does not share it)");
     if (threads > 0) kcpu_set_threads((int)threads);
     KvErr e;
     KvDtype dt;
@@ -170,7 +174,8 @@ int kvcal_cmd_run(int argc, char **argv)
     CalibOptions o = {.backend = backend, .model = m, .dtype = dt, .tp = (int)tp, .quick = quick, .plan = &plan,
                       .device_name = opt_get(&a, "--device-name"), .scratch = opt_get(&a, "--scratch"), .cuda_device = (int)device,
                       .hw = &hw, .stop = &g_stop, .progress = cli_progress,
-                      .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0, .in_sequence = in_seq};
+                      .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0, .in_sequence = in_seq,
+                      .io_beside_compute = beside};
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -196,6 +201,7 @@ int kvcal_cmd_run(int argc, char **argv)
     printf("kvcal run: run %lld: %lld points of %s on '%s' (%s) in %.1f s -> %s\n", (long long)r.run_id, (long long)r.points,
            m->name, r.meta.device, r.meta.backend, r.wall_s, db);
     printf("notes: %s\n", r.meta.notes);
+    if (beside) printf("io beside compute: %lld layers ran while the IO was timed\n", (long long)r.beside_layers);
     char sum[4096];
     if (calib_summary(&st, r.run_id, m, sum, sizeof sum, &e) != 0) goto fail;
     fputs(sum, stdout);
