@@ -991,6 +991,64 @@ assert c['passes'] == 3 and c['passes_used'] == 2, c
 assert abs(c['ttft_ms']['measured'] - 110) < 1e-9 and abs(c['ttft_ms']['predicted'] - 110) < 1e-9 and c['ttft_ms']['error'] == 0, c['ttft_ms']
 " "$tmp/vr/v.json"; then ok "validate_report: per side the median over the passes that replayed the same plan"; else bad "validate_report: per side the median over the passes that replayed the same plan"; cat "$tmp/out" >&2; fi
 contains "validate_report names the case whose plan differed" "kv-offload-h128-b1: the plan differed between passes; the 2 of 3 passes with the same plan are used"
+# validate_repredict.py: a validate-shaped directory (three "cpu" calibrations made from a spec store, their merged run,
+# one case of two passes emitted and replayed as validate.sh does), predicted again from its own calibrations
+mkdir -p "$tmp/rp/cases/kv-offload-h128-b1"
+"$B"/kvcal spec --gpu H200 --model Tiny-Llama-V --db "$tmp/rp/cal.db" > /dev/null 2>&1
+python3 - "$tmp/rp/cal.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("update run set backend='cpu', device='cpu'")
+cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
+for f in (1.3, 0.8):  # two more runs: every point scaled; p10 = 0.9 x median
+    cur = c.cursor()
+    cur.execute(f"insert into run({','.join(cols)}) select {','.join(cols)} from run where id=1")
+    c.execute("insert into point(run_id,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns) select ?,op,model,dtype,tp,p1,p2,p3,n,"
+              "median_ns*?,median_ns*?*0.9,median_ns*?*1.1 from point where run_id=1", (cur.lastrowid, f, f, f))
+c.execute("update point set p10_ns=0.9*median_ns, p90_ns=1.1*median_ns where run_id=1")
+c.commit()
+PY
+python3 tools/validate_report.py --merge "$tmp/rp/cal.db" --stat low | sed -n 's/^merged run \([0-9]*\):.*/\1/p' > "$tmp/rp/cal_run"
+python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" > "$tmp/rp/hw.json"
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,127,1,0\ns0,1,100,16,2,128\n' > "$tmp/rp/trace.csv"
+for k in 1 2; do
+  d="$tmp/rp/cases/kv-offload-h128-b1/pass$k"; mkdir -p "$d"; cp "$tmp/rp/cal_run" "$tmp/rp/trace.csv" "$d/"
+  "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --platform validate-host --hardware "$tmp/rp/hw.json" --pp 1 --set replicas=1 \
+    --trace "$d/trace.csv" --costs "$tmp/rp/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true \
+    --set store=dram+ssd --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null 2>&1
+  "$B"/kvcal execute --schedule "$d/schedule.jsonl" --out "$d" --model Tiny-Llama-V --reps 1 --dir "$tmp/rp" > /dev/null 2>&1
+done
+python3 - "$tmp/rp/cal.db" <<'PY'
+import sqlite3, sys  # a calibration after the merge, later and twice as slow: the prediction again must not read it
+c = sqlite3.connect(sys.argv[1])
+cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
+cur = c.cursor()
+cur.execute(f"insert into run({','.join(cols)}) select {','.join(cols)} from run where id=1")
+c.execute("update run set started_at='2999-01-01T00:00:00Z' where id=?", (cur.lastrowid,))
+c.execute("insert into point(run_id,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns) select ?,op,model,dtype,tp,p1,p2,p3,n,"
+          "median_ns*2,p10_ns*2,p90_ns*2 from point where run_id=1", (cur.lastrowid,))
+c.commit()
+PY
+expect 0 "validate_repredict: the run's own estimator" python3 tools/validate_repredict.py "$tmp/rp" "$tmp/rp1" --kvsim "$B"/kvsim
+contains "validate_repredict: every pass predicted again" "2 passes predicted again (p10 within each calibration, median across"
+if python3 -c "
+import json, sys
+for k in (1, 2):
+    a = json.load(open(f'{sys.argv[1]}/cases/kv-offload-h128-b1/pass{k}/execute.json'))
+    b = json.load(open(f'{sys.argv[2]}/cases/kv-offload-h128-b1/pass{k}/execute.json'))
+    mp = lambda d: (d['measured'], d['predicted'])
+    assert [mp(r['ttft_ns']) for r in a['requests']] == [mp(r['ttft_ns']) for r in b['requests']], k
+    assert [mp(i['duration_ns']) for i in a['iterations']] == [mp(i['duration_ns']) for i in b['iterations']], k
+" "$tmp/rp" "$tmp/rp1"; then ok "validate_repredict with validate.sh's estimator reproduces its predictions"; else bad "validate_repredict with validate.sh's estimator reproduces its predictions"; fi
+expect 0 "validate_repredict --within median" python3 tools/validate_repredict.py "$tmp/rp" "$tmp/rp2" --within median --kvsim "$B"/kvsim
+if python3 -c "
+import json, sys
+a = json.load(open(sys.argv[1]))['cases'][0]['ttft_ms']; b = json.load(open(sys.argv[2]))['cases'][0]['ttft_ms']
+assert a['measured'] == b['measured'] and b['predicted'] > a['predicted'] * 1.05, (a, b)
+" "$tmp/rp1/validation.json" "$tmp/rp2/validation.json"; then ok "validate_repredict: medians predict slower than p10s, the measured side unchanged"; else bad "validate_repredict: medians predict slower than p10s, the measured side unchanged"; fi
+rm "$tmp/rp/cases/kv-offload-h128-b1/pass2/cal_run"
+expect 1 "validate_repredict: a pass without cal_run is refused" python3 tools/validate_repredict.py "$tmp/rp" "$tmp/rp3" --kvsim "$B"/kvsim
+contains "validate_repredict names the pass without cal_run" "cases/kv-offload-h128-b1/pass2: no cal_run"
 # validate_report.py's SSD line: least squares of the relative error, the latency kept >= 0
 if python3 -c "
 import sys; sys.path.insert(0, 'tools'); import validate_report as v

@@ -6,7 +6,8 @@
 # isolated or batched — kvsim run --emit-schedule (the prediction, from that calibration) and kvcal
 # execute (the replay, the least of REPS), calibrations interleaved with the cases (so that load
 # on a shared machine moves both alike; PER_CASE_CAL=0: only the first ones), and the report: tools/validate_report.py (per case measured, predicted, error; median and
-# p95 |error|; JSON).
+# p95 |error|; JSON). Each case's directory keeps cal_run, the merged run that predicted it, so that
+# tools/validate_repredict.py can predict a finished run again with another estimator.
 # Calibrations: kvcal run --quick --points small (the small-iteration shapes measured, not
 # interpolated across 1..64 tokens; a full 512-token chunk's attention measured, not extrapolated)
 # --cold-weights --in-sequence (each layer op timed inside a whole layer, on the next copy of the
@@ -76,7 +77,8 @@ PRIO=()
 if [ "$NICE" != 0 ] && nice -n "$NICE" true 2> /dev/null; then PRIO=(nice -n "$NICE"); fi
 calibrate() { # calibrate LOG: one more calibration run, then the merged (median) run the prediction uses
   "${PRIO[@]}" "$B"/kvcal run --backend "$BACKEND" $CAL_FLAGS "${TH[@]}" "${DEVN[@]}" --model $M --db "$W/cal.db" --scratch "$W/scratch" > "$1"
-  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" "${BK[@]}" > /dev/null
+  python3 tools/validate_report.py --merge "$W/cal.db" --last "$CAL_MEDIAN" --stat "$MSTAT" "${BK[@]}" > "$W/merged.txt"
+  sed -n 's/^merged run \([0-9]*\):.*/\1/p' "$W/merged.txt" > "$W/cal_run" # which run predicts the next cases (validate_repredict.py)
   python3 tools/validate_report.py --overlay "$W/cal.db" "${BK[@]}" > "$W/hw.json"
   if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 "${BK[@]}" > "$W/hw2.json"; fi
 }
@@ -127,6 +129,7 @@ for c in "${cases[@]}"; do
   if [ "$rep" != 1 ]; then tag="$tag replicas=$rep"; d="$W/cases/$p-r$rep-h$h-b$b"; fi
   if [ "$PASSES" -gt 1 ]; then d="$d/pass$pass"; tag="$tag pass $pass"; fi
   mkdir -p "$d"
+  cp "$W/cal_run" "$d/cal_run"
   trace "$d/trace.csv" "$h" "$b" "$([ "$rep" != 1 ] && echo 0 || echo 10)"
   "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --set replicas="$rep" --trace "$d/trace.csv" \
     --costs "$W/cal.db" --set cost_device=$COST_DEV --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \

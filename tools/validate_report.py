@@ -58,6 +58,12 @@ def ssd_line(pts):
 
 
 def overlay(db, gpus=1, backend="cpu"):
+    json.dump(overlay_hw(db, gpus, backend), sys.stdout, indent=1)
+    print()
+
+
+def overlay_hw(db, gpus=1, backend="cpu"):
+    """The overlay (a dict) from the newest complete run of the backend in cost store DB."""
     c = sqlite3.connect(db)
     run = c.execute("select max(id) from run where backend=? and complete=1", (backend,)).fetchone()[0]  # the merged run when there is one
     if run is None:
@@ -89,8 +95,7 @@ def overlay(db, gpus=1, backend="cpu"):
         hw["links"][0]["name"] = hw["platforms"][0]["link"] = hw["gpus"][0]["pcie"] = "host-pinned"
         hw["platforms"][0]["gpu"] = "cuda-host"
         hw["platforms"][0]["description"] = "this machine: its GPU, the pinned host link, the scratch directory as one SSD"
-    json.dump(hw, sys.stdout, indent=1)
-    print()
+    return hw
 
 
 MERGED = "validate: median of runs"
@@ -103,29 +108,41 @@ def merge(db, last, low=False, backend="cpu"):
                                     (backend, MERGED + "%", MERGED_LOW + "%", last))]
     if not runs:
         sys.exit(f"validate_report: {db}: no complete {backend} run to merge")
-    cols = [r[1] for r in c.execute("pragma table_info(run)") if r[1] != "id"]
-    row = c.execute(f"select {','.join(cols)} from run where id=?", (runs[0],)).fetchone()
-    meta = dict(zip(cols, row))
+    rid = add_merged_run(c, c, runs, f"{MERGED_LOW if low else MERGED} {','.join(str(r) for r in sorted(runs))}; ",
+                         "p10" if low else "median", "median")
+    c.commit()
+    print(f"merged run {rid}: median of {'the p10 of ' if low else ''}runs {sorted(runs)}")
+
+
+def add_merged_run(src, dst, runs, prefix, within="median", across="median"):
+    """Insert into store connection dst one run (returned: its id) whose every point combines, point
+    by point, the runs `runs` of store connection src: per run its median or p10 (`within`), over
+    the runs their median or least (`across`); a point missing from some run is left out. Its
+    metadata is the newest run's, its notes prefix + the newest run's (cut to the store's 511 bytes)."""
+    cols = [r[1] for r in src.execute("pragma table_info(run)") if r[1] != "id"]
+    meta = dict(zip(cols, src.execute(f"select {','.join(cols)} from run where id=?", (max(runs),)).fetchone()))
     # the store's notes column holds 511 bytes (kvsim refuses a longer one): the end is cut, as kvcal run cuts its own
-    meta["notes"] = (f"{MERGED_LOW if low else MERGED} {','.join(str(r) for r in sorted(runs))}; " + meta["notes"]).encode()[:511].decode("utf-8", "ignore")
+    meta["notes"] = (prefix + meta["notes"]).encode()[:511].decode("utf-8", "ignore")
+    # the newest of dst's runs, as the cost reader ranks them (started_at, then id): the one kvsim reads
+    meta["started_at"] = max(meta["started_at"], dst.execute("select max(started_at) from run").fetchone()[0] or meta["started_at"])
     pts = {}
     q = "select op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns from point where run_id=?"
     for r in runs:
-        for op, model, dtype, tp, p1, p2, p3, n, med, p10, p90 in c.execute(q, (r,)):
+        for op, model, dtype, tp, p1, p2, p3, n, med, p10, p90 in src.execute(q, (r,)):
             pts.setdefault((op, model, dtype, tp, p1, p2, p3), []).append((n, med, p10, p90))
-    cur = c.cursor()
+    cur = dst.cursor()
     cur.execute(f"insert into run({','.join(cols)}) values({','.join('?' * len(cols))})", [meta[k] for k in cols])
     rid = cur.lastrowid
+    pick = {"median": statistics.median, "min": min}[across]
     for k, v in sorted(pts.items()):
         if len(v) != len(runs):
             continue  # a point not in every run (an op skipped): left out
-        med = statistics.median(x[2 if low else 1] for x in v)
+        med = pick([x[2 if within == "p10" else 1] for x in v])
         p10 = min(min(x[2] for x in v), med)
         p90 = max(max(x[3] for x in v), med)
         cur.execute("insert into point(run_id,op,model,dtype,tp,p1,p2,p3,n,median_ns,p10_ns,p90_ns) values(?,?,?,?,?,?,?,?,?,?,?,?)",
                     (rid,) + k + (sum(x[0] for x in v), med, p10, p90))
-    c.commit()
-    print(f"merged run {rid}: median of {'the p10 of ' if low else ''}runs {sorted(runs)}")
+    return rid
 
 
 def err(m, p):
