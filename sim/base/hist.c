@@ -114,6 +114,10 @@ void hist_merge(Hist *dst, const Hist *src)
     dst->sum += src->sum;
 }
 
+/* Every count lies in the buckets of [min, max] and the counts sum to n (hist_add, hist_add_n,
+ * hist_add_each_n and hist_merge keep both; hist_valid checks them for a histogram read from a
+ * file), so the scan visits only the buckets from min's to max's: upwards from min's for a low rank,
+ * downwards from max's for a high one (the same smallest bucket whose running count reaches rank). */
 double hist_percentile(const Hist *h, double p)
 {
     if (!h->n || !h->b) return 0;
@@ -122,19 +126,44 @@ double hist_percentile(const Hist *h, double p)
     uint64_t rank = (uint64_t)(p * (double)h->n);
     if ((double)rank < p * (double)h->n) rank++;
     if (rank < 1) rank = 1;
-    uint64_t seen = 0;
-    for (int i = 0; i < HIST_BUCKETS; i++) {
-        seen += h->b[i];
-        if (seen >= rank) {
-            uint64_t lo, hi;
-            bucket_range(i, &lo, &hi);
-            double mid = ((double)lo + (double)hi) / 2;
-            if (mid < (double)h->min) mid = (double)h->min;
-            if (mid > (double)h->max) mid = (double)h->max;
-            return mid;
+    int lo_b = bucket_of(h->min), hi_b = bucket_of(h->max), i;
+    if (rank > h->n / 2) {
+        /* the counts above bucket i are n − (its running count): step down while bucket i − 1's
+         * running count still reaches rank */
+        uint64_t above = 0, room = h->n - (rank < h->n ? rank : h->n);
+        for (i = hi_b; i > lo_b && above + h->b[i] <= room; i--) above += h->b[i];
+    } else {
+        uint64_t seen = 0;
+        for (i = lo_b; i < hi_b; i++) {
+            seen += h->b[i];
+            if (seen >= rank) break;
         }
     }
-    return (double)h->max;
+    uint64_t lo, hi;
+    bucket_range(i, &lo, &hi);
+    double mid = ((double)lo + (double)hi) / 2;
+    if (mid < (double)h->min) mid = (double)h->min;
+    if (mid > (double)h->max) mid = (double)h->max;
+    return mid;
+}
+
+int hist_valid(const Hist *h)
+{
+    if (!h->b) return 1; /* no buckets (none non-zero in a file): percentiles read 0, as for an empty one */
+    if (h->n == 0) {
+        for (int i = 0; i < HIST_BUCKETS; i++)
+            if (h->b[i]) return 0;
+        return 1;
+    }
+    if (h->min > h->max) return 0;
+    int lo_b = bucket_of(h->min), hi_b = bucket_of(h->max);
+    uint64_t total = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        if (h->b[i] && (i < lo_b || i > hi_b)) return 0;
+        if (total + h->b[i] < total) return 0; /* wraps */
+        total += h->b[i];
+    }
+    return total == h->n && h->b[lo_b] > 0 && h->b[hi_b] > 0;
 }
 
 double hist_mean(const Hist *h) { return h->n ? h->sum / (double)h->n : 0; }

@@ -33,7 +33,12 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n);
  * 2^53, and the k additions of hist_add_n otherwise). O(k). */
 void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n);
 void hist_merge(Hist *dst, const Hist *src);
-double hist_percentile(const Hist *h, double p); /* p in [0, 1]; 0 when empty */
+/* p in [0, 1]; 0 when empty. O(buckets between min's and max's) */
+double hist_percentile(const Hist *h, double p);
+/* 1 when h keeps the invariants the functions above rely on (its counts sum to n and lie in the
+ * buckets of [min, max], both of which are non-empty), else 0: for a histogram read from a file.
+ * O(HIST_BUCKETS) */
+int hist_valid(const Hist *h);
 double hist_mean(const Hist *h);
 void hist_free(Hist *h);
 
