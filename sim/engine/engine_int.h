@@ -286,7 +286,8 @@ struct Replica {
     int iterating;
     IterItem *items;
     int n_items, cap_items;
-    double *layer_ns;
+    double *layer_ns;           /* per layer of the iteration in flight; without layer-wise work (!any_lw,
+                                   every layer the same) only [0] is set, unless schedule_out's hook is on */
     int layer;
     int64_t cursor_ns, iter_start_ns;
     /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary

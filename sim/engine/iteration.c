@@ -148,9 +148,15 @@ static void layer_costs(Sim *sm, Replica *rp)
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
-    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     rp->any_lw = any_lw;
-    if (!any_lw) return;
+    if (!any_lw) {
+        /* every layer costs base: the walk (iter_advance's one step) and tl_iteration read layer 0's
+         * only; schedule_out's hook prints every layer's */
+        int nl = sm->sched ? sm->L : 1;
+        for (int l = 0; l < nl; l++) rp->layer_ns[l] = base;
+        return;
+    }
+    /* (each layer's duration is set by the per-layer loop at the end) */
     /* stage-parallel restorations: every stage recomputes its own prefix layers for the history in
      * its own lane (r->lane_ns), from its boundary activation; the walk runs a stage's lane when it
      * reaches the stage, starting at the later of the iteration's start and that boundary's arrival,
@@ -507,7 +513,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     }
     rp->run_steps = n + 1;
     metrics_on_iteration(sm, rp);
-    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
+    rp->layer_ns[0] = base; /* a uniform iteration's walk reads layer 0's only (no schedule_out here) */
     for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     rp->any_lw = 0;
     rp->n_lw = 0;
