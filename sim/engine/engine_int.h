@@ -55,6 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "policies/policy.h"
 #include "sim/engine/channel.h"
@@ -448,6 +450,16 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond);
 /* ------------------------------------------------------------------ events and small helpers */
 
 static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
+
+/* n zeroed bytes (NULL: out of memory): calloc(1, n) for the run's per-turn and per-request objects.
+ * glibc's calloc never takes a chunk from the thread cache (it always runs _int_malloc), and the
+ * frees that then find the cache full run _int_free's bins; malloc and memset reuse the cached chunks */
+static inline void *sim_zalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p) memset(p, 0, n);
+    return p;
+}
 /* llround(x) (iteration.c, walk.c, metrics.c: every step and layer time in ns) without the library call, bit for bit for every finite x of int64 range: the cast
  * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
 static inline int64_t round_ns(double x)
