@@ -52,14 +52,17 @@ static void form_batch(Sim *sm, Replica *rp)
     /* restoration compute may take at most restore_share of the budget (Cake's emulation of GPU
      * availability); 1 = no cap */
     int64_t rbudget = sm->cfg->restore_share >= 1 ? INT64_MAX : (int64_t)(sm->cfg->restore_share * (double)budget);
+    int low = 0; /* some request's restoration compute is low-priority: pass 1 does nothing without one */
     for (int i = 0; i < rp->n_active; i++) {
         Request *r = rp->active[i];
+        low |= r->low_prio;
         if (r->state == RQ_DECODE) {
             item_add(sm, rp, (IterItem){r, IT_DECODE, 0, 1, r->hist + r->nnew + r->out_done});
             budget--;
         }
     }
-    for (int pass = 0; pass < 2; pass++)
+    /* (pass 1 acts only where pass == r->low_prio: the rest of its body continues, new input is pass 0's) */
+    for (int pass = 0; pass < (low ? 2 : 1); pass++)
         for (int i = 0; i < rp->n_active && budget > 0; i++) {
             Request *r = rp->active[i];
             if (r->resume_left > 0) { /* re-prefilling its context after a preemption (blocks.c) */
