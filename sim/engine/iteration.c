@@ -61,6 +61,9 @@ static void form_batch(Sim *sm, Replica *rp)
             budget--;
         }
     }
+    /* every admitted request decodes: the passes add nothing (a decoding request has no resume,
+     * restoration compute or new input left: sim_check's check_requests checks it) */
+    if (rp->n_items == rp->n_active) return;
     /* (pass 1 acts only where pass == r->low_prio: the rest of its body continues, new input is pass 0's) */
     for (int pass = 0; pass < (low ? 2 : 1); pass++)
         for (int i = 0; i < rp->n_active && budget > 0; i++) {
