@@ -4,15 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int bucket_of(uint64_t v)
-{
-    if (v < (1ULL << HIST_SUB)) return (int)v;
-    int msb = 63 - __builtin_clzll(v);             /* >= HIST_SUB */
-    int shift = msb - HIST_SUB;
-    uint64_t sub = (v >> shift) & ((1ULL << HIST_SUB) - 1);
-    return ((shift + 1) << HIST_SUB) + (int)sub;
-}
-
 static inline void bucket_range(int b, uint64_t *lo, uint64_t *hi)
 {
     if (b < (1 << HIST_SUB)) {
@@ -25,17 +16,12 @@ static inline void bucket_range(int b, uint64_t *lo, uint64_t *hi)
     *hi = *lo + (1ULL << shift) - 1;
 }
 
-void hist_add(Hist *h, uint64_t v)
+/* hist_add's first sample: the buckets, then the sample (out of memory: dropped, n stays consistent) */
+void hist_add_first(Hist *h, uint64_t v)
 {
-    if (!h->b) {
-        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
-        if (!h->b) return; /* out of memory: the sample is dropped, n stays consistent */
-    }
-    h->b[bucket_of(v)]++;
-    if (h->n == 0 || v < h->min) h->min = v;
-    if (h->n == 0 || v > h->max) h->max = v;
-    h->n++;
-    h->sum += (double)v;
+    h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+    if (!h->b) return;
+    hist_add(h, v);
 }
 
 /* the running sum after n samples of v, as hist_add_n adds them: the sum is a double of integers,
@@ -58,7 +44,7 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n)
         h->b = calloc(HIST_BUCKETS, sizeof *h->b);
         if (!h->b) return;
     }
-    h->b[bucket_of(v)] += n;
+    h->b[hist_bucket_of(v)] += n;
     if (h->n == 0 || v < h->min) h->min = v;
     if (h->n == 0 || v > h->max) h->max = v;
     h->n += n;
@@ -83,7 +69,7 @@ void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n)
     int ovf = 0;
     for (size_t i = 0; i < k; i++) {
         uint64_t x = v[i];
-        h->b[bucket_of(x)] += n;
+        h->b[hist_bucket_of(x)] += n;
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
         s += x;
@@ -126,7 +112,7 @@ double hist_percentile(const Hist *h, double p)
     uint64_t rank = (uint64_t)(p * (double)h->n);
     if ((double)rank < p * (double)h->n) rank++;
     if (rank < 1) rank = 1;
-    int lo_b = bucket_of(h->min), hi_b = bucket_of(h->max), i;
+    int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max), i;
     if (rank > h->n / 2) {
         /* the counts above bucket i are n − (its running count): step down while bucket i − 1's
          * running count still reaches rank */
@@ -156,7 +142,7 @@ int hist_valid(const Hist *h)
         return 1;
     }
     if (h->min > h->max) return 0;
-    int lo_b = bucket_of(h->min), hi_b = bucket_of(h->max);
+    int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max);
     uint64_t total = 0;
     for (int i = 0; i < HIST_BUCKETS; i++) {
         if (h->b[i] && (i < lo_b || i > hi_b)) return 0;
