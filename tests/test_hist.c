@@ -158,7 +158,7 @@ TEST(hist_percentile_scan_of_min_to_max_equals_the_full_scan)
         Hist h = {0};
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         int n = 1 + (int)(x % (trial < 50 ? 5 : 3000)); /* tiny ones too: 1..5 samples */
-        int spread = (int)(x >> 20) % 40;
+        int spread = (int)((x >> 20) % 40);
         for (int i = 0; i < n; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             uint64_t v = (x >> 3) % ((1ULL << spread) + 1);
