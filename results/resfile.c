@@ -75,6 +75,10 @@ int resfile_read(FILE *f, const char *origin, SimResult *r, KvErr *e)
             if (fread(&b, sizeof b, 1, f) != 1 || fread(&c, sizeof c, 1, f) != 1 || b >= HIST_BUCKETS) goto bad;
             h[i]->b[b] = c;
         }
+        if (!hist_valid(h[i])) {
+            sim_result_free(&tmp);
+            return kv_err(e, "%s: histogram %d inconsistent (its counts do not sum to n or lie outside [min, max])", origin, i);
+        }
     }
     *r = tmp;
     return 0;

@@ -930,6 +930,20 @@ printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\
 expect 0 "run --emit-schedule" "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --trace "$tmp/val.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch" --emit-schedule "$tmp/sch.jsonl"
 if head -n 1 "$tmp/sch.jsonl" | grep -q '"format":"kvsim-schedule"' && grep -q '"rec":"unit"' "$tmp/sch.jsonl" && tail -n 1 "$tmp/sch.jsonl" | grep -q '"rec":"end","ok":1'; then
   ok "the schedule has a header, units and an end record"; else bad "the schedule has a header, units and an end record"; fi
+# every layer's "ns" is its own duration (end − start), in uniform iterations too (where the engine
+# sets only layer 0's unless the schedule is emitted)
+if python3 - "$tmp/sch.jsonl" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("rec") != "iter": continue
+    for l in r["layers"]:
+        n += 1
+        assert l["ns"] == l["end_ns"] - l["start_ns"], (r["iter"], l)
+assert n > 0
+PY
+then ok "the schedule's layer durations are each layer's own"; else bad "the schedule's layer durations are each layer's own"; fi
 expect 2 "--emit-schedule with --seeds refused" "$B"/kvsim run --policy kv-offload --seeds 2 --requests 10 --quiet --out "$tmp/x" --emit-schedule "$tmp/x.jsonl"
 contains "the refusal names --seeds" "not with --seeds"
 expect 0 "kvcal execute replays it" "$B"/kvcal execute --schedule "$tmp/sch.jsonl" --out "$tmp/exe" --reps 1 --dir "$tmp"

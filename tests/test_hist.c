@@ -118,3 +118,73 @@ TEST(hist_add_each_n_equals_hist_add_n_in_order)
                 }
     CHECK(fast > 0 && slow > 0);
 }
+
+/* the percentile as the full scan from bucket 0 finds it (the definition in hist.h; what
+ * hist_percentile computed before it scanned only [min, max]'s buckets, from either end) */
+static double pct_full_scan(const Hist *h, double p)
+{
+    if (!h->n || !h->b) return 0;
+    if (p <= 0) return (double)h->min;
+    if (p >= 1) return (double)h->max;
+    uint64_t rank = (uint64_t)(p * (double)h->n);
+    if ((double)rank < p * (double)h->n) rank++;
+    if (rank < 1) rank = 1;
+    uint64_t seen = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank) {
+            uint64_t lo, hi;
+            if (i < (1 << HIST_SUB)) {
+                lo = hi = (uint64_t)i;
+            } else {
+                int shift = (i >> HIST_SUB) - 1;
+                lo = ((1ULL << HIST_SUB) | (uint64_t)(i & ((1 << HIST_SUB) - 1))) << shift;
+                hi = lo + (1ULL << shift) - 1;
+            }
+            double mid = ((double)lo + (double)hi) / 2;
+            if (mid < (double)h->min) mid = (double)h->min;
+            if (mid > (double)h->max) mid = (double)h->max;
+            return mid;
+        }
+    }
+    return (double)h->max;
+}
+
+TEST(hist_percentile_scan_of_min_to_max_equals_the_full_scan)
+{
+    uint64_t x = 12345;
+    const double ps[] = {1e-9, 0.001, 0.1, 0.25, 0.4999, 0.5, 0.5001, 0.75, 0.9, 0.99, 0.999, 0.999999, 1 - 1e-12};
+    for (int trial = 0; trial < 300; trial++) {
+        Hist h = {0};
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int n = 1 + (int)(x % (trial < 50 ? 5 : 3000)); /* tiny ones too: 1..5 samples */
+        int spread = (int)((x >> 20) % 40);
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t v = (x >> 3) % ((1ULL << spread) + 1);
+            if (trial % 3 == 0) v += 1ULL << 30;             /* all far from bucket 0 */
+            if (trial % 7 == 0) hist_add_n(&h, v, 1 + x % 9); /* runs of one value */
+            else hist_add(&h, v);
+        }
+        CHECK(hist_valid(&h));
+        for (int k = 0; k < 13 + 199; k++) {
+            double p = k < 13 ? ps[k] : (k - 12) / 200.0, got = hist_percentile(&h, p), want = pct_full_scan(&h, p);
+            CHECK_MSG(got == want, "trial %d, n %llu, p %.12g: %.17g, the full scan %.17g", trial, (unsigned long long)h.n, p, got, want);
+        }
+        /* hist_valid: a count moved below min's bucket or above max's, or n changed, is caught */
+        Hist bad = h;
+        bad.b = malloc(HIST_BUCKETS * sizeof *bad.b);
+        memcpy(bad.b, h.b, HIST_BUCKETS * sizeof *bad.b);
+        bad.n++;
+        CHECK(!hist_valid(&bad));
+        bad.n--;
+        CHECK(hist_valid(&bad));
+        if (h.min > 0) {
+            bad.b[0]++;
+            bad.n++;
+            CHECK(!hist_valid(&bad));
+        }
+        free(bad.b);
+        hist_free(&h);
+    }
+}

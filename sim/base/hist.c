@@ -4,15 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int bucket_of(uint64_t v)
-{
-    if (v < (1ULL << HIST_SUB)) return (int)v;
-    int msb = 63 - __builtin_clzll(v);             /* >= HIST_SUB */
-    int shift = msb - HIST_SUB;
-    uint64_t sub = (v >> shift) & ((1ULL << HIST_SUB) - 1);
-    return ((shift + 1) << HIST_SUB) + (int)sub;
-}
-
 static inline void bucket_range(int b, uint64_t *lo, uint64_t *hi)
 {
     if (b < (1 << HIST_SUB)) {
@@ -25,17 +16,12 @@ static inline void bucket_range(int b, uint64_t *lo, uint64_t *hi)
     *hi = *lo + (1ULL << shift) - 1;
 }
 
-void hist_add(Hist *h, uint64_t v)
+/* hist_add's first sample: the buckets, then the sample (out of memory: dropped, n stays consistent) */
+void hist_add_first(Hist *h, uint64_t v)
 {
-    if (!h->b) {
-        h->b = calloc(HIST_BUCKETS, sizeof *h->b);
-        if (!h->b) return; /* out of memory: the sample is dropped, n stays consistent */
-    }
-    h->b[bucket_of(v)]++;
-    if (h->n == 0 || v < h->min) h->min = v;
-    if (h->n == 0 || v > h->max) h->max = v;
-    h->n++;
-    h->sum += (double)v;
+    h->b = calloc(HIST_BUCKETS, sizeof *h->b);
+    if (!h->b) return;
+    hist_add(h, v);
 }
 
 /* the running sum after n samples of v, as hist_add_n adds them: the sum is a double of integers,
@@ -58,7 +44,7 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n)
         h->b = calloc(HIST_BUCKETS, sizeof *h->b);
         if (!h->b) return;
     }
-    h->b[bucket_of(v)] += n;
+    h->b[hist_bucket_of(v)] += n;
     if (h->n == 0 || v < h->min) h->min = v;
     if (h->n == 0 || v > h->max) h->max = v;
     h->n += n;
@@ -83,7 +69,7 @@ void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n)
     int ovf = 0;
     for (size_t i = 0; i < k; i++) {
         uint64_t x = v[i];
-        h->b[bucket_of(x)] += n;
+        h->b[hist_bucket_of(x)] += n;
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
         s += x;
@@ -114,6 +100,10 @@ void hist_merge(Hist *dst, const Hist *src)
     dst->sum += src->sum;
 }
 
+/* Every count lies in the buckets of [min, max] and the counts sum to n (hist_add, hist_add_n,
+ * hist_add_each_n and hist_merge keep both; hist_valid checks them for a histogram read from a
+ * file), so the scan visits only the buckets from min's to max's: upwards from min's for a low rank,
+ * downwards from max's for a high one (the same smallest bucket whose running count reaches rank). */
 double hist_percentile(const Hist *h, double p)
 {
     if (!h->n || !h->b) return 0;
@@ -122,19 +112,44 @@ double hist_percentile(const Hist *h, double p)
     uint64_t rank = (uint64_t)(p * (double)h->n);
     if ((double)rank < p * (double)h->n) rank++;
     if (rank < 1) rank = 1;
-    uint64_t seen = 0;
-    for (int i = 0; i < HIST_BUCKETS; i++) {
-        seen += h->b[i];
-        if (seen >= rank) {
-            uint64_t lo, hi;
-            bucket_range(i, &lo, &hi);
-            double mid = ((double)lo + (double)hi) / 2;
-            if (mid < (double)h->min) mid = (double)h->min;
-            if (mid > (double)h->max) mid = (double)h->max;
-            return mid;
+    int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max), i;
+    if (rank > h->n / 2) {
+        /* the counts above bucket i are n − (its running count): step down while bucket i − 1's
+         * running count still reaches rank */
+        uint64_t above = 0, room = h->n - (rank < h->n ? rank : h->n);
+        for (i = hi_b; i > lo_b && above + h->b[i] <= room; i--) above += h->b[i];
+    } else {
+        uint64_t seen = 0;
+        for (i = lo_b; i < hi_b; i++) {
+            seen += h->b[i];
+            if (seen >= rank) break;
         }
     }
-    return (double)h->max;
+    uint64_t lo, hi;
+    bucket_range(i, &lo, &hi);
+    double mid = ((double)lo + (double)hi) / 2;
+    if (mid < (double)h->min) mid = (double)h->min;
+    if (mid > (double)h->max) mid = (double)h->max;
+    return mid;
+}
+
+int hist_valid(const Hist *h)
+{
+    if (!h->b) return 1; /* no buckets (none non-zero in a file): percentiles read 0, as for an empty one */
+    if (h->n == 0) {
+        for (int i = 0; i < HIST_BUCKETS; i++)
+            if (h->b[i]) return 0;
+        return 1;
+    }
+    if (h->min > h->max) return 0;
+    int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max);
+    uint64_t total = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        if (h->b[i] && (i < lo_b || i > hi_b)) return 0;
+        if (total + h->b[i] < total) return 0; /* wraps */
+        total += h->b[i];
+    }
+    return total == h->n && h->b[lo_b] > 0 && h->b[hi_b] > 0;
 }
 
 double hist_mean(const Hist *h) { return h->n ? h->sum / (double)h->n : 0; }

@@ -24,7 +24,31 @@ typedef struct Hist {
     uint64_t min, max;
 } Hist;
 
-void hist_add(Hist *h, uint64_t v);
+/* the bucket of v: v itself below 2^SUB, else (its power of two, its SUB bits below the top) */
+static inline int hist_bucket_of(uint64_t v)
+{
+    if (v < (1ULL << HIST_SUB)) return (int)v;
+    int msb = 63 - __builtin_clzll(v); /* >= HIST_SUB */
+    int shift = msb - HIST_SUB;
+    uint64_t sub = (v >> shift) & ((1ULL << HIST_SUB) - 1);
+    return ((shift + 1) << HIST_SUB) + (int)sub;
+}
+
+void hist_add_first(Hist *h, uint64_t v); /* (hist_add without buckets yet: allocates them) */
+
+/* one sample; inline (the per-token path): O(1) */
+static inline void hist_add(Hist *h, uint64_t v)
+{
+    if (!h->b) {
+        hist_add_first(h, v);
+        return;
+    }
+    h->b[hist_bucket_of(v)]++;
+    if (h->n == 0 || v < h->min) h->min = v;
+    if (h->n == 0 || v > h->max) h->max = v;
+    h->n++;
+    h->sum += (double)v;
+}
 /* n samples of the value v: exactly what n calls hist_add(h, v) leave (the running sum gets n·v in
  * one addition when that is exact — integer sums below 2^53 — and n additions otherwise). O(1) then. */
 void hist_add_n(Hist *h, uint64_t v, uint64_t n);
@@ -33,7 +57,12 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n);
  * 2^53, and the k additions of hist_add_n otherwise). O(k). */
 void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n);
 void hist_merge(Hist *dst, const Hist *src);
-double hist_percentile(const Hist *h, double p); /* p in [0, 1]; 0 when empty */
+/* p in [0, 1]; 0 when empty. O(buckets between min's and max's) */
+double hist_percentile(const Hist *h, double p);
+/* 1 when h keeps the invariants the functions above rely on (its counts sum to n and lie in the
+ * buckets of [min, max], both of which are non-empty), else 0: for a histogram read from a file.
+ * O(HIST_BUCKETS) */
+int hist_valid(const Hist *h);
 double hist_mean(const Hist *h);
 void hist_free(Hist *h);
 

@@ -7,7 +7,8 @@
  *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
  *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
  *    the FIFO's count = its turns in memory + the entries in its spill file (those are not walked);
- *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED;
+ *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED; a
+ *    decoding one has no resume, restoration compute (tw, recompute) or new input left;
  *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
  *    session in that tier at that place, and as many listed as the session map has there;
@@ -108,6 +109,11 @@ static int check_requests(Sim *sm, Replica *rp, int64_t loads[2])
         if (r->state != RQ_RESTORING && r->state != RQ_PREFILL && r->state != RQ_DECODE)
             return sim_fail(sm, "sim_check: replica %d: admitted request %llu is %s", i, (unsigned long long)r->id,
                             rq_state_name(r->state));
+        if (r->state == RQ_DECODE && (r->resume_left > 0 || r->tw || r->recompute_left > 0 || r->new_left > 0))
+            return sim_fail(sm, "sim_check: replica %d: decoding request %llu has work of an earlier phase left (resume %lld, "
+                            "tw %d, recompute %lld, new input %lld): form_batch skips its passes for an all-decode batch", i,
+                            (unsigned long long)r->id, (long long)r->resume_left, r->tw, (long long)r->recompute_left,
+                            (long long)r->new_left);
         r->s->chk_active = 1;
         if (r->s->loading != (r->loads_left > 0))
             return sim_fail(sm, "sim_check: session %llu: loading %d but its request has %d loads in flight",

@@ -55,6 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "policies/policy.h"
 #include "sim/engine/channel.h"
@@ -286,7 +288,8 @@ struct Replica {
     int iterating;
     IterItem *items;
     int n_items, cap_items;
-    double *layer_ns;
+    double *layer_ns;           /* per layer of the iteration in flight; without layer-wise work (!any_lw,
+                                   every layer the same) only [0] is set, unless schedule_out's hook is on */
     int layer;
     int64_t cursor_ns, iter_start_ns;
     /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary
@@ -447,6 +450,16 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond);
 /* ------------------------------------------------------------------ events and small helpers */
 
 static inline int64_t sim_now(const Sim *sm) { return evq_now(&sm->q); }
+
+/* n zeroed bytes (NULL: out of memory): calloc(1, n) for the run's per-turn and per-request objects.
+ * glibc's calloc never takes a chunk from the thread cache (it always runs _int_malloc), and the
+ * frees that then find the cache full run _int_free's bins; malloc and memset reuse the cached chunks */
+static inline void *sim_zalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p) memset(p, 0, n);
+    return p;
+}
 /* llround(x) (iteration.c, walk.c, metrics.c: every step and layer time in ns) without the library call, bit for bit for every finite x of int64 range: the cast
  * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
 static inline int64_t round_ns(double x)

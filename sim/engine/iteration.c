@@ -52,14 +52,20 @@ static void form_batch(Sim *sm, Replica *rp)
     /* restoration compute may take at most restore_share of the budget (Cake's emulation of GPU
      * availability); 1 = no cap */
     int64_t rbudget = sm->cfg->restore_share >= 1 ? INT64_MAX : (int64_t)(sm->cfg->restore_share * (double)budget);
+    int low = 0; /* some request's restoration compute is low-priority: pass 1 does nothing without one */
     for (int i = 0; i < rp->n_active; i++) {
         Request *r = rp->active[i];
+        low |= r->low_prio;
         if (r->state == RQ_DECODE) {
             item_add(sm, rp, (IterItem){r, IT_DECODE, 0, 1, r->hist + r->nnew + r->out_done});
             budget--;
         }
     }
-    for (int pass = 0; pass < 2; pass++)
+    /* every admitted request decodes: the passes add nothing (a decoding request has no resume,
+     * restoration compute or new input left: sim_check's check_requests checks it) */
+    if (rp->n_items == rp->n_active) return;
+    /* (pass 1 acts only where pass == r->low_prio: the rest of its body continues, new input is pass 0's) */
+    for (int pass = 0; pass < (low ? 2 : 1); pass++)
         for (int i = 0; i < rp->n_active && budget > 0; i++) {
             Request *r = rp->active[i];
             if (r->resume_left > 0) { /* re-prefilling its context after a preemption (blocks.c) */
@@ -148,9 +154,15 @@ static void layer_costs(Sim *sm, Replica *rp)
     }
     if (B) attn += ctab_attn_decode_ns(sm, B, dctx);
     double base = est_linear_ns(sm, M) + attn;
-    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
     rp->any_lw = any_lw;
-    if (!any_lw) return;
+    if (!any_lw) {
+        /* every layer costs base: the walk (iter_advance's one step) and tl_iteration read layer 0's
+         * only; schedule_out's hook prints every layer's */
+        int nl = sm->sched ? sm->L : 1;
+        for (int l = 0; l < nl; l++) rp->layer_ns[l] = base;
+        return;
+    }
+    /* (each layer's duration is set by the per-layer loop at the end) */
     /* stage-parallel restorations: every stage recomputes its own prefix layers for the history in
      * its own lane (r->lane_ns), from its boundary activation; the walk runs a stage's lane when it
      * reaches the stage, starting at the later of the iteration's start and that boundary's arrival,
@@ -507,7 +519,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     }
     rp->run_steps = n + 1;
     metrics_on_iteration(sm, rp);
-    for (int l = 0; l < sm->L; l++) rp->layer_ns[l] = base;
+    rp->layer_ns[0] = base; /* a uniform iteration's walk reads layer 0's only (no schedule_out here) */
     for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     rp->any_lw = 0;
     rp->n_lw = 0;

@@ -183,7 +183,7 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
     if (tr->history_tokens < 0 || tr->history_tokens > TRACE_MAX_TOKENS || nnew > TRACE_MAX_TOKENS || nout > TRACE_MAX_TOKENS)
         return sim_fail(sm, "internal: trace row of session %llu turn %d has token counts past %lld",
                         (unsigned long long)tr->session, tr->turn, (long long)TRACE_MAX_TOKENS), NULL;
-    Turn *r = calloc(1, sizeof *r);
+    Turn *r = sim_zalloc(sizeof *r);
     if (!r) return sim_fail(sm, "out of memory"), NULL;
     sm->turn_bytes += sizeof *r;
     sim_note_waiting(sm);
@@ -203,7 +203,7 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
 /* admission: the turn becomes its Request (RQ_QUEUED; the session reference moves to it) */
 static Request *request_from_turn(Sim *sm, Turn *q)
 {
-    Request *r = calloc(1, sizeof *r);
+    Request *r = sim_zalloc(sizeof *r);
     if (!r) return sim_fail(sm, "out of memory"), NULL;
     r->id = q->id;
     r->s = q->s;

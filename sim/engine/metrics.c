@@ -396,9 +396,11 @@ static double ch_busy_now(const Sim *sm, const Channel *c)
     return c->busy_ns + (c->cur ? (double)(sim_now(sm) - c->busy_since) : 0);
 }
 
-static int rep_has(const Sim *sm, const Replica *rp, int k, int st)
+/* the channels of kind k rp has: stages 0 .. this − 1 (0: none) */
+static int rep_has_n(const Sim *sm, const Replica *rp, int k)
 {
-    return rp->has_ch[k] && st < rep_ch_count(rp, k, sm->S);
+    int n = rp->has_ch[k] ? rep_ch_count(rp, k, sm->S) : 0;
+    return n < SIM_MAX_STAGES ? n : SIM_MAX_STAGES;
 }
 
 void metrics_on_restoring(Sim *sm, Replica *rp, int delta)
@@ -409,13 +411,12 @@ void metrics_on_restoring(Sim *sm, Replica *rp, int delta)
     if (was == 0 && rp->n_restoring > 0) {
         rp->win_since = sim_now(sm);
         for (int k = 0; k < CH_COUNT; k++)
-            for (int st = 0; st < SIM_MAX_STAGES; st++)
-                if (rep_has(sm, rp, k, st)) rp->win_ch_base[k][st] = ch_busy_now(sm, &rp->ch[k][st]);
+            for (int st = 0, n = rep_has_n(sm, rp, k); st < n; st++) rp->win_ch_base[k][st] = ch_busy_now(sm, &rp->ch[k][st]);
     } else if (was > 0 && rp->n_restoring == 0) {
         rp->win_ns += (double)(sim_now(sm) - rp->win_since);
         for (int k = 0; k < CH_COUNT; k++)
-            for (int st = 0; st < SIM_MAX_STAGES; st++)
-                if (rep_has(sm, rp, k, st)) rp->win_ch_ns[k][st] += ch_busy_now(sm, &rp->ch[k][st]) - rp->win_ch_base[k][st];
+            for (int st = 0, n = rep_has_n(sm, rp, k); st < n; st++)
+                rp->win_ch_ns[k][st] += ch_busy_now(sm, &rp->ch[k][st]) - rp->win_ch_base[k][st];
     }
     if (obs_of(sm)->sink && delta) counter(sm, rp->id, "restoring", rp->n_restoring);
 }

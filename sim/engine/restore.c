@@ -466,8 +466,8 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
 {
     Session *s = r->s;
     r->mode = malloc((size_t)sm->L);
-    r->arrived = calloc((size_t)sm->L, 1);
-    r->layer_units = calloc((size_t)sm->L, 1);
+    r->arrived = sim_zalloc((size_t)sm->L);
+    r->layer_units = sim_zalloc((size_t)sm->L);
     if (!r->mode || !r->arrived || !r->layer_units) return sim_fail(sm, "out of memory");
     memcpy(r->mode, plan->layer_mode, (size_t)sm->L);
     for (int l = 0; l < sm->L && !r->lscale; l++)

@@ -65,7 +65,7 @@ static int spilled(const Sim *sm, uint64_t id)
 static Session *sess_new(Sim *sm, uint64_t id)
 {
     if ((sm->tab_n + 1) * 2 > sm->tab_cap && sess_grow(sm) != 0) return NULL;
-    Session *s = calloc(1, sess_size(sm));
+    Session *s = sim_zalloc(sess_size(sm));
     if (!s) return NULL;
     sm->sess_bytes += sess_size(sm);
     sim_note_waiting(sm);

@@ -172,7 +172,7 @@ static void turn_to_rec(const Turn *t, int kind, WaitRec *w)
 
 static Turn *turn_from_rec(Sim *sm, const WaitRec *w, Session *s)
 {
-    Turn *t = calloc(1, sizeof *t);
+    Turn *t = sim_zalloc(sizeof *t);
     if (!t) return sim_fail(sm, "out of memory"), NULL;
     sm->turn_bytes += sizeof *t;
     sim_note_waiting(sm);
