@@ -126,9 +126,7 @@ static double pct_full_scan(const Hist *h, double p)
     if (!h->n || !h->b) return 0;
     if (p <= 0) return (double)h->min;
     if (p >= 1) return (double)h->max;
-    uint64_t rank = (uint64_t)(p * (double)h->n);
-    if ((double)rank < p * (double)h->n) rank++;
-    if (rank < 1) rank = 1;
+    uint64_t rank = hist_rank(h->n, p);
     uint64_t seen = 0;
     for (int i = 0; i < HIST_BUCKETS; i++) {
         seen += h->b[i];

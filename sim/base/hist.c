@@ -109,9 +109,7 @@ double hist_percentile(const Hist *h, double p)
     if (!h->n || !h->b) return 0;
     if (p <= 0) return (double)h->min;
     if (p >= 1) return (double)h->max;
-    uint64_t rank = (uint64_t)(p * (double)h->n);
-    if ((double)rank < p * (double)h->n) rank++;
-    if (rank < 1) rank = 1;
+    uint64_t rank = hist_rank(h->n, p);
     int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max), i;
     if (rank > h->n / 2) {
         /* the counts above bucket i are n − (its running count): step down while bucket i − 1's

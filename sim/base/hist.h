@@ -57,6 +57,13 @@ void hist_add_n(Hist *h, uint64_t v, uint64_t n);
  * 2^53, and the k additions of hist_add_n otherwise). O(k). */
 void hist_add_each_n(Hist *h, const uint64_t *v, size_t k, uint64_t n);
 void hist_merge(Hist *dst, const Hist *src);
+/* the 1-based rank of the p-quantile of n samples (0 < p < 1): ceil(p·n), at least 1 */
+static inline uint64_t hist_rank(uint64_t n, double p)
+{
+    uint64_t rank = (uint64_t)(p * (double)n);
+    if ((double)rank < p * (double)n) rank++;
+    return rank < 1 ? 1 : rank;
+}
 /* p in [0, 1]; 0 when empty. O(buckets between min's and max's) */
 double hist_percentile(const Hist *h, double p);
 /* 1 when h keeps the invariants the functions above rely on (its counts sum to n and lie in the
