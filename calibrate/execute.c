@@ -108,6 +108,7 @@ struct Ex {
     pthread_cond_t cv;
     int64_t t0;
     int failed, pin, io_cpu;
+    int spin; /* stage threads wait spinning (ExecWait), not asleep on cv */
     KvErr err;
     ExStage stage[SCH_MAX_STAGES];
     void *nw, *nb; /* norm weights (read only, shared) */
@@ -800,6 +801,26 @@ static int layer_units_landed(const Ex *x, const SchIter *it, int l, uint64_t re
         while (!(x)->failed && !(cond)) pthread_cond_wait(&(x)->cv, &(x)->mu);                                         \
     } while (0)
 
+/* a stage thread's wait (caller holds mu): asleep on cv, or with x->spin (ExecWait) spinning —
+ * mu released and the CPU yielded between two checks — so that the stage's CPU stays busy, as a
+ * GPU stays ready for its next kernel; on this kind of machine a core left idle for one stage's
+ * layers comes back slower (a two-stage replay on two CPUs ran its decode steps ~20 % slower than
+ * the same schedule on one CPU, where the stages never idle a core: docs/validation.md) */
+static void stage_wait_once(Ex *x)
+{
+    if (x->spin) {
+        pthread_mutex_unlock(&x->mu);
+        sched_yield();
+        pthread_mutex_lock(&x->mu);
+    } else {
+        pthread_cond_wait(&x->cv, &x->mu);
+    }
+}
+#define STAGE_WAIT_FOR(x, cond)                                   \
+    do {                                                          \
+        while (!(x)->failed && !(cond)) stage_wait_once(x);      \
+    } while (0)
+
 /* stage g's part of replayed iteration k, the iteration already started (it_start[k] set): its
  * lanes, then its layers (walk.c: a stage's lanes from the later of the iteration's start and their
  * boundary activation's arrival, in item order; layer l after layer l − 1 of the same iteration, on
@@ -826,7 +847,7 @@ static int stage_iter(ExStage *g, int k, KvErr *e)
         int64_t by = 0;
         if (st > 0) { /* from its boundary activation: the units of the stage's first layer that are the lane's request's */
             pthread_mutex_lock(&x->mu);
-            WAIT_FOR(x, layer_units_landed(x, it, lo, ln->req, &by));
+            STAGE_WAIT_FOR(x, layer_units_landed(x, it, lo, ln->req, &by));
             pthread_mutex_unlock(&x->mu);
             if (x->failed) return 0;
         }
@@ -845,7 +866,7 @@ static int stage_iter(ExStage *g, int k, KvErr *e)
         int64_t by = 0;
         if (ly->nwaits || (l == lo && l > 0)) {
             pthread_mutex_lock(&x->mu);
-            WAIT_FOR(x, (l == 0 || x->ly_done[(size_t)k * L + l - 1] >= 0) && layer_units_landed(x, it, l, 0, &by));
+            STAGE_WAIT_FOR(x, (l == 0 || x->ly_done[(size_t)k * L + l - 1] >= 0) && layer_units_landed(x, it, l, 0, &by));
             pthread_mutex_unlock(&x->mu);
             if (x->failed) return 0;
         }
@@ -1007,14 +1028,14 @@ static void stage_run(ExStage *g)
                 if (ok) break;
                 if (res >= 0) resolve_landing(x, res);
                 else if (at >= 0) wait_until_time(x, at);
-                else pthread_cond_wait(&x->cv, &x->mu);
+                else stage_wait_once(x);
             }
             if (!x->failed) {
                 x->it_start[k] = ex_now(x);
                 pthread_cond_broadcast(&x->cv);
             }
         } else {
-            WAIT_FOR(x, x->it_start[k] >= 0);
+            STAGE_WAIT_FOR(x, x->it_start[k] >= 0);
         }
         int stop = x->failed;
         pthread_mutex_unlock(&x->mu);
@@ -1244,6 +1265,9 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
     x->r = r;
     x->pin = o->pin;
     x->cuda = cuda;
+    /* auto: the cpu stages of a several-stage replay spin; one stage (the calling thread, which also
+     * waits for the IO threads' reads) and cuda (the host waits for events, the GPU computes) sleep */
+    x->spin = o->wait == EXEC_WAIT_SPIN || (o->wait == EXEC_WAIT_AUTO && !cuda && s->stages > 1);
     /* pinning: several stages: stage st on CPU st (each stage's "GPU" its own core), the IO threads on
      * the last CPU when one is left free of stages, else not pinned (the scheduler runs them where a
      * stage waits; on a GPU the copies do not take the compute's cores either). One stage: its compute
@@ -1359,12 +1383,16 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
     }
     r->stat = o->stat;
     r->reps = reps;
-    char stages[96] = "";
+    char stages[160] = "";
     if (s->stages > 1 && x->stage[0].cpu >= 0)
         snprintf(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
                  ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
     else if (s->stages > 1)
         snprintf(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
+    if (x->spin) {
+        size_t n = strlen(stages);
+        snprintf(stages + n, sizeof stages - n, "; stage threads wait spinning");
+    }
     if (cuda)
         snprintf(r->note, sizeof r->note,
                  "cuda, %s, fp16: per stage a compute and an h2d stream, the GPU waits on events; h2d = cudaMemcpyAsync from "

@@ -109,9 +109,14 @@ typedef struct ExecOptions {
     int pin;                 /* pin: several stages: stage st on CPU st, the IO threads on the last CPU when
                               * it is free of stages; one stage: the IO threads on the last CPU (2+ CPUs) */
     int stat;                /* ExecStat: what summarises the replays */
+    int wait;                /* ExecWait: how a stage thread waits for its inputs */
 } ExecOptions;
 
 typedef enum ExecStat { EXEC_STAT_MEDIAN = 0, EXEC_STAT_MIN = 1 } ExecStat;
+/* AUTO: SPIN for the cpu stage threads of a replay of several stages, SLEEP otherwise; SPIN: a
+ * waiting stage thread releases the lock, yields its CPU and checks again (its core never idles,
+ * as a GPU stays ready); SLEEP: it sleeps on the replay's condition variable */
+typedef enum ExecWait { EXEC_WAIT_AUTO = 0, EXEC_WAIT_SLEEP = 1, EXEC_WAIT_SPIN = 2 } ExecWait;
 
 /* Measured times of one replay, in the schedule's time frame (origin_ns + wall time since the start). */
 typedef struct ExecReq {

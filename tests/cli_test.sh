@@ -1076,6 +1076,8 @@ assert v.ssd_line([(65536, 1e5)]) == (1e9, 50e3)
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,255,1,0\ns0,1,100,16,2,256\n' > "$tmp/val2.csv"
 expect 0 "run --pp 2 --emit-schedule" "$B"/kvsim run --policy hcache-cf --pp 2 --model Tiny-Llama-V --trace "$tmp/val2.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --quiet --out "$tmp/sch2" --emit-schedule "$tmp/sch2.jsonl"
 grep -q '"stages":2' "$tmp/sch2.jsonl" && grep -q '"lanes":\[{"stage":1' "$tmp/sch2.jsonl" && ok "the pp 2 schedule has 2 stages and stage-1 lanes" || bad "the pp 2 schedule has 2 stages and stage-1 lanes"
+expect 2 "kvcal execute --wait of an unknown kind is refused" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3w" --wait busy
+contains "--wait refusal names the kinds" "--wait busy: expected auto, spin or sleep"
 expect 0 "kvcal execute replays two stages with lanes" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3" --reps 1 --dir "$tmp"
 contains "execute: each layer on its stage's thread, the lanes replayed" "2 stages, each layer on its stage's thread: yes; 3 stage-parallel lanes replayed"
 if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['stages'] == 2 and j['stage_ok'] == 1 and j['lanes'] == 3 and all(l['measured_ns'] > 0 for i in j['iterations'] for l in i.get('lanes', []))" "$tmp/exe3/execute.json" 2>/dev/null; then

@@ -99,7 +99,7 @@ TEST(execute_emit_load_replay_kv_offload)
         }
     }
     CHECK(seen);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -111,6 +111,7 @@ TEST(execute_emit_load_replay_kv_offload)
         /* loose: a real replay of 8 small layers on a CPU takes between 1 us and 60 s */
         CHECK(r.reqs[0].ttft_ns > 1000 && r.reqs[0].ttft_ns < 60000000000LL);
         for (int k = 0; k < r.n_iters; k++) CHECK(r.iter_ns[k] > 0);
+        CHECK(!strstr(r.note, "spinning")); /* auto: one stage sleeps while it waits for its units */
         write_json(t, &s, &r, path, "execute.json");
         exec_result_free(&r);
     }
@@ -133,7 +134,7 @@ TEST(execute_recompute_and_hcache_replay)
                     for (int w = 0; w < s.iters[k].layers[l].nwork; w++) proj += s.iters[k].layers[l].work[w].op == SCH_WORK_PROJECTION;
             CHECK(proj > 0);
         }
-        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
         ExecResult r;
         CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", pols[p], e.msg);
         if (!t->failures) {
@@ -183,7 +184,7 @@ TEST(execute_two_stages_with_lanes)
         }
     CHECK(lanes >= 1);
     CHECK(bnd >= 1);
-    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN}; /* pinned: stage st on CPU st */
+    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO}; /* pinned: stage st on CPU st */
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -202,7 +203,19 @@ TEST(execute_two_stages_with_lanes)
         CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
         /* the request's restoration ends no earlier than its last lane */
         for (int j = 0; j < r.n_lanes; j++) CHECK(r.reqs[0].restored_ns >= (int64_t)r.lane_end_ns[j] - 1);
+        CHECK_CONTAINS(r.note, "stage threads wait spinning"); /* auto: the cpu stages of two spin */
         write_json(t, &s, &r, path, "execute-pp2.json");
+        exec_result_free(&r);
+    }
+    /* asleep on the condition variable instead: the same dependencies kept, every layer on its stage */
+    o.wait = EXEC_WAIT_SLEEP;
+    o.pin = 0;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok);
+        CHECK(r.stage_ok);
+        CHECK_EQ_I(r.n_lanes, lanes);
+        CHECK(!strstr(r.note, "spinning"));
         exec_result_free(&r);
     }
     schedule_free(&s);
@@ -286,7 +299,7 @@ TEST(execute_replays_each_replica_on_its_own)
     }
     CHECK_MSG(on[0] == 2 && on[1] == 2, "requests per replica: %d and %d (the case needs both)", on[0], on[1]);
     CHECK_EQ_I(restoring, 2);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -441,7 +454,7 @@ TEST(execute_dram_tier_replay)
         CHECK_EQ_I(s.units[i].hop[0].ch, SCH_CH_H2D);
     }
     KvErr e;
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -462,7 +475,7 @@ TEST(execute_backend_checked)
     Schedule s;
     if (emit_load(t, "kv-offload", 127, "1", path, &s) != 0) return;
     KvErr e = {{0}};
-    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN};
+    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
     ExecResult r;
     CHECK(exec_run(&s, &o, &r, &e) != 0);
     CHECK_MSG(strstr(e.msg, "backend tpu: expected cpu or cuda"), "got '%s'", e.msg);
@@ -488,7 +501,7 @@ static void cuda_replay_case(TestCtx *t, const char *policy, int64_t n0, const c
     if (emit_load_tier(t, policy, n0, pp, dram_tier, path, &s) != 0) return;
     for (int i = 0; i < s.n_units; i++) CHECK_EQ_I(s.units[i].tier, dram_tier ? SCH_TIER_DRAM : SCH_TIER_SSD);
     KvErr e = {{0}};
-    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN};
+    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s pp %s: %s", policy, pp, e.msg);
     if (t->failures) {

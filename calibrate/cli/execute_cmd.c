@@ -28,6 +28,7 @@ static const OptSpec k_execute_opts[] = {
     {"--stat", "median|min", 0, "what summarises the replays: their median (default) or the least (the undisturbed time on a shared machine)"},
     {"--dir", "SCRATCH", 0, "directory for the saved-state files (default $TMPDIR or /tmp; O_DIRECT where it allows)"},
     {"--backend", "cpu|cuda", 0, "the kernels: cpu (default; h2d = memcpy) or cuda (device 0: cuBLAS + our kernels in fp16, a compute and an h2d stream per stage, h2d = cudaMemcpyAsync from pinned memory)"},
+    {"--wait", "auto|spin|sleep", 0, "how a stage thread waits for its inputs: spin (yielding its CPU between checks: the core never idles, as a GPU stays ready) or sleep; auto (default): spin for the cpu stages of a several-stage replay"},
     {"--no-pin", NULL, 0, "do not pin the threads (default: several stages: stage st's compute on CPU st; the IO threads on the last CPU when it is free of stages)"},
     {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
 };
@@ -65,6 +66,11 @@ int kvcal_cmd_execute(int argc, char **argv)
         fprintf(stderr, "kvcal execute: --threads is for --backend cpu (the cpu kernels' attention threads)\n");
         return KVCAL_USAGE;
     }
+    const char *wait = opt_get(&a, "--wait") ? opt_get(&a, "--wait") : "auto";
+    if (strcmp(wait, "auto") && strcmp(wait, "spin") && strcmp(wait, "sleep")) {
+        fprintf(stderr, "kvcal execute: --wait %s: expected auto, spin or sleep\n", wait);
+        return KVCAL_USAGE;
+    }
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
     KvErr e = {{0}};
     Schedule s;
@@ -80,7 +86,8 @@ int kvcal_cmd_execute(int argc, char **argv)
         return kvcal_cli_fail(&k_execute, &e);
     }
     ExecOptions o = {backend, opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
-                     stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN};
+                     stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN,
+                     !strcmp(wait, "spin") ? EXEC_WAIT_SPIN : !strcmp(wait, "sleep") ? EXEC_WAIT_SLEEP : EXEC_WAIT_AUTO};
     ExecResult r;
     if (exec_run(&s, &o, &r, &e) != 0) {
         schedule_free(&s);
