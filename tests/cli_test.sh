@@ -1027,9 +1027,11 @@ python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" > "$tmp/rp/hw.json"
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,127,1,0\ns0,1,100,16,2,128\n' > "$tmp/rp/trace.csv"
 for k in 1 2; do
   d="$tmp/rp/cases/kv-offload-h128-b1/pass$k"; mkdir -p "$d"; cp "$tmp/rp/cal_run" "$tmp/rp/trace.csv" "$d/"
-  "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --platform validate-host --hardware "$tmp/rp/hw.json" --pp 1 --set replicas=1 \
-    --trace "$d/trace.csv" --costs "$tmp/rp/cal.db" --set cost_device=cpu --set iter_overhead=0 --set evict_each_turn=true \
-    --set store=dram+ssd --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null 2>&1
+  args=(--policy kv-offload --model Tiny-Llama-V --platform validate-host --pp 1 --set replicas=1 --set cost_device=cpu
+    --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd --set think=0)
+  printf '%s\n' "${args[@]}" > "$d/kvsim.args"
+  "$B"/kvsim run "${args[@]}" --hardware "$tmp/rp/hw.json" --trace "$d/trace.csv" --costs "$tmp/rp/cal.db" \
+    --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null 2>&1
   "$B"/kvcal execute --schedule "$d/schedule.jsonl" --out "$d" --model Tiny-Llama-V --reps 1 --dir "$tmp/rp" > /dev/null 2>&1
 done
 python3 - "$tmp/rp/cal.db" <<'PY'
@@ -1063,6 +1065,9 @@ assert a['measured'] == b['measured'] and b['predicted'] > a['predicted'] * 1.05
 rm "$tmp/rp/cases/kv-offload-h128-b1/pass2/cal_run"
 expect 1 "validate_repredict: a pass without cal_run is refused" python3 tools/validate_repredict.py "$tmp/rp" "$tmp/rp3" --kvsim "$B"/kvsim
 contains "validate_repredict names the pass without cal_run" "cases/kv-offload-h128-b1/pass2: no cal_run"
+cp "$tmp/rp/cal_run" "$tmp/rp/cases/kv-offload-h128-b1/pass2/"; rm "$tmp/rp/cases/kv-offload-h128-b1/pass1/kvsim.args"
+expect 1 "validate_repredict: a pass without kvsim.args is refused" python3 tools/validate_repredict.py "$tmp/rp" "$tmp/rp3" --kvsim "$B"/kvsim
+contains "validate_repredict names the pass without kvsim.args" "cases/kv-offload-h128-b1/pass1: no kvsim.args"
 # validate_report.py's SSD line: least squares of the relative error, the latency kept >= 0
 if python3 -c "
 import sys; sys.path.insert(0, 'tools'); import validate_report as v

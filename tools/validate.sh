@@ -131,9 +131,12 @@ for c in "${cases[@]}"; do
   mkdir -p "$d"
   cp "$W/cal_run" "$d/cal_run"
   trace "$d/trace.csv" "$h" "$b" "$([ "$rep" != 1 ] && echo 0 || echo 10)"
-  "$B"/kvsim run --policy "$p" --model $M --platform validate-host --hardware "$hw" --pp "$pp" --set replicas="$rep" --trace "$d/trace.csv" \
-    --costs "$W/cal.db" --set cost_device=$COST_DEV --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd \
-    --set think=0 --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
+  # the prediction's settings, kept beside it (validate_repredict.py predicts with them again)
+  args=(--policy "$p" --model $M --platform validate-host --pp "$pp" --set replicas="$rep" --set cost_device=$COST_DEV
+    --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd --set think=0)
+  printf '%s\n' "${args[@]}" > "$d/kvsim.args"
+  "$B"/kvsim run "${args[@]}" --hardware "$hw" --trace "$d/trace.csv" --costs "$W/cal.db" \
+    --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
   NOPIN=()
   if [ "$PIN" = 0 ] || { [ "$PIN" = auto ] && [ "$pp" != 1 ]; }; then NOPIN=(--no-pin); fi
   if "${PRIO[@]}" "$B"/kvcal execute "${EXB[@]}" "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then

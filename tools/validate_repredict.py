@@ -6,13 +6,13 @@ with another estimator, without replaying anything (docs/validation.md, "Is it t
                               [--kvsim BIN]
 
 SRC is a make validate directory (tools/validate.sh: cal.db with every calibration run, and per
-case and pass its trace.csv, schedule.jsonl, execute.json and cal_run, the merged run whose costs
-predicted it). For each case and pass, the calibrations that merged run combined (its notes name
+case and pass its trace.csv, schedule.jsonl, execute.json, cal_run — the merged run whose costs
+predicted it — and kvsim.args, the prediction's settings). For each case and pass, the calibrations that merged run combined (its notes name
 them; --pool: every calibration of the run) are combined again, point by point, with the
 estimator asked for — per calibration its p10 or median (--within, default p10, what validate.sh
 uses), over the calibrations their median or least (--across, default median) — into a copy of
 the store, the overlay is made again from it (validate_report.py's overlay_hw), kvsim predicts the
-case as validate.sh did, and OUT/cases/CASE/PASS/ gets the new schedule and an execute.json whose
+case with validate.sh's settings (kvsim.args), and OUT/cases/CASE/PASS/ gets the new schedule and an execute.json whose
 measured values are SRC's and whose predicted ones are the new prediction's. A pass whose new plan
 differs from the one replayed is not comparable and gets only an execute.txt that says so. Then
 validate_report.py --report OUT --stat low runs on OUT: the same tables, summary and noise floor as
@@ -101,16 +101,17 @@ def main():
                                   f"{','.join(map(str, runs))}; ", a.within, a.across)
                 c.commit()
                 c.close()
+                argf = os.path.join(pd, "kvsim.args")
+                if not os.path.exists(argf):
+                    fail(f"{rel}: no kvsim.args (a make validate run older than this tool does not keep its prediction's settings)")
                 j = json.load(open(ex))
-                hdr = json.loads(open(os.path.join(pd, "schedule.jsonl")).readline())
                 hw = os.path.join(tmp, "hw.json")
                 json.dump(vr.overlay_hw(db, j.get("stages", 1), backend), open(hw, "w"))
                 sch = os.path.join(od, "schedule.jsonl")
-                cmd = [a.kvsim, "run", "--policy", j["policy"], "--model", j["model"], "--platform", "validate-host", "--hardware", hw,
-                       "--pp", str(j.get("stages", 1)), "--set", f"replicas={hdr.get('replicas', 1)}", "--trace", os.path.join(pd, "trace.csv"),
-                       "--costs", db, "--set", "cost_device=" + ("cuda-host" if backend == "cuda" else "cpu"), "--set", "iter_overhead=0",
-                       "--set", "evict_each_turn=true", "--set", "store=dram+ssd", "--set", "think=0", "--out", os.path.join(tmp, "sim"),
-                       "--emit-schedule", sch, "--quiet", "--no-csv"]
+                # validate.sh's own settings, with the new store and overlay
+                cmd = [a.kvsim, "run"] + open(argf).read().splitlines() + [
+                    "--hardware", hw, "--trace", os.path.join(pd, "trace.csv"), "--costs", db, "--out", os.path.join(tmp, "sim"),
+                    "--emit-schedule", sch, "--quiet", "--no-csv"]
                 p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 if p.returncode != 0:
                     fail(f"{rel}: kvsim run failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
