@@ -232,7 +232,12 @@ static int axis_merge(CalibAxis *a, const int64_t *v, int n, CostOp op, KvErr *e
 
 int calib_plan_add_small(CalibPlan *p, KvErr *e)
 {
-    static const int64_t tok[] = {2, 4, 8, 16, 32, 128, 256}, an[] = {16, 32, 128, 512}, ac[] = {256, 512},
+    /* every token count up to 16: a BLAS's GEMM at a few rows is not linear between powers of two
+     * (OpenBLAS's sgemm here: 3, 5-7, 9-11, 13-15 rows cost 15-50 % more than the multiple of 4
+     * next to them, each remainder of rows one more pass over the weights; docs/validation.md,
+     * "Decode steps of 3") — a decode batch's size, measured instead of interpolated */
+    static const int64_t tok[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 128, 256},
+                         an[] = {16, 32, 128, 512}, ac[] = {256, 512},
                          db[] = {2, 3, 4}, dc[] = {128, 256, 512, 2048};
     static const CostOp tok_ops[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
                                      OP_NORM, OP_ACT, OP_ROPE, OP_QUANT, OP_DEQUANT};
