@@ -161,7 +161,10 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e)
         snprintf(p->caps, sizeof p->caps, "cuda quick grids: gemm tokens <= 16K, attention 4K new over 32K context");
     } else if (!quick) {
         static const int64_t m64_cpu[] = {192, 384, 768, 1536, 3072, 6144, 12288};
-        n_gemm = geo_axis(gemm_t, 1, 2048, 2, m64_cpu, (int)KV_ARRAY_LEN(m64_cpu));
+        /* the GEMMs also at every row count up to 16 that is not a power of two: a BLAS's cost is
+         * not linear there (calib_plan_add_small), and decode batches are those sizes */
+        static const int64_t gemm_x[] = {3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 192, 384, 768, 1536, 3072, 6144, 12288};
+        n_gemm = geo_axis(gemm_t, 1, 2048, 2, gemm_x, (int)KV_ARRAY_LEN(gemm_x));
         n_ew = geo_axis(ew_t, 1, 16384, 2, m64_cpu, (int)KV_ARRAY_LEN(m64_cpu));
         SET(an, n_an, 1, 16, 64, 256, 512, 1024);
         SET(ac, n_ac, 0, 1024, 4096, 8192, 16384);

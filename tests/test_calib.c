@@ -202,6 +202,13 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK_EQ_I(m64, 2);
     CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[1].v[p.op[OP_ATTN_PREFILL].ax[1].n - 1], 131072);
     CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[0].v[p.op[OP_ATTN_DECODE].ax[0].n - 1], 256);
+    /* cpu full: the GEMMs at every row count 1..16 (a BLAS is not linear between powers of two there) */
+    CHECK(calib_plan_default(&p, "cpu", 0, &e) == 0);
+    const CalibAxis *cg = &p.op[OP_GEMM_QKV].ax[0];
+    for (int i = 0; i < 16; i++) CHECK_EQ_I(cg->v[i], i + 1);
+    CHECK_EQ_I(cg->v[16], 32);
+    CHECK_EQ_I(cg->v[cg->n - 1], 2048);
+    CHECK_EQ_I(p.op[OP_NORM].ax[0].v[2], 4); /* elementwise ops stay on their doubling grid */
     /* cpu quick: M = 512 is measured (the headline GEMM figure) */
     CHECK(calib_plan_default(&p, "cpu", 1, &e) == 0);
     CHECK_EQ_I(p.op[OP_GEMM_FFN_UP].ax[0].v[p.op[OP_GEMM_FFN_UP].ax[0].n - 1], 512);
