@@ -109,6 +109,8 @@ struct Ex {
     int64_t t0;
     int failed, pin, io_cpu;
     int spin; /* stage threads wait spinning (ExecWait), not asleep on cv */
+    double io_rate;        /* ExecOptions.io_rate: bytes per second an ssd hop takes at most (0: unlimited) */
+    struct ExRace *race;   /* ExecOptions.race: the race's state */
     KvErr err;
     ExStage stage[SCH_MAX_STAGES];
     void *nw, *nb; /* norm weights (read only, shared) */
@@ -130,6 +132,26 @@ struct Ex {
     int *ly_issued;        /* the layer enqueued and its end event recorded (this replay) */
     int64_t *ly_start;     /* per iteration × layer: its start on the device */
 };
+
+#define RACE_MAX_DEPTH 8
+
+/* a race's state (execute.h "Race"): the request, its token-wise file, kvsim's rules; the pointers
+ * under x->mu */
+typedef struct ExRace {
+    int req_k;        /* the request's index among the replayed (r->reqs) */
+    const SchReq *q;
+    int file;         /* its token-wise state file (x->files) */
+    int64_t bpt;      /* bytes per token, every layer */
+    int64_t N, io_chunk, depth, comp_max;
+    unsigned char *buf; /* the IO side's read buffer: one chunk, 4 KiB aligned at both ends */
+    int64_t buf_bytes;
+    /* under mu */
+    int64_t io_issued, comp, comp_inflight, landed, last_land;
+    int64_t qlo[RACE_MAX_DEPTH], qhi[RACE_MAX_DEPTH]; /* claimed, not yet begun by the IO thread (FIFO) */
+    int qhead, qn, n_flight, done;
+    ExecChunk *log;
+    int n_log, cap_log;
+} ExRace;
 
 #define EX_EV_START 0
 #define EX_EV_WORK 1
@@ -230,6 +252,18 @@ static void wait_until_time(Ex *x, int64_t at)
     pthread_mutex_lock(&x->mu);
 }
 
+/* an emulated bandwidth (ExecOptions.io_rate): an ssd hop of `bytes` begun at t (replay time) ends
+ * no earlier than t + bytes / rate (sleeping the rest; nothing when the read took longer) */
+static void io_throttle(const Ex *x, int64_t t, int64_t bytes)
+{
+    if (x->io_rate <= 0) return;
+    int64_t end = t + (int64_t)llround((double)bytes / x->io_rate * 1e9), d = end - ex_now(x);
+    if (d <= 0) return;
+    struct timespec sl = {(time_t)(d / 1000000000), (long)(d % 1000000000)};
+    while (nanosleep(&sl, &sl) != 0 && errno == EINTR) {
+    }
+}
+
 /* ------------------------------------------------------------------ IO */
 
 static int read_range(Ex *x, int u, KvErr *e)
@@ -299,6 +333,7 @@ static void *chan_main(void *p)
         int rc = 0, last = hr->h == su->nhops - 1, device_copy = 0;
         if (ca->q == EX_Q_SSD) {
             rc = read_range(x, hr->u, &e);
+            if (rc == 0) io_throttle(x, t, su->hop[hr->h].bytes);
         } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy, into the unit's stage */
             const unsigned char *src = su->tier == SCH_TIER_SSD ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
                                                                 : x->files[x->u_file[hr->u]].host + su->offset;
@@ -463,6 +498,14 @@ static int compute_alloc(Ex *x, KvErr *e)
             if (ln->ctx + ln->tokens > x->max_kv) x->max_kv = ln->ctx + ln->tokens;
             if (ln->ctx + ln->tokens > x->kv_rows) x->kv_rows = ln->ctx + ln->tokens;
         }
+    }
+    if (x->race) { /* a race's chunks: up to comp_max tokens over the history, then the new tokens over all of it */
+        const struct ExRace *rc = x->race;
+        int64_t c = rc->comp_max < rc->N ? rc->comp_max : rc->N, all = rc->N + rc->q->nnew;
+        if (c > x->max_rows) x->max_rows = c;
+        if (rc->q->nnew > x->max_rows) x->max_rows = rc->q->nnew;
+        if (all > x->max_kv) x->max_kv = all;
+        if (all > x->kv_rows) x->kv_rows = all;
     }
     int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
     if (wt > m) m = wt;
@@ -640,6 +683,8 @@ static void cuda_teardown(Ex *x)
     }
 }
 
+static int race_setup(Ex *x, KvErr *e);
+
 static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
 {
     const Schedule *s = x->s;
@@ -725,6 +770,7 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
             if (u->hop[h].bytes > x->dev_bytes) x->dev_bytes = u->hop[h].bytes;
         }
     }
+    if (o->race && race_setup(x, e) != 0) return -1; /* the files known, not yet written */
     if (x->cuda) { /* the staging buffers: pinned (the h2d copies are DMA from them), one allocation cut at 4 KiB multiples */
         size_t total = 0;
         for (int k = 0; k < r->n_units; k++)
@@ -1191,6 +1237,282 @@ static int replay(Ex *x, KvErr *e)
     return 0;
 }
 
+/* ------------------------------------------------------------------ the two pointers raced (--race) */
+
+
+/* the IO side claims chunks backward while fewer than depth are in flight and tokens above the
+ * compute side's are left (restore.c restore_tw_issue; caller holds mu) */
+static void race_claim(ExRace *rc)
+{
+    while (rc->n_flight < rc->depth) {
+        int64_t lower = rc->comp + rc->comp_inflight;
+        if (rc->io_issued <= lower) return;
+        int64_t c = rc->io_issued - lower;
+        if (c > rc->io_chunk) c = rc->io_chunk;
+        int slot = (rc->qhead + rc->qn) % RACE_MAX_DEPTH;
+        rc->qlo[slot] = rc->io_issued - c;
+        rc->qhi[slot] = rc->io_issued;
+        rc->qn++;
+        rc->io_issued -= c;
+        rc->n_flight++;
+    }
+}
+
+static void race_log(ExRace *rc, int io, int64_t lo, int64_t hi, int64_t t, int64_t t1)
+{
+    if (rc->n_log < rc->cap_log) rc->log[rc->n_log++] = (ExecChunk){io, lo, hi, t, t1};
+}
+
+/* the chunk [lo, hi) of the token-wise file into the race's buffer (4 KiB aligned reads), or from the
+ * DRAM tier's host copy; then copied to the stage's "device" buffer */
+static int race_load(Ex *x, ExRace *rc, int64_t lo, int64_t hi, int64_t t, KvErr *e)
+{
+    ExFile *f = &x->files[rc->file];
+    int64_t off = lo * rc->bpt, bytes = (hi - lo) * rc->bpt;
+    const unsigned char *src;
+    if (f->tier == SCH_TIER_SSD) {
+        int64_t a = off / EX_ALIGN * EX_ALIGN, left = (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - a, pos = a;
+        unsigned char *dst = rc->buf;
+        while (left > 0) {
+            size_t n = (size_t)(left < EX_IO_BYTES ? left : EX_IO_BYTES);
+            ssize_t got = pread(f->fd, dst, n, (off_t)pos);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) return kv_err(e, "%s: read of %zu bytes at %lld failed: %s", f->path, n, (long long)pos, got < 0 ? strerror(errno) : "short read");
+            dst += got;
+            pos += got;
+            left -= got;
+        }
+        io_throttle(x, t, bytes);
+        src = rc->buf + (off - a);
+    } else {
+        src = f->host + off;
+    }
+    size_t n = (size_t)(bytes < x->dev_bytes ? bytes : x->dev_bytes);
+    memcpy(x->stage[0].dev_buf, src, n);
+    return 0;
+}
+
+static void *race_io_main(void *p)
+{
+    Ex *x = p;
+    ExRace *rc = x->race;
+    (void)pin_to(x->io_cpu);
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        while (!x->failed && rc->qn == 0 && !rc->done) pthread_cond_wait(&x->cv, &x->mu);
+        if (x->failed || rc->qn == 0) break;
+        int64_t lo = rc->qlo[rc->qhead], hi = rc->qhi[rc->qhead];
+        rc->qhead = (rc->qhead + 1) % RACE_MAX_DEPTH;
+        rc->qn--;
+        pthread_mutex_unlock(&x->mu);
+        KvErr e;
+        int64_t t = ex_now(x);
+        int bad = race_load(x, rc, lo, hi, t, &e);
+        int64_t t1 = ex_now(x);
+        pthread_mutex_lock(&x->mu);
+        if (bad) {
+            fail_locked(x, &e);
+            break;
+        }
+        rc->landed += hi - lo;
+        rc->n_flight--;
+        rc->last_land = t1;
+        race_log(rc, 1, lo, hi, t, t1);
+        race_claim(rc);
+        pthread_cond_broadcast(&x->cv);
+    }
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+/* one race on the calling thread (stage 0 computes) with the IO thread beside it: *restored, *first,
+ * *meet in replay time and tokens */
+static int race_once(Ex *x, int64_t *restored, int64_t *first, int64_t *meet, KvErr *e)
+{
+    ExRace *rc = x->race;
+    const SchReq *q = rc->q;
+    ExStage *g = &x->stage[0];
+    const Schedule *s = x->s;
+    rc->io_issued = rc->N;
+    rc->comp = rc->comp_inflight = rc->landed = rc->last_land = 0;
+    rc->qhead = rc->qn = rc->n_flight = rc->done = 0;
+    rc->n_log = 0;
+    x->failed = 0;
+    drop_caches(x);
+    x->t0 = mono_ns();
+    pthread_t th;
+    if (pthread_create(&th, NULL, race_io_main, x) != 0) return kv_err(e, "execute: cannot start the IO thread");
+    pthread_mutex_lock(&x->mu);
+    wait_until_time(x, rel(x, q->admit_ns));
+    race_claim(rc); /* at admission the IO side claims first (restore.c), then the iteration forms */
+    pthread_cond_broadcast(&x->cv);
+    int64_t comp_end = 0;
+    while (!x->failed && rc->comp + rc->landed < rc->N) {
+        int64_t avail = rc->io_issued - rc->comp;
+        if (avail <= 0) {
+            pthread_cond_wait(&x->cv, &x->mu);
+            continue;
+        }
+        int64_t c = avail < rc->comp_max ? avail : rc->comp_max, lo = rc->comp;
+        rc->comp_inflight = c;
+        pthread_mutex_unlock(&x->mu);
+        int64_t t = ex_now(x), we;
+        SchItem one = {q->id, SCH_ITEM_RECOMPUTE, 0, c, lo};
+        int bad = 0;
+        KvErr le;
+        for (int l = 0; l < s->layers && !bad; l++) bad = layer_run(x, g, &one, 1, NULL, l, &we, NULL, &le) != 0;
+        int64_t t1 = ex_now(x);
+        pthread_mutex_lock(&x->mu);
+        if (bad) {
+            fail_locked(x, &le);
+            break;
+        }
+        rc->comp += c;
+        rc->comp_inflight = 0;
+        comp_end = t1;
+        race_log(rc, 0, lo, lo + c, t, t1);
+        race_claim(rc);
+        pthread_cond_broadcast(&x->cv);
+    }
+    rc->done = 1;
+    *meet = rc->comp;
+    *restored = rc->last_land > comp_end ? rc->last_land : comp_end;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    pthread_join(th, NULL);
+    if (x->failed) {
+        *e = x->err;
+        return -1;
+    }
+    /* restored: the new tokens over the whole history, as kvsim's next iteration */
+    SchItem nw = {q->id, SCH_ITEM_PREFILL, 0, q->nnew, q->hist};
+    int64_t we;
+    for (int l = 0; l < s->layers; l++)
+        if (layer_run(x, g, &nw, 1, NULL, l, &we, NULL, e) != 0) return -1;
+    *first = ex_now(x);
+    return 0;
+}
+
+/* the race's preconditions and its state (after prepare's unit loop: files known, not yet written):
+ * refused naming what is missing */
+static int race_setup(Ex *x, KvErr *e)
+{
+    const Schedule *s = x->s;
+    ExecResult *r = x->r;
+    if (x->cuda) return kv_err(e, "execute --race: the cpu backend only");
+    if (s->stages != 1) return kv_err(e, "execute --race: a schedule of %d pipeline stages: one expected", s->stages);
+    int k = -1, n = 0;
+    for (int i = 0; i < r->n_reqs; i++)
+        if (s->reqs[r->req_idx[i]].hist > 0) k = i, n++;
+    if (n != 1 || r->n_reqs != 1)
+        return kv_err(e, "execute --race: %d replayed requests (%d restoring): the race replays one restoring request alone", r->n_reqs, n);
+    const SchReq *q = &s->reqs[r->req_idx[k]];
+    if (strcmp(q->restore, "tokenwise"))
+        return kv_err(e, "execute --race: request %llu restores '%s': the race is for token-wise two pointers (cake, cacheflow token-wise)",
+                      (unsigned long long)q->id, q->restore);
+    if (q->io_depth < 1 || q->io_chunk < 1 || q->comp_budget < 1)
+        return kv_err(e, "execute --race: request %llu has no io_depth, io_chunk or comp_budget: a schedule from an older kvsim (emit it again)",
+                      (unsigned long long)q->id);
+    if (q->io_depth > RACE_MAX_DEPTH) return kv_err(e, "execute --race: io_depth %lld: at most %d", (long long)q->io_depth, RACE_MAX_DEPTH);
+    if (q->nnew > q->comp_budget) /* the race prefills the new input in one iteration after the meet */
+        return kv_err(e, "execute --race: request %llu's new input (%lld tokens) exceeds one iteration's budget (%lld): not raced",
+                      (unsigned long long)q->id, (long long)q->nnew, (long long)q->comp_budget);
+    ExRace *rc = calloc(1, sizeof *rc);
+    if (!rc) return kv_err(e, "execute: out of memory");
+    x->race = rc;
+    rc->req_k = k;
+    rc->q = q;
+    rc->file = -1;
+    for (int j = 0; j < r->n_units && rc->file < 0; j++) {
+        const SchUnit *u = &s->units[r->unit_idx[j]];
+        if (u->req == q->id && u->tokwise && u->tok_hi > u->tok_lo) {
+            rc->file = x->u_file[j];
+            rc->bpt = u->bytes / (u->tok_hi - u->tok_lo);
+        }
+    }
+    if (rc->file < 0 || rc->bpt < 1)
+        return kv_err(e, "execute --race: request %llu loads no token-wise unit: nothing tells its file and bytes per token", (unsigned long long)q->id);
+    rc->N = q->hist;
+    rc->io_chunk = q->io_chunk;
+    rc->depth = q->io_depth;
+    rc->comp_max = q->comp_chunk > 0 && q->comp_chunk < q->comp_budget ? q->comp_chunk : q->comp_budget;
+    ExFile *f = &x->files[rc->file];
+    if (f->bytes < rc->N * rc->bpt) f->bytes = rc->N * rc->bpt; /* the race may load any chunk of the history */
+    rc->buf_bytes = (rc->io_chunk * rc->bpt + 2 * EX_ALIGN) / EX_ALIGN * EX_ALIGN;
+    if (posix_memalign((void **)&rc->buf, EX_ALIGN, (size_t)rc->buf_bytes) != 0) {
+        rc->buf = NULL;
+        return kv_err(e, "execute: out of memory");
+    }
+    memset(rc->buf, 0, (size_t)rc->buf_bytes);
+    if (x->dev_bytes < rc->io_chunk * rc->bpt) x->dev_bytes = rc->io_chunk * rc->bpt;
+    rc->cap_log = (int)(rc->N + rc->N / rc->io_chunk + 4);
+    rc->log = calloc((size_t)rc->cap_log, sizeof *rc->log);
+    if (!rc->log) return kv_err(e, "execute: out of memory");
+    return 0;
+}
+
+static void race_free(Ex *x)
+{
+    if (!x->race) return;
+    free(x->race->buf);
+    free(x->race->log);
+    free(x->race);
+    x->race = NULL;
+}
+
+/* the race, a warm-up and reps timed: the request's times and the meet, each summarised (stat) */
+static int race_run(Ex *x, const ExecOptions *o, int reps, KvErr *e)
+{
+    ExecResult *r = x->r;
+    ExRace *rc = x->race;
+    const SchReq *q = rc->q;
+    int64_t *tt = calloc((size_t)reps, sizeof *tt), *rs = calloc((size_t)reps, sizeof *rs), *fs = calloc((size_t)reps, sizeof *fs);
+    r->race_meets = calloc((size_t)reps, sizeof *r->race_meets);
+    int64_t *mt = calloc((size_t)reps, sizeof *mt);
+    r->reqs = calloc(1, sizeof *r->reqs);
+    int rcode = -1;
+    if (!tt || !rs || !fs || !mt || !r->race_meets || !r->reqs) {
+        kv_err(e, "execute: out of memory");
+        goto out;
+    }
+    int64_t restored, first, meet;
+    if (race_once(x, &restored, &first, &meet, e) != 0) goto out; /* warm-up */
+    for (int p = 0; p < reps; p++) {
+        if (race_once(x, &restored, &first, &meet, e) != 0) goto out;
+        int64_t o0 = r->origin_ns;
+        tt[p] = first + o0 - q->release_ns;
+        fs[p] = restored + o0;
+        rs[p] = restored + o0 > q->admit_ns ? restored + o0 - q->admit_ns : 0;
+        r->race_meets[p] = mt[p] = meet;
+    }
+    ExecReq *m = &r->reqs[0];
+    m->id = q->id;
+    m->release_ns = q->release_ns;
+    m->ttft_ns = (int64_t)llround(exec_summary_ns(tt, reps, o->stat));
+    m->restore_ns = (int64_t)llround(exec_summary_ns(rs, reps, o->stat));
+    m->restored_ns = (int64_t)llround(exec_summary_ns(fs, reps, o->stat));
+    m->first_ns = m->release_ns + m->ttft_ns;
+    r->race_meet = exec_summary_ns(mt, reps, EXEC_STAT_MEDIAN); /* the meet: the median (a count, not a time) */
+    r->chunks = malloc((size_t)(rc->n_log > 0 ? rc->n_log : 1) * sizeof *r->chunks);
+    if (!r->chunks) {
+        kv_err(e, "execute: out of memory");
+        goto out;
+    }
+    memcpy(r->chunks, rc->log, (size_t)rc->n_log * sizeof *r->chunks);
+    r->n_chunks = rc->n_log;
+    r->race = 1;
+    r->io_rate = x->io_rate;
+    r->stage_ok = r->cpu_ok = 1; /* one stage, on the calling thread */
+    rcode = 0;
+out:
+    free(tt);
+    free(rs);
+    free(fs);
+    free(mt);
+    return rcode;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static int cmp_i64(const void *a, const void *b)
@@ -1268,6 +1590,7 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
     /* auto: the cpu stages of a several-stage replay spin; one stage (the calling thread, which also
      * waits for the IO threads' reads) and cuda (the host waits for events, the GPU computes) sleep */
     x->spin = o->wait == EXEC_WAIT_SPIN || (o->wait == EXEC_WAIT_AUTO && !cuda && s->stages > 1);
+    x->io_rate = o->io_rate > 0 ? o->io_rate : 0;
     /* pinning: several stages: stage st on CPU st (each stage's "GPU" its own core), the IO threads on
      * the last CPU when one is left free of stages, else not pinned (the scheduler runs them where a
      * stage waits; on a GPU the copies do not take the compute's cores either). One stage: its compute
@@ -1314,6 +1637,10 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
         x->dev_open = 1;
     }
     if (prepare(x, o, e) != 0) goto out;
+    if (x->race) { /* the two pointers at run time (execute.h "Race"): no schedule iterations or units */
+        if (race_run(x, o, reps, e) != 0) goto out;
+        goto summarised;
+    }
     int nr = r->n_reqs ? r->n_reqs : 1, ni = r->n_iters ? r->n_iters : 1, nu = r->n_units ? r->n_units : 1;
     tt = calloc((size_t)(nr * reps), sizeof *tt);
     rs = calloc((size_t)(nr * reps), sizeof *rs);
@@ -1381,10 +1708,17 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
         r->lane_ns[j] = exec_summary_ns(lt + j * reps, reps, o->stat);
         r->lane_end_ns[j] = exec_summary_ns(le + j * reps, reps, o->stat);
     }
+summarised:
     r->stat = o->stat;
     r->reps = reps;
     char stages[160] = "";
-    if (s->stages > 1 && x->stage[0].cpu >= 0)
+    if (x->race) snprintf(stages, sizeof stages, "; race: the two pointers by kvsim's rules at run time");
+    if (x->io_rate > 0) {
+        size_t n = strlen(stages);
+        snprintf(stages + n, sizeof stages - n, "; ssd hops at most %.4g MB/s (emulated)", x->io_rate / 1e6);
+    }
+    if (x->race) {
+    } else if (s->stages > 1 && x->stage[0].cpu >= 0)
         snprintf(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
                  ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
     else if (s->stages > 1)
@@ -1446,6 +1780,7 @@ out:
         free(x->stage[st].ctx_off);
     }
     free(x->ws); /* the buffers themselves go with the device */
+    race_free(x);
     if (x->dev_open) probe_close(&x->dev);
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);
@@ -1674,6 +2009,7 @@ fail:
 
 int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e)
 {
+    if (s->replicas > 1 && o->race) return kv_err(e, "execute --race: a schedule of %d replicas: one expected", s->replicas);
     if (s->replicas > 1) return exec_run_replicas(s, o, r, e);
     return exec_run_one(s, o, r, e);
 }
@@ -1691,6 +2027,8 @@ void exec_result_free(ExecResult *r)
     free(r->layer_cpu);
     free(r->lane_ns);
     free(r->lane_end_ns);
+    free(r->race_meets);
+    free(r->chunks);
     memset(r, 0, sizeof *r);
 }
 
@@ -1714,7 +2052,20 @@ int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char 
                 q->id, q->turn, q->hist, q->nnew, q->restore);
         pair(f, "ttft_ns", (double)m->ttft_ns, (double)q->ttft_ns, 1);
         pair(f, "restore_ns", (double)m->restore_ns, (double)q->restore_ns, 1);
+        if (r->race) fprintf(f, "\"meet_measured\":%.0f,", r->race_meet);
         fprintf(f, "\"meet_tokens\":%" PRId64 "}", q->meet_tokens);
+    }
+    if (r->race) { /* the two pointers at run time: each replay's meet, the last replay's chunks */
+        fprintf(f, "],\n\"race\":{\"io_rate\":%.0f,\"meets\":[", r->io_rate);
+        for (int p = 0; p < r->reps; p++) fprintf(f, "%s%" PRId64, p ? "," : "", r->race_meets[p]);
+        fputs("],\"chunks\":[", f);
+        for (int k = 0; k < r->n_chunks; k++) {
+            const ExecChunk *c = &r->chunks[k];
+            fprintf(f, "%s\n{\"side\":\"%s\",\"lo\":%" PRId64 ",\"hi\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 "}",
+                    k ? "," : "", c->io ? "io" : "compute", c->lo, c->hi, c->start_ns, c->end_ns);
+        }
+        fputs("]},\n\"iterations\":[],\n\"unit_landing\":[]}\n", f);
+        return ferror(f) ? -1 : 0;
     }
     fputs("],\n\"iterations\":[", f);
     int lane = 0;

@@ -82,6 +82,18 @@
  *   renumbered, every reference mapped — is replayed on its own, one after another, and the results
  *   put side by side in the schedule's frame (each part's origin is its own first restoring release);
  *   a part that waits for another replica's unit or iteration is refused, naming it.
+ * Race (ExecOptions.race, kvcal execute --race; cpu, one stage, one restoring request alone): the
+ *   token-wise two pointers (Cake; CacheFlow token-wise) run by kvsim's own rules on measured time
+ *   instead of following the schedule's chunks — the IO side keeps io_depth chunks of io_chunk tokens
+ *   claimed backward from the end (each read from the request's token-wise file, then copied), the
+ *   compute side claims at each step every unclaimed token up to comp_budget (comp_chunk when
+ *   smaller) and recomputes them forward over the tokens before them, the IO side claiming first at
+ *   the start and again after each landing and each compute chunk (restore.c restore_tw_issue,
+ *   iteration.c's restoration pass); restored once every token is computed or landed, then the new
+ *   tokens are prefilled over the whole history. Measured: TTFT, restore time and the meet (tokens
+ *   computed forward), against the schedule's; the chunks of the last replay. One IO thread does a
+ *   chunk's read and then its copy (the engine's ssd and h2d channels overlap one chunk's copy with
+ *   the next one's read: a copy is ~1 % of a read here).
  * Not responsible for: the remote tier (refused: no NIC here), saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
  * Invariants: a layer never starts before every unit it waits for has landed nor before the layer
@@ -110,6 +122,11 @@ typedef struct ExecOptions {
                               * it is free of stages; one stage: the IO threads on the last CPU (2+ CPUs) */
     int stat;                /* ExecStat: what summarises the replays */
     int wait;                /* ExecWait: how a stage thread waits for its inputs */
+    int race;                /* the token-wise two pointers raced at run time (execute.h "Race") instead of the
+                              * schedule's chunks */
+    double io_rate;          /* > 0: every ssd hop takes at least its bytes / io_rate seconds (an emulated drive
+                              * or network of that bandwidth, as Cake's evaluation emulates IO: bytes /
+                              * bandwidth); 0: the drive's own speed */
 } ExecOptions;
 
 typedef enum ExecStat { EXEC_STAT_MEDIAN = 0, EXEC_STAT_MIN = 1 } ExecStat;
@@ -123,6 +140,13 @@ typedef struct ExecReq {
     uint64_t id;
     int64_t release_ns, restored_ns, first_ns, ttft_ns, restore_ns;
 } ExecReq;
+
+/* one chunk of a race (ExecOptions.race): claimed by the IO side (loaded backward) or the compute
+ * side (recomputed forward), its tokens [lo, hi) and its times (ns since the replay's start) */
+typedef struct ExecChunk {
+    int io;
+    int64_t lo, hi, start_ns, end_ns;
+} ExecChunk;
 
 typedef struct ExecResult {
     int64_t origin_ns;
@@ -145,6 +169,14 @@ typedef struct ExecResult {
     int stat;                      /* ExecStat of the summaries */
     char note[256];                /* the IO path, the kernels, pinning (cuda: the device, the stream scheme, pinned h2d) */
     char deps_why[192];            /* cuda, deps_ok 0: the first broken dependency found, with its margin ("" otherwise) */
+    /* a race (ExecOptions.race): the tokens computed forward when the pointers met (summary over the
+     * replays, and each replay's), the last replay's chunks in claim order; iterations and units: none */
+    int race;
+    double race_meet;
+    int64_t *race_meets;
+    ExecChunk *chunks;
+    int n_chunks;
+    double io_rate;
 } ExecResult;
 
 int exec_run(const Schedule *s, const ExecOptions *o, ExecResult *r, KvErr *e);

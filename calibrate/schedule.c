@@ -189,6 +189,10 @@ static int parse_request(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
         get_enum(c, o, "restore", NULL, NULL, r->restore, sizeof r->restore))
         return -1;
     if (cJSON_GetObjectItem(o, "replica") && get_i32(c, o, "replica", 0, s->replicas - 1, &r->replica)) return -1;
+    static const char *const tw_keys[] = {"io_chunk", "comp_chunk", "io_depth", "comp_budget"};
+    int64_t *tw_vals[] = {&r->io_chunk, &r->comp_chunk, &r->io_depth, &r->comp_budget};
+    for (int k = 0; k < 4; k++) /* optional (token-wise restorations): chunks >= 1 token, comp_chunk 0 = the budget */
+        if (cJSON_GetObjectItem(o, tw_keys[k]) && get_int(c, o, tw_keys[k], k == 1 ? 0 : 1, 1 << 30, tw_vals[k])) return -1;
     if (schedule_req(s, r->id)) return bad(c, "req", "an id not used by an earlier request", cJSON_GetObjectItem(o, "req"));
     s->n_reqs++;
     return 0;

@@ -93,6 +93,10 @@ typedef struct SchReq {
     int replica;     /* the replica the router sent it to (0 when the record has none) */
     int64_t hist, nnew, nout, release_ns, admit_ns;
     char restore[16];
+    /* restore "tokenwise": the two pointers' rules (0 when the record has none: an older kvsim) — IO
+     * chunks of io_chunk tokens, at most io_depth in flight; compute chunks of at most comp_budget
+     * tokens (comp_chunk when > 0 and smaller) */
+    int64_t io_chunk, comp_chunk, io_depth, comp_budget;
     /* the done record (done = 1) */
     int64_t restored_ns, first_ns, last_ns, ttft_ns, restore_ns, meet_tokens;
 } SchReq;

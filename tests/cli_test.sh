@@ -1083,6 +1083,40 @@ expect 0 "run --pp 2 --emit-schedule" "$B"/kvsim run --policy hcache-cf --pp 2 -
 grep -q '"stages":2' "$tmp/sch2.jsonl" && grep -q '"lanes":\[{"stage":1' "$tmp/sch2.jsonl" && ok "the pp 2 schedule has 2 stages and stage-1 lanes" || bad "the pp 2 schedule has 2 stages and stage-1 lanes"
 expect 2 "kvcal execute --wait of an unknown kind is refused" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3w" --wait busy
 contains "--wait refusal names the kinds" "--wait busy: expected auto, spin or sleep"
+# kvcal execute --race: the token-wise two pointers at run time (docs/validation.md "The two pointers raced")
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\ns0,0,0,383,1,0\ns0,1,100,16,2,384\n' > "$tmp/race.csv"
+expect 0 "run --emit-schedule (cake, token budget 64)" "$B"/kvsim run --policy cake --model Tiny-Llama-V --trace "$tmp/race.csv" --set evict_each_turn=1 --set dram="1 MB" --set store=dram+ssd --set token_budget=64 --quiet --out "$tmp/rsim" --emit-schedule "$tmp/race.jsonl"
+grep -q '"restore":"tokenwise".*"io_chunk":128,"comp_chunk":0,"io_depth":2,"comp_budget":64' "$tmp/race.jsonl" && ok "the schedule's token-wise request carries the pointers' rules" || bad "the schedule's token-wise request carries the pointers' rules"
+expect 0 "kvcal execute --race" "$B"/kvcal execute --race --schedule "$tmp/race.jsonl" --out "$tmp/race" --reps 1 --dir "$tmp"
+contains "execute --race prints the measured meet" "tokens computed forward (predicted"
+contains "execute --race: the note says so" "race: the two pointers by kvsim's rules at run time"
+if python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j['requests'][0]
+assert r['meet_measured'] in (64, 128) and len(j['race']['meets']) == 1 and j['iterations'] == [], r
+fwd = [c for c in j['race']['chunks'] if c['side'] == 'compute']
+io = [c for c in j['race']['chunks'] if c['side'] == 'io']
+assert fwd[0]['lo'] == 0 and fwd[-1]['hi'] == r['meet_measured'] and min(c['lo'] for c in io) == r['meet_measured'], j['race']
+" "$tmp/race/execute.json"; then ok "execute.json: the measured meet, each replay's, the chunks tiling the history"; else bad "execute.json: the measured meet, each replay's, the chunks tiling the history"; fi
+[ ! -e "$tmp/race/execute.json.tmp" ] && ok "execute.json written aside and renamed" || bad "execute.json written aside and renamed"
+expect 1 "kvcal execute --race on a layer-wise restoration is refused" "$B"/kvcal execute --race --schedule "$tmp/sch.jsonl" --out "$tmp/race2" --reps 1 --dir "$tmp"
+contains "the refusal names the restoration" "restores 'layerwise': the race is for token-wise two pointers"
+expect 2 "kvcal execute --race --backend cuda is refused" "$B"/kvcal execute --race --backend cuda --schedule "$tmp/race.jsonl" --out "$tmp/race2"
+expect 2 "kvcal execute --io-rate 0 is refused" "$B"/kvcal execute --io-rate 0 --schedule "$tmp/sch.jsonl" --out "$tmp/race2"
+contains "the refusal names the value" "--io-rate 0: expected a rate in MB/s"
+expect 0 "kvcal execute --io-rate 8 (an emulated drive)" "$B"/kvcal execute --io-rate 8 --schedule "$tmp/race.jsonl" --out "$tmp/ior" --reps 1 --dir "$tmp"
+contains "execute --io-rate: the note names the emulated rate" "ssd hops at most 8 MB/s (emulated)"
+expect 0 "kvcal execute of the same schedule at the drive's speed" "$B"/kvcal execute --schedule "$tmp/race.jsonl" --out "$tmp/ior0" --reps 1 --dir "$tmp"
+if python3 -c "
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+ua = max(u['end_ns']['measured'] for u in a['unit_landing']); ub = max(u['end_ns']['measured'] for u in b['unit_landing'])
+tot = sum(u['bytes'] for u in b['unit_landing'])
+assert ub >= tot / 8e6 * 1e9 * 0.99 and ub > ua, (ua, ub, tot)  # two 512 KiB reads from the SSD tier at 8 MB/s: >= 131 ms
+" "$tmp/ior0/execute.json" "$tmp/ior/execute.json"; then ok "execute --io-rate: the reads take at least bytes / rate"; else bad "execute --io-rate: the reads take at least bytes / rate"; fi
+expect 0 "validate_report --overlay --io-rate" python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" --io-rate 8
+contains "the overlay's SSD is the emulated drive" '"read": "0.008 GB/s"'
 expect 0 "kvcal execute replays two stages with lanes" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3" --reps 1 --dir "$tmp"
 contains "execute: each layer on its stage's thread, the lanes replayed" "2 stages, each layer on its stage's thread: yes; 3 stage-parallel lanes replayed"
 if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['stages'] == 2 and j['stage_ok'] == 1 and j['lanes'] == 3 and all(l['measured_ns'] > 0 for i in j['iterations'] for l in i.get('lanes', []))" "$tmp/exe3/execute.json" 2>/dev/null; then

@@ -99,7 +99,7 @@ TEST(execute_emit_load_replay_kv_offload)
         }
     }
     CHECK(seen);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -134,7 +134,7 @@ TEST(execute_recompute_and_hcache_replay)
                     for (int w = 0; w < s.iters[k].layers[l].nwork; w++) proj += s.iters[k].layers[l].work[w].op == SCH_WORK_PROJECTION;
             CHECK(proj > 0);
         }
-        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
         ExecResult r;
         CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", pols[p], e.msg);
         if (!t->failures) {
@@ -184,7 +184,7 @@ TEST(execute_two_stages_with_lanes)
         }
     CHECK(lanes >= 1);
     CHECK(bnd >= 1);
-    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO}; /* pinned: stage st on CPU st */
+    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0}; /* pinned: stage st on CPU st */
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -299,7 +299,7 @@ TEST(execute_replays_each_replica_on_its_own)
     }
     CHECK_MSG(on[0] == 2 && on[1] == 2, "requests per replica: %d and %d (the case needs both)", on[0], on[1]);
     CHECK_EQ_I(restoring, 2);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -454,7 +454,7 @@ TEST(execute_dram_tier_replay)
         CHECK_EQ_I(s.units[i].hop[0].ch, SCH_CH_H2D);
     }
     KvErr e;
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -475,7 +475,7 @@ TEST(execute_backend_checked)
     Schedule s;
     if (emit_load(t, "kv-offload", 127, "1", path, &s) != 0) return;
     KvErr e = {{0}};
-    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
     ExecResult r;
     CHECK(exec_run(&s, &o, &r, &e) != 0);
     CHECK_MSG(strstr(e.msg, "backend tpu: expected cpu or cuda"), "got '%s'", e.msg);
@@ -501,7 +501,7 @@ static void cuda_replay_case(TestCtx *t, const char *policy, int64_t n0, const c
     if (emit_load_tier(t, policy, n0, pp, dram_tier, path, &s) != 0) return;
     for (int i = 0; i < s.n_units; i++) CHECK_EQ_I(s.units[i].tier, dram_tier ? SCH_TIER_DRAM : SCH_TIER_SSD);
     KvErr e = {{0}};
-    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO};
+    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s pp %s: %s", policy, pp, e.msg);
     if (t->failures) {
@@ -550,4 +550,98 @@ TEST(exec_cuda_replays_one_and_two_stages)
     cuda_replay_case(t, "kv-offload", 255, "1", 1, 0);
     cuda_replay_case(t, "hcache", 127, "1", 0, 0);
     cuda_replay_case(t, "hcache-cf", 255, "2", 0, 1);
+}
+
+/* the two pointers raced (ExecOptions.race): Cake on a 384-token history, chunks of 64 computed
+ * forward (token budget 64), of 128 loaded backward, 2 in flight. The IO side claims [128, 384) at
+ * the start, the compute side [0, 64). Loads of ~1 ms land long before that chunk is computed: the
+ * IO side claims [64, 128) and the pointers meet at 64. With the drive emulated so slow that one
+ * chunk takes 0.4 s, the compute side takes [64, 128) too before anything lands: they meet at 128.
+ * Either way the chunks tile the history (compute [0, meet), IO [meet, 384)), each within its size. */
+static void race_case(TestCtx *t, const Schedule *s, double io_rate, int64_t want_meet)
+{
+    KvErr e;
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, io_rate};
+    ExecResult r;
+    CHECK_MSG(exec_run(s, &o, &r, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    CHECK(r.race && r.n_reqs == 1 && r.stage_ok);
+    CHECK_MSG(r.race_meet == (double)want_meet, "io rate %g: meet %g, expected %lld", io_rate, r.race_meet, (long long)want_meet);
+    int64_t fwd = 0, back = 384;
+    for (int k = 0; k < r.n_chunks; k++) { /* in claim order per side: forward from 0, backward from the end */
+        const ExecChunk *c = &r.chunks[k];
+        CHECK(c->end_ns >= c->start_ns && c->hi > c->lo);
+        if (c->io) {
+            CHECK_MSG(c->hi <= 384 && c->hi - c->lo <= 128, "io chunk [%lld, %lld)", (long long)c->lo, (long long)c->hi);
+            back = c->lo < back ? c->lo : back;
+        } else {
+            CHECK_MSG(c->lo == fwd && c->hi - c->lo <= 64, "compute chunk [%lld, %lld) after %lld", (long long)c->lo, (long long)c->hi,
+                      (long long)fwd);
+            fwd = c->hi;
+        }
+    }
+    CHECK_MSG(fwd == want_meet && back == want_meet, "computed to %lld, loaded from %lld", (long long)fwd, (long long)back);
+    if (io_rate == 0 && r.n_chunks > 0) { /* the IO side claims again at each landing, not only when a compute chunk ends */
+        int64_t first_end = -1, claimed = -1;
+        for (int k = 0; k < r.n_chunks; k++) {
+            if (!r.chunks[k].io && first_end < 0) first_end = r.chunks[k].end_ns;
+            if (r.chunks[k].io && r.chunks[k].lo == 64) claimed = r.chunks[k].start_ns;
+        }
+        CHECK_MSG(claimed >= 0 && claimed < first_end, "[64, 128) loaded from %lld ns, the first compute chunk ended at %lld", (long long)claimed,
+                  (long long)first_end);
+    }
+    CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
+    CHECK_CONTAINS(r.note, "race: the two pointers by kvsim's rules at run time");
+    if (io_rate > 0) CHECK_CONTAINS(r.note, "emulated");
+    write_json(t, s, &r, "race.jsonl", io_rate > 0 ? "race-slow.json" : "race.json");
+    exec_result_free(&r);
+}
+
+TEST(execute_race_two_pointers_by_the_rules)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cake-race.jsonl", test_tmpdir(t));
+    SimConfig c;
+    simtest_iso_config(t, &c, 383, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "dram", "1 MB"); /* the history spills to the SSD tier */
+    simtest_set(t, &c, "store", "dram+ssd");
+    simtest_set(t, &c, "token_budget", "64");
+    Rows rows;
+    SimResult res;
+    SimWorld w;
+    sim_schedule_set_path(path);
+    int rc = simtest_run(t, &c, "cake", &w, &rows, &res);
+    sim_schedule_set_path(NULL);
+    if (rc != 0) return;
+    sim_world_close(&w);
+    Schedule s;
+    KvErr e;
+    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
+    if (t->failures) return;
+    const SchReq *q = NULL;
+    for (int i = 0; i < s.n_reqs; i++)
+        if (s.reqs[i].hist > 0) q = &s.reqs[i];
+    CHECK(q && !strcmp(q->restore, "tokenwise") && q->hist == 384);
+    if (q) { /* the rules, as the engine ran them (schedule_out.c) */
+        CHECK_EQ_I(q->io_chunk, 128);
+        CHECK_EQ_I(q->io_depth, 2);
+        CHECK_EQ_I(q->comp_budget, 64);
+    }
+    race_case(t, &s, 0, 64);
+    race_case(t, &s, 128.0 * 4096 / 0.4, 128); /* one 128-token chunk (4 KiB a token) in 0.4 s */
+    /* refused: a layer-wise restoration, the cuda backend */
+    Schedule k;
+    snprintf(path, sizeof path, "%s/kvo-race.jsonl", test_tmpdir(t));
+    if (emit_load(t, "kv-offload", 127, "1", path, &k) == 0) {
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0};
+        ExecResult r;
+        CHECK(exec_run(&k, &o, &r, &e) != 0);
+        CHECK_MSG(strstr(e.msg, "execute --race: request") && strstr(e.msg, "token-wise two pointers"), "got '%s'", e.msg);
+        schedule_free(&k);
+    }
+    ExecOptions oc = {"cuda", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0};
+    ExecResult rc2;
+    e.msg[0] = '\0';
+    CHECK(exec_run(&s, &oc, &rc2, &e) != 0);
+    schedule_free(&s);
 }

@@ -48,7 +48,8 @@
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, BACKEND=cpu|cuda, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
 #        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), R2_POLS (the two-replica ones; "" none), HISTS, BATCHES;
-#        PIN=auto|0|1: which replays pin their threads)
+#        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST ..." (cpu, default cake:1024
+#        cacheflow:2048; "" none), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -81,8 +82,17 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   sed -n 's/^merged run \([0-9]*\):.*/\1/p' "$W/merged.txt" > "$W/cal_run" # which run predicts the next cases (validate_repredict.py)
   python3 tools/validate_report.py --overlay "$W/cal.db" "${BK[@]}" > "$W/hw.json"
   if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 "${BK[@]}" > "$W/hw2.json"; fi
+  if [ -n "${RACE_CASES:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --io-rate "$RACE_RATE" "${BK[@]}" > "$W/hw-race.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
+# Races (docs/validation.md, "The two pointers raced"): RACE_CASES (POLICY:HIST ...; "" none; cpu only)
+# restore one history alone with the token-wise two pointers at run time (kvcal execute --race) from a
+# drive emulated at RACE_RATE MB/s (--io-rate; the overlay's SSD the same: validate_report.py
+# --io-rate) with a token budget of RACE_BUDGET, so that neither pointer takes every token at once
+# and the meet point is decided by the measured times
+RACE_RATE=${RACE_RATE:-8}
+RACE_BUDGET=${RACE_BUDGET:-64}
+if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cacheflow:2048}; fi
 # Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
 # cases as before (kvcal execute's default: the IO threads on the last CPU), the two-stage ones with
 # --no-pin (a stage pinned to a CPU that another job holds waits for it instead of taking the idle
@@ -115,10 +125,11 @@ cases=()
 for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1"); done; done; done
 for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
 for p in ${R2_POLS:-}; do for h in $HISTS; do cases+=("$p:$h:4:1:2"); done; done
+for c in $RACE_CASES; do cases+=("${c%%:*}:${c##*:}:1:1:1:race"); done
 k=0
 for ((pass = 1; pass <= PASSES; pass++)); do
 for c in "${cases[@]}"; do
-  IFS=: read -r p h b pp rep <<< "$c"
+  IFS=: read -r p h b pp rep race <<< "$c"
   rep=${rep:-1}
   if [ "${PER_CASE_CAL:-1}" = 1 ] && [ $k -gt 0 ] && [ $((k % CAL_EVERY)) = 0 ]; then # calibrations interleaved with the cases
     calibrate "$W/cal.log"
@@ -127,19 +138,25 @@ for c in "${cases[@]}"; do
   tag=""; d="$W/cases/$p-h$h-b$b"; hw="$W/hw.json"
   if [ "$pp" != 1 ]; then tag=" pp=$pp"; d="$W/cases/$p-pp$pp-h$h-b$b"; hw="$W/hw$pp.json"; fi
   if [ "$rep" != 1 ]; then tag="$tag replicas=$rep"; d="$W/cases/$p-r$rep-h$h-b$b"; fi
+  RACE=() RSET=()
+  if [ -n "${race:-}" ]; then
+    tag="$tag raced"; d="$W/cases/$p-race-h$h-b$b"; hw="$W/hw-race.json"
+    RACE=(--race --io-rate "$RACE_RATE"); RSET=(--set token_budget="$RACE_BUDGET")
+  fi
   if [ "$PASSES" -gt 1 ]; then d="$d/pass$pass"; tag="$tag pass $pass"; fi
   mkdir -p "$d"
   cp "$W/cal_run" "$d/cal_run"
   trace "$d/trace.csv" "$h" "$b" "$([ "$rep" != 1 ] && echo 0 || echo 10)"
   # the prediction's settings, kept beside it (validate_repredict.py predicts with them again)
   args=(--policy "$p" --model $M --platform validate-host --pp "$pp" --set replicas="$rep" --set cost_device=$COST_DEV
-    --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd --set think=0)
+    --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd --set think=0 "${RSET[@]}")
   printf '%s\n' "${args[@]}" > "$d/kvsim.args"
+  if [ -n "${race:-}" ]; then echo "$RACE_RATE" > "$d/io_rate"; fi # the emulated drive (validate_repredict.py)
   "$B"/kvsim run "${args[@]}" --hardware "$hw" --trace "$d/trace.csv" --costs "$W/cal.db" \
     --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
   NOPIN=()
   if [ "$PIN" = 0 ] || { [ "$PIN" = auto ] && [ "$pp" != 1 ]; }; then NOPIN=(--no-pin); fi
-  if "${PRIO[@]}" "$B"/kvcal execute "${EXB[@]}" "${TH[@]}" "${NOPIN[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
+  if "${PRIO[@]}" "$B"/kvcal execute "${EXB[@]}" "${TH[@]}" "${NOPIN[@]}" "${RACE[@]}" --schedule "$d/schedule.jsonl" --out "$d" --model $M --reps "$REPS" --stat "$STAT" --dir "$W/scratch" > "$d/execute.txt" 2>&1; then
     echo "case $p$tag h=$h batch=$b: $(grep -c . "$d/schedule.jsonl") records replayed"
   else
     echo "case $p$tag h=$h batch=$b: not replayed: $(tail -n 1 "$d/execute.txt")"

@@ -9,6 +9,8 @@
                         ssd_read points at queue depth 1, one file (least squares of the relative
                         error over every size: ssd_line). --gpus N (default 1): N "GPUs"
                         per node, for N pipeline stages (kvcal execute runs stage st on CPU st).
+                        --io-rate MB/S: the SSD an emulated drive of that read rate and 1 us latency
+                        (kvcal execute --io-rate: every ssd hop takes at least bytes / rate).
   --merge DB [--last K] add to cost store DB one run whose every point is the median, point by
                         point, of the newest K (default 3) measured cpu runs (merged runs left out):
                         calibrations interleaved with the cases, the prediction from their median, so
@@ -57,8 +59,22 @@ def ssd_line(pts):
     return 1e9 / sl, lat
 
 
-def overlay(db, gpus=1, backend="cpu"):
-    json.dump(overlay_hw(db, gpus, backend), sys.stdout, indent=1)
+def emulate_ssd(hw, io_rate):
+    """The overlay's SSD as kvcal execute --io-rate MB/S emulates it: that read rate, and the real read's
+    latency hidden in it (every ssd hop takes at least bytes / rate)."""
+    ssd = hw["ssds"][0]
+    ssd["read"] = f"{io_rate / 1000:.6g} GB/s"
+    ssd["read_latency"] = "1 us"
+    ssd["basis"] = "emulated"
+    ssd["source"] += f"; read rate emulated: kvcal execute --io-rate {io_rate:g} (MB/s)"
+    return hw
+
+
+def overlay(db, gpus=1, backend="cpu", io_rate=0.0):
+    hw = overlay_hw(db, gpus, backend)
+    if io_rate > 0:
+        emulate_ssd(hw, io_rate)
+    json.dump(hw, sys.stdout, indent=1)
     print()
 
 
@@ -224,6 +240,8 @@ def report(d, out, stat="median"):
         tm, tp, rm, rp, im, ip = (med(k) for k in ("tm", "tp", "rm", "rp", "im", "ip"))
         j, rq = use[0]["j"], use[0]["rq"]
         meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
+        # a race (kvcal execute --race): the meet measured at run time, per pass the replays' median
+        meet_m = [ps["rq"][0]["meet_measured"] for ps in use if "meet_measured" in ps["rq"][0]]
         lanes = use[0]["lanes"]
         cases.append({"case": name, "policy": j["policy"], "stages": j.get("stages", 1), "lanes": len(lanes),
                       "lane_ms": statistics.median(statistics.mean(ln["measured_ns"] for ln in ps["lanes"]) for ps in use) / 1e6 if lanes else 0.0,
@@ -233,7 +251,10 @@ def report(d, out, stat="median"):
                                   "passes": [{"measured": ps["tm"] / 1e6, "predicted": ps["tp"] / 1e6} for ps in passes]},
                       "restore_ms": {"measured": rm / 1e6, "predicted": rp / 1e6, "error": err(rm, rp)},
                       "iteration_ms": {"measured": im / 1e6, "predicted": ip / 1e6, "error": err(im, ip)},
-                      "meet_tokens_predicted": meet, "note": j["note"]})
+                      "meet_tokens_predicted": meet, "race": "race" in j,
+                      "meet_tokens_measured": statistics.median(meet_m) if meet_m else None,
+                      "meet_tokens_predicted_passes": [ps["rq"][0]["meet_tokens"] for ps in use] if meet_m else None,
+                      "note": j["note"]})
     print(f"{'case':<28} {'ttft_ms':>9} {'pred':>9} {'err':>7}  {'restore_ms':>10} {'pred':>9} {'err':>7}  {'iter_ms':>8} {'pred':>8} {'err':>7}")
     for c in cases:
         t, r, i = c["ttft_ms"], c["restore_ms"], c["iteration_ms"]
@@ -248,7 +269,8 @@ def report(d, out, stat="median"):
     def summary(cs):
         out = {}
         for key in ("ttft_ms", "restore_ms", "iteration_ms"):
-            a = [abs(c[key]["error"]) for c in cs if not (key == "restore_ms" and c[key]["measured"] == 0)]
+            # no restore time (nothing restored) or no iterations (a race: its chunks are not the schedule's)
+            a = [abs(c[key]["error"]) for c in cs if not (key in ("restore_ms", "iteration_ms") and c[key]["measured"] == 0)]
             out[key] = {"median_abs_error": statistics.median(a) if a else 0.0, "p95_abs_error": pct(a, 0.95), "cases": len(a)}
         return out
 
@@ -275,10 +297,15 @@ def report(d, out, stat="median"):
     for c in cases:
         if c["lanes"]:
             print(f"lanes {c['case']}: {c['lanes']} stage-parallel lane layers replayed, {c['lane_ms']:.2f} ms each (mean)")
-    tw = [c for c in cases if c["meet_tokens_predicted"]]
+    tw = [c for c in cases if c["meet_tokens_predicted"] and not c["race"]]
     for c in tw:
         print(f"meet point {c['case']}: predicted {c['meet_tokens_predicted']} tokens computed forward "
               "(the replay follows the schedule's chunks: measured = predicted by construction)")
+    for c in cases:  # the races: the two pointers at run time (kvcal execute --race)
+        if c["race"] and c["meet_tokens_measured"] is not None:
+            pp = c["meet_tokens_predicted_passes"]
+            print(f"meet point {c['case']} (raced at run time): measured {c['meet_tokens_measured']:.0f} tokens computed forward, "
+                  f"predicted {statistics.median(pp):.0f} (passes: predicted {pp})")
     if noise:
         print(f"noise floor: one pass's TTFT against its case's median over the passes: replays |deviation| median "
               f"{noise['replay_median_abs_dev'] * 100:.1f}% p95 {noise['replay_p95_abs_dev'] * 100:.1f}%, predictions median "
@@ -309,6 +336,7 @@ def main():
     ap.add_argument("--merge")
     ap.add_argument("--last", type=int, default=3)
     ap.add_argument("--gpus", type=int, default=1, help="--overlay: GPUs per node (pipeline stages; default 1)")
+    ap.add_argument("--io-rate", type=float, default=0.0, help="--overlay: the SSD an emulated drive of this read rate (MB/s)")
     ap.add_argument("--stat", choices=["median", "low"], default="median")
     ap.add_argument("--json")
     ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="--overlay/--merge: the store's cpu (default) or cuda runs")
@@ -318,7 +346,9 @@ def main():
     elif a.overlay:
         if a.gpus < 1 or a.gpus > (os.cpu_count() or 1):
             ap.error(f"--gpus {a.gpus}: expected 1..{os.cpu_count()} (one CPU per stage)")
-        overlay(a.overlay, a.gpus, a.backend)
+        if a.io_rate < 0:
+            ap.error(f"--io-rate {a.io_rate:g}: expected a rate in MB/s > 0")
+        overlay(a.overlay, a.gpus, a.backend, a.io_rate)
     elif a.report:
         report(a.report, a.json or os.path.join(a.report, "validation.json"), a.stat)
     else:

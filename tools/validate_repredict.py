@@ -106,7 +106,11 @@ def main():
                     fail(f"{rel}: no kvsim.args (a make validate run older than this tool does not keep its prediction's settings)")
                 j = json.load(open(ex))
                 hw = os.path.join(tmp, "hw.json")
-                json.dump(vr.overlay_hw(db, j.get("stages", 1), backend), open(hw, "w"))
+                ov = vr.overlay_hw(db, j.get("stages", 1), backend)
+                rate_f = os.path.join(pd, "io_rate")  # a race's emulated drive (validate.sh RACE_CASES)
+                if os.path.exists(rate_f):
+                    vr.emulate_ssd(ov, float(open(rate_f).read()))
+                json.dump(ov, open(hw, "w"))
                 sch = os.path.join(od, "schedule.jsonl")
                 # validate.sh's own settings, with the new store and overlay
                 cmd = [a.kvsim, "run"] + open(argf).read().splitlines() + [

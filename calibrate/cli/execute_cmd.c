@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -31,6 +32,8 @@ static const OptSpec k_execute_opts[] = {
     {"--wait", "auto|spin|sleep", 0, "how a stage thread waits for its inputs: spin (yielding its CPU between checks: the core never idles, as a GPU stays ready) or sleep; auto (default): spin for the cpu stages of a several-stage replay"},
     {"--no-pin", NULL, 0, "do not pin the threads (default: several stages: stage st's compute on CPU st; the IO threads on the last CPU when it is free of stages)"},
     {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
+    {"--race", NULL, 0, "token-wise two pointers (cake, cacheflow token-wise), one restoring request alone, cpu: run them at run time by kvsim's rules instead of the schedule's chunks, and report the measured meet point"},
+    {"--io-rate", "MB/S", 0, "every ssd hop takes at least bytes / rate (an emulated drive or network of that bandwidth, in 10^6 bytes per second)"},
 };
 static const OptCmd k_execute = {
     "kvcal execute",
@@ -71,6 +74,22 @@ int kvcal_cmd_execute(int argc, char **argv)
         fprintf(stderr, "kvcal execute: --wait %s: expected auto, spin or sleep\n", wait);
         return KVCAL_USAGE;
     }
+    double io_rate = 0;
+    const char *ior = opt_get(&a, "--io-rate");
+    if (ior) {
+        char *end = NULL;
+        errno = 0;
+        io_rate = strtod(ior, &end);
+        if (errno || end == ior || *end || !(io_rate > 0) || io_rate > 1e9) {
+            fprintf(stderr, "kvcal execute: --io-rate %s: expected a rate in MB/s, > 0 and at most 1e9\n", ior);
+            return KVCAL_USAGE;
+        }
+    }
+    int race = opt_count(&a, "--race") > 0;
+    if (race && backend && !strcmp(backend, "cuda")) {
+        fprintf(stderr, "kvcal execute: --race is for --backend cpu\n");
+        return KVCAL_USAGE;
+    }
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
     KvErr e = {{0}};
     Schedule s;
@@ -87,18 +106,23 @@ int kvcal_cmd_execute(int argc, char **argv)
     }
     ExecOptions o = {backend, opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
                      stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN,
-                     !strcmp(wait, "spin") ? EXEC_WAIT_SPIN : !strcmp(wait, "sleep") ? EXEC_WAIT_SLEEP : EXEC_WAIT_AUTO};
+                     !strcmp(wait, "spin") ? EXEC_WAIT_SPIN : !strcmp(wait, "sleep") ? EXEC_WAIT_SLEEP : EXEC_WAIT_AUTO,
+                     race, io_rate * 1e6};
     ExecResult r;
     if (exec_run(&s, &o, &r, &e) != 0) {
         schedule_free(&s);
         return kvcal_cli_fail(&k_execute, &e);
     }
-    char jp[4200];
+    char jp[4200], tmp[4300];
     snprintf(jp, sizeof jp, "%s/execute.json", out);
-    FILE *f = fopen(jp, "w");
+    snprintf(tmp, sizeof tmp, "%s.tmp", jp); /* written aside, then renamed: never a half result */
+    FILE *f = fopen(tmp, "w");
     int rc = 0;
-    if (!f || exec_write_json(f, &s, &r, path) != 0 || fclose(f) != 0) {
+    int wbad = !f || exec_write_json(f, &s, &r, path) != 0;
+    if (f && fclose(f) != 0) wbad = 1;
+    if (wbad || rename(tmp, jp) != 0) {
         fprintf(stderr, "kvcal execute: %s: cannot write\n", jp);
+        remove(tmp);
         rc = KVCAL_FAIL;
     }
     printf("%s on %s: %d units, %d iterations replayed %d times (%s); dependencies %s\n", s.policy, s.model, r.n_units,
@@ -118,6 +142,11 @@ int kvcal_cmd_execute(int argc, char **argv)
         printf("%6llu %6lld %6lld %-10s %12.3f %12.3f %7.1f%% %12.3f %12.3f %7.1f%%\n", (unsigned long long)q->id,
                (long long)q->hist, (long long)q->nnew, q->restore, (double)m->ttft_ns / 1e6, (double)q->ttft_ns / 1e6, et,
                (double)m->restore_ns / 1e6, (double)q->restore_ns / 1e6, er);
+    }
+    if (r.race) {
+        const SchReq *q = &s.reqs[r.req_idx[0]];
+        printf("meet: %.0f tokens computed forward (predicted %lld) of %lld; %d chunks in the last race\n", r.race_meet,
+               (long long)q->meet_tokens, (long long)q->hist, r.n_chunks);
     }
     printf("-> %s\n", jp);
     if (rc == 0 && (!r.deps_ok || !r.stage_ok)) rc = KVCAL_FAIL;

@@ -198,6 +198,10 @@ typedef struct WaitSpill {
     uint64_t pmin;
 } WaitSpill;
 
+/* token-wise two pointers: IO chunks a restoring request keeps in flight (restore.c; written in
+ * the schedule's request record, io_depth, for kvcal execute --race) */
+#define TW_DEPTH 2
+
 struct Request {
     uint64_t id;
     Session *s;
@@ -238,8 +242,8 @@ struct Request {
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */
-    int64_t tw_ck_tokens[2];
-    int tw_ck_units[2];
+    int64_t tw_ck_tokens[TW_DEPTH];
+    int tw_ck_units[TW_DEPTH];
     int tw_ck_n;
     Tier src;
     int64_t t_admit, t_restored, t_first, t_last_tok;

@@ -34,7 +34,6 @@
 #include "sim/engine/metrics.h"
 #include "sim/engine/schedule_out.h"
 
-#define TW_DEPTH 2
 #define RESTORE_MAX_PARTS 4
 
 /* a token range [lo, hi) of one stage's share of the history, and where its bytes are */
