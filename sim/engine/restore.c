@@ -211,6 +211,7 @@ typedef struct LayerUnits {
     int k[RESTORE_MAX_PARTS];
     int64_t lo[RESTORE_MAX_PARTS], hi[RESTORE_MAX_PARTS];
     Unit tmpl[RESTORE_MAX_PARTS];
+    Unit *run[RESTORE_MAX_PARTS]; /* the last unit of each template sent to its queue (NULL: none), a run to extend */
 } LayerUnits;
 
 /* the parts of layer l's state in [from, N) (KV: each GPU its heads; hidden states and boundary
@@ -252,17 +253,22 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
             lu->k[j] = k;
             lu->lo[j] = lo;
             lu->hi[j] = hi;
+            lu->run[j] = NULL;
         }
     }
     const StatePart *ps = stage_parts(r, st);
+    const int runs = !(sm->ref_off & SIM_REF_NO_RUNS);
     for (int j = 0; j < lu->n; j++) {
         const StatePart *p = &ps[lu->k[j]];
+        r->src_mask |= src_bit(p);
+        /* the unit the template's last one sent would be followed by in its queue: that run's next layer */
+        if (lu->run[j] && ch_extend_run(sm, lu->run[j], l)) continue;
         Unit *u = unit_new_from(sm, &lu->tmpl[j]);
         if (!u) return -1;
         u->layer = l;
-        r->src_mask |= src_bit(p);
         if (sm->sched) sched_out_load(sm, u, lu->lo[j], lu->hi[j], hidden); /* hook: schedule_out */
         send_or_park(sm, r, u, p);
+        lu->run[j] = runs && u->state == US_QUEUED ? u : NULL; /* (parked: US_NEW; started: US_SERVING) */
     }
     return 0;
 }
