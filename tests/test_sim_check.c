@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/cost/layer_cost.h"
 #include "sim/engine/engine_int.h"
 #include "tests/harness.h"
 #include "tests/simtest.h"
@@ -443,4 +444,52 @@ TEST(sim_wave12_load_runs_match_one_entry_per_layer)
         sim_result_free(&a);
         sim_result_free(&b);
     }
+}
+
+/* ---- the run's linear-cost table (costtab.c) ---- */
+
+typedef struct {
+    int done, bad, covered;
+    int64_t bad_m;
+} CtabProbe;
+
+/* at the first boundary: the table's answer for M up to the context — a fill, then a hit — is the
+ * composition's own double, and the table covers the context (the policies' whole-history estimates) */
+static void ctab_hook(Sim *sm, void *ctx)
+{
+    CtabProbe *p = ctx;
+    if (p->done) return;
+    p->done = 1;
+    LayerOps ops = layer_ops_of_model(&sm->w->cost);
+    int64_t ms[] = {1, 7, sm->cfg->token_budget + sm->cfg->max_batch + 3, sm->max_ctx / 2 + 1, sm->max_ctx - 1, sm->max_ctx};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        int64_t m = ms[i];
+        double direct = layer_cost_linear_ns(&ops, &sm->w->ly, m, NULL);
+        double a = ctab_linear_ns(sm, m), b = ctab_linear_ns(sm, m);
+        if (memcmp(&a, &direct, sizeof a) != 0 || memcmp(&b, &direct, sizeof b) != 0) {
+            p->bad++;
+            p->bad_m = m;
+        }
+    }
+    p->covered = sm->ctab.n > sm->max_ctx;
+}
+
+TEST(sim_cost_table_memo_is_the_composition_up_to_the_context)
+{
+    SimConfig c;
+    sharegpt_13b_config(t, &c, 50, 1);
+    KvErr e = {{0}};
+    SimWorld w;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    SimResult res;
+    CtabProbe p = {0, 0, 0, 0};
+    sim_test_set_hook(ctab_hook, &p, 0);
+    int rc = sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e);
+    sim_test_set_hook(NULL, NULL, 0);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    CHECK(p.done);
+    CHECK_MSG(!p.bad, "%d table answers differ from the composition (last at M = %lld)", p.bad, (long long)p.bad_m);
+    CHECK_MSG(p.covered, "the linear-cost table stops below the context");
+    if (rc == 0) sim_result_free(&res);
+    sim_world_close(&w);
 }
