@@ -196,19 +196,28 @@ void ch_enqueue(Sim *sm, Unit *u)
     start(sm, c);
 }
 
-int ch_extend_run(Sim *sm, Unit *u, int layer)
+int ch_run_open(const Sim *sm, const Unit *u, int layer)
 {
-    Channel *c = u->chain[u->hop];
+    const Channel *c = u->chain[u->hop];
     /* (no io_pick to show the queue's units to, no schedule listing each unit as it is made; a
      * queued unit on a busy channel: ch_enqueue's start would do nothing; at the tail, enqueued at
      * this instant: the unit appended would follow u's last layer with u's enq_ns) */
-    if (sm->failed || sm->pol->io_pick || sm->sched || u->state != US_QUEUED || u->kind != U_LOAD || c->hi_tail != u || !c->cur ||
-        u->enq_ns != sim_now(sm) || u->layer + u->run_left + 1 != layer)
-        return 0;
-    u->run_left++;
-    sm->load_runs++;
-    c->nhi++;
-    hi_load_count(sm, u, 1);
+    return !sm->failed && !sm->pol->io_pick && !sm->sched && u->state == US_QUEUED && u->kind == U_LOAD && c->hi_tail == u &&
+           c->cur && u->enq_ns == sim_now(sm) && u->layer + u->run_left + 1 == layer;
+}
+
+void ch_run_extend(Sim *sm, Unit *u, int n)
+{
+    u->run_left += n;
+    sm->load_runs += (uint64_t)n;
+    u->chain[u->hop]->nhi += n;
+    hi_load_count(sm, u, n);
+}
+
+int ch_extend_run(Sim *sm, Unit *u, int layer)
+{
+    if (!ch_run_open(sm, u, layer)) return 0;
+    ch_run_extend(sm, u, 1);
     return 1;
 }
 

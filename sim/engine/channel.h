@@ -98,6 +98,11 @@ void ch_enqueue(struct Sim *sm, Unit *u);
  * channel idle; a policy's io_pick looks at the queue's units, or a schedule lists each unit made)
  * — the caller enqueues that unit itself. O(1). */
 int ch_extend_run(struct Sim *sm, Unit *u, int layer);
+/* ch_extend_run's two halves: whether u can take `layer` next (as above), and u taking the next n
+ * layers — for the caller that has checked ch_run_open and appends nothing else to that queue
+ * meanwhile (n extensions in a row, each of which ch_run_open would allow: the tail stays u). */
+int ch_run_open(const struct Sim *sm, const Unit *u, int layer);
+void ch_run_extend(struct Sim *sm, Unit *u, int n);
 /* the completion event of c's unit in flight (seq: the event's sequence number; stale ones ignored) */
 void ch_on_event(struct Sim *sm, Channel *c, uint64_t seq);
 /* free every unit c holds (teardown) */

@@ -189,6 +189,12 @@ static void layer_loaded(Sim *sm, Unit *u)
     lw_arrived(sm, r, layer);
 }
 
+/* layer l's own stored form (0: the plan's), the template it takes */
+static double layer_scale(const Request *r, int l)
+{
+    return r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
+}
+
 /* the number of parts of stage st's state in [from, N): the units each of its layers loads */
 static int stage_nparts(const Request *r, int st)
 {
@@ -221,8 +227,7 @@ typedef struct LayerUnits {
 static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
 {
     int st = sm->stage_of[l];
-    /* the layer's own stored form (0: the plan's) */
-    double sc = r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
+    double sc = layer_scale(r, l);
     if (lu->n < 0 || (sm->ref_off & SIM_REF_NO_TEMPLATES) || lu->st != st || lu->hidden != hidden || lu->sc != sc) {
         double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
         double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
@@ -273,6 +278,26 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
     return 0;
 }
 
+/* layer_parts for the n layers l … l + n − 1, of one stage, mode and stored form (one template),
+ * layer by layer until, with the stage's state in one place (one part: the common case), the unit
+ * layer l + k sent is a run that can take layer l + k + 1 (ch_run_open); then the run takes the
+ * remaining n − k − 1 layers at once — what that many more layer_parts calls would do: each would
+ * extend the run (still its queue's tail, queued, the channel busy, the same instant) and do
+ * nothing else (src_mask is set already; no schedule is written where runs are made). With several
+ * parts, layer by layer (each part's run still extended one layer at a time by layer_parts). */
+static int layer_span(Sim *sm, Request *r, int l, int n, int hidden, LayerUnits *lu)
+{
+    const int bulk = !(sm->ref_off & (SIM_REF_NO_RUNS | SIM_REF_NO_TEMPLATES));
+    for (int k = 0; k < n; k++) {
+        if (layer_parts(sm, r, l + k, hidden, lu) < 0) return -1;
+        if (bulk && k + 1 < n && lu->n == 1 && lu->run[0] && ch_run_open(sm, lu->run[0], l + k + 1)) {
+            ch_run_extend(sm, lu->run[0], n - k - 1);
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* issue the layer-wise loads of r's plan (per layer: from each place, then H2D); boundary
  * activations of stage-parallel restorations go first */
 static int issue_layer_loads(Sim *sm, Request *r)
@@ -281,9 +306,18 @@ static int issue_layer_loads(Sim *sm, Request *r)
     lu.n = -1;
     for (int l = 0; l < sm->L; l++)
         if (restore_is_boundary(sm, r, l) && layer_parts(sm, r, l, 1, &lu) < 0) return -1;
-    for (int l = 0; l < sm->L; l++) {
+    for (int l = 0; l < sm->L;) {
         int m = r->mode[l];
-        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, &lu) < 0) return -1;
+        if (m != LM_LOAD_KV && m != LM_LOAD_HIDDEN) {
+            l++;
+            continue;
+        }
+        /* the layers after l that share its template: same mode, stage and stored form */
+        int n = 1, st = sm->stage_of[l];
+        double sc = layer_scale(r, l);
+        while (l + n < sm->L && r->mode[l + n] == m && sm->stage_of[l + n] == st && layer_scale(r, l + n) == sc) n++;
+        if (layer_span(sm, r, l, n, m == LM_LOAD_HIDDEN, &lu) < 0) return -1;
+        l += n;
     }
     return 0;
 }
