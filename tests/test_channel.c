@@ -1,7 +1,7 @@
 /* test_channel.c — sim/engine/channel.c on its own, without a simulation: service times (bytes /
  * rate + latency), loads before saves, FIFO within a class, the both-ways slowdown of a link, the
- * unit's own done callback after its last hop, and the always-on checks (a unit enqueued while
- * queued, a unit freed before its last hop). */
+ * unit's own done callback after its last hop, the always-on checks (a unit enqueued while
+ * queued, a unit freed before its last hop), and runs of layer loads (ch_extend_run). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,5 +155,51 @@ TEST(channel_checks_units_served_once)
     g_bench = &b;
     bench_run(&b); /* failed: serves nothing more */
     ch_free_units(&c);
+    bench_free(&b);
+}
+
+/* A run: one queue entry for a request's consecutive layers, extended only at the tail of its queue
+ * by the next layer, served layer by layer in FIFO order as the units it stands for (an in-iteration
+ * request's load behind it still goes first), counted in nhi and the request's hi_loads. */
+TEST(channel_runs_of_layer_loads)
+{
+    Bench b;
+    bench_init(&b);
+    memset(&g_req, 0, sizeof g_req);
+    Request r2;
+    memset(&r2, 0, sizeof r2);
+    Channel c;
+    ch_init(&c, CH_H2D, 0, 1e9, 0, 0); /* 1 byte/ns */
+    ch_enqueue(&b.sm, mk(&b, &c, U_LOAD, 0, 100)); /* starts at once: no run to extend */
+    Unit *a = c.cur;
+    CHECK(!ch_extend_run(&b.sm, a, 1));
+    Unit *u = mk(&b, &c, U_LOAD, 1, 100);
+    ch_enqueue(&b.sm, u);
+    CHECK(ch_extend_run(&b.sm, u, 2));
+    CHECK(ch_extend_run(&b.sm, u, 3));
+    CHECK(!ch_extend_run(&b.sm, u, 5)); /* not its next layer */
+    CHECK_EQ_I(c.nhi, 3);
+    CHECK_EQ_I(g_req.hi_loads, 3);
+    Unit *x = mk(&b, &c, U_LOAD, 6, 100);
+    x->r = &r2;
+    ch_enqueue(&b.sm, x);
+    CHECK(!ch_extend_run(&b.sm, u, 4)); /* no longer the tail: layer 4 would follow x */
+    CHECK_EQ_I(c.nhi, 4);
+    CHECK_EQ_U(b.sm.load_runs, 2);
+    rq_set_in_iter(&b.sm, &r2, 1); /* x's request is in the iteration: x is served next */
+    bench_run(&b);
+    CHECK_MSG(!b.sm.failed, "%s", b.e.msg);
+    CHECK_EQ_I(b.n, 5);
+    int want[5] = {0, 6, 1, 2, 3};
+    for (int i = 0; i < 5 && i < b.n; i++) {
+        CHECK_EQ_I(b.order[i], want[i]);
+        CHECK_EQ_I(b.at[i], 100 * (i + 1));
+    }
+    CHECK_EQ_I(c.nhi, 0);
+    CHECK(!c.hi_head && !c.hi_tail);
+    CHECK_EQ_I(g_req.hi_loads, 0);
+    CHECK_EQ_I(r2.hi_loads, 0);
+    CHECK_EQ_I(b.sm.hi_loads_in_iter, 0);
+    CHECK_NEAR(b.res.bytes_h2d, 500, 0, 0);
     bench_free(&b);
 }

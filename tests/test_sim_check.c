@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/cost/layer_cost.h"
 #include "sim/engine/engine_int.h"
 #include "tests/harness.h"
 #include "tests/simtest.h"
@@ -349,7 +350,8 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
         if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);
         uint64_t ha, hb;
         SimResult a, b;
-        if (run_ref(t, &c, cases[i].policy, SIM_REF_LAZY_REARM | SIM_REF_NO_TEMPLATES | SIM_REF_NO_LB_MEMO, &ha, &a) != 0) return;
+        if (run_ref(t, &c, cases[i].policy, SIM_REF_LAZY_REARM | SIM_REF_NO_TEMPLATES | SIM_REF_NO_LB_MEMO | SIM_REF_NO_RUNS, &ha, &a) != 0)
+            return;
         if (run_ref(t, &c, cases[i].policy, 0, &hb, &b) != 0) return;
         CHECK_MSG(ha == hb, "case %zu (%s): requests rows differ", i, cases[i].policy);
         CHECK_EQ_U(a.requests, b.requests);
@@ -373,4 +375,121 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
         sim_result_free(&b);
     }
     CHECK_MSG(rearmed >= 2, "only %d cases re-armed a completion (the cases test little)", rearmed);
+}
+
+/* Wave 12: a layer load queued as the next layer of a run (ch_extend_run: one queue entry for a
+ * part's consecutive layers, its first split off when picked) gives every row, counter, byte and
+ * event of the engine with each layer load an entry of its own — with the walker at every iteration
+ * boundary counting a run as the units it stands for. Loads from SSD and DRAM (overloaded
+ * kv-offload, preemptions with a small pool), hidden and KV layers of one request (the template
+ * switching), per-layer stored forms, pipeline stages with boundary activations, mixed places (two
+ * runs per layer's parts, on two channels); CacheFlow's io_pick sees the queue's units: no runs. */
+TEST(sim_wave12_load_runs_match_one_entry_per_layer)
+{
+    static const struct {
+        const char *policy, *k1, *v1, *k2, *v2;
+        int pp;
+        int runs; /* the case makes runs (else: none may be made) */
+    } cases[] = {
+        {"kv-offload", NULL, NULL, NULL, NULL, 1, 1},
+        {"kv-offload", "mem_util", "0.75", "session_rate", "0.5", 1, 1},
+        {"hcache", "session_rate", "0.05", "hcache.kv_layers", "10", 1, 1},
+        {"adaptive", "adaptive.storage_budget", "0.5", NULL, NULL, 1, 1},
+        {"hcache", "session_rate", "0.5", NULL, NULL, 2, 1},
+        {"kv-offload", "store", "dram+ssd", "dram", "2GB", 1, 1},
+        {"cacheflow", "session_rate", "0.5", NULL, NULL, 2, 0},
+    };
+    const char *had = getenv("KVSIM_CHECK");
+    char saved[32] = "";
+    if (had) snprintf(saved, sizeof saved, "%s", had);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SimConfig c;
+        sharegpt_13b_config(t, &c, 400, 1);
+        c.pp = cases[i].pp;
+        if (cases[i].k1) simtest_set(t, &c, cases[i].k1, cases[i].v1);
+        if (cases[i].k2) simtest_set(t, &c, cases[i].k2, cases[i].v2);
+        uint64_t ha, hb;
+        SimResult a, b;
+        setenv("KVSIM_CHECK", "1", 1); /* the walker at every iteration boundary, both runs */
+        int rc = run_ref(t, &c, cases[i].policy, SIM_REF_NO_RUNS, &ha, &a);
+        if (rc == 0 && run_ref(t, &c, cases[i].policy, 0, &hb, &b) != 0) {
+            sim_result_free(&a);
+            rc = -1;
+        }
+        if (had) setenv("KVSIM_CHECK", saved, 1);
+        else unsetenv("KVSIM_CHECK");
+        if (rc != 0) return;
+        CHECK_MSG(ha == hb, "case %zu (%s): requests rows differ", i, cases[i].policy);
+        CHECK_EQ_U(a.requests, b.requests);
+        CHECK_EQ_U(a.iterations, b.iterations);
+        CHECK_EQ_U(a.events, b.events);
+        CHECK_EQ_U(a.queue_events, b.queue_events); /* the same events: a run changes the queues, not the events */
+        CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
+        CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft) && same_hist(&a.restore, &b.restore),
+                  "case %zu: histograms differ", i);
+        CHECK_MSG(a.bytes_h2d == b.bytes_h2d && a.bytes_d2h == b.bytes_d2h && a.bytes_ssd_read == b.bytes_ssd_read &&
+                      a.bytes_ssd_write == b.bytes_ssd_write,
+                  "case %zu: bytes differ", i);
+        CHECK_MSG(memcmp(a.util_h2d, b.util_h2d, sizeof a.util_h2d) == 0 && memcmp(a.util_d2h, b.util_d2h, sizeof a.util_d2h) == 0 &&
+                      a.util_ssd == b.util_ssd && memcmp(a.win_util_h2d, b.win_util_h2d, sizeof a.win_util_h2d) == 0,
+                  "case %zu: channel utilisation differs", i);
+        CHECK_MSG(same_hist(&a.lb_ratio, &b.lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
+        CHECK_EQ_U(a.preemptions, b.preemptions);
+        CHECK_EQ_U(a.load_runs, 0); /* the reference makes none */
+        if (cases[i].runs)
+            CHECK_MSG(b.load_runs > 0, "case %zu (%s): no layer load queued in a run (the case tests nothing)", i, cases[i].policy);
+        else
+            CHECK_MSG(b.load_runs == 0, "case %zu (%s): %llu loads in runs with a policy's io_pick", i, cases[i].policy,
+                      (unsigned long long)b.load_runs);
+        sim_result_free(&a);
+        sim_result_free(&b);
+    }
+}
+
+/* ---- the run's linear-cost table (costtab.c) ---- */
+
+typedef struct {
+    int done, bad, covered;
+    int64_t bad_m;
+} CtabProbe;
+
+/* at the first boundary: the table's answer for M up to the context — a fill, then a hit — is the
+ * composition's own double, and the table covers the context (the policies' whole-history estimates) */
+static void ctab_hook(Sim *sm, void *ctx)
+{
+    CtabProbe *p = ctx;
+    if (p->done) return;
+    p->done = 1;
+    LayerOps ops = layer_ops_of_model(&sm->w->cost);
+    int64_t ms[] = {1, 7, sm->cfg->token_budget + sm->cfg->max_batch + 3, sm->max_ctx / 2 + 1, sm->max_ctx - 1, sm->max_ctx};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        int64_t m = ms[i];
+        double direct = layer_cost_linear_ns(&ops, &sm->w->ly, m, NULL);
+        double a = ctab_linear_ns(sm, m), b = ctab_linear_ns(sm, m);
+        if (memcmp(&a, &direct, sizeof a) != 0 || memcmp(&b, &direct, sizeof b) != 0) {
+            p->bad++;
+            p->bad_m = m;
+        }
+    }
+    p->covered = sm->ctab.n > sm->max_ctx;
+}
+
+TEST(sim_cost_table_memo_is_the_composition_up_to_the_context)
+{
+    SimConfig c;
+    sharegpt_13b_config(t, &c, 50, 1);
+    KvErr e = {{0}};
+    SimWorld w;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    SimResult res;
+    CtabProbe p = {0, 0, 0, 0};
+    sim_test_set_hook(ctab_hook, &p, 0);
+    int rc = sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e);
+    sim_test_set_hook(NULL, NULL, 0);
+    CHECK_MSG(rc == 0, "%s", e.msg);
+    CHECK(p.done);
+    CHECK_MSG(!p.bad, "%d table answers differ from the composition (last at M = %lld)", p.bad, (long long)p.bad_m);
+    CHECK_MSG(p.covered, "the linear-cost table stops below the context");
+    if (rc == 0) sim_result_free(&res);
+    sim_world_close(&w);
 }

@@ -8,7 +8,11 @@
  * Invariants (SIM_CHECK): a unit starts only from US_QUEUED at the channel of its current hop and
  * only on an idle channel; a completion event that matches the armed sequence finds a unit in
  * service; a unit is enqueued only new or after a hop, freed only after its last hop (served once).
- * Complexity: O(1) per operation, O(min(waiting loads, 64)) to pick among waiting loads.
+ * A run (ch_extend_run) is one queue entry for several consecutive layers of a request's part, all
+ * alike but for the layer: pick_load serves its first layer as a unit of its own (a copy) and
+ * leaves the rest in place, so the FIFO order, the counts and the stalled-load scan (the same
+ * request for the whole run) are those of the units it stands for.
+ * Complexity: O(1) per operation, O(min(waiting entries, 64)) to pick among waiting loads.
  */
 #include "sim/engine/channel.h"
 
@@ -57,7 +61,9 @@ static double unit_rate(const Channel *c, const Unit *u)
     return c->rate;
 }
 
-static void schedule(Sim *sm, Channel *c)
+/* arm c's completion for the unit in flight (inline in start and rerate: its body is shorter than
+ * a call's register saves) */
+static inline __attribute__((always_inline)) void schedule(Sim *sm, Channel *c)
 {
     double t = c->cur_left / c->cur_rate;
     int64_t dt = (int64_t)ceil(t - 1e-9);
@@ -87,6 +93,8 @@ static void hi_load_count(Sim *sm, const Unit *u, int d)
     u->r->hi_loads += d;
     if (u->r->in_iter) sm->hi_loads_in_iter += d;
 }
+
+static Unit *unit_alloc(Sim *sm);
 
 /* the policy's choice among the first 64 queued loads (>= 2 of them): the unit, *prev the one
  * before it (NULL: the head). Apart from pick_load: its 4 KiB frame stays off the common path. */
@@ -123,9 +131,19 @@ static inline Unit *pick_load(Sim *sm, Channel *c)
     } else if (sm->pol->io_pick && c->nhi > 1) {
         u = pick_policy(sm, c, &prev);
     }
-    if (prev) prev->next = u->next;
-    else c->hi_head = u->next;
-    if (c->hi_tail == u) c->hi_tail = prev;
+    if (u->run_left > 0) { /* a run: its first layer served as a unit of its own, the rest stays in place */
+        Unit *v = unit_alloc(sm);
+        if (!v) return NULL;
+        *v = *u;
+        v->run_left = 0;
+        u->layer++;
+        u->run_left--;
+        u = v;
+    } else {
+        if (prev) prev->next = u->next;
+        else c->hi_head = u->next;
+        if (c->hi_tail == u) c->hi_tail = prev;
+    }
     c->nhi--;
     if (u->kind == U_LOAD) hi_load_count(sm, u, -1);
     return u;
@@ -136,7 +154,7 @@ static void start(Sim *sm, Channel *c)
     if (c->cur) return;
     Unit *u;
     if (c->hi_head) {
-        u = pick_load(sm, c);
+        if (!(u = pick_load(sm, c))) return; /* (out of memory splitting a run: the Sim failed) */
     } else if (c->lo_head) {
         u = c->lo_head;
         c->lo_head = u->next;
@@ -178,6 +196,31 @@ void ch_enqueue(Sim *sm, Unit *u)
         c->nlo++;
     }
     start(sm, c);
+}
+
+int ch_run_open(const Sim *sm, const Unit *u, int layer)
+{
+    const Channel *c = u->chain[u->hop];
+    /* (no io_pick to show the queue's units to, no schedule listing each unit as it is made; a
+     * queued unit on a busy channel: ch_enqueue's start would do nothing; at the tail, enqueued at
+     * this instant: the unit appended would follow u's last layer with u's enq_ns) */
+    return !sm->failed && !sm->pol->io_pick && !sm->sched && u->state == US_QUEUED && u->kind == U_LOAD && c->hi_tail == u &&
+           c->cur && u->enq_ns == sim_now(sm) && u->layer + u->run_left + 1 == layer;
+}
+
+void ch_run_extend(Sim *sm, Unit *u, int n)
+{
+    u->run_left += n;
+    sm->load_runs += (uint64_t)n;
+    u->chain[u->hop]->nhi += n;
+    hi_load_count(sm, u, n);
+}
+
+int ch_extend_run(Sim *sm, Unit *u, int layer)
+{
+    if (!ch_run_open(sm, u, layer)) return 0;
+    ch_run_extend(sm, u, 1);
+    return 1;
 }
 
 void ch_on_event(Sim *sm, Channel *c, uint64_t seq)

@@ -18,8 +18,11 @@
  * the unit it armed; a unit starts only on an idle channel); every unit is served once per hop (a
  * unit is in at most one queue, is never enqueued while queued or in service, and is done once:
  * a freed unit is never served).
- * Complexity: enqueue O(1); start O(1), or O(waiting loads) (≤ 64 shown to io_pick) when loads wait;
- * rerate O(1).
+ * A queued layer load may be a run of consecutive layers of one request's part (ch_extend_run):
+ * the queue then holds one entry for them, counted as that many units everywhere (nhi, hi_loads,
+ * the FIFO order, the stalled-load scan), its first layer split off when it is picked.
+ * Complexity: enqueue O(1); start O(1), or O(waiting entries) (≤ 64 shown to io_pick) when loads
+ * wait; rerate O(1).
  */
 #ifndef KV_CHANNEL_H
 #define KV_CHANNEL_H
@@ -50,6 +53,7 @@ struct Unit {
     struct Request *r;         /* loads: the restoring request */
     struct Session *s;         /* saves and spills: the session */
     int kind, layer, stage, hop, nhops, state;
+    int run_left;              /* a run in a load queue (ch_extend_run): layers layer + 1 … layer + run_left follow */
     int tier, tier_from;       /* spills: the destination tier and the one spilled from */
     int64_t upto;              /* saves: context position covered once this unit lands; token loads: slot */
     double stripe_bytes;       /* SSD layout of this state (0: the array's stripe) */
@@ -86,6 +90,19 @@ int ch_kind_per_stage(int kind);
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
 /* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */
 void ch_enqueue(struct Sim *sm, Unit *u);
+/* A run (wave 12): u, a layer load queued at the tail of its channel's load queue by the admission
+ * now going on, stands for the next layer too — one more unit exactly like u but for its layer
+ * (u's last + 1), as ch_enqueue would append it: counted in the queue (nhi, the request's
+ * hi_loads), served as a unit of its own when the run reaches it (pick_load splits the run's first
+ * layer off). 1: done; 0: not possible here (not the tail, not queued now, not the next layer, the
+ * channel idle; a policy's io_pick looks at the queue's units, or a schedule lists each unit made)
+ * — the caller enqueues that unit itself. O(1). */
+int ch_extend_run(struct Sim *sm, Unit *u, int layer);
+/* ch_extend_run's two halves: whether u can take `layer` next (as above), and u taking the next n
+ * layers — for the caller that has checked ch_run_open and appends nothing else to that queue
+ * meanwhile (n extensions in a row, each of which ch_run_open would allow: the tail stays u). */
+int ch_run_open(const struct Sim *sm, const Unit *u, int layer);
+void ch_run_extend(struct Sim *sm, Unit *u, int n);
 /* the completion event of c's unit in flight (seq: the event's sequence number; stale ones ignored) */
 void ch_on_event(struct Sim *sm, Channel *c, uint64_t seq);
 /* free every unit c holds (teardown) */

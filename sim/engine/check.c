@@ -13,7 +13,8 @@
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
  *    session in that tier at that place, and as many listed as the session map has there;
  *  - per channel: nhi / nlo = the lengths of its two queues, the tails are the last units, queued
- *    units wait at this channel for their current hop, the unit in service is this channel's; over
+ *    units wait at this channel for their current hop (a run: layer loads at their first hop, counted
+ *    as the units it stands for), the unit in service is this channel's; over
  *    all channels, the layer loads queued = the admitted and preempted requests' hi_loads, those
  *    of requests in an iteration = hi_loads_in_iter;
  *  - per session: `saving` = its save units in flight, `loading` = whether its admitted request
@@ -39,8 +40,13 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
         if (u->state != US_QUEUED || u->hop >= u->nhops || u->chain[u->hop] != c || (u->kind != U_LOAD && u->kind != U_LOAD_TOK))
             return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its load queue is not a load waiting there",
                             replica, c->name, c->stage);
+        if (u->run_left < 0 || (u->run_left > 0 && (u->kind != U_LOAD || u->hop != 0 || u->layer + u->run_left >= sm->L)))
+            return sim_fail(sm, "sim_check: replica %d channel %s/%d: a run of %d more layers after layer %d in its load queue "
+                            "(runs: layer loads at their first hop, within the model's %d layers)",
+                            replica, c->name, c->stage, u->run_left, u->layer, sm->L);
         if (u->kind == U_SAVE) u->s->chk_saving++;
-        if (u->kind == U_LOAD) loads[0]++, loads[1] += u->r->in_iter;
+        n += u->run_left; /* a run stands for 1 + run_left units */
+        if (u->kind == U_LOAD) loads[0] += 1 + u->run_left, loads[1] += (1 + u->run_left) * u->r->in_iter;
     }
     if (n != c->nhi || c->hi_tail != last)
         return sim_fail(sm, "sim_check: replica %d channel %s/%d: load queue counts %d, its list holds %d%s", replica,

@@ -2,9 +2,11 @@
  * redoing the same lookups.
  *
  * Responsible for: the per-layer linear cost of M tokens (the composition of sim/cost/layer_cost:
- * four GEMMs, norms, activation, RoPE, all-reduce) memoised per M for M < token_budget + max_batch
- * + 1 (at most CTAB_MAX_M entries), filled on first use; and the segment hints (CostHint) of the
- * attention lookups the iteration makes (decode attention per batch, prefill attention per item).
+ * four GEMMs, norms, activation, RoPE, all-reduce) memoised per M for M < the larger of
+ * token_budget + max_batch + 1 and max_context + 1 (the policies' estimates of recomputing a whole
+ * history ask for M up to the context; at most CTAB_MAX_M entries), filled on first use; and the
+ * segment hints (CostHint) of the attention lookups the iteration makes (decode attention per
+ * batch, prefill attention per item).
  * Not responsible for: the composition itself (layer_cost.c), the cost model's grids (cost.c).
  * Invariants: a table entry holds exactly the double layer_cost_linear_ns returned for that M (a
  * memo of a pure function of M for the run); the cost model's lookup and extrapolation counters
@@ -37,6 +39,7 @@ static void ctab_alloc(Sim *sm)
     CostTab *t = &sm->ctab;
     t->tried = 1;
     int64_t n = sm->cfg->token_budget + sm->cfg->max_batch + 1;
+    if (n < sm->max_ctx + 1) n = sm->max_ctx + 1; /* (the policies' estimates of a whole history: est_layer_ns) */
     if (n > CTAB_MAX_M) n = CTAB_MAX_M;
     if (n < 1) n = 1;
     t->lin_ns = malloc((size_t)n * sizeof *t->lin_ns);

@@ -433,6 +433,7 @@ struct Sim {
     int *rb_next, *rb_head;
     int64_t rb_cap_items, rb_cap_phases;
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
+    uint64_t load_runs;                   /* layer loads queued inside a run (ch_extend_run) */
     int64_t cap_run_gaps;
     unsigned ref_off;                     /* tests: SIM_REF_* shortcuts off (sim_test_set_reference) */
     double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
@@ -723,8 +724,9 @@ void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
  * ignored (no timer); SIM_REF_NO_TEMPLATES: every layer's load units made afresh (restore.c);
  * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call; SIM_REF_CHECK_PHASES (a
  * check, not a shortcut off): every step of a decode run's on-demand blocks by phase (iteration.c)
- * is checked against the full pass it replaces. Not thread-safe. */
-enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8 };
+ * is checked against the full pass it replaces; SIM_REF_NO_RUNS (wave 12): every layer load its own
+ * queue entry, no run (restore.c, ch_extend_run). Not thread-safe. */
+enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8, SIM_REF_NO_RUNS = 16 };
 void sim_test_set_reference(unsigned flags);
 
 #endif

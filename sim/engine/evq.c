@@ -46,18 +46,6 @@ static void heap_insert(Event *h, uint64_t hn, const Event *ev)
     h[i] = *ev;
 }
 
-static inline void tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
-{
-    uint32_t c;
-    while ((c = 2 * i + 1) < n) {
-        if (c + 1 < n && ev_less(&tm[c + 1]->ev, &tm[c]->ev)) c++;
-        if (!ev_less(&tm[c]->ev, &t->ev)) break;
-        evq_tm_set(tm, i, tm[c]);
-        i = c;
-    }
-    evq_tm_set(tm, i, t);
-}
-
 uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e)
 {
     if (time_ns < q->now_ns) {
@@ -73,7 +61,7 @@ uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank,
         int up = ev_less(&ev, &t->ev);
         t->ev = ev;
         if (up) evq_tm_up(q->tm, i, t);
-        else tm_down(q->tm, q->tn, i, t);
+        else evq_tm_down(q->tm, q->tn, i, t);
         return ev.seq;
     }
     if (q->tn == q->tcap) {
@@ -167,19 +155,6 @@ int evq_clock_back(EventQueue *q, const Event *out, KvErr *e)
 {
     return kv_err(e, "event queue: clock would go back from %lld to %lld ns (kind %u)", (long long)q->now_ns,
                   (long long)out->time_ns, out->kind);
-}
-
-/* evq_pop while a timer is armed: the smaller of the timer heap's top and the heap's minimum */
-int evq_pop_timers(EventQueue *q, Event *out, KvErr *e)
-{
-    if (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0])) {
-        EvTimer **tm = q->tm, *t = tm[0];
-        *out = t->ev;
-        t->pos = 0;
-        if (--q->tn) tm_down(tm, q->tn, 0, tm[q->tn]);
-        return evq_delivered(q, out, e);
-    }
-    return evq_take(q, out, e);
 }
 
 int64_t evq_next_time(const EventQueue *q)

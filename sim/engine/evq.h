@@ -93,6 +93,19 @@ static inline void evq_tm_up(EvTimer **tm, uint32_t i, EvTimer *t)
     evq_tm_set(tm, i, t);
 }
 
+/* sift t down from slot i of the timer heap of n timers */
+static inline void evq_tm_down(EvTimer **tm, uint32_t n, uint32_t i, EvTimer *t)
+{
+    uint32_t c;
+    while ((c = 2 * i + 1) < n) {
+        if (c + 1 < n && ev_less(&tm[c + 1]->ev, &tm[c]->ev)) c++;
+        if (!ev_less(&tm[c]->ev, &t->ev)) break;
+        evq_tm_set(tm, i, tm[c]);
+        i = c;
+    }
+    evq_tm_set(tm, i, t);
+}
+
 uint64_t evq_arm_slow(EventQueue *q, EvTimer *t, int64_t time_ns, uint32_t rank, uint32_t kind, void *obj, KvErr *e);
 
 /* Arm t: a new event (its seq returned, > 0; 0 with a message as evq_push); the one t held, if
@@ -107,10 +120,8 @@ static inline uint64_t evq_arm(EventQueue *q, EvTimer *t, int64_t time_ns, uint3
 }
 /* forget every armed timer without popping it (teardown: the timers' owners are going away) */
 void evq_drop_timers(EventQueue *q);
-/* evq_pop's parts out of line (evq.c): the heap's root (no front), the pop while a timer is
- * armed, the clock-goes-back error */
+/* evq_pop's parts out of line (evq.c): the heap's root (no front), the clock-goes-back error */
 void evq_heap_take(EventQueue *q, Event *out);
-int evq_pop_timers(EventQueue *q, Event *out, KvErr *e);
 int evq_clock_back(EventQueue *q, const Event *out, KvErr *e);
 /* evq_pop's end: the clock to the event taken (1), or the clock-goes-back error (-1) */
 static inline int evq_delivered(EventQueue *q, const Event *out, KvErr *e)
@@ -131,6 +142,18 @@ static inline int evq_take(EventQueue *q, Event *out, KvErr *e)
         evq_heap_take(q, out);
     }
     return evq_delivered(q, out, e);
+}
+/* evq_pop while a timer is armed: the smaller of the timer heap's top and the heap's minimum */
+static inline int evq_pop_timers(EventQueue *q, Event *out, KvErr *e)
+{
+    if (q->n == 0 || ev_less(&q->tm[0]->ev, q->has_front ? &q->front : &q->heap[0])) {
+        EvTimer **tm = q->tm, *t = tm[0];
+        *out = t->ev;
+        t->pos = 0;
+        if (--q->tn) evq_tm_down(tm, q->tn, 0, tm[q->tn]);
+        return evq_delivered(q, out, e);
+    }
+    return evq_take(q, out, e);
 }
 /* Pop the smallest event into *out and advance the clock to its time. 1: got one, 0: empty,
  * -1: invariant broken (message). Inline: the front or the heap while no timer is armed. */

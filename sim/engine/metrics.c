@@ -947,6 +947,7 @@ void metrics_on_run_end(Sim *sm)
     SimWorld *w = sm->w;
     out->sim_end_ns = sim_now(sm); /* (evq: a cancelled event's time included, as its pop would have) */
     out->queue_events = sm->q.popped;
+    out->load_runs = sm->load_runs;
     out->events += sm->q.cancelled; /* a re-armed channel's cancelled events: counted as the pops they replace */
     out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;

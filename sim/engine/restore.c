@@ -188,6 +188,12 @@ static void layer_loaded(Sim *sm, Unit *u)
     lw_arrived(sm, r, layer);
 }
 
+/* layer l's own stored form (0: the plan's), the template it takes */
+static double layer_scale(const Request *r, int l)
+{
+    return r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
+}
+
 /* the number of parts of stage st's state in [from, N): the units each of its layers loads */
 static int stage_nparts(const Request *r, int st)
 {
@@ -210,6 +216,7 @@ typedef struct LayerUnits {
     int k[RESTORE_MAX_PARTS];
     int64_t lo[RESTORE_MAX_PARTS], hi[RESTORE_MAX_PARTS];
     Unit tmpl[RESTORE_MAX_PARTS];
+    Unit *run[RESTORE_MAX_PARTS]; /* the last unit of each template sent to its queue (NULL: none), a run to extend */
 } LayerUnits;
 
 /* the parts of layer l's state in [from, N) (KV: each GPU its heads; hidden states and boundary
@@ -219,8 +226,7 @@ typedef struct LayerUnits {
 static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
 {
     int st = sm->stage_of[l];
-    /* the layer's own stored form (0: the plan's) */
-    double sc = r->lscale && r->lscale[l] > 0 && r->mode[l] != LM_RECOMPUTE ? r->lscale[l] : 0;
+    double sc = layer_scale(r, l);
     if (lu->n < 0 || (sm->ref_off & SIM_REF_NO_TEMPLATES) || lu->st != st || lu->hidden != hidden || lu->sc != sc) {
         double per_gpu = hidden ? sm->hid_tok_layer / sm->T : sm->kv_tok_layer_gpu * r->kv_scale;
         double per_layer = hidden ? sm->hid_tok_layer : sm->kv_tok_layer * r->kv_scale;
@@ -251,17 +257,42 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
             lu->k[j] = k;
             lu->lo[j] = lo;
             lu->hi[j] = hi;
+            lu->run[j] = NULL;
         }
     }
     const StatePart *ps = stage_parts(r, st);
+    const int runs = !(sm->ref_off & SIM_REF_NO_RUNS);
     for (int j = 0; j < lu->n; j++) {
         const StatePart *p = &ps[lu->k[j]];
+        r->src_mask |= src_bit(p);
+        /* the unit the template's last one sent would be followed by in its queue: that run's next layer */
+        if (lu->run[j] && ch_extend_run(sm, lu->run[j], l)) continue;
         Unit *u = unit_new_from(sm, &lu->tmpl[j]);
         if (!u) return -1;
         u->layer = l;
-        r->src_mask |= src_bit(p);
         if (sm->sched) sched_out_load(sm, u, lu->lo[j], lu->hi[j], hidden); /* hook: schedule_out */
         send_or_park(sm, r, u, p);
+        lu->run[j] = runs && u->state == US_QUEUED ? u : NULL; /* (parked: US_NEW; started: US_SERVING) */
+    }
+    return 0;
+}
+
+/* layer_parts for the n layers l … l + n − 1, of one stage, mode and stored form (one template),
+ * layer by layer until, with the stage's state in one place (one part: the common case), the unit
+ * layer l + k sent is a run that can take layer l + k + 1 (ch_run_open); then the run takes the
+ * remaining n − k − 1 layers at once — what that many more layer_parts calls would do: each would
+ * extend the run (still its queue's tail, queued, the channel busy, the same instant) and do
+ * nothing else (src_mask is set already; no schedule is written where runs are made). With several
+ * parts, layer by layer (each part's run still extended one layer at a time by layer_parts). */
+static int layer_span(Sim *sm, Request *r, int l, int n, int hidden, LayerUnits *lu)
+{
+    const int bulk = !(sm->ref_off & (SIM_REF_NO_RUNS | SIM_REF_NO_TEMPLATES));
+    for (int k = 0; k < n; k++) {
+        if (layer_parts(sm, r, l + k, hidden, lu) < 0) return -1;
+        if (bulk && k + 1 < n && lu->n == 1 && lu->run[0] && ch_run_open(sm, lu->run[0], l + k + 1)) {
+            ch_run_extend(sm, lu->run[0], n - k - 1);
+            return 0;
+        }
     }
     return 0;
 }
@@ -274,9 +305,18 @@ static int issue_layer_loads(Sim *sm, Request *r)
     lu.n = -1;
     for (int l = 0; l < sm->L; l++)
         if (restore_is_boundary(sm, r, l) && layer_parts(sm, r, l, 1, &lu) < 0) return -1;
-    for (int l = 0; l < sm->L; l++) {
+    for (int l = 0; l < sm->L;) {
         int m = r->mode[l];
-        if ((m == LM_LOAD_KV || m == LM_LOAD_HIDDEN) && layer_parts(sm, r, l, m == LM_LOAD_HIDDEN, &lu) < 0) return -1;
+        if (m != LM_LOAD_KV && m != LM_LOAD_HIDDEN) {
+            l++;
+            continue;
+        }
+        /* the layers after l that share its template: same mode, stage and stored form */
+        int n = 1, st = sm->stage_of[l];
+        double sc = layer_scale(r, l);
+        while (l + n < sm->L && r->mode[l + n] == m && sm->stage_of[l + n] == st && layer_scale(r, l + n) == sc) n++;
+        if (layer_span(sm, r, l, n, m == LM_LOAD_HIDDEN, &lu) < 0) return -1;
+        l += n;
     }
     return 0;
 }

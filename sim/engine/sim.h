@@ -297,6 +297,8 @@ typedef struct SimResult {
     double swap_out_bytes, swap_in_bytes; /* preempt=swap: KV bytes copied to host DRAM and back */
     uint64_t iterations, events;  /* events: as if every iteration were one event (a decode run's steps count each) */
     uint64_t queue_events;        /* the events the queue actually delivered (not a result: speed only) */
+    uint64_t load_runs;           /* layer loads queued as the next layer of a run, not as entries of their own
+                                     (channel.h, ch_extend_run; not a result: speed only) */
     uint64_t waiting_peak_bytes;  /* the most bytes held in memory at once by turns read and not admitted, the
                                      sessions and the admission FIFOs' slots (not a result; a FIFO's middle is
                                      in a spill file) */
