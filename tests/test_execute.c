@@ -69,6 +69,24 @@ static int emit_load(TestCtx *t, const char *policy, int64_t n0, const char *pp,
     return emit_load_tier(t, policy, n0, pp, 0, path, s);
 }
 
+/* run `policy` on config c with its schedule emitted to `path`, then read it back into *s (0; -1: a
+ * failure, already reported) */
+static int emit_config_load(TestCtx *t, SimConfig *c, const char *policy, const char *path, Schedule *s)
+{
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    sim_schedule_set_path(path);
+    int rc = simtest_run(t, c, policy, &w, &rows, &res);
+    sim_schedule_set_path(NULL);
+    if (rc != 0) return -1;
+    sim_world_close(&w);
+    sim_result_free(&res);
+    KvErr e;
+    CHECK_MSG(schedule_load(s, path, &e) == 0, "%s", e.msg);
+    return t->failures ? -1 : 0;
+}
+
 TEST(execute_emit_load_replay_kv_offload)
 {
     char path[512];
@@ -278,19 +296,9 @@ TEST(execute_replays_each_replica_on_its_own)
     simtest_set(t, &c, "dram", "1 MB");
     simtest_set(t, &c, "store", "dram+ssd");
     c.replicas = 2;
-    SimWorld w;
-    Rows rows;
-    SimResult res;
-    sim_schedule_set_path(path);
-    int rc = simtest_run(t, &c, "kv-offload", &w, &rows, &res);
-    sim_schedule_set_path(NULL);
-    if (rc != 0) return;
-    sim_world_close(&w);
-    sim_result_free(&res);
     Schedule s;
     KvErr e;
-    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-    if (t->failures) return;
+    if (emit_config_load(t, &c, "kv-offload", path, &s) != 0) return;
     CHECK_EQ_I(s.replicas, 2);
     int on[2] = {0, 0}, restoring = 0;
     for (int i = 0; i < s.n_reqs; i++) {
@@ -606,18 +614,9 @@ TEST(execute_race_two_pointers_by_the_rules)
     simtest_set(t, &c, "dram", "1 MB"); /* the history spills to the SSD tier */
     simtest_set(t, &c, "store", "dram+ssd");
     simtest_set(t, &c, "token_budget", "64");
-    Rows rows;
-    SimResult res;
-    SimWorld w;
-    sim_schedule_set_path(path);
-    int rc = simtest_run(t, &c, "cake", &w, &rows, &res);
-    sim_schedule_set_path(NULL);
-    if (rc != 0) return;
-    sim_world_close(&w);
     Schedule s;
     KvErr e;
-    CHECK_MSG(schedule_load(&s, path, &e) == 0, "%s", e.msg);
-    if (t->failures) return;
+    if (emit_config_load(t, &c, "cake", path, &s) != 0) return;
     const SchReq *q = NULL;
     for (int i = 0; i < s.n_reqs; i++)
         if (s.reqs[i].hist > 0) q = &s.reqs[i];

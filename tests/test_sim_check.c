@@ -322,6 +322,20 @@ static int run_ref(TestCtx *t, SimConfig *c, const char *policy, unsigned off, u
     return rc;
 }
 
+/* the outputs two runs of one case must share: histograms, bytes, channel utilisation, restore/bound ratios */
+static void same_outputs(TestCtx *t, size_t i, const SimResult *a, const SimResult *b)
+{
+    CHECK_MSG(same_hist(&a->tbt, &b->tbt) && same_hist(&a->ttft, &b->ttft) && same_hist(&a->restore, &b->restore),
+              "case %zu: histograms differ", i);
+    CHECK_MSG(a->bytes_h2d == b->bytes_h2d && a->bytes_d2h == b->bytes_d2h && a->bytes_ssd_read == b->bytes_ssd_read &&
+                  a->bytes_ssd_write == b->bytes_ssd_write,
+              "case %zu: bytes differ", i);
+    CHECK_MSG(memcmp(a->util_h2d, b->util_h2d, sizeof a->util_h2d) == 0 && memcmp(a->util_d2h, b->util_d2h, sizeof a->util_d2h) == 0 &&
+                  a->util_ssd == b->util_ssd && memcmp(a->win_util_h2d, b->win_util_h2d, sizeof a->win_util_h2d) == 0,
+              "case %zu: channel utilisation differs", i);
+    CHECK_MSG(same_hist(&a->lb_ratio, &b->lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
+}
+
 /* A channel's re-armed completion as a timer (evq_arm: the old event cancelled, counted as the pop
  * it replaces, its time kept for the clock), the layer loads copied from per-stage templates, and
  * the lower bound's memoised estimates give every row, counter and byte of the engine without
@@ -358,15 +372,7 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
         CHECK_EQ_U(a.iterations, b.iterations);
         CHECK_EQ_U(a.events, b.events); /* cancelled events count as the pops they replace */
         CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
-        CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft) && same_hist(&a.restore, &b.restore),
-                  "case %zu: histograms differ", i);
-        CHECK_MSG(a.bytes_h2d == b.bytes_h2d && a.bytes_d2h == b.bytes_d2h && a.bytes_ssd_read == b.bytes_ssd_read &&
-                      a.bytes_ssd_write == b.bytes_ssd_write,
-                  "case %zu: bytes differ", i);
-        CHECK_MSG(memcmp(a.util_h2d, b.util_h2d, sizeof a.util_h2d) == 0 && memcmp(a.util_d2h, b.util_d2h, sizeof a.util_d2h) == 0 &&
-                      a.util_ssd == b.util_ssd && memcmp(a.win_util_h2d, b.win_util_h2d, sizeof a.win_util_h2d) == 0,
-                  "case %zu: channel utilisation differs", i);
-        CHECK_MSG(same_hist(&a.lb_ratio, &b.lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
+        same_outputs(t, i, &a, &b);
         CHECK_EQ_U(a.extrapolations, b.extrapolations);
         /* the reference delivers every re-armed event; the timers deliver fewer */
         CHECK(b.queue_events <= a.queue_events);
@@ -425,15 +431,7 @@ TEST(sim_wave12_load_runs_match_one_entry_per_layer)
         CHECK_EQ_U(a.events, b.events);
         CHECK_EQ_U(a.queue_events, b.queue_events); /* the same events: a run changes the queues, not the events */
         CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
-        CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft) && same_hist(&a.restore, &b.restore),
-                  "case %zu: histograms differ", i);
-        CHECK_MSG(a.bytes_h2d == b.bytes_h2d && a.bytes_d2h == b.bytes_d2h && a.bytes_ssd_read == b.bytes_ssd_read &&
-                      a.bytes_ssd_write == b.bytes_ssd_write,
-                  "case %zu: bytes differ", i);
-        CHECK_MSG(memcmp(a.util_h2d, b.util_h2d, sizeof a.util_h2d) == 0 && memcmp(a.util_d2h, b.util_d2h, sizeof a.util_d2h) == 0 &&
-                      a.util_ssd == b.util_ssd && memcmp(a.win_util_h2d, b.win_util_h2d, sizeof a.win_util_h2d) == 0,
-                  "case %zu: channel utilisation differs", i);
-        CHECK_MSG(same_hist(&a.lb_ratio, &b.lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
+        same_outputs(t, i, &a, &b);
         CHECK_EQ_U(a.preemptions, b.preemptions);
         CHECK_EQ_U(a.load_runs, 0); /* the reference makes none */
         if (cases[i].runs)
