@@ -138,7 +138,6 @@ struct Ex {
 /* a race's state (execute.h "Race"): the request, its token-wise file, kvsim's rules; the pointers
  * under x->mu */
 typedef struct ExRace {
-    int req_k;        /* the request's index among the replayed (r->reqs) */
     const SchReq *q;
     int file;         /* its token-wise state file (x->files) */
     int64_t bpt;      /* bytes per token, every layer */
@@ -266,11 +265,9 @@ static void io_throttle(const Ex *x, int64_t t, int64_t bytes)
 
 /* ------------------------------------------------------------------ IO */
 
-static int read_range(Ex *x, int u, KvErr *e)
+/* read [off, off + left) of f (4 KiB aligned for O_DIRECT) into dst, at most 1 MiB per call */
+static int pread_all(const ExFile *f, unsigned char *dst, int64_t off, int64_t left, KvErr *e)
 {
-    ExFile *f = &x->files[x->u_file[u]];
-    unsigned char *dst = x->staging[u];
-    int64_t off = x->u_start[u], left = x->u_len[u];
     while (left > 0) {
         size_t n = (size_t)(left < EX_IO_BYTES ? left : EX_IO_BYTES);
         ssize_t got = pread(f->fd, dst, n, (off_t)off);
@@ -285,6 +282,8 @@ static int read_range(Ex *x, int u, KvErr *e)
     }
     return 0;
 }
+
+static int read_range(Ex *x, int u, KvErr *e) { return pread_all(&x->files[x->u_file[u]], x->staging[u], x->u_start[u], x->u_len[u], e); }
 
 typedef struct ChanArg {
     Ex *x;
@@ -1271,17 +1270,8 @@ static int race_load(Ex *x, ExRace *rc, int64_t lo, int64_t hi, int64_t t, KvErr
     int64_t off = lo * rc->bpt, bytes = (hi - lo) * rc->bpt;
     const unsigned char *src;
     if (f->tier == SCH_TIER_SSD) {
-        int64_t a = off / EX_ALIGN * EX_ALIGN, left = (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - a, pos = a;
-        unsigned char *dst = rc->buf;
-        while (left > 0) {
-            size_t n = (size_t)(left < EX_IO_BYTES ? left : EX_IO_BYTES);
-            ssize_t got = pread(f->fd, dst, n, (off_t)pos);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) return kv_err(e, "%s: read of %zu bytes at %lld failed: %s", f->path, n, (long long)pos, got < 0 ? strerror(errno) : "short read");
-            dst += got;
-            pos += got;
-            left -= got;
-        }
+        int64_t a = off / EX_ALIGN * EX_ALIGN;
+        if (pread_all(f, rc->buf, a, (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - a, e) != 0) return -1;
         io_throttle(x, t, bytes);
         src = rc->buf + (off - a);
     } else {
@@ -1421,7 +1411,6 @@ static int race_setup(Ex *x, KvErr *e)
     ExRace *rc = calloc(1, sizeof *rc);
     if (!rc) return kv_err(e, "execute: out of memory");
     x->race = rc;
-    rc->req_k = k;
     rc->q = q;
     rc->file = -1;
     for (int j = 0; j < r->n_units && rc->file < 0; j++) {
