@@ -143,7 +143,6 @@ typedef struct ExRace {
     int64_t bpt;      /* bytes per token, every layer */
     int64_t N, io_chunk, depth, comp_max;
     unsigned char *buf; /* the IO side's read buffer: one chunk, 4 KiB aligned at both ends */
-    int64_t buf_bytes;
     /* under mu */
     int64_t io_issued, comp, comp_inflight, landed, last_land;
     int64_t qlo[RACE_MAX_DEPTH], qhi[RACE_MAX_DEPTH]; /* claimed, not yet begun by the IO thread (FIFO) */
@@ -1316,14 +1315,21 @@ static void *race_io_main(void *p)
     return NULL;
 }
 
+/* every layer of the model over one item (a race's compute chunk, or the new input after it) */
+static int race_layers(Ex *x, const SchItem *it, KvErr *e)
+{
+    int64_t we;
+    for (int l = 0; l < x->s->layers; l++)
+        if (layer_run(x, &x->stage[0], it, 1, NULL, l, &we, NULL, e) != 0) return -1;
+    return 0;
+}
+
 /* one race on the calling thread (stage 0 computes) with the IO thread beside it: *restored, *first,
  * *meet in replay time and tokens */
 static int race_once(Ex *x, int64_t *restored, int64_t *first, int64_t *meet, KvErr *e)
 {
     ExRace *rc = x->race;
     const SchReq *q = rc->q;
-    ExStage *g = &x->stage[0];
-    const Schedule *s = x->s;
     rc->io_issued = rc->N;
     rc->comp = rc->comp_inflight = rc->landed = rc->last_land = 0;
     rc->qhead = rc->qn = rc->n_flight = rc->done = 0;
@@ -1347,11 +1353,10 @@ static int race_once(Ex *x, int64_t *restored, int64_t *first, int64_t *meet, Kv
         int64_t c = avail < rc->comp_max ? avail : rc->comp_max, lo = rc->comp;
         rc->comp_inflight = c;
         pthread_mutex_unlock(&x->mu);
-        int64_t t = ex_now(x), we;
+        int64_t t = ex_now(x);
         SchItem one = {q->id, SCH_ITEM_RECOMPUTE, 0, c, lo};
-        int bad = 0;
         KvErr le;
-        for (int l = 0; l < s->layers && !bad; l++) bad = layer_run(x, g, &one, 1, NULL, l, &we, NULL, &le) != 0;
+        int bad = race_layers(x, &one, &le) != 0;
         int64_t t1 = ex_now(x);
         pthread_mutex_lock(&x->mu);
         if (bad) {
@@ -1377,9 +1382,7 @@ static int race_once(Ex *x, int64_t *restored, int64_t *first, int64_t *meet, Kv
     }
     /* restored: the new tokens over the whole history, as kvsim's next iteration */
     SchItem nw = {q->id, SCH_ITEM_PREFILL, 0, q->nnew, q->hist};
-    int64_t we;
-    for (int l = 0; l < s->layers; l++)
-        if (layer_run(x, g, &nw, 1, NULL, l, &we, NULL, e) != 0) return -1;
+    if (race_layers(x, &nw, e) != 0) return -1;
     *first = ex_now(x);
     return 0;
 }
@@ -1428,12 +1431,12 @@ static int race_setup(Ex *x, KvErr *e)
     rc->comp_max = q->comp_chunk > 0 && q->comp_chunk < q->comp_budget ? q->comp_chunk : q->comp_budget;
     ExFile *f = &x->files[rc->file];
     if (f->bytes < rc->N * rc->bpt) f->bytes = rc->N * rc->bpt; /* the race may load any chunk of the history */
-    rc->buf_bytes = (rc->io_chunk * rc->bpt + 2 * EX_ALIGN) / EX_ALIGN * EX_ALIGN;
-    if (posix_memalign((void **)&rc->buf, EX_ALIGN, (size_t)rc->buf_bytes) != 0) {
+    size_t buf_bytes = (size_t)((rc->io_chunk * rc->bpt + 2 * EX_ALIGN) / EX_ALIGN * EX_ALIGN);
+    if (posix_memalign((void **)&rc->buf, EX_ALIGN, buf_bytes) != 0) {
         rc->buf = NULL;
         return kv_err(e, "execute: out of memory");
     }
-    memset(rc->buf, 0, (size_t)rc->buf_bytes);
+    memset(rc->buf, 0, buf_bytes);
     if (x->dev_bytes < rc->io_chunk * rc->bpt) x->dev_bytes = rc->io_chunk * rc->bpt;
     rc->cap_log = (int)(rc->N + rc->N / rc->io_chunk + 4);
     rc->log = calloc((size_t)rc->cap_log, sizeof *rc->log);
