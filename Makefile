@@ -96,6 +96,9 @@ ifeq ($(URING_OK),yes)
   CFLAGS += -DKV_HAVE_URING
   LDLIBS += $(shell pkg-config --libs liburing)
 endif
+# kvsim calls no BLAS (only kvcal's cpu kernels do): it links without OpenBLAS, whose worker
+# threads, started when the library loads, would spin beside a compare's worker processes
+SIM_LDLIBS := $(filter-out $(if $(filter yes,$(BLAS_OK)),$(shell pkg-config --libs openblas)),$(LDLIBS))
 CUDA_LDLIBS :=
 ifeq ($(HAVE_CUDA),1)
   CFLAGS += -DKV_HAVE_CUDA -I$(CUDA_ROOT)/include
@@ -188,7 +191,7 @@ $(BUILD)/libkvcuda.a: $(CU_OBJ)
 
 $(BIN)/kvsim: $(KVSIM_CLI:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(SIM_LDLIBS)
 
 $(BUILD)/mpi/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -196,7 +199,7 @@ $(BUILD)/mpi/%.o: %.c $(CONFIG_STAMP)
 
 $(BIN)/kvsim-mpi: $(filter-out $(BUILD)/sim/cli/sweep.o,$(KVSIM_CLI:%.c=$(BUILD)/%.o)) $(BUILD)/mpi/sim/cli/sweep.o $(LIB)
 	@mkdir -p $(BIN)
-	$(MPICC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(MPICC) $(LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(SIM_LDLIBS)
 
 $(BIN)/kvcal: $(KVCAL_CLI:%.c=$(BUILD)/%.o) $(LIB) $(CUDA_LIB)
 	@mkdir -p $(BIN)

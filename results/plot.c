@@ -82,10 +82,10 @@ int plot_ttft_cdf_svg(const char *path, const SimResult *res, int n, const char 
     for (int i = 0; i < n; i++) {
         if (!res[i].ttft.n) continue;
         psvg_polyline_open(f, "policy", res[i].policy, i, 2);
-        for (int k = 0; k <= CURVE_POINTS; k++) {
-            double q = (double)k / CURVE_POINTS;
-            psvg_point(f, psvg_x(&p, hist_percentile(&res[i].ttft, q) / 1e6), psvg_y(&p, q));
-        }
+        double q[CURVE_POINTS + 1], v[CURVE_POINTS + 1];
+        for (int k = 0; k <= CURVE_POINTS; k++) q[k] = (double)k / CURVE_POINTS;
+        hist_percentiles(&res[i].ttft, q, CURVE_POINTS + 1, v);
+        for (int k = 0; k <= CURVE_POINTS; k++) psvg_point(f, psvg_x(&p, v[k] / 1e6), psvg_y(&p, q[k]));
         psvg_polyline_close(f);
     }
     legend(f, res, n);
@@ -126,12 +126,16 @@ int plot_ttft_ccdf_svg(const char *path, const SimResult *res, int n, const char
         if (!h->n) continue;
         psvg_polyline_open(f, "policy", res[i].policy, i, 2);
         double last = 1.0 / (double)h->n; /* the smallest tail a run of n requests resolves */
+        double tail[CURVE_POINTS + 1], q[CURVE_POINTS + 1], v[CURVE_POINTS + 1];
+        int m = 0;
         for (int k = 0; k <= CURVE_POINTS; k++) {
-            double tail = pow(10, -(double)K * k / CURVE_POINTS);
-            if (tail < last) tail = last;
-            psvg_point(f, psvg_x(&p, hist_percentile(h, 1 - tail) / 1e6), psvg_y(&p, tail));
-            if (tail <= last) break;
+            tail[m] = pow(10, -(double)K * k / CURVE_POINTS);
+            if (tail[m] < last) tail[m] = last;
+            q[m] = 1 - tail[m];
+            if (tail[m++] <= last) break;
         }
+        hist_percentiles(h, q, m, v);
+        for (int k = 0; k < m; k++) psvg_point(f, psvg_x(&p, v[k] / 1e6), psvg_y(&p, tail[k]));
         /* the slowest request: the step down to the tail of one request */
         psvg_point(f, psvg_x(&p, (double)h->max / 1e6), psvg_y(&p, last));
         psvg_polyline_close(f);

@@ -3,6 +3,7 @@
 #include "results/plot_csv.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,15 @@ static char *field(char **p, int *end_line)
 {
     char *s = *p, *out = s, *start = s;
     *end_line = 0;
-    if (*s == '"') {
+    if (*s != '"') { /* unquoted (nearly every cell): nothing moves, the delimiter is found by strcspn */
+        s += strcspn(s, ",\n\r");
+        if (*s == '\r') *s++ = '\0';
+        if (*s == '\n' || !*s) *end_line = 1;
+        if (*s) *s++ = '\0';
+        *p = s;
+        return start;
+    }
+    {
         s++;
         for (;;) {
             if (!*s) break;
@@ -114,6 +123,35 @@ int pcsv_cols(const PlotCsv *t, const char *const *names, int n, int *cols, KvEr
 
 const char *pcsv_cell(const PlotCsv *t, int r, int c) { return t->cells[(size_t)(r + 1) * (size_t)t->ncols + (size_t)c]; }
 
+/* A plain decimal ([-]digits[.digits], the form the result files write) of at most 2^53 in its
+ * digits read as the integer N over 10^f: both are exact doubles, so the one division is
+ * correctly rounded — the value strtod returns for the same text. Anything else (an exponent, a
+ * sign '+', inf, nan, too many digits): 0, and strtod reads it. */
+static int exact_decimal(const char *s, double *v)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = *s == '-', f = 0, digits = 0;
+    s += neg;
+    uint64_t n = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+        if (n > (UINT64_C(1) << 53) / 10) return 0;
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    if (!digits) return 0;
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++, f++) {
+            if (n > (UINT64_C(1) << 53) / 10 || f == 22) return 0;
+            n = n * 10 + (uint64_t)(*s - '0');
+        }
+        if (!f) return 0;
+    }
+    if (*s || n > (UINT64_C(1) << 53)) return 0;
+    double x = (double)n / p10[f];
+    *v = neg ? -x : x;
+    return 1;
+}
+
 int pcsv_num(const PlotCsv *t, int r, int c, double *v, KvErr *e)
 {
     const char *s = pcsv_cell(t, r, c);
@@ -121,6 +159,7 @@ int pcsv_num(const PlotCsv *t, int r, int c, double *v, KvErr *e)
         *v = NAN;
         return 0;
     }
+    if (exact_decimal(s, v)) return 0;
     char *end;
     *v = strtod(s, &end);
     if (*end || end == s)

@@ -9,20 +9,51 @@
 #include "results/plot_csv.h"
 #include "results/plot_svg.h"
 
-#define MAXP 64
+#define MAXP PLOT_HISTORY_MAXP
 #define MAXB 40
 
-typedef struct Sample {
-    int policy, bin;
-    double ttft_ms;
-} Sample;
-
-static int cmp_sample(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
-    const Sample *x = a, *y = b;
-    if (x->policy != y->policy) return x->policy - y->policy;
-    if (x->bin != y->bin) return x->bin - y->bin;
-    return x->ttft_ms < y->ttft_ms ? -1 : x->ttft_ms > y->ttft_ms;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void phist_free(PlotHistSamples *s)
+{
+    free(s->pol);
+    free(s->hist);
+    free(s->ttft_s);
+    memset(s, 0, sizeof *s);
+}
+
+int phist_policy(PlotHistSamples *s, const char *policy)
+{
+    int pi = 0;
+    while (pi < s->np && strcmp(s->pols[pi], policy)) pi++;
+    if (pi == s->np) {
+        if (s->np == PLOT_HISTORY_MAXP) return -1;
+        s->pols[s->np++] = policy;
+    }
+    return pi;
+}
+
+int phist_push(PlotHistSamples *s, int pi, double history_tokens, double ttft_s)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 4096;
+        int *p = realloc(s->pol, cap * sizeof *p);
+        if (p) s->pol = p;
+        double *h = p ? realloc(s->hist, cap * sizeof *h) : NULL;
+        if (h) s->hist = h;
+        double *t = h ? realloc(s->ttft_s, cap * sizeof *t) : NULL;
+        if (!t) return -1;
+        s->ttft_s = t;
+        s->cap = cap;
+    }
+    s->pol[s->n] = pi;
+    s->hist[s->n] = history_tokens;
+    s->ttft_s[s->n++] = ttft_s;
+    return 0;
 }
 
 int plot_history_svg(const char *path, const char *requests_csv, const char *title, int64_t slo_ttft_ns, KvErr *e)
@@ -30,29 +61,49 @@ int plot_history_svg(const char *path, const char *requests_csv, const char *tit
     PlotCsv t;
     if (pcsv_read(&t, requests_csv, e) != 0) return -1;
     static const char *const need[] = {"policy", "history_tokens", "ttft_s"};
-    int c[3], rc = -1, np = 0, ns = 0;
-    uint64_t no_hist = 0;
-    const char *pols[MAXP];
-    Sample *s = NULL;
-    double med[MAXP][MAXB], p90[MAXP][MAXB];
+    int c[3], rc = -1;
+    PlotHistSamples s;
+    memset(&s, 0, sizeof s);
     if (pcsv_cols(&t, need, 3, c, e) != 0) goto done;
-    s = malloc(sizeof *s * (size_t)(t.nrows > 0 ? t.nrows : 1));
-    if (!s) {
-        kv_err(e, "out of memory");
-        goto done;
-    }
-    double ymin = 1e300, ymax = 0;
-    int bmax = 0;
     for (int r = 0; r < t.nrows; r++) {
         double h, ttft;
         if (pcsv_num(&t, r, c[1], &h, e) || pcsv_num(&t, r, c[2], &ttft, e)) goto done;
-        const char *pol = pcsv_cell(&t, r, c[0]);
-        int pi = 0;
-        while (pi < np && strcmp(pols[pi], pol)) pi++;
-        if (pi == np) {
-            if (np == MAXP) continue;
-            pols[np++] = pol;
+        int pi = phist_policy(&s, pcsv_cell(&t, r, c[0]));
+        if (pi >= 0 && phist_push(&s, pi, h, ttft) != 0) {
+            kv_err(e, "%s: out of memory", requests_csv);
+            goto done;
         }
+    }
+    rc = plot_history_svg_of(path, &s, title, slo_ttft_ns, e);
+done:
+    phist_free(&s);
+    pcsv_free(&t);
+    return rc;
+}
+
+int plot_history_svg_of(const char *path, const PlotHistSamples *hs, const char *title, int64_t slo_ttft_ns, KvErr *e)
+{
+    int rc = -1, np = hs->np;
+    uint64_t no_hist = 0;
+    const char *const *pols = hs->pols;
+    /* the samples grouped by (policy, bin) with a counting sort, each group then sorted by TTFT:
+     * key[r] is sample r's group (-1: not shown) */
+    int *key = NULL;
+    double *s = NULL;
+    int start[MAXP * MAXB + 1];
+    double med[MAXP][MAXB], p90[MAXP][MAXB];
+    size_t nr = hs->n > 0 ? hs->n : 1;
+    key = malloc(sizeof *key * nr), s = malloc(sizeof *s * nr);
+    if (!key || !s) {
+        kv_err(e, "out of memory");
+        goto done;
+    }
+    memset(start, 0, sizeof start);
+    double ymin = 1e300, ymax = 0;
+    int bmax = 0;
+    for (size_t r = 0; r < hs->n; r++) {
+        double h = hs->hist[r];
+        key[r] = -1;
         if (!(h >= 1)) {
             no_hist++;
             continue;
@@ -60,25 +111,26 @@ int plot_history_svg(const char *path, const char *requests_csv, const char *tit
         int b = (int)floor(log2(h));
         if (b >= MAXB) b = MAXB - 1;
         if (b > bmax) bmax = b;
-        s[ns++] = (Sample){pi, b, ttft * 1e3};
+        key[r] = hs->pol[r] * MAXB + b;
+        start[key[r] + 1]++;
     }
-    qsort(s, (size_t)ns, sizeof *s, cmp_sample);
+    for (int g = 0; g < MAXP * MAXB; g++) start[g + 1] += start[g];
+    for (size_t r = 0; r < hs->n; r++) /* each group's samples in order; start[g] then ends group g */
+        if (key[r] >= 0) s[start[key[r]]++] = hs->ttft_s[r] * 1e3;
     int bmin = MAXB;
     for (int p = 0; p < np; p++)
         for (int b = 0; b < MAXB; b++) med[p][b] = p90[p][b] = -1;
-    for (int i = 0; i < ns;) {
-        int j = i;
-        while (j < ns && s[j].policy == s[i].policy && s[j].bin == s[i].bin) j++;
-        int n = j - i;
+    for (int g = 0, i = 0; g < MAXP * MAXB; g++) {
+        int n = start[g] - i, pi = g / MAXB, b = g % MAXB;
         if (n >= PLOT_HISTORY_MIN) {
-            med[s[i].policy][s[i].bin] = s[i + (int)floor(0.5 * (n - 1))].ttft_ms;
-            p90[s[i].policy][s[i].bin] = s[i + (int)floor(0.9 * (n - 1))].ttft_ms;
-            double lo = med[s[i].policy][s[i].bin], hi = p90[s[i].policy][s[i].bin];
-            if (lo < ymin) ymin = lo;
-            if (hi > ymax) ymax = hi;
-            if (s[i].bin < bmin) bmin = s[i].bin;
+            qsort(s + i, (size_t)n, sizeof *s, cmp_double);
+            med[pi][b] = s[i + (int)floor(0.5 * (n - 1))];
+            p90[pi][b] = s[i + (int)floor(0.9 * (n - 1))];
+            if (med[pi][b] < ymin) ymin = med[pi][b];
+            if (p90[pi][b] > ymax) ymax = p90[pi][b];
+            if (b < bmin) bmin = b;
         }
-        i = j;
+        i = start[g];
     }
     if (ymax <= 0) ymin = 1, ymax = 10, bmin = 0, bmax = 10;
     if (slo_ttft_ns > 0) {
@@ -133,7 +185,7 @@ int plot_history_svg(const char *path, const char *requests_csv, const char *tit
     psvg_end(f);
     rc = kv_atomic_commit(&af, e);
 done:
+    free(key);
     free(s);
-    pcsv_free(&t);
     return rc;
 }

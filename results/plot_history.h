@@ -17,6 +17,28 @@
 
 #define PLOT_HISTORY_MIN 5
 
+#define PLOT_HISTORY_MAXP 64
+
+/* The figure's input: one sample per request (its policy's index, its history tokens, its TTFT in
+ * seconds), the policies in the order they first appear (at most PLOT_HISTORY_MAXP; later ones
+ * are not drawn). */
+typedef struct PlotHistSamples {
+    int np;
+    const char *pols[PLOT_HISTORY_MAXP]; /* not owned: the strings outlive the set */
+    size_t n, cap;
+    int *pol;
+    double *hist, *ttft_s;
+} PlotHistSamples;
+
+/* policy's index, appended when new; -1 when PLOT_HISTORY_MAXP are already there */
+int phist_policy(PlotHistSamples *s, const char *policy);
+/* one request; -1 when out of memory */
+int phist_push(PlotHistSamples *s, int pi, double history_tokens, double ttft_s);
+void phist_free(PlotHistSamples *s);
+
+/* from requests.csv (its policy, history_tokens and ttft_s columns) */
 int plot_history_svg(const char *path, const char *requests_csv, const char *title, int64_t slo_ttft_ns, KvErr *e);
+/* from samples: the same figure the file of the same requests gives */
+int plot_history_svg_of(const char *path, const PlotHistSamples *s, const char *title, int64_t slo_ttft_ns, KvErr *e);
 
 #endif

@@ -2,6 +2,8 @@
 #include "results/plot_svg.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sim/base/util.h"
@@ -260,7 +262,42 @@ void psvg_polyline_open(FILE *f, const char *cls, const char *name, int i, doubl
     fputs(" points=\"", f);
 }
 
-void psvg_point(FILE *f, double x, double y) { fprintf(f, "%.1f,%.1f ", x, y); }
+int psvg_fmt1(char *buf, double x)
+{
+    /* 10x exactly is t + err (the product's rounding error, exact by fma); |t| < 2^50, so t − n
+     * is exact and a half-integer is on t's grid: only a t of exactly n ± 0.5 can round otherwise
+     * than t does, and err decides it (none: the tie goes to the even n, as printf's does) */
+    if (!(fabs(x) < 1e14)) return -1;
+    double t = x * 10.0, err = fma(x, 10.0, -t), n = nearbyint(t), r = t - n;
+    if (r == 0.5 && err > 0) n += 1;
+    else if (r == -0.5 && err < 0) n -= 1;
+    uint64_t m = (uint64_t)fabs(n);
+    char tmp[24];
+    int k = 0;
+    tmp[k++] = (char)('0' + m % 10);
+    tmp[k++] = '.';
+    m /= 10;
+    do tmp[k++] = (char)('0' + m % 10), m /= 10;
+    while (m);
+    int len = 0;
+    if (signbit(x)) buf[len++] = '-'; /* printf's sign: "-0.0" for a negative x that rounds to 0 */
+    while (k) buf[len++] = tmp[--k];
+    buf[len] = '\0';
+    return len;
+}
+
+void psvg_point(FILE *f, double x, double y)
+{
+    char b[72];
+    int n = psvg_fmt1(b, x), m = n < 0 ? -1 : psvg_fmt1(b + n + 1, y);
+    if (m < 0) { /* a coordinate of 1e14 or more, inf or nan */
+        fprintf(f, "%.1f,%.1f ", x, y);
+        return;
+    }
+    b[n] = ',';
+    b[n + 1 + m] = ' ';
+    fwrite(b, 1, (size_t)(n + m + 2), f);
+}
 void psvg_polyline_close(FILE *f) { fputs("\"/>\n", f); }
 
 void psvg_legend(FILE *f, int x, int y, int n, const char *const *names, int kind)

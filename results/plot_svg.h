@@ -71,6 +71,9 @@ void psvg_stroke_attrs(FILE *f, int i, double width);
  * "x,y " pairs (psvg_point) and closes with psvg_polyline_close. */
 void psvg_polyline_open(FILE *f, const char *cls, const char *name, int i, double width);
 void psvg_point(FILE *f, double x, double y);
+/* x as printf's "%.1f" writes it (the same characters: exact rounding, ties to even, "-0.0"),
+ * into buf (≥ 24 bytes) for |x| < 1e14; returns its length, or -1 for any other x (nothing written) */
+int psvg_fmt1(char *buf, double x);
 void psvg_polyline_close(FILE *f);
 /* The legend: a column at (x, y), one entry per name, 18 px apart; kind 0: a line in the series'
  * style (class "legend"), 1: a filled swatch of psvg_fill(i) (class "legend-swatch"). */

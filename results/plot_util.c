@@ -27,6 +27,11 @@ void plot_util_csv_rows(FILE *f, const SimUtilSeries *u, const char *policy, int
 
 #define MAXN 64
 
+typedef struct UtilRow {
+    int pol, res;      /* indices into the figure's policies and resources; -1: another seed's row */
+    double mid, u;     /* the window's middle (s) and its utilisation */
+} UtilRow;
+
 /* the index of s in list (appended when new and there is room); -1 when full */
 static int intern(const char **list, int *n, const char *s)
 {
@@ -46,19 +51,33 @@ int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e
     const char *pols[MAXN], *ress[MAXN];
     int np = 0, nr = 0, rc = -1;
     double tmax = 0;
+    /* each row read once: its series (policy and resource indices; -1: not drawn) and its point */
+    UtilRow *row = NULL;
     if (pcsv_cols(&t, need, 5, c, e) != 0) goto done;
+    if (!(row = malloc(sizeof *row * (size_t)(t.nrows > 0 ? t.nrows : 1)))) {
+        kv_err(e, "%s: out of memory", csv);
+        goto done;
+    }
     const char *seed0 = cs >= 0 && t.nrows ? pcsv_cell(&t, 0, cs) : NULL;
     for (int r = 0; r < t.nrows; r++) {
+        row[r].pol = row[r].res = -1;
         if (seed0 && strcmp(pcsv_cell(&t, r, cs), seed0)) continue;
         double a, b, u;
         if (pcsv_num(&t, r, c[2], &a, e) || pcsv_num(&t, r, c[3], &b, e) || pcsv_num(&t, r, c[4], &u, e)) goto done;
+        if (!isfinite(a) || !isfinite(b)) {
+            kv_err(e, "%s: row %d: window %s to %s, expected two finite times in seconds", csv, r + 2, pcsv_cell(&t, r, c[2]),
+                   pcsv_cell(&t, r, c[3]));
+            goto done;
+        }
         if (!(u >= 0 && u <= 1)) {
             kv_err(e, "%s: row %d: utilisation %g, expected a value in [0, 1]", csv, r + 2, u);
             goto done;
         }
         if (b > tmax) tmax = b;
-        intern(pols, &np, pcsv_cell(&t, r, c[0]));
-        intern(ress, &nr, pcsv_cell(&t, r, c[1]));
+        row[r].pol = intern(pols, &np, pcsv_cell(&t, r, c[0]));
+        row[r].res = intern(ress, &nr, pcsv_cell(&t, r, c[1]));
+        row[r].mid = (a + b) / 2;
+        row[r].u = u;
     }
     int ml = 72, mr = 180, mt = 44, ph = 96, gap = 34, W = 760;
     int H = mt + nr * (ph + gap) + 30;
@@ -83,17 +102,14 @@ int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e
         for (int pi = 0; pi < np; pi++) {
             int open = 0;
             for (int r = 0; r < t.nrows; r++) {
-                if (seed0 && strcmp(pcsv_cell(&t, r, cs), seed0)) continue;
-                if (strcmp(pcsv_cell(&t, r, c[0]), pols[pi]) || strcmp(pcsv_cell(&t, r, c[1]), ress[k])) continue;
-                double a = strtod(pcsv_cell(&t, r, c[2]), NULL), b = strtod(pcsv_cell(&t, r, c[3]), NULL),
-                       u = strtod(pcsv_cell(&t, r, c[4]), NULL);
+                if (row[r].pol != pi || row[r].res != k) continue;
                 if (!open) {
                     char nm[200];
                     snprintf(nm, sizeof nm, "%s/%s", pols[pi], ress[k]);
                     psvg_polyline_open(f, "util", nm, pi, 1.6);
                     open = 1;
                 }
-                psvg_point(f, psvg_x(&p, (a + b) / 2), psvg_y(&p, u));
+                psvg_point(f, psvg_x(&p, row[r].mid), psvg_y(&p, row[r].u));
             }
             if (open) psvg_polyline_close(f);
         }
@@ -103,6 +119,7 @@ int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e
     psvg_end(f);
     rc = kv_atomic_commit(&af, e);
 done:
+    free(row);
     pcsv_free(&t);
     return rc;
 }

@@ -158,7 +158,7 @@ static void pool_label(void *ctx, int k, char *buf, size_t cap)
 static char *pool_outputs(TestCtx *t, int jobs, int procs)
 {
     PoolCtx c = {-1};
-    ProcPool p = {jobs, procs, test_tmpdir(t), pool_job, pool_label, &c};
+    ProcPool p = {jobs, procs, test_tmpdir(t), pool_job, pool_label, &c, NULL};
     KvErr e;
     if (procpool_run(&p, &e) != 0) {
         CHECK_MSG(0, "%s", e.msg);
@@ -195,7 +195,7 @@ TEST(procpool_reports_the_failing_job)
 {
     for (int procs = 1; procs <= 3; procs += 2) {
         PoolCtx c = {4};
-        ProcPool p = {6, procs, test_tmpdir(t), pool_job, pool_label, &c};
+        ProcPool p = {6, procs, test_tmpdir(t), pool_job, pool_label, &c, NULL};
         KvErr e;
         CHECK(procpool_run(&p, &e) != 0);
         CHECK_CONTAINS(e.msg, "seed 5: ");
@@ -206,6 +206,62 @@ TEST(procpool_reports_the_failing_job)
             unlink(path);
         }
     }
+}
+
+/* the done callback: in the caller's process, in job order, each job's file complete when it runs
+ * (jobs finish out of order: later ones are quicker); a refusing callback stops the pool with its
+ * own message and no callback after it */
+typedef struct DoneCtx {
+    PoolCtx pc;
+    const char *dir;
+    pid_t parent;
+    int order[16], n, refuse_at, bad;
+} DoneCtx;
+
+static int done_job(void *ctx, int k, const char *path, KvErr *e)
+{
+    usleep((useconds_t)(6 - k % 6) * 4000); /* job 0 the slowest of each six */
+    return pool_job(&((DoneCtx *)ctx)->pc, k, path, e);
+}
+
+static int done_cb(void *ctx, int k, KvErr *e)
+{
+    DoneCtx *d = ctx;
+    char path[4400], want[64];
+    procpool_job_path(d->dir, k, path, sizeof path, e);
+    char *s = kv_read_file(path, NULL, e);
+    snprintf(want, sizeof want, "job %d of pid-independent content\n", k);
+    if (getpid() != d->parent || !s || strcmp(s, want)) d->bad++;
+    free(s);
+    if (d->n < 16) d->order[d->n++] = k;
+    if (k == d->refuse_at) return kv_err(e, "merging job %d refused", k);
+    return 0;
+}
+
+TEST(procpool_done_runs_in_job_order_in_the_caller)
+{
+    for (int procs = 1; procs <= 4; procs += 3)
+        for (int refuse = -1; refuse <= 3; refuse += 4) {
+            DoneCtx d = {{-1}, test_tmpdir(t), getpid(), {0}, 0, refuse, 0};
+            ProcPool p = {9, procs, d.dir, done_job, pool_label, &d, done_cb};
+            KvErr e;
+            int rc = procpool_run(&p, &e);
+            CHECK_EQ_I(d.bad, 0);
+            if (refuse < 0) {
+                CHECK_MSG(rc == 0, "%s", e.msg);
+                CHECK_EQ_I(d.n, 9);
+            } else {
+                CHECK(rc != 0);
+                CHECK_STR(e.msg, "merging job 3 refused");
+                CHECK_EQ_I(d.n, 4);
+            }
+            for (int i = 0; i < d.n; i++) CHECK_EQ_I(d.order[i], i);
+            for (int k = 0; k < 9; k++) {
+                char path[4400];
+                procpool_job_path(d.dir, k, path, sizeof path, &e);
+                unlink(path);
+            }
+        }
 }
 
 TEST(digest_sha256_known_values)

@@ -169,6 +169,17 @@ TEST(hist_percentile_scan_of_min_to_max_equals_the_full_scan)
             double p = k < 13 ? ps[k] : (k - 12) / 200.0, got = hist_percentile(&h, p), want = pct_full_scan(&h, p);
             CHECK_MSG(got == want, "trial %d, n %llu, p %.12g: %.17g, the full scan %.17g", trial, (unsigned long long)h.n, p, got, want);
         }
+        /* hist_percentiles: the same values in one sweep (ascending p, with 0 and 1 among them),
+         * and from the start again where p steps back (the scattered list) */
+        double asc[203], many[203], scat[13], one[13];
+        for (int k = 0; k < 203; k++) asc[k] = k == 0 ? 0 : k == 202 ? 1 : k < 13 ? ps[k - 1] * 0.005 : (k - 12) / 190.0;
+        hist_percentiles(&h, asc, 203, many);
+        for (int k = 0; k < 203; k++)
+            CHECK_MSG(many[k] == pct_full_scan(&h, asc[k]), "trial %d, p %.12g: %.17g, the full scan %.17g", trial, asc[k], many[k],
+                      pct_full_scan(&h, asc[k]));
+        for (int k = 0; k < 13; k++) scat[k] = ps[(k * 5) % 13];
+        hist_percentiles(&h, scat, 13, one);
+        for (int k = 0; k < 13; k++) CHECK(one[k] == pct_full_scan(&h, scat[k]));
         /* hist_valid: a count moved below min's bucket or above max's, or n changed, is caught */
         Hist bad = h;
         bad.b = malloc(HIST_BUCKETS * sizeof *bad.b);

@@ -12,6 +12,7 @@
 #include "results/plot.h"
 #include "results/plot_csv.h"
 #include "results/plot_history.h"
+#include "results/plot_svg.h"
 #include "results/plot_sweep.h"
 #include "results/plot_timeline.h"
 #include "results/plot_trace.h"
@@ -270,6 +271,75 @@ TEST(plot_csv_quotes_and_errors)
     write_text(t, p, "a,b\n1,2,3\n");
     CHECK(pcsv_read(&c, p, &e) != 0);
     CHECK_CONTAINS(e.msg, "line 2: 3 fields, the header has 2");
+}
+
+/* psvg_fmt1 writes what printf's "%.1f" writes: random magnitudes, the decimal ties and their
+ * neighbours (0.25 is a tie, 0.35 is not), signed zeros, integers, and the values it leaves to printf */
+TEST(plot_point_format_is_printf)
+{
+    uint64_t x = 88172645463325252ULL;
+    char got[32], want[64];
+    int bad = 0;
+    for (int i = 0; i < 400000 && bad < 5; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v;
+        switch (i % 4) {
+        case 0: v = ldexp((double)(x >> 11), -53) * pow(10, (double)(x % 15)) - (x & 1 ? 0 : 500); break;
+        case 1: v = ((double)(x % 2000001) - 1000000.0 + 0.5) / 10; break; /* n ± 0.5 tenths */
+        case 2: v = nextafter(((double)(x % 200001) - 100000.0 + 0.5) / 10, (x & 2) ? 1e300 : -1e300); break;
+        default: v = (double)(int64_t)(x % 100000000) / 100 - 4e5; break;
+        }
+        int n = psvg_fmt1(got, v);
+        snprintf(want, sizeof want, "%.1f", v);
+        if (n < 0 || strcmp(got, want) || n != (int)strlen(want)) {
+            bad++;
+            CHECK_MSG(0, "%.17g: '%s', printf '%s'", v, n < 0 ? "(none)" : got, want);
+        }
+    }
+    const double edge[] = {0.0, -0.0, 0.25, 0.35, -0.25, -0.04, 0.05, 0.15, 2.5, 1e13 + 0.05, 99999999999999.9, -99999999999999.9};
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        snprintf(want, sizeof want, "%.1f", edge[i]);
+        CHECK_MSG(psvg_fmt1(got, edge[i]) > 0 && !strcmp(got, want), "%.17g: '%s', printf '%s'", edge[i], got, want);
+    }
+    CHECK(psvg_fmt1(got, 1e14) < 0 && psvg_fmt1(got, INFINITY) < 0 && psvg_fmt1(got, NAN) < 0);
+}
+
+/* pcsv_num's plain decimals are read to the double strtod reads; other numbers go to strtod */
+TEST(plot_csv_numbers_are_strtod)
+{
+    const char *dir = test_tmpdir(t);
+    char p[4200], line[64];
+    snprintf(p, sizeof p, "%s/n.csv", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("v\r\n", f);
+    uint64_t x = 1234567;
+    const char *fixed[] = {"0", "-0", "-0.000", "007", "1.", "1e3", "+2.5", "inf", "-nan", "9007199254740993",
+                           "9007199254740992", "4750233.800000000", "0.1", "123456789.123456789", "1.0000000000000000000001"};
+    int nf = (int)(sizeof fixed / sizeof *fixed), nrows = 20000;
+    for (int i = 0; i < nf; i++) fprintf(f, "%s\r\n", fixed[i]);
+    for (int i = nf; i < nrows; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int fd = (int)(x % 12);
+        snprintf(line, sizeof line, "%s%llu.%0*llu", x & 1 ? "-" : "", (unsigned long long)((x >> 8) % 100000000ULL), fd ? fd : 1,
+                 (unsigned long long)((x >> 20) % 1000000000000ULL) % (fd ? (unsigned long long)pow(10, fd) : 10ULL));
+        fprintf(f, "%s\n", line);
+    }
+    fclose(f);
+    PlotCsv c;
+    KvErr e;
+    CHECK(pcsv_read(&c, p, &e) == 0);
+    CHECK_EQ_I(c.nrows, nrows);
+    for (int r = 0; r < c.nrows; r++) {
+        double v = 0;
+        const char *cell = pcsv_cell(&c, r, 0);
+        char *end;
+        double w = strtod(cell, &end);
+        CHECK_MSG(pcsv_num(&c, r, 0, &v, &e) == 0, "row %d '%s': %s", r, cell, e.msg);
+        CHECK_MSG(memcmp(&v, &w, sizeof v) == 0 || (isnan(v) && isnan(w)), "row %d '%s': %.17g, strtod %.17g", r, cell, v, w);
+    }
+    pcsv_free(&c);
 }
 
 TEST(plot_history_and_split_structure)

@@ -12,7 +12,9 @@
 #     units, "restore/bound" with "–" where it does not apply) changed spelling on purpose, and
 #     their values are compared exactly in summary.json (saved_bytes_per_token,
 #     restore_over_lower_bound),
-#   - summary.json's "policies" array (every metric), byte for byte after JSON normalisation.
+#   - summary.json's "policies" array (every metric), byte for byte after JSON normalisation,
+#   - the figures (*.svg) and utilisation.csv / timeline.csv byte for byte (SAME_FIGURES=0: not;
+#     for a baseline from before a figure changed on purpose).
 # summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
 # configuration, whose spelling a refactor may change on purpose. Nor is each policy entry's
 # "knobs" object (the save mode and knob values the policy ran with; added after the baseline), nor
@@ -85,6 +87,12 @@ for c in "${cases[@]}"; do
     cmp -s "$a/requests.csv" "$b/requests.csv" || reqs "$a/requests.csv" "$b/requests.csv" || bad="$bad requests.csv"
     [ "$(tab "$a/table.md")" = "$(tab "$b/table.md")" ] || bad="$bad table.md"
     [ "$(norm "$a/summary.json")" = "$(norm "$b/summary.json")" ] || bad="$bad summary.json"
+    if [ "${SAME_FIGURES:-1}" = 1 ]; then
+      for f in "$a"/*.svg "$a/utilisation.csv" "$a/timeline.csv"; do
+        [ -f "$f" ] || continue
+        cmp -s "$f" "$b/${f##*/}" || bad="$bad ${f##*/}"
+      done
+    fi
   fi
   if [ -n "$bad" ]; then
     echo "DIFF  [$i] $c:$bad  ($a vs $b)"

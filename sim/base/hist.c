@@ -131,6 +131,32 @@ double hist_percentile(const Hist *h, double p)
     return mid;
 }
 
+void hist_percentiles(const Hist *h, const double *p, int k, double *out)
+{
+    if (!h->n || !h->b) {
+        for (int j = 0; j < k; j++) out[j] = 0;
+        return;
+    }
+    int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max), i = lo_b;
+    uint64_t cum = h->b[lo_b], last = 0; /* cum: the samples in buckets lo_b..i */
+    for (int j = 0; j < k; j++) {
+        if (p[j] <= 0 || p[j] >= 1) {
+            out[j] = p[j] <= 0 ? (double)h->min : (double)h->max;
+            continue;
+        }
+        uint64_t rank = hist_rank(h->n, p[j]);
+        if (rank < last) i = lo_b, cum = h->b[lo_b]; /* a smaller rank than the one before: from the start */
+        last = rank;
+        while (i < hi_b && cum < rank) cum += h->b[++i];
+        uint64_t lo, hi;
+        bucket_range(i, &lo, &hi);
+        double mid = ((double)lo + (double)hi) / 2;
+        if (mid < (double)h->min) mid = (double)h->min;
+        if (mid > (double)h->max) mid = (double)h->max;
+        out[j] = mid;
+    }
+}
+
 int hist_valid(const Hist *h)
 {
     if (!h->b) return 1; /* no buckets (none non-zero in a file): percentiles read 0, as for an empty one */

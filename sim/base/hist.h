@@ -66,6 +66,10 @@ static inline uint64_t hist_rank(uint64_t n, double p)
 }
 /* p in [0, 1]; 0 when empty. O(buckets between min's and max's) */
 double hist_percentile(const Hist *h, double p);
+/* out[j] = hist_percentile(h, p[j]) for j < k, in one sweep of the buckets when p ascends (a
+ * smaller p than the one before restarts it): a curve's points. O(buckets between min's and max's
+ * + k) for an ascending p */
+void hist_percentiles(const Hist *h, const double *p, int k, double *out);
 /* 1 when h keeps the invariants the functions above rely on (its counts sum to n and lie in the
  * buckets of [min, max], both of which are non-empty), else 0: for a histogram read from a file.
  * O(HIST_BUCKETS) */

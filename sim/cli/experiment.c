@@ -52,6 +52,13 @@ static void progress(void *ctx, double frac, uint64_t done, int64_t sim_ns)
 typedef struct Exp {
     const ExpSpec *x;
     pid_t parent;
+    /* the parent's merge of each finished job (job_done), in job order while later jobs run */
+    const char *dir;        /* the result set's temporary directory: the jobs' files */
+    FILE *csv, *ucsv, *tcsv; /* requests.csv (NULL with --no-csv), utilisation.csv, timeline.csv (NULL without) */
+    PlotHistSamples *hist;
+    SimResult *res;
+    char (*tparts)[4500];   /* the Chrome trace's parts (NULL without --trace-out) */
+    int merged;             /* jobs merged so far */
 } Exp;
 
 static uint64_t job_seed(const ExpSpec *x, int k) { return x->n_seeds ? x->seed_base + (uint64_t)(k / x->np) : x->cfg->seed; }
@@ -91,6 +98,54 @@ static int job_recordings(const ExpSpec *x, const char *path, const char *name, 
     return 0;
 }
 
+/* A job's rows: requests.csv's, and beside them each request's (history tokens, TTFT ns) as two
+ * int64s for ttft_history.svg (the parent draws it from these instead of reading the CSV back). */
+typedef struct JobRows {
+    ReqCsv csv;
+    FILE *hist;
+    char hist_path[4500];
+} JobRows;
+
+static int job_row(void *ctx, const SimRequestRow *row, KvErr *e)
+{
+    JobRows *j = ctx;
+    if (report_csv_row(&j->csv, row, e) != 0) return -1;
+    const int64_t v[2] = {row->history_tokens, row->ttft_ns};
+    if (fwrite(v, sizeof v, 1, j->hist) != 1) return kv_err(e, "%s: write failed", j->hist_path);
+    return 0;
+}
+
+/* The TTFT the figure reads from requests.csv's ttft_s: the nine decimals report_app_seconds9
+ * writes, read back (for 0 <= ns < 8e15 the text is exactly ns / 10^9 and both ns and 10^9 are
+ * exact doubles, so the one division is what strtod returns; otherwise through the text). */
+static double csv_seconds(int64_t ns)
+{
+    if (ns >= 0 && ns < 8000000000000000LL) return (double)ns / 1e9;
+    char b[64];
+    *report_app_seconds9(b, ns) = '\0';
+    return strtod(b, NULL);
+}
+
+/* Job k's samples for ttft_history.svg appended to hs (its policy registered at its first row, as
+ * in requests.csv's order); the file removed. */
+static int merge_history(const char *jpath, const char *policy, PlotHistSamples *hs, KvErr *e)
+{
+    char ap[4500];
+    aside_path(jpath, "hist", ap, sizeof ap);
+    FILE *in = fopen(ap, "rb");
+    if (!in) return kv_err(e, "%s: a job's history samples are missing", ap);
+    int64_t v[2];
+    int rc = 0, pi = -2;
+    while (rc == 0 && fread(v, sizeof v, 1, in) == 1) {
+        if (pi == -2) pi = phist_policy(hs, policy);
+        if (pi >= 0 && phist_push(hs, pi, (double)v[0], csv_seconds(v[1])) != 0) rc = kv_err(e, "%s: out of memory", ap);
+    }
+    if (rc == 0 && ferror(in)) rc = kv_err(e, "%s: read failed", ap);
+    fclose(in);
+    unlink(ap);
+    return rc;
+}
+
 static int job_run(void *ctx, int k, const char *path, KvErr *e)
 {
     Exp *xp = ctx;
@@ -112,14 +167,21 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         kv_err(e, "%s: cannot create the job's file", path);
         goto out;
     }
-    ReqCsv csv;
-    memset(&csv, 0, sizeof csv);
-    csv.af.f = f;
-    snprintf(csv.af.path, sizeof csv.af.path, "%s", path);
-    csv.policy = name;
-    csv.seed_col = x->n_seeds > 0;
-    csv.seed = seed;
-    csv.load_columns = report_csv_load_columns(w->cfg);
+    JobRows rows;
+    memset(&rows, 0, sizeof rows);
+    ReqCsv *csv = &rows.csv;
+    csv->af.f = f;
+    snprintf(csv->af.path, sizeof csv->af.path, "%s", path);
+    csv->policy = name;
+    csv->seed_col = x->n_seeds > 0;
+    csv->seed = seed;
+    csv->load_columns = report_csv_load_columns(w->cfg);
+    aside_path(path, "hist", rows.hist_path, sizeof rows.hist_path);
+    if (!x->no_csv && !(rows.hist = fopen(rows.hist_path, "wb"))) {
+        kv_err(e, "%s: cannot create", rows.hist_path);
+        fclose(f);
+        goto out;
+    }
     /* progress only where someone sees it as it happens: not in a worker (its stderr is replayed later) */
     int show = !x->cfg->quiet && getpid() == xp->parent;
     Progress pg = {isatty(2), 0, name, 0};
@@ -129,7 +191,7 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
     SimTimeline tl;
     memset(&util, 0, sizeof util);
     memset(&tl, 0, sizeof tl);
-    SimRunOpts ro = {x->no_csv ? NULL : report_csv_row, &csv, show ? progress : NULL, &pg, &util, x->util_window_ns,
+    SimRunOpts ro = {x->no_csv ? NULL : job_row, &rows, show ? progress : NULL, &pg, &util, x->util_window_ns,
                      x->timeline ? &tl : NULL, x->timeline_request, NULL};
     PlotTrace tr;
     SimEventSink sink;
@@ -141,12 +203,14 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         uint64_t cap = x->trace_max_events / (uint64_t)n_jobs;
         if (ptrace_open(&tr, tp, k, label, cap > 0 ? cap : 1, e) != 0) {
             fclose(f);
+            if (rows.hist) fclose(rows.hist);
             goto out;
         }
         ptrace_sink(&tr, &sink);
         ro.sink = &sink;
     }
     int run_rc = sim_run_ex(w, name, &ro, &r, e);
+    if (rows.hist && fclose(rows.hist) != 0 && run_rc == 0) run_rc = kv_err(e, "%s: write failed (disk full?)", rows.hist_path);
     if (run_rc == 0 && x->trace_out) run_rc = ptrace_close(&tr, e);
     else if (x->trace_out) ptrace_abort(&tr);
     if (run_rc == 0) run_rc = job_recordings(x, path, name, seed, &util, &tl, e);
@@ -203,9 +267,18 @@ static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
         goto done;
     }
     if (csv) {
-        if (fseeko(f, 0, SEEK_SET) != 0) goto io;
+        /* the rows in the kernel (copy_file_range), else through a buffer */
+        if (fflush(csv) != 0) goto io;
+        off_t in = 0;
+        uint64_t left = off;
+        while (left > 0) {
+            ssize_t n = copy_file_range(fileno(f), &in, fileno(csv), NULL, left, 0);
+            if (n <= 0) break;
+            left -= (uint64_t)n;
+        }
+        if (fseeko(csv, 0, SEEK_END) != 0 || fseeko(f, in, SEEK_SET) != 0) goto io;
         char buf[65536];
-        for (uint64_t left = off; left > 0;) {
+        while (left > 0) {
             size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
             if (fread(buf, 1, want, f) != want || fwrite(buf, 1, want, csv) != want) goto io;
             left -= want;
@@ -239,8 +312,81 @@ static int merge_aside(const char *jpath, const char *kind, FILE *out, KvErr *e)
     return rc;
 }
 
-/* The figures: one curve per policy; under replications every seed's requests pooled. */
-static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, KvErr *e)
+/* Job k's files into the experiment's: its recordings, its history samples, its rows and result. */
+static int job_done(void *ctx, int k, KvErr *e)
+{
+    Exp *xp = ctx;
+    const ExpSpec *x = xp->x;
+    char jpath[4400];
+    if (procpool_job_path(xp->dir, k, jpath, sizeof jpath, e) != 0 || merge_aside(jpath, "util", xp->ucsv, e) != 0 ||
+        (xp->tcsv && merge_aside(jpath, "timeline", xp->tcsv, e) != 0) ||
+        (xp->csv && merge_history(jpath, x->names[k % x->np], xp->hist, e) != 0) || job_merge(jpath, xp->csv, &xp->res[k], e) != 0)
+        return -1;
+    if (xp->tparts) aside_path(jpath, "trace", xp->tparts[k], sizeof xp->tparts[k]);
+    xp->merged = k + 1;
+    return 0;
+}
+
+/* The files drawn from the merged results, each an independent job of a pool (in parallel with
+ * --jobs > 1; the longest first): summary.json and the figures — one curve per policy, under
+ * replications every seed's requests pooled. */
+enum { OUT_HISTORY, OUT_UTIL, OUT_SUMMARY, OUT_CURVES, OUT_TIMELINE, OUT_N };
+
+typedef struct OutCtx {
+    ResultSet *rs;
+    const ExpSpec *x;
+    const SimResult *res, *curves;
+    const Replications *rep;
+    const PlotHistSamples *hist;
+    const char *title;
+    int kind[OUT_N], files[OUT_N]; /* job k's kind; the set's file count when it starts (as if one after another) */
+} OutCtx;
+
+static void out_label(void *ctx, int k, char *buf, size_t cap)
+{
+    static const char *const what[] = {"ttft_history.svg", "utilisation.svg", "summary.json", "the TTFT curves", "timeline.svg"};
+    snprintf(buf, cap, "writing %s", what[((OutCtx *)ctx)->kind[k]]);
+}
+
+static int out_run(void *ctx, int k, const char *job_path, KvErr *e)
+{
+    OutCtx *o = ctx;
+    const ExpSpec *x = o->x;
+    char path[4400], data[4400];
+    o->rs->files = o->files[k]; /* the set's count of names handed out (KVSIM_FAULT_AFTER_FILES), in a worker too */
+    switch (o->kind[k]) {
+    case OUT_SUMMARY:
+        if (rs_path(o->rs, "summary.json", path, sizeof path, e) != 0 ||
+            report_summary_json_repl(path, x->w, x->trace_desc, o->res, x->np, o->rep, e) != 0)
+            return -1;
+        return 0;
+    case OUT_CURVES:
+        if (rs_path(o->rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
+            plot_ttft_cdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
+            rs_path(o->rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
+            plot_ttft_ccdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
+            rs_path(o->rs, "ttft_split.svg", path, sizeof path, e) != 0 || plot_ttft_split_svg(path, o->curves, x->np, o->title, e) != 0)
+            return -1;
+        return 0;
+    case OUT_HISTORY: /* from the jobs' samples: the figure requests.csv gives */
+        if (rs_path(o->rs, "ttft_history.svg", path, sizeof path, e) != 0 || plot_history_svg_of(path, o->hist, o->title, x->cfg->slo_ttft_ns, e) != 0)
+            return -1;
+        return 0;
+    case OUT_UTIL: /* the figures drawn from the result files just written */
+        if (rs_path(o->rs, "utilisation.csv", data, sizeof data, e) != 0 || rs_path(o->rs, "utilisation.svg", path, sizeof path, e) != 0 ||
+            plot_util_svg(path, data, o->title, e) != 0)
+            return -1;
+        return 0;
+    default:
+        if (rs_path(o->rs, "timeline.csv", data, sizeof data, e) != 0 || rs_path(o->rs, "timeline.svg", path, sizeof path, e) != 0 ||
+            plot_timeline_svg(path, data, o->title, e) != 0)
+            return -1;
+        return 0;
+    }
+}
+
+static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, const Replications *rep,
+                         const PlotHistSamples *hist, KvErr *e)
 {
     SimResult pooled[EXP_MAX_POLICIES];
     const SimResult *curves = res;
@@ -262,27 +408,18 @@ static int write_figures(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
         size_t l = strlen(title);
         snprintf(title + l, sizeof title - l, ", %d seeds pooled", x->n_seeds);
     }
-    char path[4400];
-    int rc = 0;
-    if (rs_path(rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
-        plot_ttft_cdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0 ||
-        rs_path(rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
-        plot_ttft_ccdf_svg(path, curves, x->np, title, x->cfg->slo_ttft_ns, e) != 0 ||
-        rs_path(rs, "ttft_split.svg", path, sizeof path, e) != 0 || plot_ttft_split_svg(path, curves, x->np, title, e) != 0)
-        rc = -1;
-    /* the figures drawn from the result files just written */
-    char data[4400];
-    if (rc == 0 && !x->no_csv &&
-        (rs_path(rs, "requests.csv", data, sizeof data, e) != 0 || rs_path(rs, "ttft_history.svg", path, sizeof path, e) != 0 ||
-         plot_history_svg(path, data, title, x->cfg->slo_ttft_ns, e) != 0))
-        rc = -1;
-    if (rc == 0 && (rs_path(rs, "utilisation.csv", data, sizeof data, e) != 0 ||
-                    rs_path(rs, "utilisation.svg", path, sizeof path, e) != 0 || plot_util_svg(path, data, title, e) != 0))
-        rc = -1;
-    if (rc == 0 && x->timeline &&
-        (rs_path(rs, "timeline.csv", data, sizeof data, e) != 0 || rs_path(rs, "timeline.svg", path, sizeof path, e) != 0 ||
-         plot_timeline_svg(path, data, title, e) != 0))
-        rc = -1;
+    OutCtx o = {rs, x, res, curves, rep, hist, title, {0}, {0}};
+    static const int names[OUT_N] = {1, 2, 1, 3, 2}; /* the rs_path calls of each kind */
+    int n = 0, files = rs->files;
+    if (!x->no_csv) o.kind[n++] = OUT_HISTORY;
+    o.kind[n++] = OUT_UTIL;
+    o.kind[n++] = OUT_SUMMARY;
+    o.kind[n++] = OUT_CURVES;
+    if (x->timeline) o.kind[n++] = OUT_TIMELINE;
+    for (int k = 0; k < n; k++) o.files[k] = files, files += names[o.kind[k]];
+    ProcPool pool = {n, x->jobs, rs->tmp, out_run, out_label, &o, NULL};
+    int rc = procpool_run(&pool, e);
+    if (rc == 0) rs->files = files;
     if (x->n_seeds)
         for (int p = 0; p < x->np; p++) sim_result_free(&pooled[p]);
     return rc;
@@ -317,19 +454,19 @@ int experiment_run(const ExpSpec *x)
         free(seeds);
         return 1;
     }
-    Exp ctx = {x, getpid()};
-    ProcPool pool = {n_jobs, x->jobs, rset.tmp, job_run, job_label, &ctx};
     char path[4400], jpath[4400];
     KvAtomicFile csv, ucsv, tcsv;
     memset(&csv, 0, sizeof csv);
     memset(&ucsv, 0, sizeof ucsv);
     memset(&tcsv, 0, sizeof tcsv);
-    int rc = 0, csv_open = 0, u_open = 0, t_open = 0, merged = 0;
+    PlotHistSamples hsamples; /* ttft_history.svg's, gathered from the jobs in job order */
+    memset(&hsamples, 0, sizeof hsamples);
+    int rc = 0, csv_open = 0, u_open = 0, t_open = 0;
     char (*tparts)[4500] = x->trace_out ? calloc((size_t)n_jobs, sizeof *tparts) : NULL;
+    Exp ctx = {x, getpid(), rset.tmp, NULL, NULL, NULL, &hsamples, res, tparts, 0};
+    ProcPool pool = {n_jobs, x->jobs, rset.tmp, job_run, job_label, &ctx, job_done};
     if (x->trace_out && !tparts) {
         kv_err(&e, "out of memory");
-        rc = 1;
-    } else if (procpool_run(&pool, &e) != 0) {
         rc = 1;
     } else if (!x->no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || kv_atomic_open(&csv, path, &e) != 0)) {
         rc = 1;
@@ -344,14 +481,10 @@ int experiment_run(const ExpSpec *x)
         if (csv_open) report_csv_header(csv.f, x->n_seeds > 0, report_csv_load_columns(x->w->cfg));
         plot_util_csv_header(ucsv.f, x->n_seeds > 0);
         if (t_open) plot_timeline_csv_header(tcsv.f, x->n_seeds > 0);
-        for (int k = 0; k < n_jobs && rc == 0; k++, merged++) {
-            if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) != 0 ||
-                merge_aside(jpath, "util", ucsv.f, &e) != 0 || (x->timeline && merge_aside(jpath, "timeline", tcsv.f, &e) != 0) ||
-                job_merge(jpath, csv_open ? csv.f : NULL, &res[k], &e) != 0)
-                rc = 1;
-            if (tparts) aside_path(jpath, "trace", tparts[k], sizeof tparts[k]);
-        }
+        ctx.csv = csv_open ? csv.f : NULL, ctx.ucsv = ucsv.f, ctx.tcsv = t_open ? tcsv.f : NULL;
+        if (procpool_run(&pool, &e) != 0) rc = 1; /* the jobs, each merged as soon as it and those before it are done */
     }
+    int merged = ctx.merged;
     for (int k = merged; k < n_jobs; k++) /* files a failure left behind (the rest go with the set) */
         if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) == 0) unlink(jpath);
     if (rc == 0 && csv_open) {
@@ -383,9 +516,7 @@ int experiment_run(const ExpSpec *x)
     for (int s = 0; s < x->n_seeds; s++) seeds[s] = x->seed_base + (uint64_t)s;
     Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95};
     const Replications *rp = x->n_seeds ? &rep : NULL;
-    if (rc == 0 && (rs_path(&rset, "summary.json", path, sizeof path, &e) != 0 ||
-                    report_summary_json_repl(path, x->w, x->trace_desc, res, x->np, rp, &e) != 0))
-        rc = 1;
+    if (rc == 0 && write_outputs(&rset, x, x->w, res, rp, &hsamples, &e) != 0) rc = 1;
     if (rc == 0) {
         KvAtomicFile af;
         report_warnings(stderr, x->w, res, x->np); /* also under the table, for runs whose stdout is kept */
@@ -398,7 +529,6 @@ int experiment_run(const ExpSpec *x)
         } else if (kv_atomic_commit(&af, &e) != 0)
             rc = 1;
     }
-    if (rc == 0 && write_figures(&rset, x, x->w, res, &e) != 0) rc = 1;
     if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
     if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
     else if (!x->cfg->quiet)
@@ -408,6 +538,7 @@ int experiment_run(const ExpSpec *x)
                 x->trace_out ? x->trace_out : "");
     rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
     for (int k = 0; k < n_jobs; k++) sim_result_free(&res[k]);
+    phist_free(&hsamples);
     free(res);
     free(seeds);
     return rc;

@@ -891,7 +891,7 @@ static int real_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvE
         return 0;
     }
     x->batch = jobs;
-    ProcPool pool = {n, x->jobs, x->tmpdir, pool_job, pool_label, x};
+    ProcPool pool = {n, x->jobs, x->tmpdir, pool_job, pool_label, x, NULL};
     fflush(stdout);
     fflush(stderr);
     int rc = procpool_run(&pool, e);

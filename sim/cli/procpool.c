@@ -122,6 +122,7 @@ static int run_serial(const ProcPool *p, KvErr *e)
             label_of(p, k, label, sizeof label);
             return kv_err_prefix(e, "%s: ", label);
         }
+        if (p->done && p->done(p->ctx, k, e) != 0) return -1;
     }
     return 0;
 }
@@ -180,10 +181,15 @@ int procpool_run(const ProcPool *p, KvErr *e)
             failed = 1;
             stop_running(s, p->n_jobs);
         }
-        /* replay the finished jobs in order, up to the first one that is not done */
+        /* replay the finished jobs in order, up to the first one that is not done; each one's
+         * done callback after its replay */
         while (reported < p->n_jobs && s[reported].state == JOB_OK) {
             if (err_path(p->dir, reported, self, errf, sizeof errf) == 0) replay(errf);
             reported++;
+            if (!failed && p->done && p->done(p->ctx, reported - 1, e) != 0) { /* its message stands */
+                failed = 1, rc = -1;
+                stop_running(s, p->n_jobs);
+            }
         }
     }
     if (failed && rc == 0) {

@@ -40,6 +40,10 @@ typedef struct ProcPool {
     PoolJobFn run;
     PoolLabelFn label; /* may be NULL: "job k" */
     void *ctx;
+    /* may be NULL: called in the caller's process for each job in job order, as soon as it and
+     * every job before it have succeeded (while later jobs still run), e.g. to merge its file;
+     * -1 (message in e) stops the pool like a failed job, and the message is returned as it is */
+    int (*done)(void *ctx, int k, KvErr *e);
 } ProcPool;
 
 /* The path of job k's file in dir (what run receives): <dir>/job-<k>.tmp.<pid of the caller>. */
