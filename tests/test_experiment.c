@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
@@ -134,6 +135,7 @@ TEST(resfile_round_trip_gives_the_same_report)
 
 typedef struct PoolCtx {
     int fail_job;
+    int crash_job; /* dies by SIGKILL (0 = none: job 0 never crashes) */
 } PoolCtx;
 
 static int pool_job(void *ctx, int k, const char *path, KvErr *e)
@@ -142,6 +144,12 @@ static int pool_job(void *ctx, int k, const char *path, KvErr *e)
     if (k == c->fail_job) {
         return kv_err(e, "job %d broke on purpose", k);
     }
+    if (c->crash_job && k == c->crash_job) {
+        fputs("about to die\n", stderr);
+        fflush(stderr);
+        kill(getpid(), SIGKILL);
+    }
+    if (c->crash_job && k > c->crash_job) usleep(150000); /* the death is seen while these run */
     FILE *f = fopen(path, "w");
     if (!f) return kv_err(e, "%s: cannot write", path);
     fprintf(f, "job %d of pid-independent content\n", k);
@@ -157,7 +165,7 @@ static void pool_label(void *ctx, int k, char *buf, size_t cap)
 
 static char *pool_outputs(TestCtx *t, int jobs, int procs)
 {
-    PoolCtx c = {-1};
+    PoolCtx c = {-1, 0};
     ProcPool p = {jobs, procs, test_tmpdir(t), pool_job, pool_label, &c, NULL};
     KvErr e;
     if (procpool_run(&p, &e) != 0) {
@@ -194,7 +202,7 @@ TEST(procpool_any_worker_count_same_files)
 TEST(procpool_reports_the_failing_job)
 {
     for (int procs = 1; procs <= 3; procs += 2) {
-        PoolCtx c = {4};
+        PoolCtx c = {4, 0};
         ProcPool p = {6, procs, test_tmpdir(t), pool_job, pool_label, &c, NULL};
         KvErr e;
         CHECK(procpool_run(&p, &e) != 0);
@@ -242,7 +250,7 @@ TEST(procpool_done_runs_in_job_order_in_the_caller)
 {
     for (int procs = 1; procs <= 4; procs += 3)
         for (int refuse = -1; refuse <= 3; refuse += 4) {
-            DoneCtx d = {{-1}, test_tmpdir(t), getpid(), {0}, 0, refuse, 0};
+            DoneCtx d = {{-1, 0}, test_tmpdir(t), getpid(), {0}, 0, refuse, 0};
             ProcPool p = {9, procs, d.dir, done_job, pool_label, &d, done_cb};
             KvErr e;
             int rc = procpool_run(&p, &e);
@@ -262,6 +270,49 @@ TEST(procpool_done_runs_in_job_order_in_the_caller)
                 unlink(path);
             }
         }
+}
+
+/* a job whose worker dies is reported with the signal and its stderr; the jobs after it are
+ * not run; workers run several jobs each (at most J processes for K jobs) */
+static int pid_job(void *ctx, int k, const char *path, KvErr *e)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return kv_err(e, "%s: cannot write", path);
+    fprintf(f, "%ld\n", (long)getpid());
+    fclose(f);
+    return 0;
+}
+
+TEST(procpool_workers_and_a_dying_job)
+{
+    PoolCtx c = {-1, 2};
+    ProcPool p = {8, 2, test_tmpdir(t), pool_job, pool_label, &c, NULL};
+    KvErr e;
+    CHECK(procpool_run(&p, &e) != 0);
+    CHECK_CONTAINS(e.msg, "seed 3: killed by signal 9");
+    CHECK_CONTAINS(e.msg, "about to die");
+    char path[4400];
+    for (int k = 0; k < 8; k++) {
+        procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e);
+        if (k >= 4) CHECK_MSG(access(path, F_OK) != 0, "job %d ran after the failure", k);
+        unlink(path);
+    }
+    ProcPool q = {9, 3, test_tmpdir(t), pid_job, pool_label, NULL, NULL};
+    CHECK(procpool_run(&q, &e) == 0);
+    long pids[9];
+    int distinct = 0;
+    for (int k = 0; k < 9; k++) {
+        procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e);
+        char *s = kv_read_file(path, NULL, &e);
+        pids[k] = s ? atol(s) : -1;
+        free(s);
+        unlink(path);
+        int seen = 0;
+        for (int j = 0; j < k; j++) seen |= pids[j] == pids[k];
+        distinct += !seen;
+        CHECK(pids[k] > 0 && pids[k] != (long)getpid());
+    }
+    CHECK_MSG(distinct >= 1 && distinct <= 3, "%d processes ran 9 jobs in a pool of 3", distinct);
 }
 
 TEST(digest_sha256_known_values)

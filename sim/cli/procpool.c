@@ -1,15 +1,19 @@
 /* procpool.c — K jobs in at most J forked workers; see procpool.h.
  *
- * The parent keeps one slot per job (pending → running → ok | failed | stopped). It launches
- * while fewer than J run and nothing failed, reaps children with waitpid, and after every reap
- * replays the captured stderr of the finished jobs that follow, in job order, up to the first
- * one still running. A failure stops further launches and SIGTERMs the running children (those
- * are marked "stopped by the pool" and never reported as the failure).
+ * The parent keeps one slot per job (pending → running → ok | failed | stopped) and starts J
+ * workers, each with a pipe of job indices in and a pipe of status bytes out. It hands the next
+ * job to every idle worker while nothing failed, waits (poll) for a status or for the end of a
+ * worker's pipe (the worker died in its job: waitpid says how), and after every status replays
+ * the captured stderr of the finished jobs that follow, in job order, up to the first one still
+ * running, calling the done callback of each. A failure stops further hand-outs and SIGTERMs the
+ * workers still running a job (those jobs are "stopped by the pool" and never reported as the
+ * failure); idle workers leave at the end of their pipe.
  */
 #include "sim/cli/procpool.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +24,9 @@
 enum { JOB_PENDING = 0, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_STOPPED };
 
 typedef struct Slot {
-    pid_t pid;
+    pid_t pid;  /* the worker that ran it */
     int state;
-    int status;  /* waitpid's */
-    int stopped; /* SIGTERMed by the pool after another job failed */
+    int status; /* waitpid's form: exit(1) for a job that failed, the worker's status if it died */
 } Slot;
 
 int procpool_default_procs(void)
@@ -32,12 +35,14 @@ int procpool_default_procs(void)
     return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
 }
 
-int procpool_job_path(const char *dir, int k, char *buf, size_t cap, KvErr *e)
+static int job_path_of(const char *dir, int k, pid_t owner, char *buf, size_t cap, KvErr *e)
 {
-    if (snprintf(buf, cap, "%s/job-%d.tmp.%ld", dir, k, (long)getpid()) >= (int)cap)
+    if (snprintf(buf, cap, "%s/job-%d.tmp.%ld", dir, k, (long)owner) >= (int)cap)
         return kv_err(e, "%s: path too long for a job file", dir);
     return 0;
 }
+
+int procpool_job_path(const char *dir, int k, char *buf, size_t cap, KvErr *e) { return job_path_of(dir, k, getpid(), buf, cap, e); }
 
 static int err_path(const char *dir, int k, pid_t owner, char *buf, size_t cap)
 {
@@ -83,34 +88,63 @@ static void tail_of(const char *path, char *buf, size_t cap)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
 }
 
-static void child_main(const ProcPool *p, int k, const char *path, const char *errf) __attribute__((noreturn));
-static void child_main(const ProcPool *p, int k, const char *path, const char *errf)
+/* A worker: one process for many jobs, so that each job finds the heap its predecessors warmed
+ * (as in the serial run) instead of a fresh fork's page faults. It reads a job index from cmd
+ * (a negative one, or the end of the pipe: leave), runs the job with stdout and stderr in the
+ * job's capture, and answers one status byte on res (0 ok, 1 failed). */
+static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner) __attribute__((noreturn));
+static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner)
 {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-        dup2(fd, 2);
-        dup2(fd, 1); /* a job should not print results; whatever it prints is kept with its stderr */
-        close(fd);
+    if (getppid() != owner) _exit(1); /* the parent is already gone */
+    int k;
+    while (read(cmd, &k, sizeof k) == (ssize_t)sizeof k && k >= 0) {
+        char path[4400], errf[4400];
+        unsigned char st = 1;
+        KvErr pe;
+        if (job_path_of(p->dir, k, owner, path, sizeof path, &pe) == 0 && err_path(p->dir, k, owner, errf, sizeof errf) == 0) {
+            int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1); /* a job should not print results; whatever it prints is kept with its stderr */
+                close(fd);
+            }
+            KvErr e;
+            int rc = p->run(p->ctx, k, path, &e);
+            if (rc != 0) fprintf(stderr, "%s\n", e.msg);
+            fflush(stdout);
+            fflush(stderr);
+            st = rc != 0;
+        }
+        if (write(res, &st, 1) != 1) _exit(1);
     }
-    KvErr e;
-    int rc = p->run(p->ctx, k, path, &e);
-    if (rc != 0) fprintf(stderr, "%s\n", e.msg);
-    fflush(stdout);
-    fflush(stderr);
-    _exit(rc != 0 ? 1 : 0);
+    _exit(0);
 }
 
-/* SIGTERM every running child (after a failure); they are reaped as "stopped", never reported. */
-static void stop_running(Slot *s, int n)
+typedef struct Worker {
+    pid_t pid;
+    int cmd, res; /* the parent's ends: job indices out, status bytes in (-1: closed) */
+    int job;      /* the job it runs, or -1 */
+    int stopped;  /* SIGTERMed by the pool after another job failed */
+} Worker;
+
+/* SIGTERM every worker running a job (after a failure); their jobs are "stopped", never reported. */
+static void stop_running(Worker *w, int nw)
 {
-    for (int i = 0; i < n; i++)
-        if (s[i].state == JOB_RUNNING && !s[i].stopped) {
-            kill(s[i].pid, SIGTERM);
-            s[i].stopped = 1;
+    for (int i = 0; i < nw; i++)
+        if (w[i].job >= 0 && !w[i].stopped) {
+            kill(w[i].pid, SIGTERM);
+            w[i].stopped = 1;
         }
+}
+
+static void worker_close(Worker *w)
+{
+    if (w->cmd >= 0) close(w->cmd);
+    if (w->res >= 0) close(w->res);
+    w->cmd = w->res = -1;
 }
 
 static int run_serial(const ProcPool *p, KvErr *e)
@@ -133,53 +167,106 @@ int procpool_run(const ProcPool *p, KvErr *e)
     if (p->n_jobs == 0) return 0;
     if (p->max_procs == 1 || p->n_jobs == 1) return run_serial(p, e);
     Slot *s = calloc((size_t)p->n_jobs, sizeof *s);
-    if (!s) return kv_err(e, "process pool: out of memory for %d jobs", p->n_jobs);
+    int nw = p->max_procs < p->n_jobs ? p->max_procs : p->n_jobs;
+    if (nw > 1024) nw = 1024; /* procpool_default_procs' bound; the poll set below holds them all */
+    Worker *w = calloc((size_t)nw, sizeof *w);
+    if (!s || !w) {
+        free(s);
+        free(w);
+        return kv_err(e, "process pool: out of memory for %d jobs", p->n_jobs);
+    }
     pid_t self = getpid();
-    int next = 0, running = 0, failed = 0, reported = 0, rc = 0;
-    char path[4400], errf[4400];
-    while (next < p->n_jobs || running > 0) {
-        while (!failed && running < p->max_procs && next < p->n_jobs) {
-            int k = next++;
-            if (procpool_job_path(p->dir, k, path, sizeof path, e) != 0 ||
-                (err_path(p->dir, k, self, errf, sizeof errf) != 0 && kv_err(e, "%s: path too long", p->dir))) {
-                failed = 1, rc = -1;
-                stop_running(s, p->n_jobs);
-                break;
-            }
-            fflush(stdout);
-            fflush(stderr);
-            pid_t pid = fork();
-            if (pid < 0) {
-                kv_err(e, "process pool: fork for job %d: %s", k, strerror(errno));
-                failed = 1, rc = -1;
-                stop_running(s, p->n_jobs);
-                break;
-            }
-            if (pid == 0) child_main(p, k, path, errf);
-            s[k].pid = pid;
-            s[k].state = JOB_RUNNING;
-            running++;
-        }
-        if (running == 0) break;
-        int st;
-        pid_t pid = waitpid(-1, &st, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            kv_err(e, "process pool: waitpid: %s", strerror(errno));
-            rc = -1;
+    int next = 0, failed = 0, reported = 0, rc = 0, started = 0;
+    char errf[4400];
+    for (int i = 0; i < nw; i++) w[i].cmd = w[i].res = w[i].job = -1;
+    /* the workers, each with its two pipes */
+    for (; started < nw; started++) {
+        int c[2], r[2];
+        if (pipe2(c, O_CLOEXEC) != 0) break;
+        if (pipe2(r, O_CLOEXEC) != 0) {
+            close(c[0]), close(c[1]);
             break;
         }
-        int k = -1;
-        for (int i = 0; i < p->n_jobs; i++)
-            if (s[i].state == JOB_RUNNING && s[i].pid == pid) k = i;
-        if (k < 0) continue; /* not one of ours */
-        running--;
-        s[k].status = st;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) s[k].state = JOB_OK;
-        else s[k].state = s[k].stopped ? JOB_STOPPED : JOB_FAILED;
-        if (s[k].state == JOB_FAILED && !failed) {
-            failed = 1;
-            stop_running(s, p->n_jobs);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(c[0]), close(c[1]), close(r[0]), close(r[1]);
+            break;
+        }
+        if (pid == 0) {
+            for (int i = 0; i < started; i++) worker_close(&w[i]); /* the other workers' pipes */
+            close(c[1]);
+            close(r[0]);
+            worker_main(p, c[0], r[1], self);
+        }
+        close(c[0]);
+        close(r[1]);
+        w[started] = (Worker){pid, c[1], r[0], -1, 0};
+    }
+    if (started == 0) {
+        kv_err(e, "process pool: cannot start a worker: %s", strerror(errno));
+        failed = 1, rc = -1;
+    }
+    for (;;) {
+        /* hand out jobs to the idle workers; with none left (or after a failure) let them go */
+        int busy = 0;
+        for (int i = 0; i < started; i++) {
+            if (w[i].job < 0 && w[i].cmd >= 0) {
+                if (!failed && next < p->n_jobs) {
+                    int k = next;
+                    if (write(w[i].cmd, &k, sizeof k) == (ssize_t)sizeof k) {
+                        next++;
+                        w[i].job = k;
+                        s[k].pid = w[i].pid;
+                        s[k].state = JOB_RUNNING;
+                    } else { /* a worker that cannot be told: gone; its end is read below */
+                        close(w[i].cmd);
+                        w[i].cmd = -1;
+                    }
+                } else {
+                    close(w[i].cmd); /* the end of its pipe: it leaves */
+                    w[i].cmd = -1;
+                }
+            }
+            if (w[i].job >= 0) busy++;
+        }
+        if (busy == 0) break;
+        struct pollfd pf[1024];
+        int idx[1024], np = 0;
+        for (int i = 0; i < started && np < 1024; i++)
+            if (w[i].job >= 0) pf[np] = (struct pollfd){w[i].res, POLLIN, 0}, idx[np++] = i;
+        if (poll(pf, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR) continue;
+            kv_err(e, "process pool: poll: %s", strerror(errno));
+            stop_running(w, started);
+            failed = 1, rc = -1;
+            for (int i = 0; i < started; i++) w[i].job = -1;
+            break;
+        }
+        for (int j = 0; j < np; j++) {
+            if (!pf[j].revents) continue;
+            Worker *x = &w[idx[j]];
+            int k = x->job;
+            unsigned char st;
+            ssize_t got = read(x->res, &st, 1);
+            if (got < 0 && errno == EINTR) continue;
+            x->job = -1;
+            if (got == 1) {
+                s[k].status = st ? 1 << 8 : 0; /* as waitpid reports exit(1) / exit(0) */
+                s[k].state = st ? (x->stopped ? JOB_STOPPED : JOB_FAILED) : JOB_OK;
+            } else { /* the worker died in job k: its status tells how */
+                int ws = 0;
+                while (waitpid(x->pid, &ws, 0) < 0 && errno == EINTR) {}
+                x->pid = -1;
+                worker_close(x);
+                s[k].status = ws;
+                s[k].state = x->stopped ? JOB_STOPPED : JOB_FAILED;
+            }
+            if (s[k].state == JOB_FAILED && !failed) {
+                failed = 1;
+                stop_running(w, started);
+            }
         }
         /* replay the finished jobs in order, up to the first one that is not done; each one's
          * done callback after its replay */
@@ -188,10 +275,16 @@ int procpool_run(const ProcPool *p, KvErr *e)
             reported++;
             if (!failed && p->done && p->done(p->ctx, reported - 1, e) != 0) { /* its message stands */
                 failed = 1, rc = -1;
-                stop_running(s, p->n_jobs);
+                stop_running(w, started);
             }
         }
     }
+    for (int i = 0; i < started; i++) { /* every worker leaves (the idle ones at the end of their pipe) */
+        worker_close(&w[i]);
+        if (w[i].pid > 0)
+            while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    free(w);
     if (failed && rc == 0) {
         int k = 0;
         while (k < p->n_jobs && s[k].state != JOB_FAILED) k++;

@@ -1,24 +1,28 @@
 /* procpool.h — run K independent jobs in at most J worker processes (fork), each job a callback
  * that writes its whole result to its own file; the parent waits for them and reports failures.
  *
- * Responsible for: forking at most J children at a time, one job each (the job callback runs in
- * the child and writes to the path the pool gives it), capturing each child's stderr in a file of
- * its own, replaying the stderr of finished jobs on the parent's stderr in job order (so the
- * parent's output does not depend on the scheduling), stopping the other children (SIGTERM, by
- * their pids) as soon as one fails, and reporting the first failure in job order with the job's
- * label, its exit status or signal and the end of its stderr. With J == 1 or K == 1 the jobs run in
- * the calling process, one after another, with no fork (same files, same order).
- * Not responsible for: what a job computes or writes, merging the jobs' files (the caller reads
- * them in job order once procpool_run returns 0), removing those files (procpool_job_path names
- * them; the caller removes them).
+ * Responsible for: forking min(J, K) workers that run the jobs one after another as the parent
+ * hands them out (the job callback runs in a worker and writes to the path the pool gives it; a
+ * worker keeps its heap from job to job, as the serial run does), capturing each job's stderr in
+ * a file of its own, replaying the stderr of finished jobs on the parent's stderr in job order (so
+ * the parent's output does not depend on the scheduling), calling the done callback of each
+ * finished job in job order, stopping the workers still running jobs (SIGTERM) as soon as one job
+ * fails, and reporting the first failure in job order with the job's label, its exit status or
+ * signal and the end of its stderr. With J == 1 or K == 1 the jobs run in the calling process, one
+ * after another, with no fork (same files, same order).
+ * Not responsible for: what a job computes or writes, merging the jobs' files (the caller does, in
+ * the done callback or in job order once procpool_run returns 0), removing those files
+ * (procpool_job_path names them; the caller removes them).
  *
- * Invariants: the files the caller reads are complete (a child's file counts only after the child
- * exited 0); a child never returns into the caller's code: it leaves with _exit after its job,
- * with SIGINT/SIGTERM at their defaults and PR_SET_PDEATHSIG so it dies with the parent; stdout
- * and stderr are flushed before every fork. Temporary stderr files are named <dir>/job-<k>.err.tmp.<pid>
- * and removed by the pool; job files <dir>/job-<k>.tmp.<pid> (the ".tmp.<pid>" suffix marks them
- * as temporaries to result sets).
- * Complexity: K forks (none when serial), one wait per job; memory O(K).
+ * Invariants: the files the caller reads are complete (a job's file counts only after its worker
+ * said it succeeded); a worker never returns into the caller's code: it leaves with _exit at the
+ * end of its pipe of jobs, with SIGINT/SIGTERM at their defaults and PR_SET_PDEATHSIG so it dies
+ * with the parent; a job must leave no state behind that changes a later job's result (a worker
+ * runs several, like the serial run); stdout and stderr are flushed before every fork. Temporary
+ * stderr files are named <dir>/job-<k>.err.tmp.<pid> and removed by the pool; job files
+ * <dir>/job-<k>.tmp.<pid> (pid: the caller's; the ".tmp.<pid>" suffix marks them as temporaries to
+ * result sets).
+ * Complexity: min(J, K) forks (none when serial), two pipe operations and a poll per job; memory O(K).
  */
 #ifndef KV_PROCPOOL_H
 #define KV_PROCPOOL_H
