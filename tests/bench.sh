@@ -18,7 +18,7 @@
 #   8 replicas at tp 2 × pp 2 (Llama-2-13B, hcache-a100), hcache and cacheflow, ShareGPT4 at 2 sessions/s;
 #   ShareGPT4 overloaded (one replica, kv-offload) at 10^4, 10^5, 10^6 requests: peak RSS should not
 #     grow with trace length (the ratio to the 10^4 row is printed);
-#   compare --policies all (ShareGPT4 sustainable, BENCH_COMPARE requests, default 5000) serial
+#   compare --policies all (ShareGPT4 sustainable, BENCH_COMPARE requests, default 20000) serial
 #     (-j 1) and -j 2, process wall time (the -j 2 speed-up over serial is printed).
 # Environment: KVSIM (default bin/kvsim), BASELINE (optional binary to compare), BASELINE_REV (a git
 # revision to build and use as BASELINE), BENCH_MAX (largest
@@ -32,7 +32,7 @@ BASELINE=${BASELINE:-}
 MAX=${BENCH_MAX:-1000000}
 N=${BENCH_REQUESTS:-20000}
 REPEAT=${BENCH_REPEAT:-3}
-CMPN=${BENCH_COMPARE:-5000}
+CMPN=${BENCH_COMPARE:-20000}
 tmp=$(mktemp -d)
 cleanup() {
   [ -d "$tmp/base" ] && git worktree remove --force "$tmp/base" >/dev/null 2>&1
@@ -65,6 +65,9 @@ peer_trace() { # n file
 peer_trace 2000 "$tmp/peer-2000.csv"
 peer_trace 10000 "$tmp/peer-10000.csv"
 
+# each binary writes its own results directory (a build may not replace another's files)
+outkey() { [ "$1" = "$KVSIM" ] && echo this || echo base; }
+
 # run BIN ARGS...: prints "requests events wall_s rss_kib" or "fail MESSAGE"; the best wall time
 # of REPEAT runs (BENCH_REPEAT, default 3; one run for rows of more than 100,000 requests); events
 # are queue_events= where the build prints it, else events=
@@ -73,7 +76,7 @@ run1() {
   local best="" k reps=$REPEAT
   case " $* " in *" --requests 1000000 "*) reps=1 ;; esac
   for ((k = 0; k < reps; k++)); do
-    if ! "$bin" run --quiet --stats --out "$tmp/out" "$@" 2> "$tmp/err" > /dev/null; then
+    if ! "$bin" run --quiet --stats --out "$tmp/out-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
       echo "fail $(tail -1 "$tmp/err")"; return
     fi
     local cur
@@ -99,7 +102,7 @@ cmp1() {
   for ((k = 0; k < REPEAT; k++)); do
     local t0 t1
     t0=$(date +%s.%N)
-    if ! "$bin" compare --quiet --stats --no-csv -j "$jobs" --out "$tmp/cmp" "$@" 2> "$tmp/err" > /dev/null; then
+    if ! "$bin" compare --quiet --stats --no-csv -j "$jobs" --out "$tmp/cmp-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
       echo "fail $(tail -1 "$tmp/err")"; return
     fi
     t1=$(date +%s.%N)
@@ -120,7 +123,13 @@ row_with() {
   local a; a=$($runner "$KVSIM" "$@")
   if [ "${a%% *}" = fail ]; then echo "| $name | ${a#fail } | | | | | | | |"; return; fi
   local b="- - - -"
-  if [ -n "$BASELINE" ]; then b=$($runner "$BASELINE" "$@"); [ "${b%% *}" = fail ] && b="- - - -"; fi
+  if [ -n "$BASELINE" ]; then
+    b=$($runner "$BASELINE" "$@")
+    if [ "${b%% *}" = fail ]; then
+      echo "bench: $name: the baseline failed: ${b#fail }" >&2
+      b="- - - -"
+    fi
+  fi
   read -r req ev wall rss <<< "$a"
   read -r breq bev bwall brss <<< "$b"
   RSS[$name]=$rss
@@ -165,5 +174,18 @@ for n in 100000 1000000; do
 done
 j1=${WALL["compare --policies all, sustainable, $CMPN requests, serial (-j 1)"]:-0}
 j2=${WALL["compare --policies all, sustainable, $CMPN requests, -j 2"]:-0}
-awk -v a="$j1" -v b="$j2" 'BEGIN { if (a > 0 && b > 0) printf "compare -j 2 speed-up over serial: %.2fx (%d cores)\n", a / b, '"$(nproc)"' }'
+awk -v a="$j1" -v b="$j2" 'BEGIN { if (a > 0 && b > 0) printf "compare -j 2 speed-up over serial: %.2fx (%d cores; the best runs)\n", a / b, '"$(nproc)"' }'
+# the same two runs alternating (BENCH_REPEAT rounds of -j 1 then -j 2): on a shared machine the
+# median of the paired ratios is the steadier figure (a best-of pairs the luckiest runs of each)
+for ((k = 0; k < REPEAT; k++)); do
+  for jobs in 1 2; do
+    t0=$(date +%s.%N)
+    "$KVSIM" compare --quiet --no-csv -j $jobs --out "$tmp/cmp-pair" $SG --policies all --requests "$CMPN" --set session_rate=0.005 >/dev/null 2>&1 || break 2
+    t1=$(date +%s.%N)
+    echo "$jobs $t0 $t1"
+  done
+done | awk '{ w = $3 - $2; if ($1 == 1) a = w; else r[n++] = a / w }
+  END { if (n == 0) exit; for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+        m = n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2
+        printf "compare -j 2 over serial, %d alternating rounds: median %.2fx (%.2f to %.2f)\n", n, m, r[0], r[n - 1] }'
 bash tests/bench_sweep.sh
