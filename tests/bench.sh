@@ -102,7 +102,9 @@ cmp1() {
   for ((k = 0; k < REPEAT; k++)); do
     local t0 t1
     t0=$(date +%s.%N)
-    if ! "$bin" compare --quiet --stats --no-csv -j "$jobs" --out "$tmp/cmp-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
+    local jopt=(-j "$jobs")
+    [ "$jobs" = 1 ] && ! "$bin" compare --help 2>&1 | grep -q -- '--jobs' && jopt=() # a build before -j: serial anyway
+    if ! "$bin" compare --quiet --stats --no-csv "${jopt[@]}" --out "$tmp/cmp-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
       echo "fail $(tail -1 "$tmp/err")"; return
     fi
     t1=$(date +%s.%N)
