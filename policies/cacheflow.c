@@ -75,6 +75,7 @@ typedef struct CfState {
     int onetier; /* hcache-cf: HCache's hidden states are the stored form and the boundary activations */
     int token, layer, gpu, batch;
     int io_order;                        /* CF_ORDER_* (cacheflow.io_order) */
+    int force_split;                     /* cacheflow.split: K >= 0 recomputes the first K layers and loads the rest, always; -1: planned */
     int64_t slo_short_ns, slo_long_ns, class_tokens; /* per-class TTFT targets (edf, aging) */
     Tier tier;
     int L, S;
@@ -274,6 +275,12 @@ static void cf_solve(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t
     m->kind = CF_KV;
     m->k = 0;
     m->est_ns = cf_layer_walk(cf, &c, 0);
+    if (cf->force_split >= 0) { /* an ablation: this layer-wise split whatever it costs */
+        m->kind = CF_LAYER;
+        m->k = cf->force_split < cf->L ? cf->force_split : cf->L;
+        m->est_ns = cf_layer_walk(cf, &c, m->k);
+        return;
+    }
     if (!cf->token && !cf->layer) return; /* both axes off: plain KV load, layer by layer */
     double best = INFINITY;
     if (cf->layer) {
@@ -315,7 +322,9 @@ static int cf_init(const PolicyEnv *env, void **state, KvErr *e)
         cf->slo_short_ns = (int64_t)(policy_knob(env, "slo_short_ms") * 1e6);
         cf->slo_long_ns = (int64_t)(policy_knob(env, "slo_long_ms") * 1e6);
         cf->class_tokens = (int64_t)policy_knob(env, "class_tokens");
+        cf->force_split = (int)policy_knob(env, "split");
     }
+    if (cf->onetier) cf->force_split = -1;
     cf->L = ly->m->layers;
     cf->S = ly->pp;
     if (cf->L > CF_MAXL || cf->S > CF_MAXS) {
@@ -357,7 +366,7 @@ static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
     if (env->token_budget > 0 && n > env->token_budget) n = env->token_budget;
     Tier tier = q->saved_tier != TIER_NONE ? q->saved_tier : cf->tier;
     CfMemo tmp, *m;
-    if (cf->batch && cf->token && q->restoring_before > 0) { /* behind another restoration: joint two pointers */
+    if (cf->batch && cf->token && cf->force_split < 0 && q->restoring_before > 0) { /* behind another restoration: joint two pointers */
         memset(&tmp, 0, sizeof tmp);
         tmp.kind = CF_TOKEN;
         m = &tmp;
@@ -489,6 +498,8 @@ static const PolicyKnob g_cf_knobs[] = {
      .help = "TTFT target of longer histories (io_order 3 and 4), ms"},
     {.name = "class_tokens", .type = KNOB_INT, .def = 2048, .min = 1, .max = 1 << 30,
      .help = "history tokens from which a request is in the long class (io_order 3 and 4)"},
+    {.name = "split", .type = KNOB_INT, .def = -1, .min = -1, .max = 1 << 20,
+     .help = "-1: the planner's choice; K >= 0: every restoration layer-wise, the first K layers recomputed (capped at the model's layers) and the rest loaded — an ablation (make validate replays every K to check the planner's optimum)"},
 };
 
 const KvPolicyOps policy_cacheflow = {

@@ -95,7 +95,7 @@ typedef enum SaveMode {
 /* One setting owned by a policy. Values are held as doubles (bools 0/1, ints exact). */
 typedef enum PolicyKnobType { KNOB_BOOL = 0, KNOB_INT, KNOB_REAL } PolicyKnobType;
 
-#define POLICY_MAX_KNOBS 8       /* rows in one policy's knob table */
+#define POLICY_MAX_KNOBS 12      /* rows in one policy's knob table */
 #define POLICY_MAX_REGISTERED 32 /* policies in the registry */
 #define POLICY_KNOB_MAX_CHOICES 4
 

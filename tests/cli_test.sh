@@ -129,7 +129,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 k = d["policies"][0]["knobs"]
 assert k == {"save_mode": "turn", "token": True, "layer": True, "gpu": False, "batch": True, "io_order": 0,
-             "slo_short_ms": 200, "slo_long_ms": 1000, "class_tokens": 2048}, k
+             "slo_short_ms": 200, "slo_long_ms": 1000, "class_tokens": 2048, "split": -1}, k
 c = d["inputs"]["config"]
 assert c["cacheflow.gpu"] is False and c["kv-quant.bits"] == 8, c
 assert c["iter_overhead"] == "2 ms" and c["store"] == "dram+ssd" and c["n_ssd"] == 4 and c["nic"] == "none", c

@@ -223,6 +223,49 @@ TEST(policy_cacheflow_layerwise_split_and_harmonic_time)
     sim_world_close(&w);
 }
 
+/* cacheflow.split=K: every restoration layer-wise with the first K layers recomputed (the bytes
+ * moved are the other L - K layers', K past L capped), and no forced split restores faster than the
+ * planner's own choice (an ablation never beats its policy); K = the planner's split gives its time */
+TEST(policy_cacheflow_forced_split_is_an_ablation)
+{
+    int64_t n0 = 6000, n1 = 16, planned = 0;
+    double planned_layers = -1;
+    int L = 0;
+    for (int K = -1; K <= 40; K++) {
+        if (K > 4 && K < 28 && K % 4) continue; /* Llama-3.1-8B: 32 layers; a few splits, 40 past the end */
+        SimConfig c;
+        simtest_iso_config(t, &c, n0, n1, "cacheflow-a100-10g", "Llama-3.1-8B");
+        simtest_set(t, &c, "store", "remote");
+        char v[16];
+        snprintf(v, sizeof v, "%d", K);
+        simtest_set(t, &c, "cacheflow.split", v);
+        SimWorld w;
+        Rows rows;
+        SimResult res;
+        if (simtest_run(t, &c, "cacheflow", &w, &rows, &res) != 0) return;
+        CHECK_EQ_I(rows.n, 2);
+        if (rows.n == 2) {
+            L = w.model->layers;
+            double kv_l = (double)model_kv_bytes_per_token_layer(&w.ly), N = (double)(n0 + 1);
+            double layers_loaded = res.bytes_net_in / (N * kv_l);
+            int64_t restore = rows.rows[1].restore_ns;
+            if (K < 0) {
+                planned = restore;
+                planned_layers = layers_loaded;
+            } else {
+                int k = K < L ? K : L;
+                CHECK_MSG(fabs(layers_loaded - (L - k)) < 1e-6, "split %d: %.3f layers loaded, expected %d", K, layers_loaded, L - k);
+                CHECK_MSG(restore >= planned, "split %d restores in %.3f ms, the planner's split (%.0f layers loaded) in %.3f ms", K,
+                          restore / 1e6, planned_layers, planned / 1e6);
+                if (fabs(layers_loaded - planned_layers) < 1e-6) CHECK_EQ_I(restore, planned);
+            }
+        }
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+    CHECK(L == 32 && planned > 0);
+}
+
 /* Cake's two pointers replayed by hand: compute chunks of the token budget (one iteration each, with
  * the engine's overhead), IO chunks of 128 tokens backward, one in flight; both stop when they meet */
 TEST(policy_cake_meet_point_within_one_chunk)

@@ -82,7 +82,7 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   sed -n 's/^merged run \([0-9]*\):.*/\1/p' "$W/merged.txt" > "$W/cal_run" # which run predicts the next cases (validate_repredict.py)
   python3 tools/validate_report.py --overlay "$W/cal.db" "${BK[@]}" > "$W/hw.json"
   if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 "${BK[@]}" > "$W/hw2.json"; fi
-  if [ -n "${RACE_CASES:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --io-rate "$RACE_RATE" "${BK[@]}" > "$W/hw-race.json"; fi
+  if [ -n "${RACE_CASES:-}${SPLIT_CASES:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --io-rate "$RACE_RATE" "${BK[@]}" > "$W/hw-race.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
 # Races (docs/validation.md, "The two pointers raced"): RACE_CASES (POLICY:HIST ...; "" none; cpu only)
@@ -93,6 +93,13 @@ NCPU=$(nproc 2> /dev/null || echo 1)
 RACE_RATE=${RACE_RATE:-8}
 RACE_BUDGET=${RACE_BUDGET:-64}
 if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cacheflow:2048}; fi
+# The split sweep (docs/validation.md, "Is the planner's split the fastest?"): SPLIT_CASES (POLICY:HIST
+# ...; "" none; cpu only, default cacheflow:1024) replays one restoring request at every forced
+# layer-wise split K of SPLIT_KS (--set cacheflow.split=K: the first K layers recomputed, the rest
+# loaded from the drive emulated at RACE_RATE MB/s), first pass only; the report compares the
+# measured fastest split with the predicted one (its own table: not in the error summary)
+if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then SPLIT_CASES=${SPLIT_CASES-}; else SPLIT_CASES=${SPLIT_CASES-cacheflow:1024}; fi
+SPLIT_KS=${SPLIT_KS:-0 1 2 3 4 5 6 7 8}
 # Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
 # cases as before (kvcal execute's default: the IO threads on the last CPU), the two-stage ones with
 # --no-pin (a stage pinned to a CPU that another job holds waits for it instead of taking the idle
@@ -126,11 +133,13 @@ for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1
 for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
 for p in ${R2_POLS:-}; do for h in $HISTS; do cases+=("$p:$h:4:1:2"); done; done
 for c in $RACE_CASES; do cases+=("${c%%:*}:${c##*:}:1:1:1:race"); done
+for c in $SPLIT_CASES; do for k in $SPLIT_KS; do cases+=("${c%%:*}:${c##*:}:1:1:1:split:$k"); done; done
 k=0
 for ((pass = 1; pass <= PASSES; pass++)); do
 for c in "${cases[@]}"; do
-  IFS=: read -r p h b pp rep race <<< "$c"
+  IFS=: read -r p h b pp rep race ksplit <<< "$c"
   rep=${rep:-1}
+  if [ "${race:-}" = split ] && [ "$pass" -gt 1 ]; then continue; fi # the sweep: one pass
   if [ "${PER_CASE_CAL:-1}" = 1 ] && [ $k -gt 0 ] && [ $((k % CAL_EVERY)) = 0 ]; then # calibrations interleaved with the cases
     calibrate "$W/cal.log"
   fi
@@ -139,7 +148,10 @@ for c in "${cases[@]}"; do
   if [ "$pp" != 1 ]; then tag=" pp=$pp"; d="$W/cases/$p-pp$pp-h$h-b$b"; hw="$W/hw$pp.json"; fi
   if [ "$rep" != 1 ]; then tag="$tag replicas=$rep"; d="$W/cases/$p-r$rep-h$h-b$b"; fi
   RACE=() RSET=()
-  if [ -n "${race:-}" ]; then
+  if [ "${race:-}" = split ]; then
+    tag="$tag split=$ksplit"; d="$W/cases/$p-split$ksplit-h$h-b$b"; hw="$W/hw-race.json"
+    RACE=(--io-rate "$RACE_RATE"); RSET=(--set cacheflow.split="$ksplit")
+  elif [ -n "${race:-}" ]; then
     tag="$tag raced"; d="$W/cases/$p-race-h$h-b$b"; hw="$W/hw-race.json"
     RACE=(--race --io-rate "$RACE_RATE"); RSET=(--set token_budget="$RACE_BUDGET")
   fi

@@ -31,6 +31,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sqlite3
 import statistics
 import sys
@@ -274,6 +275,13 @@ def report(d, out, stat="median"):
             out[key] = {"median_abs_error": statistics.median(a) if a else 0.0, "p95_abs_error": pct(a, 0.95), "cases": len(a)}
         return out
 
+    # the split sweep (validate.sh SPLIT_CASES): one case per forced split, apart from the summary
+    sweeps = {}
+    for c in cases:
+        m = re.match(r"(.+)-split(\d+)-h(\d+)-b(\d+)$", c["case"])
+        if m:
+            sweeps.setdefault((m.group(1), int(m.group(3)), int(m.group(4))), []).append((int(m.group(2)), c))
+    cases_all, cases = cases, [c for c in cases if not re.search(r"-split\d+-h", c["case"])]
     summ = summary(cases)
     # the noise floor: how far one pass's replay (and prediction) of a case falls from that case's
     # median over the passes — the same work, minutes apart; an error below it cannot be shown here
@@ -306,11 +314,26 @@ def report(d, out, stat="median"):
             pp = c["meet_tokens_predicted_passes"]
             print(f"meet point {c['case']} (raced at run time): measured {c['meet_tokens_measured']:.0f} tokens computed forward, "
                   f"predicted {statistics.median(pp):.0f} (passes: predicted {pp})")
+    sweep_out = []
+    for (pol, h, b), ks in sorted(sweeps.items()):
+        ks.sort()
+        rows = [{"split": k, "ttft_measured_ms": c["ttft_ms"]["measured"], "ttft_predicted_ms": c["ttft_ms"]["predicted"],
+                 "error": c["ttft_ms"]["error"]} for k, c in ks]
+        bm = min(rows, key=lambda r: r["ttft_measured_ms"])
+        bp = min(rows, key=lambda r: r["ttft_predicted_ms"])
+        at = next(r for r in rows if r["split"] == bp["split"])
+        loss = at["ttft_measured_ms"] / bm["ttft_measured_ms"] - 1
+        print(f"split sweep {pol} h={h} batch={b} (layers recomputed: TTFT measured / predicted ms): "
+              + ", ".join(f"{r['split']}: {r['ttft_measured_ms']:.1f} / {r['ttft_predicted_ms']:.1f}" for r in rows))
+        print(f"split sweep {pol} h={h}: fastest measured at {bm['split']} ({bm['ttft_measured_ms']:.1f} ms), predicted at "
+              f"{bp['split']} ({bp['ttft_predicted_ms']:.1f} ms); the predicted split measured {loss * 100:.1f}% slower than the fastest")
+        sweep_out.append({"policy": pol, "hist": h, "batch": b, "splits": rows, "best_measured": bm["split"],
+                          "best_predicted": bp["split"], "loss_at_predicted": loss})
     if noise:
         print(f"noise floor: one pass's TTFT against its case's median over the passes: replays |deviation| median "
               f"{noise['replay_median_abs_dev'] * 100:.1f}% p95 {noise['replay_p95_abs_dev'] * 100:.1f}%, predictions median "
               f"{noise['prediction_median_abs_dev'] * 100:.1f}% p95 {noise['prediction_p95_abs_dev'] * 100:.1f}% ({noise['samples']} passes)")
-    res = {"cases": cases, "skipped": skipped, "summary": summ, "summary_by_stages": by_stages, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
+    res = {"cases": cases_all, "skipped": skipped, "split_sweeps": sweep_out, "summary": summ, "summary_by_stages": by_stages, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
            "noise_floor": noise, "stat": stat, "machine": machine()}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
