@@ -239,8 +239,11 @@ int calib_plan_add_small(CalibPlan *p, KvErr *e)
      * (OpenBLAS's sgemm here: 3, 5-7, 9-11, 13-15 rows cost 15-50 % more than the multiple of 4
      * next to them, each remainder of rows one more pass over the weights; docs/validation.md,
      * "Decode steps of 3") — a decode batch's size, measured instead of interpolated */
-    static const int64_t tok[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 128, 256},
-                         an[] = {16, 32, 128, 512}, ac[] = {256, 512},
+    /* and a layer-wise recompute of a 1024-token history (all its tokens in one pass of a layer:
+     * make validate's split sweep), measured: the prefill attention grows with the square of the new
+     * tokens, which a line through 256 and 512 extrapolates ~2x short at 1024 */
+    static const int64_t tok[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 128, 256, 1024},
+                         an[] = {16, 32, 128, 512, 1024}, ac[] = {256, 512},
                          db[] = {2, 3, 4}, dc[] = {128, 256, 512, 2048};
     static const CostOp tok_ops[] = {OP_GEMM_QKV, OP_GEMM_O, OP_GEMM_FFN_UP, OP_GEMM_FFN_DOWN, OP_GEMM_KV_PROJ,
                                      OP_NORM, OP_ACT, OP_ROPE, OP_QUANT, OP_DEQUANT};

@@ -226,19 +226,21 @@ TEST(calib_plan_defaults_are_full_grids_with_consistent_axes)
     CHECK_EQ_I(sr->ax[0].v[4], 1048576);
     CHECK_EQ_I(calib_plan_op_points(&p, OP_SSD_WRITE), ssd_w_before);
     const CalibAxis *sg = &p.op[OP_GEMM_QKV].ax[0];
-    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 18);
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 19);
     for (int i = 0; i < 16; i++) CHECK_EQ_I(sg->v[i], i + 1); /* every decode batch up to 16 */
     CHECK_EQ_I(sg->v[16], 32);
     CHECK_EQ_I(sg->v[17], 64);
     for (int i = 1; i < sg->n; i++) CHECK(sg->v[i] > sg->v[i - 1]);
     CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[0].v[2], 3);
     CHECK_EQ_I(p.op[OP_ATTN_DECODE].ax[1].v[0], 128);
-    CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[0].v[p.op[OP_ATTN_PREFILL].ax[0].n - 1], 512); /* a full chunk's attention */
+    CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[0].v[p.op[OP_ATTN_PREFILL].ax[0].n - 1], 1024); /* a 1024-token layer-wise recompute's */
+    CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[0].v[p.op[OP_ATTN_PREFILL].ax[0].n - 2], 512);  /* a full chunk's attention */
+    CHECK_EQ_I(sg->v[sg->n - 1], 1024);
     CHECK_EQ_I(p.op[OP_ATTN_PREFILL].ax[1].n, 5);
     CHECK(!p.op[OP_QUANT].enabled);
     CHECK_CONTAINS(p.caps, "small points");
     CHECK(calib_plan_add_small(&p, &e) == 0); /* twice: nothing new */
-    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 18);
+    CHECK_EQ_I(calib_plan_op_points(&p, OP_GEMM_QKV), gemm_before + 19);
     CHECK_EQ_I(calib_plan_op_points(&p, OP_SSD_READ), ssd_before + 4 * sr->ax[1].n * sr->ax[2].n);
     p.op[OP_NORM].ax[0].n = CALIB_MAX_AXIS; /* a full axis: refused, naming the op */
     for (int i = 0; i < CALIB_MAX_AXIS; i++) p.op[OP_NORM].ax[0].v[i] = 1000 + i;
