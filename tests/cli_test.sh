@@ -440,7 +440,7 @@ if [ "$(cat "$tmp/mine/notes.txt")" = keep ] && [ "$(ls "$tmp/mine")" = notes.tx
 # ---- kvcal run --points ----
 expect 2 "kvcal run --points of an unknown set is refused" "$B"/kvcal run --backend cpu --quick --points dense --model Llama-2-7B --dry-run
 expect 0 "kvcal run --points small --dry-run" "$B"/kvcal run --backend cpu --quick --points small --model Tiny-Llama-V --dry-run
-contains "the dry run counts the added points" "gemm_qkv            21"
+contains "the dry run counts the added points" "gemm_qkv            22"
 expect 2 "kvcal run --cold-weights is for the cpu backend" "$B"/kvcal run --backend cuda --cold-weights --model Tiny-Llama-V --dry-run
 contains "--cold-weights refusal names the backend" "are for --backend cpu"
 expect 2 "kvcal run --in-sequence is for the cpu backend" "$B"/kvcal run --backend cuda --in-sequence --model Tiny-Llama-V --dry-run

@@ -94,7 +94,7 @@ static const OptSpec k_run_opts[] = {
     {"--model", "M", OPT_REQUIRED, "model from the catalog (kvsim list models)"},
     {"--db", "FILE", 0, "the cost store (SQLite; created if absent); required unless --dry-run"},
     {"--quick", NULL, 0, "the small grid (minutes on a CPU) instead of the full one"},
-    {"--points", "default|small", 0, "small: add every token count 2..16 and 32, 128, 256 (GEMMs, elementwise), attention of 16..512 new tokens, small decode batches and 128..2048 keys to the grid"},
+    {"--points", "default|small", 0, "small: add every token count 2..16 and 32, 128, 256, 1024 (GEMMs, elementwise), attention of 16..1024 new tokens, small decode batches and 128..2048 keys to the grid"},
     {"--tp", "N", 0, "per-GPU shapes of a tensor-parallel group of N (default 1), timed on one device"},
     {"--dtype", "fp16|bf16", 0, "the run's dtype (default fp16; the cpu computes in fp32 and keeps the label)"},
     {"--device-name", "NAME", 0, "the device key stored (default: cuda: the hardware catalog's GPU key, cpu: \"cpu\")"},
