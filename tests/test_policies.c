@@ -185,17 +185,25 @@ TEST(policy_hcache_noschd_and_naive_hybrid_store_what_they_load)
     sim_world_close(&w);
 }
 
-TEST(policy_cacheflow_layerwise_split_and_harmonic_time)
+/* one isolated CacheFlow restoration of Llama-3.1-8B from cacheflow-a100-10g's remote store, with
+ * one knob set */
+static int cf_remote_iso(TestCtx *t, int64_t n0, int64_t n1, const char *knob, const char *value, SimWorld *w, Rows *rows,
+                         SimResult *res)
 {
     SimConfig c;
-    int64_t n0 = 6000, n1 = 16;
     simtest_iso_config(t, &c, n0, n1, "cacheflow-a100-10g", "Llama-3.1-8B");
-    simtest_set(t, &c, "cacheflow.token", "0"); /* layer axis only */
+    simtest_set(t, &c, knob, value);
     simtest_set(t, &c, "store", "remote");
+    return simtest_run(t, &c, "cacheflow", w, rows, res);
+}
+
+TEST(policy_cacheflow_layerwise_split_and_harmonic_time)
+{
+    int64_t n0 = 6000, n1 = 16;
     SimWorld w;
     Rows rows;
     SimResult res;
-    if (simtest_run(t, &c, "cacheflow", &w, &rows, &res) != 0) return;
+    if (cf_remote_iso(t, n0, n1, "cacheflow.token", "0", &w, &rows, &res) != 0) return; /* layer axis only */
     CHECK_EQ_I(rows.n, 2);
     if (rows.n == 2) {
         SimRequestRow *r = &rows.rows[1];
@@ -233,16 +241,12 @@ TEST(policy_cacheflow_forced_split_is_an_ablation)
     int L = 0;
     for (int K = -1; K <= 40; K++) {
         if (K > 4 && K < 28 && K % 4) continue; /* Llama-3.1-8B: 32 layers; a few splits, 40 past the end */
-        SimConfig c;
-        simtest_iso_config(t, &c, n0, n1, "cacheflow-a100-10g", "Llama-3.1-8B");
-        simtest_set(t, &c, "store", "remote");
         char v[16];
         snprintf(v, sizeof v, "%d", K);
-        simtest_set(t, &c, "cacheflow.split", v);
         SimWorld w;
         Rows rows;
         SimResult res;
-        if (simtest_run(t, &c, "cacheflow", &w, &rows, &res) != 0) return;
+        if (cf_remote_iso(t, n0, n1, "cacheflow.split", v, &w, &rows, &res) != 0) return;
         CHECK_EQ_I(rows.n, 2);
         if (rows.n == 2) {
             L = w.model->layers;
