@@ -24,7 +24,6 @@
 enum { JOB_PENDING = 0, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_STOPPED };
 
 typedef struct Slot {
-    pid_t pid;  /* the worker that ran it */
     int state;
     int status; /* waitpid's form: exit(1) for a job that failed, the worker's status if it died */
 } Slot;
@@ -96,6 +95,7 @@ static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner) __attr
 static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner)
 {
     signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != owner) _exit(1); /* the parent is already gone */
@@ -177,6 +177,8 @@ int procpool_run(const ProcPool *p, KvErr *e)
     }
     pid_t self = getpid();
     int next = 0, failed = 0, reported = 0, rc = 0, started = 0;
+    /* a worker gone while idle: telling it its next job fails with EPIPE instead of killing us */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     char errf[4400];
     for (int i = 0; i < nw; i++) w[i].cmd = w[i].res = w[i].job = -1;
     /* the workers, each with its two pipes */
@@ -218,7 +220,6 @@ int procpool_run(const ProcPool *p, KvErr *e)
                     if (write(w[i].cmd, &k, sizeof k) == (ssize_t)sizeof k) {
                         next++;
                         w[i].job = k;
-                        s[k].pid = w[i].pid;
                         s[k].state = JOB_RUNNING;
                     } else { /* a worker that cannot be told: gone; its end is read below */
                         close(w[i].cmd);
@@ -285,6 +286,11 @@ int procpool_run(const ProcPool *p, KvErr *e)
             while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR) {}
     }
     free(w);
+    signal(SIGPIPE, old_pipe);
+    if (!failed && reported < p->n_jobs) { /* the workers left (killed while idle) before every job ran */
+        kv_err(e, "process pool: the workers were gone with %d of %d jobs not run", p->n_jobs - reported, p->n_jobs);
+        failed = 1, rc = -1;
+    }
     if (failed && rc == 0) {
         int k = 0;
         while (k < p->n_jobs && s[k].state != JOB_FAILED) k++;
