@@ -104,6 +104,17 @@ void hist_merge(Hist *dst, const Hist *src)
  * hist_add_each_n and hist_merge keep both; hist_valid checks them for a histogram read from a
  * file), so the scan visits only the buckets from min's to max's: upwards from min's for a low rank,
  * downwards from max's for a high one (the same smallest bucket whose running count reaches rank). */
+/* a percentile's value: the middle of bucket i, within [min, max] */
+static double bucket_mid(const Hist *h, int i)
+{
+    uint64_t lo, hi;
+    bucket_range(i, &lo, &hi);
+    double mid = ((double)lo + (double)hi) / 2;
+    if (mid < (double)h->min) mid = (double)h->min;
+    if (mid > (double)h->max) mid = (double)h->max;
+    return mid;
+}
+
 double hist_percentile(const Hist *h, double p)
 {
     if (!h->n || !h->b) return 0;
@@ -123,12 +134,7 @@ double hist_percentile(const Hist *h, double p)
             if (seen >= rank) break;
         }
     }
-    uint64_t lo, hi;
-    bucket_range(i, &lo, &hi);
-    double mid = ((double)lo + (double)hi) / 2;
-    if (mid < (double)h->min) mid = (double)h->min;
-    if (mid > (double)h->max) mid = (double)h->max;
-    return mid;
+    return bucket_mid(h, i);
 }
 
 void hist_percentiles(const Hist *h, const double *p, int k, double *out)
@@ -148,12 +154,7 @@ void hist_percentiles(const Hist *h, const double *p, int k, double *out)
         if (rank < last) i = lo_b, cum = h->b[lo_b]; /* a smaller rank than the one before: from the start */
         last = rank;
         while (i < hi_b && cum < rank) cum += h->b[++i];
-        uint64_t lo, hi;
-        bucket_range(i, &lo, &hi);
-        double mid = ((double)lo + (double)hi) / 2;
-        if (mid < (double)h->min) mid = (double)h->min;
-        if (mid > (double)h->max) mid = (double)h->max;
-        out[j] = mid;
+        out[j] = bucket_mid(h, i);
     }
 }
 
