@@ -276,12 +276,13 @@ def report(d, out, stat="median"):
         return out
 
     # the split sweep (validate.sh SPLIT_CASES): one case per forced split, apart from the summary
-    sweeps = {}
-    for c in cases:
+    sweeps, cases_all, cases = {}, cases, []
+    for c in cases_all:
         m = re.match(r"(.+)-split(\d+)-h(\d+)-b(\d+)$", c["case"])
         if m:
             sweeps.setdefault((m.group(1), int(m.group(3)), int(m.group(4))), []).append((int(m.group(2)), c))
-    cases_all, cases = cases, [c for c in cases if not re.search(r"-split\d+-h", c["case"])]
+        else:
+            cases.append(c)
     summ = summary(cases)
     # the noise floor: how far one pass's replay (and prediction) of a case falls from that case's
     # median over the passes — the same work, minutes apart; an error below it cannot be shown here
@@ -321,8 +322,7 @@ def report(d, out, stat="median"):
                  "error": c["ttft_ms"]["error"]} for k, c in ks]
         bm = min(rows, key=lambda r: r["ttft_measured_ms"])
         bp = min(rows, key=lambda r: r["ttft_predicted_ms"])
-        at = next(r for r in rows if r["split"] == bp["split"])
-        loss = at["ttft_measured_ms"] / bm["ttft_measured_ms"] - 1
+        loss = bp["ttft_measured_ms"] / bm["ttft_measured_ms"] - 1
         print(f"split sweep {pol} h={h} batch={b} (layers recomputed: TTFT measured / predicted ms): "
               + ", ".join(f"{r['split']}: {r['ttft_measured_ms']:.1f} / {r['ttft_predicted_ms']:.1f}" for r in rows))
         print(f"split sweep {pol} h={h}: fastest measured at {bm['split']} ({bm['ttft_measured_ms']:.1f} ms), predicted at "
