@@ -20,9 +20,7 @@ static int cmp_double(const void *a, const void *b)
 
 void phist_free(PlotHistSamples *s)
 {
-    free(s->pol);
-    free(s->hist);
-    free(s->ttft_s);
+    free(s->v);
     memset(s, 0, sizeof *s);
 }
 
@@ -41,18 +39,12 @@ int phist_push(PlotHistSamples *s, int pi, double history_tokens, double ttft_s)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 4096;
-        int *p = realloc(s->pol, cap * sizeof *p);
-        if (p) s->pol = p;
-        double *h = p ? realloc(s->hist, cap * sizeof *h) : NULL;
-        if (h) s->hist = h;
-        double *t = h ? realloc(s->ttft_s, cap * sizeof *t) : NULL;
-        if (!t) return -1;
-        s->ttft_s = t;
+        PlotHistSample *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
         s->cap = cap;
     }
-    s->pol[s->n] = pi;
-    s->hist[s->n] = history_tokens;
-    s->ttft_s[s->n++] = ttft_s;
+    s->v[s->n++] = (PlotHistSample){pi, history_tokens, ttft_s};
     return 0;
 }
 
@@ -102,7 +94,7 @@ int plot_history_svg_of(const char *path, const PlotHistSamples *hs, const char 
     double ymin = 1e300, ymax = 0;
     int bmax = 0;
     for (size_t r = 0; r < hs->n; r++) {
-        double h = hs->hist[r];
+        double h = hs->v[r].hist;
         key[r] = -1;
         if (!(h >= 1)) {
             no_hist++;
@@ -111,12 +103,12 @@ int plot_history_svg_of(const char *path, const PlotHistSamples *hs, const char 
         int b = (int)floor(log2(h));
         if (b >= MAXB) b = MAXB - 1;
         if (b > bmax) bmax = b;
-        key[r] = hs->pol[r] * MAXB + b;
+        key[r] = hs->v[r].pol * MAXB + b;
         start[key[r] + 1]++;
     }
     for (int g = 0; g < MAXP * MAXB; g++) start[g + 1] += start[g];
     for (size_t r = 0; r < hs->n; r++) /* each group's samples in order; start[g] then ends group g */
-        if (key[r] >= 0) s[start[key[r]]++] = hs->ttft_s[r] * 1e3;
+        if (key[r] >= 0) s[start[key[r]]++] = hs->v[r].ttft_s * 1e3;
     int bmin = MAXB;
     for (int p = 0; p < np; p++)
         for (int b = 0; b < MAXB; b++) med[p][b] = p90[p][b] = -1;

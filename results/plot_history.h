@@ -22,12 +22,16 @@
 /* The figure's input: one sample per request (its policy's index, its history tokens, its TTFT in
  * seconds), the policies in the order they first appear (at most PLOT_HISTORY_MAXP; later ones
  * are not drawn). */
+typedef struct PlotHistSample {
+    int pol;
+    double hist, ttft_s;
+} PlotHistSample;
+
 typedef struct PlotHistSamples {
     int np;
     const char *pols[PLOT_HISTORY_MAXP]; /* not owned: the strings outlive the set */
     size_t n, cap;
-    int *pol;
-    double *hist, *ttft_s;
+    PlotHistSample *v;
 } PlotHistSamples;
 
 /* policy's index, appended when new; -1 when PLOT_HISTORY_MAXP are already there */
