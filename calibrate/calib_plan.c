@@ -267,6 +267,16 @@ int calib_plan_add_small(CalibPlan *p, KvErr *e)
     return 0;
 }
 
+int calib_plan_add_net(CalibPlan *p, KvErr *e)
+{
+    static const int64_t nb[] = {65536, 131072, 262144, 524288, 1048576, 16777216};
+    const TimingCfg t = {.warmup = 1, .min_reps = 3, .max_reps = 10, .min_time_ns = 10 * 1000000LL, .budget_ns = 300 * 1000000LL};
+    if (calib_plan_set(p, OP_NET, nb, (int)KV_ARRAY_LEN(nb), NULL, 0, NULL, 0, &t, 3 * 1000000000LL, e) != 0) return -1;
+    size_t len = strlen(p->caps);
+    snprintf(p->caps + len, sizeof p->caps - len, "; + net (loopback)");
+    return 0;
+}
+
 /* ==================================================================== estimate */
 
 #define EST_LAUNCH_NS 3000.0        /* floor per kernel of a recipe: back-to-back launches */

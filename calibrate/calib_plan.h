@@ -68,6 +68,10 @@ int calib_plan_default(CalibPlan *p, const char *backend, int quick, KvErr *e);
  * reads of 64, 128, 256 and 512 KiB (one layer's saved state of a short history: what a restoration
  * reads, which a line from 1 MiB would extrapolate). Values merge into the enabled ops' axes (sorted, distinct, capped at CALIB_MAX_AXIS). */
 int calib_plan_add_small(CalibPlan *p, KvErr *e);
+/* The remote store's NIC (kvcal run --net loopback): net points at 64 KiB to 1 MiB (one layer's KV or
+ * hidden states of a small model's history, as a restoration fetches them) and 16 MiB, each a fetch
+ * from a server process over TCP on the loopback interface (probe.h ProbeNet). */
+int calib_plan_add_net(CalibPlan *p, KvErr *e);
 /* An empty plan (nothing enabled); set an op with calib_plan_set. */
 void calib_plan_clear(CalibPlan *p);
 /* Enable op with the given axes (n values each, ascending; NULL/0 for unused parameters) and

@@ -279,7 +279,7 @@ out:
     return rcode;
 }
 
-static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, KvErr *e)
+static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, ProbeNet *net, KvErr *e)
 {
     const CalibOpPlan *op_plan = &rc->plan->op[op];
     const CalibAxis *a1 = &op_plan->ax[0], *a2 = &op_plan->ax[1], *a3 = &op_plan->ax[2];
@@ -292,7 +292,8 @@ static int measure_io_op(RunCtx *rc, CostOp op, ProbeLink *link, ProbeSsd *ssd, 
                 TimingCfg cfg = point_cfg(rc, op_plan, prev, t0, npts - k);
                 TimingStats ts;
                 int r = ssd ? probe_ssd_measure(ssd, op, a1->v[i], (int)a2->v[j], (int)a3->v[l], &cfg, &ts, e)
-                            : probe_link_measure(link, op, a1->v[i], &cfg, &ts, e);
+                        : net ? probe_net_measure(net, a1->v[i], &cfg, &ts, e)
+                              : probe_link_measure(link, op, a1->v[i], &cfg, &ts, e);
                 if (r != 0 || store_stats(rc, op, a1->v[i], a2->v[j], a3->v[l], &ts, (double)(timing_now_ns() - t0) * 1e-9, e) != 0)
                     return kv_err_prefix(e, "%s (%lld, %lld, %lld): ", cost_op_name(op), (long long)a1->v[i], (long long)a2->v[j],
                                          (long long)a3->v[l]);
@@ -451,8 +452,9 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     if (!o->plan && calib_plan_default(&own_plan, o->backend, o->quick, e) != 0) return -1;
     CalibPlan plan = o->plan ? *o->plan : own_plan;
     if (!rc.s.rope) plan.op[OP_ROPE].enabled = 0;
-    /* one device: no collectives, no network link */
-    plan.op[OP_ALLREDUCE].enabled = plan.op[OP_ALLGATHER].enabled = plan.op[OP_NET].enabled = 0;
+    /* one device: no collectives; the network link only when the plan asks for it (kvcal run --net:
+     * the remote store on the loopback interface) */
+    plan.op[OP_ALLREDUCE].enabled = plan.op[OP_ALLGATHER].enabled = 0;
     rc.plan = &plan;
 
     HwCatalog own_hw;
@@ -470,6 +472,7 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     memset(&dev, 0, sizeof dev);
     ProbeLink *link = NULL;
     ProbeSsd *ssd = NULL;
+    ProbeNet *net = NULL;
     StoreRunMeta meta;
     memset(&meta, 0, sizeof meta);
     if ((cuda ? probe_cuda_open(&dev, o->cuda_device, o->dtype, e) : probe_cpu_open(&dev, e)) != 0) goto out;
@@ -495,7 +498,8 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
                  BESIDE_NEW, BESIDE_CTX);
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);
-    note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather, net%s", rc.s.rope ? "" : ", rope (learned positions)");
+    note_add(tail_notes, sizeof tail_notes, "not measured: allreduce, allgather%s%s", plan.op[OP_NET].enabled ? "" : ", net",
+             rc.s.rope ? "" : ", rope (learned positions)");
 
     /* SSD probes */
     int want_ssd = plan.op[OP_SSD_READ].enabled || plan.op[OP_SSD_WRITE].enabled;
@@ -526,6 +530,12 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
             if (o->ssd_threads) probe_ssd_use_threads(ssd);
             note_add(io_notes, sizeof io_notes, "%s", probe_ssd_note(ssd));
         }
+    }
+
+    /* the remote store's NIC: a server process on the loopback interface */
+    if (plan.op[OP_NET].enabled) {
+        if (!(net = probe_net_open(axis_max(&plan.op[OP_NET], 0), e))) goto out;
+        note_add(io_notes, sizeof io_notes, "net = a fetch from a server process over TCP on the loopback interface");
     }
 
     /* host link probes (and the pageable figure for the notes) */
@@ -593,11 +603,13 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
     }
     int any_io = 0;
     for (int op = OP_H2D; op <= OP_SSD_WRITE; op++) any_io |= plan.op[op].enabled;
+    any_io |= plan.op[OP_NET].enabled;
     if (o->io_beside_compute && any_io && beside_start(&beside, &rc, seq_cold, e) != 0) goto out;
     for (int op = OP_H2D; op <= OP_D2H_BIDIR; op++)
-        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, e) != 0) goto out;
+        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, link, NULL, NULL, e) != 0) goto out;
     for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++)
-        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, NULL, ssd, e) != 0) goto out;
+        if (plan.op[op].enabled && measure_io_op(&rc, (CostOp)op, NULL, ssd, NULL, e) != 0) goto out;
+    if (plan.op[OP_NET].enabled && measure_io_op(&rc, OP_NET, NULL, NULL, net, e) != 0) goto out;
     if (beside_stop(&beside, e) != 0) goto out;
     r->beside_layers = beside.layers; /* read after the join */
     if (rc.done == 0) {
@@ -620,6 +632,7 @@ out:
         store_end_run(st, meta.id, 0, &e2);
     }
     probe_ssd_close(ssd);
+    probe_net_close(net);
     probe_link_close(link);
     probe_close(&dev);
     if (hw == &own_hw) hw_catalog_free(&own_hw);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "calibrate/probe.h"
+#include "calibrate/remote_store.h"
 
 #define EX_ALIGN 4096
 #define EX_IO_BYTES (1 << 20)
@@ -37,6 +38,7 @@ typedef struct ExFile {
     char name[64];
     int tier;
     int64_t bytes;
+    int64_t rbase; /* remote tier: where the file starts in the remote store */
     char path[4200];
     int fd;
     unsigned char *host; /* dram tier: the state in host memory (cuda: pinned, in pin) */
@@ -55,10 +57,12 @@ typedef struct ExWeights {
 #define EX_WEIGHT_CAP_BYTES ((int64_t)1 << 30) /* all layers' weights beyond this: sets reused */
 
 /* IO queues: the ssd (shared, as the engine's CH_SSD), then each stage's own h2d (CH_H2D is one
- * per stage: each stage's GPUs have their own link) */
+ * per stage: each stage's GPUs have their own link), then the NICs to the remote store (CH_NIC_IN:
+ * one, or one per stage with the header's nic_per_stage), each its own connection to it */
 #define EX_Q_SSD 0
 #define EX_Q_H2D(st) (1 + (st))
-#define EX_NQ (1 + SCH_MAX_STAGES)
+#define EX_Q_NIC(k) (1 + SCH_MAX_STAGES + (k))
+#define EX_NQ (1 + 2 * SCH_MAX_STAGES)
 
 typedef struct Ex Ex;
 
@@ -110,6 +114,10 @@ struct Ex {
     int failed, pin, io_cpu;
     int spin; /* stage threads wait spinning (ExecWait), not asleep on cv */
     double io_rate;        /* ExecOptions.io_rate: bytes per second an ssd hop takes at most (0: unlimited) */
+    double net_rate;       /* ExecOptions.net_rate: the same for a nic hop (0: the loopback's own speed) */
+    int64_t net_lat_ns;    /* ExecOptions.net_latency_ns: and at least this long */
+    RemoteStore rstore;    /* the remote tier's server processes (rstore.n: connections, 0 when no remote unit) */
+    int n_nics;            /* NIC queues (and connections): 1, or the stages with nic_per_stage */
     struct ExRace *race;   /* ExecOptions.race: the race's state */
     KvErr err;
     ExStage stage[SCH_MAX_STAGES];
@@ -176,6 +184,17 @@ static void fail_locked(Ex *x, const KvErr *e)
     if (!x->failed) x->err = *e;
     x->failed = 1;
     pthread_cond_broadcast(&x->cv);
+}
+
+/* append printf output to buf (cut at its size) */
+static void __attribute__((format(printf, 3, 4))) note_cat(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, size - n, fmt, ap);
+    va_end(ap);
 }
 
 static void fail(Ex *x, KvErr *e)
@@ -250,12 +269,13 @@ static void wait_until_time(Ex *x, int64_t at)
     pthread_mutex_lock(&x->mu);
 }
 
-/* an emulated bandwidth (ExecOptions.io_rate): an ssd hop of `bytes` begun at t (replay time) ends
- * no earlier than t + bytes / rate (sleeping the rest; nothing when the read took longer) */
-static void io_throttle(const Ex *x, int64_t t, int64_t bytes)
+/* an emulated link (ExecOptions.io_rate for ssd hops; net_rate and net_latency_ns for nic hops): a
+ * hop of `bytes` begun at t (replay time) ends no earlier than t + lat + bytes / rate (sleeping the
+ * rest; nothing when the transfer took longer) */
+static void io_throttle(const Ex *x, int64_t t, int64_t bytes, double rate, int64_t lat)
 {
-    if (x->io_rate <= 0) return;
-    int64_t end = t + (int64_t)llround((double)bytes / x->io_rate * 1e9), d = end - ex_now(x);
+    if (rate <= 0 && lat <= 0) return;
+    int64_t end = t + lat + (rate > 0 ? (int64_t)llround((double)bytes / rate * 1e9) : 0), d = end - ex_now(x);
     if (d <= 0) return;
     struct timespec sl = {(time_t)(d / 1000000000), (long)(d % 1000000000)};
     while (nanosleep(&sl, &sl) != 0 && errno == EINTR) {
@@ -284,9 +304,17 @@ static int pread_all(const ExFile *f, unsigned char *dst, int64_t off, int64_t l
 
 static int read_range(Ex *x, int u, KvErr *e) { return pread_all(&x->files[x->u_file[u]], x->staging[u], x->u_start[u], x->u_len[u], e); }
 
+/* a remote unit's bytes fetched from the remote store over NIC connection `conn` into its staging
+ * buffer (at the unit's offset within its aligned range, as a read leaves them) */
+static int fetch_unit(Ex *x, int conn, int u, const SchUnit *su, KvErr *e)
+{
+    const ExFile *f = &x->files[x->u_file[u]];
+    return rstore_fetch(&x->rstore, conn, f->rbase + su->offset, su->bytes, x->staging[u] + (su->offset - x->u_start[u]), e);
+}
+
 typedef struct ChanArg {
     Ex *x;
-    int q; /* EX_Q_SSD or EX_Q_H2D(stage) */
+    int q; /* EX_Q_SSD, EX_Q_H2D(stage) or EX_Q_NIC(k) */
 } ChanArg;
 
 /* pin the calling thread to `cpu` (-1: leave it); 0 when pinned or left, -1 when refused */
@@ -331,9 +359,12 @@ static void *chan_main(void *p)
         int rc = 0, last = hr->h == su->nhops - 1, device_copy = 0;
         if (ca->q == EX_Q_SSD) {
             rc = read_range(x, hr->u, &e);
-            if (rc == 0) io_throttle(x, t, su->hop[hr->h].bytes);
-        } else { /* h2d: from the staging copy (read from SSD) or the DRAM tier's host copy, into the unit's stage */
-            const unsigned char *src = su->tier == SCH_TIER_SSD ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
+            if (rc == 0) io_throttle(x, t, su->hop[hr->h].bytes, x->io_rate, 0);
+        } else if (ca->q >= EX_Q_NIC(0)) {
+            rc = fetch_unit(x, ca->q - EX_Q_NIC(0), hr->u, su, &e);
+            if (rc == 0) io_throttle(x, t, su->hop[hr->h].bytes, x->net_rate, x->net_lat_ns);
+        } else { /* h2d: from the staging copy (read from SSD, fetched from the remote store) or the DRAM tier's host copy, into the unit's stage */
+            const unsigned char *src = su->tier != SCH_TIER_DRAM ? x->staging[hr->u] + (su->offset - x->u_start[hr->u])
                                                                 : x->files[x->u_file[hr->u]].host + su->offset;
             size_t n = (size_t)su->hop[hr->h].bytes <= (size_t)x->dev_bytes ? (size_t)su->hop[hr->h].bytes : (size_t)x->dev_bytes;
             ExStage *ug = &x->stage[su->stage];
@@ -703,9 +734,6 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     for (int i = 0; i < s->n_units; i++) {
         x->unit_of_id[i] = -1;
         if (s->units[i].issue_ns < r->origin_ns) continue;
-        if (s->units[i].tier == SCH_TIER_REMOTE)
-            return kv_err(e, "execute: unit %llu reads the remote tier: not replayed (use store=dram or dram+ssd)",
-                          (unsigned long long)s->units[i].id);
         x->unit_of_id[i] = r->n_units;
         r->unit_idx[r->n_units++] = i;
     }
@@ -733,7 +761,7 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     if (!x->u_file || !x->staging || !x->u_start || !x->u_len || !x->hop_end || !x->hop_start || !x->u_done || !x->it_done ||
         !x->it_start || !x->ly_end || !x->ly_done || !r->layer_stage || !r->layer_cpu || !x->lane_off)
         return kv_err(e, "execute: out of memory");
-    for (int q = 0; q < 1 + s->stages; q++) {
+    for (int q = 0; q < EX_NQ; q++) {
         x->q[q] = calloc((size_t)nu * SCH_MAX_HOPS, sizeof **x->q);
         if (!x->q[q]) return kv_err(e, "execute: out of memory");
     }
@@ -754,16 +782,21 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
         if (end > x->files[fi].bytes) x->files[fi].bytes = end;
         x->u_start[k] = u->offset / EX_ALIGN * EX_ALIGN;
         x->u_len[k] = (end + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - x->u_start[k];
-        if (u->tier == SCH_TIER_SSD && !x->cuda) {
+        if (u->tier != SCH_TIER_DRAM && !x->cuda) { /* read or fetched here, then copied */
             if (posix_memalign((void **)&x->staging[k], EX_ALIGN, (size_t)x->u_len[k]) != 0) return kv_err(e, "execute: out of memory");
             memset(x->staging[k], 0, (size_t)x->u_len[k]);
         }
+        static const char *const tier_name[] = {"dram", "ssd", "remote"}, *const ch_name[] = {"ssd", "h2d", "nic_in"};
+        static const int first_ch[] = {SCH_CH_H2D, SCH_CH_SSD, SCH_CH_NIC}; /* a tier's own link comes first */
+        if (u->nhops < 1 || u->hop[0].ch != first_ch[u->tier])
+            return kv_err(e, "execute: unit %llu: a %s-tier unit whose first hop is %s: expected %s", (unsigned long long)u->id,
+                          tier_name[u->tier], u->nhops < 1 ? "missing" : ch_name[u->hop[0].ch], ch_name[first_ch[u->tier]]);
         for (int h = 0; h < u->nhops; h++) {
             int c = u->hop[h].ch;
-            if (c == SCH_CH_NIC) return kv_err(e, "execute: unit %llu has a NIC hop: not replayed", (unsigned long long)u->id);
-            if (u->tier != SCH_TIER_SSD && c == SCH_CH_SSD)
-                return kv_err(e, "execute: unit %llu: an ssd hop on a %s-tier unit", (unsigned long long)u->id, "dram");
-            int q = c == SCH_CH_SSD ? EX_Q_SSD : EX_Q_H2D(u->stage); /* h2d: the unit's stage's own link */
+            if ((c == SCH_CH_SSD && u->tier != SCH_TIER_SSD) || (c == SCH_CH_NIC && u->tier != SCH_TIER_REMOTE))
+                return kv_err(e, "execute: unit %llu: an %s hop on a %s-tier unit", (unsigned long long)u->id, ch_name[c], tier_name[u->tier]);
+            /* h2d: the unit's stage's own link; nic: the one NIC, or the unit's stage's (nic_per_stage) */
+            int q = c == SCH_CH_SSD ? EX_Q_SSD : c == SCH_CH_NIC ? EX_Q_NIC(s->nic_per_stage ? u->stage : 0) : EX_Q_H2D(u->stage);
             x->q[q][x->nq[q]++] = (ExHopRef){k, h, u->hop[h].start_ns};
             if (u->hop[h].bytes > x->dev_bytes) x->dev_bytes = u->hop[h].bytes;
         }
@@ -772,25 +805,31 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
     if (x->cuda) { /* the staging buffers: pinned (the h2d copies are DMA from them), one allocation cut at 4 KiB multiples */
         size_t total = 0;
         for (int k = 0; k < r->n_units; k++)
-            if (s->units[r->unit_idx[k]].tier == SCH_TIER_SSD) total += (size_t)x->u_len[k];
+            if (s->units[r->unit_idx[k]].tier != SCH_TIER_DRAM) total += (size_t)x->u_len[k];
         if (total > 0) {
             if (probe_cuda_pinned_alloc(&x->stage_pin, total, EX_ALIGN, e) != 0) return kv_err_prefix(e, "execute: staging buffers: ");
             memset(x->stage_pin.p, 0, total);
             size_t off = 0;
             for (int k = 0; k < r->n_units; k++)
-                if (s->units[r->unit_idx[k]].tier == SCH_TIER_SSD) {
+                if (s->units[r->unit_idx[k]].tier != SCH_TIER_DRAM) {
                     x->staging[k] = (unsigned char *)x->stage_pin.p + off; /* u_len[k] is a multiple of EX_ALIGN */
                     off += (size_t)x->u_len[k];
                 }
         }
     }
-    for (int q = 0; q < 1 + s->stages; q++) qsort(x->q[q], (size_t)x->nq[q], sizeof *x->q[q], cmp_hop);
+    for (int q = 0; q < EX_NQ; q++) qsort(x->q[q], (size_t)x->nq[q], sizeof *x->q[q], cmp_hop);
     const char *dir = o->scratch_dir && *o->scratch_dir ? o->scratch_dir : getenv("TMPDIR");
     if (!dir || !*dir) dir = "/tmp";
     x->o_direct = 1;
+    int64_t remote_bytes = 0;
     for (int i = 0; i < x->n_files; i++) {
         ExFile *f = &x->files[i];
         f->bytes = (f->bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN;
+        if (f->tier == SCH_TIER_REMOTE) { /* in the remote store's memory, one file after another */
+            f->rbase = remote_bytes;
+            remote_bytes += f->bytes;
+            continue;
+        }
         if (f->tier == SCH_TIER_DRAM) {
             if (x->cuda) { /* cuda: the DRAM tier is pinned host memory (the engine's h2d link rate is pinned's) */
                 if (probe_cuda_pinned_alloc(&f->pin, (size_t)f->bytes, EX_ALIGN, e) != 0) return kv_err_prefix(e, "execute: DRAM tier %s: ", f->name);
@@ -803,6 +842,12 @@ static int prepare(Ex *x, const ExecOptions *o, KvErr *e)
             continue;
         }
         if (write_file(f, dir, e) != 0 || open_for_read(f, &x->o_direct, e) != 0) return -1;
+    }
+    /* the remote store: its server processes started before any thread of the replay (and before the
+     * kernels' buffers: a fork copies the page tables) */
+    if (remote_bytes > 0) {
+        x->n_nics = s->nic_per_stage ? s->stages : 1;
+        if (rstore_open(&x->rstore, remote_bytes, x->n_nics, e) != 0) return kv_err_prefix(e, "execute: the remote tier: ");
     }
     if (compute_alloc(x, e) != 0) return -1;
     return x->cuda ? cuda_prepare(x, e) : 0;
@@ -1197,7 +1242,7 @@ static int replay(Ex *x, KvErr *e)
     int started[EX_NQ] = {0}, sstarted[SCH_MAX_STAGES] = {0};
     if (x->cuda && cuda_start(x, e) != 0) return kv_err_prefix(e, "execute: the start of the replay: ");
     x->t0 = mono_ns();
-    for (int q = 0; q < 1 + s->stages; q++) {
+    for (int q = 0; q < EX_NQ; q++) {
         if (!x->nq[q]) continue;
         ca[q] = (ChanArg){x, q};
         if (pthread_create(&th[q], NULL, chan_main, &ca[q]) != 0) {
@@ -1223,7 +1268,7 @@ static int replay(Ex *x, KvErr *e)
     if (!x->failed && s->stages == 1) stage_run(&x->stage[0]);
     for (int st = 0; st < s->stages; st++)
         if (sstarted[st]) pthread_join(sth[st], NULL);
-    for (int q = 0; q < 1 + s->stages; q++)
+    for (int q = 0; q < EX_NQ; q++)
         if (started[q]) pthread_join(th[q], NULL);
     if (x->failed) {
         *e = x->err;
@@ -1271,8 +1316,12 @@ static int race_load(Ex *x, ExRace *rc, int64_t lo, int64_t hi, int64_t t, KvErr
     if (f->tier == SCH_TIER_SSD) {
         int64_t a = off / EX_ALIGN * EX_ALIGN;
         if (pread_all(f, rc->buf, a, (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - a, e) != 0) return -1;
-        io_throttle(x, t, bytes);
+        io_throttle(x, t, bytes, x->io_rate, 0);
         src = rc->buf + (off - a);
+    } else if (f->tier == SCH_TIER_REMOTE) { /* over the one NIC */
+        if (rstore_fetch(&x->rstore, 0, f->rbase + off, bytes, rc->buf, e) != 0) return -1;
+        io_throttle(x, t, bytes, x->net_rate, x->net_lat_ns);
+        src = rc->buf;
     } else {
         src = f->host + off;
     }
@@ -1583,6 +1632,8 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
      * waits for the IO threads' reads) and cuda (the host waits for events, the GPU computes) sleep */
     x->spin = o->wait == EXEC_WAIT_SPIN || (o->wait == EXEC_WAIT_AUTO && !cuda && s->stages > 1);
     x->io_rate = o->io_rate > 0 ? o->io_rate : 0;
+    x->net_rate = o->net_rate > 0 ? o->net_rate : 0;
+    x->net_lat_ns = o->net_latency_ns > 0 ? o->net_latency_ns : 0;
     /* pinning: several stages: stage st on CPU st (each stage's "GPU" its own core), the IO threads on
      * the last CPU when one is left free of stages, else not pinned (the scheduler runs them where a
      * stage waits; on a GPU the copies do not take the compute's cores either). One stage: its compute
@@ -1703,22 +1754,22 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
 summarised:
     r->stat = o->stat;
     r->reps = reps;
-    char stages[160] = "";
-    if (x->race) snprintf(stages, sizeof stages, "; race: the two pointers by kvsim's rules at run time");
-    if (x->io_rate > 0) {
-        size_t n = strlen(stages);
-        snprintf(stages + n, sizeof stages - n, "; ssd hops at most %.4g MB/s (emulated)", x->io_rate / 1e6);
+    char stages[320] = "";
+    if (x->race) note_cat(stages, sizeof stages, "; race: the two pointers by kvsim's rules at run time");
+    if (x->io_rate > 0) note_cat(stages, sizeof stages, "; ssd hops at most %.4g MB/s (emulated)", x->io_rate / 1e6);
+    if (x->rstore.n > 0) {
+        note_cat(stages, sizeof stages, "; remote tier: a server process per NIC (%d) on the loopback interface (TCP)", x->rstore.n);
+        if (x->net_rate > 0 || x->net_lat_ns > 0)
+            note_cat(stages, sizeof stages, ", nic hops at least %.4g us + bytes / %.4g MB/s (emulated)", (double)x->net_lat_ns / 1e3,
+                     x->net_rate / 1e6);
     }
     if (x->race) {
     } else if (s->stages > 1 && x->stage[0].cpu >= 0)
-        snprintf(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
+        note_cat(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
                  ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
     else if (s->stages > 1)
-        snprintf(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
-    if (x->spin) {
-        size_t n = strlen(stages);
-        snprintf(stages + n, sizeof stages - n, "; stage threads wait spinning");
-    }
+        note_cat(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
+    if (x->spin) note_cat(stages, sizeof stages, "; stage threads wait spinning");
     if (cuda)
         snprintf(r->note, sizeof r->note,
                  "cuda, %s, fp16: per stage a compute and an h2d stream, the GPU waits on events; h2d = cudaMemcpyAsync from "
@@ -1747,6 +1798,7 @@ out:
         else free(x->files[i].host);
     }
     free(x->files);
+    rstore_close(&x->rstore); /* the servers reaped */
     if (x->staging && !cuda)
         for (int k = 0; k < r->n_units; k++) free(x->staging[k]);
     probe_cuda_pinned_free(&x->stage_pin); /* cuda: the staging buffers (a zeroed one on cpu) */

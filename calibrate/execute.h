@@ -94,7 +94,14 @@
  *   computed forward), against the schedule's; the chunks of the last replay. One IO thread does a
  *   chunk's read and then its copy (the engine's ssd and h2d channels overlap one chunk's copy with
  *   the next one's read: a copy is ~1 % of a read here).
- * Not responsible for: the remote tier (refused: no NIC here), saves and spills (not in the schedule), the comparison across cases
+ * Remote tier: the remote store is a process of this machine (calibrate/remote_store.h: server
+ *   processes holding the remote files' bytes in their memory, serving byte ranges over TCP on the
+ *   loopback interface), one connection per NIC of the schedule (one, or one per stage with the
+ *   header's nic_per_stage); a nic hop is a fetch of the unit's bytes over its NIC's connection into
+ *   the unit's staging buffer (a thread per NIC, as the ssd's), paced to net_rate and
+ *   net_latency_ns when given; the h2d hop then copies from there. The race fetches its chunks over
+ *   the one NIC the same way.
+ * Not responsible for: saves and spills (not in the schedule), the comparison across cases
  *   (tools/validate.sh), printing (calibrate/cli/execute_cmd.c).
  * Invariants: a layer never starts before every unit it waits for has landed nor before the layer
  *   before it ended, a lane never before its boundary activation landed, nor an iteration before
@@ -127,6 +134,9 @@ typedef struct ExecOptions {
     double io_rate;          /* > 0: every ssd hop takes at least its bytes / io_rate seconds (an emulated drive
                               * or network of that bandwidth, as Cake's evaluation emulates IO: bytes /
                               * bandwidth); 0: the drive's own speed */
+    double net_rate;         /* > 0: every nic hop (a remote-tier unit fetched from the remote store) takes at
+                              * least net_latency_ns + bytes / net_rate seconds (an emulated network); 0: */
+    int64_t net_latency_ns;  /* the loopback's own speed (execute.h "Remote tier") */
 } ExecOptions;
 
 typedef enum ExecStat { EXEC_STAT_MEDIAN = 0, EXEC_STAT_MIN = 1 } ExecStat;
@@ -167,7 +177,7 @@ typedef struct ExecResult {
     int cpu_ok;                    /* pinned stages: every layer ended on its stage's CPU */
     int reps;
     int stat;                      /* ExecStat of the summaries */
-    char note[256];                /* the IO path, the kernels, pinning (cuda: the device, the stream scheme, pinned h2d) */
+    char note[640];                /* the IO path, the kernels, pinning (cuda: the device, the stream scheme, pinned h2d) */
     char deps_why[192];            /* cuda, deps_ok 0: the first broken dependency found, with its margin ("" otherwise) */
     /* a race (ExecOptions.race): the tokens computed forward when the pointers met (summary over the
      * replays, and each replay's), the last replay's chunks in claim order; iterations and units: none */

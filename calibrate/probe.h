@@ -165,6 +165,15 @@ void probe_ssd_close(ProbeSsd *s);
 /* Use the threads engine even where io_uring works (tests, comparisons); the note says so. */
 void probe_ssd_use_threads(ProbeSsd *s);
 
+/* The remote store's NIC on this machine (kvcal run --net loopback): a fetch of `bytes` from a
+ * server process over TCP on the loopback interface (calibrate/remote_store.h, as kvcal execute
+ * replays the remote tier), timed on the host clock from the request to the last byte received.
+ * Consecutive repetitions fetch the store's two halves in turn. open: a store of 2 x max_bytes. */
+typedef struct ProbeNet ProbeNet;
+ProbeNet *probe_net_open(int64_t max_bytes, KvErr *e);
+int probe_net_measure(ProbeNet *n, int64_t bytes, const TimingCfg *cfg, TimingStats *st, KvErr *e);
+void probe_net_close(ProbeNet *n); /* NULL is fine */
+
 /* The buffers a probe device has handed out (both backends keep such a list). */
 typedef struct ProbeBufs {
     void **bufs;

@@ -37,6 +37,7 @@
 
 #include "kernels/gpu.h"
 #include "calibrate/probe.h"
+#include "calibrate/remote_store.h"
 
 #define LINK_BUSY_MIN_BYTES ((size_t)32 << 20)
 #define SSD_ALIGN 4096
@@ -673,4 +674,68 @@ int probe_ssd_measure(ProbeSsd *s, CostOp op, int64_t bytes, int qd, int n_files
     if (w.ring_ok) io_uring_queue_exit(&w.ring);
 #endif
     return rc;
+}
+
+/* ==================================================================== the remote store's NIC */
+
+struct ProbeNet {
+    RemoteStore rs;
+    int64_t half;
+    int which;
+    unsigned char *buf;
+};
+
+ProbeNet *probe_net_open(int64_t max_bytes, KvErr *e)
+{
+    if (max_bytes < 1) {
+        kv_err(e, "net probe: %lld bytes: expected > 0", (long long)max_bytes);
+        return NULL;
+    }
+    ProbeNet *n = calloc(1, sizeof *n);
+    if (!n || !(n->buf = malloc((size_t)max_bytes))) {
+        free(n);
+        kv_err(e, "net probe: out of memory (%lld bytes)", (long long)max_bytes);
+        return NULL;
+    }
+    memset(n->buf, 0, (size_t)max_bytes); /* the pages touched before the first timed fetch */
+    n->half = max_bytes;
+    if (rstore_open(&n->rs, 2 * max_bytes, 1, e) != 0) {
+        free(n->buf);
+        free(n);
+        kv_err_prefix(e, "net probe: ");
+        return NULL;
+    }
+    return n;
+}
+
+typedef struct NetWork {
+    ProbeNet *n;
+    int64_t bytes;
+} NetWork;
+
+static int net_rep(void *ctx, int timed, double *ns, KvErr *e)
+{
+    NetWork *w = ctx;
+    ProbeNet *n = w->n;
+    int64_t t0 = timing_now_ns();
+    if (rstore_fetch(&n->rs, 0, n->which ? n->half : 0, w->bytes, n->buf, e) != 0) return -1;
+    *ns = (double)(timing_now_ns() - t0);
+    n->which ^= 1;
+    return 0;
+}
+
+int probe_net_measure(ProbeNet *n, int64_t bytes, const TimingCfg *cfg, TimingStats *st, KvErr *e)
+{
+    if (bytes < 1 || bytes > n->half)
+        return kv_err(e, "net probe: %lld bytes: expected 1..%lld (opened for that much)", (long long)bytes, (long long)n->half);
+    NetWork w = {n, bytes};
+    return timing_run(cfg, net_rep, &w, st, e);
+}
+
+void probe_net_close(ProbeNet *n)
+{
+    if (!n) return;
+    rstore_close(&n->rs);
+    free(n->buf);
+    free(n);
 }

@@ -150,6 +150,8 @@ static int parse_header(const Ctx *c, const cJSON *o, Schedule *s)
         get_int(c, o, "iter_overhead_ns", 0, INT64_MAX / 4, &s->iter_overhead_ns))
         return -1;
     if (s->heads % s->kv_heads) return bad(c, "kv_heads", "a divisor of heads", cJSON_GetObjectItem(o, "kv_heads"));
+    /* nic_per_stage (optional, 0 when absent: an older kvsim, or no remote tier): each stage its own NIC */
+    if (cJSON_GetObjectItemCaseSensitive(o, "nic_per_stage") && get_i32(c, o, "nic_per_stage", 0, 1, &s->nic_per_stage) != 0) return -1;
     /* stage_layers: the layers of each pipeline stage, in order (stage st holds layers
      * [stage_first[st], stage_first[st + 1])) */
     s->stage_first[0] = 0;

@@ -104,6 +104,7 @@ typedef struct SchReq {
 typedef struct Schedule {
     char model[64], policy[32];
     int layers, stages, tp, replicas, hidden, heads, kv_heads, head_dim, intermediate, norms_per_layer, rope;
+    int nic_per_stage;   /* header nic_per_stage: each stage its own NIC to the remote store (0: one per replica) */
     int64_t kv_bytes_per_token_layer, hidden_bytes_per_token_layer, iter_overhead_ns;
     int stage_first[SCH_MAX_STAGES + 1]; /* header stage_layers: stage st holds layers [stage_first[st], stage_first[st + 1]) */
     SchReq *reqs;

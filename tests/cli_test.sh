@@ -1117,6 +1117,29 @@ assert ub >= tot / 8e6 * 1e9 * 0.99 and ub > ua, (ua, ub, tot)  # two 512 KiB re
 " "$tmp/ior0/execute.json" "$tmp/ior/execute.json"; then ok "execute --io-rate: the reads take at least bytes / rate"; else bad "execute --io-rate: the reads take at least bytes / rate"; fi
 expect 0 "validate_report --overlay --io-rate" python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" --io-rate 8
 contains "the overlay's SSD is the emulated drive" '"read": "0.008 GB/s"'
+# the remote tier: fetched from a server process over TCP on the loopback interface, the network emulated
+expect 0 "run --emit-schedule from the remote tier" "$B"/kvsim run --policy kv-offload --model Tiny-Llama-V --trace "$tmp/race.csv" --set evict_each_turn=1 --set dram="1 MB" --set nic=10GbE --set store=dram+remote --quiet --out "$tmp/rmsim" --emit-schedule "$tmp/remote.jsonl"
+grep -q '"tier":"remote".*"hops":\[{"ch":"nic_in"' "$tmp/remote.jsonl" && grep -q '"nic_per_stage":0' "$tmp/remote.jsonl" && ok "the schedule's remote units come over the NIC" || bad "the schedule's remote units come over the NIC"
+expect 0 "kvcal execute --net-rate 16 --net-latency 100 (an emulated network)" "$B"/kvcal execute --net-rate 16 --net-latency 100 --schedule "$tmp/remote.jsonl" --out "$tmp/rmex" --reps 1 --dir "$tmp"
+contains "execute --net-rate: the note names the remote store and the emulated network" "remote tier: a server process per NIC (1) on the loopback interface (TCP), nic hops at least 100 us + bytes / 16 MB/s (emulated)"
+if python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+land = sorted(u['end_ns']['measured'] for u in j['unit_landing'])
+b = j['unit_landing'][0]['bytes']
+gaps = [y - x for x, y in zip(land, land[1:])]
+assert j['deps_ok'] == 1 and len(land) == 8 and min(gaps) >= 0.9 * (100e3 + b / 16e6 * 1e9), (gaps, b)
+" "$tmp/rmex/execute.json"; then ok "execute --net-rate: one NIC, each fetch at least latency + bytes / rate"; else bad "execute --net-rate: one NIC, each fetch at least latency + bytes / rate"; fi
+expect 2 "kvcal execute --net-rate 0 is refused" "$B"/kvcal execute --net-rate 0 --schedule "$tmp/remote.jsonl" --out "$tmp/rmex2"
+contains "the refusal names the value" "--net-rate 0: expected a rate in MB/s"
+expect 2 "kvcal execute --net-latency -5 is refused" "$B"/kvcal execute --net-latency -5 --schedule "$tmp/remote.jsonl" --out "$tmp/rmex2"
+contains "the refusal names the value" "--net-latency -5: expected microseconds"
+expect 2 "kvcal run --net of an unknown kind is refused" "$B"/kvcal run --backend cpu --net wifi --model Tiny-Llama-V --db "$tmp/x.db"
+contains "the refusal names the kinds" "--net 'wifi': expected loopback"
+expect 0 "validate_report --overlay --net-rate" python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" --net-rate 64 --net-latency 50
+contains "the overlay's NIC is the emulated network" '"effective": "0.064 GB/s"'
+contains "the platform reaches the remote store over it" '"nic": "loopback"'
+expect 2 "validate_report --net-latency without --net-rate is refused" python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" --net-latency 50
 expect 0 "kvcal execute replays two stages with lanes" "$B"/kvcal execute --schedule "$tmp/sch2.jsonl" --out "$tmp/exe3" --reps 1 --dir "$tmp"
 contains "execute: each layer on its stage's thread, the lanes replayed" "2 stages, each layer on its stage's thread: yes; 3 stage-parallel lanes replayed"
 if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and j['stages'] == 2 and j['stage_ok'] == 1 and j['lanes'] == 3 and all(l['measured_ns'] > 0 for i in j['iterations'] for l in i.get('lanes', []))" "$tmp/exe3/execute.json" 2>/dev/null; then
@@ -1130,9 +1153,9 @@ expect 0 "kvcal execute replays two replicas" "$B"/kvcal execute --schedule "$tm
 contains "execute: both replicas replayed, one after another" "2 of 2 replicas replayed one after another"
 if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['deps_ok'] == 1 and len(j['requests']) == 2 and j['units'] == 16 and all(r['ttft_ns']['measured'] > 0 for r in j['requests'])" "$tmp/exe5/execute.json" 2>/dev/null; then
   ok "execute.json: two replicas' restorations, 16 units, dependencies kept"; else bad "execute.json: two replicas' restorations, 16 units, dependencies kept"; fi
-sed -E 's/"tier":"(dram|ssd)"/"tier":"remote"/' "$tmp/sch.jsonl" > "$tmp/remote.jsonl"
-expect 1 "execute from the remote tier is refused" "$B"/kvcal execute --schedule "$tmp/remote.jsonl" --out "$tmp/exe5" --dir "$tmp"
-contains "the refusal names the remote tier" "reads the remote tier: not replayed"
+sed -E 's/"tier":"(dram|ssd)"/"tier":"remote"/' "$tmp/sch.jsonl" > "$tmp/remote-bad.jsonl"
+expect 1 "execute of remote-tier units that do not come over a NIC is refused" "$B"/kvcal execute --schedule "$tmp/remote-bad.jsonl" --out "$tmp/exe5b" --dir "$tmp"
+contains "the refusal names the unit and its first hop" "execute: unit 1: a remote-tier unit whose first hop is h2d: expected nic_in"
 # beyond the papers: adaptive, hcache-quant, cacheflow.io_order, the findings tables
 expect 2 "adaptive.min_bits outside its choices" "$B"/kvsim run --policy adaptive --set adaptive.min_bits=6 --requests 10 --quiet --out "$tmp/ad0"
 contains "the error names the knob and its choices" "adaptive.min_bits"

@@ -117,7 +117,7 @@ TEST(execute_emit_load_replay_kv_offload)
         }
     }
     CHECK(seen);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -152,7 +152,7 @@ TEST(execute_recompute_and_hcache_replay)
                     for (int w = 0; w < s.iters[k].layers[l].nwork; w++) proj += s.iters[k].layers[l].work[w].op == SCH_WORK_PROJECTION;
             CHECK(proj > 0);
         }
-        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
         ExecResult r;
         CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", pols[p], e.msg);
         if (!t->failures) {
@@ -202,7 +202,7 @@ TEST(execute_two_stages_with_lanes)
         }
     CHECK(lanes >= 1);
     CHECK(bnd >= 1);
-    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0}; /* pinned: stage st on CPU st */
+    ExecOptions o = {"cpu", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0}; /* pinned: stage st on CPU st */
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -307,7 +307,7 @@ TEST(execute_replays_each_replica_on_its_own)
     }
     CHECK_MSG(on[0] == 2 && on[1] == 2, "requests per replica: %d and %d (the case needs both)", on[0], on[1]);
     CHECK_EQ_I(restoring, 2);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -352,9 +352,145 @@ TEST(execute_replays_each_replica_on_its_own)
         CHECK_MSG(strstr(e.msg, "(replica 1) waits for a unit or iteration of another replica"), "got '%s'", e.msg);
         s.units[u1].after = keep;
     }
-    s.units[0].tier = SCH_TIER_REMOTE;
+    s.units[0].tier = SCH_TIER_REMOTE; /* a remote-tier unit that does not come over a NIC: a schedule that contradicts itself */
     CHECK(exec_run(&s, &o, &r, &e) != 0);
-    CHECK_MSG(strstr(e.msg, "reads the remote tier: not replayed"), "got '%s'", e.msg);
+    CHECK_MSG(strstr(e.msg, "a remote-tier unit whose first hop is") && strstr(e.msg, "expected nic_in"), "got '%s'", e.msg);
+    schedule_free(&s);
+}
+
+/* the isolated case restored from the remote tier (a NIC of 10GbE to it, 1 MB of DRAM: the history
+ * goes to the remote store), pp stages, nic_per_stage */
+static int emit_remote(TestCtx *t, const char *policy, int64_t n0, const char *pp, int per_stage, const char *path, Schedule *s)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, n0, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "dram", "1 MB");
+    simtest_set(t, &c, "nic", "10GbE");
+    simtest_set(t, &c, "store", "dram+remote");
+    simtest_set(t, &c, "pp", pp);
+    simtest_set(t, &c, "nic_per_stage", per_stage ? "true" : "false");
+    return emit_config_load(t, &c, policy, path, s);
+}
+
+/* The remote tier replayed: every unit fetched from the remote store (a server process over TCP on
+ * the loopback interface) over its NIC, then copied; with the network emulated at 16 MB/s and 200 us
+ * each fetch of a layer's 128 KiB takes >= 8.4 ms and the one NIC serves them one after another, so
+ * consecutive landings are >= ~8.4 ms apart and the restoration >= 8 of them; with a NIC per stage
+ * (two stages) two connections, each stage's units over its own */
+TEST(execute_remote_tier_replay)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvo-remote.jsonl", test_tmpdir(t));
+    Schedule s;
+    if (emit_remote(t, "kv-offload", 255, "1", 0, path, &s) != 0) return;
+    CHECK_EQ_I(s.nic_per_stage, 0);
+    CHECK_EQ_I(s.n_units, 8);
+    for (int i = 0; i < s.n_units; i++) {
+        CHECK_EQ_I(s.units[i].tier, SCH_TIER_REMOTE);
+        CHECK_EQ_I(s.units[i].nhops, 2);
+        CHECK_EQ_I(s.units[i].hop[0].ch, SCH_CH_NIC);
+        CHECK_EQ_I(s.units[i].hop[1].ch, SCH_CH_H2D);
+        CHECK_EQ_I(s.units[i].bytes, 256 * 512);
+    }
+    KvErr e;
+    const double rate = 16e6;
+    const int64_t lat = 200000, hop_ns = lat + (int64_t)(256 * 512 / rate * 1e9);
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, rate, lat};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok && r.n_units == 8 && r.n_reqs == 1);
+        CHECK_CONTAINS(r.note, "remote tier: a server process per NIC (1) on the loopback interface");
+        CHECK_CONTAINS(r.note, "nic hops at least 200 us + bytes / 16 MB/s (emulated)");
+        double *land = r.unit_end_ns;
+        for (int k = 1; k < r.n_units; k++) /* the one NIC serves them in turn (the h2d copy after each: microseconds) */
+            CHECK_MSG(land[k] - land[k - 1] >= 0.9 * (double)hop_ns, "units %d and %d landed %.0f ns apart, a fetch takes >= %lld", k - 1, k,
+                      land[k] - land[k - 1], (long long)hop_ns);
+        CHECK_MSG(r.reqs[0].restore_ns >= 8 * hop_ns * 95 / 100, "restore %lld ns, 8 fetches of >= %lld", (long long)r.reqs[0].restore_ns,
+                  (long long)hop_ns);
+        CHECK(r.reqs[0].restore_ns <= r.reqs[0].ttft_ns);
+        write_json(t, &s, &r, path, "execute-remote.json");
+        exec_result_free(&r);
+    }
+    /* the loopback's own speed: every unit still fetched and landed */
+    ExecOptions of = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
+    CHECK_MSG(exec_run(&s, &of, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok && !strstr(r.note, "emulated"));
+        CHECK(r.reqs[0].restore_ns > 0 && r.reqs[0].restore_ns < 8 * hop_ns); /* ~5 GB/s here: far below the emulated 16 MB/s */
+        exec_result_free(&r);
+    }
+    s.units[3].hop[1].ch = SCH_CH_SSD; /* an ssd hop on a remote-tier unit */
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "unit 4: an ssd hop on a remote-tier unit"), "got '%s'", e.msg);
+    s.units[3].hop[1].ch = SCH_CH_H2D;
+    s.units[3].hop[0].ch = SCH_CH_H2D; /* a remote-tier unit copied without being fetched */
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "unit 4: a remote-tier unit whose first hop is h2d: expected nic_in"), "got '%s'", e.msg);
+    schedule_free(&s);
+    /* two stages, a NIC each */
+    snprintf(path, sizeof path, "%s/kvo-remote-pp2.jsonl", test_tmpdir(t));
+    if (emit_remote(t, "kv-offload", 255, "2", 1, path, &s) != 0) return;
+    CHECK_EQ_I(s.nic_per_stage, 1);
+    int per[2] = {0, 0};
+    for (int i = 0; i < s.n_units; i++)
+        if (s.units[i].stage >= 0 && s.units[i].stage < 2) per[s.units[i].stage]++;
+    CHECK_MSG(per[0] > 0 && per[1] > 0, "units of stage 0: %d, stage 1: %d", per[0], per[1]);
+    o.pin = 0;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok && r.stage_ok);
+        CHECK_CONTAINS(r.note, "a server process per NIC (2)");
+        exec_result_free(&r);
+    }
+    schedule_free(&s);
+}
+
+/* Cake raced from the remote tier: the IO side's chunks fetched over the NIC, each taking at least
+ * the emulated network's time (a 128-token chunk of 4 KiB a token: >= 52 ms at 10 MB/s); where the
+ * pointers meet depends on this machine's compute speed, but the chunks tile the history either way */
+TEST(execute_race_from_the_remote_tier)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cake-remote.jsonl", test_tmpdir(t));
+    SimConfig c;
+    simtest_iso_config(t, &c, 383, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "dram", "1 MB");
+    simtest_set(t, &c, "nic", "10GbE");
+    simtest_set(t, &c, "store", "dram+remote");
+    simtest_set(t, &c, "token_budget", "64");
+    Schedule s;
+    KvErr e;
+    if (emit_config_load(t, &c, "cake", path, &s) != 0) return;
+    int remote = 0;
+    for (int i = 0; i < s.n_units; i++) remote += s.units[i].tier == SCH_TIER_REMOTE;
+    CHECK(remote > 0);
+    const double rate = 10e6;
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0, rate, 0};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.race && r.n_reqs == 1);
+        int64_t fwd = 0, back = 384, n_io = 0;
+        for (int k = 0; k < r.n_chunks; k++) {
+            const ExecChunk *ch = &r.chunks[k];
+            if (ch->io) {
+                n_io++;
+                back = ch->lo < back ? ch->lo : back;
+                double want = (double)(ch->hi - ch->lo) * 4096 / rate * 1e9;
+                CHECK_MSG((double)(ch->end_ns - ch->start_ns) >= 0.95 * want, "io chunk [%lld, %lld) took %lld ns, the network %.0f",
+                          (long long)ch->lo, (long long)ch->hi, (long long)(ch->end_ns - ch->start_ns), want);
+            } else {
+                CHECK(ch->lo == fwd);
+                fwd = ch->hi;
+            }
+        }
+        CHECK(n_io > 0);
+        CHECK_MSG(fwd == back && (double)fwd == r.race_meet, "computed to %lld, loaded from %lld, meet %g", (long long)fwd, (long long)back,
+                  r.race_meet);
+        CHECK_CONTAINS(r.note, "remote tier");
+        exec_result_free(&r);
+    }
     schedule_free(&s);
 }
 
@@ -462,7 +598,7 @@ TEST(execute_dram_tier_replay)
         CHECK_EQ_I(s.units[i].hop[0].ch, SCH_CH_H2D);
     }
     KvErr e;
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -483,7 +619,7 @@ TEST(execute_backend_checked)
     Schedule s;
     if (emit_load(t, "kv-offload", 127, "1", path, &s) != 0) return;
     KvErr e = {{0}};
-    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"tpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK(exec_run(&s, &o, &r, &e) != 0);
     CHECK_MSG(strstr(e.msg, "backend tpu: expected cpu or cuda"), "got '%s'", e.msg);
@@ -509,7 +645,7 @@ static void cuda_replay_case(TestCtx *t, const char *policy, int64_t n0, const c
     if (emit_load_tier(t, policy, n0, pp, dram_tier, path, &s) != 0) return;
     for (int i = 0; i < s.n_units; i++) CHECK_EQ_I(s.units[i].tier, dram_tier ? SCH_TIER_DRAM : SCH_TIER_SSD);
     KvErr e = {{0}};
-    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"cuda", test_tmpdir(t), 2, 1, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s pp %s: %s", policy, pp, e.msg);
     if (t->failures) {
@@ -569,7 +705,7 @@ TEST(exec_cuda_replays_one_and_two_stages)
 static void race_case(TestCtx *t, const Schedule *s, double io_rate, int64_t want_meet)
 {
     KvErr e;
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, io_rate};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, io_rate, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(s, &o, &r, &e) == 0, "%s", e.msg);
     if (t->failures) return;
@@ -632,13 +768,13 @@ TEST(execute_race_two_pointers_by_the_rules)
     Schedule k;
     snprintf(path, sizeof path, "%s/kvo-race.jsonl", test_tmpdir(t));
     if (emit_load(t, "kv-offload", 127, "1", path, &k) == 0) {
-        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0};
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0, 0, 0};
         ExecResult r;
         CHECK(exec_run(&k, &o, &r, &e) != 0);
         CHECK_MSG(strstr(e.msg, "execute --race: request") && strstr(e.msg, "token-wise two pointers"), "got '%s'", e.msg);
         schedule_free(&k);
     }
-    ExecOptions oc = {"cuda", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0};
+    ExecOptions oc = {"cuda", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 0, 0, 0};
     ExecResult rc2;
     e.msg[0] = '\0';
     CHECK(exec_run(&s, &oc, &rc2, &e) != 0);

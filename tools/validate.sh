@@ -49,7 +49,14 @@
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
 #        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), R2_POLS (the two-replica ones; "" none), HISTS, BATCHES;
 #        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST ..." (cpu, default cake:1024
-#        cacheflow:2048; "" none), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases)
+#        cacheflow:2048; "" none), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases;
+#        REMOTE_POLS (default kv-offload hcache; "" none), REMOTE_BATCHES (default 3), NET_RATE (MB/s, default 64),
+#        NET_LAT (us, default 50): the remote-tier cases)
+# The remote tier (docs/validation.md, "The remote tier"): REMOTE_POLS at each history length restore
+# from a remote store (store=dram+remote): kvcal execute fetches each unit from a server process over
+# TCP on the loopback interface, paced to an emulated network of NET_RATE MB/s and NET_LAT us
+# (--net-rate, --net-latency; the overlay's NIC the same: validate_report.py --net-rate); the
+# calibrations time the loopback's own fetches too (kvcal run --net loopback)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${KVSIM_BIN:-bin}
@@ -63,10 +70,10 @@ BACKEND=${BACKEND:-cpu}
 case $BACKEND in cpu | cuda) ;; *) echo "validate: BACKEND=$BACKEND: expected cpu or cuda" >&2; exit 2 ;; esac
 BK=() DEVN=() EXB=() COST_DEV=cpu TH=()
 if [ "$BACKEND" = cuda ]; then
-  CAL_FLAGS=${CAL_FLAGS---quick --points small}
+  CAL_FLAGS=${CAL_FLAGS---quick --points small --net loopback}
   BK=(--backend cuda) DEVN=(--device-name cuda-host) EXB=(--backend cuda) COST_DEV=cuda-host
 else
-CAL_FLAGS=${CAL_FLAGS---quick --points small --cold-weights --in-sequence --io-beside-compute}
+CAL_FLAGS=${CAL_FLAGS---quick --points small --net loopback --cold-weights --in-sequence --io-beside-compute}
 THREADS=${THREADS:-1}
 if [ "$THREADS" != 0 ]; then export OPENBLAS_NUM_THREADS=$THREADS; TH=(--threads "$THREADS"); fi
 fi
@@ -83,6 +90,7 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   python3 tools/validate_report.py --overlay "$W/cal.db" "${BK[@]}" > "$W/hw.json"
   if [ "$NCPU" -ge 2 ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --gpus 2 "${BK[@]}" > "$W/hw2.json"; fi
   if [ -n "${RACE_CASES:-}${SPLIT_CASES:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --io-rate "$RACE_RATE" "${BK[@]}" > "$W/hw-race.json"; fi
+  if [ -n "${REMOTE_POLS:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --net-rate "$NET_RATE" --net-latency "$NET_LAT" "${BK[@]}" > "$W/hw-net.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
 # Races (docs/validation.md, "The two pointers raced"): RACE_CASES (POLICY:HIST ...; "" none; cpu only)
@@ -100,6 +108,15 @@ if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-
 # measured fastest split with the predicted one (its own table: not in the error summary)
 if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then SPLIT_CASES=${SPLIT_CASES-}; else SPLIT_CASES=${SPLIT_CASES-cacheflow:1024}; fi
 SPLIT_KS=${SPLIT_KS:-0 1 2 3 4 6 8}
+# The remote tier: REMOTE_POLS at every history length, REMOTE_BATCHES requests restoring at once
+# from the one NIC (their fetches queue on it, as the engine's CH_NIC_IN serves them), the network
+# emulated at NET_RATE MB/s and NET_LAT us: at 64 MB/s one layer's KV of three 512-token histories
+# (768 KiB) takes ~12 ms to fetch and ~15 ms to compute on this CPU, so the pipelining of fetches
+# and layers decides the time (at the loopback's own ~5 GB/s a fetch is ~0.1 ms: DRAM-like)
+if [ "${QUICK:-0}" = 1 ]; then REMOTE_POLS=${REMOTE_POLS-}; else REMOTE_POLS=${REMOTE_POLS-kv-offload hcache}; fi
+REMOTE_BATCHES=${REMOTE_BATCHES:-3}
+NET_RATE=${NET_RATE:-64}
+NET_LAT=${NET_LAT:-50}
 # Pinning (docs/validation.md, "Pinning on a shared machine"): PIN=auto (default): the one-stage
 # cases as before (kvcal execute's default: the IO threads on the last CPU), the two-stage ones with
 # --no-pin (a stage pinned to a CPU that another job holds waits for it instead of taking the idle
@@ -133,6 +150,7 @@ for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1
 for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
 for p in ${R2_POLS:-}; do for h in $HISTS; do cases+=("$p:$h:4:1:2"); done; done
 for c in $RACE_CASES; do cases+=("${c%%:*}:${c##*:}:1:1:1:race"); done
+for p in $REMOTE_POLS; do for h in $HISTS; do for b in $REMOTE_BATCHES; do cases+=("$p:$h:$b:1:1:remote"); done; done; done
 for c in $SPLIT_CASES; do for k in $SPLIT_KS; do cases+=("${c%%:*}:${c##*:}:1:1:1:split:$k"); done; done
 k=0
 for ((pass = 1; pass <= PASSES; pass++)); do
@@ -149,8 +167,11 @@ for c in "${cases[@]}"; do
   tag=""; d="$W/cases/$p-h$h-b$b"; hw="$W/hw.json"
   if [ "$pp" != 1 ]; then tag=" pp=$pp"; d="$W/cases/$p-pp$pp-h$h-b$b"; hw="$W/hw$pp.json"; fi
   if [ "$rep" != 1 ]; then tag="$tag replicas=$rep"; d="$W/cases/$p-r$rep-h$h-b$b"; fi
-  RACE=() RSET=()
-  if [ "${race:-}" = split ]; then
+  RACE=() RSET=() STORE=dram+ssd
+  if [ "${race:-}" = remote ]; then
+    tag="$tag remote"; d="$W/cases/$p-remote-h$h-b$b"; hw="$W/hw-net.json"
+    RACE=(--net-rate "$NET_RATE" --net-latency "$NET_LAT"); STORE=dram+remote
+  elif [ "${race:-}" = split ]; then
     tag="$tag split=$ksplit"; d="$W/cases/$p-split$ksplit-h$h-b$b"; hw="$W/hw-race.json"
     RACE=(--io-rate "$RACE_RATE"); RSET=(--set cacheflow.split="$ksplit")
   elif [ -n "${race:-}" ]; then
@@ -163,9 +184,10 @@ for c in "${cases[@]}"; do
   trace "$d/trace.csv" "$h" "$b" "$([ "$rep" != 1 ] && echo 0 || echo 10)"
   # the prediction's settings, kept beside it (validate_repredict.py predicts with them again)
   args=(--policy "$p" --model $M --platform validate-host --pp "$pp" --set replicas="$rep" --set cost_device=$COST_DEV
-    --set iter_overhead=0 --set evict_each_turn=true --set store=dram+ssd --set think=0 "${RSET[@]}")
+    --set iter_overhead=0 --set evict_each_turn=true --set store=$STORE --set think=0 "${RSET[@]}")
   printf '%s\n' "${args[@]}" > "$d/kvsim.args"
-  if [ -n "${race:-}" ]; then echo "$RACE_RATE" > "$d/io_rate"; fi # the emulated drive (validate_repredict.py)
+  if [ "${race:-}" = remote ]; then echo "$NET_RATE $NET_LAT" > "$d/net_rate" # the emulated network (validate_repredict.py)
+  elif [ -n "${race:-}" ]; then echo "$RACE_RATE" > "$d/io_rate"; fi # the emulated drive (validate_repredict.py)
   "$B"/kvsim run "${args[@]}" --hardware "$hw" --trace "$d/trace.csv" --costs "$W/cal.db" \
     --out "$d/sim" --emit-schedule "$d/schedule.jsonl" --quiet --no-csv > /dev/null
   NOPIN=()

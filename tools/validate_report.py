@@ -11,6 +11,12 @@
                         per node, for N pipeline stages (kvcal execute runs stage st on CPU st).
                         --io-rate MB/S: the SSD an emulated drive of that read rate and 1 us latency
                         (kvcal execute --io-rate: every ssd hop takes at least bytes / rate).
+                        When the store has net points (kvcal run --net loopback), the platform also
+                        has a NIC to a remote store: "loopback", latency and rate fitted to them as the
+                        SSD's (a fetch from a server process over TCP on the loopback interface, as
+                        kvcal execute replays the remote tier); --net-rate MB/S [--net-latency US]:
+                        that NIC an emulated network of this rate and latency instead (kvcal execute
+                        --net-rate/--net-latency: every nic hop takes at least latency + bytes / rate).
   --merge DB [--last K] add to cost store DB one run whose every point is the median, point by
                         point, of the newest K (default 3) measured cpu runs (merged runs left out):
                         calibrations interleaved with the cases, the prediction from their median, so
@@ -71,10 +77,23 @@ def emulate_ssd(hw, io_rate):
     return hw
 
 
-def overlay(db, gpus=1, backend="cpu", io_rate=0.0):
+def emulate_nic(hw, net_rate, net_latency_us):
+    """The overlay's NIC as kvcal execute --net-rate MB/S --net-latency US emulates it: every nic hop
+    lasts at least latency + bytes / rate, which hides the loopback's own time when it is slower."""
+    nic = {"name": "loopback", "line": f"{net_rate / 1000:.6g} GB/s", "effective": f"{net_rate / 1000:.6g} GB/s",
+           "latency": f"{net_latency_us:g} us", "basis": "emulated",
+           "source": f"make validate: kvcal execute --net-rate {net_rate:g} (MB/s) --net-latency {net_latency_us:g} (us)"}
+    hw["nics"] = [nic]
+    hw["platforms"][0]["nic"] = "loopback"
+    return hw
+
+
+def overlay(db, gpus=1, backend="cpu", io_rate=0.0, net_rate=0.0, net_latency_us=0.0):
     hw = overlay_hw(db, gpus, backend)
     if io_rate > 0:
         emulate_ssd(hw, io_rate)
+    if net_rate > 0:
+        emulate_nic(hw, net_rate, net_latency_us)
     json.dump(hw, sys.stdout, indent=1)
     print()
 
@@ -88,6 +107,7 @@ def overlay_hw(db, gpus=1, backend="cpu"):
     pts = c.execute("select p1, median_ns from point where run_id=? and op='ssd_read' and p2=1 and p3=1 order by p1",
                     (run,)).fetchall()
     rate, lat = ssd_line(pts)
+    net = c.execute("select p1, median_ns from point where run_id=? and op='net' order by p1", (run,)).fetchall()
     h2d = c.execute("select p1, median_ns from point where run_id=? and op='h2d' order by p1 desc limit 1", (run,)).fetchone()
     link = h2d[0] / h2d[1] * 1e9 if h2d else 10e9
     src = f"make validate: {backend} calibration run {run} of {os.path.basename(db)}"
@@ -105,6 +125,12 @@ def overlay_hw(db, gpus=1, backend="cpu"):
                        "gpu": "cpu-host", "gpus_per_node": gpus, "link": "host-memcpy", "ssd": "scratch-dir", "n_ssd": 1,
                        "stripe_chunk": "1 MiB", "dram": "1 MB", "source": src}],
     }
+    if net:  # the remote store on the loopback interface (kvcal run --net loopback)
+        nrate, nlat = ssd_line(net)
+        hw["nics"] = [{"name": "loopback", "line": f"{nrate / 1e9:.4f} GB/s", "effective": f"{nrate / 1e9:.4f} GB/s",
+                       "latency": f"{nlat / 1e3:.1f} us", "basis": "measured",
+                       "source": src + ": net (a fetch from a server process over TCP on the loopback interface)"}]
+        hw["platforms"][0]["nic"] = "loopback"
     if backend == "cuda":  # this machine's GPU: the store has its compute; the figures only where it has none
         hw["gpus"] = [{"name": "cuda-host", "full_name": "this machine's CUDA device 0 as kvcal execute --backend cuda runs it",
                        "fp16": "989 TFLOP/s", "fp32": "67 TFLOP/s", "mem": "141 GB", "mem_bw": "4800 GB/s", "pcie": "host-memcpy",
@@ -303,6 +329,12 @@ def report(d, out, stat="median"):
         for n, sm in by_stages.items():
             print(f"S={n}: " + ", ".join(f"{key} median |error| {v['median_abs_error'] * 100:.1f}% p95 {v['p95_abs_error'] * 100:.1f}%"
                                           for key, v in sm.items()) + f" ({sm['ttft_ms']['cases']} cases)")
+    remote = [c for c in cases if "-remote-" in c["case"]]  # validate.sh REMOTE_POLS: restored from the remote tier
+    by_tier = {}
+    if remote:
+        by_tier["remote"] = summary(remote)
+        print("remote tier: " + ", ".join(f"{key} median |error| {v['median_abs_error'] * 100:.1f}% p95 {v['p95_abs_error'] * 100:.1f}%"
+                                          for key, v in by_tier["remote"].items()) + f" ({len(remote)} cases)")
     for c in cases:
         if c["lanes"]:
             print(f"lanes {c['case']}: {c['lanes']} stage-parallel lane layers replayed, {c['lane_ms']:.2f} ms each (mean)")
@@ -333,7 +365,7 @@ def report(d, out, stat="median"):
         print(f"noise floor: one pass's TTFT against its case's median over the passes: replays |deviation| median "
               f"{noise['replay_median_abs_dev'] * 100:.1f}% p95 {noise['replay_p95_abs_dev'] * 100:.1f}%, predictions median "
               f"{noise['prediction_median_abs_dev'] * 100:.1f}% p95 {noise['prediction_p95_abs_dev'] * 100:.1f}% ({noise['samples']} passes)")
-    res = {"cases": cases_all, "skipped": skipped, "split_sweeps": sweep_out, "summary": summ, "summary_by_stages": by_stages, "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
+    res = {"cases": cases_all, "skipped": skipped, "split_sweeps": sweep_out, "summary": summ, "summary_by_stages": by_stages, "summary_remote": by_tier.get("remote"), "goal": {"ttft_median": 0.05, "ttft_p95": 0.10},
            "noise_floor": noise, "stat": stat, "machine": machine()}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
@@ -360,6 +392,8 @@ def main():
     ap.add_argument("--last", type=int, default=3)
     ap.add_argument("--gpus", type=int, default=1, help="--overlay: GPUs per node (pipeline stages; default 1)")
     ap.add_argument("--io-rate", type=float, default=0.0, help="--overlay: the SSD an emulated drive of this read rate (MB/s)")
+    ap.add_argument("--net-rate", type=float, default=0.0, help="--overlay: the NIC an emulated network of this rate (MB/s)")
+    ap.add_argument("--net-latency", type=float, default=0.0, help="--overlay, with --net-rate: and this latency (us)")
     ap.add_argument("--stat", choices=["median", "low"], default="median")
     ap.add_argument("--json")
     ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="--overlay/--merge: the store's cpu (default) or cuda runs")
@@ -371,7 +405,9 @@ def main():
             ap.error(f"--gpus {a.gpus}: expected 1..{os.cpu_count()} (one CPU per stage)")
         if a.io_rate < 0:
             ap.error(f"--io-rate {a.io_rate:g}: expected a rate in MB/s > 0")
-        overlay(a.overlay, a.gpus, a.backend, a.io_rate)
+        if a.net_rate < 0 or a.net_latency < 0 or (a.net_latency > 0 and a.net_rate <= 0):
+            ap.error(f"--net-rate {a.net_rate:g} --net-latency {a.net_latency:g}: expected a rate in MB/s > 0 and a latency in us >= 0")
+        overlay(a.overlay, a.gpus, a.backend, a.io_rate, a.net_rate, a.net_latency)
     elif a.report:
         report(a.report, a.json or os.path.join(a.report, "validation.json"), a.stat)
     else:

@@ -110,6 +110,10 @@ def main():
                 rate_f = os.path.join(pd, "io_rate")  # a race's emulated drive (validate.sh RACE_CASES)
                 if os.path.exists(rate_f):
                     vr.emulate_ssd(ov, float(open(rate_f).read()))
+                net_f = os.path.join(pd, "net_rate")  # a remote case's emulated network (validate.sh REMOTE_POLS)
+                if os.path.exists(net_f):
+                    nr, nl = (float(v) for v in open(net_f).read().split())
+                    vr.emulate_nic(ov, nr, nl)
                 json.dump(ov, open(hw, "w"))
                 sch = os.path.join(od, "schedule.jsonl")
                 # validate.sh's own settings, with the new store and overlay

@@ -103,6 +103,7 @@ static const OptSpec k_run_opts[] = {
     {"--device", "N", 0, "the CUDA device index (default 0)"},
     {"--cold-weights", NULL, 0, "cpu: GEMM and layer ops read a new copy of their weights each repetition, rotating over 3x the LLC (weights from memory, as in a model's layer sequence)"},
     {"--in-sequence", NULL, 0, "cpu: time qkv, o, ffn, norm, act, rope and attention inside a whole layer on a new copy of its weights and KV each repetition (each op between the others, as a model's layer sequence runs them)"},
+    {"--net", "loopback", 0, "also time the remote store's NIC: net points, each a fetch of 64 KiB to 16 MiB from a server process over TCP on the loopback interface (the remote tier as kvcal execute replays it)"},
     {"--io-beside-compute", NULL, 0, "cpu: time the h2d/d2h and SSD points while a second thread runs the model's layers (the IO as it runs beside a replay's compute, kvcal execute; the timing thread pinned to the last CPU)"},
     {"--threads", "N", 0, "cpu: attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
     {"--dry-run", NULL, 0, "print the plan (points per op; cuda: predicted time on --device-name, default H200)"},
@@ -133,6 +134,10 @@ int kvcal_cmd_run(int argc, char **argv)
         return KVCAL_USAGE;
     int cold = opt_count(&a, "--cold-weights") > 0, in_seq = opt_count(&a, "--in-sequence") > 0;
     int beside = opt_count(&a, "--io-beside-compute") > 0;
+    const char *net_s = opt_get(&a, "--net");
+    if (net_s && strcmp(net_s, "loopback"))
+        return kvcal_cli_usage(&k_run, "--net '%s': expected loopback (a server process on this machine's loopback interface)", net_s);
+    int net = net_s != NULL;
     if ((cold || in_seq || threads > 0) && strcmp(backend, "cpu"))
         return kvcal_cli_usage(&k_run, "--cold-weights, --in-sequence and --threads are for --backend cpu (cuda flushes its L2 instead)");
     if (beside && strcmp(backend, "cpu"))
@@ -152,7 +157,9 @@ int kvcal_cmd_run(int argc, char **argv)
     ModelLayout ly = {m, dt, (int)tp, 1};
     if (!m || model_layout_check(&ly, &e) != 0) goto fail;
     CalibPlan plan;
-    if (calib_plan_default(&plan, backend, quick, &e) != 0 || (small && calib_plan_add_small(&plan, &e) != 0)) goto fail;
+    if (calib_plan_default(&plan, backend, quick, &e) != 0 || (small && calib_plan_add_small(&plan, &e) != 0) ||
+        (net && calib_plan_add_net(&plan, &e) != 0))
+        goto fail;
     if (dry) {
         if (!opt_get(&a, "--scratch")) plan.op[OP_SSD_READ].enabled = plan.op[OP_SSD_WRITE].enabled = 0;
         if (m->pos != POS_ROPE) plan.op[OP_ROPE].enabled = 0;

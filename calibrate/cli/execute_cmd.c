@@ -34,6 +34,8 @@ static const OptSpec k_execute_opts[] = {
     {"--threads", "N", 0, "attention threads of the cpu kernels (default: one per CPU; GEMM threads: OPENBLAS_NUM_THREADS)"},
     {"--race", NULL, 0, "token-wise two pointers (cake, cacheflow token-wise), one restoring request alone, cpu: run them at run time by kvsim's rules instead of the schedule's chunks, and report the measured meet point"},
     {"--io-rate", "MB/S", 0, "every ssd hop takes at least bytes / rate (an emulated drive or network of that bandwidth, in 10^6 bytes per second)"},
+    {"--net-rate", "MB/S", 0, "remote tier (fetched from a server process over TCP on the loopback interface): every nic hop takes at least bytes / rate (an emulated network; 10^6 bytes per second)"},
+    {"--net-latency", "US", 0, "remote tier: and at least this many microseconds more (an emulated network's latency; default 0)"},
 };
 static const OptCmd k_execute = {
     "kvcal execute",
@@ -44,6 +46,22 @@ static const OptCmd k_execute = {
     "Prints per request the measured and predicted TTFT and restore time; writes DIR/execute.json.\n"
     "Exit: 0 replayed, 1 failure (bad schedule, IO, no CUDA device), 2 usage error.",
     k_execute_opts, (int)KV_ARRAY_LEN(k_execute_opts), NULL, 0, 0};
+
+/* a number option of execute (NULL: absent, *out untouched): finite, <= hi, > 0 (or >= 0 with zero_ok);
+ * 1 with the message on stderr otherwise */
+static int parse_rate(const char *v, const char *opt, const char *want, double hi, int zero_ok, double *out)
+{
+    if (!v) return 0;
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(zero_ok ? x >= 0 : x > 0) || !(x <= hi)) {
+        fprintf(stderr, "kvcal execute: %s %s: expected %s\n", opt, v, want);
+        return 1;
+    }
+    *out = x;
+    return 0;
+}
 
 int kvcal_cmd_execute(int argc, char **argv)
 {
@@ -75,16 +93,11 @@ int kvcal_cmd_execute(int argc, char **argv)
         return KVCAL_USAGE;
     }
     double io_rate = 0;
-    const char *ior = opt_get(&a, "--io-rate");
-    if (ior) {
-        char *end = NULL;
-        errno = 0;
-        io_rate = strtod(ior, &end);
-        if (errno || end == ior || *end || !(io_rate > 0) || io_rate > 1e9) {
-            fprintf(stderr, "kvcal execute: --io-rate %s: expected a rate in MB/s, > 0 and at most 1e9\n", ior);
-            return KVCAL_USAGE;
-        }
-    }
+    if (parse_rate(opt_get(&a, "--io-rate"), "--io-rate", "a rate in MB/s, > 0 and at most 1e9", 1e9, 0, &io_rate)) return KVCAL_USAGE;
+    double net_rate = 0, net_lat = 0;
+    if (parse_rate(opt_get(&a, "--net-rate"), "--net-rate", "a rate in MB/s, > 0 and at most 1e9", 1e9, 0, &net_rate) ||
+        parse_rate(opt_get(&a, "--net-latency"), "--net-latency", "microseconds, >= 0 and at most 1e7", 1e7, 1, &net_lat))
+        return KVCAL_USAGE;
     int race = opt_count(&a, "--race") > 0;
     if (race && backend && !strcmp(backend, "cuda")) {
         fprintf(stderr, "kvcal execute: --race is for --backend cpu\n");
@@ -107,7 +120,7 @@ int kvcal_cmd_execute(int argc, char **argv)
     ExecOptions o = {backend, opt_get(&a, "--dir"), (int)reps, !opt_count(&a, "--no-pin"),
                      stat && !strcmp(stat, "min") ? EXEC_STAT_MIN : EXEC_STAT_MEDIAN,
                      !strcmp(wait, "spin") ? EXEC_WAIT_SPIN : !strcmp(wait, "sleep") ? EXEC_WAIT_SLEEP : EXEC_WAIT_AUTO,
-                     race, io_rate * 1e6};
+                     race, io_rate * 1e6, net_rate * 1e6, (int64_t)llround(net_lat * 1e3)};
     ExecResult r;
     if (exec_run(&s, &o, &r, &e) != 0) {
         schedule_free(&s);

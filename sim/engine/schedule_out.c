@@ -100,8 +100,8 @@ int sched_out_open(Sim *sm)
     for (int st = 0; st < sm->S; st++) fprintf(so->f, "%s%d", st ? "," : "", sm->stage_layers[st]);
     fprintf(so->f,
             "],\"kv_bytes_per_token_layer\":%.0f,\"hidden_bytes_per_token_layer\":%.0f,\"iter_overhead_ns\":%" PRId64
-            ",\"token_budget\":%" PRId64 "}\n",
-            sm->kv_tok_layer, sm->hid_tok_layer, sm->overhead_ns, sm->cfg->token_budget);
+            ",\"token_budget\":%" PRId64 ",\"nic_per_stage\":%d}\n",
+            sm->kv_tok_layer, sm->hid_tok_layer, sm->overhead_ns, sm->cfg->token_budget, sm->cfg->nic_per_stage ? 1 : 0);
     return 0;
 }
 

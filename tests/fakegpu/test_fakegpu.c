@@ -148,7 +148,7 @@ static void replay_case(TestCtx *t, const Case *c)
     for (int i = 0; i < s.n_units; i++) CHECK_EQ_I(s.units[i].tier, c->dram_tier ? SCH_TIER_DRAM : SCH_TIER_SSD);
     FakegpuStats s0, s1;
     fakegpu_stats(&s0);
-    ExecOptions o = {"cuda", test_tmpdir(t), 2, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0};
+    ExecOptions o = {"cuda", test_tmpdir(t), 2, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s: %s", tag, e.msg);
     fakegpu_stats(&s1);
