@@ -143,18 +143,31 @@ struct Ex {
 
 #define RACE_MAX_DEPTH 8
 
-/* a race's state (execute.h "Race"): the request, its token-wise file, kvsim's rules; the pointers
- * under x->mu */
-typedef struct ExRace {
+/* one raced request (execute.h "Race"): its token-wise file, kvsim's rules, its pointers and its
+ * progress (under x->mu) */
+typedef struct ExRaceReq {
     const SchReq *q;
-    int file;         /* its token-wise state file (x->files) */
+    int file;         /* its token-wise state file (x->files; -1: no history) */
     int64_t bpt;      /* bytes per token, every layer */
-    int64_t N, io_chunk, depth, comp_max;
-    unsigned char *buf; /* the IO side's read buffer: one chunk, 4 KiB aligned at both ends */
+    int64_t N, io_chunk, depth, comp_chunk; /* comp_chunk 0: as much as the budgets allow */
+    int low;          /* its restoration compute is low-priority (after every new input: Cake) */
     /* under mu */
-    int64_t io_issued, comp, comp_inflight, landed, last_land;
-    int64_t qlo[RACE_MAX_DEPTH], qhi[RACE_MAX_DEPTH]; /* claimed, not yet begun by the IO thread (FIFO) */
-    int qhead, qn, n_flight, done;
+    int admitted, tw; /* tw: restoring (its two pointers have not met, or a claimed chunk is in flight) */
+    int64_t io_issued, comp, comp_inflight, landed, n_flight;
+    int64_t restored, first, new_done, out_done; /* replay times (-1: not yet), tokens */
+} ExRaceReq;
+
+/* a race's state: the requests in admission order, the budgets, the IO side's claims of every
+ * request in claim order (the one channel serves them first come, first served) */
+typedef struct ExRace {
+    ExRaceReq *rq;
+    int n;
+    int64_t token_budget, rbudget; /* per iteration: every item's tokens, the restoration compute's */
+    unsigned char *buf; /* the IO side's read buffer: the largest chunk, 4 KiB aligned at both ends */
+    /* under mu */
+    int *qreq;
+    int64_t *qlo, *qhi; /* claimed, not yet begun by the IO thread (FIFO of qcap) */
+    int qhead, qn, qcap, done;
     ExecChunk *log;
     int n_log, cap_log;
 } ExRace;
@@ -528,13 +541,18 @@ static int compute_alloc(Ex *x, KvErr *e)
             if (ln->ctx + ln->tokens > x->kv_rows) x->kv_rows = ln->ctx + ln->tokens;
         }
     }
-    if (x->race) { /* a race's chunks: up to comp_max tokens over the history, then the new tokens over all of it */
+    if (x->race) { /* a race's iterations: every request's chunk (at most a budget's tokens) over its own history */
         const struct ExRace *rc = x->race;
-        int64_t c = rc->comp_max < rc->N ? rc->comp_max : rc->N, all = rc->N + rc->q->nnew;
-        if (c > x->max_rows) x->max_rows = c;
-        if (rc->q->nnew > x->max_rows) x->max_rows = rc->q->nnew;
-        if (all > x->max_kv) x->max_kv = all;
-        if (all > x->kv_rows) x->kv_rows = all;
+        int64_t rows = 0, kvr = 0;
+        for (int k = 0; k < rc->n; k++) {
+            const ExRaceReq *a = &rc->rq[k];
+            int64_t c = a->N > a->q->nnew ? a->N : a->q->nnew, all = a->N + a->q->nnew + a->q->nout;
+            rows += c < rc->token_budget ? c : rc->token_budget;
+            kvr += all;
+            if (all > x->max_kv) x->max_kv = all;
+        }
+        if (rows > x->max_rows) x->max_rows = rows;
+        if (kvr > x->kv_rows) x->kv_rows = kvr;
     }
     int64_t m = x->max_rows > 0 ? x->max_rows : 1, kv = x->max_kv > m ? x->max_kv : m, wt = x->max_work_tok > 0 ? x->max_work_tok : 1;
     if (wt > m) m = wt;
@@ -1283,41 +1301,55 @@ static int replay(Ex *x, KvErr *e)
 /* ------------------------------------------------------------------ the two pointers raced (--race) */
 
 
-/* the IO side claims chunks backward while fewer than depth are in flight and tokens above the
- * compute side's are left (restore.c restore_tw_issue; caller holds mu) */
-static void race_claim(ExRace *rc)
+/* request k's IO side claims chunks backward while fewer than depth are in flight and tokens above
+ * its compute side's are left (restore.c restore_tw_issue), each queued behind every claim before it
+ * (caller holds mu) */
+static void race_claim(ExRace *rc, int k)
 {
-    while (rc->n_flight < rc->depth) {
-        int64_t lower = rc->comp + rc->comp_inflight;
-        if (rc->io_issued <= lower) return;
-        int64_t c = rc->io_issued - lower;
-        if (c > rc->io_chunk) c = rc->io_chunk;
-        int slot = (rc->qhead + rc->qn) % RACE_MAX_DEPTH;
-        rc->qlo[slot] = rc->io_issued - c;
-        rc->qhi[slot] = rc->io_issued;
+    ExRaceReq *a = &rc->rq[k];
+    while (a->tw && a->n_flight < a->depth && rc->qn < rc->qcap) {
+        int64_t lower = a->comp + a->comp_inflight;
+        if (a->io_issued <= lower) return;
+        int64_t c = a->io_issued - lower;
+        if (c > a->io_chunk) c = a->io_chunk;
+        int slot = (rc->qhead + rc->qn) % rc->qcap;
+        rc->qreq[slot] = k;
+        rc->qlo[slot] = a->io_issued - c;
+        rc->qhi[slot] = a->io_issued;
         rc->qn++;
-        rc->io_issued -= c;
-        rc->n_flight++;
+        a->io_issued -= c;
+        a->n_flight++;
     }
 }
 
-static void race_log(ExRace *rc, int io, int64_t lo, int64_t hi, int64_t t, int64_t t1)
+/* request k restored at t once every token is computed or landed and nothing is in flight
+ * (restore.c restore_tw_check_done; caller holds mu) */
+static void race_check_done(ExRace *rc, int k, int64_t t)
 {
-    if (rc->n_log < rc->cap_log) rc->log[rc->n_log++] = (ExecChunk){io, lo, hi, t, t1};
+    ExRaceReq *a = &rc->rq[k];
+    if (!a->tw || a->n_flight || a->comp_inflight || a->comp + a->landed < a->N) return;
+    a->tw = 0;
+    a->restored = t;
 }
 
-/* the chunk [lo, hi) of the token-wise file into the race's buffer (4 KiB aligned reads), or from the
- * DRAM tier's host copy; then copied to the stage's "device" buffer */
-static int race_load(Ex *x, ExRace *rc, int64_t lo, int64_t hi, int64_t t, KvErr *e)
+static void race_log(ExRace *rc, uint64_t req, int io, int64_t lo, int64_t hi, int64_t t, int64_t t1)
 {
-    ExFile *f = &x->files[rc->file];
-    int64_t off = lo * rc->bpt, bytes = (hi - lo) * rc->bpt;
+    if (rc->n_log < rc->cap_log) rc->log[rc->n_log++] = (ExecChunk){io, lo, hi, t, t1, req};
+}
+
+/* the chunk [lo, hi) of request a's token-wise file into the race's buffer (4 KiB aligned reads),
+ * fetched from the remote store, or from the DRAM tier's host copy; then copied to the stage's
+ * "device" buffer */
+static int race_load(Ex *x, ExRace *rc, const ExRaceReq *a, int64_t lo, int64_t hi, int64_t t, KvErr *e)
+{
+    ExFile *f = &x->files[a->file];
+    int64_t off = lo * a->bpt, bytes = (hi - lo) * a->bpt;
     const unsigned char *src;
     if (f->tier == SCH_TIER_SSD) {
-        int64_t a = off / EX_ALIGN * EX_ALIGN;
-        if (pread_all(f, rc->buf, a, (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - a, e) != 0) return -1;
+        int64_t al = off / EX_ALIGN * EX_ALIGN;
+        if (pread_all(f, rc->buf, al, (off + bytes + EX_ALIGN - 1) / EX_ALIGN * EX_ALIGN - al, e) != 0) return -1;
         io_throttle(x, t, bytes, x->io_rate, 0);
-        src = rc->buf + (off - a);
+        src = rc->buf + (off - al);
     } else if (f->tier == SCH_TIER_REMOTE) { /* over the one NIC */
         if (rstore_fetch(&x->rstore, 0, f->rbase + off, bytes, rc->buf, e) != 0) return -1;
         io_throttle(x, t, bytes, x->net_rate, x->net_lat_ns);
@@ -1330,6 +1362,7 @@ static int race_load(Ex *x, ExRace *rc, int64_t lo, int64_t hi, int64_t t, KvErr
     return 0;
 }
 
+/* the IO side: the claims in claim order, one at a time (the engine's ssd or nic channel, then h2d) */
 static void *race_io_main(void *p)
 {
     Ex *x = p;
@@ -1339,24 +1372,26 @@ static void *race_io_main(void *p)
     for (;;) {
         while (!x->failed && rc->qn == 0 && !rc->done) pthread_cond_wait(&x->cv, &x->mu);
         if (x->failed || rc->qn == 0) break;
+        int k = rc->qreq[rc->qhead];
         int64_t lo = rc->qlo[rc->qhead], hi = rc->qhi[rc->qhead];
-        rc->qhead = (rc->qhead + 1) % RACE_MAX_DEPTH;
+        rc->qhead = (rc->qhead + 1) % rc->qcap;
         rc->qn--;
+        ExRaceReq *a = &rc->rq[k];
         pthread_mutex_unlock(&x->mu);
         KvErr e;
         int64_t t = ex_now(x);
-        int bad = race_load(x, rc, lo, hi, t, &e);
+        int bad = race_load(x, rc, a, lo, hi, t, &e);
         int64_t t1 = ex_now(x);
         pthread_mutex_lock(&x->mu);
         if (bad) {
             fail_locked(x, &e);
             break;
         }
-        rc->landed += hi - lo;
-        rc->n_flight--;
-        rc->last_land = t1;
-        race_log(rc, 1, lo, hi, t, t1);
-        race_claim(rc);
+        a->landed += hi - lo;
+        a->n_flight--;
+        race_log(rc, a->q->id, 1, lo, hi, t, t1);
+        race_claim(rc, k);
+        race_check_done(rc, k, t1);
         pthread_cond_broadcast(&x->cv);
     }
     pthread_cond_broadcast(&x->cv);
@@ -1364,130 +1399,241 @@ static void *race_io_main(void *p)
     return NULL;
 }
 
-/* every layer of the model over one item (a race's compute chunk, or the new input after it) */
-static int race_layers(Ex *x, const SchItem *it, KvErr *e)
+/* the next iteration's batch by iteration.c form_batch's rules (caller holds mu): decode first (one
+ * token each), then in admission order new input (restored requests, and those without history)
+ * and restoration compute, a low-priority request's compute after every new input; at most
+ * token_budget tokens, the restoration compute at most rbudget of them; a compute chunk is every
+ * token between the request's two pointers up to the budgets (and comp_chunk). Returns the items
+ * (comp_inflight set for the compute chunks), their request indices in who[] */
+static int race_form(ExRace *rc, SchItem *items, int *who)
 {
-    int64_t we;
-    for (int l = 0; l < x->s->layers; l++)
-        if (layer_run(x, &x->stage[0], it, 1, NULL, l, &we, NULL, e) != 0) return -1;
-    return 0;
+    int n = 0, low = 0;
+    int64_t budget = rc->token_budget, rbudget = rc->rbudget;
+    for (int k = 0; k < rc->n; k++) {
+        ExRaceReq *a = &rc->rq[k];
+        if (!a->admitted) continue;
+        low |= a->tw && a->low;
+        if (a->first >= 0 && a->out_done < a->q->nout) {
+            items[n] = (SchItem){a->q->id, SCH_ITEM_DECODE, 0, 1, a->N + a->q->nnew + a->out_done};
+            who[n++] = k;
+            budget--;
+        }
+    }
+    for (int pass = 0; pass < (low ? 2 : 1); pass++)
+        for (int k = 0; k < rc->n && budget > 0; k++) {
+            ExRaceReq *a = &rc->rq[k];
+            if (!a->admitted || a->first >= 0) continue;
+            if (a->tw) {
+                if (pass != a->low) continue;
+                int64_t avail = a->io_issued - a->comp;
+                if (avail <= 0 || a->comp_inflight || rbudget <= 0) continue;
+                int64_t c = avail < budget ? avail : budget;
+                if (c > rbudget) c = rbudget;
+                if (a->comp_chunk > 0 && c > a->comp_chunk) c = a->comp_chunk;
+                items[n] = (SchItem){a->q->id, SCH_ITEM_RECOMPUTE, 0, c, a->comp};
+                who[n++] = k;
+                a->comp_inflight = c;
+                budget -= c;
+                rbudget -= c;
+                continue;
+            }
+            if (pass == 1) continue;
+            int64_t left = a->q->nnew - a->new_done;
+            if (left <= 0) continue;
+            int64_t c = left < budget ? left : budget;
+            items[n] = (SchItem){a->q->id, SCH_ITEM_PREFILL, 0, c, a->N + a->new_done};
+            who[n++] = k;
+            budget -= c;
+        }
+    return n;
 }
 
-/* one race on the calling thread (stage 0 computes) with the IO thread beside it: *restored, *first,
- * *meet in replay time and tokens */
-static int race_once(Ex *x, int64_t *restored, int64_t *first, int64_t *meet, KvErr *e)
+/* wait on cv until replay time `at` at the latest (caller holds mu) */
+static void cv_wait_until(Ex *x, int64_t at)
+{
+    int64_t abs_ns = x->t0 + at;
+    struct timespec ts = {(time_t)(abs_ns / 1000000000), (long)(abs_ns % 1000000000)};
+    pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+}
+
+/* one race on the calling thread (stage 0 computes, every request's chunks batched into iterations
+ * as the engine forms them) with the IO thread beside it, until every request has its first token */
+static int race_once(Ex *x, KvErr *e)
 {
     ExRace *rc = x->race;
-    const SchReq *q = rc->q;
-    rc->io_issued = rc->N;
-    rc->comp = rc->comp_inflight = rc->landed = rc->last_land = 0;
-    rc->qhead = rc->qn = rc->n_flight = rc->done = 0;
+    for (int k = 0; k < rc->n; k++) {
+        ExRaceReq *a = &rc->rq[k];
+        a->admitted = 0;
+        a->tw = a->N > 0;
+        a->io_issued = a->N;
+        a->comp = a->comp_inflight = a->landed = a->n_flight = a->new_done = a->out_done = 0;
+        a->restored = a->first = -1;
+    }
+    rc->qhead = rc->qn = rc->done = 0;
     rc->n_log = 0;
     x->failed = 0;
     drop_caches(x);
     x->t0 = mono_ns();
     pthread_t th;
     if (pthread_create(&th, NULL, race_io_main, x) != 0) return kv_err(e, "execute: cannot start the IO thread");
+    SchItem *items = calloc((size_t)rc->n, sizeof *items);
+    int *who = calloc((size_t)rc->n, sizeof *who);
     pthread_mutex_lock(&x->mu);
-    wait_until_time(x, rel(x, q->admit_ns));
-    race_claim(rc); /* at admission the IO side claims first (restore.c), then the iteration forms */
-    pthread_cond_broadcast(&x->cv);
-    int64_t comp_end = 0;
-    while (!x->failed && rc->comp + rc->landed < rc->N) {
-        int64_t avail = rc->io_issued - rc->comp;
-        if (avail <= 0) {
-            pthread_cond_wait(&x->cv, &x->mu);
+    if (!items || !who) {
+        KvErr oe;
+        kv_err(&oe, "execute: out of memory");
+        fail_locked(x, &oe);
+    }
+    int firsts = 0;
+    while (!x->failed && firsts < rc->n) {
+        /* admissions due: the IO side claims first (restore.c), then the iteration forms */
+        int64_t now = ex_now(x), next_admit = -1;
+        for (int k = 0; k < rc->n; k++) {
+            ExRaceReq *a = &rc->rq[k];
+            if (a->admitted) continue;
+            int64_t at = rel(x, a->q->admit_ns);
+            if (at <= now) {
+                a->admitted = 1;
+                if (a->tw) race_claim(rc, k);
+                else a->restored = now;
+                pthread_cond_broadcast(&x->cv);
+            } else if (next_admit < 0 || at < next_admit) {
+                next_admit = at;
+            }
+        }
+        int n = race_form(rc, items, who);
+        if (n == 0) { /* nothing runs until a landing or the next admission */
+            if (next_admit >= 0) cv_wait_until(x, next_admit);
+            else pthread_cond_wait(&x->cv, &x->mu);
             continue;
         }
-        int64_t c = avail < rc->comp_max ? avail : rc->comp_max, lo = rc->comp;
-        rc->comp_inflight = c;
         pthread_mutex_unlock(&x->mu);
-        int64_t t = ex_now(x);
-        SchItem one = {q->id, SCH_ITEM_RECOMPUTE, 0, c, lo};
+        int64_t t = ex_now(x), we;
         KvErr le;
-        int bad = race_layers(x, &one, &le) != 0;
+        int bad = 0;
+        for (int l = 0; l < x->s->layers && !bad; l++) bad = layer_run(x, &x->stage[0], items, n, NULL, l, &we, NULL, &le) != 0;
         int64_t t1 = ex_now(x);
         pthread_mutex_lock(&x->mu);
         if (bad) {
             fail_locked(x, &le);
             break;
         }
-        rc->comp += c;
-        rc->comp_inflight = 0;
-        comp_end = t1;
-        race_log(rc, 0, lo, lo + c, t, t1);
-        race_claim(rc);
+        for (int i = 0; i < n; i++) {
+            int k = who[i];
+            ExRaceReq *a = &rc->rq[k];
+            if (items[i].kind == SCH_ITEM_RECOMPUTE) {
+                a->comp += items[i].tokens;
+                a->comp_inflight = 0;
+                race_log(rc, a->q->id, 0, items[i].ctx, items[i].ctx + items[i].tokens, t, t1);
+                race_claim(rc, k);
+                race_check_done(rc, k, t1);
+            } else if (items[i].kind == SCH_ITEM_PREFILL) {
+                a->new_done += items[i].tokens;
+                if (a->new_done == a->q->nnew) {
+                    a->first = t1;
+                    a->out_done = 1;
+                    firsts++;
+                }
+            } else {
+                a->out_done++;
+            }
+        }
         pthread_cond_broadcast(&x->cv);
     }
     rc->done = 1;
-    *meet = rc->comp;
-    *restored = rc->last_land > comp_end ? rc->last_land : comp_end;
     pthread_cond_broadcast(&x->cv);
     pthread_mutex_unlock(&x->mu);
     pthread_join(th, NULL);
+    free(items);
+    free(who);
     if (x->failed) {
         *e = x->err;
         return -1;
     }
-    /* restored: the new tokens over the whole history, as kvsim's next iteration */
-    SchItem nw = {q->id, SCH_ITEM_PREFILL, 0, q->nnew, q->hist};
-    if (race_layers(x, &nw, e) != 0) return -1;
-    *first = ex_now(x);
     return 0;
 }
 
-/* the race's preconditions and its state (after prepare's unit loop: files known, not yet written):
- * refused naming what is missing */
 static int race_setup(Ex *x, KvErr *e)
 {
     const Schedule *s = x->s;
     ExecResult *r = x->r;
     if (x->cuda) return kv_err(e, "execute --race: the cpu backend only");
     if (s->stages != 1) return kv_err(e, "execute --race: a schedule of %d pipeline stages: one expected", s->stages);
-    int k = -1, n = 0;
-    for (int i = 0; i < r->n_reqs; i++)
-        if (s->reqs[r->req_idx[i]].hist > 0) k = i, n++;
-    if (n != 1 || r->n_reqs != 1)
-        return kv_err(e, "execute --race: %d replayed requests (%d restoring): the race replays one restoring request alone", r->n_reqs, n);
-    const SchReq *q = &s->reqs[r->req_idx[k]];
-    if (strcmp(q->restore, "tokenwise"))
-        return kv_err(e, "execute --race: request %llu restores '%s': the race is for token-wise two pointers (cake, cacheflow token-wise)",
-                      (unsigned long long)q->id, q->restore);
-    if (q->io_depth < 1 || q->io_chunk < 1 || q->comp_budget < 1)
-        return kv_err(e, "execute --race: request %llu has no io_depth, io_chunk or comp_budget: a schedule from an older kvsim (emit it again)",
-                      (unsigned long long)q->id);
-    if (q->io_depth > RACE_MAX_DEPTH) return kv_err(e, "execute --race: io_depth %lld: at most %d", (long long)q->io_depth, RACE_MAX_DEPTH);
-    if (q->nnew > q->comp_budget) /* the race prefills the new input in one iteration after the meet */
-        return kv_err(e, "execute --race: request %llu's new input (%lld tokens) exceeds one iteration's budget (%lld): not raced",
-                      (unsigned long long)q->id, (long long)q->nnew, (long long)q->comp_budget);
+    int n_tw = 0;
+    for (int i = 0; i < r->n_reqs; i++) {
+        const SchReq *q = &s->reqs[r->req_idx[i]];
+        if (q->hist == 0) continue;
+        if (strcmp(q->restore, "tokenwise"))
+            return kv_err(e, "execute --race: request %llu restores '%s': the race is for token-wise two pointers (cake, cacheflow token-wise)",
+                          (unsigned long long)q->id, q->restore);
+        if (q->io_depth < 1 || q->io_chunk < 1 || q->comp_budget < 1)
+            return kv_err(e, "execute --race: request %llu has no io_depth, io_chunk or comp_budget: a schedule from an older kvsim (emit it again)",
+                          (unsigned long long)q->id);
+        if (q->io_depth > RACE_MAX_DEPTH) return kv_err(e, "execute --race: io_depth %lld: at most %d", (long long)q->io_depth, RACE_MAX_DEPTH);
+        n_tw++;
+    }
+    if (n_tw == 0) return kv_err(e, "execute --race: %d replayed requests, none restoring: nothing to race", r->n_reqs);
+    if (r->n_reqs > 1) { /* a batch: the engine's batching rules need the header's budget and each request's priority */
+        if (s->token_budget < 1)
+            return kv_err(e, "execute --race: a batch of %d requests and no header token_budget: a schedule from an older kvsim (emit it again)",
+                          r->n_reqs);
+        if (!strcmp(s->policy, "cacheflow"))
+            return kv_err(e, "execute --race: a batch of %d requests of cacheflow: its batch-aware IO scheduler picks among the queued "
+                          "loads, which the race's first-come order does not replay (one request alone is raced)", r->n_reqs);
+        for (int i = 0; i < r->n_reqs; i++)
+            if (s->reqs[r->req_idx[i]].hist > 0 && !s->reqs[r->req_idx[i]].has_low_prio)
+                return kv_err(e, "execute --race: request %llu has no low_prio: a schedule from an older kvsim (emit it again)",
+                              (unsigned long long)s->reqs[r->req_idx[i]].id);
+    }
     ExRace *rc = calloc(1, sizeof *rc);
     if (!rc) return kv_err(e, "execute: out of memory");
     x->race = rc;
-    rc->q = q;
-    rc->file = -1;
-    for (int j = 0; j < r->n_units && rc->file < 0; j++) {
-        const SchUnit *u = &s->units[r->unit_idx[j]];
-        if (u->req == q->id && u->tokwise && u->tok_hi > u->tok_lo) {
-            rc->file = x->u_file[j];
-            rc->bpt = u->bytes / (u->tok_hi - u->tok_lo);
+    rc->n = r->n_reqs;
+    rc->rq = calloc((size_t)rc->n, sizeof *rc->rq);
+    if (!rc->rq) return kv_err(e, "execute: out of memory");
+    int64_t max_chunk = 0, cap = 4;
+    for (int i = 0; i < rc->n; i++) {
+        ExRaceReq *a = &rc->rq[i];
+        const SchReq *q = &s->reqs[r->req_idx[i]];
+        a->q = q;
+        a->file = -1;
+        a->N = q->hist;
+        if (q->hist == 0) continue;
+        for (int j = 0; j < r->n_units && a->file < 0; j++) {
+            const SchUnit *u = &s->units[r->unit_idx[j]];
+            if (u->req == q->id && u->tokwise && u->tok_hi > u->tok_lo) {
+                a->file = x->u_file[j];
+                a->bpt = u->bytes / (u->tok_hi - u->tok_lo);
+            }
         }
+        if (a->file < 0 || a->bpt < 1)
+            return kv_err(e, "execute --race: request %llu loads no token-wise unit: nothing tells its file and bytes per token", (unsigned long long)q->id);
+        a->io_chunk = q->io_chunk;
+        a->depth = q->io_depth;
+        a->comp_chunk = q->comp_chunk;
+        a->low = q->low_prio;
+        ExFile *f = &x->files[a->file];
+        if (f->bytes < a->N * a->bpt) f->bytes = a->N * a->bpt; /* the race may load any chunk of the history */
+        if (a->io_chunk * a->bpt > max_chunk) max_chunk = a->io_chunk * a->bpt;
+        cap += a->N + a->N / a->io_chunk + 4;
+        /* the budgets: the schedule's (one request alone, from an older kvsim: its own) */
+        int64_t tb = s->token_budget > 0 ? s->token_budget : q->comp_budget > q->nnew ? q->comp_budget : q->nnew;
+        rc->token_budget = tb;
+        rc->rbudget = q->comp_budget;
     }
-    if (rc->file < 0 || rc->bpt < 1)
-        return kv_err(e, "execute --race: request %llu loads no token-wise unit: nothing tells its file and bytes per token", (unsigned long long)q->id);
-    rc->N = q->hist;
-    rc->io_chunk = q->io_chunk;
-    rc->depth = q->io_depth;
-    rc->comp_max = q->comp_chunk > 0 && q->comp_chunk < q->comp_budget ? q->comp_chunk : q->comp_budget;
-    ExFile *f = &x->files[rc->file];
-    if (f->bytes < rc->N * rc->bpt) f->bytes = rc->N * rc->bpt; /* the race may load any chunk of the history */
-    size_t buf_bytes = (size_t)((rc->io_chunk * rc->bpt + 2 * EX_ALIGN) / EX_ALIGN * EX_ALIGN);
-    if (posix_memalign((void **)&rc->buf, EX_ALIGN, buf_bytes) != 0) {
+    if (rc->token_budget < 1) rc->token_budget = s->token_budget;
+    rc->qcap = rc->n * RACE_MAX_DEPTH;
+    rc->qreq = calloc((size_t)rc->qcap, sizeof *rc->qreq);
+    rc->qlo = calloc((size_t)rc->qcap, sizeof *rc->qlo);
+    rc->qhi = calloc((size_t)rc->qcap, sizeof *rc->qhi);
+    size_t buf_bytes = (size_t)((max_chunk + 2 * EX_ALIGN) / EX_ALIGN * EX_ALIGN);
+    if (!rc->qreq || !rc->qlo || !rc->qhi || posix_memalign((void **)&rc->buf, EX_ALIGN, buf_bytes) != 0) {
         rc->buf = NULL;
         return kv_err(e, "execute: out of memory");
     }
     memset(rc->buf, 0, buf_bytes);
-    if (x->dev_bytes < rc->io_chunk * rc->bpt) x->dev_bytes = rc->io_chunk * rc->bpt;
-    rc->cap_log = (int)(rc->N + rc->N / rc->io_chunk + 4);
+    if (x->dev_bytes < max_chunk) x->dev_bytes = max_chunk;
+    rc->cap_log = (int)cap;
     rc->log = calloc((size_t)rc->cap_log, sizeof *rc->log);
     if (!rc->log) return kv_err(e, "execute: out of memory");
     return 0;
@@ -1496,45 +1642,62 @@ static int race_setup(Ex *x, KvErr *e)
 static void race_free(Ex *x)
 {
     if (!x->race) return;
+    free(x->race->rq);
+    free(x->race->qreq);
+    free(x->race->qlo);
+    free(x->race->qhi);
     free(x->race->buf);
     free(x->race->log);
     free(x->race);
     x->race = NULL;
 }
 
-/* the race, a warm-up and reps timed: the request's times and the meet, each summarised (stat) */
 static int race_run(Ex *x, const ExecOptions *o, int reps, KvErr *e)
 {
     ExecResult *r = x->r;
     ExRace *rc = x->race;
-    const SchReq *q = rc->q;
-    int64_t *tt = calloc((size_t)reps, sizeof *tt), *rs = calloc((size_t)reps, sizeof *rs), *fs = calloc((size_t)reps, sizeof *fs);
-    r->race_meets = calloc((size_t)reps, sizeof *r->race_meets);
-    int64_t *mt = calloc((size_t)reps, sizeof *mt);
-    r->reqs = calloc(1, sizeof *r->reqs);
+    int n = rc->n;
+    int64_t *tt = calloc((size_t)(reps * n), sizeof *tt), *rs = calloc((size_t)(reps * n), sizeof *rs),
+            *fs = calloc((size_t)(reps * n), sizeof *fs), *mt = calloc((size_t)(reps * n), sizeof *mt);
+    r->race_meets = calloc((size_t)(reps * n), sizeof *r->race_meets);
+    r->reqs = calloc((size_t)n, sizeof *r->reqs);
     int rcode = -1;
     if (!tt || !rs || !fs || !mt || !r->race_meets || !r->reqs) {
         kv_err(e, "execute: out of memory");
         goto out;
     }
-    int64_t restored, first, meet;
-    if (race_once(x, &restored, &first, &meet, e) != 0) goto out; /* warm-up */
+    if (race_once(x, e) != 0) goto out; /* warm-up */
+    int64_t o0 = r->origin_ns;
     for (int p = 0; p < reps; p++) {
-        if (race_once(x, &restored, &first, &meet, e) != 0) goto out;
-        int64_t o0 = r->origin_ns;
-        tt[p] = first + o0 - q->release_ns;
-        fs[p] = restored + o0;
-        rs[p] = restored + o0 > q->admit_ns ? restored + o0 - q->admit_ns : 0;
-        r->race_meets[p] = mt[p] = meet;
+        if (race_once(x, e) != 0) goto out;
+        for (int k = 0; k < n; k++) {
+            const ExRaceReq *a = &rc->rq[k];
+            const SchReq *q = a->q;
+            int64_t restored = a->restored >= 0 ? a->restored : rel(x, q->admit_ns);
+            tt[k * reps + p] = a->first + o0 - q->release_ns;
+            fs[k * reps + p] = restored + o0;
+            rs[k * reps + p] = restored + o0 > q->admit_ns ? restored + o0 - q->admit_ns : 0;
+            r->race_meets[p * n + k] = mt[k * reps + p] = a->comp;
+        }
     }
-    ExecReq *m = &r->reqs[0];
-    m->id = q->id;
-    m->release_ns = q->release_ns;
-    m->ttft_ns = (int64_t)llround(exec_summary_ns(tt, reps, o->stat));
-    m->restore_ns = (int64_t)llround(exec_summary_ns(rs, reps, o->stat));
-    m->restored_ns = (int64_t)llround(exec_summary_ns(fs, reps, o->stat));
-    m->first_ns = m->release_ns + m->ttft_ns;
-    r->race_meet = exec_summary_ns(mt, reps, EXEC_STAT_MEDIAN); /* the meet: the median (a count, not a time) */
+    for (int k = 0; k < n; k++) {
+        ExecReq *m = &r->reqs[k];
+        const SchReq *q = rc->rq[k].q;
+        m->id = q->id;
+        m->release_ns = q->release_ns;
+        m->ttft_ns = (int64_t)llround(exec_summary_ns(tt + k * reps, reps, o->stat));
+        m->restore_ns = (int64_t)llround(exec_summary_ns(rs + k * reps, reps, o->stat));
+        m->restored_ns = (int64_t)llround(exec_summary_ns(fs + k * reps, reps, o->stat));
+        m->first_ns = m->release_ns + m->ttft_ns;
+        m->meet = exec_summary_ns(mt + k * reps, reps, EXEC_STAT_MEDIAN); /* the meet: the median (a count, not a time) */
+    }
+    r->race_meet = r->reqs[0].meet;
+    for (int k = 0; k < n; k++)
+        if (rc->rq[k].N > 0) {
+            r->race_meet = r->reqs[k].meet; /* the first restoring request's */
+            break;
+        }
+    r->race_n = n;
     r->chunks = malloc((size_t)(rc->n_log > 0 ? rc->n_log : 1) * sizeof *r->chunks);
     if (!r->chunks) {
         kv_err(e, "execute: out of memory");
@@ -1650,7 +1813,11 @@ static int exec_run_one(const Schedule *s, const ExecOptions *o, ExecResult *r, 
     if (x->pin && !cuda && ncpu > 1 && (s->stages == 1 || ncpu > s->stages)) x->io_cpu = (int)ncpu - 1;
     r->stages = s->stages;
     pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
+    pthread_condattr_t ca_;
+    pthread_condattr_init(&ca_);
+    pthread_condattr_setclock(&ca_, CLOCK_MONOTONIC); /* cv_wait_until's deadlines are mono_ns times */
+    pthread_cond_init(&x->cv, &ca_);
+    pthread_condattr_destroy(&ca_);
     int reps = o->reps > 0 ? o->reps : 3, rc = -1;
     int64_t *tt = NULL, *rs = NULL, *fs = NULL, *is = NULL, *id = NULL, *ue = NULL, *lt = NULL, *le = NULL;
     if (cuda) { /* every stage its own ProbeDev (its stream, its cuBLAS handle) and copy stream, on one device */
@@ -2096,17 +2263,24 @@ int exec_write_json(FILE *f, const Schedule *s, const ExecResult *r, const char 
                 q->id, q->turn, q->hist, q->nnew, q->restore);
         pair(f, "ttft_ns", (double)m->ttft_ns, (double)q->ttft_ns, 1);
         pair(f, "restore_ns", (double)m->restore_ns, (double)q->restore_ns, 1);
-        if (r->race) fprintf(f, "\"meet_measured\":%.0f,", r->race_meet);
+        if (r->race) { /* its meet (the median over the replays) and each replay's */
+            fprintf(f, "\"meet_measured\":%.0f,\"meets_measured\":[", m->meet);
+            for (int p = 0; p < r->reps; p++) fprintf(f, "%s%" PRId64, p ? "," : "", r->race_meets[p * r->race_n + k]);
+            fputs("],", f);
+        }
         fprintf(f, "\"meet_tokens\":%" PRId64 "}", q->meet_tokens);
     }
     if (r->race) { /* the two pointers at run time: each replay's meet, the last replay's chunks */
         fprintf(f, "],\n\"race\":{\"io_rate\":%.0f,\"meets\":[", r->io_rate);
-        for (int p = 0; p < r->reps; p++) fprintf(f, "%s%" PRId64, p ? "," : "", r->race_meets[p]);
+        int k0 = 0; /* the first restoring request's, as before batches were raced */
+        while (k0 + 1 < r->n_reqs && s->reqs[r->req_idx[k0]].hist == 0) k0++;
+        for (int p = 0; p < r->reps; p++) fprintf(f, "%s%" PRId64, p ? "," : "", r->race_meets[p * r->race_n + k0]);
         fputs("],\"chunks\":[", f);
         for (int k = 0; k < r->n_chunks; k++) {
             const ExecChunk *c = &r->chunks[k];
-            fprintf(f, "%s\n{\"side\":\"%s\",\"lo\":%" PRId64 ",\"hi\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 "}",
-                    k ? "," : "", c->io ? "io" : "compute", c->lo, c->hi, c->start_ns, c->end_ns);
+            fprintf(f, "%s\n{\"req\":%" PRIu64 ",\"side\":\"%s\",\"lo\":%" PRId64 ",\"hi\":%" PRId64 ",\"start_ns\":%" PRId64
+                       ",\"end_ns\":%" PRId64 "}",
+                    k ? "," : "", c->req, c->io ? "io" : "compute", c->lo, c->hi, c->start_ns, c->end_ns);
         }
         fputs("]},\n\"iterations\":[],\n\"unit_landing\":[]}\n", f);
         return ferror(f) ? -1 : 0;

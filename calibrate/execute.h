@@ -82,18 +82,26 @@
  *   renumbered, every reference mapped — is replayed on its own, one after another, and the results
  *   put side by side in the schedule's frame (each part's origin is its own first restoring release);
  *   a part that waits for another replica's unit or iteration is refused, naming it.
- * Race (ExecOptions.race, kvcal execute --race; cpu, one stage, one restoring request alone): the
- *   token-wise two pointers (Cake; CacheFlow token-wise) run by kvsim's own rules on measured time
- *   instead of following the schedule's chunks — the IO side keeps io_depth chunks of io_chunk tokens
- *   claimed backward from the end (each read from the request's token-wise file, then copied), the
- *   compute side claims at each step every unclaimed token up to comp_budget (comp_chunk when
- *   smaller) and recomputes them forward over the tokens before them, the IO side claiming first at
- *   the start and again after each landing and each compute chunk (restore.c restore_tw_issue,
- *   iteration.c's restoration pass); restored once every token is computed or landed, then the new
- *   tokens are prefilled over the whole history. Measured: TTFT, restore time and the meet (tokens
- *   computed forward), against the schedule's; the chunks of the last replay. One IO thread does a
- *   chunk's read and then its copy (the engine's ssd and h2d channels overlap one chunk's copy with
- *   the next one's read: a copy is ~1 % of a read here).
+ * Race (ExecOptions.race, kvcal execute --race; cpu, one stage; one restoring request alone or a
+ *   batch of them): the token-wise two pointers (Cake; CacheFlow token-wise) run by kvsim's own
+ *   rules on measured time instead of following the schedule's chunks — each request's IO side keeps
+ *   io_depth chunks of io_chunk tokens claimed backward from the end (each read from the request's
+ *   token-wise file, or fetched from the remote store, then copied), every request's claims served
+ *   by one IO thread in claim order (the engine's channel serves them first come, first served);
+ *   the compute runs iterations formed by iteration.c form_batch's rules from the requests' state at
+ *   run time: decode tokens first, then in admission order new input and restoration compute (a
+ *   low-priority request's after every new input), at most the header's token_budget tokens and
+ *   comp_budget of restoration compute per iteration, a compute chunk every unclaimed token of its
+ *   request up to those (comp_chunk when smaller) recomputed forward over the tokens before it; the
+ *   IO side claims at admission and again after each landing and each compute chunk (restore.c
+ *   restore_tw_issue); a request is restored once every token is computed or landed and nothing is
+ *   in flight, then its new tokens are prefilled over its whole history, and its decode tokens join
+ *   the later iterations until every request has its first token. Measured per request: TTFT,
+ *   restore time and the meet (tokens computed forward), against the schedule's; the chunks of the
+ *   last replay. One IO thread does a chunk's read and then its copy (the engine's ssd and h2d
+ *   channels overlap one chunk's copy with the next one's read: a copy is ~1 % of a read here).
+ *   A batch of cacheflow is refused (its batch-aware IO scheduler picks among the queued loads);
+ *   so is one from a schedule without token_budget or the requests' low_prio (an older kvsim).
  * Remote tier: the remote store is a process of this machine (calibrate/remote_store.h: server
  *   processes holding the remote files' bytes in their memory, serving byte ranges over TCP on the
  *   loopback interface), one connection per NIC of the schedule (one, or one per stage with the
@@ -149,6 +157,7 @@ typedef enum ExecWait { EXEC_WAIT_AUTO = 0, EXEC_WAIT_SLEEP = 1, EXEC_WAIT_SPIN 
 typedef struct ExecReq {
     uint64_t id;
     int64_t release_ns, restored_ns, first_ns, ttft_ns, restore_ns;
+    double meet;     /* a race: its tokens computed forward when its pointers met (median over the replays) */
 } ExecReq;
 
 /* one chunk of a race (ExecOptions.race): claimed by the IO side (loaded backward) or the compute
@@ -156,6 +165,7 @@ typedef struct ExecReq {
 typedef struct ExecChunk {
     int io;
     int64_t lo, hi, start_ns, end_ns;
+    uint64_t req;    /* the request whose history it is */
 } ExecChunk;
 
 typedef struct ExecResult {
@@ -182,8 +192,9 @@ typedef struct ExecResult {
     /* a race (ExecOptions.race): the tokens computed forward when the pointers met (summary over the
      * replays, and each replay's), the last replay's chunks in claim order; iterations and units: none */
     int race;
-    double race_meet;
-    int64_t *race_meets;
+    double race_meet;              /* the first restoring request's meet (reqs[k].meet: each one's) */
+    int64_t *race_meets;           /* replay p, request k: race_meets[p * race_n + k] */
+    int race_n;                    /* the raced requests (n_reqs) */
     ExecChunk *chunks;
     int n_chunks;
     double io_rate;

@@ -150,6 +150,7 @@ static int parse_header(const Ctx *c, const cJSON *o, Schedule *s)
         get_int(c, o, "iter_overhead_ns", 0, INT64_MAX / 4, &s->iter_overhead_ns))
         return -1;
     if (s->heads % s->kv_heads) return bad(c, "kv_heads", "a divisor of heads", cJSON_GetObjectItem(o, "kv_heads"));
+    if (cJSON_GetObjectItemCaseSensitive(o, "token_budget") && get_int(c, o, "token_budget", 1, 1 << 30, &s->token_budget) != 0) return -1;
     /* nic_per_stage (optional, 0 when absent: an older kvsim, or no remote tier): each stage its own NIC */
     if (cJSON_GetObjectItemCaseSensitive(o, "nic_per_stage") && get_i32(c, o, "nic_per_stage", 0, 1, &s->nic_per_stage) != 0) return -1;
     /* stage_layers: the layers of each pipeline stage, in order (stage st holds layers
@@ -195,6 +196,10 @@ static int parse_request(const Ctx *c, const cJSON *o, Schedule *s, Caps *cp)
     int64_t *tw_vals[] = {&r->io_chunk, &r->comp_chunk, &r->io_depth, &r->comp_budget};
     for (int k = 0; k < 4; k++) /* optional (token-wise restorations): chunks >= 1 token, comp_chunk 0 = the budget */
         if (cJSON_GetObjectItem(o, tw_keys[k]) && get_int(c, o, tw_keys[k], k == 1 ? 0 : 1, 1 << 30, tw_vals[k])) return -1;
+    if (cJSON_GetObjectItem(o, "low_prio")) {
+        if (get_i32(c, o, "low_prio", 0, 1, &r->low_prio)) return -1;
+        r->has_low_prio = 1;
+    }
     if (schedule_req(s, r->id)) return bad(c, "req", "an id not used by an earlier request", cJSON_GetObjectItem(o, "req"));
     s->n_reqs++;
     return 0;

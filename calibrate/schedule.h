@@ -97,6 +97,7 @@ typedef struct SchReq {
      * chunks of io_chunk tokens, at most io_depth in flight; compute chunks of at most comp_budget
      * tokens (comp_chunk when > 0 and smaller) */
     int64_t io_chunk, comp_chunk, io_depth, comp_budget;
+    int low_prio, has_low_prio; /* its restoration compute after every new input (Cake); has_: the record says */
     /* the done record (done = 1) */
     int64_t restored_ns, first_ns, last_ns, ttft_ns, restore_ns, meet_tokens;
 } SchReq;
@@ -106,6 +107,7 @@ typedef struct Schedule {
     int layers, stages, tp, replicas, hidden, heads, kv_heads, head_dim, intermediate, norms_per_layer, rope;
     int nic_per_stage;   /* header nic_per_stage: each stage its own NIC to the remote store (0: one per replica) */
     int64_t kv_bytes_per_token_layer, hidden_bytes_per_token_layer, iter_overhead_ns;
+    int64_t token_budget; /* header token_budget: the tokens of one iteration (0: an older kvsim's schedule) */
     int stage_first[SCH_MAX_STAGES + 1]; /* header stage_layers: stage st holds layers [stage_first[st], stage_first[st + 1]) */
     SchReq *reqs;
     SchUnit *units;

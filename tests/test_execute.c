@@ -446,6 +446,87 @@ TEST(execute_remote_tier_replay)
     schedule_free(&s);
 }
 
+/* Three Cake restorations raced as one batch (three sessions of 384 history tokens restoring at once,
+ * token budget 64): every request restored and its first token measured; each one's chunks tile its
+ * own history (computed forward from 0 to its meet, loaded backward from the end to it); the
+ * compute chunks that ran in one iteration (the same start and end) hold at most the budget's 64
+ * tokens together; the one IO thread serves one chunk at a time; a restored request's first token
+ * comes after its restoration. Refused: a batch without the requests' priorities (an older
+ * schedule), and cacheflow's (its IO order is the policy's batch-aware pick). */
+TEST(execute_race_a_batch_by_the_engine_rules)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cake-race3.jsonl", test_tmpdir(t));
+    SimConfig c;
+    simtest_iso_config(t, &c, 383, 16, "hcache-a100", "Tiny-Llama-V");
+    const char *tr = test_write_file(t, "three.csv",
+                                     "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                                     "a,0,0,383,1,0\nb,0,10,383,1,0\nc,0,20,383,1,0\na,1,100,16,3,384\nb,1,100,16,3,384\nc,1,100,16,3,384\n");
+    snprintf(c.trace, sizeof c.trace, "%s", tr);
+    simtest_set(t, &c, "dram", "1 MB");
+    simtest_set(t, &c, "store", "dram+ssd");
+    simtest_set(t, &c, "token_budget", "64");
+    simtest_set(t, &c, "think", "0");
+    Schedule s;
+    KvErr e;
+    if (emit_config_load(t, &c, "cake", path, &s) != 0) return;
+    CHECK_EQ_I((int)s.token_budget, 64);
+    int tw = 0;
+    for (int i = 0; i < s.n_reqs; i++)
+        if (s.reqs[i].hist > 0) {
+            tw++;
+            CHECK(!strcmp(s.reqs[i].restore, "tokenwise") && s.reqs[i].has_low_prio && s.reqs[i].low_prio == 1);
+        }
+    CHECK_EQ_I(tw, 3);
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 8e6, 0, 0};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.race && r.n_reqs == 3 && r.race_n == 3);
+        for (int k = 0; k < r.n_reqs; k++) {
+            const ExecReq *m = &r.reqs[k];
+            int64_t fwd = 0, back = 384, io_tok = 0;
+            for (int j = 0; j < r.n_chunks; j++) {
+                const ExecChunk *ch = &r.chunks[j];
+                if (ch->req != m->id) continue;
+                if (ch->io) {
+                    back = ch->lo < back ? ch->lo : back;
+                    io_tok += ch->hi - ch->lo;
+                } else {
+                    CHECK_MSG(ch->lo == fwd, "request %llu: compute chunk [%lld, %lld) after %lld", (unsigned long long)m->id, (long long)ch->lo,
+                              (long long)ch->hi, (long long)fwd);
+                    fwd = ch->hi;
+                }
+            }
+            CHECK_MSG(fwd == back && fwd + io_tok == 384 && m->meet == (double)fwd, "request %llu: computed to %lld, loaded from %lld (%lld tokens), meet %g",
+                      (unsigned long long)m->id, (long long)fwd, (long long)back, (long long)io_tok, m->meet);
+            CHECK(m->restore_ns > 0 && m->restored_ns < m->first_ns);
+        }
+        for (int j = 0; j < r.n_chunks; j++) {
+            const ExecChunk *a = &r.chunks[j];
+            if (a->io) {
+                for (int k = j + 1; k < r.n_chunks; k++) /* one chunk at a time on the IO thread */
+                    if (r.chunks[k].io) CHECK(r.chunks[k].start_ns >= a->end_ns || r.chunks[k].end_ns <= a->start_ns);
+                continue;
+            }
+            int64_t tok = 0;
+            for (int k = 0; k < r.n_chunks; k++)
+                if (!r.chunks[k].io && r.chunks[k].start_ns == a->start_ns && r.chunks[k].end_ns == a->end_ns) tok += r.chunks[k].hi - r.chunks[k].lo;
+            CHECK_MSG(tok <= 64, "an iteration of %lld restoration tokens, the budget 64", (long long)tok);
+        }
+        write_json(t, &s, &r, path, "race3.json");
+        exec_result_free(&r);
+    }
+    s.reqs[s.n_reqs - 1].has_low_prio = 0;
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "has no low_prio: a schedule from an older kvsim"), "got '%s'", e.msg);
+    s.reqs[s.n_reqs - 1].has_low_prio = 1;
+    snprintf(s.policy, sizeof s.policy, "cacheflow");
+    CHECK(exec_run(&s, &o, &r, &e) != 0);
+    CHECK_MSG(strstr(e.msg, "batch-aware IO scheduler"), "got '%s'", e.msg);
+    schedule_free(&s);
+}
+
 /* Cake raced from the remote tier: the IO side's chunks fetched over the NIC, each taking at least
  * the emulated network's time (a 128-token chunk of 4 KiB a token: >= 52 ms at 10 MB/s); where the
  * pointers meet depends on this machine's compute speed, but the chunks tile the history either way */

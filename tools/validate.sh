@@ -48,8 +48,8 @@
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, BACKEND=cpu|cuda, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
 #        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), R2_POLS (the two-replica ones; "" none), HISTS, BATCHES;
-#        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST ..." (cpu, default cake:1024
-#        cacheflow:2048; "" none), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases;
+#        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST[:BATCH] ..." (cpu, default cake:1024
+#        cacheflow:2048 cake:512:3; "" none; BATCH requests restoring at once, raced as one batch), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases;
 #        REMOTE_POLS (default kv-offload hcache; "" none), REMOTE_BATCHES (default 3), NET_RATE (MB/s, default 64),
 #        NET_LAT (us, default 50): the remote-tier cases)
 # The remote tier (docs/validation.md, "The remote tier"): REMOTE_POLS at each history length restore
@@ -93,14 +93,15 @@ calibrate() { # calibrate LOG: one more calibration run, then the merged (median
   if [ -n "${REMOTE_POLS:-}" ]; then python3 tools/validate_report.py --overlay "$W/cal.db" --net-rate "$NET_RATE" --net-latency "$NET_LAT" "${BK[@]}" > "$W/hw-net.json"; fi
 }
 NCPU=$(nproc 2> /dev/null || echo 1)
-# Races (docs/validation.md, "The two pointers raced"): RACE_CASES (POLICY:HIST ...; "" none; cpu only)
-# restore one history alone with the token-wise two pointers at run time (kvcal execute --race) from a
+# Races (docs/validation.md, "The two pointers raced"): RACE_CASES (POLICY:HIST[:BATCH] ...; "" none; cpu only)
+# restore one history alone (or BATCH at once, their chunks batched into iterations by the engine's
+# rules) with the token-wise two pointers at run time (kvcal execute --race) from a
 # drive emulated at RACE_RATE MB/s (--io-rate; the overlay's SSD the same: validate_report.py
 # --io-rate) with a token budget of RACE_BUDGET, so that neither pointer takes every token at once
 # and the meet point is decided by the measured times
 RACE_RATE=${RACE_RATE:-8}
 RACE_BUDGET=${RACE_BUDGET:-64}
-if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cacheflow:2048}; fi
+if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cacheflow:2048 cake:512:3}; fi
 # The split sweep (docs/validation.md, "Is the planner's split the fastest?"): SPLIT_CASES (POLICY:HIST
 # ...; "" none; cpu only, default cacheflow:1024) replays one restoring request at every forced
 # layer-wise split K of SPLIT_KS (default 0 1 2 3 4 6 8; --set cacheflow.split=K: the first K layers recomputed, the rest
@@ -149,7 +150,7 @@ cases=()
 for p in $POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:1"); done; done; done
 for p in $PP2_POLS; do for h in $HISTS; do for b in $BATCHES; do cases+=("$p:$h:$b:2"); done; done; done
 for p in ${R2_POLS:-}; do for h in $HISTS; do cases+=("$p:$h:4:1:2"); done; done
-for c in $RACE_CASES; do cases+=("${c%%:*}:${c##*:}:1:1:1:race"); done
+for c in $RACE_CASES; do IFS=: read -r rp rh rb <<< "$c"; cases+=("$rp:$rh:${rb:-1}:1:1:race"); done
 for p in $REMOTE_POLS; do for h in $HISTS; do for b in $REMOTE_BATCHES; do cases+=("$p:$h:$b:1:1:remote"); done; done; done
 for c in $SPLIT_CASES; do for k in $SPLIT_KS; do cases+=("${c%%:*}:${c##*:}:1:1:1:split:$k"); done; done
 k=0

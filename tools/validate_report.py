@@ -269,6 +269,11 @@ def report(d, out, stat="median"):
         meet = [r["meet_tokens"] for r in rq if r["restore"] == "tokenwise"]
         # a race (kvcal execute --race): the meet measured at run time, per pass the replays' median
         meet_m = [ps["rq"][0]["meet_measured"] for ps in use if "meet_measured" in ps["rq"][0]]
+        # a raced batch: each restoring request's meet, measured (median over the passes) and predicted
+        tw_i = [i for i, r in enumerate(rq) if r["restore"] == "tokenwise"]
+        meets_by_req = ([{"req": rq[i]["req"], "measured": statistics.median(ps["rq"][i]["meet_measured"] for ps in use),
+                          "predicted": statistics.median(ps["rq"][i]["meet_tokens"] for ps in use)} for i in tw_i]
+                        if meet_m and len(tw_i) > 1 else None)
         lanes = use[0]["lanes"]
         cases.append({"case": name, "policy": j["policy"], "stages": j.get("stages", 1), "lanes": len(lanes),
                       "lane_ms": statistics.median(statistics.mean(ln["measured_ns"] for ln in ps["lanes"]) for ps in use) / 1e6 if lanes else 0.0,
@@ -281,6 +286,7 @@ def report(d, out, stat="median"):
                       "meet_tokens_predicted": meet, "race": "race" in j,
                       "meet_tokens_measured": statistics.median(meet_m) if meet_m else None,
                       "meet_tokens_predicted_passes": [ps["rq"][0]["meet_tokens"] for ps in use] if meet_m else None,
+                      "meets_by_request": meets_by_req,
                       "note": j["note"]})
     print(f"{'case':<28} {'ttft_ms':>9} {'pred':>9} {'err':>7}  {'restore_ms':>10} {'pred':>9} {'err':>7}  {'iter_ms':>8} {'pred':>8} {'err':>7}")
     for c in cases:
@@ -345,6 +351,11 @@ def report(d, out, stat="median"):
     for c in cases:  # the races: the two pointers at run time (kvcal execute --race)
         if c["race"] and c["meet_tokens_measured"] is not None:
             pp = c["meet_tokens_predicted_passes"]
+            if c.get("meets_by_request"):  # a raced batch: every request's meet
+                mb = c["meets_by_request"]
+                print(f"meet points {c['case']} (a batch raced at run time; per request, tokens computed forward): measured "
+                      f"{[round(m['measured']) for m in mb]}, predicted {[round(m['predicted']) for m in mb]}")
+                continue
             print(f"meet point {c['case']} (raced at run time): measured {c['meet_tokens_measured']:.0f} tokens computed forward, "
                   f"predicted {statistics.median(pp):.0f} (passes: predicted {pp})")
     sweep_out = []

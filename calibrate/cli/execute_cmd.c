@@ -157,9 +157,15 @@ int kvcal_cmd_execute(int argc, char **argv)
                (double)m->restore_ns / 1e6, (double)q->restore_ns / 1e6, er);
     }
     if (r.race) {
-        const SchReq *q = &s.reqs[r.req_idx[0]];
-        printf("meet: %.0f tokens computed forward (predicted %lld) of %lld; %d chunks in the last race\n", r.race_meet,
-               (long long)q->meet_tokens, (long long)q->hist, r.n_chunks);
+        for (int k = 0; k < r.n_reqs; k++) {
+            const SchReq *q = &s.reqs[r.req_idx[k]];
+            if (q->hist == 0) continue;
+            char who[48] = "";
+            if (r.n_reqs > 1) snprintf(who, sizeof who, " of request %llu", (unsigned long long)q->id);
+            printf("meet%s: %.0f tokens computed forward (predicted %lld) of %lld\n", who, r.reqs[k].meet, (long long)q->meet_tokens,
+                   (long long)q->hist);
+        }
+        printf("%d chunks in the last race\n", r.n_chunks);
     }
     printf("-> %s\n", jp);
     if (rc == 0 && (!r.deps_ok || !r.stage_ok)) rc = KVCAL_FAIL;

@@ -187,8 +187,8 @@ void sched_out_admit(Sim *sm, const Request *r)
     }
     if (r->tw) { /* the two pointers' rules (iteration.c, restore.c): what kvcal execute --race runs them by */
         int64_t b = sm->cfg->token_budget, rb = sm->cfg->restore_share >= 1 ? b : (int64_t)(sm->cfg->restore_share * (double)b);
-        fprintf(so->f, ",\"io_chunk\":%" PRId64 ",\"comp_chunk\":%" PRId64 ",\"io_depth\":%d,\"comp_budget\":%" PRId64,
-                r->tw_io_chunk, r->tw_comp_chunk, TW_DEPTH, rb < b ? rb : b);
+        fprintf(so->f, ",\"io_chunk\":%" PRId64 ",\"comp_chunk\":%" PRId64 ",\"io_depth\":%d,\"comp_budget\":%" PRId64 ",\"low_prio\":%d",
+                r->tw_io_chunk, r->tw_comp_chunk, TW_DEPTH, rb < b ? rb : b, r->low_prio ? 1 : 0);
     }
     fputs("}\n", so->f);
 }
