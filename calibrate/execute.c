@@ -163,6 +163,7 @@ typedef struct ExRace {
     ExRaceReq *rq;
     int n;
     int64_t token_budget, rbudget; /* per iteration: every item's tokens, the restoration compute's */
+    int oldest;       /* the IO side serves the oldest request's claim first (header io_order "oldest"), else in claim order */
     unsigned char *buf; /* the IO side's read buffer: the largest chunk, 4 KiB aligned at both ends */
     /* under mu */
     int *qreq;
@@ -1372,8 +1373,18 @@ static void *race_io_main(void *p)
     for (;;) {
         while (!x->failed && rc->qn == 0 && !rc->done) pthread_cond_wait(&x->cv, &x->mu);
         if (x->failed || rc->qn == 0) break;
-        int k = rc->qreq[rc->qhead];
-        int64_t lo = rc->qlo[rc->qhead], hi = rc->qhi[rc->qhead];
+        int pick = 0; /* the position in the queue of the claim served next */
+        if (rc->oldest) /* the policy's batch-aware order: the smallest request id first, ties in claim order */
+            for (int i = 1; i < rc->qn; i++)
+                if (rc->rq[rc->qreq[(rc->qhead + i) % rc->qcap]].q->id < rc->rq[rc->qreq[(rc->qhead + pick) % rc->qcap]].q->id) pick = i;
+        int at = (rc->qhead + pick) % rc->qcap, k = rc->qreq[at];
+        int64_t lo = rc->qlo[at], hi = rc->qhi[at];
+        for (int i = pick; i > 0; i--) { /* the claims before it move up one place */
+            int to = (rc->qhead + i) % rc->qcap, from = (rc->qhead + i - 1) % rc->qcap;
+            rc->qreq[to] = rc->qreq[from];
+            rc->qlo[to] = rc->qlo[from];
+            rc->qhi[to] = rc->qhi[from];
+        }
         rc->qhead = (rc->qhead + 1) % rc->qcap;
         rc->qn--;
         ExRaceReq *a = &rc->rq[k];
@@ -1577,9 +1588,10 @@ static int race_setup(Ex *x, KvErr *e)
         if (s->token_budget < 1)
             return kv_err(e, "execute --race: a batch of %d requests and no header token_budget: a schedule from an older kvsim (emit it again)",
                           r->n_reqs);
-        if (!strcmp(s->policy, "cacheflow"))
-            return kv_err(e, "execute --race: a batch of %d requests of cacheflow: its batch-aware IO scheduler picks among the queued "
-                          "loads, which the race's first-come order does not replay (one request alone is raced)", r->n_reqs);
+        if (strcmp(s->io_order, "fifo") && strcmp(s->io_order, "oldest"))
+            return kv_err(e, "execute --race: a batch of %d requests of %s, whose loads are served in %s order: the race replays "
+                          "\"fifo\" and \"oldest\" (one request alone is raced in any)", r->n_reqs, s->policy,
+                          s->io_order[0] ? s->io_order : "an unrecorded (a schedule from an older kvsim)");
         for (int i = 0; i < r->n_reqs; i++)
             if (s->reqs[r->req_idx[i]].hist > 0 && !s->reqs[r->req_idx[i]].has_low_prio)
                 return kv_err(e, "execute --race: request %llu has no low_prio: a schedule from an older kvsim (emit it again)",
@@ -1623,6 +1635,7 @@ static int race_setup(Ex *x, KvErr *e)
     }
     if (rc->token_budget < 1) rc->token_budget = s->token_budget;
     rc->qcap = rc->n * RACE_MAX_DEPTH;
+    rc->oldest = !strcmp(s->io_order, "oldest");
     rc->qreq = calloc((size_t)rc->qcap, sizeof *rc->qreq);
     rc->qlo = calloc((size_t)rc->qcap, sizeof *rc->qlo);
     rc->qhi = calloc((size_t)rc->qcap, sizeof *rc->qhi);

@@ -87,7 +87,9 @@
  *   rules on measured time instead of following the schedule's chunks — each request's IO side keeps
  *   io_depth chunks of io_chunk tokens claimed backward from the end (each read from the request's
  *   token-wise file, or fetched from the remote store, then copied), every request's claims served
- *   by one IO thread in claim order (the engine's channel serves them first come, first served);
+ *   by one IO thread in the order the header's io_order names: "fifo" claim order (the engine's
+ *   channel without a policy pick), "oldest" the smallest request id's claim first, ties in claim
+ *   order (CacheFlow's batch-aware scheduler, policy.h io_order);
  *   the compute runs iterations formed by iteration.c form_batch's rules from the requests' state at
  *   run time: decode tokens first, then in admission order new input and restoration compute (a
  *   low-priority request's after every new input), at most the header's token_budget tokens and
@@ -100,8 +102,8 @@
  *   restore time and the meet (tokens computed forward), against the schedule's; the chunks of the
  *   last replay. One IO thread does a chunk's read and then its copy (the engine's ssd and h2d
  *   channels overlap one chunk's copy with the next one's read: a copy is ~1 % of a read here).
- *   A batch of cacheflow is refused (its batch-aware IO scheduler picks among the queued loads);
- *   so is one from a schedule without token_budget or the requests' low_prio (an older kvsim).
+ *   A batch whose io_order is another ("policy": cacheflow.io_order mrf, edf, aging) is refused; so
+ *   is one from a schedule without token_budget, io_order or the requests' low_prio (an older kvsim).
  * Remote tier: the remote store is a process of this machine (calibrate/remote_store.h: server
  *   processes holding the remote files' bytes in their memory, serving byte ranges over TCP on the
  *   loopback interface), one connection per NIC of the schedule (one, or one per stage with the

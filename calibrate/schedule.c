@@ -151,6 +151,12 @@ static int parse_header(const Ctx *c, const cJSON *o, Schedule *s)
         return -1;
     if (s->heads % s->kv_heads) return bad(c, "kv_heads", "a divisor of heads", cJSON_GetObjectItem(o, "kv_heads"));
     if (cJSON_GetObjectItemCaseSensitive(o, "token_budget") && get_int(c, o, "token_budget", 1, 1 << 30, &s->token_budget) != 0) return -1;
+    static const char *const orders[] = {"fifo", "oldest", "policy", NULL};
+    if (cJSON_GetObjectItemCaseSensitive(o, "io_order")) {
+        int oi;
+        if (get_enum(c, o, "io_order", orders, &oi, NULL, 0) != 0) return -1;
+        snprintf(s->io_order, sizeof s->io_order, "%s", orders[oi]);
+    }
     /* nic_per_stage (optional, 0 when absent: an older kvsim, or no remote tier): each stage its own NIC */
     if (cJSON_GetObjectItemCaseSensitive(o, "nic_per_stage") && get_i32(c, o, "nic_per_stage", 0, 1, &s->nic_per_stage) != 0) return -1;
     /* stage_layers: the layers of each pipeline stage, in order (stage st holds layers

@@ -108,6 +108,7 @@ typedef struct Schedule {
     int nic_per_stage;   /* header nic_per_stage: each stage its own NIC to the remote store (0: one per replica) */
     int64_t kv_bytes_per_token_layer, hidden_bytes_per_token_layer, iter_overhead_ns;
     int64_t token_budget; /* header token_budget: the tokens of one iteration (0: an older kvsim's schedule) */
+    char io_order[16];    /* header io_order: "fifo", "oldest" or "policy" ("": an older kvsim's schedule) */
     int stage_first[SCH_MAX_STAGES + 1]; /* header stage_layers: stage st holds layers [stage_first[st], stage_first[st + 1]) */
     SchReq *reqs;
     SchUnit *units;

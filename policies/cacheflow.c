@@ -466,6 +466,14 @@ static int cf_pick(void *state, const IoChoice *u, int n)
     return best;
 }
 
+/* the order cf_pick serves in, by name (policy.h io_order): the other orders are not replayable */
+static const char *cf_io_order(void *state)
+{
+    const CfState *cf = state;
+    if (cf->io_order == CF_ORDER_FIFO || (cf->io_order == CF_ORDER_OLDEST && !cf->batch)) return "fifo";
+    return cf->io_order == CF_ORDER_OLDEST ? "oldest" : NULL;
+}
+
 static void cf_notes(void *state, char *buf, int len)
 {
     CfState *cf = state;
@@ -510,6 +518,7 @@ const KvPolicyOps policy_cacheflow = {
     .plan_restore = cf_plan,
     .saved_bytes_per_token = cf_saved,
     .io_pick = cf_pick,
+    .io_order = cf_io_order,
     .notes = cf_notes,
     .knobs = g_cf_knobs,
     .n_knobs = (int)KV_ARRAY_LEN(g_cf_knobs),

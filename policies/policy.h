@@ -7,7 +7,7 @@
  * the clock. Per-run state lives behind the void* that init returns, never in the ops struct.
  *
  * Slots: name, summary, plan_restore and saved_bytes_per_token are required; init, fini, io_pick,
- * notes and knobs are optional. policy_registry_check() rejects missing required slots, duplicate
+ * io_order, notes and knobs are optional. policy_registry_check() rejects missing required slots, duplicate
  * names and malformed knob tables (sim_world_open runs it over the built-in table at startup).
  *
  * Knobs: a policy owns its settings (like a kernel module's module_param). Each row of its knob
@@ -167,6 +167,10 @@ typedef struct KvPolicyOps {
     double (*saved_bytes_per_token)(void *state, const PolicyEnv *env);
     /* optional: index of the unit to serve next among n waiting restoration units (default FIFO: 0) */
     int (*io_pick)(void *state, const IoChoice *units, int n);
+    /* optional, with io_pick: the order io_pick serves in this run, by name, for a replay that must
+     * follow it (kvcal execute --race): "fifo" (the queue's order), "oldest" (the unit of the
+     * smallest request id first, ties in queue order); NULL: another order (not replayable) */
+    const char *(*io_order)(void *state);
     /* optional: policy facts for the results, as a JSON object text ("{\"split\": 12}") */
     void (*notes)(void *state, char *buf, int len);
     /* how state is saved (default SAVE_TURN_END); may be overridden per run with --set save_mode= */

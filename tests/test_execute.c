@@ -452,7 +452,7 @@ TEST(execute_remote_tier_replay)
  * compute chunks that ran in one iteration (the same start and end) hold at most the budget's 64
  * tokens together; the one IO thread serves one chunk at a time; a restored request's first token
  * comes after its restoration. Refused: a batch without the requests' priorities (an older
- * schedule), and cacheflow's (its IO order is the policy's batch-aware pick). */
+ * schedule), and one whose loads are served in an order the race does not follow. */
 TEST(execute_race_a_batch_by_the_engine_rules)
 {
     char path[512];
@@ -478,7 +478,7 @@ TEST(execute_race_a_batch_by_the_engine_rules)
             CHECK(!strcmp(s.reqs[i].restore, "tokenwise") && s.reqs[i].has_low_prio && s.reqs[i].low_prio == 1);
         }
     CHECK_EQ_I(tw, 3);
-    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 8e6, 0, 0};
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 32e6, 0, 0};
     ExecResult r;
     CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
     if (!t->failures) {
@@ -521,9 +521,57 @@ TEST(execute_race_a_batch_by_the_engine_rules)
     CHECK(exec_run(&s, &o, &r, &e) != 0);
     CHECK_MSG(strstr(e.msg, "has no low_prio: a schedule from an older kvsim"), "got '%s'", e.msg);
     s.reqs[s.n_reqs - 1].has_low_prio = 1;
-    snprintf(s.policy, sizeof s.policy, "cacheflow");
+    CHECK_STR(s.io_order, "fifo");
+    snprintf(s.io_order, sizeof s.io_order, "policy"); /* a policy's order the race cannot follow */
     CHECK(exec_run(&s, &o, &r, &e) != 0);
-    CHECK_MSG(strstr(e.msg, "batch-aware IO scheduler"), "got '%s'", e.msg);
+    CHECK_MSG(strstr(e.msg, "whose loads are served in policy order"), "got '%s'", e.msg);
+    schedule_free(&s);
+}
+
+/* The IO order a batch is raced in (header io_order): two Cake restorations of 1024 tokens (IO chunks
+ * of 128, two in flight each, both claimed at admission): in claim order ("fifo") the second
+ * request's first chunks run before the first request's third; serving the oldest request's claim
+ * first ("oldest": CacheFlow's batch-aware scheduler) runs every chunk of the first request before
+ * any of the second's, since it claims again at each landing while one of its chunks is queued. */
+TEST(execute_race_follows_the_io_order)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cake-race2.jsonl", test_tmpdir(t));
+    SimConfig c;
+    simtest_iso_config(t, &c, 1023, 16, "hcache-a100", "Tiny-Llama-V");
+    const char *tr = test_write_file(t, "two1k.csv",
+                                     "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                                     "a,0,0,1023,1,0\nb,0,10,1023,1,0\na,1,100,16,2,1024\nb,1,100,16,2,1024\n");
+    snprintf(c.trace, sizeof c.trace, "%s", tr);
+    simtest_set(t, &c, "dram", "1 MB");
+    simtest_set(t, &c, "store", "dram+ssd");
+    simtest_set(t, &c, "token_budget", "64");
+    simtest_set(t, &c, "think", "0");
+    Schedule s;
+    KvErr e;
+    if (emit_config_load(t, &c, "cake", path, &s) != 0) return;
+    CHECK_STR(s.io_order, "fifo");
+    for (int order = 0; order < 2; order++) {
+        snprintf(s.io_order, sizeof s.io_order, "%s", order ? "oldest" : "fifo");
+        ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 1, 64e6, 0, 0};
+        ExecResult r;
+        CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+        if (t->failures) break;
+        uint64_t first = r.reqs[0].id < r.reqs[1].id ? r.reqs[0].id : r.reqs[1].id;
+        int64_t last_first = -1, first_other = -1; /* the start of the first request's last IO chunk, of the other's first */
+        for (int j = 0; j < r.n_chunks; j++) {
+            const ExecChunk *ch = &r.chunks[j];
+            if (!ch->io) continue;
+            if (ch->req == first && ch->start_ns > last_first) last_first = ch->start_ns;
+            if (ch->req != first && (first_other < 0 || ch->start_ns < first_other)) first_other = ch->start_ns;
+        }
+        CHECK(last_first >= 0 && first_other >= 0);
+        if (order) CHECK_MSG(last_first < first_other, "oldest first: the first request's last chunk began at %lld, the other's first at %lld",
+                             (long long)last_first, (long long)first_other);
+        else CHECK_MSG(first_other < last_first, "claim order: the other's first chunk began at %lld, the first request's last at %lld",
+                       (long long)first_other, (long long)last_first);
+        exec_result_free(&r);
+    }
     schedule_free(&s);
 }
 

@@ -48,8 +48,8 @@
 # Usage: bash tools/validate.sh [OUTDIR]   (env: KVSIM_BIN=bin, BACKEND=cpu|cuda, REPS=3, PASSES=3, STAT=median|min, QUICK=1: 1 length,
 #        2 cases, 1 pass, CAL_FLAGS, CAL_EVERY, CAL_MEDIAN, NICE, THREADS: 0 = the kernels' default; a subset of
 #        the cases: POLS, PP2_POLS (the --pp 2 ones; "" none), R2_POLS (the two-replica ones; "" none), HISTS, BATCHES;
-#        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST[:BATCH] ..." (cpu, default cake:1024
-#        cacheflow:2048 cake:512:3; "" none; BATCH requests restoring at once, raced as one batch), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases;
+#        PIN=auto|0|1: which replays pin their threads; RACE_CASES="POLICY:HIST[:BATCH] ..." (cpu, default cake:1024 cake:512:3
+#        cacheflow:1536:2; "" none; BATCH requests restoring at once, raced as one batch), RACE_RATE (MB/s, default 8), RACE_BUDGET (tokens, default 64): the raced cases;
 #        REMOTE_POLS (default kv-offload hcache; "" none), REMOTE_BATCHES (default 3), NET_RATE (MB/s, default 64),
 #        NET_LAT (us, default 50): the remote-tier cases)
 # The remote tier (docs/validation.md, "The remote tier"): REMOTE_POLS at each history length restore
@@ -101,7 +101,7 @@ NCPU=$(nproc 2> /dev/null || echo 1)
 # and the meet point is decided by the measured times
 RACE_RATE=${RACE_RATE:-8}
 RACE_BUDGET=${RACE_BUDGET:-64}
-if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cacheflow:2048 cake:512:3}; fi
+if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then RACE_CASES=${RACE_CASES-}; else RACE_CASES=${RACE_CASES-cake:1024 cake:512:3 cacheflow:1536:2}; fi
 # The split sweep (docs/validation.md, "Is the planner's split the fastest?"): SPLIT_CASES (POLICY:HIST
 # ...; "" none; cpu only, default cacheflow:1024) replays one restoring request at every forced
 # layer-wise split K of SPLIT_KS (default 0 1 2 3 4 6 8; --set cacheflow.split=K: the first K layers recomputed, the rest

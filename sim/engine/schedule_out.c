@@ -67,6 +67,15 @@ const char *sched_out_path(void) { return g_path; }
 
 static const char *mode_char = "-KHR"; /* LM_NONE, LM_LOAD_KV, LM_LOAD_HIDDEN, LM_RECOMPUTE */
 
+/* the order the restoration loads are served in (policy.h io_order): "fifo" without io_pick, the
+ * policy's name for its order, or "policy" (an order a replay cannot follow) */
+static const char *io_order_name(const Sim *sm)
+{
+    if (!sm->pol->io_pick) return "fifo";
+    const char *o = sm->pol->io_order ? sm->pol->io_order(sm->pstate) : NULL;
+    return o ? o : "policy";
+}
+
 int sched_out_open(Sim *sm)
 {
     sm->sched = NULL;
@@ -100,8 +109,9 @@ int sched_out_open(Sim *sm)
     for (int st = 0; st < sm->S; st++) fprintf(so->f, "%s%d", st ? "," : "", sm->stage_layers[st]);
     fprintf(so->f,
             "],\"kv_bytes_per_token_layer\":%.0f,\"hidden_bytes_per_token_layer\":%.0f,\"iter_overhead_ns\":%" PRId64
-            ",\"token_budget\":%" PRId64 ",\"nic_per_stage\":%d}\n",
-            sm->kv_tok_layer, sm->hid_tok_layer, sm->overhead_ns, sm->cfg->token_budget, sm->cfg->nic_per_stage ? 1 : 0);
+            ",\"token_budget\":%" PRId64 ",\"nic_per_stage\":%d,\"io_order\":\"%s\"}\n",
+            sm->kv_tok_layer, sm->hid_tok_layer, sm->overhead_ns, sm->cfg->token_budget, sm->cfg->nic_per_stage ? 1 : 0,
+            io_order_name(sm));
     return 0;
 }
 
