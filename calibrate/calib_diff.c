@@ -42,17 +42,6 @@ static int op_axis(const PointBuf *b, CostOp op, int d, int64_t *out, int max)
     return n;
 }
 
-static void buf_add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void buf_add(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    if (used + 1 >= len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
 static const char *fmt_bytes(int64_t b, char *s, size_t len)
 {
     if (b >= ((int64_t)1 << 30) && b % ((int64_t)1 << 30) == 0) snprintf(s, len, "%lld GiB", (long long)(b >> 30));
@@ -82,13 +71,13 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
     for (size_t g = 0; g < KV_ARRAY_LEN(gemm_ops); g++) {
         CostOp op = gemm_ops[g];
         if (!(n1 = op_axis(&b, op, 0, ax1, (int)KV_ARRAY_LEN(ax1)))) continue;
-        buf_add(buf, len, "%s %s by tokens:", cost_op_name(op), uname);
+        kv_catf(buf, len, "%s %s by tokens:", cost_op_name(op), uname);
         for (int i = 0; i < n1; i++) {
             const StorePoint *p = find_point(&b, op, ax1[i], 0, 0);
             if (p && p->median_ns > 0)
-                buf_add(buf, len, " %lld: %.3g", (long long)ax1[i], model_op_flops(&ly, op, ax1[i], 0) / (p->median_ns * 1e-9) / unit);
+                kv_catf(buf, len, " %lld: %.3g", (long long)ax1[i], model_op_flops(&ly, op, ax1[i], 0) / (p->median_ns * 1e-9) / unit);
         }
-        buf_add(buf, len, "\n");
+        kv_catf(buf, len, "\n");
     }
     if ((n1 = op_axis(&b, OP_ATTN_PREFILL, 0, ax1, (int)KV_ARRAY_LEN(ax1))) &&
         (n2 = op_axis(&b, OP_ATTN_PREFILL, 1, ax2, (int)KV_ARRAY_LEN(ax2)))) {
@@ -97,28 +86,28 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
         for (int i = 0; i < n1; i++)
             if (llabs(ax1[i] - 512) < llabs(ax1[mid] - 512)) mid = i;
         int64_t shapes[4][2] = {{ax1[mid], ax2[0]}, {ax1[n1 - 1], ax2[0]}, {ax1[mid], ax2[n2 - 1]}, {ax1[n1 - 1], ax2[n2 - 1]}};
-        buf_add(buf, len, "attn_prefill %s (new, context):", uname);
+        kv_catf(buf, len, "attn_prefill %s (new, context):", uname);
         for (int i = 0; i < 4; i++) {
             int dup = 0;
             for (int j = 0; j < i; j++) dup |= shapes[j][0] == shapes[i][0] && shapes[j][1] == shapes[i][1];
             const StorePoint *p = dup ? NULL : find_point(&b, OP_ATTN_PREFILL, shapes[i][0], shapes[i][1], 0);
             if (p && p->median_ns > 0)
-                buf_add(buf, len, " (%lld, %lld): %.3g", (long long)shapes[i][0], (long long)shapes[i][1],
+                kv_catf(buf, len, " (%lld, %lld): %.3g", (long long)shapes[i][0], (long long)shapes[i][1],
                         model_op_flops(&ly, OP_ATTN_PREFILL, shapes[i][0], shapes[i][1]) / (p->median_ns * 1e-9) / unit);
         }
-        buf_add(buf, len, "\n");
+        kv_catf(buf, len, "\n");
     }
     if ((n1 = op_axis(&b, OP_ATTN_DECODE, 0, ax1, (int)KV_ARRAY_LEN(ax1))) &&
         (n2 = op_axis(&b, OP_ATTN_DECODE, 1, ax2, (int)KV_ARRAY_LEN(ax2)))) {
-        buf_add(buf, len, "attn_decode GB/s (KV read, batch x total context):");
+        kv_catf(buf, len, "attn_decode GB/s (KV read, batch x total context):");
         int64_t bs[2] = {ax1[0], ax1[n1 - 1]};
         for (int i = 0; i < (n1 > 1 ? 2 : 1); i++) {
             const StorePoint *p = find_point(&b, OP_ATTN_DECODE, bs[i], ax2[n2 - 1], 0);
             if (p && p->median_ns > 0)
-                buf_add(buf, len, " %lld x %lld: %.3g", (long long)bs[i], (long long)ax2[n2 - 1],
+                kv_catf(buf, len, " %lld x %lld: %.3g", (long long)bs[i], (long long)ax2[n2 - 1],
                         model_op_bytes(&ly, OP_ATTN_DECODE, bs[i], ax2[n2 - 1]) / (p->median_ns * 1e-9) * 1e-9);
         }
-        buf_add(buf, len, "\n");
+        kv_catf(buf, len, "\n");
     }
     /* the layer against the sum of its parts, where every part has the point */
     if ((n1 = op_axis(&b, OP_LAYER_PREFILL, 0, ax1, (int)KV_ARRAY_LEN(ax1))) &&
@@ -141,10 +130,10 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
                 }
                 if (!ok || sum <= 0) continue;
                 if (m->pos == POS_ROPE && rope) sum += rope->median_ns;
-                if (!shown++) buf_add(buf, len, "layer_prefill / sum of its parts (new, context):");
-                buf_add(buf, len, " (%lld, %lld): %.2f", (long long)n, (long long)c, lp->median_ns / sum);
+                if (!shown++) kv_catf(buf, len, "layer_prefill / sum of its parts (new, context):");
+                kv_catf(buf, len, " (%lld, %lld): %.2f", (long long)n, (long long)c, lp->median_ns / sum);
             }
-        if (shown) buf_add(buf, len, "\n");
+        if (shown) kv_catf(buf, len, "\n");
     }
     static const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
     int shown = 0;
@@ -153,11 +142,11 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
         const StorePoint *p = find_point(&b, links[i], ax1[n1 - 1], 0, 0);
         char s[32];
         if (!p || p->median_ns <= 0) continue;
-        if (!shown++) buf_add(buf, len, "copies GB/s%s:", cpu ? " (host memcpy)" : " (pinned)");
-        buf_add(buf, len, " %s %.1f at %s", cost_op_name(links[i]), (double)ax1[n1 - 1] / p->median_ns,
+        if (!shown++) kv_catf(buf, len, "copies GB/s%s:", cpu ? " (host memcpy)" : " (pinned)");
+        kv_catf(buf, len, " %s %.1f at %s", cost_op_name(links[i]), (double)ax1[n1 - 1] / p->median_ns,
                 fmt_bytes(ax1[n1 - 1], s, sizeof s));
     }
-    if (shown) buf_add(buf, len, "\n");
+    if (shown) kv_catf(buf, len, "\n");
     for (int op = OP_SSD_READ; op <= OP_SSD_WRITE; op++) {
         if (!(n1 = op_axis(&b, (CostOp)op, 0, ax1, (int)KV_ARRAY_LEN(ax1))) ||
             !(n2 = op_axis(&b, (CostOp)op, 1, ax2, (int)KV_ARRAY_LEN(ax2))) ||
@@ -166,14 +155,14 @@ int calib_summary(CostStore *st, int64_t run_id, const ModelSpec *m, char *buf, 
         char s[32];
         const StorePoint *lo = find_point(&b, (CostOp)op, ax1[n1 - 1], ax2[0], ax3[0]);
         const StorePoint *hi = find_point(&b, (CostOp)op, ax1[n1 - 1], ax2[n2 - 1], ax3[n3 - 1]);
-        buf_add(buf, len, "%s GB/s at %s:", cost_op_name((CostOp)op), fmt_bytes(ax1[n1 - 1], s, sizeof s));
+        kv_catf(buf, len, "%s GB/s at %s:", cost_op_name((CostOp)op), fmt_bytes(ax1[n1 - 1], s, sizeof s));
         if (lo && lo->median_ns > 0)
-            buf_add(buf, len, " qd %lld x %lld file%s %.2f", (long long)ax2[0], (long long)ax3[0], ax3[0] > 1 ? "s" : "",
+            kv_catf(buf, len, " qd %lld x %lld file%s %.2f", (long long)ax2[0], (long long)ax3[0], ax3[0] > 1 ? "s" : "",
                     (double)ax1[n1 - 1] / lo->median_ns);
         if (hi && hi != lo && hi->median_ns > 0)
-            buf_add(buf, len, ", qd %lld x %lld files %.2f", (long long)ax2[n2 - 1], (long long)ax3[n3 - 1],
+            kv_catf(buf, len, ", qd %lld x %lld files %.2f", (long long)ax2[n2 - 1], (long long)ax3[n3 - 1],
                     (double)ax1[n1 - 1] / hi->median_ns);
-        buf_add(buf, len, "\n");
+        kv_catf(buf, len, "\n");
     }
     free(b.v);
     return 0;

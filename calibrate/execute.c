@@ -200,17 +200,6 @@ static void fail_locked(Ex *x, const KvErr *e)
     pthread_cond_broadcast(&x->cv);
 }
 
-/* append printf output to buf (cut at its size) */
-static void __attribute__((format(printf, 3, 4))) note_cat(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t n = strlen(buf);
-    if (n + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, size - n, fmt, ap);
-    va_end(ap);
-}
-
 static void fail(Ex *x, KvErr *e)
 {
     pthread_mutex_lock(&x->mu);
@@ -1935,21 +1924,21 @@ summarised:
     r->stat = o->stat;
     r->reps = reps;
     char stages[320] = "";
-    if (x->race) note_cat(stages, sizeof stages, "; race: the two pointers by kvsim's rules at run time");
-    if (x->io_rate > 0) note_cat(stages, sizeof stages, "; ssd hops at most %.4g MB/s (emulated)", x->io_rate / 1e6);
+    if (x->race) kv_catf(stages, sizeof stages, "; race: the two pointers by kvsim's rules at run time");
+    if (x->io_rate > 0) kv_catf(stages, sizeof stages, "; ssd hops at most %.4g MB/s (emulated)", x->io_rate / 1e6);
     if (x->rstore.n > 0) {
-        note_cat(stages, sizeof stages, "; remote tier: a server process per NIC (%d) on the loopback interface (TCP)", x->rstore.n);
+        kv_catf(stages, sizeof stages, "; remote tier: a server process per NIC (%d) on the loopback interface (TCP)", x->rstore.n);
         if (x->net_rate > 0 || x->net_lat_ns > 0)
-            note_cat(stages, sizeof stages, ", nic hops at least %.4g us + bytes / %.4g MB/s (emulated)", (double)x->net_lat_ns / 1e3,
+            kv_catf(stages, sizeof stages, ", nic hops at least %.4g us + bytes / %.4g MB/s (emulated)", (double)x->net_lat_ns / 1e3,
                      x->net_rate / 1e6);
     }
     if (x->race) {
     } else if (s->stages > 1 && x->stage[0].cpu >= 0)
-        note_cat(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
+        kv_catf(stages, sizeof stages, "; %d stage threads, stage st on CPU st%s%s", s->stages,
                  ncpu < s->stages ? " mod the CPUs (stages share CPUs)" : "", r->cpu_ok ? "" : " (NOT every layer ended there)");
     else if (s->stages > 1)
-        note_cat(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
-    if (x->spin) note_cat(stages, sizeof stages, "; stage threads wait spinning");
+        kv_catf(stages, sizeof stages, "; %d stage threads, not pinned", s->stages);
+    if (x->spin) kv_catf(stages, sizeof stages, "; stage threads wait spinning");
     if (cuda)
         snprintf(r->note, sizeof r->note,
                  "cuda, %s, fp16: per stage a compute and an h2d stream, the GPU waits on events; h2d = cudaMemcpyAsync from "

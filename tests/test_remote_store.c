@@ -92,7 +92,7 @@ TEST(probe_net_times_fetches)
 }
 
 /* a calibration of the net points alone (kvcal run --net loopback's plan): every size stored, the
- * notes say how they were timed, and the cost model reads a curve that rises with the bytes */
+ * notes say how they were timed, the points stored by size and a larger fetch slower */
 TEST(calib_net_points_on_the_loopback)
 {
     ModelCatalog mc;

@@ -232,3 +232,13 @@ void kv_csv_field(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+void kv_catf(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, size - n, fmt, ap);
+    va_end(ap);
+}

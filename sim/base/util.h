@@ -22,6 +22,8 @@ typedef struct KvErr {
 int kv_err(KvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prepend context ("file.json: ") to an existing message; returns -1. */
 int kv_err_prefix(KvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append printf output to the NUL-terminated buf of `size` bytes (cut at its end; nothing when it is full). */
+void kv_catf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Read a whole file, NUL-terminated. Caller frees. NULL + message on failure. */
 char *kv_read_file(const char *path, size_t *len, KvErr *e);
