@@ -114,7 +114,7 @@ SPLIT_KS=${SPLIT_KS:-0 1 2 3 4 6 8}
 # emulated at NET_RATE MB/s and NET_LAT us: at 64 MB/s one layer's KV of three 512-token histories
 # (768 KiB) takes ~12 ms to fetch and ~15 ms to compute on this CPU, so the pipelining of fetches
 # and layers decides the time (at the loopback's own ~5 GB/s a fetch is ~0.1 ms: DRAM-like)
-if [ "${QUICK:-0}" = 1 ]; then REMOTE_POLS=${REMOTE_POLS-}; else REMOTE_POLS=${REMOTE_POLS-kv-offload hcache}; fi
+if [ "$BACKEND" = cuda ] || [ "${QUICK:-0}" = 1 ]; then REMOTE_POLS=${REMOTE_POLS-}; else REMOTE_POLS=${REMOTE_POLS-kv-offload hcache}; fi
 REMOTE_BATCHES=${REMOTE_BATCHES:-3}
 NET_RATE=${NET_RATE:-64}
 NET_LAT=${NET_LAT:-50}
