@@ -494,7 +494,7 @@ int calib_run(CostStore *st, const CalibOptions *o, CalibResult *r, KvErr *e)
         note_add(notes, sizeof notes, "in sequence: layer ops timed inside a layer, copies > %lld MiB",
                  (long long)((o->cold_weights_bytes > 0 ? o->cold_weights_bytes : 3 * probe_cpu_llc_bytes()) >> 20));
     if (o->io_beside_compute)
-        note_add(notes, sizeof notes, "io beside compute: link and ssd points timed while a thread runs prefill layers (%d new over %d keys)",
+        note_add(notes, sizeof notes, "io beside compute: link, ssd and net points timed while a thread runs prefill layers (%d new over %d keys)",
                  BESIDE_NEW, BESIDE_CTX);
     note_add(notes, sizeof notes, "%s", dev.info);
     if (ly.tp > 1) note_add(notes, sizeof notes, "tp %d: per-GPU shapes timed on one device", ly.tp);

@@ -905,7 +905,7 @@ TEST(calib_io_beside_compute_times_the_io_while_layers_run)
     CHECK_MSG(calib_run(&st, &o, &r, &e) == 0, "%s", e.msg);
     CHECK_EQ_I(r.points, 4);
     CHECK_MSG(r.beside_layers >= 1, "%lld layers beside the IO", (long long)r.beside_layers);
-    CHECK_CONTAINS(r.meta.notes, "io beside compute: link and ssd points timed while a thread runs prefill layers");
+    CHECK_CONTAINS(r.meta.notes, "io beside compute: link, ssd and net points timed while a thread runs prefill layers");
     CHECK(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);
     CHECK(CPU_EQUAL(&before, &after)); /* the calling thread's pin is undone */
     /* without it: no compute thread, nothing in the notes */
