@@ -1593,6 +1593,7 @@ static int race_setup(Ex *x, KvErr *e)
     rc->rq = calloc((size_t)rc->n, sizeof *rc->rq);
     if (!rc->rq) return kv_err(e, "execute: out of memory");
     int64_t max_chunk = 0, cap = 4;
+    const SchReq *tw_q = NULL; /* a token-wise request (n_tw >= 1 of them) */
     for (int i = 0; i < rc->n; i++) {
         ExRaceReq *a = &rc->rq[i];
         const SchReq *q = &s->reqs[r->req_idx[i]];
@@ -1617,12 +1618,12 @@ static int race_setup(Ex *x, KvErr *e)
         if (f->bytes < a->N * a->bpt) f->bytes = a->N * a->bpt; /* the race may load any chunk of the history */
         if (a->io_chunk * a->bpt > max_chunk) max_chunk = a->io_chunk * a->bpt;
         cap += a->N + a->N / a->io_chunk + 4;
-        /* the budgets: the schedule's (one request alone, from an older kvsim: its own) */
-        int64_t tb = s->token_budget > 0 ? s->token_budget : q->comp_budget > q->nnew ? q->comp_budget : q->nnew;
-        rc->token_budget = tb;
-        rc->rbudget = q->comp_budget;
+        tw_q = q;
     }
-    if (rc->token_budget < 1) rc->token_budget = s->token_budget;
+    /* the budgets: the restoration's (every token-wise request has the same comp_budget), the
+     * header's token budget (one request alone from an older kvsim: enough for its chunk and its new input) */
+    rc->rbudget = tw_q->comp_budget;
+    rc->token_budget = s->token_budget > 0 ? s->token_budget : kv_max_i64(tw_q->comp_budget, tw_q->nnew);
     rc->qcap = rc->n * RACE_MAX_DEPTH;
     rc->oldest = !strcmp(s->io_order, "oldest");
     rc->qreq = calloc((size_t)rc->qcap, sizeof *rc->qreq);

@@ -80,10 +80,13 @@ def emulate_ssd(hw, io_rate):
 def emulate_nic(hw, net_rate, net_latency_us):
     """The overlay's NIC as kvcal execute --net-rate MB/S --net-latency US emulates it: every nic hop
     lasts at least latency + bytes / rate, which hides the loopback's own time when it is slower."""
-    nic = {"name": "loopback", "line": f"{net_rate / 1000:.6g} GB/s", "effective": f"{net_rate / 1000:.6g} GB/s",
-           "latency": f"{net_latency_us:g} us", "basis": "emulated",
-           "source": f"make validate: kvcal execute --net-rate {net_rate:g} (MB/s) --net-latency {net_latency_us:g} (us)"}
-    hw["nics"] = [nic]
+    return set_nic(hw, f"{net_rate / 1000:.6g} GB/s", f"{net_latency_us:g} us", "emulated",
+                   f"make validate: kvcal execute --net-rate {net_rate:g} (MB/s) --net-latency {net_latency_us:g} (us)")
+
+
+def set_nic(hw, rate, latency, basis, source):
+    """The overlay's platform reaches a remote store over one NIC, "loopback", of this rate and latency."""
+    hw["nics"] = [{"name": "loopback", "line": rate, "effective": rate, "latency": latency, "basis": basis, "source": source}]
     hw["platforms"][0]["nic"] = "loopback"
     return hw
 
@@ -127,10 +130,8 @@ def overlay_hw(db, gpus=1, backend="cpu"):
     }
     if net:  # the remote store on the loopback interface (kvcal run --net loopback)
         nrate, nlat = ssd_line(net)
-        hw["nics"] = [{"name": "loopback", "line": f"{nrate / 1e9:.4f} GB/s", "effective": f"{nrate / 1e9:.4f} GB/s",
-                       "latency": f"{nlat / 1e3:.1f} us", "basis": "measured",
-                       "source": src + ": net (a fetch from a server process over TCP on the loopback interface)"}]
-        hw["platforms"][0]["nic"] = "loopback"
+        set_nic(hw, f"{nrate / 1e9:.4f} GB/s", f"{nlat / 1e3:.1f} us", "measured",
+                src + ": net (a fetch from a server process over TCP on the loopback interface)")
     if backend == "cuda":  # this machine's GPU: the store has its compute; the figures only where it has none
         hw["gpus"] = [{"name": "cuda-host", "full_name": "this machine's CUDA device 0 as kvcal execute --backend cuda runs it",
                        "fp16": "989 TFLOP/s", "fp32": "67 TFLOP/s", "mem": "141 GB", "mem_bw": "4800 GB/s", "pcie": "host-memcpy",
