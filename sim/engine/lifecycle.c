@@ -428,16 +428,13 @@ void admit_queue(Sim *sm, Replica *rp)
             drop_head(sm, rp, q);
             continue;
         }
+        /* KV the turn cannot use (its history was cut by max_context, or is longer than what stayed
+         * resident) is stale: released now, since request_done replaces it with the turn's own */
+        if (!pre && !resident_ok && s->resident_tokens) sess_drop_resident(sm, rp, s);
         int64_t extra = need - have, cap = rp->pool_cap - blocks_admit_headroom(sm, rp);
         while (rp->pool_used + extra > cap && hbm_evict_one(sm, rp)) {
         }
-        if (rp->pool_used + extra > cap) {
-            /* the session's own stale KV may be what is in the way */
-            if (!resident_ok && s->resident_tokens && rp->pool_used - blocks_tokens(sm, s->resident_tokens) + extra <= cap)
-                sess_drop_resident(sm, rp, s);
-            else
-                break;
-        }
+        if (rp->pool_used + extra > cap) break;
         Request *r;
         if (pre) {
             rp->pre_n--;

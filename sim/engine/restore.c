@@ -588,8 +588,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     memset(&plan, 0, sizeof plan);
     plan.early_layers = -1;
     if (sm->pol->plan_restore(sm->pstate, &sm->env, &q, &plan, sm->e) != 0) return sm->failed = 1, -1;
-    /* resident tokens that do not cover the history are dropped */
-    if (s->resident_tokens > 0) sess_drop_resident(sm, rp, s);
+    SIM_CHECK(sm, s->resident_tokens == 0); /* admission released KV that does not cover the history */
     if (plan.no_restore) { /* the state is on the GPU by assumption: no restoration to bound */
         *ideal = 1;
         r->lb_ns = 0;
