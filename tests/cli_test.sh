@@ -1183,5 +1183,27 @@ expect 1 "plot --bars refuses a value that is not a number" "$B"/kvsim plot --ba
 contains "the error names the file" "bars2.csv"
 expect 2 "plot --bars without --out" "$B"/kvsim plot --bars "$tmp/bars.csv"
 
+# the engine's accounting walker (KVSIM_CHECK=1: every iteration boundary) on everything shipped:
+# every scenario, every generator in each load mode, every trace file of traces/data/, the default
+# configuration; a leak in the pool or tier accounting gives wrong numbers with exit 0 otherwise
+walk() { # DESC ARGS...
+  local desc=$1; shift
+  if KVSIM_CHECK=1 "$B"/kvsim compare --policies all --quiet --no-csv "$@" --out "$tmp/walk" >"$tmp/out" 2>&1; then ok "walker: $desc"
+  else bad "walker: $desc"; grep -m3 -E 'sim_check|internal|error' "$tmp/out" | sed 's/^/      /' >&2; fi
+  rm -rf "$tmp/walk"
+}
+for s in $("$B"/kvsim list scenarios | awk '/^[a-z]/ {print $1}'); do walk "scenario $s" --scenario "$s" --requests 300; done
+for g in $("$B"/kvsim list traces | awk '/^[a-z]/ && !/^\(/ {print $1}'); do
+  walk "generator $g" --trace "$g" --requests 400
+  walk "generator $g, arrivals=trace" --trace "$g" --requests 400 --set arrivals=trace
+  walk "generator $g, concurrency=4" --trace "$g" --requests 400 --set concurrency=4
+done
+for f in traces/data/*.csv; do walk "trace $f" --trace "$f" --requests 400; done
+walk "configs/default.json" --config configs/default.json --requests 400
+# a turn whose new input alone exceeds max_context: its history is dropped, the session's old KV released
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\na,0,0,100,10,0\na,1,1,5000,10,110\n' >"$tmp/pastmax.csv"
+walk "a turn past max_context" --trace "$tmp/pastmax.csv" --set max_context=4096
+contains "the cut is counted and warned" "were truncated to max_context (4096 tokens)"
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -491,3 +491,40 @@ TEST(sim_cost_table_memo_is_the_composition_up_to_the_context)
     if (rc == 0) sim_result_free(&res);
     sim_world_close(&w);
 }
+
+TEST(sim_check_turn_past_max_context_releases_its_stale_kv)
+{
+    /* Turn 1's new input alone exceeds max_context: its history is dropped (the trace cuts the
+     * prompt to max_context new tokens, history 0), and turn 0's KV, still resident, is of no use.
+     * Closed form: the pool's peak is turn 1's own blocks, blocks(4096 + 10) = 4112 tokens of
+     * 16-token blocks; counting turn 0's 112 tokens on top of it (4224) is the leak the walker
+     * reports. */
+    SimConfig c;
+    sim_config_defaults(&c);
+    const char *path = test_write_file(t, "past_max_context.csv",
+                                       "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                                       "a,0,0,100,10,0\n"
+                                       "a,1,1,5000,10,110\n");
+    snprintf(c.trace, sizeof c.trace, "%s", path);
+    c.quiet = 1;
+    simtest_set(t, &c, "max_context", "4096");
+    simtest_set(t, &c, "block_tokens", "16");
+    Hook h = {0};
+    sim_test_set_hook(hook, &h, 1); /* the walker at every iteration boundary */
+    SimWorld w;
+    Rows rows = {0};
+    SimResult res;
+    int rc = simtest_run(t, &c, "kv-offload", &w, &rows, &res);
+    sim_test_set_hook(NULL, NULL, 0);
+    if (rc != 0) return;
+    CHECK(h.boundaries > 0);
+    CHECK_EQ_U(res.requests, 2);
+    CHECK_EQ_U(res.truncated, 1);
+    CHECK_EQ_I(rows.n, 2);
+    CHECK_EQ_I(rows.rows[1].history_tokens, 0);
+    CHECK_EQ_I(rows.rows[1].new_tokens, 4096);
+    CHECK_EQ_I(rows.rows[1].loaded_tokens, 0);
+    CHECK_EQ_U(res.hbm_peak_tokens, 4112);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
