@@ -50,10 +50,10 @@ double repl_metric_value(const SimResult *r, int m)
     case 6: return hist_percentile(&r->restore, 0.99) / 1e9;
     case 7: return hist_mean(&r->tbt) / 1e9;
     case 8: return hist_percentile(&r->tbt, 0.99) / 1e9;
-    case 9: return r->requests ? (double)r->slo_met / (double)r->requests : 0;
+    case 9: return r->requests ? (double)r->slo_met / (double)r->requests : NAN;
     case 10: return r->saved_bytes_per_token;
     case 11: return r->lb_ratio.n ? hist_mean(&r->lb_ratio) / 1000 : NAN;
-    case 12: return r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : 0;
+    case 12: return r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN;
     }
     return NAN;
 }

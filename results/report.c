@@ -209,7 +209,7 @@ static cJSON *dist_s(const Hist *h)
     cJSON_AddNumberToObject(o, "p50", hist_percentile(h, 0.50) / 1e9);
     cJSON_AddNumberToObject(o, "p90", hist_percentile(h, 0.90) / 1e9);
     cJSON_AddNumberToObject(o, "p99", hist_percentile(h, 0.99) / 1e9);
-    cJSON_AddNumberToObject(o, "max", (double)h->max / 1e9);
+    cJSON_AddNumberToObject(o, "max", hist_max(h) / 1e9);
     cJSON_AddNumberToObject(o, "n", (double)h->n);
     return o;
 }
@@ -255,10 +255,18 @@ static cJSON *knobs_json(const SimConfig *c, const char *policy)
 
 static const char *g_class_names[SIM_CLASSES] = {"short", "medium", "long"};
 
+/* x per second of the run; NAN (absent) when no request was measured */
 static double per_s(double x, const SimLoad *ld)
 {
     double w = (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9;
-    return w > 0 ? x / w : 0;
+    return w > 0 && ld->kept ? x / w : NAN;
+}
+
+/* a number with `prec` decimals; "–" when absent */
+static void num(char *b, size_t n, int prec, double v)
+{
+    if (isfinite(v)) snprintf(b, n, "%.*f", prec, v);
+    else snprintf(b, n, "–");
 }
 
 /* a policy's "load": throughput and goodput as vLLM's benchmark prints them, the session wait,
@@ -286,7 +294,7 @@ static cJSON *load_json(const SimResult *r)
     cJSON_AddNumberToObject(o, "request_goodput_per_s", per_s((double)ld->good, ld));
     cJSON *w = cJSON_AddObjectToObject(o, "session_wait");
     cJSON_AddNumberToObject(w, "requests", (double)ld->waited);
-    cJSON_AddNumberToObject(w, "mean_s", ld->kept ? ld->wait_sum_ns / (double)ld->kept / 1e9 : 0);
+    cJSON_AddNumberToObject(w, "mean_s", ld->kept ? ld->wait_sum_ns / (double)ld->kept / 1e9 : NAN);
     cJSON_AddNumberToObject(w, "max_s", (double)ld->wait_max_ns / 1e9);
     cJSON *t = cJSON_AddObjectToObject(o, "trimmed");
     cJSON_AddNumberToObject(t, "warmup", (double)ld->trimmed_warmup);
@@ -335,8 +343,8 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(o, "saved_bytes_per_token", r->saved_bytes_per_token);
     cJSON_AddNumberToObject(o, "restored_tokens", (double)r->restored_tokens);
     cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s",
-                            r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : 0);
-    cJSON_AddNumberToObject(o, "slo_attainment", r->requests ? (double)r->slo_met / (double)r->requests : 0);
+                            r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN);
+    cJSON_AddNumberToObject(o, "slo_attainment", r->requests ? (double)r->slo_met / (double)r->requests : NAN);
     cJSON *lb = cJSON_AddObjectToObject(o, "restore_over_lower_bound");
     cJSON_AddNumberToObject(lb, "mean", hist_mean(&r->lb_ratio) / 1000);
     cJSON_AddNumberToObject(lb, "p50", hist_percentile(&r->lb_ratio, 0.5) / 1000);
@@ -353,12 +361,12 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     /* hit rates: the share of requests restored from each place (no_history excluded) */
     double with_hist = (double)(r->requests - r->no_history);
     cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
-    cJSON_AddNumberToObject(rate, "resident", with_hist > 0 ? (double)r->hits_resident / with_hist : 0);
-    cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : 0);
-    cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : 0);
-    cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : 0);
-    cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : 0);
-    cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : 0);
+    cJSON_AddNumberToObject(rate, "resident", with_hist > 0 ? (double)r->hits_resident / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : NAN);
     /* saved state in flight and lost: restorations that waited for a save to cross D2H (and how
      * long, the longest wait of one of their loads), those of a saving policy that recomputed
      * everything (and why), sessions whose saved state was dropped */
@@ -426,7 +434,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         cJSON_AddNumberToObject(x, "requests", (double)r->cls[c].n);
         cJSON_AddItemToObject(x, "ttft_s", dist_s(&r->cls[c].ttft));
         cJSON_AddItemToObject(x, "restore_s", dist_s(&r->cls[c].restore));
-        cJSON_AddNumberToObject(x, "slo_attainment", r->cls[c].n ? (double)r->cls[c].slo_met / (double)r->cls[c].n : 0);
+        cJSON_AddNumberToObject(x, "slo_attainment", r->cls[c].n ? (double)r->cls[c].slo_met / (double)r->cls[c].n : NAN);
         cJSON_AddItemToArray(cls, x);
     }
     cJSON_AddNumberToObject(o, "sim_time_s", (double)r->sim_end_ns / 1e9);
@@ -597,7 +605,12 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
     return rc;
 }
 
-static void ms(char *b, size_t n, double ns) { snprintf(b, n, "%.1f", ns / 1e6); }
+/* a time in ms; "–" when absent (NAN: no sample) */
+static void ms(char *b, size_t n, double ns)
+{
+    if (isfinite(ns)) snprintf(b, n, "%.1f", ns / 1e6);
+    else snprintf(b, n, "–");
+}
 
 /* Bytes for a person: 0 B, 512 B, 512 KiB, 1.5 MiB, 12.5 GiB (binary units, three significant digits). */
 void report_human_bytes(char *b, size_t n, double bytes)
@@ -644,10 +657,16 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
         /* the ratio applies only to requests that restored something (none under ideal) */
         if (r->lb_ratio.n) snprintf(lb, sizeof lb, "%.2f", hist_mean(&r->lb_ratio) / 1000);
         else snprintf(lb, sizeof lb, "–");
-        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %.3f | %.1f | %.3f |\n", r->policy,
-                (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                r->requests ? 100.0 * (double)r->slo_met / (double)r->requests : 0, saved, lb, r->load.throughput_per_s,
-                per_s(r->load.output_tokens, &r->load), per_s((double)r->load.good, &r->load));
+        char slo[32];
+        if (r->requests) snprintf(slo, sizeof slo, "%.1f", 100.0 * (double)r->slo_met / (double)r->requests);
+        else snprintf(slo, sizeof slo, "–");
+        char thr[3][32];
+        num(thr[0], sizeof thr[0], 3, r->load.throughput_per_s);
+        num(thr[1], sizeof thr[1], 1, per_s(r->load.output_tokens, &r->load));
+        num(thr[2], sizeof thr[2], 3, per_s((double)r->load.good, &r->load));
+        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->policy,
+                (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], slo, saved, lb, thr[0], thr[1],
+                thr[2]);
     }
     report_load_footer(out, w->cfg, res, n);
     uint64_t ex = 0;
@@ -679,6 +698,13 @@ int report_warnings(FILE *out, const SimWorld *w, const SimResult *res, int n)
     }
     for (int i = 0; i < n; i++) {
         const SimResult *r = &res[i];
+        if (r->requests == 0) { /* every latency is absent ("–", null), never 0 */
+            fprintf(out, "warning: %s: no request was measured (%llu left out as warm-up, %llu as cool-down, %llu dropped): "
+                         "its latencies are absent\n",
+                    r->policy, (unsigned long long)r->load.trimmed_warmup, (unsigned long long)r->load.trimmed_cooldown,
+                    (unsigned long long)r->dropped);
+            lines++;
+        }
         if (req_share(r, r->dropped) > REPORT_WARN_SHARE) {
             fprintf(out, "warning: %s: %.1f%% of the requests were dropped, larger than the KV pool (%llu tokens per replica: "
                          "set by mem_util %.2f and the model's weights)\n",
@@ -732,7 +758,7 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
         fputc('\n', out);
     }
     int any = 0;
-    for (int i = 0; i < n; i++) any |= res[i].truncated || res[i].dropped || res[i].fallbacks;
+    for (int i = 0; i < n; i++) any |= res[i].truncated || res[i].dropped || res[i].fallbacks || !res[i].requests;
     if (!any) return;
     /* the warnings go under the counts (a blank line first when there were none) */
     if (!head) fputc('\n', out);

@@ -1183,6 +1183,16 @@ expect 1 "plot --bars refuses a value that is not a number" "$B"/kvsim plot --ba
 contains "the error names the file" "bars2.csv"
 expect 2 "plot --bars without --out" "$B"/kvsim plot --bars "$tmp/bars.csv"
 
+# no metric from no measurement: with every request left out as warm-up, every latency is absent
+expect 0 "a run whose requests are all warm-up" "$B"/kvsim run --policy kv-offload --requests 40 --set warmup=100 --quiet --out "$tmp/empty"
+if grep -qF '| kv-offload | 0 | – | – | – | – | – | – | – | – | – |' "$tmp/empty/table.md"; then ok "absent latencies print as –"; else bad "absent latencies print as –"; sed 's/^/      /' "$tmp/empty/table.md" >&2; fi
+if grep -qF 'warning: kv-offload: no request was measured (40 left out as warm-up' "$tmp/empty/table.md"; then ok "the table says no request was measured"; else bad "the table says no request was measured"; fi
+if python3 -c "
+import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]
+assert p['ttft_s']['p99'] is None and p['ttft_s']['max'] is None and p['ttft_s']['n'] == 0, p['ttft_s']
+assert p['slo_attainment'] is None and p['load']['request_throughput_per_s'] is None
+" "$tmp/empty/summary.json"; then ok "summary.json: absent metrics are null"; else bad "summary.json: absent metrics are null"; fi
+
 # the engine's accounting walker (KVSIM_CHECK=1: every iteration boundary) on everything shipped:
 # every scenario, every generator in each load mode, every trace file of traces/data/, the default
 # configuration; a leak in the pool or tier accounting gives wrong numbers with exit 0 otherwise

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "tests/harness.h"
 #include "sim/base/hist.h"
 
@@ -49,7 +51,13 @@ TEST(hist_small_values_exact_and_merge)
     CHECK_NEAR(hist_percentile(&a, 0.99), 99, 0, 0);
     CHECK_NEAR(hist_percentile(&a, 1.0), 100, 0, 0);
     Hist empty = {0};
-    CHECK_NEAR(hist_percentile(&empty, 0.5), 0, 0, 0);
+    /* no sample, no statistic: absent (NAN), never 0 */
+    CHECK(isnan(hist_percentile(&empty, 0.5)));
+    CHECK(isnan(hist_mean(&empty)));
+    CHECK(isnan(hist_max(&empty)));
+    double pc[2];
+    hist_percentiles(&empty, (const double[]){0.5, 0.99}, 2, pc);
+    CHECK(isnan(pc[0]) && isnan(pc[1]));
     hist_free(&a);
     hist_free(&b);
 }

@@ -188,8 +188,9 @@ TEST(report_table_headers_units_and_not_applicable)
     CHECK_CONTAINS(buf, "TTFT p99 ms");
     CHECK_CONTAINS(buf, "restore p99 ms");
     CHECK_CONTAINS(buf, "TBT p99 ms");
-    CHECK_CONTAINS(buf, "| 512 KiB | 2.46 | 0.000 | 0.0 | 0.000 |\n");
-    CHECK_CONTAINS(buf, "| 0 B | – | 0.000 | 0.0 | 0.000 |\n");
+    /* no request kept in the load window (the results are made by hand): the rates are absent */
+    CHECK_CONTAINS(buf, "| 512 KiB | 2.46 | 0.000 | – | – |\n");
+    CHECK_CONTAINS(buf, "| 0 B | – | 0.000 | – | – |\n");
     CHECK_CONTAINS(buf, "goodput req/s");
     CHECK(strstr(buf, "524288") == NULL);
     free(buf);

@@ -1,6 +1,8 @@
 /* hist.c — log-linear histogram; see hist.h. */
 #include "sim/base/hist.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,7 +119,7 @@ static double bucket_mid(const Hist *h, int i)
 
 double hist_percentile(const Hist *h, double p)
 {
-    if (!h->n || !h->b) return 0;
+    if (!h->n || !h->b) return NAN;
     if (p <= 0) return (double)h->min;
     if (p >= 1) return (double)h->max;
     uint64_t rank = hist_rank(h->n, p);
@@ -140,7 +142,7 @@ double hist_percentile(const Hist *h, double p)
 void hist_percentiles(const Hist *h, const double *p, int k, double *out)
 {
     if (!h->n || !h->b) {
-        for (int j = 0; j < k; j++) out[j] = 0;
+        for (int j = 0; j < k; j++) out[j] = NAN;
         return;
     }
     int lo_b = hist_bucket_of(h->min), hi_b = hist_bucket_of(h->max), i = lo_b;
@@ -177,7 +179,8 @@ int hist_valid(const Hist *h)
     return total == h->n && h->b[lo_b] > 0 && h->b[hi_b] > 0;
 }
 
-double hist_mean(const Hist *h) { return h->n ? h->sum / (double)h->n : 0; }
+double hist_mean(const Hist *h) { return h->n ? h->sum / (double)h->n : NAN; }
+double hist_max(const Hist *h) { return h->n ? (double)h->max : NAN; }
 
 void hist_free(Hist *h)
 {

@@ -64,7 +64,7 @@ static inline uint64_t hist_rank(uint64_t n, double p)
     if ((double)rank < p * (double)n) rank++;
     return rank < 1 ? 1 : rank;
 }
-/* p in [0, 1]; 0 when empty. O(buckets between min's and max's) */
+/* p in [0, 1]; NAN when empty (no sample, no percentile: absent, never 0). O(buckets between min's and max's) */
 double hist_percentile(const Hist *h, double p);
 /* out[j] = hist_percentile(h, p[j]) for j < k, in one sweep of the buckets when p ascends (a
  * smaller p than the one before restarts it): a curve's points. O(buckets between min's and max's
@@ -74,7 +74,9 @@ void hist_percentiles(const Hist *h, const double *p, int k, double *out);
  * buckets of [min, max], both of which are non-empty), else 0: for a histogram read from a file.
  * O(HIST_BUCKETS) */
 int hist_valid(const Hist *h);
+/* the mean and the largest sample; NAN when empty */
 double hist_mean(const Hist *h);
+double hist_max(const Hist *h);
 void hist_free(Hist *h);
 
 #endif

@@ -10,6 +10,7 @@
 #include "sim/cli/point.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,23 +133,23 @@ static int metric_values(const SimResult *r, double *v)
     double with_hist = (double)(r->requests - r->no_history);
     double sim_s = (double)r->sim_end_ns / 1e9;
 #define S(x) (v[k++] = (double)(x))
-#define SHARE(x) S(with_hist > 0 ? (double)(x) / with_hist : 0)
+#define SHARE(x) S(with_hist > 0 ? (double)(x) / with_hist : NAN)
     S(r->requests), S(r->sessions), S(r->dropped), S(r->truncated);
     S(hist_mean(&r->ttft) / 1e9), S(hist_percentile(&r->ttft, 0.5) / 1e9), S(hist_percentile(&r->ttft, 0.9) / 1e9),
-        S(hist_percentile(&r->ttft, 0.99) / 1e9), S((double)r->ttft.max / 1e9);
+        S(hist_percentile(&r->ttft, 0.99) / 1e9), S(hist_max(&r->ttft) / 1e9);
     S(hist_mean(&r->tbt) / 1e9), S(hist_percentile(&r->tbt, 0.5) / 1e9), S(hist_percentile(&r->tbt, 0.99) / 1e9);
     S(hist_mean(&r->restore) / 1e9), S(hist_percentile(&r->restore, 0.5) / 1e9), S(hist_percentile(&r->restore, 0.99) / 1e9);
     S(hist_mean(&r->queue) / 1e9), S(hist_percentile(&r->queue, 0.99) / 1e9);
     S(hist_mean(&r->prefill) / 1e9), S(hist_percentile(&r->prefill, 0.99) / 1e9);
-    S(r->requests ? (double)r->slo_met / (double)r->requests : 0);
-    S(r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : 0);
+    S(r->requests ? (double)r->slo_met / (double)r->requests : NAN);
+    S(r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN);
     S(r->restored_tokens);
     SHARE(r->hits_resident), SHARE(r->hits_dram), SHARE(r->hits_ssd), SHARE(r->hits_remote), SHARE(r->misses);
     S(r->bytes_h2d), S(r->bytes_d2h), S(r->bytes_ssd_read), S(r->bytes_ssd_write), S(r->bytes_net_in), S(r->bytes_net_out);
     S(r->hbm_peak_tokens), S(r->pool_tokens), S(r->dram_peak_bytes), S(r->ssd_peak_bytes), S(r->remote_peak_bytes);
     S(r->util_gpu[0]), S(r->util_h2d[0]), S(r->util_d2h[0]), S(r->util_ssd), S(r->util_nic_in), S(r->util_nic_out);
     for (int c = 0; c < SIM_CLASSES; c++) S(hist_percentile(&r->cls[c].ttft, 0.99) / 1e9);
-    S(sim_s), S(sim_s > 0 ? (double)r->requests / sim_s : 0), S(r->iterations), S(r->events);
+    S(sim_s), S(sim_s > 0 ? (double)r->requests / sim_s : NAN), S(r->iterations), S(r->events);
 #undef S
 #undef SHARE
     return k;

@@ -188,7 +188,8 @@ static int policy_stat(SimWorld *w, const char *policy, const cJSON *m, double *
             rc = kv_err(e, "%s: no request with history in [%lld, %lld) tokens", policy, (long long)f.hmin, (long long)f.hmax);
         else *out = (!strcmp(stat, "ttft_mean") ? f.ttft_ns : f.restore_ns) / (double)f.n / 1e9;
     } else if (!strcmp(stat, "tbt_mean")) {
-        *out = hist_mean(&r.tbt) / 1e9;
+        if (r.tbt.n == 0) rc = kv_err(e, "%s: no time between tokens was measured (every request had one output token)", policy);
+        else *out = hist_mean(&r.tbt) / 1e9;
     } else if (!strcmp(stat, "saved_bytes_per_token")) {
         *out = r.saved_bytes_per_token;
     } else {

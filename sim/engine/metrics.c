@@ -866,7 +866,7 @@ static void load_finish(Sim *sm)
     ld->window_start_ns = ld->first_arrival_ns;
     ld->window_end_ns = L->exo_last_ns > ld->first_arrival_ns ? L->exo_last_ns : ld->last_arrival_ns;
     double run_s = (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9;
-    ld->throughput_per_s = run_s > 0 ? (double)ld->kept / run_s : 0;
+    ld->throughput_per_s = run_s > 0 && ld->kept ? (double)ld->kept / run_s : NAN; /* absent: no request measured */
     if (ld->kept == 0 || ld->window_end_ns <= ld->window_start_ns) return;
     int64_t mid_ns = ld->window_start_ns + (ld->window_end_ns - ld->window_start_ns) / 2;
     /* batch means over the last half (turns of one session are correlated; batches of arrival time
