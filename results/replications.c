@@ -209,14 +209,24 @@ static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
     }
 }
 
+/* the seeds in which policy p's run was overloaded (summary.json load.overloaded) */
+static int overloaded_seeds(const Replications *r, int p)
+{
+    int k = 0;
+    for (int s = 0; s < r->n_seeds; s++) k += r->res[s * r->n_policies + p].load.overloaded != 0;
+    return k;
+}
+
 static int table(FILE *out, const Replications *r, int diff, KvErr *e)
 {
     fprintf(out, "| policy | seeds |");
     for (int m = 0; m < N_METRICS; m++)
         if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, " %s%s |", diff == 1 ? "Δ " : diff ? "÷ " : "", k_metrics[m].header);
+    if (!diff) fprintf(out, " overloaded seeds |"); /* the mark of each row: its means are of a queue that kept growing */
     fprintf(out, "\n|---|---:|");
     for (int m = 0; m < N_METRICS; m++)
         if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, "---:|");
+    if (!diff) fprintf(out, "---:|");
     fputc('\n', out);
     for (int p = 0; p < r->n_policies; p++) {
         if (diff && p == r->baseline) continue;
@@ -230,6 +240,10 @@ static int table(FILE *out, const Replications *r, int diff, KvErr *e)
             char b[128];
             cell(b, sizeof b, k_metrics[m].kind, &st, diff);
             fprintf(out, " %s |", b);
+        }
+        if (!diff) {
+            int k = overloaded_seeds(r, p);
+            fprintf(out, k ? " %d of %d ⚠ |" : " %d of %d |", k, r->n_seeds);
         }
         fputc('\n', out);
     }
@@ -255,6 +269,33 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
     }
     uint64_t ex = 0;
     for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += r->res[i].extrapolations;
+    int first = 1;
+    for (int p = 0; p < r->n_policies; p++) { /* the overloaded rows, with the seeds and the first one's evidence */
+        int k = overloaded_seeds(r, p);
+        if (!k) continue;
+        char seeds[256] = "", ev[640] = "";
+        size_t len = 0;
+        uint64_t first_seed = 0;
+        for (int s = 0; s < r->n_seeds; s++) {
+            const SimResult *x = &r->res[s * r->n_policies + p];
+            if (!x->load.overloaded) continue;
+            if (len < sizeof seeds) len += (size_t)snprintf(seeds + len, sizeof seeds - len, "%s%llu", len ? ", " : "", (unsigned long long)r->seeds[s]);
+            if (!ev[0]) report_load_warning(ev, sizeof ev, x), first_seed = r->seeds[s];
+        }
+        const char *why = strstr(ev, "overloaded: "); /* the evidence without its "policy: overloaded: " */
+        fprintf(out, "%swarning: %s: overloaded in %d of %d seeds (%s): its means and percentiles depend on the run's length; "
+                     "seed %llu: %s\n",
+                first ? "\n" : "", r->res[p].policy, k, r->n_seeds, seeds, (unsigned long long)first_seed,
+                why ? why + strlen("overloaded: ") : ev);
+        first = 0;
+    }
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
+    /* nothing restored in any seed by any policy: the rows differ only in what the policies save */
+    int none = 1;
+    for (int i = 0; i < r->n_seeds * r->n_policies && none; i++) none = report_restored_nothing(&r->res[i]) != 0;
+    if (none) {
+        fputc('\n', out);
+        report_restored_nothing_note(out, r->res, r->n_seeds * r->n_policies);
+    }
     return 0;
 }

@@ -358,6 +358,8 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(hits, "mixed", (double)r->hits_mixed);
     cJSON_AddNumberToObject(hits, "recompute", (double)r->misses);
     cJSON_AddNumberToObject(hits, "no_history", (double)r->no_history);
+    /* every request with a history found it in HBM (or none had one): the policy restored nothing */
+    cJSON_AddBoolToObject(o, "nothing_restored", report_restored_nothing(r) != 0);
     /* hit rates: the share of requests restored from each place (no_history excluded) */
     double with_hist = (double)(r->requests - r->no_history);
     cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
@@ -675,6 +677,28 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
     report_footer(out, w, res, n);
 }
 
+int report_restored_nothing(const SimResult *r)
+{
+    uint64_t with_hist = r->requests - r->no_history;
+    if (r->requests == 0) return 0;
+    if (with_hist == 0) return 2;
+    return r->hits_resident == with_hist ? 1 : 0;
+}
+
+void report_restored_nothing_note(FILE *out, const SimResult *res, int n)
+{
+    int why = n > 0 ? report_restored_nothing(&res[0]) : 0;
+    for (int i = 1; i < n && why; i++)
+        if (report_restored_nothing(&res[i]) != why) why = 0;
+    if (why == 2)
+        fprintf(out, "note: nothing was restored: no request had a history (every request is its session's first turn), so "
+                     "the policies' rows differ only in what they save\n");
+    else if (why == 1)
+        fprintf(out, "note: nothing was restored: every request found its history still in HBM (the KV pool never had to "
+                     "evict it; evict_each_turn=false), so the policies' rows differ only in what they save; set "
+                     "evict_each_turn=true, a smaller mem_util or more load to compare restorations\n");
+}
+
 /* the share of a run's requests (done or dropped) */
 static double req_share(const SimResult *r, uint64_t k)
 {
@@ -757,12 +781,16 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
                     (unsigned long long)r->preempted_requests, w->cfg->preempt == SIM_PREEMPT_SWAP ? "swap" : "recompute");
         fputc('\n', out);
     }
-    int any = 0;
-    for (int i = 0; i < n; i++) any |= res[i].truncated || res[i].dropped || res[i].fallbacks || !res[i].requests;
-    if (!any) return;
+    int any = 0, none = 1;
+    for (int i = 0; i < n; i++) {
+        any |= res[i].truncated || res[i].dropped || res[i].fallbacks || !res[i].requests;
+        none &= report_restored_nothing(&res[i]) != 0;
+    }
+    if (!any && !none) return;
     /* the warnings go under the counts (a blank line first when there were none) */
     if (!head) fputc('\n', out);
-    report_warnings(out, w, res, n);
+    if (any) report_warnings(out, w, res, n);
+    if (none) report_restored_nothing_note(out, res, n);
 }
 
 int report_load_warning(char *b, size_t n, const SimResult *r)

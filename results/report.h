@@ -65,6 +65,12 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n);
  * max_context), dropped (the KV pool: mem_util and the model), fell back to recompute (state_ttl,
  * tier capacity dram/n_ssd, saves in flight, or uncovered history). Returns the lines written. */
 int report_warnings(FILE *out, const SimWorld *w, const SimResult *res, int n);
+/* 1 when every request of r with a history found it resident in HBM, 2 when no request had a
+ * history, 0 otherwise (something was loaded or recomputed, or no request was measured) */
+int report_restored_nothing(const SimResult *r);
+/* One "note: nothing was restored: ..." line saying why, when every one of the n results restored
+ * nothing for the same reason; nothing otherwise. */
+void report_restored_nothing_note(FILE *out, const SimResult *res, int n);
 /* One line on a run that is overloaded (returns 2) or not in steady state (1): arrived vs done over
  * the load window, and the growth of the arrival-to-first-token time; 0 and "" otherwise. */
 int report_load_warning(char *b, size_t n, const SimResult *r);

@@ -3,7 +3,9 @@
 Responsible for: finding the kvsim binary, turning keyword settings into its command line, running
 it in a scratch directory and reading back what it wrote (summary.json, requests.csv, table.md) as
 plain Python objects, or pandas DataFrames on request; failures raise KvsimError carrying the
-binary's own message.
+binary's own message; the warnings kvsim writes under its table (overload, truncation, drops,
+fallbacks, "no request was measured", "nothing was restored") are raised as KvsimWarning and kept in
+the result, and each policy's overload flag is returned beside its metrics.
 Not responsible for: simulating anything (the binary does) or plotting.
 Standard library only; pandas is used only when as_frame=True.
 
@@ -23,8 +25,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 
-__all__ = ["run", "compare", "find_binary", "KvsimError"]
+__all__ = ["run", "compare", "find_binary", "KvsimError", "KvsimWarning"]
 __version__ = "0.1.0"
 
 # requests.csv columns that are not numbers; every other column is an integer or, for *_s, a float
@@ -40,6 +43,30 @@ class KvsimError(RuntimeError):
         self.cmd = cmd
         self.returncode = returncode
         self.stderr = stderr
+
+
+class KvsimWarning(UserWarning):
+    """A warning or note kvsim wrote under its results table: the numbers are what the run gave, but
+    something about the run (overload, truncation, drops, nothing restored, nothing measured) changes
+    what they mean."""
+
+
+def _table_warnings(table):
+    """The lines of table.md that qualify the results: "warning: ..." and "note: nothing was restored"."""
+    return [line.strip() for line in table.splitlines()
+            if line.startswith("warning:") or line.startswith("note: nothing was restored")]
+
+
+def _overloaded(summary):
+    """policy -> overloaded: a bool for one run; for seeded runs the number of seeds overloaded."""
+    per_seed = summary.get("replications", {}).get("per_seed")
+    if per_seed:
+        out = {}
+        for seed in per_seed:
+            for p in seed["policies"]:
+                out[p["name"]] = out.get(p["name"], 0) + (1 if p.get("load", {}).get("overloaded") else 0)
+        return out
+    return {p["name"]: bool(p.get("load", {}).get("overloaded")) for p in summary["policies"]}
 
 
 def _executable(path):
@@ -171,7 +198,11 @@ def _run(command, policies, config, scenario, out, as_frame, binary, timeout, cs
             "table": table,
             "dir": None if scratch else out_dir,
             "command": args,
+            "warnings": _table_warnings(table),
+            "overloaded": _overloaded(summary),
         }
+        for w in result["warnings"]:
+            warnings.warn(w, KvsimWarning, stacklevel=3)
     except subprocess.TimeoutExpired as exc:
         raise KvsimError("kvsim %s ran longer than %s s" % (command, timeout), cmd=args) from exc
     finally:
@@ -189,7 +220,9 @@ def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=F
     Returns a dict: "summary" (summary.json as a dict), "policies" (name -> that policy's metrics),
     "requests" (requests.csv as a list of dicts with ints and floats; [] with requests_csv=False),
     "table" (table.md text), "dir" (out, or None when a temporary directory was used and removed),
-    "command" (the command line run). With as_frame=True "requests" is a pandas DataFrame and
+    "command" (the command line run), "warnings" (the warning lines under kvsim's table, each also
+    raised as a KvsimWarning), "overloaded" (policy -> bool; with seeds, the number of seeds in which
+    it was overloaded). With as_frame=True "requests" is a pandas DataFrame and
     "metrics" one with a row per policy (nested keys flattened: "ttft_s.p99").
     Raises KvsimError with kvsim's message when the run fails."""
     return _run("run", policy, config, scenario, out, as_frame, binary, timeout, requests_csv, settings)

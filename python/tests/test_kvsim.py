@@ -32,6 +32,22 @@ class CompareTest(unittest.TestCase):
         self.assertIn("| kv-offload |", r["table"])
         self.assertIsNone(r["dir"])  # the temporary directory is gone
 
+    def test_overload_and_warnings_returned(self):
+        self.assertEqual(self.r["overloaded"], {"recompute": False, "kv-offload": False})
+        self.assertEqual(self.r["warnings"], [])
+
+    def test_warnings_raised_as_python_warnings(self):
+        # nothing evicted on an 80 GB GPU at this load: every row is the same, and kvsim says why
+        with self.assertWarns(kvsim.KvsimWarning) as cm:
+            r = kvsim.compare(policies=["recompute", "kv-offload"], **SMALL)
+        self.assertIn("nothing was restored", str(cm.warning))
+        self.assertTrue(any("nothing was restored" in w for w in r["warnings"]))
+        # every request left out as warm-up: the latencies are absent (None), never 0
+        with self.assertWarns(kvsim.KvsimWarning) as cm:
+            r = kvsim.run("kv-offload", warmup=100, **SMALL)
+        self.assertIn("no request was measured", str(cm.warning))
+        self.assertIsNone(r["policies"]["kv-offload"]["ttft_s"]["p99"])
+
     def test_requests_rows_typed(self):
         rows = self.r["requests"]
         self.assertEqual(len(rows), 80)

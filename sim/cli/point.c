@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "policies/policy.h"
+#include "results/report.h"
 #include "sim/base/units.h"
 #include "sim/cost/spec.h"
 
@@ -121,6 +122,7 @@ static const char *const g_metric_names[] = {
     "utilisation.nic_out",
     "by_history_class.short.ttft_s.p99", "by_history_class.medium.ttft_s.p99", "by_history_class.long.ttft_s.p99",
     "sim_time_s", "requests_per_s", "iterations", "events",
+    "load.overloaded", "load.steady_state", "nothing_restored",
 };
 #define N_METRICS ((int)KV_ARRAY_LEN(g_metric_names))
 
@@ -150,6 +152,7 @@ static int metric_values(const SimResult *r, double *v)
     S(r->util_gpu[0]), S(r->util_h2d[0]), S(r->util_d2h[0]), S(r->util_ssd), S(r->util_nic_in), S(r->util_nic_out);
     for (int c = 0; c < SIM_CLASSES; c++) S(hist_percentile(&r->cls[c].ttft, 0.99) / 1e9);
     S(sim_s), S(sim_s > 0 ? (double)r->requests / sim_s : NAN), S(r->iterations), S(r->events);
+    S(r->load.overloaded != 0), S(r->load.steady != 0), S(report_restored_nothing(r) != 0); /* 1 or 0: summary.json's booleans */
 #undef S
 #undef SHARE
     return k;
