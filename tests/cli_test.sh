@@ -597,6 +597,8 @@ else skip=$((skip+1)); echo "skip  cli: sweep database dump (no sqlite3 CLI)"; f
 rows=$(($(wc -l < "$tmp/j1.csv") - 1)); per=$(grep -c '^1,.*,recompute,' "$tmp/j1.csv")
 if [ "$rows" = $((8 * 2 * per)) ] && head -1 "$tmp/j1.csv" | grep -q '^point,scenario,requests,policies,n_ssd,nic,seed,policy,metric,value$'; then
   ok "sweep CSV: a row per point × policy × metric"; else bad "sweep CSV: $rows rows, header $(head -1 "$tmp/j1.csv")"; fi
+if grep -q ',recompute,load.overloaded,[01]$' "$tmp/j1.csv" && grep -q ',kv-offload,nothing_restored,[01]$' "$tmp/j1.csv"; then
+  ok "sweep CSV: overload and nothing_restored per point × policy"; else bad "sweep CSV: overload and nothing_restored per point × policy"; fi
 expect 0 "sweep again: nothing to run" "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/j1.db"
 contains "sweep again skips every done point" "8 already done; nothing to run"
 cat > "$tmp/slow.json" <<'EOF'
@@ -1192,6 +1194,15 @@ import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]
 assert p['ttft_s']['p99'] is None and p['ttft_s']['max'] is None and p['ttft_s']['n'] == 0, p['ttft_s']
 assert p['slo_attainment'] is None and p['load']['request_throughput_per_s'] is None
 " "$tmp/empty/summary.json"; then ok "summary.json: absent metrics are null"; else bad "summary.json: absent metrics are null"; fi
+
+# overload and "nothing was restored" where the results are read
+expect 0 "seeded compare on an overloaded agent load" "$B"/kvsim compare --trace swebench --policies recompute --seeds 2 --requests 600 --quiet --out "$tmp/ovl"
+if grep -qF '| overloaded seeds |' "$tmp/ovl/table.md" && grep -qE '^\| recompute \| 2 \|.*\| 2 of 2 ⚠ \|$' "$tmp/ovl/table.md"; then
+  ok "seeded table: each row marks its overloaded seeds"; else bad "seeded table: each row marks its overloaded seeds"; sed 's/^/      /' "$tmp/ovl/table.md" | head -12 >&2; fi
+if grep -qF 'warning: recompute: overloaded in 2 of 2 seeds (1, 2)' "$tmp/ovl/table.md"; then ok "seeded table: the overloaded seeds are named"; else bad "seeded table: the overloaded seeds are named"; fi
+expect 0 "a compare where nothing is evicted" "$B"/kvsim compare --policies recompute,kv-offload --requests 200 --platform cacheflow-h100-10g --model Llama-3.1-8B --quiet --out "$tmp/noev"
+if grep -qF 'note: nothing was restored: every request found its history still in HBM' "$tmp/noev/table.md"; then
+  ok "identical rows because nothing was evicted: one line says why"; else bad "identical rows because nothing was evicted: one line says why"; fi
 
 # the engine's accounting walker (KVSIM_CHECK=1: every iteration boundary) on everything shipped:
 # every scenario, every generator in each load mode, every trace file of traces/data/, the default
