@@ -1204,6 +1204,14 @@ expect 0 "a compare where nothing is evicted" "$B"/kvsim compare --policies reco
 if grep -qF 'note: nothing was restored: every request found its history still in HBM' "$tmp/noev/table.md"; then
   ok "identical rows because nothing was evicted: one line says why"; else bad "identical rows because nothing was evicted: one line says why"; fi
 
+# a scenario's load mode over a trace file with its own arrival times: refused, naming both and the two ways out
+printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\na,0,0,100,10,0\na,1,5,200,10,110\nb,0,2,300,10,0\n' >"$tmp/timed.csv"
+expect 2 "a concurrency scenario over a timed trace file is refused" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --quiet --out "$tmp/sc1"
+contains "the refusal names the scenario, its load mode and the file" "3 of its rows carry arrival times, but scenario cake-a100-llama2-13b sets concurrency=1"
+contains "the refusal says how to choose" "add --set concurrency=0 to replay the file's arrival times"
+expect 0 "the file's arrival times, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=0 --quiet --out "$tmp/sc2"
+expect 0 "the scenario's harness, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=1 --quiet --out "$tmp/sc3"
+
 # the engine's accounting walker (KVSIM_CHECK=1: every iteration boundary) on everything shipped:
 # every scenario, every generator in each load mode, every trace file of traces/data/, the default
 # configuration; a leak in the pool or tier accounting gives wrong numbers with exit 0 otherwise

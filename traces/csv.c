@@ -258,6 +258,7 @@ int trace_csv_open(TraceSource *s, KvErr *e)
         snprintf(order, sizeof order, "indexed (out of release order from line %lld)", (long long)c->order.first_unsorted_line);
     else
         snprintf(order, sizeof order, "streamed in file order");
+    s->timed_rows = c->scan_timed;
     snprintf(s->describe, sizeof s->describe,
              "csv %s: %lld rows, %zu sessions; %lld timestamped, %lld session starts Poisson %g/s (seed %llu), "
              "%lld closed loop (think %g s); %s; time_scale %g",

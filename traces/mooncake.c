@@ -229,6 +229,7 @@ int trace_mooncake_open(TraceSource *s, KvErr *e)
     if (trace_lines_open(&m->lines, m->path, e) != 0) return -1;
     if (trace_order_start(&m->order, &m->lines, &moon_order_ops, m, e) != 0) return -1;
     if (m->order.rows == 0) return kv_err(e, "%s: line 1: empty, expected one JSON object per line", m->path);
+    s->timed_rows = m->order.rows; /* every row carries its arrival */
     snprintf(s->describe, sizeof s->describe,
              "mooncake %s: %lld requests, one session each, history = prefix of %d-token blocks seen before; %s; time_scale %g",
              m->path, (long long)m->order.rows, TRACE_MOONCAKE_BLOCK_TOKENS,

@@ -298,4 +298,5 @@ void trace_close(TraceSource *s)
 
 const char *trace_describe(const TraceSource *s) { return s->describe; }
 int64_t trace_truncated_count(const TraceSource *s) { return s->truncated; }
+int64_t trace_timed_rows(const TraceSource *s) { return s->timed_rows; }
 int64_t trace_emitted_count(const TraceSource *s) { return s->emitted; }

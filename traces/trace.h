@@ -127,6 +127,9 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e);
 void trace_close(TraceSource *s);
 /* One line: source, format, parameters, seed (valid until trace_close). */
 const char *trace_describe(const TraceSource *s);
+/* Rows of a file that carry their own arrival time (0 for a generator): a load mode that replaces
+ * them (concurrency, request_rate) discards that timing. */
+int64_t trace_timed_rows(const TraceSource *s);
 /* Requests whose context was cut so far (by max_context_tokens or a generator's own history cap). */
 int64_t trace_truncated_count(const TraceSource *s);
 /* Requests returned so far. */

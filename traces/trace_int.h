@@ -83,6 +83,7 @@ struct TraceSource {
     int64_t max_requests;     /* effective limit (0 = none) */
     int64_t emitted;
     int64_t truncated;        /* requests cut by max_context or a generator's own cap */
+    int64_t timed_rows;       /* rows whose arrival time the file itself gives (backends set it at open; generators 0) */
     int backend_cut;          /* set by a backend when the request it just returned was cut */
     int64_t last_arrival_ns;  /* for the order check */
     int64_t think_total_ns;   /* think time of every closed-loop request so far (the time bound) */

@@ -150,6 +150,7 @@ int trace_vidur_open(TraceSource *s, KvErr *e)
         snprintf(arrivals, sizeof arrivals, "arrivals from arrived_at");
     else
         snprintf(arrivals, sizeof arrivals, "Poisson arrivals %g/s (seed %llu)", v->rate_per_s, (unsigned long long)s->opt.seed);
+    s->timed_rows = v->order.rows; /* every row carries its arrival */
     snprintf(s->describe, sizeof s->describe, "vidur %s: %lld requests, one session each, history 0; %s; %s; time_scale %g",
              v->path, (long long)v->order.rows, arrivals,
              v->order.indexed ? "indexed (out of time order)" : "streamed in file order", s->opt.time_scale);

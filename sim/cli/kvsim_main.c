@@ -266,6 +266,46 @@ static int load_config_file(SimConfig *c, const char *path, char *policies, size
     return rc;
 }
 
+/* Whether a --config file names key (the user chose it, even when it equals the scenario's value). */
+static int config_names(const char *path, const char *key)
+{
+    KvErr e;
+    char *text = kv_read_file(path, NULL, &e);
+    if (!text) return 0;
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    int has = cJSON_GetObjectItemCaseSensitive(o, key) != NULL;
+    cJSON_Delete(o);
+    return has;
+}
+
+/* A scenario whose load mode is concurrency=N (one request after another: the papers' harness)
+ * replaces a trace file's own arrival times. With a --trace file that has them and no concurrency
+ * of the user's, the run is refused naming both, before anything runs: 0 or -1 with the message. */
+static int scenario_timing_conflict(const SimConfig *c, const char *scenario, int64_t scen_conc, const char *scen_trace,
+                                    int user_conc, KvErr *e)
+{
+    if (!scenario || scen_conc <= 0 || user_conc || c->concurrency != scen_conc || !strcmp(c->trace, scen_trace)) return 0;
+    TraceOptions to = {0};
+    to.source = c->trace;
+    to.format = sim_trace_format_name(c->trace_format);
+    to.seed = c->seed;
+    to.max_requests = 1;
+    KvErr te;
+    TraceSource *ts = trace_open(&to, &te);
+    if (!ts) return 0; /* not a readable file: the run says why */
+    int64_t timed = trace_timed_rows(ts);
+    trace_close(ts);
+    if (timed <= 0) return 0;
+    return kv_err(e,
+                  "--trace %s: %lld of its rows carry arrival times, but scenario %s sets concurrency=%lld (%lld client%s "
+                  "sending the next request when the previous one ends, no think time), which would replace them; add "
+                  "--set concurrency=0 to replay the file's arrival times, or --set concurrency=%lld to keep the "
+                  "scenario's harness",
+                  c->trace, (long long)timed, scenario, (long long)scen_conc, (long long)scen_conc, scen_conc == 1 ? "" : "s",
+                  (long long)scen_conc);
+}
+
 /* a scenario by name (configs/scenarios/NAME.json: embedded, or under $KVSIM_CONFIG_DIR) or by path */
 static int load_scenario(SimConfig *c, const char *name, char *policies, size_t plen, char *desc, size_t dlen, KvErr *e)
 {
@@ -361,8 +401,15 @@ static int cmd_run(int argc, char **argv, int compare)
     char scen_policies[512] = "", scen_desc[1024] = "";
     /* --scenario, then --config, so that the other options override them */
     const char *scenario = opt_get(&a, "--scenario"), *config = opt_get(&a, "--config");
-    if ((scenario && load_scenario(&cfg, scenario, scen_policies, sizeof scen_policies, scen_desc, sizeof scen_desc, &e) != 0) ||
-        (config && load_config_file(&cfg, config, scen_policies, sizeof scen_policies, &e) != 0)) {
+    if (scenario && load_scenario(&cfg, scenario, scen_policies, sizeof scen_policies, scen_desc, sizeof scen_desc, &e) != 0) {
+        fprintf(stderr, "kvsim: %s\n", e.msg);
+        return 1;
+    }
+    int64_t scen_conc = cfg.concurrency;
+    char scen_trace[sizeof cfg.trace];
+    snprintf(scen_trace, sizeof scen_trace, "%s", cfg.trace);
+    int user_conc = config && config_names(config, "concurrency");
+    if (config && load_config_file(&cfg, config, scen_policies, sizeof scen_policies, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 1;
     }
@@ -401,6 +448,7 @@ static int cmd_run(int argc, char **argv, int compare)
             char key[64];
             snprintf(key, sizeof key, "%.*s", (int)(eq - v), v);
             if (sim_config_set(&cfg, key, eq + 1, &e) != 0) return usage_error(cmd, "--set %s: %s", v, e.msg);
+            if (!strcmp(key, "concurrency")) user_conc = 1;
         } else {
             size_t k = 0;
             while (k < KV_ARRAY_LEN(direct) && strcmp(o, direct[k].opt)) k++;
@@ -409,6 +457,7 @@ static int cmd_run(int argc, char **argv, int compare)
         }
     }
     if (!out && !dry_run) return usage_error(cmd, "option --out is required (or --dry-run)");
+    if (scenario_timing_conflict(&cfg, scenario, scen_conc, scen_trace, user_conc, &e) != 0) return usage_error(cmd, "%s", e.msg);
     if (!policies[0] && compare && scen_policies[0]) snprintf(policies, sizeof policies, "%s", scen_policies);
     if (!policies[0]) snprintf(policies, sizeof policies, "%s", "recompute,kv-offload"); /* compare's default */
     if (scen_desc[0] && !cfg.quiet) fprintf(stderr, "scenario: %s\n", scen_desc);
