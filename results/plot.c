@@ -175,7 +175,7 @@ int plot_ttft_split_svg(const char *path, const SimResult *res, int n, const cha
         double v[3] = {hist_mean(&res[i].queue) / 1e6, hist_mean(&res[i].restore) / 1e6, hist_mean(&res[i].prefill) / 1e6};
         double y0 = mt + gap + i * (bar + gap), acc = 0;
         psvg_label(f, ml - 8, y0 + bar / 2.0 + 4, "end", "bar-label", "", res[i].policy);
-        if (!res[i].ttft.n) continue; /* no request measured: no bar (its means are absent) */
+        if (!res[i].queue.n) continue; /* no request measured: no bar (its means are absent) */
         for (int k = 0; k < 3; k++) {
             double xa = psvg_x(&p, acc), xb = psvg_x(&p, acc + v[k]);
             fprintf(f, "<rect class=\"split\" data-policy=\"");

@@ -387,6 +387,23 @@ TEST(plot_history_and_split_structure)
         CHECK_CONTAINS(s, "mean time to first token (ms)");
     }
     free(s);
+    /* a policy with no request measured: labelled, no bar, no "nan" (its means are absent) */
+    SimResult none[2];
+    memset(none, 0, sizeof none);
+    snprintf(none[0].policy, sizeof none[0].policy, "measured");
+    hist_add(&none[0].queue, 1000000u);
+    hist_add(&none[0].restore, 1000000u);
+    hist_add(&none[0].prefill, 1000000u);
+    snprintf(none[1].policy, sizeof none[1].policy, "empty");
+    CHECK(plot_ttft_split_svg(svg, none, 2, "t", &e) == 0);
+    s = slurp(t, svg);
+    if (s) {
+        CHECK_EQ_I(count(s, "<rect class=\"split\""), 3);
+        CHECK_CONTAINS(s, ">empty</text>");
+        CHECK(!strstr(s, "nan"));
+    }
+    free(s);
+    for (int i = 0; i < 2; i++) sim_result_free(&none[i]);
     for (int i = 0; i < 3; i++) sim_result_free(&res[i]);
 }
 
