@@ -667,7 +667,7 @@ contains "plan --max-load: an overloaded load fails" "overloaded in every seed (
 # --max-load over a space: one search per configuration and policy, each the search alone on its settings
 expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --vary n_ssd=1,4 --vary gpu=A100-40GB,H100-SXM --out "$tmp/mlv"
-contains "plan --max-load --vary: a row per configuration" "| n_ssd=4, gpu=H100-SXM | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
+contains "plan --max-load --vary: a row per configuration, with its store" "| n_ssd=4, gpu=H100-SXM | dram+ssd | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
 contains "plan --max-load --vary: the best configuration" "**highest sustainable request_rate: n_ssd=1, gpu=H100-SXM"
 contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 238 ± 461 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 2 seeds"
 expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 \
@@ -702,6 +702,69 @@ expect 2 "plan: --vary without --cost" "$B"/kvsim plan --config configs/default.
 expect 2 "plan: an unknown setting in --vary" "$B"/kvsim plan --config configs/default.json --target "ttft_p99<=1s" --vary n_sdd=1,2 \
   --cost configs/examples/prices.json
 contains "plan names the unknown setting" "unknown setting 'n_sdd'"
+
+# every resource a point uses is priced; the resolved store is shown; pruning never compares stores
+expect 0 "plan --dry-run lists every point's store and priced parts" "$B"/kvsim plan --config configs/default.json --set nic=100G \
+  --vary n_ssd=0,1 --cost configs/examples/prices.json --policies hcache --dry-run
+contains "plan --dry-run: no SSD on a platform with a NIC is the remote store" "| n_ssd=0 | dram+remote (the remote store over 100G) |"
+contains "plan --dry-run: the remote store and its NIC are priced" "NIC 1× 100G 900 + remote store 3,700"
+contains "plan --dry-run: a NIC the store does not use is not priced" "not used by the store dram+ssd, not priced: 1× NIC 100G"
+expect 0 "run with no SSD and a NIC" "$B"/kvsim run --policy hcache --requests 50 --set n_ssd=0 --set nic=100G --quiet --out "$tmp/remote"
+if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["inputs"]["config"]["store"] == "dram+remote"' "$tmp/remote/summary.json"; then
+  ok "summary.json records the store: dram+remote"; else bad "summary.json records the store: dram+remote"; fi
+printf '{"gpu": {"A100-40GB": 8000}, "ssd": {"PM9A3": 750}, "nic": {"100G": 900}, "dram_per_gb": 4, "host_link": {"pcie4": 0}, "platform": {"hcache-a100": 12000}}' > "$tmp/prices_noremote.json"
+expect 2 "plan: a store that uses an unpriced resource is refused" "$B"/kvsim plan --config configs/default.json --set nic=100G \
+  --vary n_ssd=0,1 --cost "$tmp/prices_noremote.json" --target "ttft_p99<=1s" --quiet
+contains "plan names the point, its store and the missing price" "no price for the remote store (remote_store), which point 1 (n_ssd=0) uses (its store is dram+remote)"
+# n_ssd=0 with a NIC: the remote store, faster here than 1 SSD; the remote store priced at 0 (owned already) makes n_ssd=0
+# the cheapest. Pruning across stores took n_ssd=1's failure for n_ssd=0's and answered n_ssd=2, dram=4GB
+python3 -c 'import json,sys; d=json.load(open("configs/examples/prices.json")); d["remote_store"]=0; json.dump(d, open(sys.argv[1], "w"))' "$tmp/prices0.json"
+PS=("$B"/kvsim plan --config configs/default.json --set gpu=H100-SXM --set requests=2000 --set session_rate=0.1 --set nic=100G \
+  --vary n_ssd=0,1,2,4 --vary dram=4GB,16GB --cost "$tmp/prices0.json" --policies hcache --seeds 1 --max-seeds 1 --quiet --target "ttft_p99<=170ms")
+expect 0 "plan with pruning over points of two stores" "${PS[@]}"
+contains "plan with pruning finds the cheaper remote-store point" "cheapest meeting every target: n_ssd=0, dram=16GB — 40,464 USD"
+contains "plan shows each evaluated point's store" "| n_ssd=0, dram=16GB **(answer)** | dram+remote | 40,464 |"
+expect 0 "plan --no-prune over the same points" "${PS[@]}" --no-prune
+contains "plan --no-prune gives the same answer" "cheapest meeting every target: n_ssd=0, dram=16GB — 40,464 USD"
+# no metric from no measurement; settings that change nothing are called so
+expect 0 "plan: warm-up >= requests" "${PL[@]}" --set requests=50 --set warmup=100 --target "ttft_p99<=500ms" --policies hcache --seeds 1
+contains "plan: a point with no request measured fails, with the reason" "failed | no request was measured: warm-up 100 >= requests 50 (seed 1) |"
+contains "plan: nothing measured is never the answer" "no point of the space meets every target"
+expect 0 "plan: varied settings that change nothing" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies hcache --seeds 1 --max-seeds 1
+contains "plan says the varied settings never changed a metric" "the varied settings never changed a metric: the 2 configurations evaluated gave the same values in every seed"
+# an interrupted plan leaves no temporary directory and no worker; the directory of a plan killed
+# with SIGKILL is removed by the next plan on this host
+if command -v pgrep >/dev/null; then
+  mkdir -p "$tmp/ptmp"
+  LONG=("$B"/kvsim plan --config configs/default.json --set requests=20000 --set session_rate=0.1 --target "ttft_p99<=1ms" \
+    --vary n_ssd=1,2,3,4 --cost configs/examples/prices.json --policies hcache --seeds 4 --no-prune -j 2 --quiet)
+  for sig in TERM KILL; do
+    TMPDIR="$tmp/ptmp" "${LONG[@]}" >"$tmp/out" 2>&1 & ppid=$!
+    kids=""
+    for _ in $(seq 300); do kids=$(pgrep -P "$ppid" | tr '\n' ' '); [ -n "$kids" ] && break; sleep 0.1; done
+    kill -"$sig" "$ppid"; wait "$ppid" 2>/dev/null; prc=$?
+    running=""
+    for _ in $(seq 100); do  # workers gone, or zombies waiting for init (after SIGKILL they die with their parent)
+      running=""; for k in $kids; do st=$(awk '/^State:/ {print $2}' "/proc/$k/status" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ] && running="$running $k"; done
+      [ -z "$running" ] && break; sleep 0.1
+    done
+    left=$(ls "$tmp/ptmp")
+    if [ "$sig" = TERM ]; then
+      if [ -n "$kids" ] && [ "$prc" = 143 ] && [ -z "$left" ] && [ -z "$running" ]; then ok "plan after SIGTERM: exit 143, no temporary directory, no worker"
+      else bad "plan after SIGTERM: exit 143, no temporary directory, no worker (exit $prc, workers '$kids', left '$left', running '$running')"; fi
+    else
+      if [ -n "$left" ] && [ -z "$running" ]; then ok "plan after SIGKILL: its workers die with it"; else bad "plan after SIGKILL: its workers die with it (left '$left', running '$running')"; fi
+      mkdir "$tmp/ptmp/kvsim-plan.1.otherhost.abcdef"  # another host's: never touched
+      expect 0 "a plan after one killed with SIGKILL" env TMPDIR="$tmp/ptmp" "$B"/kvsim plan --config configs/default.json --set requests=100 \
+        --target "ttft_p99<=2s" --policies hcache --seeds 1
+      contains "the next plan says what it removed" "left by plan process $ppid, which is gone"
+      if [ "$(ls "$tmp/ptmp")" = "kvsim-plan.1.otherhost.abcdef" ]; then ok "the next plan removes the dead plan's directory, and only it"
+      else bad "the next plan removes the dead plan's directory, and only it (left: $(ls "$tmp/ptmp" | tr '\n' ' '))"; fi
+    fi
+  done
+else
+  skip=$((skip+1)); echo "skip  cli: an interrupted plan cleans up (no pgrep)"
+fi
 
 # the regression check against the committed references, and against a perturbed copy
 expect 0 "kvsim check passes on results/reference" "$B"/kvsim check

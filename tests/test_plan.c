@@ -5,10 +5,12 @@
  * (point, seed) run at most once, more seeds only while uncertain, and the load search bracketing
  * a known threshold to the asked precision. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/cli/plan.h"
+#include "sim/cli/plan_cost.h"
 #include "tests/harness.h"
 
 TEST(plan_targets_parse_forms)
@@ -182,7 +184,7 @@ static void synth_space(SynthSpace *ss, PlanSpace *sp, int prune)
     }
     ss->mono[0] = 1;
     ss->mono[1] = 0;
-    *sp = (PlanSpace){NP, 2, ss->coord, ss->cost, ss->mono, ss->amount, prune};
+    *sp = (PlanSpace){NP, 2, ss->coord, ss->cost, ss->mono, ss->amount, prune, NULL};
 }
 
 static void planner_init(Planner *p, const PlanTarget *tg, Synth *s, int seeds, int max_seeds)
@@ -487,4 +489,178 @@ TEST(plan_max_load_at_searches_each_point_on_its_own)
     plan_free(&p1);
     for (int q = 0; q < 3; q++) plan_max_load_free(&m[q]);
     plan_free(&p);
+}
+
+/* ---- the resolved store: with no SSD the store switches to the remote one over the NIC, so fewer
+ * SSDs can be faster. A space n_ssd {0, 1, 2, 4} × dram {4, 16} (both monotone); the truth: n_ssd 0
+ * (the remote store) passes with 16 GB of DRAM, n_ssd 1 never passes, 2 and 4 always do; n_ssd 0
+ * is the cheapest. Pruning across the stores (store NULL) lets the failure of (1, 16) prune the
+ * passing (0, 16); with the stores given, the two are never compared and the cheapest passing point
+ * is found, the same as --no-prune's. */
+
+#define SS_N 8
+static const int k_ss_ssd[4] = {0, 1, 2, 4};
+
+static int store_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvErr *e)
+{
+    int *calls = ctx;
+    for (int i = 0; i < n; i++) {
+        int q = jobs[i].point;
+        if (q < 0 || q >= SS_N) return kv_err(e, "bad job");
+        calls[q]++;
+        int si = q / 2, big = q % 2;
+        double v = si == 0 ? (big ? 0.3 : 0.6) : si == 1 ? 0.9 : 0.2;
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].v[0] = v;
+    }
+    return 0;
+}
+
+TEST(plan_prune_never_across_stores)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    int coord[SS_N * 2], mono[2] = {1, 1}, store[SS_N];
+    double cost[SS_N], amount[SS_N * 2];
+    for (int q = 0; q < SS_N; q++) {
+        int si = q / 2, big = q % 2;
+        coord[q * 2] = si, coord[q * 2 + 1] = big;
+        amount[q * 2] = k_ss_ssd[si], amount[q * 2 + 1] = big ? 16e9 : 4e9;
+        cost[q] = 100 + 10.0 * k_ss_ssd[si] + big;
+        store[q] = si == 0; /* 1: dram+remote, 0: dram+ssd */
+    }
+    int answers[3];
+    for (int mode = 0; mode < 3; mode++) { /* 0: --no-prune, 1: pruning across stores (no store ids), 2: per store */
+        int calls[SS_N] = {0};
+        PlanSpace sp = {SS_N, 2, coord, cost, mono, amount, mode > 0, mode == 2 ? store : NULL};
+        Planner p;
+        memset(&p, 0, sizeof p);
+        p.t = tg;
+        p.nt = 1;
+        p.seeds = p.max_seeds = 1;
+        p.seed_base = 1;
+        p.eval = store_eval;
+        p.ctx = calls;
+        PlanCheapest c;
+        CHECK_MSG(plan_cheapest(&p, &sp, 0, &c, &e) == 0, "%s", e.msg);
+        answers[mode] = c.answer;
+        if (mode == 2) {
+            /* (1, 16) failed, but the point with no SSD and 16 GB is never taken to fail because of it */
+            CHECK(!plan_dominated(&sp, 1, 3));
+            for (int q = 0; q < SS_N; q++)
+                if (c.st[q].v == PLAN_PRUNED) CHECK_EQ_I(store[q], store[c.st[q].by]);
+        }
+        plan_cheapest_free(&c);
+        plan_free(&p);
+    }
+    CHECK_EQ_I(answers[0], 1);          /* the truth: n_ssd 0, dram 16 */
+    CHECK_MSG(answers[1] != 1, "%d", answers[1]); /* the broken assumption shows without the stores */
+    CHECK_EQ_I(answers[2], 1);
+}
+
+/* ---- no metric from no measurement: a run that measured no request fails its point with the
+ * reason, whatever value stands for its metrics (0 from an empty histogram, or NAN) */
+TEST(plan_judge_no_request_measured_fails)
+{
+    PlanTarget tg[1];
+    int n;
+    KvErr e;
+    CHECK(plan_targets_parse("ttft_p99<=500ms", tg, 1, &n, &e) == 0);
+    PlanSample s[2];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 2; i++) {
+        s[i].v[0] = 0; /* what an empty histogram read as */
+        s[i].unmeasured = 1;
+        s[i].seed = 7 + (uint64_t)i;
+        snprintf(s[i].absent, sizeof s[i].absent, "no request was measured: warm-up 100 >= requests 50");
+    }
+    PlanEval ev;
+    memset(&ev, 0, sizeof ev);
+    ev.s = s;
+    ev.n_seeds = 2;
+    plan_judge(tg, 1, &ev);
+    CHECK_EQ_I(ev.verdict, PLAN_FAILED);
+    CHECK_CONTAINS(ev.why, "no request was measured: warm-up 100 >= requests 50 (seed 7)");
+    CHECK(!isfinite(ev.mean[0]));
+    /* a target metric that is absent (NAN) fails, and says why */
+    s[0].unmeasured = s[1].unmeasured = 0;
+    s[0].v[0] = 0.1;
+    s[1].v[0] = NAN;
+    snprintf(s[1].absent, sizeof s[1].absent, "ttft_s.p99: no sample was measured");
+    plan_judge(tg, 1, &ev);
+    CHECK_EQ_I(ev.verdict, PLAN_FAILED);
+    CHECK_CONTAINS(ev.why, "ttft_p99 has no value (seed 8: ttft_s.p99: no sample was measured)");
+}
+
+/* ---- prices: every part a point's store uses is priced, the others are not, and a store part with
+ * no price refuses the space naming the point and the part */
+static PlanPoint pt_of(const char *store, int n_ssd, const char *nic, uint64_t dram)
+{
+    PlanPoint p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.gpu, sizeof p.gpu, "A100-40GB");
+    snprintf(p.ssd, sizeof p.ssd, "PM9A3");
+    snprintf(p.nic, sizeof p.nic, "%s", nic);
+    snprintf(p.link, sizeof p.link, "pcie4");
+    snprintf(p.platform, sizeof p.platform, "box");
+    snprintf(p.store, sizeof p.store, "%s", store);
+    p.n_gpus = 2;
+    p.n_ssd = n_ssd;
+    p.n_nics = strcmp(nic, "none") ? 1 : 0;
+    p.replicas = 2;
+    p.dram_bytes = dram;
+    return p;
+}
+
+TEST(plan_prices_every_resource_the_store_uses)
+{
+    const char *full = test_write_file(t, "prices.json",
+                                       "{\"gpu\": {\"A100-40GB\": 8000}, \"ssd\": {\"PM9A3\": 750}, \"nic\": {\"100G\": 900},"
+                                       " \"dram_per_gb\": 4, \"remote_store\": 3700, \"host_link\": {\"pcie4\": 0},"
+                                       " \"platform\": {\"box\": 12000}}");
+    PlanPrices pr;
+    KvErr e;
+    CHECK_MSG(plan_prices_load(&pr, full, &e) == 0, "%s", e.msg);
+    PlanPoint pt[3] = {pt_of("dram+remote", 0, "100G", 16000000000ull), pt_of("dram+ssd", 2, "100G", 16000000000ull),
+                       pt_of("dram", 0, "none", 16000000000ull)};
+    double cost[3];
+    PlanCosting pc;
+    CHECK_MSG(plan_price_points(&pr, pt, 3, NULL, cost, &pc, &e) == 0, "%s", e.msg);
+    /* per replica: 2 GPUs 16,000 + DRAM 64 + platform 12,000 = 28,064; then the store's own parts */
+    CHECK_NEAR(cost[0], 2 * (28064 + 900 + 3700), 1e-9, 0); /* the NIC and the remote store */
+    CHECK_NEAR(cost[1], 2 * (28064 + 1500), 1e-9, 0);       /* the SSDs; the NIC it does not use is not priced */
+    CHECK_NEAR(cost[2], 2 * 28064, 1e-9, 0);
+    char text[1400];
+    plan_parts_text(&pr, &pc, &pt[0], text, sizeof text);
+    CHECK_CONTAINS(text, "NIC 1× 100G 900 + remote store 3,700");
+    plan_parts_text(&pr, &pc, &pt[1], text, sizeof text);
+    CHECK_CONTAINS(text, "not used by the store dram+ssd, not priced: 1× NIC 100G");
+    CHECK_CONTAINS(text, "(× 2 replicas)");
+    plan_prices_free(&pr);
+    /* no remote_store price: the point whose store uses it is refused, by name */
+    const char *no_remote = test_write_file(t, "noremote.json",
+                                            "{\"gpu\": {\"A100-40GB\": 8000}, \"ssd\": {\"PM9A3\": 750}, \"nic\": {\"100G\": 900},"
+                                            " \"dram_per_gb\": 4, \"host_link\": {\"pcie4\": 0}, \"platform\": {\"box\": 12000}}");
+    CHECK_MSG(plan_prices_load(&pr, no_remote, &e) == 0, "%s", e.msg);
+    const char *labels[3] = {"point 1 (n_ssd=0)", "point 2 (n_ssd=2)", "point 3"};
+    CHECK(plan_price_points(&pr, pt, 3, labels, cost, &pc, &e) == -1);
+    CHECK_CONTAINS(e.msg, "no price for the remote store (remote_store), which point 1 (n_ssd=0) uses (its store is dram+remote)");
+    /* without that point, nothing needs it */
+    CHECK_MSG(plan_price_points(&pr, pt + 1, 2, labels + 1, cost, &pc, &e) == 0, "%s", e.msg);
+    plan_prices_free(&pr);
+    /* a NIC without a price, used by the remote store: refused too */
+    const char *no_nic = test_write_file(t, "nonic.json",
+                                         "{\"gpu\": {\"A100-40GB\": 8000}, \"dram_per_gb\": 4, \"remote_store\": 0,"
+                                         " \"host_link\": {\"pcie4\": 0}, \"platform\": {\"box\": 12000}}");
+    CHECK_MSG(plan_prices_load(&pr, no_nic, &e) == 0, "%s", e.msg);
+    CHECK(plan_price_points(&pr, pt, 1, labels, cost, &pc, &e) == -1);
+    CHECK_CONTAINS(e.msg, "no price for nic '100G', which point 1 (n_ssd=0) uses");
+    plan_prices_free(&pr);
+    /* unknown keys are still refused */
+    const char *bad = test_write_file(t, "bad.json", "{\"remote\": 1}");
+    CHECK(plan_prices_load(&pr, bad, &e) == -1);
+    CHECK_CONTAINS(e.msg, "unknown key \"remote\"");
+    plan_prices_free(&pr);
 }

@@ -5,26 +5,35 @@
  * costs and amounts, so tests/test_plan.c drives them with a synthetic evaluator. The command
  * builds the space with sim/engine/sweepspec (the --config/--set base and the --vary axes, values
  * checked by kvsim sweep's checker), resolves every point once (sim_world_open: the parts, the
- * DRAM, the SSD count; a point refused there is invalid), prices it, and evaluates jobs as
- * simulations through point_config + sim_run in procpool workers (each job's PlanSample comes
- * back in its own file). The report is built once as text and printed / written unchanged.
+ * DRAM, the SSD count, the store; a point refused there is invalid), prices it (plan_cost.c), and
+ * evaluates jobs as simulations through point_config + sim_run in procpool workers (each job's
+ * PlanSample comes back in its own file). The report is built once as text and printed / written
+ * unchanged.
  * Complexity: see plan.h.
  */
 #include "sim/cli/plan.h"
 
 #include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "results/resultset.h"
 #include "sim/base/opt.h"
 #include "sim/base/stats.h"
 #include "sim/base/units.h"
+#include "sim/cli/plan_cost.h"
 #include "sim/cli/point.h"
 #include "sim/cli/procpool.h"
 #include "sim/cli/sweep.h"
@@ -235,16 +244,27 @@ void plan_judge(const PlanTarget *t, int nt, PlanEval *ev)
         }
         ev->n_overloaded += ev->s[s].overloaded != 0;
     }
+    /* no metric from no measurement: a run that measured no request fails its point */
+    for (int s = 0; s < n && !failed; s++)
+        if (ev->s[s].unmeasured) {
+            add_why(ev->why, sizeof ev->why, "%s (seed %llu)", ev->s[s].absent[0] ? ev->s[s].absent : "no request was measured",
+                    (unsigned long long)ev->s[s].seed);
+            failed = 1;
+        }
     if (failed) {
         ev->verdict = PLAN_FAILED;
         return;
     }
     double x[256];
     for (int i = 0; i < nt; i++) {
-        int ok = n <= (int)KV_ARRAY_LEN(x);
-        for (int s = 0; s < n && ok; s++) ok = isfinite(x[s] = ev->s[s].v[i]);
+        int ok = n <= (int)KV_ARRAY_LEN(x), bad = -1;
+        for (int s = 0; s < n && ok; s++)
+            if (!(ok = isfinite(x[s] = ev->s[s].v[i]))) bad = s;
         if (!ok) {
-            add_why(ev->why, sizeof ev->why, "%s has no value", t[i].name);
+            if (bad >= 0 && ev->s[bad].absent[0])
+                add_why(ev->why, sizeof ev->why, "%s has no value (seed %llu: %s)", t[i].name, (unsigned long long)ev->s[bad].seed,
+                        ev->s[bad].absent);
+            else add_why(ev->why, sizeof ev->why, "%s has no value", t[i].name);
             failed = 1;
             continue;
         }
@@ -363,6 +383,7 @@ int plan_evaluate(Planner *p, int point, int policy, double load, KvErr *e)
 int plan_dominated(const PlanSpace *sp, int q, int r)
 {
     if (q == r) return 0;
+    if (sp->store && sp->store[q] != sp->store[r]) return 0; /* monotonicity holds within one store only */
     for (int a = 0; a < sp->n_axes; a++) {
         if (sp->monotone[a]) {
             if (!(sp->amount[q * sp->n_axes + a] <= sp->amount[r * sp->n_axes + a])) return 0;
@@ -416,7 +437,7 @@ static int visit(Planner *p, const PlanSpace *sp, PlanCheapest *c, int q, int pr
 
 static int failing(PlanVerdict v) { return v == PLAN_FAILED || v == PLAN_PRUNED; }
 
-/* The probes of one group (points sharing every non-monotone value): along each monotone axis,
+/* The probes of one group (points sharing every non-monotone value and the resolved store): along each monotone axis,
  * the others at the group's maximum, bisect for the least amount that does not fail. */
 static int probe_group(Planner *p, const PlanSpace *sp, PlanCheapest *c, const int *members, int nm, KvErr *e)
 {
@@ -502,7 +523,7 @@ int plan_cheapest(Planner *p, const PlanSpace *sp, int policy, PlanCheapest *out
         if (!sp->prune || !any_mono || out->st[q].v != PLAN_FAILED || probed[q]) continue;
         int nm = 0;
         for (int k = 0; k < n; k++) {
-            int r = out->order[k], same = out->st[r].v != PLAN_INVALID;
+            int r = out->order[k], same = out->st[r].v != PLAN_INVALID && (!sp->store || sp->store[r] == sp->store[q]);
             for (int a = 0; a < na && same; a++)
                 if (!sp->monotone[a]) same = sp->coord[r * na + a] == sp->coord[q * na + a];
             if (same) {
@@ -604,193 +625,6 @@ int plan_max_load_at(Planner *p, int point, int policy, double start, double pre
     return 0;
 }
 
-/* ---------------------------------------------------------------- the command: prices */
-
-typedef struct PointInfo {
-    char gpu[64], ssd[64], nic[64], link[64], platform[64];
-    int n_gpus, n_ssd, replicas;
-    uint64_t dram_bytes;
-    char invalid[600]; /* "" or why the point cannot run */
-} PointInfo;
-
-typedef struct Prices {
-    cJSON *root;
-    const cJSON *gpu, *ssd, *nic, *link, *platform;
-    double dram_per_gb; /* NAN: not given */
-    char currency[16];
-    char path[512];
-} Prices;
-
-static int price_section(Prices *pr, const char *key, const cJSON **out, KvErr *e)
-{
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(pr->root, key);
-    *out = NULL;
-    if (!o) return 0;
-    if (!cJSON_IsObject(o)) return kv_err(e, "%s: \"%s\": expected an object of name: price", pr->path, key);
-    for (const cJSON *it = o->child; it; it = it->next)
-        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < 0)
-            return kv_err(e, "%s: \"%s\".\"%s\": expected a price >= 0 (a number), got %s", pr->path, key, it->string,
-                          cJSON_IsNumber(it) ? "a negative or non-finite number" : "another JSON value");
-    *out = o;
-    return 0;
-}
-
-static int prices_load(Prices *pr, const char *path, KvErr *e)
-{
-    memset(pr, 0, sizeof *pr);
-    pr->dram_per_gb = NAN;
-    snprintf(pr->path, sizeof pr->path, "%s", path);
-    snprintf(pr->currency, sizeof pr->currency, "USD");
-    char *text = kv_read_file(path, NULL, e);
-    if (!text) return -1;
-    pr->root = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsObject(pr->root))
-        return kv_err(e, "%s: expected a JSON object of prices {\"gpu\": {\"H100-SXM\": 30000, ...}, \"ssd\": {...}, "
-                         "\"dram_per_gb\": 4, ...} (docs/formats.md)", path);
-    static const char *const known[] = {"currency", "gpu", "ssd", "nic", "host_link", "platform", "dram_per_gb"};
-    for (const cJSON *it = pr->root->child; it; it = it->next) {
-        int ok = it->string[0] == '_'; /* "_sources", "_note": comments */
-        for (size_t i = 0; i < KV_ARRAY_LEN(known) && !ok; i++) ok = !strcmp(it->string, known[i]);
-        if (!ok)
-            return kv_err(e, "%s: unknown key \"%s\" (known: currency, gpu, ssd, nic, host_link, platform, dram_per_gb; "
-                             "keys starting with '_' are comments)", path, it->string);
-    }
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(pr->root, "currency");
-    if (cur && (!cJSON_IsString(cur) || strlen(cur->valuestring) >= sizeof pr->currency))
-        return kv_err(e, "%s: \"currency\": expected a short string such as \"USD\"", path);
-    if (cur) snprintf(pr->currency, sizeof pr->currency, "%s", cur->valuestring);
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(pr->root, "dram_per_gb");
-    if (d && (!cJSON_IsNumber(d) || !isfinite(d->valuedouble) || d->valuedouble < 0))
-        return kv_err(e, "%s: \"dram_per_gb\": expected a price per GB (10^9 bytes) >= 0", path);
-    if (d) pr->dram_per_gb = d->valuedouble;
-    if (price_section(pr, "gpu", &pr->gpu, e) || price_section(pr, "ssd", &pr->ssd, e) || price_section(pr, "nic", &pr->nic, e) ||
-        price_section(pr, "host_link", &pr->link, e) || price_section(pr, "platform", &pr->platform, e))
-        return -1;
-    return 0;
-}
-
-static double price_of(const cJSON *sec, const char *name)
-{
-    const cJSON *it = sec ? cJSON_GetObjectItemCaseSensitive(sec, name) : NULL;
-    return it ? it->valuedouble : NAN;
-}
-
-/* The parts of the cost formula, each counted or left out for the whole space. */
-enum { PART_GPU, PART_SSD, PART_NIC, PART_DRAM, PART_LINK, PART_PLATFORM, N_PARTS };
-
-/* The price of part k at point i (per unit: a GPU, a drive, a NIC, a GB, a link, a node), NAN when missing. */
-static double part_price(const Prices *pr, const PointInfo *p, int k)
-{
-    switch (k) {
-    case PART_GPU: return price_of(pr->gpu, p->gpu);
-    case PART_SSD: return p->n_ssd > 0 ? price_of(pr->ssd, p->ssd) : 0;
-    case PART_NIC: return strcmp(p->nic, "none") ? price_of(pr->nic, p->nic) : 0;
-    case PART_DRAM: return pr->dram_per_gb;
-    case PART_LINK: return price_of(pr->link, p->link);
-    default: return price_of(pr->platform, p->platform);
-    }
-}
-
-static double part_units(const PointInfo *p, int k)
-{
-    switch (k) {
-    case PART_GPU: return p->n_gpus;
-    case PART_SSD: return p->n_ssd;
-    case PART_DRAM: return (double)p->dram_bytes / 1e9;
-    default: return 1;
-    }
-}
-
-/* the part's identity at a point, to tell whether it varies */
-static void part_id(const PointInfo *p, int k, char *buf, size_t n)
-{
-    switch (k) {
-    case PART_GPU: snprintf(buf, n, "%d× %s", p->n_gpus, p->gpu); break;
-    case PART_SSD: snprintf(buf, n, "%d× %s", p->n_ssd, p->n_ssd ? p->ssd : "-"); break;
-    case PART_NIC: snprintf(buf, n, "%s", p->nic); break;
-    case PART_DRAM: snprintf(buf, n, "%llu", (unsigned long long)p->dram_bytes); break;
-    case PART_LINK: snprintf(buf, n, "%s", p->link); break;
-    default: snprintf(buf, n, "%s", p->platform); break;
-    }
-}
-
-/* The name shown for a missing price */
-static void part_name(const PointInfo *p, int k, char *buf, size_t n)
-{
-    switch (k) {
-    case PART_GPU: snprintf(buf, n, "gpu '%s'", p->gpu); break;
-    case PART_SSD: snprintf(buf, n, "ssd '%s'", p->ssd); break;
-    case PART_NIC: snprintf(buf, n, "nic '%s'", p->nic); break;
-    case PART_DRAM: snprintf(buf, n, "DRAM (dram_per_gb)"); break;
-    case PART_LINK: snprintf(buf, n, "host_link '%s'", p->link); break;
-    default: snprintf(buf, n, "platform '%s'", p->platform); break;
-    }
-}
-
-/* Every valid point's cost (NAN for invalid ones); parts that are the same everywhere and have
- * no price are left out (noted in excluded), a varying part without a price is an error. */
-static int price_points(const Prices *pr, const PointInfo *info, int n, double *cost, int *counted, char *excluded, size_t xlen,
-                        KvErr *e)
-{
-    excluded[0] = '\0';
-    int first = -1;
-    for (int i = 0; i < n && first < 0; i++)
-        if (!info[i].invalid[0]) first = i;
-    for (int k = 0; k < N_PARTS; k++) {
-        counted[k] = 1;
-        if (first < 0) continue;
-        char id0[160], id[160];
-        part_id(&info[first], k, id0, sizeof id0);
-        int varies = 0, missing = -1;
-        for (int i = first; i < n; i++) {
-            if (info[i].invalid[0]) continue;
-            part_id(&info[i], k, id, sizeof id);
-            varies |= strcmp(id, id0) != 0;
-            if (missing < 0 && isnan(part_price(pr, &info[i], k)) && part_units(&info[i], k) > 0) missing = i;
-        }
-        if (missing < 0) continue;
-        char name[128];
-        part_name(&info[missing], k, name, sizeof name);
-        if (varies)
-            return kv_err(e, "%s: no price for %s, which varies across the space; expected %s", pr->path, name,
-                          k == PART_DRAM ? "\"dram_per_gb\": PRICE (per 10^9 bytes)" : k == PART_GPU ? "\"gpu\": {\"NAME\": PRICE, ...} with every GPU of the space"
-                          : k == PART_SSD ? "\"ssd\": {\"NAME\": PRICE per drive, ...}" : k == PART_NIC ? "\"nic\": {\"NAME\": PRICE, ...}"
-                          : k == PART_LINK ? "\"host_link\": {\"NAME\": PRICE, ...}" : "\"platform\": {\"NAME\": PRICE per node, ...}");
-        counted[k] = 0;
-        size_t l = strlen(excluded);
-        snprintf(excluded + l, xlen - l, "%s%s", l ? ", " : "", name);
-    }
-    for (int i = 0; i < n; i++) {
-        if (info[i].invalid[0]) {
-            cost[i] = NAN;
-            continue;
-        }
-        double node = 0;
-        for (int k = 0; k < N_PARTS; k++)
-            if (counted[k] && part_units(&info[i], k) > 0) node += part_price(pr, &info[i], k) * part_units(&info[i], k);
-        cost[i] = node * info[i].replicas;
-    }
-    return 0;
-}
-
-static void fmt_money(char *buf, size_t n, double v)
-{
-    if (!isfinite(v)) {
-        snprintf(buf, n, "–");
-        return;
-    }
-    char d[64];
-    snprintf(d, sizeof d, "%.0f", v);
-    size_t len = strlen(d), o = 0;
-    for (size_t i = 0; i < len && o + 2 < n; i++) {
-        buf[o++] = d[i];
-        size_t left = len - i - 1;
-        if (left > 0 && left % 3 == 0 && d[i] != '-') buf[o++] = ',';
-    }
-    buf[o] = '\0';
-}
-
 /* ---------------------------------------------------------------- the command: evaluation */
 
 typedef struct Ctx {
@@ -806,10 +640,11 @@ typedef struct Ctx {
     const PlanJob *batch;
     /* the report */
     const SweepSpec *spec;
-    PointInfo *info;
+    PlanPoint *info;
     double *cost;
     const char *currency;
     int quiet;
+    int with_store; /* the report shows each point's resolved store (a space, not one configuration) */
 } Ctx;
 
 static void sample_error(PlanSample *s, const char *msg)
@@ -817,6 +652,48 @@ static void sample_error(PlanSample *s, const char *msg)
     snprintf(s->error, sizeof s->error, "%s", msg);
     for (char *c = s->error; *c; c++)
         if (*c == '\n' || *c == '\t') *c = ' ';
+}
+
+/* How many measurements a point metric (point.c's names) rests on: a histogram's count, the requests
+ * for shares and rates, the restorations for the restore throughput; -1 for a value that does not
+ * rest on requests (bytes moved, utilisation, simulated time). 0 means the value is absent, whatever
+ * number stands for it (point.c may give 0 or NAN for an empty histogram). */
+static int64_t metric_samples(const SimResult *r, const char *name)
+{
+    static const struct {
+        const char *prefix;
+        size_t off;
+    } hists[] = {{"ttft_s.", offsetof(SimResult, ttft)},       {"tbt_s.", offsetof(SimResult, tbt)},
+                 {"restore_s.", offsetof(SimResult, restore)}, {"queue_s.", offsetof(SimResult, queue)},
+                 {"prefill_s.", offsetof(SimResult, prefill)}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(hists); i++)
+        if (!strncmp(name, hists[i].prefix, strlen(hists[i].prefix)))
+            return (int64_t)((const Hist *)((const char *)r + hists[i].off))->n;
+    static const char *const cls[SIM_CLASSES] = {"short", "medium", "long"}; /* results/report.c's class names */
+    for (int c = 0; c < SIM_CLASSES; c++) {
+        char pre[64];
+        snprintf(pre, sizeof pre, "by_history_class.%s.ttft_s.", cls[c]);
+        if (!strncmp(name, pre, strlen(pre))) return (int64_t)r->cls[c].ttft.n;
+    }
+    if (!strcmp(name, "restore_throughput_tokens_per_s")) return r->restore_busy_ns > 0 ? (int64_t)r->restored_tokens : 0;
+    if (!strncmp(name, "restore_from_share.", 19)) return (int64_t)(r->requests - r->no_history);
+    if (!strcmp(name, "slo_attainment") || !strcmp(name, "requests_per_s")) return (int64_t)r->requests;
+    return -1;
+}
+
+/* Why a run measured no request: "warm-up 100 >= requests 50", "all 40 dropped", "the trace gave no request". */
+static void unmeasured_reason(const SimConfig *c, const SimResult *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "no request was measured: ");
+    size_t base = strlen(buf);
+    if (!c->warmup.by_time && c->warmup.n > 0 && c->requests > 0 && c->warmup.n >= c->requests)
+        kv_catf(buf, n, "warm-up %lld >= requests %lld", (long long)c->warmup.n, (long long)c->requests);
+    else if (r->load.trimmed_warmup > 0)
+        kv_catf(buf, n, "the warm-up left out %llu", (unsigned long long)r->load.trimmed_warmup);
+    if (r->load.trimmed_cooldown > 0)
+        kv_catf(buf, n, "%sthe cool-down left out %llu", strlen(buf) > base ? "; " : "", (unsigned long long)r->load.trimmed_cooldown);
+    if (r->dropped > 0) kv_catf(buf, n, "%s%llu dropped", strlen(buf) > base ? "; " : "", (unsigned long long)r->dropped);
+    if (strlen(buf) == base) kv_catf(buf, n, "the trace gave no request");
 }
 
 static void run_one(const Ctx *x, const PlanJob *j, PlanSample *s)
@@ -851,10 +728,16 @@ static void run_one(const Ctx *x, const PlanJob *j, PlanSample *s)
     if (sim_run(&w, x->policies[j->policy], NULL, NULL, NULL, NULL, &r, &e) != 0 || point_add_metrics(&pr, &r, &e) != 0) {
         sample_error(s, e.msg);
     } else {
+        s->unmeasured = r.requests == 0;
+        if (s->unmeasured) unmeasured_reason(w.cfg, &r, s->absent, sizeof s->absent);
         for (int i = 0; i < x->nt; i++) {
             s->v[i] = NAN;
             for (int k = 0; k < pr.n; k++)
                 if (!strcmp(pr.m[k].name, x->t[i].metric)) s->v[i] = pr.m[k].value;
+            if (metric_samples(&r, x->t[i].metric) == 0 || !isfinite(s->v[i])) {
+                s->v[i] = NAN; /* absent, not the 0 an empty histogram may read as */
+                if (!s->absent[0]) snprintf(s->absent, sizeof s->absent, "%s: no sample was measured", x->t[i].metric);
+            }
         }
         s->overloaded = r.load.overloaded;
     }
@@ -911,19 +794,29 @@ static int real_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvE
 
 /* ---------------------------------------------------------------- the command: the report */
 
-/* "n_ssd=2, gpu=H100-SXM": the point's axis values */
-static void point_label(const Ctx *x, int q, char *buf, size_t n)
+/* "n_ssd=2, gpu=H100-SXM": point q's axis values */
+static void axes_label(const SweepSpec *spec, cJSON *const *points, int q, char *buf, size_t n)
 {
     size_t l = 0;
     buf[0] = '\0';
-    if (q < 0 || x->spec->n_axes == 0) {
+    if (q < 0 || spec->n_axes == 0) {
         snprintf(buf, n, "the configuration");
         return;
     }
-    for (int a = 0; a < x->spec->n_axes && l < n; a++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(x->points[q], x->spec->axes[a].key);
-        l += (size_t)snprintf(buf + l, n - l, "%s%s=%s", a ? ", " : "", x->spec->axes[a].key, cJSON_GetStringValue(v));
+    for (int a = 0; a < spec->n_axes && l < n; a++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(points[q], spec->axes[a].key);
+        l += (size_t)snprintf(buf + l, n - l, "%s%s=%s", a ? ", " : "", spec->axes[a].key, cJSON_GetStringValue(v));
     }
+}
+
+static void point_label(const Ctx *x, int q, char *buf, size_t n) { axes_label(x->spec, x->points, q, buf, n); }
+
+/* the store in words: "dram+remote (the remote store over 100G)", "dram+ssd (4× PM9A3)", "dram" */
+static void store_words(const PlanPoint *p, char *buf, size_t n)
+{
+    if (plan_store_uses_remote(p)) snprintf(buf, n, "%s (the remote store over %s%s)", p->store, p->n_nics > 1 ? "NICs " : "", p->nic);
+    else if (plan_store_uses_ssd(p)) snprintf(buf, n, "%s (%d× %s)", p->store, p->n_ssd, p->ssd);
+    else snprintf(buf, n, "%s", p->store);
 }
 
 static void progress_line(void *ctx, const Planner *p, const PlanEval *ev)
@@ -938,7 +831,7 @@ static void progress_line(void *ctx, const Planner *p, const PlanEval *ev)
     } else if (ev->point >= 0) {
         char money[48];
         point_label(x, ev->point, label, sizeof label);
-        fmt_money(money, sizeof money, x->cost[ev->point]);
+        plan_fmt_money(money, sizeof money, x->cost[ev->point]);
         fprintf(stderr, "plan: %s: %s (%s %s): %s%s%s [%d seeds]\n", x->policies[ev->policy], label, money, x->currency,
                 plan_verdict_name(ev->verdict), ev->why[0] ? ": " : "", ev->why, ev->n_seeds);
     } else {
@@ -955,7 +848,7 @@ static void eval_detail(const Ctx *x, const PlanEval *ev, char *buf, size_t cap)
     buf[0] = '\0';
     if (ev->verdict == PLAN_FAILED && ev->n_seeds > 0)
         for (int s = 0; s < ev->n_seeds; s++)
-            if (ev->s[s].error[0]) {
+            if (ev->s[s].error[0] || ev->s[s].unmeasured) {
                 snprintf(buf, cap, "%s", ev->why);
                 return;
             }
@@ -983,11 +876,11 @@ static void eval_detail(const Ctx *x, const PlanEval *ev, char *buf, size_t cap)
             ev->n_overloaded == ev->n_seeds && ev->n_seeds > 0 ? " (fails: arrivals outpace service, load.overloaded)" : "");
 }
 
-static void table_head(FILE *f, const Ctx *x, const char *first, int with_cost)
+static void table_head(FILE *f, const Ctx *x, const char *first, int with_store, int with_cost)
 {
-    fprintf(f, "| %s |%s", first, with_cost ? " cost |" : "");
+    fprintf(f, "| %s |%s%s", first, with_store ? " store |" : "", with_cost ? " cost |" : "");
     for (int i = 0; i < x->nt; i++) fprintf(f, " %s%s |", x->t[i].name, unit_text(x->t[i].unit));
-    fprintf(f, " overloaded | seeds | verdict | why |\n|---|%s", with_cost ? "--:|" : "");
+    fprintf(f, " overloaded | seeds | verdict | why |\n|---|%s%s", with_store ? "---|" : "", with_cost ? "--:|" : "");
     for (int i = 0; i < x->nt; i++) fprintf(f, "--:|");
     fprintf(f, "--:|--:|---|---|\n");
 }
@@ -1025,6 +918,50 @@ static cJSON *eval_json(const Ctx *x, const PlanEval *ev)
     return o;
 }
 
+static int same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* Did the varied settings change anything the targets read? Over the evaluations ev[0..n) of one
+ * policy, every two of different points at the same load are compared seed by seed (the seeds they
+ * share: every point runs seed_base, seed_base + 1, ...): each target's value, the overload flag,
+ * whether a request was measured and whether the run failed. 1 when at least two points were
+ * compared and nothing differed (note: the sentence for the report), 0 when something differed,
+ * -1 when fewer than two points were compared (nothing is known). */
+static int never_changed(const Ctx *x, const Planner *p, const int *ev, int n, int with_values, char *note, size_t cap)
+{
+    int compared = 0, points = 0;
+    for (int i = 0; i < n; i++) {
+        const PlanEval *A = &p->evals[ev[i]];
+        int first = 1;
+        for (int j = 0; j < i && first; j++) first = p->evals[ev[j]].point != A->point;
+        points += first;
+        for (int j = 0; j < i; j++) {
+            const PlanEval *B = &p->evals[ev[j]];
+            if (A->point == B->point || !same_value(A->load, B->load)) continue;
+            compared = 1;
+            int ns = A->n_seeds < B->n_seeds ? A->n_seeds : B->n_seeds;
+            for (int k = 0; k < ns; k++) {
+                const PlanSample *a = &A->s[k], *b = &B->s[k];
+                if (a->overloaded != b->overloaded || a->unmeasured != b->unmeasured || !a->error[0] != !b->error[0]) return 0;
+                for (int t = 0; t < x->nt; t++)
+                    if (!same_value(a->v[t], b->v[t])) return 0;
+            }
+        }
+    }
+    if (!compared) return -1;
+    const PlanEval *A = &p->evals[ev[0]];
+    snprintf(note, cap, "the varied settings never changed a metric: the %d configurations evaluated gave the same values in every "
+                        "seed", points);
+    if (!with_values) return 1;
+    kv_catf(note, cap, " (");
+    for (int t = 0; t < x->nt; t++) {
+        char st[64];
+        fmt_stat(st, sizeof st, x->t[t].unit, A->mean[t], A->ci95[t], A->n_seeds);
+        kv_catf(note, cap, "%s%s %s%s", t ? ", " : "", x->t[t].name, st, unit_text(x->t[t].unit));
+    }
+    kv_catf(note, cap, "%soverloaded in %d of %d seed%s)", x->nt ? "; " : "", A->n_overloaded, A->n_seeds, A->n_seeds == 1 ? "" : "s");
+    return 1;
+}
+
 static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, const PlanSpace *sp, const PlanCheapest *c,
                             int64_t runs)
 {
@@ -1035,20 +972,42 @@ static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     if (c->answer >= 0) {
         const PlanEval *ev = &p->evals[c->st[c->answer].eval];
         point_label(x, c->answer, label, sizeof label);
-        fmt_money(money, sizeof money, x->cost[c->answer]);
+        plan_fmt_money(money, sizeof money, x->cost[c->answer]);
         fprintf(f, "**cheapest meeting every target: %s — %s %s** (", label, money, x->currency);
         for (int i = 0; i < x->nt; i++) {
             char st[64];
             fmt_stat(st, sizeof st, x->t[i].unit, ev->mean[i], ev->ci95[i], ev->n_seeds);
             fprintf(f, "%s%s %s%s", i ? ", " : "", x->t[i].name, st, unit_text(x->t[i].unit));
         }
-        fprintf(f, "%s%d seeds)\n\n", x->nt ? "; " : "", ev->n_seeds);
+        fprintf(f, "%s%d seed%s)\n\n", x->nt ? "; " : "", ev->n_seeds, ev->n_seeds == 1 ? "" : "s");
         cJSON_AddNumberToObject(jp, "answer", c->answer + 1);
         cJSON_AddNumberToObject(jp, "answer_cost", x->cost[c->answer]);
     } else {
         fprintf(f, "**no point of the space meets every target**\n\n");
         cJSON_AddNullToObject(jp, "answer");
         cJSON_AddNullToObject(jp, "answer_cost");
+    }
+    /* next to the answer: whether the settings that were varied made any difference */
+    int n_ev = 0, valid = 0, *evs = malloc((size_t)(sp->n_points > 0 ? sp->n_points : 1) * sizeof *evs);
+    for (int q = 0; evs && q < sp->n_points; q++) {
+        valid += c->st[q].v != PLAN_INVALID;
+        if (c->st[q].eval >= 0) evs[n_ev++] = c->st[q].eval;
+    }
+    char note[1200] = "";
+    int nc = evs && sp->n_axes > 0 ? never_changed(x, p, evs, n_ev, 1, note, sizeof note) : -1;
+    free(evs);
+    if (nc == 1) {
+        fprintf(f, "**Note: %s%s.**\n\n", note,
+                c->answer >= 0 ? "; the answer is the cheapest point by its price alone, not by what these settings do"
+                               : "; no value of these settings makes a difference here");
+        cJSON_AddTrueToObject(jp, "never_changed");
+        cJSON_AddStringToObject(jp, "never_changed_note", note);
+    } else {
+        if (nc < 0 && c->answer >= 0 && valid > 1)
+            fprintf(f, "Only the cheapest point was run (it meets every target), so nothing here shows what the varied settings "
+                       "change.\n\n");
+        if (nc < 0) cJSON_AddNullToObject(jp, "never_changed"); /* fewer than two points compared: not known */
+        else cJSON_AddFalseToObject(jp, "never_changed");
     }
     int invalid = 0;
     for (int q = 0; q < sp->n_points; q++) invalid += c->st[q].v == PLAN_INVALID;
@@ -1064,15 +1023,17 @@ static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     cJSON_AddNumberToObject(jp, "skipped", c->skipped);
     cJSON_AddNumberToObject(jp, "invalid", invalid);
     cJSON_AddNumberToObject(jp, "simulations", (double)runs);
-    table_head(f, x, "point", 1);
+    table_head(f, x, "point", x->with_store, 1);
     cJSON *rows = cJSON_AddArrayToObject(jp, "rows");
     for (int i = 0; i < sp->n_points; i++) {
         int q = c->order[i];
         const PlanPointState *st = &c->st[q];
         if (st->v == PLAN_SKIPPED || st->v == PLAN_UNKNOWN) continue;
         point_label(x, q, label, sizeof label);
-        fmt_money(money, sizeof money, x->cost[q]);
-        fprintf(f, "| %s%s | %s |", label, q == c->answer ? " **(answer)**" : "", money);
+        plan_fmt_money(money, sizeof money, x->cost[q]);
+        fprintf(f, "| %s%s |", label, q == c->answer ? " **(answer)**" : "");
+        if (x->with_store) fprintf(f, " %s |", x->info[q].invalid[0] ? "–" : x->info[q].store);
+        fprintf(f, " %s |", money);
         cJSON *row = NULL;
         if (st->eval >= 0) {
             eval_cells(f, x, &p->evals[st->eval]);
@@ -1115,7 +1076,7 @@ static void report_cheapest(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
         } else if (st->eval >= 0) {
             eval_detail(x, &p->evals[st->eval], detail, sizeof detail);
         }
-        fmt_money(money, sizeof money, x->cost[q]);
+        plan_fmt_money(money, sizeof money, x->cost[q]);
         fprintf(f, "- %s=%s (%s %s): %s — %s%s%s%s%s\n", x->spec->axes[diff].key,
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x->points[q], x->spec->axes[diff].key)), money, x->currency,
                 plan_verdict_name(st->v),
@@ -1169,7 +1130,7 @@ static void report_max_load(FILE *f, cJSON *pj, const Ctx *x, const Planner *p, 
     fprintf(f, "Evaluated %d loads (%lld simulations), in order of the load:\n\n", m->n_evals, (long long)runs);
     char head[96];
     snprintf(head, sizeof head, "%s /s", x->knob);
-    table_head(f, x, head, 0);
+    table_head(f, x, head, 0, 0);
     int *ord = evals_by_load(p, m); /* NULL when out of memory: no rows */
     cJSON *rows = cJSON_AddArrayToObject(jp, "rows");
     for (int i = 0; ord && i < m->n_evals; i++) {
@@ -1221,17 +1182,33 @@ static void report_max_load_grid(FILE *f, cJSON *pj, const Ctx *x, const Planner
         fprintf(f, "**no configuration met every target at any load tried**\n\n");
         cJSON_AddNullToObject(jp, "best");
     }
+    int n_ev = 0, *evs = malloc((size_t)(evals > 0 ? evals : 1) * sizeof *evs);
+    for (int q = 0; evs && q < n; q++)
+        for (int i = 0; !x->info[q].invalid[0] && i < ms[q].n_evals; i++) evs[n_ev++] = ms[q].evals[i];
+    char note[1200] = "";
+    int nc = evs ? never_changed(x, p, evs, n_ev, 0, note, sizeof note) : -1;
+    free(evs);
+    if (nc == 1) {
+        fprintf(f, "**Note: %s, at every load that two of them share; the configurations differ only in price.**\n\n", note);
+        cJSON_AddTrueToObject(jp, "never_changed");
+        cJSON_AddStringToObject(jp, "never_changed_note", note);
+    } else if (nc == 0) {
+        cJSON_AddFalseToObject(jp, "never_changed");
+    } else {
+        cJSON_AddNullToObject(jp, "never_changed");
+    }
     fprintf(f, "Evaluated %d loads over %d configurations (%lld simulations); a relative precision of %.1f %% each:\n\n", evals, n,
             (long long)all_runs, 100 * precision);
-    fprintf(f, "| configuration |%s highest sustainable %s /s | the limit lies in | loads evaluated | why the next load up fails |\n", with_cost ? " cost |" : "",
-            x->knob);
-    fprintf(f, "|---|%s--:|---|--:|---|\n", with_cost ? "--:|" : "");
+    fprintf(f, "| configuration |%s%s highest sustainable %s /s | the limit lies in | loads evaluated | why the next load up fails |\n",
+            x->with_store ? " store |" : "", with_cost ? " cost |" : "", x->knob);
+    fprintf(f, "|---|%s%s--:|---|--:|---|\n", x->with_store ? "---|" : "", with_cost ? "--:|" : "");
     cJSON *jc = cJSON_AddArrayToObject(jp, "configurations");
     for (int q = 0; q < n; q++) {
         const PlanMaxLoad *m = &ms[q];
         point_label(x, q, label, sizeof label);
-        fmt_money(money, sizeof money, x->cost[q]);
+        plan_fmt_money(money, sizeof money, x->cost[q]);
         fprintf(f, "| %s |", label);
+        if (x->with_store) fprintf(f, " %s |", x->info[q].invalid[0] ? "–" : x->info[q].store);
         if (with_cost) fprintf(f, " %s |", money);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "point", q + 1);
@@ -1276,7 +1253,7 @@ static void report_max_load_grid(FILE *f, cJSON *pj, const Ctx *x, const Planner
         if (x->info[q].invalid[0]) continue;
         point_label(x, q, label, sizeof label);
         fprintf(f, "### %s: %s\n\n", pol, label);
-        table_head(f, x, head, 0);
+        table_head(f, x, head, 0, 0);
         int *ord = evals_by_load(p, m); /* NULL when out of memory: no rows */
         for (int i = 0; ord && i < m->n_evals; i++) {
             fprintf(f, "| %.4g |", p->evals[ord[i]].load);
@@ -1303,23 +1280,47 @@ static void space_text(FILE *f, cJSON *pj, const SweepSpec *spec)
 }
 
 /* the cost formula's line of the report header */
-static void cost_line(FILE *f, cJSON *pj, const Ctx *x, const Prices *pr, const int *counted, const char *excluded)
+static void cost_line(FILE *f, cJSON *pj, const Ctx *x, const PlanPrices *pr, const PlanCosting *pc)
 {
     fprintf(f, "- cost (%s, from %s): replicas × (", x->currency, pr->path);
-    static const char *const term[N_PARTS] = {"GPUs × GPU", "n_ssd × SSD", "NIC", "DRAM GB × dram_per_gb", "host link", "platform"};
+    static const char *const term[PLAN_N_PARTS] = {"GPUs × GPU", "n_ssd × SSD", "DRAM GB × dram_per_gb", "NICs × NIC", "remote store",
+                                                   "host link", "platform"};
     int first = 1;
-    for (int k = 0; k < N_PARTS; k++)
-        if (counted[k]) {
+    for (int k = 0; k < PLAN_N_PARTS; k++)
+        if (pc->counted[k]) {
             fprintf(f, "%s%s", first ? "" : " + ", term[k]);
             first = 0;
         }
-    fprintf(f, ")%s%s\n", excluded[0] ? "; not priced, the same in every point, left out: " : "", excluded);
+    fprintf(f, "); the SSDs, the DRAM, the NIC and the remote store count where the point's store uses them%s%s\n",
+            pc->excluded[0] ? "; not priced, the same in every point, left out: " : "", pc->excluded);
     cJSON_AddStringToObject(pj, "currency", x->currency);
     cJSON_AddStringToObject(pj, "prices", pr->path);
-    cJSON_AddStringToObject(pj, "not_priced", excluded);
+    cJSON_AddStringToObject(pj, "not_priced", pc->excluded);
 }
 
-static void points_json(cJSON *pj, cJSON **points, int n_points, const double *cost, const PointInfo *info)
+/* "- stores: dram+ssd (6 points), dram+remote (2 points: ...)": the header line when a space's
+ * points resolve to more than one store */
+static void stores_line(FILE *f, const PlanPoint *info, int n)
+{
+    static const char *const names[] = {"dram", "dram+ssd", "dram+remote", "remote"};
+    int count[4] = {0}, kinds = 0;
+    for (int q = 0; q < n; q++)
+        for (int k = 0; k < 4; k++)
+            if (!info[q].invalid[0] && !strcmp(info[q].store, names[k])) kinds += count[k]++ == 0;
+    if (kinds < 2) return;
+    fprintf(f, "- stores (resolved per point; store auto is the SSDs if any, else the remote store over the NIC if any, else "
+               "DRAM): ");
+    for (int k = 0, shown_one = 0; k < 4; k++)
+        if (count[k]) {
+            fprintf(f, "%s%s in %d point%s", shown_one ? ", " : "", names[k], count[k], count[k] == 1 ? "" : "s");
+            shown_one = 1;
+        }
+    fprintf(f, "; points with different stores are never compared for pruning\n");
+}
+
+/* the points of the space into plan.json: settings, store, cost and priced parts (pr NULL: no --cost) */
+static void points_json(cJSON *pj, cJSON **points, int n_points, const double *cost, const PlanPoint *info, const PlanPrices *pr,
+                        const PlanCosting *pc)
 {
     cJSON *jpts = cJSON_AddArrayToObject(pj, "points");
     for (int q = 0; q < n_points; q++) {
@@ -1328,8 +1329,39 @@ static void points_json(cJSON *pj, cJSON **points, int n_points, const double *c
         cJSON_AddItemToObject(o, "params", cJSON_Duplicate(points[q], 1));
         if (isfinite(cost[q])) cJSON_AddNumberToObject(o, "cost", cost[q]);
         else cJSON_AddNullToObject(o, "cost");
-        if (info[q].invalid[0]) cJSON_AddStringToObject(o, "invalid", info[q].invalid);
+        if (info[q].invalid[0]) {
+            cJSON_AddStringToObject(o, "invalid", info[q].invalid);
+        } else {
+            cJSON_AddStringToObject(o, "store", info[q].store);
+            cJSON_AddNumberToObject(o, "replicas", info[q].replicas);
+            if (pr) cJSON_AddItemToObject(o, "parts", plan_parts_json(pr, pc, &info[q]));
+            cJSON_AddItemToObject(o, "unused", plan_unused_json(&info[q]));
+        }
         cJSON_AddItemToArray(jpts, o);
+    }
+}
+
+/* The table of every point's store, cost and priced parts (the report's end, and --dry-run). */
+static void points_table(FILE *f, const Ctx *x, const PlanPrices *pr, const PlanCosting *pc)
+{
+    fprintf(f, "| point | store |%s parts (per replica) |\n|---|---|%s---|\n", pr ? " cost |" : "", pr ? "--:|" : "");
+    for (int q = 0; q < x->n_points; q++) {
+        char label[400], store[160], money[48], parts[1400];
+        const PlanPoint *pi = &x->info[q];
+        point_label(x, q, label, sizeof label);
+        if (pi->invalid[0]) {
+            fprintf(f, "| %s | invalid |%s %s |\n", label, pr ? " – |" : "", pi->invalid);
+            continue;
+        }
+        store_words(pi, store, sizeof store);
+        plan_fmt_money(money, sizeof money, x->cost[q]);
+        if (pr) {
+            plan_parts_text(pr, pc, pi, parts, sizeof parts);
+            fprintf(f, "| %s | %s | %s | %s |\n", label, store, money, parts);
+        } else {
+            fprintf(f, "| %s | %s | %d× %s, %d replica%s |\n", label, store, pi->n_gpus, pi->gpu, pi->replicas,
+                    pi->replicas == 1 ? "" : "s");
+        }
     }
 }
 
@@ -1353,6 +1385,7 @@ static const OptSpec k_plan_opts[] = {
     {"--load-start", "RATE", 0, "the first load tried (default: the knob's setting, else 1)"},
     {"--precision", "P", 0, "stop the load search when (hi - lo) / lo <= P (default 0.05)"},
     {"--out", "DIR", 0, "also write plan.md and plan.json to DIR (a result set)"},
+    {"--dry-run", NULL, 0, "list every point with its resolved store, cost and priced parts; simulate nothing"},
     {"--jobs", "N", 0, "-j N: simulations at once (default: the online cores); the answer is the same for any N"},
     {"--hardware", "FILE", 0, "hardware overlay for every point"},
     {"--models", "FILE", 0, "models overlay for every point"},
@@ -1375,11 +1408,183 @@ static int usage(const char *fmt, ...)
     return rc;
 }
 
-static void on_signal(int sig)
+/* ---------------------------------------------------------------- interruption
+ *
+ * A plan keeps its workers' files in a temporary directory <TMPDIR>/kvsim-plan.<pid>.<host>.XXXXXX.
+ * SIGINT/SIGTERM: the handler kills and reaps the workers (the children of this process, found in
+ * /proc: procpool does not publish their pids), removes the directory and any result set being
+ * written, then dies of the signal (status 128 + sig). Everything it calls is async-signal-safe
+ * (open, read, close, kill, waitpid, unlinkat, rmdir; getdents64 as a raw system call). After a
+ * SIGKILL nothing can run: the workers die with their parent (PR_SET_PDEATHSIG), and the next plan
+ * on this host removes the directories whose owner pid is gone (plan_clean_stale). */
+
+static char g_tmpdir[512];            /* the run's temporary directory while it exists, else "" */
+static volatile sig_atomic_t g_tmpdir_set;
+static pid_t g_owner;                 /* the plan's own process (the handler does nothing else in a worker) */
+
+struct plan_dirent64 { /* the kernel's linux_dirent64 */
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* Remove the files of dir (not its subdirectories: it has none of ours), then dir. */
+static int remove_dir_files(const char *dir)
 {
-    rs_cleanup_on_signal();
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return -1;
+    char buf[4096] __attribute__((aligned(8)));
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            const struct plan_dirent64 *d = (const struct plan_dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] == '.' && (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0'))) continue;
+            unlinkat(fd, d->d_name, 0);
+        }
+    }
+    close(fd);
+    return rmdir(dir);
+}
+
+/* the decimal number at s up to the first byte of stop (or the end); -1 when there is none */
+static long parse_num(const char *s, char stop)
+{
+    long v = 0;
+    int any = 0;
+    for (; *s && *s != stop; s++) {
+        if (*s < '0' || *s > '9' || v > 100000000L) return -1;
+        v = v * 10 + (*s - '0');
+        any = 1;
+    }
+    return any ? v : -1;
+}
+
+/* SIGKILL every child of this process and reap it (async-signal-safe: /proc read with open/read). */
+static void kill_children(void)
+{
+    pid_t self = getpid();
+    int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[4096] __attribute__((aligned(8)));
+        for (;;) {
+            long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) break;
+            for (long off = 0; off < n;) {
+                const struct plan_dirent64 *d = (const struct plan_dirent64 *)(buf + off);
+                off += d->d_reclen;
+                long pid = parse_num(d->d_name, '\0');
+                if (pid <= 0 || pid == (long)self) continue;
+                /* /proc/PID/stat: "PID (comm) S PPID ...": the ppid follows the last ')' */
+                char path[64], st[512];
+                int k = 0;
+                const char *pre = "/proc/";
+                while (*pre) path[k++] = *pre++;
+                for (int i = 0; d->d_name[i] && k < 40; i++) path[k++] = d->d_name[i];
+                const char *suf = "/stat";
+                while (*suf) path[k++] = *suf++;
+                path[k] = '\0';
+                int sfd = open(path, O_RDONLY | O_CLOEXEC);
+                if (sfd < 0) continue;
+                ssize_t got = read(sfd, st, sizeof st - 1);
+                close(sfd);
+                if (got <= 0) continue;
+                st[got] = '\0';
+                char *rp = NULL;
+                for (char *c = st; *c; c++)
+                    if (*c == ')') rp = c;
+                if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ') continue;
+                if (parse_num(rp + 4, ' ') == (long)self) {
+                    kill((pid_t)pid, SIGKILL);
+                    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR) {}
+                }
+            }
+        }
+        close(fd);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {} /* any child already gone */
+}
+
+/* the run's temporary directory is no longer needed: forget it (for the handler), then remove it */
+static void tmpdir_done(const char *dir)
+{
+    g_tmpdir_set = 0;
+    remove_dir_files(dir);
+}
+
+static void on_stop_signal(int sig)
+{
+    if (getpid() == g_owner) { /* not in a worker that inherited the handler (procpool resets only some signals) */
+        kill_children();
+        if (g_tmpdir_set) remove_dir_files(g_tmpdir);
+        rs_cleanup_on_signal();
+    }
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* Catch sig with sa, unless it was ignored when we started (nohup's SIGHUP, a background job's
+ * SIGINT): that choice is the caller's, and it stays. old: what to restore. */
+static void catch_unless_ignored(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+    if (sigaction(sig, NULL, old) == 0 && old->sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, old);
+}
+
+static void restore_handlers(const struct sigaction *i, const struct sigaction *t, const struct sigaction *h, const struct sigaction *p)
+{
+    sigaction(SIGINT, i, NULL);
+    sigaction(SIGTERM, t, NULL);
+    sigaction(SIGHUP, h, NULL);
+    sigaction(SIGPIPE, p, NULL);
+}
+
+/* "<host>" of the temporary directories' names: the host name with anything but [A-Za-z0-9-] as '-' */
+static void host_tag(char *buf, size_t n)
+{
+    if (gethostname(buf, n) != 0) snprintf(buf, n, "host");
+    buf[n - 1] = '\0';
+    for (char *c = buf; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-')) *c = '-';
+    if (!buf[0]) snprintf(buf, n, "host");
+}
+
+/* Remove the temporary directories of earlier plans on this host whose process is gone (killed with
+ * SIGKILL, or a crash): <tmp>/kvsim-plan.<pid>.<host>.* owned by this user, <pid> dead. Others are
+ * left alone: another user's, another host's, a live plan's. The number removed. */
+static int plan_clean_stale(const char *tmp, int quiet)
+{
+    char host[72], prefix[128];
+    host_tag(host, sizeof host);
+    DIR *d = opendir(tmp);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        if (strncmp(name, "kvsim-plan.", 11)) continue;
+        long pid = parse_num(name + 11, '.');
+        if (pid <= 0 || pid == (long)getpid()) continue;
+        snprintf(prefix, sizeof prefix, "kvsim-plan.%ld.%s.", pid, host);
+        if (strncmp(name, prefix, strlen(prefix))) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to probe) */
+        char path[1200];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", tmp, name);
+        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != getuid()) continue;
+        if (remove_dir_files(path) == 0) {
+            removed++;
+            if (!quiet) fprintf(stderr, "kvsim plan: removed %s, left by plan process %ld, which is gone\n", path, pid);
+        } else if (!quiet) {
+            fprintf(stderr, "kvsim plan: warning: %s, left by plan process %ld (gone), could not be removed: %s\n", path, pid,
+                    strerror(errno));
+        }
+    }
+    closedir(d);
+    return removed;
 }
 
 /* --config FILE into the spec's base, key by key through sweep's checker (where: "FILE: key"). */
@@ -1432,12 +1637,13 @@ int plan_main(int argc, char **argv)
         printf("settings: every key of `kvsim run --help`\n");
         return 0;
     }
-    int max_load = opt_count(&a, "--max-load") > 0, quiet = opt_count(&a, "--quiet") > 0;
+    int max_load = opt_count(&a, "--max-load") > 0, quiet = opt_count(&a, "--quiet") > 0, dry_run = opt_count(&a, "--dry-run") > 0;
     PlanTarget t[PLAN_MAX_TARGETS];
     int nt = 0;
     if (opt_get(&a, "--target") && plan_targets_parse(opt_get(&a, "--target"), t, PLAN_MAX_TARGETS, &nt, &e) != 0)
         return usage("%s", e.msg);
-    if (!max_load && nt == 0) return usage("--target is required (e.g. --target \"ttft_p99<=500ms\"), or --max-load");
+    if (!max_load && !dry_run && nt == 0) return usage("--target is required (e.g. --target \"ttft_p99<=500ms\"), or --max-load");
+    if (dry_run && opt_get(&a, "--out")) return usage("--dry-run writes nothing: drop --out");
     int64_t seeds = 3, max_seeds = 10, jobs = procpool_default_procs(), seed_base = -1;
     if ((opt_get(&a, "--seeds") && opt_int("--seeds", opt_get(&a, "--seeds"), 1, 100, &seeds, &e) != 0) ||
         (opt_get(&a, "--max-seeds") && opt_int("--max-seeds", opt_get(&a, "--max-seeds"), 1, 100, &max_seeds, &e) != 0) ||
@@ -1527,19 +1733,23 @@ int plan_main(int argc, char **argv)
     }
 
     /* every point resolved once: its parts, or why it cannot run */
-    PointInfo *info = calloc((size_t)n_points, sizeof *info);
+    PlanPoint *info = calloc((size_t)n_points, sizeof *info);
     double *cost = calloc((size_t)n_points, sizeof *cost);
     int *coord = calloc((size_t)n_points * (size_t)(spec.n_axes + 1), sizeof *coord);
     double *amount = calloc((size_t)n_points * (size_t)(spec.n_axes + 1), sizeof *amount);
     int *mono = calloc((size_t)spec.n_axes + 1, sizeof *mono);
+    int *store_id = calloc((size_t)n_points + 1, sizeof *store_id);
+    char **labels = calloc((size_t)n_points + 1, sizeof *labels);
     char names[16][32];
     int np = 0;
     uint64_t cfg_seed = 1;
     double knob_value = 0;
     char warning[512] = "";
-    Prices pr;
+    PlanPrices pr;
     memset(&pr, 0, sizeof pr);
-    if (!info || !cost || !coord || !amount || !mono) rc = kv_err(&e, "out of memory") ? 1 : 1;
+    PlanCosting pc;
+    memset(&pc, 0, sizeof pc);
+    if (!info || !cost || !coord || !amount || !mono || !store_id || !labels) rc = kv_err(&e, "out of memory") ? 1 : 1;
     for (int q = 0; rc == 0 && q < n_points; q++) {
         SimConfig c;
         char pol[600], origin[64];
@@ -1566,7 +1776,7 @@ int plan_main(int argc, char **argv)
         }
         if (!warning[0]) point_spec_warning(&w, warning, sizeof warning);
         const SimConfig *r = w.cfg;
-        PointInfo *pi = &info[q];
+        PlanPoint *pi = &info[q];
         snprintf(pi->gpu, sizeof pi->gpu, "%s", r->gpu);
         snprintf(pi->ssd, sizeof pi->ssd, "%s", r->ssd);
         snprintf(pi->nic, sizeof pi->nic, "%s", r->nic);
@@ -1574,9 +1784,32 @@ int plan_main(int argc, char **argv)
         snprintf(pi->platform, sizeof pi->platform, "%s", w.platform->name);
         pi->n_gpus = r->tp * r->pp;
         pi->n_ssd = r->n_ssd;
+        pi->n_nics = w.nic ? (r->nic_per_stage ? r->pp : 1) : 0;
         pi->replicas = r->replicas;
         pi->dram_bytes = r->dram_bytes;
+        /* the store as resolved (store auto: the SSDs, else the remote store over the NIC, else DRAM),
+         * read from the resolved settings so that its name is the one summary.json records */
+        cJSON *rj = sim_config_json(r);
+        const char *sn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rj, "store"));
+        snprintf(pi->store, sizeof pi->store, "%s", sn ? sn : "?");
+        cJSON_Delete(rj);
         sim_world_close(&w);
+        if (!sn) rc = kv_err(&e, "point %d: the resolved settings have no store (a bug)", q + 1) ? 1 : 1;
+    }
+    /* the stores as ids for the search: points whose stores differ are never compared */
+    for (int q = 0; rc == 0 && q < n_points; q++) {
+        store_id[q] = q;
+        for (int r = 0; r < q; r++)
+            if (!strcmp(info[r].store, info[q].store)) {
+                store_id[q] = store_id[r];
+                break;
+            }
+    }
+    for (int q = 0; rc == 0 && q < n_points; q++) {
+        char lab[400], full[440];
+        axes_label(&spec, points, q, lab, sizeof lab);
+        snprintf(full, sizeof full, "point %d (%s)", q + 1, lab);
+        if (!(labels[q] = strdup(full))) rc = kv_err(&e, "out of memory") ? 1 : 1;
     }
     for (int ax = 0; rc == 0 && ax < spec.n_axes; ax++) {
         const SweepAxis *A = &spec.axes[ax];
@@ -1600,11 +1833,9 @@ int plan_main(int argc, char **argv)
     }
     if (rc == 0 && np == 0) rc = kv_err(&e, "no point of the space has valid settings: %s", info[0].invalid) ? 1 : 1;
     if (rc == 0 && max_load && spec.n_axes == 0 && info[0].invalid[0]) rc = kv_err(&e, "%s", info[0].invalid) ? 1 : 1;
-    char excluded[1024] = "";
-    int counted[N_PARTS] = {0};
     if (rc == 0 && opt_get(&a, "--cost")) {
-        if (prices_load(&pr, opt_get(&a, "--cost"), &e) != 0) rc = 1;
-        else if (price_points(&pr, info, n_points, cost, counted, excluded, sizeof excluded, &e) != 0) rc = 2;
+        if (plan_prices_load(&pr, opt_get(&a, "--cost"), &e) != 0) rc = 1;
+        else if (plan_price_points(&pr, info, n_points, (const char *const *)labels, cost, &pc, &e) != 0) rc = 2;
     } else {
         for (int q = 0; q < n_points; q++) cost[q] = info[q].invalid[0] ? NAN : 0;
     }
@@ -1629,13 +1860,60 @@ int plan_main(int argc, char **argv)
     x.cost = cost;
     x.currency = pr.currency[0] ? pr.currency : "USD";
     x.quiet = quiet;
+    x.with_store = spec.n_axes > 0;
+    const char *basename = opt_get(&a, "--config") ? opt_get(&a, "--config") : opt_get(&a, "--scenario") ? opt_get(&a, "--scenario") : "the defaults";
+    if (dry_run) { /* the space as it would be searched: every point's store, cost and parts; nothing run */
+        printf("# kvsim plan --dry-run: %d point%s, nothing simulated\n\n- base: %s; space: ", n_points, n_points == 1 ? "" : "s",
+               basename);
+        cJSON *scratch = cJSON_CreateObject();
+        space_text(stdout, scratch, &spec);
+        printf("%s= %d point%s\n", spec.n_axes ? " " : "one configuration ", n_points, n_points == 1 ? "" : "s");
+        if (opt_get(&a, "--cost")) cost_line(stdout, scratch, &x, &pr, &pc);
+        cJSON_Delete(scratch);
+        stores_line(stdout, info, n_points);
+        printf("- policies: ");
+        for (int k = 0; k < np; k++) printf("%s%s", k ? ", " : "", names[k]);
+        printf("\n\n");
+        points_table(stdout, &x, opt_get(&a, "--cost") ? &pr : NULL, &pc);
+        fflush(stdout);
+        goto out;
+    }
+    /* the workers' files: a directory named after this process, removed on SIGINT/SIGTERM; the ones
+     * that plans killed with SIGKILL left on this host are removed first */
     const char *tmp = getenv("TMPDIR");
-    snprintf(x.tmpdir, sizeof x.tmpdir, "%s/kvsim-plan.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(x.tmpdir)) {
-        fprintf(stderr, "kvsim plan: %s: cannot create a temporary directory\n", x.tmpdir);
+    tmp = tmp && *tmp ? tmp : "/tmp";
+    plan_clean_stale(tmp, quiet);
+    char host[72];
+    host_tag(host, sizeof host);
+    struct sigaction sa, old_int, old_term, old_hup, old_pipe;
+    memset(&sa, 0, sizeof sa);
+    g_owner = getpid();
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
+    sigaddset(&sa.sa_mask, SIGPIPE);
+    catch_unless_ignored(SIGINT, &sa, &old_int);
+    catch_unless_ignored(SIGTERM, &sa, &old_term);
+    catch_unless_ignored(SIGHUP, &sa, &old_hup);
+    catch_unless_ignored(SIGPIPE, &sa, &old_pipe); /* `kvsim plan ... | head`: stdout or stderr closed under us */
+    int tl = snprintf(x.tmpdir, sizeof x.tmpdir, "%s/kvsim-plan.%ld.%s.XXXXXX", tmp, (long)getpid(), host);
+    if (tl >= (int)sizeof x.tmpdir || tl >= (int)sizeof g_tmpdir) {
+        fprintf(stderr, "kvsim plan: TMPDIR %s: too long for the temporary directory's path (at most %zu characters)\n", tmp,
+                sizeof g_tmpdir - 40 - strlen(host));
+        restore_handlers(&old_int, &old_term, &old_hup, &old_pipe);
         rc = 1;
         goto out;
     }
+    if (!mkdtemp(x.tmpdir)) {
+        fprintf(stderr, "kvsim plan: %s: cannot create a temporary directory: %s\n", x.tmpdir, strerror(errno));
+        restore_handlers(&old_int, &old_term, &old_hup, &old_pipe);
+        rc = 1;
+        goto out;
+    }
+    snprintf(g_tmpdir, sizeof g_tmpdir, "%s", x.tmpdir);
+    g_tmpdir_set = 1;
     Planner p;
     memset(&p, 0, sizeof p);
     p.t = t;
@@ -1658,7 +1936,8 @@ int plan_main(int argc, char **argv)
         if (f) fclose(f);
         free(rep);
         cJSON_Delete(pj);
-        rmdir(x.tmpdir);
+        tmpdir_done(x.tmpdir);
+        restore_handlers(&old_int, &old_term, &old_hup, &old_pipe);
         goto out;
     }
     /* the header: what was asked, how it is decided */
@@ -1667,7 +1946,6 @@ int plan_main(int argc, char **argv)
         size_t l = strlen(tgt);
         snprintf(tgt + l, sizeof tgt - l, "%s%s", i ? ", " : "", t[i].text);
     }
-    const char *basename = opt_get(&a, "--config") ? opt_get(&a, "--config") : opt_get(&a, "--scenario") ? opt_get(&a, "--scenario") : "the defaults";
     cJSON_AddStringToObject(pj, "kind", max_load ? "max_load" : "cheapest");
     cJSON_AddStringToObject(pj, "base", basename);
     cJSON *jt = cJSON_AddArrayToObject(pj, "targets");
@@ -1697,15 +1975,27 @@ int plan_main(int argc, char **argv)
             space_text(f, pj, &spec);
             fprintf(f, " = %d configuration%s, each searched on its own (the search --max-load runs with its values as --set)\n",
                     n_points, n_points == 1 ? "" : "s");
-            if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, counted, excluded);
-            points_json(pj, points, n_points, cost, info);
+            if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, &pc);
+            stores_line(f, info, n_points);
+            points_json(pj, points, n_points, cost, info, opt_get(&a, "--cost") ? &pr : NULL, &pc);
+        } else {
+            char sw[160];
+            store_words(&info[0], sw, sizeof sw);
+            fprintf(f, "- store: %s\n", sw);
         }
     } else {
         fprintf(f, "# kvsim plan: the cheapest configuration meeting %s\n\n", tgt);
         fprintf(f, "- base: %s; space: ", basename);
         space_text(f, pj, &spec);
         fprintf(f, "%s= %d point%s\n", spec.n_axes ? " " : "one configuration ", n_points, n_points == 1 ? "" : "s");
-        if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, counted, excluded);
+        if (opt_get(&a, "--cost")) cost_line(f, pj, &x, &pr, &pc);
+        if (spec.n_axes) {
+            stores_line(f, info, n_points);
+        } else if (!info[0].invalid[0]) {
+            char sw[160];
+            store_words(&info[0], sw, sizeof sw);
+            fprintf(f, "- store: %s\n", sw);
+        }
         if (spec.n_axes && opt_count(&a, "--no-prune") == 0) {
             char ml[512] = "";
             for (int ax = 0; ax < spec.n_axes; ax++)
@@ -1724,7 +2014,7 @@ int plan_main(int argc, char **argv)
         cJSON *jm = cJSON_AddArrayToObject(pj, "monotone");
         for (int ax = 0; ax < spec.n_axes; ax++)
             if (mono[ax] && !opt_count(&a, "--no-prune")) cJSON_AddItemToArray(jm, cJSON_CreateString(spec.axes[ax].key));
-        points_json(pj, points, n_points, cost, info);
+        points_json(pj, points, n_points, cost, info, opt_get(&a, "--cost") ? &pr : NULL, &pc);
     }
     fprintf(f, "- decision: per point %lld seed%s from seed %llu, up to %lld while uncertain; a target holds when the 95 %% interval of "
                "its mean lies within the limit, fails when it lies past it, else uncertain; overloaded in every seed fails, in "
@@ -1760,7 +2050,7 @@ int plan_main(int argc, char **argv)
             }
             plan_max_load_free(&m);
         } else {
-            PlanSpace sp = {n_points, spec.n_axes, coord, cost, mono, amount, opt_count(&a, "--no-prune") == 0};
+            PlanSpace sp = {n_points, spec.n_axes, coord, cost, mono, amount, opt_count(&a, "--no-prune") == 0, store_id};
             PlanCheapest c;
             if (plan_cheapest(&p, &sp, k, &c, &e) != 0) rc = 1;
             else {
@@ -1771,8 +2061,13 @@ int plan_main(int argc, char **argv)
         }
         total_runs += p.runs - before;
     }
+    if (rc == 0 && spec.n_axes > 0 && (!max_load || opt_get(&a, "--cost"))) {
+        fprintf(f, "## The points: store, cost and priced parts\n\n");
+        points_table(f, &x, opt_get(&a, "--cost") ? &pr : NULL, &pc);
+        fprintf(f, "\n");
+    }
     fclose(f);
-    rmdir(x.tmpdir);
+    tmpdir_done(x.tmpdir);
     if (rc == 0) {
         fwrite(rep, 1, rep_len, stdout);
         fflush(stdout);
@@ -1790,13 +2085,7 @@ int plan_main(int argc, char **argv)
     if (rc == 0 && opt_get(&a, "--out")) {
         ResultSet rs;
         char path[4400];
-        char *js = cJSON_Print(pj);
-        struct sigaction sa, old_int, old_term;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
+        char *js = cJSON_Print(pj); /* SIGINT/SIGTERM while writing: on_stop_signal removes the set's temporaries */
         if (!js || rs_begin(&rs, opt_get(&a, "--out"), &e) != 0) rc = 1;
         else {
             if (rs_path(&rs, "plan.md", path, sizeof path, &e) != 0 || kv_write_atomic(path, rep, rep_len, &e) != 0 ||
@@ -1805,16 +2094,18 @@ int plan_main(int argc, char **argv)
                 rc = 1;
             if (rc) rs_abort(&rs);
         }
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
         if (rc) fprintf(stderr, "kvsim plan: %s\n", js ? e.msg : "out of memory");
         cJSON_free(js);
     }
+    restore_handlers(&old_int, &old_term, &old_hup, &old_pipe);
     free(rep);
     cJSON_Delete(pj);
     plan_free(&p);
 out:
-    if (pr.root) cJSON_Delete(pr.root);
+    plan_prices_free(&pr);
+    for (int q = 0; labels && q < n_points; q++) free(labels[q]);
+    free(labels);
+    free(store_id);
     free(info);
     free(cost);
     free(coord);

@@ -8,23 +8,27 @@
  * is met when the upper end of the metric's 95 % interval is within the limit, failed when the
  * lower end is past it, uncertain otherwise — then more seeds run, up to --max-seeds. A point
  * also fails when every seed's run is overloaded (sim.h SimLoad.overloaded); some but not all
- * overloaded is uncertain. Uncertain never counts as met.
+ * overloaded is uncertain. Uncertain never counts as met. No metric from no measurement: a run that
+ * measured no request, or a target metric with no sample behind it, fails its point with the reason.
  *
  * Responsible for: target expressions, the verdict of one point (plan_judge), the two searches
  * over an evaluator callback (so they are unit-tested without simulating: tests/test_plan.c), the
- * command (the space from sim/engine/sweepspec, prices, the real evaluator: one simulation per
- * (point, policy, seed) through sim/cli/point.c's settings, in worker processes with -j), the
- * Markdown report (stdout, plan.md) and plan.json, written as a result set (results/resultset).
+ * command (the space from sim/engine/sweepspec, each point resolved with its store, the real
+ * evaluator: one simulation per (point, policy, seed) through sim/cli/point.c's settings, in worker
+ * processes with -j, their temporary directory removed on SIGINT/SIGTERM and by the next plan after
+ * a SIGKILL), the Markdown report (stdout, plan.md) and plan.json, written as a result set
+ * (results/resultset), and --dry-run.
  * Not responsible for: what a run computes (engine), the metric definitions (point.c), the spec
- * syntax (sweepspec.c).
+ * syntax (sweepspec.c), prices (plan_cost.c).
  *
  * Search (a), per policy. Exact rule: points are visited in increasing cost (ties: enumeration
  * order); the first that meets every target is the answer, and no costlier point is evaluated.
  * Monotonicity (pruning, off with --no-prune): on the axes named by --monotone (default n_ssd and
  * dram: more SSDs or more DRAM never make a point fail that passed), a point Q is "dominated" by P
- * when Q has the same value as P on every other axis and at most P's amount on every monotone
- * axis; when P fails, Q is taken to fail without running (pruned). When a point of the walk fails,
- * its group (the points sharing its non-monotone values) is probed once: along each monotone axis,
+ * when Q has the same value as P on every other axis, the same resolved store (PlanSpace.store: with
+ * no SSD the store switches to the remote one, and fewer SSDs can be faster) and at most P's amount
+ * on every monotone axis; when P fails, Q is taken to fail without running (pruned). When a point of
+ * the walk fails, its group (the points sharing its non-monotone values and its store) is probed once: along each monotone axis,
  * with the other monotone axes at their maximum, the search bisects for the least amount that
  * does not fail (the group's top first: if it fails, the whole group is pruned); everything below
  * is pruned. A group whose cheapest point passes is never probed. With --no-prune nothing is
@@ -76,12 +80,16 @@ typedef enum {
 } PlanVerdict;
 const char *plan_verdict_name(PlanVerdict v);
 
-/* One replication's outcome: each target's metric value and the overload flag, or a failed run. */
+/* One replication's outcome: each target's metric value and the overload flag, or a failed run.
+ * Absent is not zero: a value with no measurement behind it (an empty histogram) is NAN, and a run
+ * that measured no request at all fails its point, whatever its values say. */
 typedef struct PlanSample {
-    double v[PLAN_MAX_TARGETS];
+    double v[PLAN_MAX_TARGETS]; /* NAN: absent (nothing measured behind it; `absent` says why) */
     int overloaded;
-    char error[200]; /* "" or why the run failed (the point fails) */
-    uint64_t seed;   /* set by the planner */
+    int unmeasured;    /* 1: the run measured no request (the point fails; `absent` says why) */
+    char error[200];   /* "" or why the run failed (the point fails) */
+    char absent[200];  /* "" or why values are absent: "no request was measured: warm-up 100 >= requests 50" */
+    uint64_t seed;     /* set by the planner */
 } PlanSample;
 
 /* What the evaluator runs: point (search a) or load (search b; point -1), one policy, one seed. */
@@ -137,6 +145,9 @@ typedef struct PlanSpace {
     const int *monotone;  /* per axis: 1 when more of it never makes a passing point fail */
     const double *amount; /* [q * n_axes + a]: the amount on monotone axis a at q */
     int prune;            /* use monotonicity */
+    const int *store;     /* per point: its resolved store (an id), or NULL: one store for all. Points whose
+                             stores differ are never compared: with no SSD the store switches to the remote
+                             one, so fewer SSDs can be faster, and monotonicity holds only within a store */
 } PlanSpace;
 
 typedef struct PlanPointState {
@@ -157,7 +168,8 @@ typedef struct PlanCheapest {
 void plan_cheapest_free(PlanCheapest *c);
 /* Search (a) for one policy (see the header comment). */
 int plan_cheapest(Planner *p, const PlanSpace *sp, int policy, PlanCheapest *out, KvErr *e);
-/* Does point q have at most point r's amounts on every monotone axis and the same values elsewhere? */
+/* Does point q have at most point r's amounts on every monotone axis, the same values elsewhere and
+ * the same resolved store? */
 int plan_dominated(const PlanSpace *sp, int q, int r);
 
 typedef struct PlanMaxLoad {
