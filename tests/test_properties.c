@@ -82,7 +82,16 @@ static int check_world(TestCtx *t, SimWorld *w, const char *what, const char *ti
                 CHECK_MSG(0, "%s %s: a restoration from %s without a lower bound", what, pol, r->restore_from);
                 bad++;
             }
-            if (policy_saves(&res)) {
+            /* a store without a DRAM tier has no host copy to read a save in flight from: the turn waits for
+             * the save to land, or recomputes when that wait is estimated slower (counted as such) */
+            int no_host_copy = in_flight && !strcmp(tier, "remote");
+            if (policy_saves(&res) && no_host_copy && !strcmp(r->restore_from, "recompute")) {
+                if (res.fallbacks != 1 || res.fallback_slower != 1) {
+                    CHECK_MSG(0, "%s %s: recomputed a save in flight without the wait estimated slower (%llu fallbacks, %llu slower)",
+                              what, pol, (unsigned long long)res.fallbacks, (unsigned long long)res.fallback_slower);
+                    bad++;
+                }
+            } else if (policy_saves(&res)) {
                 /* the state exists (written long before, or in flight): loaded, never recomputed */
                 if (!strcmp(r->restore_from, "recompute") || r->loaded_tokens <= 0) {
                     CHECK_MSG(0, "%s %s: restore_from %s, %lld tokens loaded, although its state %s", what, pol, r->restore_from,
@@ -179,6 +188,45 @@ TEST(prop_waits_for_a_save_in_flight)
     CHECK(res.win_util_gpu[0] > 0 && res.win_util_gpu[0] <= 1 + 1e-9);
     sim_result_free(&res);
     sim_world_close(&w);
+}
+
+/* A store without a DRAM tier (store=remote) has no host copy a restoration may read: the host
+ * buffer a save crosses on its way to the NIC is not a tier. The next turn, arriving while the save
+ * is still in flight, waits for it to land in the remote store and loads it from there (every
+ * restored byte over the NIC: net_in = h2d), or recomputes when that wait is estimated slower. With a
+ * DRAM tier (store=dram+remote) the same turn reads the DRAM copy (nothing over the NIC). */
+static void in_flight_no_dram(TestCtx *t, const char *store, const char *nic, const char *want_from, int over_nic)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, 4096, 100, "cake-a100", "Llama-2-13B");
+    c.think_ns = 0;
+    simtest_set(t, &c, "store", store);
+    simtest_set(t, &c, "nic", nic);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    CHECK_EQ_I(rows.n, 2);
+    if (rows.n == 2) CHECK_MSG(!strcmp(rows.rows[1].restore_from, want_from), "store=%s nic=%s: restore_from %s, wanted %s", store, nic,
+                               rows.rows[1].restore_from, want_from);
+    if (!strcmp(want_from, "in-flight")) {
+        CHECK_EQ_I((long long)res.restore_waits, 1);
+        CHECK(res.bytes_h2d > 0);
+        if (over_nic) CHECK_MSG(res.bytes_net_in == res.bytes_h2d, "net_in %.0f, h2d %.0f", res.bytes_net_in, res.bytes_h2d);
+        else CHECK_MSG(res.bytes_net_in == 0, "net_in %.0f with a DRAM copy", res.bytes_net_in);
+    } else {
+        CHECK_EQ_I((long long)res.fallback_slower, 1); /* the wait to land was estimated slower: counted */
+        CHECK(res.bytes_net_in == 0);
+    }
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(prop_no_dram_tier_no_host_copy_read)
+{
+    in_flight_no_dram(t, "remote", "400G", "in-flight", 1);   /* waits for the landing, loads over the NIC */
+    in_flight_no_dram(t, "remote", "32Gbps", "recompute", 0); /* landing 3.4 GB at 4 GB/s: slower than recomputing */
+    in_flight_no_dram(t, "dram+remote", "400G", "in-flight", 0); /* a DRAM tier: its copy is read */
 }
 
 /* the state dropped (state_ttl shorter than the think time): counted as lost and recomputed */

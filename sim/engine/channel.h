@@ -60,7 +60,8 @@ struct Unit {
     Channel *chain[3];         /* the channels of its hops, in order */
     double bytes[3];
     int64_t enq_ns;
-    int64_t wait_pos;          /* loads parked on a session: the D2H position they wait for */
+    int64_t wait_pos;          /* loads parked on a session: the position they wait for (D2H, or landing: wait_land) */
+    int wait_land;             /* parked until the save has landed in its tier (a store without DRAM: no host copy to read) */
     uint64_t sched_id;         /* schedule_out.c: the unit's id in the schedule written (0: none) */
 };
 

@@ -40,10 +40,12 @@
 typedef struct StatePart {
     int64_t lo, hi;
     Tier src;  /* the tier to read from (TIER_DRAM for a save's staging copy) */
-    int wait;  /* still crossing D2H: read from DRAM once it has */
+    int wait;  /* PW_D2H: still crossing D2H, read from DRAM once it has; PW_LAND: read from src once the save has landed there */
 } StatePart;
 
 static StatePart *stage_parts(Request *r, int st) { return r->parts + (size_t)st * RESTORE_MAX_PARTS; }
+
+enum { PW_D2H = 1, PW_LAND = 2 }; /* StatePart.wait */
 
 static void part_add(Request *r, int st, int64_t lo, int64_t hi, int64_t N, Tier src, int wait)
 {
@@ -62,7 +64,9 @@ static void part_add(Request *r, int st, int64_t lo, int64_t hi, int64_t N, Tier
 /* Where the bytes of r's history [0, N) are now, per stage (r->parts); returns the context positions
  * the saved state covers (0: none). Per stage: [0, saved_tokens) in the session's tier; of the saves
  * in flight, [saved_tokens, land_pos) in their destination, [land_pos, d2h_pos) in host DRAM (the
- * copy a flush to SSD or the remote store reads from), [d2h_pos, issued_pos) still crossing D2H. */
+ * copy a flush to SSD or the remote store reads from), [d2h_pos, issued_pos) still crossing D2H.
+ * A store without a DRAM tier has no host copy a restore may read (the flush's staging buffer is
+ * not a tier): there [land_pos, issued_pos) is read from the destination once it has landed. */
 static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
 {
     Session *s = r->s;
@@ -75,8 +79,12 @@ static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
         int64_t land = kv_max_i64(c, sess_land(sm, s)[st]), d2h = kv_max_i64(land, sess_d2h(s)[st]);
         Tier dest = s->save_dest;
         part_add(r, st, c, land, N, dest, 0);
+        if (tier_table[dest].out_hop >= 0 && !sm->tiers[TIER_DRAM].on) {
+            part_add(r, st, land, s->issued_pos, N, dest, PW_LAND);
+            continue;
+        }
         part_add(r, st, land, d2h, N, tier_table[dest].out_hop >= 0 ? TIER_DRAM : dest, 0);
-        part_add(r, st, d2h, s->issued_pos, N, TIER_DRAM, 1);
+        part_add(r, st, d2h, s->issued_pos, N, TIER_DRAM, PW_D2H);
     }
     return s->saving ? s->issued_pos : c;
 }
@@ -102,12 +110,14 @@ void restore_progress(Sim *sm, Request *r)
 
 /* ---- loads: one unit per place the bytes of a range are; parked while they still cross D2H ---- */
 
-/* u (its chain set, reading from DRAM) waits until the session's stage-st save has crossed D2H up
- * to position `upto`; appended to the session's parked list (FIFO) */
-static void park(Sim *sm, Request *r, Unit *u, int64_t upto)
+/* u (its chain set, reading from DRAM, or from the destination with land) waits until the session's
+ * stage-st save has crossed D2H (landed) up to position `upto`; appended to the session's parked list
+ * (FIFO) */
+static void park(Sim *sm, Request *r, Unit *u, int64_t upto, int land)
 {
     Session *s = r->s;
     u->wait_pos = upto;
+    u->wait_land = land;
     u->enq_ns = sim_now(sm);
     u->next = NULL;
     Unit **pp = &s->parked;
@@ -121,7 +131,7 @@ void restore_unpark(Sim *sm, Session *s, int st)
     int64_t now = sim_now(sm);
     for (Unit **pp = &s->parked; *pp;) {
         Unit *u = *pp;
-        if (u->stage != st || u->wait_pos > sess_d2h(s)[st]) {
+        if (u->stage != st || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
             pp = &u->next;
             continue;
         }
@@ -149,7 +159,8 @@ static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, 
 
 static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
 {
-    if (p->wait && sess_d2h(r->s)[u->stage] < p->hi) park(sm, r, u, p->hi);
+    if (p->wait == PW_D2H && sess_d2h(r->s)[u->stage] < p->hi) park(sm, r, u, p->hi, 0);
+    else if (p->wait == PW_LAND && sess_land(sm, r->s)[u->stage] < p->hi) park(sm, r, u, p->hi, 1);
     else ch_enqueue(sm, u);
 }
 
@@ -472,27 +483,44 @@ static double lower_bound_ns(Sim *sm, int64_t N, Tier fastest, double t_comp_mod
     return best;
 }
 
-/* the time until every stage's share of s's saves in flight has crossed D2H: the bytes ahead of
- * (and including) its last save unit on each stage's D2H channel at the channel's rate */
-static double d2h_wait_ns(Sim *sm, Session *s)
+/* on channel c, the bytes ahead of (and including) s's last save unit, and the bytes of s's save
+ * units on c that go on over a next hop afterwards (*onward) */
+static double save_mark_bytes(const Channel *c, const Session *s, int64_t now, double *onward)
+{
+    double bytes = 0, mark = 0;
+    if (c->cur) {
+        double left = c->cur_left - (double)(now - c->cur_since) * c->cur_rate;
+        bytes += left > 0 ? left : 0;
+        if (c->cur->kind == U_SAVE && c->cur->s == s) mark = bytes, *onward += c->cur->bytes[1];
+    }
+    for (const Unit *u = c->lo_head; u; u = u->next) {
+        bytes += u->bytes[u->hop] + (double)c->latency_ns * c->rate;
+        if (u->kind == U_SAVE && u->s == s) mark = bytes, *onward += u->bytes[1];
+    }
+    return mark;
+}
+
+/* the time until every stage's share of s's saves in flight has crossed D2H (land: and has landed
+ * in its tier over the tier's own link): per stage, the bytes ahead of (and including) its last save
+ * unit on the D2H channel at that channel's rate, then (land) the same on the tier's link plus the
+ * bytes still to come from D2H, at the link's rate */
+static double save_wait_ns(Sim *sm, Session *s, int land)
 {
     Replica *rp = &sm->rep[s->replica];
     int64_t now = sim_now(sm);
+    int out = tier_table[s->save_dest].out_hop;
     double worst = 0;
     for (int st = 0; st < sm->S; st++) {
-        if (sess_d2h(s)[st] >= s->issued_pos) continue;
-        Channel *c = rep_channel(rp, CH_D2H, st);
-        double bytes = 0, mark = 0;
-        if (c->cur) {
-            double left = c->cur_left - (double)(now - c->cur_since) * c->cur_rate;
-            bytes += left > 0 ? left : 0;
-            if (c->cur->kind == U_SAVE && c->cur->s == s) mark = bytes;
+        double t = 0, onward = 0;
+        if (sess_d2h(s)[st] < s->issued_pos) {
+            Channel *c = rep_channel(rp, CH_D2H, st);
+            t = save_mark_bytes(c, s, now, &onward) / c->rate;
         }
-        for (Unit *u = c->lo_head; u; u = u->next) {
-            bytes += u->bytes[u->hop] + (double)c->latency_ns * c->rate;
-            if (u->kind == U_SAVE && u->s == s) mark = bytes;
+        if (land && out >= 0 && sess_land(sm, s)[st] < s->issued_pos) {
+            Channel *c = rep_channel(rp, out, st);
+            double ignored = 0;
+            t += (save_mark_bytes(c, s, now, &ignored) + onward) / c->rate;
         }
-        double t = mark / c->rate;
         if (t > worst) worst = t;
     }
     return worst;
@@ -556,7 +584,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     if (!r->parts) return sim_fail(sm, "out of memory");
     tier_expire_session(sm, s);
     int64_t covered = restore_parts(sm, r, N);
-    /* tokens × layers per place (a wait reads from DRAM); the fastest place for the bound */
+    /* tokens × layers per place (a wait reads from DRAM, or from where the save lands); the fastest place for the bound */
     double at[SIM_TIERS] = {0};
     int waits = 0;
     for (int st = 0; st < sm->S; st++)
@@ -576,8 +604,9 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
     int usable = covered >= N && dom != TIER_NONE, slower = 0;
     if (usable && waits) { /* wait for the save in flight only when that beats recomputing */
-        double t_load = (double)sm->L * est_load_layer_ns(sm, TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
-        if (d2h_wait_ns(sm, s) + t_load >= t_comp) usable = 0, slower = 1;
+        int land = (waits & PW_LAND) != 0; /* no host copy: wait for it to land, read it from there */
+        double t_load = (double)sm->L * est_load_layer_ns(sm, land ? s->save_dest : TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+        if (save_wait_ns(sm, s, land) + t_load >= t_comp) usable = 0, slower = 1;
     }
     RestoreQuery q = {N, r->nnew, usable ? dom : TIER_NONE, usable ? N : 0, r->id, 0};
     /* the batch the request joins: restorations admitted before it and still in progress (O(active),

@@ -105,8 +105,10 @@ static void save_done(Sim *sm, Unit *u)
     /* bytes[0]: the share on its last hop (the tier's own link), or the GPU's shard of it over D2H */
     double bytes = tier_table[u->tier].out_hop >= 0 ? u->bytes[0] : u->bytes[0] * sm->T;
     int64_t upto = u->upto;
-    if (upto > sess_land(sm, s)[u->stage]) sess_land(sm, s)[u->stage] = upto;
+    int st = u->stage;
+    if (upto > sess_land(sm, s)[st]) sess_land(sm, s)[st] = upto;
     unit_free(sm, u);
+    if (s->parked) restore_unpark(sm, s, st); /* loads waiting for it to land (a store without DRAM) */
     s->save_acc += bytes;
     if (--s->saving > 0) return;
     bytes = s->save_acc;
