@@ -1275,6 +1275,10 @@ contains "the refusal says how to choose" "add --set concurrency=0 to replay the
 expect 0 "the file's arrival times, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=0 --quiet --out "$tmp/sc2"
 expect 0 "the scenario's harness, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=1 --quiet --out "$tmp/sc3"
 
+# n_ssd=0 on a platform with a NIC: the store the run resolves to is said before anything runs
+expect 0 "dry run without SSDs" "$B"/kvsim run --policy kv-offload --set n_ssd=0 --set nic=10GbE --dry-run
+contains "the dry run names the remote store that takes the SSDs' place" "store        dram+remote: the remote store over 10GbE (n_ssd=0: no SSD, so the remote store takes its place)"
+
 # the engine's accounting walker (KVSIM_CHECK=1: every iteration boundary) on everything shipped:
 # every scenario, every generator in each load mode, every trace file of traces/data/, the default
 # configuration; a leak in the pool or tier accounting gives wrong numbers with exit 0 otherwise

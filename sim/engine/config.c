@@ -67,6 +67,8 @@ const char *sim_trace_format_name(SimTraceFormat f)
     return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
 }
 
+const char *sim_store_name(SimStore s) { return s >= SIM_STORE_AUTO && s <= SIM_STORE_REMOTE ? g_store_names[s] : "?"; }
+
 const char *sim_save_mode_name(SaveMode m)
 {
     switch (m) {

@@ -202,6 +202,7 @@ const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
 /* The save mode a run of ops uses under c. */
 SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops);
 const char *sim_save_mode_name(SaveMode m);         /* "turn", "iteration", "direct" */
+const char *sim_store_name(SimStore s);             /* "auto", "dram", "dram+ssd", "dram+remote", "remote" */
 const char *sim_trace_format_name(SimTraceFormat f); /* "auto", "csv", ... (TraceOptions.format) */
 /* The load mode c resolves to: CONCURRENCY when concurrency > 0, else TRACE when request_rate > 0
  * (every request timed in advance) or arrivals=trace, else SESSION. */
