@@ -386,7 +386,7 @@ done
 # export over its own store
 cp "$tmp/costs.db" "$tmp/self.db"; sum_self=$(md5sum < "$tmp/self.db")
 expect 2 "export --out the store itself is refused" "$B"/kvcal export --db "$tmp/self.db" --format sql --out "$tmp/self.db"
-contains "export over the store: message" "is the store --db"
+contains "export over the store: message" "is the same file as --db"
 if [ "$(md5sum < "$tmp/self.db")" = "$sum_self" ]; then ok "the store is untouched"; else bad "the store is untouched"; fi
 expect 2 "export --out the store by another name is refused" "$B"/kvcal export --db "$tmp/self.db" --format csv --out "$tmp/./self.db"
 
