@@ -167,6 +167,8 @@ static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner)
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    struct sigaction hup; /* the parent's SIGHUP handler cleans up the parent's files: not a worker's to run */
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) signal(SIGHUP, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != owner) _exit(1); /* the parent is already gone */
     int k;

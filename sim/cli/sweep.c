@@ -556,6 +556,8 @@ static int slot_start(Slot *s, const SweepExec *x, int job, KvErr *e)
     if (pid == 0) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        struct sigaction hup; /* the coordinator's SIGHUP handler is for its own files */
+        if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) signal(SIGHUP, SIG_DFL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         size_t len = 0;
