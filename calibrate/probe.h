@@ -148,7 +148,9 @@ void probe_link_close(ProbeLink *l);
  * directory f % n_dirs), up to `qd` IOs in flight per file, IO size min(bytes / n_files, 1 MiB)
  * rounded down to 4 KiB (at least 4 KiB), through io_uring when the build has liburing and the
  * kernel allows it, else one thread per in-flight IO. Files are created by open (file_bytes each,
- * written once, untimed) and removed by close.
+ * written once, untimed; named <dir>/kvcal-ssd-<pid>-<n>.tmp, pid: the process that owns them) and
+ * removed by close; those of a process that died without closing (SIGKILL, a crash) are removed by
+ * probe_ssd_remove_stale.
  * Fallbacks, each recorded in `note` (never fatal): O_DIRECT refused → buffered IO (writes timed
  * with fdatasync; reads may hit the page cache); a scratch on tmpfs is measured but named as
  * memory. open fails (NULL, message naming the directory and what was expected) when a scratch
@@ -164,6 +166,11 @@ int probe_ssd_measure(ProbeSsd *s, CostOp op, int64_t bytes, int qd, int n_files
 void probe_ssd_close(ProbeSsd *s);
 /* Use the threads engine even where io_uring works (tests, comparisons); the note says so. */
 void probe_ssd_use_threads(ProbeSsd *s);
+/* Remove from dir the probe files (kvcal-ssd-<pid>-<n>.tmp, regular files of this user) whose pid is
+ * no live process: what a kvcal run killed before its close left. *removed counts them; the names
+ * of the first ones go to names (cap bytes, comma-separated). -1 when dir cannot be read. A pid
+ * alive in another pid namespace sharing dir looks dead here: give such runs their own scratch. */
+int probe_ssd_remove_stale(const char *dir, int *removed, char *names, size_t cap, KvErr *e);
 
 /* The remote store's NIC on this machine (kvcal run --net loopback): a fetch of `bytes` from a
  * server process over TCP on the loopback interface (calibrate/remote_store.h, as kvcal execute

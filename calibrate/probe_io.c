@@ -20,9 +20,12 @@
  * fails half-way); an IO error or a short transfer fails the measurement with the file, offset and
  * errno text.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +294,33 @@ void probe_ssd_close(ProbeSsd *s)
 }
 
 const char *probe_ssd_note(const ProbeSsd *s) { return s ? s->note : ""; }
+
+int probe_ssd_remove_stale(const char *dir, int *removed, char *names, size_t cap, KvErr *e)
+{
+    *removed = 0;
+    if (cap) names[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) return kv_err(e, "scratch %s: cannot read the directory: %s", dir, strerror(errno));
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid = 0;
+        int f = 0, end = 0;
+        /* exactly kvcal-ssd-<pid>-<n>.tmp, as probe_ssd_open names them */
+        if (sscanf(de->d_name, "kvcal-ssd-%ld-%d.tmp%n", &pid, &f, &end) != 2 || de->d_name[end] || pid <= 0 || f < 0)
+            continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM) continue; /* its owner lives */
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
+        if (unlink(path) == 0) {
+            if (cap) kv_catf(names, cap, "%s%s", (*removed)++ ? ", " : "", de->d_name);
+            else (*removed)++;
+        }
+    }
+    closedir(d);
+    return 0;
+}
 
 void probe_ssd_use_threads(ProbeSsd *s)
 {

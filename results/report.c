@@ -21,6 +21,7 @@
 #include "results/report.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -194,7 +195,10 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
         p = report_app_seconds9(p, r->session_wait_ns);
     }
     *p++ = '\n';
-    if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf) || ferror(f)) return kv_err(e, "%s: write failed", c->af.path);
+    if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) return kv_err(e, "%s: write failed: %s", c->af.path, strerror(errno));
+    /* checked after every row, so a failure (a flush inside this fwrite that failed although the row
+     * was buffered) happened in this call and errno is still its cause */
+    if (ferror(f)) return kv_err(e, "%s: write failed: %s", c->af.path, strerror(errno));
     c->rows++;
     return 0;
 }

@@ -386,7 +386,7 @@ done
 # export over its own store
 cp "$tmp/costs.db" "$tmp/self.db"; sum_self=$(md5sum < "$tmp/self.db")
 expect 2 "export --out the store itself is refused" "$B"/kvcal export --db "$tmp/self.db" --format sql --out "$tmp/self.db"
-contains "export over the store: message" "is the store --db"
+contains "export over the store: message" "is the same file as --db"
 if [ "$(md5sum < "$tmp/self.db")" = "$sum_self" ]; then ok "the store is untouched"; else bad "the store is untouched"; fi
 expect 2 "export --out the store by another name is refused" "$B"/kvcal export --db "$tmp/self.db" --format csv --out "$tmp/./self.db"
 
@@ -1300,6 +1300,106 @@ walk "configs/default.json" --config configs/default.json --requests 400
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\na,0,0,100,10,0\na,1,1,5000,10,110\n' >"$tmp/pastmax.csv"
 walk "a turn past max_context" --trace "$tmp/pastmax.csv" --set max_context=4096
 contains "the cut is counted and warned" "were truncated to max_context (4096 tokens)"
+
+# ---- nothing of the user's is written unless it is ours ----
+# the sweep database carries its id ('KVSW', schema 1); a file that is not one is refused by what it is, untouched
+"$B"/kvcal spec --gpu H100-SXM --model Llama-2-7B --db "$tmp/own-store.db" >/dev/null 2>&1
+sum_store=$(md5sum < "$tmp/own-store.db")
+expect 1 "sweep --db a cost store is refused" "$B"/kvsim sweep --db "$tmp/own-store.db" --set requests=20,30 --quiet
+contains "sweep --db a cost store: named as one" "own-store.db: a kvsim cost store, not a sweep database"
+expect 1 "sweep --dry-run --db a cost store is refused" "$B"/kvsim sweep --db "$tmp/own-store.db" --set requests=20,30 --dry-run
+contains "sweep --dry-run --db a cost store: named as one" "a kvsim cost store, not a sweep database"
+expect 1 "plot --sweep a cost store is refused" "$B"/kvsim plot --sweep "$tmp/own-store.db" --x requests --out "$tmp/own-figs"
+contains "plot --sweep a cost store: named as one" "a kvsim cost store, not a sweep database"
+if [ "$(md5sum < "$tmp/own-store.db")" = "$sum_store" ]; then ok "the cost store is untouched"; else bad "the cost store is untouched"; fi
+expect 0 "kvcal still reads the cost store" "$B"/kvcal show --db "$tmp/own-store.db"
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA application_id = 1234'); c.execute('CREATE TABLE t(x)'); c.commit()" "$tmp/foreign.db"
+sum_foreign=$(md5sum < "$tmp/foreign.db")
+expect 1 "sweep --db another application's database is refused" "$B"/kvsim sweep --db "$tmp/foreign.db" --set requests=20 --quiet
+contains "another application's database: named by its id" "another application's database (application_id 0x000004d2)"
+if [ "$(md5sum < "$tmp/foreign.db")" = "$sum_foreign" ]; then ok "another application's database is untouched"; else bad "another application's database is untouched"; fi
+printf 'not a database\n' > "$tmp/text.db"
+expect 1 "sweep --db a text file is refused" "$B"/kvsim sweep --db "$tmp/text.db" --set requests=20 --quiet
+contains "a text file: named as not SQLite" "not an SQLite database"
+if [ "$(cat "$tmp/text.db")" = "not a database" ]; then ok "the text file is untouched"; else bad "the text file is untouched"; fi
+dbids() { python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('%x %d' % (c.execute('PRAGMA application_id').fetchone()[0], c.execute('PRAGMA user_version').fetchone()[0]))" "$1"; }
+expect 0 "a new sweep database" "$B"/kvsim sweep --db "$tmp/ids.db" --set requests=20 --set session_rate=0.5,1 --quiet
+if [ "$(dbids "$tmp/ids.db")" = "4b565357 1" ]; then ok "a sweep database carries application_id 'KVSW' and schema 1"; else bad "sweep database ids: $(dbids "$tmp/ids.db")"; fi
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 2'); c.commit()" "$tmp/ids.db"
+expect 1 "a sweep database of a newer schema is refused" "$B"/kvsim sweep --db "$tmp/ids.db" --set requests=20 --set session_rate=0.5,1 --quiet
+contains "... naming its schema" "a sweep database of a newer kvsim (schema 2"
+python3 - "$tmp/v0.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("""CREATE TABLE point(id INTEGER PRIMARY KEY, params TEXT NOT NULL UNIQUE, status TEXT NOT NULL CHECK(status IN ('pending','done','failed')));
+CREATE TABLE metric(point_id INTEGER NOT NULL REFERENCES point(id), policy TEXT NOT NULL, name TEXT NOT NULL, value REAL, PRIMARY KEY(point_id, policy, name));
+CREATE TABLE failure(point_id INTEGER PRIMARY KEY REFERENCES point(id), message TEXT NOT NULL);""")
+c.commit()
+PY
+expect 0 "a sweep database of before the id is adopted" "$B"/kvsim sweep --db "$tmp/v0.db" --set requests=20 --quiet
+if [ "$(dbids "$tmp/v0.db")" = "4b565357 1" ]; then ok "the adopted database carries the ids"; else bad "adopted database ids: $(dbids "$tmp/v0.db")"; fi
+# an output is never an input: refused (exit 2) naming both, before anything is written
+cp traces/data/leval.csv "$tmp/in.csv"; sum_in=$(md5sum < "$tmp/in.csv")
+expect 2 "--trace-out over the trace is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace "$tmp/in.csv" --trace-out "$tmp/in.csv" --out "$tmp/po1"
+contains "--trace-out over the trace: both named" "--trace-out $tmp/in.csv is the same file as --trace $tmp/in.csv"
+expect 2 "--emit-schedule over the trace is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace "$tmp/in.csv" --emit-schedule "$tmp/./in.csv" --out "$tmp/po1"
+if [ "$(md5sum < "$tmp/in.csv")" = "$sum_in" ] && [ ! -e "$tmp/po1" ]; then ok "the trace is untouched, nothing written"; else bad "the trace is untouched, nothing written"; fi
+expect 2 "--trace-out over the cost store is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --costs "$tmp/own-store.db" --trace-out "$tmp/own-store.db" --out "$tmp/po1"
+contains "--trace-out over the store: both named" "is the same file as --costs"
+if [ "$(md5sum < "$tmp/own-store.db")" = "$sum_store" ]; then ok "the cost store is untouched by --trace-out"; else bad "the cost store is untouched by --trace-out"; fi
+mkdir -p "$tmp/po2"; cp traces/data/leval.csv "$tmp/po2/requests.csv"
+expect 2 "an input in the --out directory is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace "$tmp/po2/requests.csv" --out "$tmp/po2"
+contains "... as one the results replace" "lies in --out $tmp/po2, which the results replace as a whole"
+cp "$tmp/grid.json" "$tmp/pgrid.json"; sum_grid=$(md5sum < "$tmp/pgrid.json")
+expect 2 "sweep --csv over its database is refused" "$B"/kvsim sweep --spec "$tmp/pgrid.json" --db "$tmp/pcsv.db" --csv "$tmp/pcsv.db" --quiet
+contains "sweep --csv over --db: both named" "--db $tmp/pcsv.db and --csv $tmp/pcsv.db are the same file"
+if [ ! -e "$tmp/pcsv.db" ]; then ok "nothing written (no database)"; else bad "nothing written (no database)"; fi
+expect 2 "sweep --csv over its spec is refused" "$B"/kvsim sweep --spec "$tmp/pgrid.json" --db "$tmp/pcsv.db" --csv "$tmp/pgrid.json" --quiet
+if [ "$(md5sum < "$tmp/pgrid.json")" = "$sum_grid" ]; then ok "the spec is untouched"; else bad "the spec is untouched"; fi
+expect 2 "sweep --csv over a point's trace is refused" "$B"/kvsim sweep --set trace="$tmp/in.csv" --set requests=5,6 --db "$tmp/pcsv.db" --csv "$tmp/in.csv" --quiet
+contains "... naming the setting" "is the same file as the setting trace"
+printf 'group,series,value,halfwidth\nshort,fifo,10.5,1.0\n' >"$tmp/pbars.csv"
+expect 2 "plot --bars over its CSV is refused" "$B"/kvsim plot --bars "$tmp/pbars.csv" --out "$tmp/pbars.csv"
+"$B"/kvcal export --db "$tmp/own-store.db" --format sql --out "$tmp/own.sql" >/dev/null 2>&1
+expect 2 "kvcal import into its INPUT is refused" "$B"/kvcal import --db "$tmp/own.sql" "$tmp/own.sql"
+contains "kvcal import: both named" "--db $tmp/own.sql is the same file as INPUT"
+mkdir -p "$tmp/pex"; printf '{"rec":"header"}\n' > "$tmp/pex/execute.json"
+expect 2 "kvcal execute over its schedule is refused" "$B"/kvcal execute --schedule "$tmp/pex/execute.json" --out "$tmp/pex"
+# a failed write leaves nothing and says why: --emit-schedule past a file size limit (a full disk's failure)
+expect 1 "--emit-schedule on a full disk fails" bash -c 'ulimit -f 256; trap "" XFSZ; exec "$0" run --policy kv-offload --requests 30 --quiet --no-csv --out "$1/fs" --emit-schedule "$1/fs.jsonl"' "$B/kvsim" "$tmp"
+contains "... naming the file and the cause" "--emit-schedule: $tmp/fs.jsonl: write failed: File too large"
+if [ -z "$(ls "$tmp" | grep '^fs')" ]; then ok "no schedule, no temp file, no results left"; else bad "left: $(ls "$tmp" | grep '^fs' | tr '\n' ' ')"; fi
+# a full disk under compare's workers: the cause reaches the terminal (not only "exit status 1")
+if [ "$(id -u)" = 0 ] && mkdir -p "$tmp/full" && mount -t tmpfs -o size=256k tmpfs "$tmp/full" 2>/dev/null; then
+  expect 1 "compare on a full disk fails" "$B"/kvsim compare --policies recompute,kv-offload --requests 3000 --quiet -j 2 --out "$tmp/full/cmp"
+  contains "... with the cause" "No space left on device"
+  if [ -z "$(ls -A "$tmp/full")" ]; then ok "a full disk: nothing left"; else bad "a full disk: left $(ls -A "$tmp/full")"; fi
+  umount "$tmp/full"
+else skip=$((skip+1)); echo "skip  cli: compare on a full disk (needs root to mount a small tmpfs)"; fi
+# interrupted: no temp file, no live worker
+rm -f "$tmp"/sig.jsonl*
+"$B"/kvsim run --policy kv-offload --requests 20000 --quiet --no-csv --out "$tmp/sig" --emit-schedule "$tmp/sig.jsonl" >/dev/null 2>&1 & spid=$!
+for i in $(seq 200); do [ -n "$(ls "$tmp" | grep '^sig\.jsonl')" ] && break; sleep 0.05; done
+kill -INT $spid; wait $spid; src=$?
+if [ "$src" = 130 ] && [ -z "$(ls "$tmp" | grep '^sig')" ]; then ok "run --emit-schedule interrupted: no partial schedule, no temp file"
+else bad "run --emit-schedule interrupted (exit $src): left $(ls "$tmp" | grep '^sig' | tr '\n' ' ')"; fi
+"$B"/kvsim compare --policies recompute,kv-offload,hcache --requests 200000 --quiet -j 3 --out "$tmp/cint" --trace-out "$tmp/cint.json" >/dev/null 2>&1 & spid=$!
+for i in $(seq 200); do [ "$(ls "$tmp"/cint.tmp.*/ 2>/dev/null | grep -c '^job-[0-9]*\.tmp')" -ge 3 ] && break; sleep 0.05; done
+workers=$(pgrep -P $spid | tr '\n' ' ')
+kill -INT $spid; wait $spid; src=$?
+alive=""; for w in $workers; do [ -d /proc/$w ] && alive="$alive $w"; done
+if [ "$src" = 130 ] && [ -n "$workers" ] && [ -z "$alive" ] && [ -z "$(ls "$tmp" | grep '^cint')" ]; then ok "compare interrupted: workers reaped, no temp file"
+else bad "compare interrupted (exit $src, workers '$workers', alive '$alive'): left $(ls "$tmp" | grep '^cint' | tr '\n' ' ')"; fi
+# kvcal run: its scratch files go with it (SIGINT), and those of a killed run at the next start
+mkdir -p "$tmp/kscr"; sleep 0 & dead=$!; wait $dead
+: > "$tmp/kscr/kvcal-ssd-$dead-0.tmp"
+"$B"/kvcal run --backend cpu --quick --model Tiny-Llama-V --threads 1 --db "$tmp/kscr.db" --scratch "$tmp/kscr" >"$tmp/kscr.out" 2>&1 & kpid=$!
+for i in $(seq 400); do ls "$tmp/kscr/kvcal-ssd-$kpid-"* >/dev/null 2>&1 && break; sleep 0.05; done
+if [ ! -e "$tmp/kscr/kvcal-ssd-$dead-0.tmp" ] && grep -q "removed 1 probe file of kvcal runs that are gone" "$tmp/kscr.out"; then ok "kvcal run removes a killed run's scratch files"
+else bad "kvcal run removes a killed run's scratch files"; sed 's/^/      /' "$tmp/kscr.out" | head >&2; fi
+kill -INT $kpid; wait $kpid; krc=$?
+if [ "$krc" = 130 ] && [ -z "$(ls -A "$tmp/kscr")" ]; then ok "kvcal run interrupted: its scratch files removed"
+else bad "kvcal run interrupted (exit $krc): left $(ls -A "$tmp/kscr" | tr '\n' ' ')"; fi
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -742,6 +742,46 @@ TEST(calib_failed_or_interrupted_run_leaves_no_trace)
 
 /* ---------------------------------------------------------------- IO probes */
 
+/* The probe files of a kvcal that died (SIGKILL: its close never ran) are removed; those of live
+ * processes (this one, pid 1) and files that are not the probe's stay. */
+TEST(calib_ssd_probe_removes_files_of_dead_runs)
+{
+    KvErr e;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/stale-scratch", test_tmpdir(t));
+    mkdir(dir, 0755);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0); /* a pid no process has now */
+    char names[6][80];
+    snprintf(names[0], sizeof names[0], "kvcal-ssd-%ld-0.tmp", (long)dead);
+    snprintf(names[1], sizeof names[1], "kvcal-ssd-%ld-1.tmp", (long)dead);
+    snprintf(names[2], sizeof names[2], "kvcal-ssd-%ld-0.tmp", (long)getpid());
+    snprintf(names[3], sizeof names[3], "kvcal-ssd-1-0.tmp");
+    snprintf(names[4], sizeof names[4], "kvcal-ssd-%ld-0.tmp.keep", (long)dead);
+    snprintf(names[5], sizeof names[5], "mine-%ld-0.tmp", (long)dead);
+    for (int i = 0; i < 6; i++) {
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        FILE *f = fopen(p, "w");
+        CHECK(f != NULL);
+        if (f) fclose(f);
+    }
+    int removed = -1;
+    char list[512];
+    CHECK_MSG(probe_ssd_remove_stale(dir, &removed, list, sizeof list, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(removed, 2);
+    CHECK_CONTAINS(list, names[0]);
+    for (int i = 0; i < 6; i++) {
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        CHECK_MSG((access(p, F_OK) == 0) == (i >= 2), "%s: %s", names[i], i >= 2 ? "removed" : "left");
+        unlink(p);
+    }
+    CHECK(probe_ssd_remove_stale("/no/such/scratch", &removed, list, sizeof list, &e) == -1);
+    CHECK_CONTAINS(e.msg, "/no/such/scratch");
+}
+
 TEST(calib_ssd_probe_direct_threads_tmpfs_and_errors)
 {
     KvErr e;

@@ -2,6 +2,7 @@
  * policies not significant, a constant difference significant), SimResult records read back equal
  * (reports from them byte-identical), the process pool (jobs in order, any worker count gives the
  * same files, a failing job reported with its stderr), SHA-256 of known inputs. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,43 @@ TEST(procpool_reports_the_failing_job)
         CHECK_CONTAINS(e.msg, "seed 5: ");
         CHECK_CONTAINS(e.msg, "job 4 broke on purpose");
         for (int k = 0; k < 6; k++) { /* whatever was written is the caller's to remove */
+            char path[4400];
+            procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e);
+            unlink(path);
+        }
+    }
+}
+
+/* A failing job whose stderr capture cannot be written (a full disk: here its stderr is /dev/full)
+ * still has its cause reported, not only "exit status 1". */
+static int full_disk_job(void *ctx, int k, const char *path, KvErr *e)
+{
+    if (k == 2) {
+        int fd = open("/dev/full", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        return kv_err(e, "%s: write failed: No space left on device", path);
+    }
+    return pool_job(ctx, k, path, e);
+}
+
+TEST(procpool_failed_job_message_survives_a_full_disk)
+{
+    if (access("/dev/full", W_OK) != 0) {
+        SKIP("no /dev/full");
+        return;
+    }
+    { /* in workers (serially the job would run here, and its message is returned as it is) */
+        PoolCtx c = {-1, 0};
+        ProcPool p = {5, 3, test_tmpdir(t), full_disk_job, pool_label, &c, NULL};
+        KvErr e;
+        CHECK(procpool_run(&p, &e) != 0);
+        CHECK_CONTAINS(e.msg, "seed 3: ");
+        CHECK_CONTAINS(e.msg, "No space left on device");
+        for (int k = 0; k < 5; k++) {
             char path[4400];
             procpool_job_path(test_tmpdir(t), k, path, sizeof path, &e);
             unlink(path);

@@ -1737,7 +1737,7 @@ TEST(store_cmd_export_refuses_its_own_store)
     const char *argv[] = {"export", "--db", dbarg, "--format", "sql", "--out", dbarg};
     CHECK_EQ_I(run_cmd(t, kvcal_cmd_export, "o.txt", "e.txt", 7, argv), 2);
     char *err = slurp(t, "e.txt");
-    CHECK_CONTAINS(err, "is the store --db");
+    CHECK_CONTAINS(err, "is the same file as --db");
     free(err);
     CHECK_EQ_I(file_size(db), before);
     CostStore s;

@@ -1,17 +1,21 @@
 /* test_sweep.c — capacity planning: catalog overlays (hw.c, model.c: add, replace by name, refuse
  * naming the overlay file and key, leave the catalog unchanged on failure), the platform part
  * settings (gpu, host_link, ssd) and their record, the capacity rule of --dry-run against a run,
- * sweep specs (parse, --set lists, enumeration order, refusals) and point results as text. */
+ * sweep specs (parse, --set lists, enumeration order, refusals), point results as text, and the
+ * sweep database's identity (what is not one is refused by what it is, untouched). */
 #include <cJSON.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/harness.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/cli/point.h"
 #include "sim/cli/sweep.h"
+#include "sim/cost/store.h"
 #include "sim/engine/sim.h"
 
 #define MI300X_J                                                                                                    \
@@ -406,4 +410,113 @@ TEST(point_result_text_round_trip)
     free(text);
     point_result_free(&back);
     point_result_free(&r);
+}
+
+/* ---------------------------------------------------------------- the sweep database's identity */
+
+static const char *sweep_tmp(TestCtx *t, const char *name)
+{
+    static char buf[4][4200];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", test_tmpdir(t), name);
+    unlink(b);
+    return b;
+}
+
+/* a database made by sqlite directly: sql run in it */
+static void make_db(TestCtx *t, const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    char *msg = NULL;
+    CHECK_MSG(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK, "%s", msg ? msg : "?");
+    sqlite3_free(msg);
+    sqlite3_close(db);
+}
+
+static char *file_bytes(const char *path, size_t *n)
+{
+    KvErr e;
+    return kv_read_file(path, n, &e);
+}
+
+/* the tables a sweep database had before it carried its application id */
+#define SWEEP_TABLES_V0                                                                                              \
+    "CREATE TABLE point(id INTEGER PRIMARY KEY, params TEXT NOT NULL UNIQUE,"                                       \
+    " status TEXT NOT NULL CHECK(status IN ('pending','done','failed')));"                                          \
+    "CREATE TABLE metric(point_id INTEGER NOT NULL REFERENCES point(id), policy TEXT NOT NULL,"                     \
+    " name TEXT NOT NULL, value REAL, PRIMARY KEY(point_id, policy, name));"                                        \
+    "CREATE TABLE failure(point_id INTEGER PRIMARY KEY REFERENCES point(id), message TEXT NOT NULL);"
+
+/* Reading a file that is not a sweep database (plot --sweep) is refused, naming what it is, and
+ * leaves its bytes as they were. */
+TEST(sweep_db_refuses_what_is_not_a_sweep_database)
+{
+    static const struct {
+        const char *name, *sql, *text, *expect;
+    } cases[] = {
+        {"store.db", NULL, NULL, "a kvsim cost store, not a sweep database"},
+        {"other.db", "PRAGMA application_id = 1234; CREATE TABLE t(x);", NULL,
+         "another application's database (application_id 0x000004d2)"},
+        {"plain.db", "CREATE TABLE t(x); INSERT INTO t VALUES (1);", NULL,
+         "another application's database (application_id 0x00000000"},
+        {"mixed.db", SWEEP_TABLES_V0 "CREATE TABLE t(x);", NULL, "table 't'"},
+        {"newer.db", SWEEP_TABLES_V0 "PRAGMA application_id = 1263948631; PRAGMA user_version = 2;", NULL,
+         "a sweep database of a newer kvsim (schema 2"},
+        {"text.db", NULL, "point,policy,metric,value\n", "not an SQLite database"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        const char *db = sweep_tmp(t, cases[i].name), *csv = sweep_tmp(t, "out.csv");
+        KvErr e = {{0}};
+        if (i == 0) {
+            CostStore st;
+            CHECK_MSG(store_open(&st, db, STORE_OPEN_CREATE, &e) == 0, "%s", e.msg);
+            store_close(&st);
+        } else if (cases[i].sql) {
+            make_db(t, db, cases[i].sql);
+        } else {
+            CHECK(kv_write_atomic(db, cases[i].text, strlen(cases[i].text), &e) == 0);
+        }
+        size_t n0 = 0, n1 = 0;
+        char *before = file_bytes(db, &n0);
+        CHECK_MSG(sweep_export_csv(db, csv, &e) == -1, "%s was read as a sweep database", cases[i].name);
+        CHECK_CONTAINS(e.msg, db);
+        CHECK_CONTAINS(e.msg, cases[i].expect);
+        char *after = file_bytes(db, &n1);
+        CHECK_MSG(before && after && n0 == n1 && !memcmp(before, after, n0), "%s changed", cases[i].name);
+        CHECK(access(csv, F_OK) != 0);
+        free(before);
+        free(after);
+    }
+}
+
+/* A sweep database written before databases carried their id (exactly our tables) is read as one;
+ * reading it writes nothing into it. */
+TEST(sweep_db_reads_one_made_before_the_id)
+{
+    const char *db = sweep_tmp(t, "v0.db"), *csv = sweep_tmp(t, "v0.csv");
+    make_db(t, db, SWEEP_TABLES_V0 "INSERT INTO point VALUES (1, '{\"seed\":\"1\"}', 'done');"
+                   "INSERT INTO metric VALUES (1, 'recompute', 'ttft_s.p99', 0.5);");
+    KvErr e = {{0}};
+    CHECK_MSG(sweep_export_csv(db, csv, &e) == 0, "%s", e.msg);
+    char *text = file_bytes(csv, NULL);
+    CHECK(text != NULL);
+    if (text) CHECK_CONTAINS(text, "1,1,recompute,ttft_s.p99,0.5");
+    free(text);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(h, "PRAGMA application_id", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW);
+    CHECK_EQ_I(sqlite3_column_int64(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* an empty database and a missing file are not sweep databases to read */
+    const char *empty = sweep_tmp(t, "empty.db");
+    CHECK(kv_write_atomic(empty, "", 0, &e) == 0);
+    CHECK(sweep_export_csv(empty, csv, &e) == -1);
+    CHECK_CONTAINS(e.msg, "an empty database");
+    CHECK(sweep_export_csv(sweep_tmp(t, "none.db"), csv, &e) == -1);
+    CHECK_CONTAINS(e.msg, "no such sweep database");
+    CHECK(access(sweep_tmp(t, "none.db"), F_OK) != 0);
 }

@@ -1,6 +1,11 @@
-/* test_util.c — util.c: atomic writes, file reading, number parsing, catalog text lookup. */
+/* test_util.c — util.c: atomic writes (a failed write leaves the old file and no temp file; the
+ * signal-time cleanup of temp files), outputs checked against inputs, file reading, number parsing,
+ * catalog text lookup. */
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
@@ -42,6 +47,121 @@ TEST(util_atomic_write_unwritable_dir_fails_cleanly)
     KvErr e = {{0}};
     CHECK(kv_write_atomic("/nonexistent-dir/x.json", "x", 1, &e) == -1);
     CHECK_CONTAINS(e.msg, "/nonexistent-dir/x.json");
+}
+
+/* A write that fails (here: past a file size limit, as a full disk fails it) fails the commit with the
+ * file and the cause; the old file stays as it was and no temp file is left. In a forked child, so the
+ * limit is its own. */
+TEST(util_atomic_commit_fails_on_a_failed_write)
+{
+    KvErr e;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/limited.txt", test_tmpdir(t));
+    CHECK(kv_write_atomic(path, "old", 3, &e) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {8192, 8192};
+        signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead of killing the process */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(3);
+        KvAtomicFile af;
+        if (kv_atomic_open(&af, path, &e) != 0) _exit(4);
+        for (int i = 0; i < 4096; i++) fputs("0123456789abcdef", af.f); /* 64 KiB */
+        if (kv_atomic_commit(&af, &e) == 0) _exit(5);
+        if (!strstr(e.msg, path) || !strstr(e.msg, "File too large")) _exit(6);
+        if (access(af.tmp, F_OK) == 0) _exit(7);
+        if (kv_write_atomic(path, "x", 1, &e) != 0) _exit(8); /* a small one still fits */
+        char big[16384];
+        memset(big, 'y', sizeof big);
+        if (kv_write_atomic(path, big, sizeof big, &e) == 0 || !strstr(e.msg, path)) _exit(9);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    char *s = kv_read_file(path, NULL, &e);
+    CHECK(s && !strcmp(s, "x"));
+    free(s);
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+    CHECK(access(tmp, F_OK) != 0);
+}
+
+/* The signal-time cleanup removes this process's open temp files and nothing else: not a committed
+ * file, not a file its parent has open (called in a forked child). */
+TEST(util_atomic_cleanup_on_signal_removes_open_temps)
+{
+    KvErr e;
+    char a[4200], b[4200], c[4200];
+    snprintf(a, sizeof a, "%s/sig-a.txt", test_tmpdir(t));
+    snprintf(b, sizeof b, "%s/sig-b.txt", test_tmpdir(t));
+    snprintf(c, sizeof c, "%s/sig-c.txt", test_tmpdir(t));
+    KvAtomicFile fa, fb, fc;
+    CHECK(kv_atomic_open(&fa, a, &e) == 0);
+    CHECK(kv_atomic_open(&fb, b, &e) == 0);
+    CHECK(kv_atomic_open(&fc, c, &e) == 0);
+    fputs("done", fc.f);
+    CHECK(kv_atomic_commit(&fc, &e) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* the parent's temp files are not the child's */
+        kv_atomic_cleanup_on_signal();
+        _exit(access(fa.tmp, F_OK) == 0 && access(fb.tmp, F_OK) == 0 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(access(fa.tmp, F_OK) == 0 && access(fb.tmp, F_OK) == 0);
+    kv_atomic_cleanup_on_signal();
+    CHECK(access(fa.tmp, F_OK) != 0);
+    CHECK(access(fb.tmp, F_OK) != 0);
+    CHECK(access(a, F_OK) != 0 && access(b, F_OK) != 0);
+    CHECK(access(c, F_OK) == 0);
+    kv_atomic_abort(&fa);
+    kv_atomic_abort(&fb);
+}
+
+TEST(util_paths_check_refuses_an_output_that_is_an_input)
+{
+    KvErr e = {{0}};
+    const char *d = test_tmpdir(t);
+    char in[4200], in2[4200], hard[4200], out[4200], res[4200], inres[4200];
+    snprintf(in, sizeof in, "%s/trace.csv", d);
+    snprintf(in2, sizeof in2, "%s/./trace.csv", d);
+    snprintf(hard, sizeof hard, "%s/hard.csv", d);
+    snprintf(out, sizeof out, "%s/new.json", d);
+    snprintf(res, sizeof res, "%s/res", d);
+    snprintf(inres, sizeof inres, "%s/res/summary.json", d);
+    CHECK(kv_write_atomic(in, "x", 1, &e) == 0);
+    unlink(hard);
+    CHECK(link(in, hard) == 0);
+    KvPathArg ins[] = {{"--trace", in, 0}, {"--costs", NULL, 0}, {"--config", "", 0}, {"--models", "no-such-file", 0}};
+    /* distinct: fine; an absent input (a generator's name) is no file */
+    KvPathArg ok[] = {{"--trace-out", out, 0}, {"--emit-schedule", "no-such-file.x", 0}, {"--out", res, 1}};
+    CHECK_MSG(kv_paths_check(ins, 4, ok, 3, &e) == 0, "%s", e.msg);
+    /* the same file under another spelling, and through a hard link */
+    KvPathArg o1[] = {{"--trace-out", in2, 0}};
+    CHECK(kv_paths_check(ins, 4, o1, 1, &e) == -1);
+    CHECK_CONTAINS(e.msg, "--trace-out");
+    CHECK_CONTAINS(e.msg, "--trace ");
+    CHECK_CONTAINS(e.msg, in);
+    KvPathArg o2[] = {{"--emit-schedule", hard, 0}};
+    CHECK(kv_paths_check(ins, 4, o2, 1, &e) == -1);
+    CHECK_CONTAINS(e.msg, hard);
+    /* two outputs, neither there yet, under two spellings */
+    char out2[4300];
+    snprintf(out2, sizeof out2, "%s/../%s/new.json", d, strrchr(d, '/') + 1);
+    KvPathArg o3[] = {{"--trace-out", out, 0}, {"--emit-schedule", out2, 0}};
+    CHECK(kv_paths_check(ins, 4, o3, 2, &e) == -1);
+    CHECK_CONTAINS(e.msg, "--emit-schedule");
+    /* an input in the directory a run replaces as a whole */
+    CHECK(kv_mkdirs(res, &e) == 0);
+    CHECK(kv_write_atomic(inres, "{}", 2, &e) == 0);
+    KvPathArg ins2[] = {{"--config", inres, 0}};
+    KvPathArg o4[] = {{"--out", res, 1}};
+    CHECK(kv_paths_check(ins2, 1, o4, 1, &e) == -1);
+    CHECK_CONTAINS(e.msg, "lies in --out");
+    CHECK(kv_paths_check(ins2, 1, o4, 0, &e) == 0);
 }
 
 TEST(util_read_missing_file_names_it)

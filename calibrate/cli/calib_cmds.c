@@ -68,7 +68,8 @@ static void print_plan(const CalibPlan *plan, const SpecInputs *in, int cuda)
 }
 
 /* Every directory of --scratch DIR[,DIR...] exists (created first with --create-scratch); a
- * missing one is refused by name, so a typo never measures the root disk as the SSD. */
+ * missing one is refused by name, so a typo never measures the root disk as the SSD. The probe
+ * files that killed kvcal runs left in them are removed (and named). */
 static int scratch_dirs_ready(const char *list, int create)
 {
     char buf[4096];
@@ -85,6 +86,15 @@ static int scratch_dirs_ready(const char *list, int create)
                     stat(tok, &sb) != 0 ? "no such directory" : "not a directory");
             return -1;
         }
+        int removed = 0;
+        char names[512];
+        if (probe_ssd_remove_stale(tok, &removed, names, sizeof names, &e) != 0) {
+            fprintf(stderr, "kvcal run: --scratch %s: %s\n", tok, e.msg);
+            return -1;
+        }
+        if (removed)
+            fprintf(stderr, "kvcal run: removed %d probe file%s of kvcal runs that are gone from %s: %s\n", removed,
+                    removed == 1 ? "" : "s", tok, names);
     }
     return 0;
 }
@@ -183,19 +193,23 @@ int kvcal_cmd_run(int argc, char **argv)
                       .hw = &hw, .stop = &g_stop, .progress = cli_progress,
                       .cold_weights_bytes = cold ? 3 * probe_cpu_llc_bytes() : 0, .in_sequence = in_seq,
                       .io_beside_compute = beside};
-    struct sigaction sa, old_int, old_term;
+    struct sigaction sa, old_int, old_term, old_hup;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     g_stop = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    /* a closed terminal stops the run the same way (its scratch files removed), unless under nohup */
+    int hup = sigaction(SIGHUP, NULL, &old_hup) == 0 && old_hup.sa_handler != SIG_IGN;
+    if (hup) sigaction(SIGHUP, &sa, NULL);
     printf("kvcal run: %s%s, %s %s tp %d -> %s\n", backend, quick ? " --quick" : "", m->name, kv_dtype_name(dt), (int)tp, db);
     fflush(stdout);
     CalibResult r;
     int run_rc = calib_run(&st, &o, &r, &e);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    if (hup) sigaction(SIGHUP, &old_hup, NULL);
     if (r.warnings[0]) fprintf(stderr, "kvcal run: warning: %s\n", r.warnings);
     if (run_rc != 0) {
         if (g_stop) {

@@ -104,6 +104,10 @@ int kvcal_cmd_execute(int argc, char **argv)
         return KVCAL_USAGE;
     }
     const char *path = opt_get(&a, "--schedule"), *out = opt_get(&a, "--out"), *model = opt_get(&a, "--model");
+    char jp[4200];
+    snprintf(jp, sizeof jp, "%s/execute.json", out);
+    KvPathArg pin[] = {{"--schedule", path, 0}}, pout[] = {{"--out", jp, 0}};
+    if ((prc = kvcal_cli_paths(&k_execute, pin, 1, pout, 1)) != KVCAL_OK) return prc;
     KvErr e = {{0}};
     Schedule s;
     if (schedule_load(&s, path, &e) != 0) return kvcal_cli_fail(&k_execute, &e);
@@ -126,17 +130,16 @@ int kvcal_cmd_execute(int argc, char **argv)
         schedule_free(&s);
         return kvcal_cli_fail(&k_execute, &e);
     }
-    char jp[4200], tmp[4300];
-    snprintf(jp, sizeof jp, "%s/execute.json", out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", jp); /* written aside, then renamed: never a half result */
-    FILE *f = fopen(tmp, "w");
+    KvAtomicFile af; /* written aside, then renamed: never a half result */
     int rc = 0;
-    int wbad = !f || exec_write_json(f, &s, &r, path) != 0;
-    if (f && fclose(f) != 0) wbad = 1;
-    if (wbad || rename(tmp, jp) != 0) {
-        fprintf(stderr, "kvcal execute: %s: cannot write\n", jp);
-        remove(tmp);
-        rc = KVCAL_FAIL;
+    if (kv_atomic_open(&af, jp, &e) != 0) {
+        rc = kvcal_cli_fail(&k_execute, &e);
+    } else if (exec_write_json(af.f, &s, &r, path) != 0) {
+        kv_atomic_abort(&af);
+        kv_err(&e, "%s: cannot write", jp);
+        rc = kvcal_cli_fail(&k_execute, &e);
+    } else if (kv_atomic_commit(&af, &e) != 0) {
+        rc = kvcal_cli_fail(&k_execute, &e);
     }
     printf("%s on %s: %d units, %d iterations replayed %d times (%s); dependencies %s\n", s.policy, s.model, r.n_units,
            r.n_iters, r.reps, r.stat == EXEC_STAT_MIN ? "least" : "median", r.deps_ok ? "respected" : "VIOLATED");

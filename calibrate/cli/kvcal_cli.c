@@ -42,3 +42,10 @@ int kvcal_cli_flush(const OptCmd *c)
     fprintf(stderr, "%s: writing to stdout failed\n", c->prog);
     return KVCAL_FAIL;
 }
+
+int kvcal_cli_paths(const OptCmd *c, const KvPathArg *in, int n_in, const KvPathArg *out, int n_out)
+{
+    KvErr e;
+    if (kv_paths_check(in, n_in, out, n_out, &e) != 0) return kvcal_cli_usage(c, "%s", e.msg);
+    return KVCAL_OK;
+}

@@ -32,6 +32,9 @@ int kvcal_cli_usage(const OptCmd *c, const char *fmt, ...) __attribute__((format
 int kvcal_cli_fail(const OptCmd *c, const KvErr *e);
 /* The integer option `name` in lo..hi, or def when not given: 0, or 2 after printing the error. */
 int kvcal_cli_int(const OptCmd *c, const OptArgs *a, const char *name, int64_t lo, int64_t hi, int64_t def, int64_t *out);
+/* Before a command writes anything: none of its outputs is one of its inputs or another output
+ * (util.h kv_paths_check): 0, or 2 after printing the usage error naming both. */
+int kvcal_cli_paths(const OptCmd *c, const KvPathArg *in, int n_in, const KvPathArg *out, int n_out);
 /* Flush stdout: 0, or 1 after printing "PROG: writing to stdout failed". */
 int kvcal_cli_flush(const OptCmd *c);
 

@@ -3,6 +3,7 @@
  * Only the command-line code (calibrate/cli/, sim/cli/) prints; the commands' work lives in the
  * library (calibrate/, sim/cost/spec.c, sim/cost/store.c); each sub-command parses its options with
  * sim/base/opt.h and exits as kvcal_cli.h says. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -37,6 +38,27 @@ static void usage(FILE *out)
                  "kvcal COMMAND --help lists every option of a command.\n"
                  "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n"
                  "Cost models are kept in the repository as SQL dumps (export --format sql): diffable text.\n");
+}
+
+/* SIGINT/SIGTERM/SIGHUP: remove the temp files still open (export --out, execute.json), then die of
+ * the signal; a store's open transaction is rolled back by its next opener (its journal). kvcal run
+ * installs its own handler for the run (it stops between points) and puts this one back after. */
+static void on_stop_signal(int sig)
+{
+    kv_atomic_cleanup_on_signal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_stop_handlers(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL); /* nohup stays nohup */
 }
 
 static void iso_now(char *buf, size_t len)
@@ -216,6 +238,7 @@ int main(int argc, char **argv)
         printf("kvcal %s\n", kv_git_rev());
         return 0;
     }
+    install_stop_handlers(); /* for every command: none leaves a temp file when interrupted */
     if (!strcmp(cmd, "spec")) return cmd_spec(argc - 1, argv + 1);
     if (!strcmp(cmd, "show")) return kvcal_cmd_show(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return kvcal_cmd_export(argc - 1, argv + 1);

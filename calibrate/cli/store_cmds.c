@@ -10,7 +10,6 @@
  */
 #include "calibrate/cli/store_cmds.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -252,15 +251,6 @@ static const OptCmd k_export = {
     "        gives the same bytes), suitable for committing; load it with kvcal import\n",
     k_export_opts, (int)KV_ARRAY_LEN(k_export_opts), NULL, 0, 0};
 
-/* Whether paths a and b name the same file: the same inode, or (b absent) the same real path. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
-}
-
 int kvcal_cmd_export(int argc, char **argv)
 {
     const OptCmd *c = &k_export;
@@ -274,11 +264,8 @@ int kvcal_cmd_export(int argc, char **argv)
     if (opt_get(&a, "--run") && (rc = parse_run_id(c, opt_get(&a, "--run"), &run_id)) != CLI_OK) return rc;
 
     KvErr e = {{0}};
-    if (out_path && same_file(opt_get(&a, "--db"), out_path)) {
-        fprintf(stderr, "kvcal export: --out %s is the store --db %s itself; the export would replace the store\n",
-                out_path, opt_get(&a, "--db"));
-        return CLI_USAGE;
-    }
+    KvPathArg pin[] = {{"--db", opt_get(&a, "--db"), 0}}, pout[] = {{"--out", out_path, 0}};
+    if ((rc = kvcal_cli_paths(c, pin, 1, pout, 1)) != CLI_OK) return rc; /* the export would replace the store */
     CostStore s;
     if (store_open(&s, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return fail(c, &e);
     StoreRunMeta probe;
@@ -357,6 +344,8 @@ int kvcal_cmd_import(int argc, char **argv)
     if (rc >= 0) return rc;
     if (a.n_pos != 1) return usage_error(c, "%s", "the INPUT file to import is required");
     const char *db = opt_get(&a, "--db"), *input = a.pos[0];
+    KvPathArg in[] = {{"INPUT", input, 0}}, out[] = {{"--db", db, 0}};
+    if ((rc = kvcal_cli_paths(c, in, 1, out, 1)) != CLI_OK) return rc;
 
     KvErr e = {{0}};
     struct stat sb;

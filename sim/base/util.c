@@ -2,6 +2,7 @@
 #include "sim/base/util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,48 @@ char *kv_read_file(const char *path, size_t *len, KvErr *e)
     return buf;
 }
 
+/* The temp files open in this process, for the signal handler: an entry is written whole before
+ * it is marked used, and unmarked before its file is renamed or removed, so the handler only ever
+ * unlinks a complete name of a file still ours. owner: the pid that listed them (a forked child
+ * inherits the list but not the files' ownership). */
+static struct {
+    volatile sig_atomic_t used;
+    char tmp[4200];
+} g_live[KV_ATOMIC_LIVE_MAX];
+static volatile pid_t g_live_owner;
+
+static void live_add(KvAtomicFile *af)
+{
+    pid_t self = getpid();
+    if (g_live_owner != self) { /* a forked child: its parent's entries are not its files */
+        for (int i = 0; i < KV_ATOMIC_LIVE_MAX; i++) g_live[i].used = 0;
+        g_live_owner = self;
+    }
+    for (int i = 0; i < KV_ATOMIC_LIVE_MAX; i++)
+        if (!g_live[i].used) {
+            memcpy(g_live[i].tmp, af->tmp, sizeof g_live[i].tmp);
+            g_live[i].used = 1;
+            af->live = i + 1;
+            return;
+        }
+}
+
+static void live_drop(KvAtomicFile *af)
+{
+    if (af->live > 0 && af->live <= KV_ATOMIC_LIVE_MAX && g_live_owner == getpid()) g_live[af->live - 1].used = 0;
+    af->live = 0;
+}
+
+void kv_atomic_cleanup_on_signal(void)
+{
+    if (g_live_owner != getpid()) return;
+    for (int i = 0; i < KV_ATOMIC_LIVE_MAX; i++)
+        if (g_live[i].used) {
+            g_live[i].used = 0;
+            unlink(g_live[i].tmp);
+        }
+}
+
 int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e)
 {
     memset(af, 0, sizeof *af);
@@ -84,24 +127,31 @@ int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e)
     snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
     af->f = fopen(af->tmp, "wb");
     if (!af->f) return kv_err(e, "%s: cannot create: %s", af->tmp, strerror(errno));
+    live_add(af);
     return 0;
 }
 
 int kv_atomic_commit(KvAtomicFile *af, KvErr *e)
 {
     if (!af->f) return kv_err(e, "%s: not open", af->path);
-    int bad = fflush(af->f) != 0 || ferror(af->f);
-    if (!bad) bad = fsync(fileno(af->f)) != 0 && errno != EINVAL;
-    if (fclose(af->f) != 0) bad = 1;
+    /* the first failure's cause: a write that failed before (ferror) is normally retried by the
+     * final fflush and fails again with its errno; one that does not is still a lost write */
+    const char *cause = NULL;
+    int er = 0;
+    if (fflush(af->f) != 0) er = errno;
+    else if (ferror(af->f)) cause = "an earlier write failed (part of the data is missing)";
+    if (!er && !cause && fsync(fileno(af->f)) != 0 && errno != EINVAL) er = errno;
+    if (fclose(af->f) != 0 && !er && !cause) er = errno;
     af->f = NULL;
-    if (bad) {
+    live_drop(af);
+    if (er || cause) {
         unlink(af->tmp);
-        return kv_err(e, "%s: write failed: %s", af->path, strerror(errno));
+        return kv_err(e, "%s: write failed: %s; nothing was written", af->path, cause ? cause : strerror(er));
     }
     if (rename(af->tmp, af->path) != 0) {
-        int er = errno;
+        int er2 = errno;
         unlink(af->tmp);
-        return kv_err(e, "%s: cannot rename into place: %s", af->path, strerror(er));
+        return kv_err(e, "%s: cannot rename into place: %s", af->path, strerror(er2));
     }
     return 0;
 }
@@ -111,6 +161,7 @@ void kv_atomic_abort(KvAtomicFile *af)
     if (af->f) {
         fclose(af->f);
         af->f = NULL;
+        live_drop(af);
         unlink(af->tmp);
     }
 }
@@ -120,10 +171,84 @@ int kv_write_atomic(const char *path, const void *data, size_t len, KvErr *e)
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) return -1;
     if (len && fwrite(data, 1, len, af.f) != len) {
+        int er = errno;
         kv_atomic_abort(&af);
-        return kv_err(e, "%s: short write", path);
+        return kv_err(e, "%s: write failed: %s; nothing was written", path, strerror(er));
     }
     return kv_atomic_commit(&af, e);
+}
+
+/* ---- outputs against inputs ---- */
+
+/* path's directory and last name (dir "." for a bare name); -1 when path ends in '/' or is too long */
+static int split_last(const char *path, char *dir, size_t dcap, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash && !slash[1]) return -1;
+    if (!slash) {
+        snprintf(dir, dcap, ".");
+        *name = path;
+        return 0;
+    }
+    if (slash == path) snprintf(dir, dcap, "/");
+    else if (snprintf(dir, dcap, "%.*s", (int)(slash - path), path) >= (int)dcap) return -1;
+    *name = slash + 1;
+    return 0;
+}
+
+/* a and b name the same file: the same inode when both exist; when neither does (and absent_too),
+ * the same directory (inode) and the same name */
+static int same_path(const char *a, const char *b, int absent_too)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb || !absent_too) return 0;
+    char da[4096], db[4096];
+    const char *na, *nb;
+    if (split_last(a, da, sizeof da, &na) != 0 || split_last(b, db, sizeof db, &nb) != 0 || strcmp(na, nb) != 0) return 0;
+    return stat(da, &sa) == 0 && stat(db, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* p lies in the directory d (stat'ed as *sd): p's directory is d */
+static int lies_in(const char *p, const struct stat *sd)
+{
+    char dir[4096];
+    const char *name;
+    struct stat sp;
+    if (split_last(p, dir, sizeof dir, &name) != 0) return 0;
+    return stat(dir, &sp) == 0 && sp.st_dev == sd->st_dev && sp.st_ino == sd->st_ino;
+}
+
+static int given(const KvPathArg *a) { return a->path && a->path[0]; }
+
+int kv_paths_check(const KvPathArg *in, int n_in, const KvPathArg *out, int n_out, KvErr *e)
+{
+    for (int o = 0; o < n_out; o++) {
+        if (!given(&out[o])) continue;
+        for (int i = 0; i < n_in; i++)
+            if (given(&in[i]) && same_path(out[o].path, in[i].path, 0)) /* an absent input is no file (a generator's name) */
+                return kv_err(e, "%s %s is the same file as %s %s: writing it would destroy the input; name another output",
+                              out[o].opt, out[o].path, in[i].opt, in[i].path);
+        for (int p = o + 1; p < n_out; p++)
+            if (given(&out[p]) && same_path(out[o].path, out[p].path, 1))
+                return kv_err(e, "%s %s and %s %s are the same file: one output would overwrite the other", out[o].opt,
+                              out[o].path, out[p].opt, out[p].path);
+        struct stat sd;
+        if (!out[o].whole_dir || stat(out[o].path, &sd) != 0 || !S_ISDIR(sd.st_mode)) continue;
+        for (int k = 0; k < n_in + n_out; k++) {
+            const KvPathArg *x = k < n_in ? &in[k] : &out[k - n_in];
+            struct stat sx;
+            if (x == &out[o] || !given(x)) continue;
+            if (stat(x->path, &sx) == 0 && sx.st_dev == sd.st_dev && sx.st_ino == sd.st_ino)
+                return kv_err(e, "%s %s is the directory %s %s, which the results replace as a whole", x->opt, x->path,
+                              out[o].opt, out[o].path);
+            if (!lies_in(x->path, &sd)) continue;
+            return kv_err(e, "%s %s lies in %s %s, which the results replace as a whole: %s", x->opt, x->path, out[o].opt,
+                          out[o].path, k < n_in ? "the input would be removed" : "the output would be removed");
+        }
+    }
+    return 0;
 }
 
 int kv_mkdirs(const char *dir, KvErr *e)

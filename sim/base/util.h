@@ -2,9 +2,12 @@
  *
  * Responsible for: the KvErr message carrier (library code never prints or exits; it fills a
  * KvErr and returns -1 or NULL), reading whole files, writing files via temp + rename so a good
- * result is never replaced by a half-written one, and the catalog loader (embedded defaults with
- * a file or directory override).
- * Not responsible for: parsing domain objects (model.c, hw.c, traces/).
+ * result is never replaced by a half-written one (and the temporaries in progress removed by a
+ * signal handler: kv_atomic_cleanup_on_signal), the check that a command's outputs are none of its
+ * inputs (kv_paths_check), and the catalog loader (embedded defaults with a file or directory
+ * override).
+ * Not responsible for: parsing domain objects (model.c, hw.c, traces/), installing signal handlers
+ * (the CLIs do).
  * Invariant: every function that takes a KvErr* leaves a message in it exactly when it fails.
  */
 #ifndef KV_UTIL_H
@@ -31,19 +34,41 @@ char *kv_read_file(const char *path, size_t *len, KvErr *e);
 /* Write data to path atomically: path.tmp.PID, fsync, rename. */
 int kv_write_atomic(const char *path, const void *data, size_t len, KvErr *e);
 
-/* An atomic writer for streamed output: open gives a FILE* on a temp file; commit renames it over
- * path, abort removes it. */
+/* An atomic writer for streamed output: open gives a FILE* on a temp file (path.tmp.PID, in path's
+ * directory, so the rename stays on one filesystem); commit renames it over path, abort removes
+ * it. A failed write (any fwrite, the final fflush, fsync or fclose: a full disk, a file size
+ * limit) fails the commit naming path and the cause, and removes the temp file: path keeps what it
+ * held before. While open, the temp file is listed for kv_atomic_cleanup_on_signal (at most
+ * KV_ATOMIC_LIVE_MAX at once per process; more are still written, not listed). */
 typedef struct KvAtomicFile {
     FILE *f;
     char path[4096];
     char tmp[4200];
+    int live; /* 1 + its entry in the signal-time list; 0: not listed (a zeroed struct) */
 } KvAtomicFile;
+#define KV_ATOMIC_LIVE_MAX 32
 int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e);
 /* One CSV field (RFC 4180): as is, or quoted with inner quotes doubled when it holds a comma, a
  * quote or a line break. */
 void kv_csv_field(FILE *f, const char *s);
 int kv_atomic_commit(KvAtomicFile *af, KvErr *e);
 void kv_atomic_abort(KvAtomicFile *af);
+/* Remove this process's temp files still open (async-signal-safe: unlink only); for a SIGINT or
+ * SIGTERM handler that then dies of the signal. Files of a forked child are its own to remove. */
+void kv_atomic_cleanup_on_signal(void);
+
+/* One path a command reads or writes, for kv_paths_check. */
+typedef struct KvPathArg {
+    const char *opt;  /* how the user named it, for messages: "--trace", "--out", "INPUT" */
+    const char *path; /* NULL or "": not given (skipped) */
+    int whole_dir;    /* an output directory that the command replaces as a whole (run's --out DIR) */
+} KvPathArg;
+/* Before a command writes anything: no output is one of its inputs or another output, and nothing
+ * it reads or writes lies in a whole_dir output. The same file: the same st_dev and st_ino (links
+ * and other spellings included); an output not there yet cannot be an input, and two such outputs
+ * are the same when their directories are and their names are equal. 0, or -1 with a message naming
+ * both options and paths ("--trace-out t.csv is the same file as --trace t.csv: ..."). */
+int kv_paths_check(const KvPathArg *in, int n_in, const KvPathArg *out, int n_out, KvErr *e);
 
 /* mkdir -p */
 int kv_mkdirs(const char *dir, KvErr *e);

@@ -79,6 +79,17 @@ static void aside_path(const char *path, const char *kind, char *buf, size_t cap
     snprintf(buf, cap, "%.*s-%s%s", (int)(t - path), path, kind, t);
 }
 
+/* Close a job's file, failing on any write that failed in it (ferror: an earlier fwrite, which
+ * fclose alone does not report) with the file and the cause. */
+static int close_checked(FILE *f, const char *path, KvErr *e)
+{
+    int er = fflush(f) != 0 ? errno : 0, bad = ferror(f);
+    if (fclose(f) != 0 && !er) er = errno;
+    if (er) return kv_err(e, "%s: write failed: %s", path, strerror(er));
+    if (bad) return kv_err(e, "%s: write failed (disk full?)", path);
+    return 0;
+}
+
 /* The recordings of one job written beside its file (before the trailer is written, so that a job
  * file that counts as complete has its recordings complete too). */
 static int job_recordings(const ExpSpec *x, const char *path, const char *name, uint64_t seed, const SimUtilSeries *u,
@@ -87,15 +98,14 @@ static int job_recordings(const ExpSpec *x, const char *path, const char *name, 
     char ap[4500];
     aside_path(path, "util", ap, sizeof ap);
     FILE *f = fopen(ap, "w");
-    if (!f) return kv_err(e, "%s: cannot create", ap);
+    if (!f) return kv_err(e, "%s: cannot create: %s", ap, strerror(errno));
     plot_util_csv_rows(f, u, name, x->n_seeds > 0, seed);
-    if (fclose(f) != 0) return kv_err(e, "%s: write failed (disk full?)", ap);
+    if (close_checked(f, ap, e) != 0) return -1;
     if (!x->timeline) return 0;
     aside_path(path, "timeline", ap, sizeof ap);
-    if (!(f = fopen(ap, "w"))) return kv_err(e, "%s: cannot create", ap);
+    if (!(f = fopen(ap, "w"))) return kv_err(e, "%s: cannot create: %s", ap, strerror(errno));
     plot_timeline_csv_rows(f, tl, name, x->n_seeds > 0, seed);
-    if (fclose(f) != 0) return kv_err(e, "%s: write failed (disk full?)", ap);
-    return 0;
+    return close_checked(f, ap, e);
 }
 
 /* A job's rows: requests.csv's, and beside them each request's (history tokens, TTFT ns) as two
@@ -111,7 +121,7 @@ static int job_row(void *ctx, const SimRequestRow *row, KvErr *e)
     JobRows *j = ctx;
     if (report_csv_row(&j->csv, row, e) != 0) return -1;
     const int64_t v[2] = {row->history_tokens, row->ttft_ns};
-    if (fwrite(v, sizeof v, 1, j->hist) != 1) return kv_err(e, "%s: write failed", j->hist_path);
+    if (fwrite(v, sizeof v, 1, j->hist) != 1) return kv_err(e, "%s: write failed: %s", j->hist_path, strerror(errno));
     return 0;
 }
 
@@ -210,7 +220,10 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         ro.sink = &sink;
     }
     int run_rc = sim_run_ex(w, name, &ro, &r, e);
-    if (rows.hist && fclose(rows.hist) != 0 && run_rc == 0) run_rc = kv_err(e, "%s: write failed (disk full?)", rows.hist_path);
+    if (rows.hist) {
+        KvErr he;
+        if (close_checked(rows.hist, rows.hist_path, &he) != 0 && run_rc == 0) run_rc = kv_err(e, "%s", he.msg);
+    }
     if (run_rc == 0 && x->trace_out) run_rc = ptrace_close(&tr, e);
     else if (x->trace_out) ptrace_abort(&tr);
     if (run_rc == 0) run_rc = job_recordings(x, path, name, seed, &util, &tl, e);
@@ -244,9 +257,11 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
     uint64_t off = (uint64_t)ftello(f);
     int wr = resfile_write(f, &r, e);
     sim_result_free(&r);
+    if (wr != 0) kv_err_prefix(e, "%s: ", path);
     if (wr == 0 && (fwrite(k_trailer, 1, sizeof k_trailer, f) != sizeof k_trailer || fwrite(&off, sizeof off, 1, f) != 1))
-        wr = kv_err(e, "%s: write failed", path);
-    if (fclose(f) != 0 && wr == 0) wr = kv_err(e, "%s: write failed (disk full?)", path);
+        wr = kv_err(e, "%s: write failed: %s", path, strerror(errno));
+    KvErr ce;
+    if (close_checked(f, path, &ce) != 0 && wr == 0) wr = kv_err(e, "%s", ce.msg);
     rc = wr;
 out:
     if (opened) sim_world_close(&own);
@@ -266,6 +281,7 @@ static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
         kv_err(e, "%s: a job's file without its trailer", path);
         goto done;
     }
+    const char *what = "writing requests.csv";
     if (csv) {
         /* the rows in the kernel (copy_file_range), else through a buffer */
         if (fflush(csv) != 0) goto io;
@@ -280,15 +296,22 @@ static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
         char buf[65536];
         while (left > 0) {
             size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
-            if (fread(buf, 1, want, f) != want || fwrite(buf, 1, want, csv) != want) goto io;
+            if (fread(buf, 1, want, f) != want) {
+                what = "reading the job's rows";
+                goto io;
+            }
+            if (fwrite(buf, 1, want, csv) != want) goto io;
             left -= want;
         }
     }
-    if (fseeko(f, (off_t)off, SEEK_SET) != 0) goto io;
+    if (fseeko(f, (off_t)off, SEEK_SET) != 0) {
+        what = "reading the job's record";
+        goto io;
+    }
     rc = resfile_read(f, path, r, e);
     goto done;
 io:
-    kv_err(e, "%s: read or write failed while merging", path);
+    kv_err(e, "%s: merging it: %s failed: %s", path, what, strerror(errno));
 done:
     fclose(f);
     unlink(path);
@@ -305,7 +328,7 @@ static int merge_aside(const char *jpath, const char *kind, FILE *out, KvErr *e)
     size_t n;
     int rc = 0;
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        if (out && fwrite(buf, 1, n, out) != n) rc = kv_err(e, "%s: write failed while merging", ap);
+        if (out && fwrite(buf, 1, n, out) != n) rc = kv_err(e, "%s: merging it into the result's %s file failed: %s", ap, kind, strerror(errno));
     if (ferror(in)) rc = kv_err(e, "%s: read failed", ap);
     fclose(in);
     unlink(ap);

@@ -28,6 +28,7 @@
 #include "sim/cli/plan.h"
 #include "sim/cli/plot_cmd.h"
 #include "sim/cli/point.h"
+#include "sim/cli/procpool.h"
 #include "sim/cli/sweep.h"
 
 const char *kv_embedded(const char *name, size_t *len);
@@ -364,22 +365,45 @@ static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size
                   cfg->trace, guess[0] ? "did you mean " : "", guess, guess[0] ? "? " : "", names);
 }
 
-/* SIGINT/SIGTERM while a result set is written: remove its temporaries, then die of the signal. */
+/* SIGINT/SIGTERM/SIGHUP: stop and reap the pool's workers (so that nothing writes after), remove the
+ * result set in progress and every temp file still open (--trace-out, --emit-schedule, --csv, ...),
+ * then die of the signal. Commands that stop gracefully (sweep's points, plan) install their own
+ * handler for that phase and put this one back after it. */
 static void on_stop_signal(int sig)
 {
+    procpool_stop_on_signal();
     rs_cleanup_on_signal();
+    kv_atomic_cleanup_on_signal();
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
 static void install_stop_handlers(void)
 {
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL); /* nohup stays nohup */
+}
+
+/* Before anything is written: no output of run/compare is one of its inputs or another output, and
+ * no input lies in --out DIR (replaced as a whole). A usage error (exit 2) naming both. */
+static int check_run_paths(const OptCmd *cmd, const SimConfig *cfg, const char *config, const char *scenario, const char *out,
+                           const char *trace_out, const char *emit_schedule)
+{
+    KvPathArg in[] = {{"--trace", cfg->trace, 0},
+                      {"--costs", cfg->costs, 0},
+                      {"--hardware", cfg->hardware_overlay, 0},
+                      {"--models", cfg->models_overlay, 0},
+                      {"--config", config, 0},
+                      {"--scenario", scenario && strchr(scenario, '/') ? scenario : NULL, 0}}; /* a name is no file */
+    KvPathArg outs[] = {{"--out", out, 1}, {"--trace-out", trace_out, 0}, {"--emit-schedule", emit_schedule, 0}};
+    KvErr e;
+    if (kv_paths_check(in, (int)KV_ARRAY_LEN(in), outs, (int)KV_ARRAY_LEN(outs), &e) != 0) return usage_error(cmd, "%s", e.msg);
+    return 0;
 }
 
 static int cmd_run(int argc, char **argv, int compare)
@@ -489,6 +513,8 @@ static int cmd_run(int argc, char **argv, int compare)
         fprintf(stderr, "kvsim: %s\n", e.msg);
         return 2;
     }
+    int pc = check_run_paths(cmd, &cfg, config, scenario, dry_run ? NULL : out, trace_out, emit_schedule);
+    if (pc != 0) return pc;
     SimWorld w;
     if (sim_world_open(&w, &cfg, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
@@ -507,7 +533,6 @@ static int cmd_run(int argc, char **argv, int compare)
         sim_world_close(&w);
         return 1;
     }
-    install_stop_handlers();
     ExpSpec x = {&cfg, &w, trace_desc, (const char(*)[32])names, np, out, xo.n_seeds, xo.seed_base, xo.jobs,
                  xo.baseline, no_csv, stats, util_window_ns, timeline, timeline_req, trace_out, (uint64_t)trace_max};
     int rc = experiment_run(&x);
@@ -531,6 +556,7 @@ int main(int argc, char **argv)
         return 0;
     }
     fill_policy_help();
+    install_stop_handlers(); /* for every command: none leaves a temp file when interrupted */
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);

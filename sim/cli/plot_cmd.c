@@ -54,6 +54,40 @@ static int fail(const char *msg)
 
 static int exists(const char *p) { return access(p, R_OK) == 0; }
 
+/* Before a figure is drawn: none of the files plot writes (its figures in --out, or --bars' --out
+ * file) is one it reads (--bars, --sweep, the result files of --in). 0, or the usage error's 2. */
+static int check_paths(const char *in, const char *sw, const char *bars, const char *out)
+{
+    static const char *const in_files[] = {"requests.csv", "utilisation.csv", "timeline.csv", "summary.json"};
+    static const char *const in_figs[] = {"ttft_cdf.svg", "ttft_ccdf.svg", "ttft_split.svg", "ttft_history.svg", "utilisation.svg", "timeline.svg"};
+    static const char *const sw_figs[] = {"slo_vs_load.svg", "metric_vs_load.svg", "heatmap.svg"};
+    KvPathArg ins[4], outs[6];
+    char ip[4][4200], op[6][4200];
+    int ni = 0, no = 0;
+    if (bars) {
+        ins[ni++] = (KvPathArg){"--bars", bars, 0};
+        outs[no++] = (KvPathArg){"--out", out, 0};
+    } else if (sw) {
+        ins[ni++] = (KvPathArg){"--sweep", sw, 0};
+        for (size_t i = 0; i < KV_ARRAY_LEN(sw_figs); i++, no++) {
+            snprintf(op[no], sizeof op[no], "%s/%s", out, sw_figs[i]);
+            outs[no] = (KvPathArg){"--out", op[no], 0};
+        }
+    } else {
+        for (size_t i = 0; i < KV_ARRAY_LEN(in_files); i++, ni++) {
+            snprintf(ip[ni], sizeof ip[ni], "%s/%s", in, in_files[i]);
+            ins[ni] = (KvPathArg){"--in", ip[ni], 0};
+        }
+        for (size_t i = 0; i < KV_ARRAY_LEN(in_figs); i++, no++) {
+            snprintf(op[no], sizeof op[no], "%s/%s", out, in_figs[i]);
+            outs[no] = (KvPathArg){"--out", op[no], 0};
+        }
+    }
+    KvErr e;
+    if (kv_paths_check(ins, ni, outs, no, &e) != 0) return usage("%s", e.msg);
+    return 0;
+}
+
 /* slo_ttft from DIR/summary.json (inputs.config.slo_ttft), 0 when absent */
 static int64_t summary_slo(const char *dir)
 {
@@ -162,6 +196,7 @@ int plot_main(int argc, char **argv)
     if (bars) { /* grouped bars: --out is the SVG file */
         if (opt_get(&a, "--in") || opt_get(&a, "--sweep")) return usage("--bars is used alone (not with --in or --sweep)");
         if (!out) return usage("--bars needs --out FILE.svg");
+        if (check_paths(NULL, NULL, bars, out) != 0) return 2;
         if (plot_bars(bars, out, title, opt_get(&a, "--ylabel"), &e) != 0) return fail(e.msg);
         fprintf(stderr, "figure %s\n", out);
         return 0;
@@ -173,6 +208,7 @@ int plot_main(int argc, char **argv)
     if (sw && opt_get(&a, "--slo-ttft")) return usage("--slo-ttft is for --in");
     if (sw && (!opt_get(&a, "--x") || !out)) return usage("--sweep needs --x KEY and --out DIR");
     if (!out) out = in;
+    if (check_paths(in, sw, NULL, out) != 0) return 2;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
         snprintf(e.msg, sizeof e.msg, "%s: cannot create the directory: %s", out, strerror(errno));
         return fail(e.msg);

@@ -2,8 +2,9 @@
  *
  * The parent keeps one slot per job (pending → running → ok | failed | stopped) and starts J
  * workers, each with a pipe of job indices in and a pipe of status bytes out. It hands the next
- * job to every idle worker while nothing failed, waits (poll) for a status or for the end of a
- * worker's pipe (the worker died in its job: waitpid says how), and after every status replays
+ * job to every idle worker while nothing failed, waits (poll) for a status (a failed job's comes
+ * with its message, so the cause is known even when its stderr capture could not be written) or for
+ * the end of a worker's pipe (the worker died in its job: waitpid says how), and after every status replays
  * the captured stderr of the finished jobs that follow, in job order, up to the first one still
  * running, calling the done callback of each. A failure stops further hand-outs and SIGTERMs the
  * workers still running a job (those jobs are "stopped by the pool" and never reported as the
@@ -26,7 +27,76 @@ enum { JOB_PENDING = 0, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_STOPPED };
 typedef struct Slot {
     int state;
     int status; /* waitpid's form: exit(1) for a job that failed, the worker's status if it died */
+    char *msg;  /* a failed job's message as its worker sent it (NULL: none came) */
 } Slot;
+
+/* The workers of the pool in progress, for procpool_stop_on_signal: pids > 0 are running (an
+ * entry is cleared before the pool reaps it); owner: the process whose pool it is. */
+static volatile pid_t g_workers[1024];
+static volatile sig_atomic_t g_n_workers;
+static volatile pid_t g_pool_owner;
+
+void procpool_stop_on_signal(void)
+{
+    if (g_pool_owner != getpid()) return;
+    int n = g_n_workers;
+    for (int i = 0; i < n; i++)
+        if (g_workers[i] > 0) kill(g_workers[i], SIGKILL);
+    for (int i = 0; i < n; i++) {
+        pid_t pid = g_workers[i];
+        g_workers[i] = 0;
+        if (pid > 0)
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    g_n_workers = 0;
+}
+
+/* A worker's answer: the status byte (0 ok, 1 failed) and, when failed, the job's message as a u16
+ * length and its bytes, all in one write (under PIPE_BUF, so it arrives whole), so that the cause
+ * reaches the parent even when the job's stderr capture cannot be written (a full disk). */
+static int send_status(int fd, const char *failed_msg)
+{
+    unsigned char buf[3 + 2048];
+    size_t n = failed_msg ? strlen(failed_msg) : 0;
+    if (n > sizeof buf - 3) n = sizeof buf - 3;
+    buf[0] = failed_msg != NULL;
+    buf[1] = (unsigned char)(n & 0xff);
+    buf[2] = (unsigned char)(n >> 8);
+    if (n) memcpy(buf + 3, failed_msg, n);
+    size_t len = failed_msg ? n + 3 : 1;
+    ssize_t w;
+    do w = write(fd, buf, len);
+    while (w < 0 && errno == EINTR);
+    return w == (ssize_t)len ? 0 : -1;
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    unsigned char *b = p;
+    while (n > 0) {
+        ssize_t k = read(fd, b, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static char *recv_msg(int fd)
+{
+    unsigned char len[2];
+    if (read_full(fd, len, 2) != 0) return NULL;
+    size_t n = (size_t)len[0] | (size_t)len[1] << 8;
+    char *m = malloc(n + 1);
+    if (!m) return NULL;
+    if (read_full(fd, m, n) != 0) {
+        free(m);
+        return NULL;
+    }
+    m[n] = '\0';
+    return m;
+}
 
 int procpool_default_procs(void)
 {
@@ -90,21 +160,24 @@ static void tail_of(const char *path, char *buf, size_t cap)
 /* A worker: one process for many jobs, so that each job finds the heap its predecessors warmed
  * (as in the serial run) instead of a fresh fork's page faults. It reads a job index from cmd
  * (a negative one, or the end of the pipe: leave), runs the job with stdout and stderr in the
- * job's capture, and answers one status byte on res (0 ok, 1 failed). */
+ * job's capture, and answers on res (send_status: 0 ok, or 1 and the job's message). */
 static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner) __attribute__((noreturn));
 static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner)
 {
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    struct sigaction hup; /* the parent's SIGHUP handler cleans up the parent's files: not a worker's to run */
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) signal(SIGHUP, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != owner) _exit(1); /* the parent is already gone */
     int k;
     while (read(cmd, &k, sizeof k) == (ssize_t)sizeof k && k >= 0) {
         char path[4400], errf[4400];
-        unsigned char st = 1;
         KvErr pe;
-        if (job_path_of(p->dir, k, owner, path, sizeof path, &pe) == 0 && err_path(p->dir, k, owner, errf, sizeof errf) == 0) {
+        int bad_path = job_path_of(p->dir, k, owner, path, sizeof path, &pe) != 0 ||
+                       (err_path(p->dir, k, owner, errf, sizeof errf) != 0 && kv_err(&pe, "%s: path too long for a job's capture", p->dir));
+        if (!bad_path) {
             int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd >= 0) {
                 dup2(fd, 2);
@@ -116,9 +189,10 @@ static void worker_main(const ProcPool *p, int cmd, int res, pid_t owner)
             if (rc != 0) fprintf(stderr, "%s\n", e.msg);
             fflush(stdout);
             fflush(stderr);
-            st = rc != 0;
+            if (send_status(res, rc != 0 ? e.msg : NULL) != 0) _exit(1);
+        } else if (send_status(res, pe.msg) != 0) {
+            _exit(1);
         }
-        if (write(res, &st, 1) != 1) _exit(1);
     }
     _exit(0);
 }
@@ -177,6 +251,8 @@ int procpool_run(const ProcPool *p, KvErr *e)
     }
     pid_t self = getpid();
     int next = 0, failed = 0, reported = 0, rc = 0, started = 0;
+    g_n_workers = 0;
+    g_pool_owner = self;
     /* a worker gone while idle: telling it its next job fails with EPIPE instead of killing us */
     void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     char errf[4400];
@@ -205,6 +281,8 @@ int procpool_run(const ProcPool *p, KvErr *e)
         close(c[0]);
         close(r[1]);
         w[started] = (Worker){pid, c[1], r[0], -1, 0};
+        g_workers[started] = pid;
+        g_n_workers = started + 1;
     }
     if (started == 0) {
         kv_err(e, "process pool: cannot start a worker: %s", strerror(errno));
@@ -256,8 +334,10 @@ int procpool_run(const ProcPool *p, KvErr *e)
             if (got == 1) {
                 s[k].status = st ? 1 << 8 : 0; /* as waitpid reports exit(1) / exit(0) */
                 s[k].state = st ? (x->stopped ? JOB_STOPPED : JOB_FAILED) : JOB_OK;
+                if (st) s[k].msg = recv_msg(x->res);
             } else { /* the worker died in job k: its status tells how */
                 int ws = 0;
+                g_workers[x - w] = 0;
                 while (waitpid(x->pid, &ws, 0) < 0 && errno == EINTR) {}
                 x->pid = -1;
                 worker_close(x);
@@ -282,9 +362,11 @@ int procpool_run(const ProcPool *p, KvErr *e)
     }
     for (int i = 0; i < started; i++) { /* every worker leaves (the idle ones at the end of their pipe) */
         worker_close(&w[i]);
+        g_workers[i] = 0;
         if (w[i].pid > 0)
             while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR) {}
     }
+    g_n_workers = 0;
     free(w);
     signal(SIGPIPE, old_pipe);
     if (!failed && reported < p->n_jobs) { /* the workers left (killed while idle) before every job ran */
@@ -302,6 +384,8 @@ int procpool_run(const ProcPool *p, KvErr *e)
             int st = s[k].status;
             if (WIFSIGNALED(st))
                 kv_err(e, "%s: killed by signal %d (%s)%s%s", label, WTERMSIG(st), strsignal(WTERMSIG(st)), tail[0] ? ": " : "", tail);
+            else if (s[k].msg && s[k].msg[0]) /* the job's own message, not the capture's last lines (warnings, or nothing on a full disk) */
+                kv_err(e, "%s: %s", label, s[k].msg);
             else if (tail[0])
                 kv_err(e, "%s: %s", label, tail);
             else
@@ -309,8 +393,10 @@ int procpool_run(const ProcPool *p, KvErr *e)
         }
         rc = -1;
     }
-    for (int k = 0; k < p->n_jobs; k++) /* captures not replayed (after a failure) */
+    for (int k = 0; k < p->n_jobs; k++) { /* captures not replayed (after a failure) */
         if (s[k].state != JOB_PENDING && err_path(p->dir, k, self, errf, sizeof errf) == 0) unlink(errf);
+        free(s[k].msg);
+    }
     free(s);
     return rc;
 }

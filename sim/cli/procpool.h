@@ -7,8 +7,10 @@
  * a file of its own, replaying the stderr of finished jobs on the parent's stderr in job order (so
  * the parent's output does not depend on the scheduling), calling the done callback of each
  * finished job in job order, stopping the workers still running jobs (SIGTERM) as soon as one job
- * fails, and reporting the first failure in job order with the job's label, its exit status or
- * signal and the end of its stderr. With J == 1 or K == 1 the jobs run in the calling process, one
+ * fails, and reporting the first failure in job order with the job's label and its message (sent
+ * back over the worker's pipe, so it is known even when the capture could not be written: a full
+ * disk), or its signal and the end of its stderr; killing and reaping the workers from a signal
+ * handler (procpool_stop_on_signal). With J == 1 or K == 1 the jobs run in the calling process, one
  * after another, with no fork (same files, same order).
  * Not responsible for: what a job computes or writes, merging the jobs' files (the caller does, in
  * the done callback or in job order once procpool_run returns 0), removing those files
@@ -53,11 +55,16 @@ typedef struct ProcPool {
 /* The path of job k's file in dir (what run receives): <dir>/job-<k>.tmp.<pid of the caller>. */
 int procpool_job_path(const char *dir, int k, char *buf, size_t cap, KvErr *e);
 
-/* Run every job. 0 when all succeeded; else -1 and e: "<label>: <its message or stderr tail>"
- * ("<label>: killed by signal 9" ...), for the lowest-numbered job that failed. */
+/* Run every job. 0 when all succeeded; else -1 and e: "<label>: <its message>" ("<label>: killed
+ * by signal 9 (Killed): <its stderr tail>" ...), for the lowest-numbered job that failed. */
 int procpool_run(const ProcPool *p, KvErr *e);
 
 /* The number of online cores (the default J), at least 1. */
 int procpool_default_procs(void);
+
+/* SIGKILL the workers of the pool running in this process, if any, and reap them (async-signal-safe:
+ * kill and waitpid only); for a SIGINT/SIGTERM handler, before it removes the files the workers were
+ * writing, so none is created after. A worker process does nothing here. */
+void procpool_stop_on_signal(void);
 
 #endif

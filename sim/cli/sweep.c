@@ -2,8 +2,9 @@
  * the spec, the database schema and the resume rule are in sweep.h.
  *
  * Responsible for: checking the spec's values (scenarios loaded, policies by name; the spec itself
- * is parsed and enumerated by sim/engine/sweepspec.c), the database (schema, point
- * registration, one transaction per finished point, the CSV export), the executors behind
+ * is parsed and enumerated by sim/engine/sweepspec.c), checking that --db and --csv are none of the
+ * files the points read, the database (its identity: application_id and user_version, refusing what
+ * is not one; schema, point registration, one transaction per finished point, the CSV export), the executors behind
  * SweepExec (a fork-based pool; MPI ranks when compiled with KVSIM_MPI), the progress line.
  * Not responsible for: what a point computes (point.c), the settings' syntax (config.c).
  *
@@ -33,12 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sim/base/opt.h"
 #include "sim/cli/point.h"
+#include "sim/cost/store.h"
 #include "sim/engine/sim.h"
 
 #ifdef KVSIM_MPI
@@ -75,35 +78,225 @@ int sweep_check_value(void *ctx, const char *key, const char *value, const char 
 
 /* ---------------------------------------------------------------- database */
 
-static const char *const k_schema =
-    "CREATE TABLE IF NOT EXISTS point(id INTEGER PRIMARY KEY, params TEXT NOT NULL UNIQUE,"
-    " status TEXT NOT NULL CHECK(status IN ('pending','done','failed')));"
-    "CREATE TABLE IF NOT EXISTS metric(point_id INTEGER NOT NULL REFERENCES point(id), policy TEXT NOT NULL,"
-    " name TEXT NOT NULL, value REAL, PRIMARY KEY(point_id, policy, name));"
-    "CREATE TABLE IF NOT EXISTS failure(point_id INTEGER PRIMARY KEY REFERENCES point(id), message TEXT NOT NULL);";
+#define SWEEP_APPLICATION_ID 0x4b565357 /* 'KVSW' (PRAGMA application_id) */
+#define SWEEP_SCHEMA_VERSION 1          /* PRAGMA user_version */
+
+/* The tables, as executed at creation and as sqlite_master keeps them (compared on open). */
+static const char *const k_tables[] = {
+    "CREATE TABLE point(id INTEGER PRIMARY KEY, params TEXT NOT NULL UNIQUE,"
+    " status TEXT NOT NULL CHECK(status IN ('pending','done','failed')))",
+    "CREATE TABLE metric(point_id INTEGER NOT NULL REFERENCES point(id), policy TEXT NOT NULL,"
+    " name TEXT NOT NULL, value REAL, PRIMARY KEY(point_id, policy, name))",
+    "CREATE TABLE failure(point_id INTEGER PRIMARY KEY REFERENCES point(id), message TEXT NOT NULL)",
+};
+/* Every object of a sweep database (sql: index into k_tables; -1: an automatic index, no text). */
+static const struct {
+    const char *type, *name;
+    int sql;
+} k_objects[] = {
+    {"table", "point", 0}, {"index", "sqlite_autoindex_point_1", -1}, {"table", "metric", 1},
+    {"index", "sqlite_autoindex_metric_1", -1}, {"table", "failure", 2},
+};
 
 static int db_fail(sqlite3 *db, const char *path, const char *what, KvErr *e)
 {
     return kv_err(e, "%s: %s: %s", path, what, db ? sqlite3_errmsg(db) : "cannot open");
 }
 
+static int db_int(sqlite3 *db, const char *path, const char *sql, int64_t *out, KvErr *e)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW) {
+        if ((rc & 0xff) == SQLITE_NOTADB) return kv_err(e, "%s: not an SQLite database, not a sweep database", path);
+        return db_fail(db, path, sql, e);
+    }
+    return 0;
+}
+
+/* The four letters of an application id when they are printable ("'KVSM'"), else "". */
+static void app_letters(int64_t app, char *buf, size_t cap)
+{
+    char c[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (char)((uint32_t)app >> (24 - 8 * i) & 0xff);
+        if (c[i] < 0x20 || c[i] > 0x7e) {
+            buf[0] = '\0';
+            return;
+        }
+    }
+    snprintf(buf, cap, " '%.4s'", c);
+}
+
+/* sqlite_master holds exactly k_objects with our SQL (and the statistics tables ANALYZE adds): 1;
+ * anything else: 0 with what differs in why. */
+static int db_objects_ours(sqlite3 *db, const char *path, char *why, size_t cap, KvErr *e)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT type, name, sql FROM sqlite_master ORDER BY rowid", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, path, "reading the schema", e);
+    int seen[KV_ARRAY_LEN(k_objects)] = {0}, ours = 1, rc;
+    why[0] = '\0';
+    while (ours && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 0), *nm = (const char *)sqlite3_column_text(st, 1);
+        const char *sql = (const char *)sqlite3_column_text(st, 2);
+        if (!type || !nm) {
+            snprintf(why, cap, "a schema entry without type or name");
+            ours = 0;
+            break;
+        }
+        size_t k = 0;
+        while (k < KV_ARRAY_LEN(k_objects) && strcmp(nm, k_objects[k].name)) k++;
+        if (k == KV_ARRAY_LEN(k_objects)) {
+            if (!strcmp(type, "table") && !strncmp(nm, "sqlite_stat", 11)) continue;
+            snprintf(why, cap, "%.20s '%.100s'", type, nm);
+            ours = 0;
+        } else if (strcmp(type, k_objects[k].type) ||
+                   (k_objects[k].sql < 0 ? sql != NULL : !sql || strcmp(sql, k_tables[k_objects[k].sql]))) {
+            snprintf(why, cap, "%.20s '%.100s' differs from a sweep database's", type, nm);
+            ours = 0;
+        } else {
+            seen[k] = 1;
+        }
+    }
+    if (ours && rc != SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return db_fail(db, path, "reading the schema", e);
+    }
+    sqlite3_finalize(st);
+    for (size_t k = 0; ours && k < KV_ARRAY_LEN(k_objects); k++)
+        if (!seen[k]) {
+            snprintf(why, cap, "no %s '%s'", k_objects[k].type, k_objects[k].name);
+            ours = 0;
+        }
+    return ours;
+}
+
+/* What an open file is. 0: ours (*state: 0 a sweep database of this schema, 1 an empty database
+ * (no schema, no ids: one to create ours in), 2 a sweep database written before databases carried
+ * their id: exactly our tables, application_id 0); -1: refused, the message says what it is. */
+static int db_identify(sqlite3 *db, const char *path, int *state, KvErr *e)
+{
+    int64_t app, ver, nobj;
+    if (db_int(db, path, "PRAGMA application_id", &app, e) != 0 || db_int(db, path, "PRAGMA user_version", &ver, e) != 0 ||
+        db_int(db, path, "SELECT count(*) FROM sqlite_master", &nobj, e) != 0)
+        return -1;
+    char letters[16], why[300];
+    app_letters(app, letters, sizeof letters);
+    if (app == STORE_APPLICATION_ID)
+        return kv_err(e, "%s: a kvsim cost store, not a sweep database (application_id 0x%08x 'KVSM': kvcal writes it, "
+                         "kvsim --costs reads it); nothing was written to it",
+                      path, (unsigned)app);
+    if (app == SWEEP_APPLICATION_ID) {
+        if (ver > SWEEP_SCHEMA_VERSION)
+            return kv_err(e, "%s: a sweep database of a newer kvsim (schema %lld; this build reads schema %d)", path,
+                          (long long)ver, SWEEP_SCHEMA_VERSION);
+        if (ver < 1) return kv_err(e, "%s: a sweep database with schema %lld, which no kvsim writes", path, (long long)ver);
+        int ours = db_objects_ours(db, path, why, sizeof why, e);
+        if (ours < 0) return -1;
+        if (!ours) return kv_err(e, "%s: a damaged sweep database (%s)", path, why);
+        *state = 0;
+        return 0;
+    }
+    if (app == 0 && ver == 0 && nobj == 0) {
+        *state = 1;
+        return 0;
+    }
+    if (app == 0) {
+        int ours = db_objects_ours(db, path, why, sizeof why, e);
+        if (ours < 0) return -1;
+        if (ours && ver == 0) {
+            *state = 2;
+            return 0;
+        }
+        return kv_err(e, "%s: another application's database (application_id 0x00000000, user_version %lld, %lld schema "
+                         "objects: %s), not a sweep database; nothing was written to it",
+                      path, (long long)ver, (long long)nobj, ours ? "the tables of a sweep database" : why);
+    }
+    return kv_err(e, "%s: another application's database (application_id 0x%08x%s), not a sweep database; nothing was "
+                     "written to it",
+                  path, (unsigned)app, letters);
+}
+
+/* Create our tables and ids in an empty database (state 1), or write the ids into a database of
+ * the schema before them (state 2: adopted), in one transaction. */
+static int db_make_ours(sqlite3 *db, const char *path, int state, KvErr *e)
+{
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return db_fail(db, path, "BEGIN", e);
+    int64_t nobj = 0;
+    int again = 0;
+    if (db_int(db, path, "SELECT count(*) FROM sqlite_master", &nobj, e) != 0) goto fail;
+    if (state == 1 && nobj > 0) { /* created by another process while we waited for the lock: check it again */
+        again = 1;
+    } else {
+        for (size_t i = 0; state == 1 && i < KV_ARRAY_LEN(k_tables); i++)
+            if (sqlite3_exec(db, k_tables[i], NULL, NULL, NULL) != SQLITE_OK) {
+                db_fail(db, path, "creating the tables", e);
+                goto fail;
+            }
+        char sql[128];
+        snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d", SWEEP_APPLICATION_ID,
+                 SWEEP_SCHEMA_VERSION);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            db_fail(db, path, "setting application_id and user_version", e);
+            goto fail;
+        }
+    }
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        db_fail(db, path, "COMMIT", e);
+        goto fail;
+    }
+    if (again) {
+        int st2 = -1;
+        if (db_identify(db, path, &st2, e) != 0) return -1;
+        if (st2 != 0) return db_make_ours(db, path, st2, e);
+    }
+    return 0;
+fail:
+    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+/* Open a sweep database. create: a missing or empty file becomes one, and one of the schema before
+ * the ids is adopted (its ids written); else it must exist and be ours, and is only read. Anything
+ * else is refused before a byte is written, naming what it is. */
 static int db_open(sqlite3 **db, const char *path, int create, KvErr *e)
 {
     *db = NULL;
-    if (!create && access(path, F_OK) != 0) return kv_err(e, "%s: no such results database", path);
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) != SQLITE_OK) {
+    struct stat sb;
+    int exists = stat(path, &sb) == 0;
+    if (!exists && (errno != ENOENT || !create))
+        return kv_err(e, "%s: %s", path, errno == ENOENT ? "no such sweep database" : strerror(errno));
+    if (exists && !S_ISREG(sb.st_mode)) return kv_err(e, "%s: not a regular file, not a sweep database", path);
+    if (exists && sb.st_size > 0) { /* SQLite's own check comes at the first read; this one names the file's kind */
+        char head[16] = {0};
+        FILE *f = fopen(path, "rb");
+        size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f) fclose(f);
+        if (!f) return kv_err(e, "%s: cannot open: %s", path, strerror(errno));
+        if (got < sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
+            return kv_err(e, "%s: not an SQLite database (it does not start with \"SQLite format 3\"), not a sweep database; "
+                             "nothing was written to it",
+                          path);
+    }
+    int flags = create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
         int rc = db_fail(*db, path, "open", e);
         sqlite3_close(*db);
         *db = NULL;
         return rc;
     }
     sqlite3_busy_timeout(*db, 10000);
-    char *msg = NULL;
-    if (sqlite3_exec(*db, k_schema, NULL, NULL, &msg) != SQLITE_OK) {
-        kv_err(e, "%s: not a kvsim results database (%s)", path, msg ? msg : "?");
-        sqlite3_free(msg);
+    int state = -1;
+    if (db_identify(*db, path, &state, e) != 0 || (state == 1 && !create &&
+                                                    kv_err(e, "%s: an empty database, not a sweep database", path)) ||
+        (state != 0 && create && db_make_ours(*db, path, state, e) != 0)) {
         sqlite3_close(*db);
         *db = NULL;
+        if (!exists) unlink(path); /* ours, created empty just now */
         return -1;
     }
     return 0;
@@ -363,6 +556,8 @@ static int slot_start(Slot *s, const SweepExec *x, int job, KvErr *e)
     if (pid == 0) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        struct sigaction hup; /* the coordinator's SIGHUP handler is for its own files */
+        if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) signal(SIGHUP, SIG_DFL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         size_t len = 0;
@@ -642,6 +837,52 @@ static const OptCmd k_sweep = {
     "are skipped. Without --spec and --set: export (--csv) or show the database's state.",
     k_sweep_opts, (int)KV_ARRAY_LEN(k_sweep_opts), NULL, 0, 0};
 
+/* The files a sweep reads (--spec, the overlays, and each point's trace, cost store, overlays and
+ * scenario file, each distinct one once) against those it writes (--db, --csv): none may be
+ * another, and --csv is not --db. */
+static int sweep_check_paths(const OptArgs *a, cJSON **points, int n, KvErr *e)
+{
+    static const char *const keys[] = {"the setting trace", "the setting costs", "the setting hardware_overlay",
+                                       "the setting models_overlay", "the scenario file"};
+    KvPathArg *in = calloc((size_t)n * KV_ARRAY_LEN(keys) + 3, sizeof *in);
+    char **owned = calloc((size_t)n * KV_ARRAY_LEN(keys) + 1, sizeof *owned);
+    int n_in = 0, n_owned = 0, rc = 0;
+    if (!in || !owned) {
+        free(in);
+        free(owned);
+        return kv_err(e, "out of memory");
+    }
+    in[n_in++] = (KvPathArg){"--spec", opt_get(a, "--spec"), 0};
+    in[n_in++] = (KvPathArg){"--hardware", opt_get(a, "--hardware"), 0};
+    in[n_in++] = (KvPathArg){"--models", opt_get(a, "--models"), 0};
+    for (int i = 0; i < n && rc == 0; i++) {
+        SimConfig c;
+        char pol[600];
+        KvErr pe;
+        if (point_config(&c, points[i], "point", pol, sizeof pol, &pe) != 0) continue; /* refused before this */
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(points[i], "scenario");
+        const char *vals[] = {c.trace, c.costs, c.hardware_overlay, c.models_overlay,
+                              cJSON_IsString(sc) && strchr(sc->valuestring, '/') ? sc->valuestring : ""};
+        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++) {
+            if (!vals[k][0]) continue;
+            int seen = 0;
+            for (int j = 3; j < n_in && !seen; j++) seen = !strcmp(in[j].path, vals[k]) && !strcmp(in[j].opt, keys[k]);
+            if (seen) continue;
+            if (!(owned[n_owned] = strdup(vals[k]))) {
+                rc = kv_err(e, "out of memory");
+                break;
+            }
+            in[n_in++] = (KvPathArg){keys[k], owned[n_owned++], 0};
+        }
+    }
+    KvPathArg out[] = {{"--db", opt_get(a, "--db"), 0}, {"--csv", opt_get(a, "--csv"), 0}};
+    if (rc == 0) rc = kv_paths_check(in, n_in, out, (int)KV_ARRAY_LEN(out), e);
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(owned);
+    free(in);
+    return rc;
+}
+
 static int cmd_fail(const char *msg)
 {
     fprintf(stderr, "kvsim sweep: %s\n", msg);
@@ -755,6 +996,7 @@ int sweep_main(int argc, char **argv)
             snprintf(last_models, sizeof last_models, "%s", c.models_overlay);
         }
     }
+    if (rc == 0 && sweep_check_paths(&a, r.points, r.n, &e) != 0) rc = 2; /* before the database is opened */
     int *todo = rc == 0 ? calloc((size_t)r.n + 1, sizeof *todo) : NULL;
     SweepExec x = {run_job, run_done, &r};
     if (rank == 0 && rc == 0) {

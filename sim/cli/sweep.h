@@ -15,6 +15,11 @@
  *         strings, base keys then axis keys; status TEXT: pending | done | failed)
  *   metric(point_id, policy, name, value): point.h's metrics, one row per point × policy × name
  *   failure(point_id, message): why a failed point failed
+ * marked PRAGMA application_id 0x4b565357 'KVSW', PRAGMA user_version 1 (docs/formats.md "Sweep
+ * database"), set at creation. A file that is not one is refused before a byte is written, naming
+ * what it is (a kvsim cost store, another application's database, not SQLite, a newer schema); a
+ * database of the schema before the ids (id 0, exactly these tables) is read, and adopted (its ids
+ * written) by a sweep that registers points.
  * A point is identified by its params: a second run of the same sweep skips the done (and failed,
  * unless --retry-failed) points and runs the rest; each point's rows and its status are written in
  * one transaction, so an interrupted sweep loses at most the points that were running.

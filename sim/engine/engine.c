@@ -187,7 +187,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     metrics_on_run_end(sm);
     rc = 0;
 done:
-    sched_out_close(sm, rc == 0); /* hook: schedule_out */
+    if (sched_out_close(sm, rc == 0) != 0) rc = -1; /* hook: schedule_out (a schedule not written whole fails the run) */
     sim_teardown(sm);
     out->wall_s = wall_now() - t0;
     return rc;

@@ -46,7 +46,8 @@ typedef struct SchedIter {
 } SchedIter;
 
 struct SchedOut {
-    FILE *f;
+    FILE *f;                 /* af.f: the temp file beside the path, renamed into place when the run succeeds */
+    KvAtomicFile af;
     SchedUnit *units;
     size_t n_units, cap_units;
     uint64_t next_iter;
@@ -97,8 +98,9 @@ int sched_out_open(Sim *sm)
     sm->sched = so;
     for (int i = 0; i < sm->R; i++)
         if (!so->it[i].l_start || !so->it[i].l_end) return sim_fail(sm, "out of memory");
-    so->f = fopen(g_path, "w");
-    if (!so->f) return sim_fail(sm, "--emit-schedule %s: cannot create (%s)", g_path, strerror(errno));
+    KvErr ae;
+    if (kv_atomic_open(&so->af, g_path, &ae) != 0) return sim_fail(sm, "--emit-schedule: %s", ae.msg);
+    so->f = so->af.f;
     const ModelSpec *m = sm->w->model;
     fprintf(so->f,
             "{\"rec\":\"header\",\"format\":\"kvsim-schedule\",\"version\":1,\"model\":\"%s\",\"policy\":\"%s\","
@@ -115,14 +117,18 @@ int sched_out_open(Sim *sm)
     return 0;
 }
 
-void sched_out_close(Sim *sm, int ok)
+int sched_out_close(Sim *sm, int ok)
 {
     SchedOut *so = sm->sched;
-    if (!so) return;
-    if (so->f) {
+    if (!so) return 0;
+    int rc = 0;
+    if (so->f && ok) {
         fprintf(so->f, "{\"rec\":\"end\",\"ok\":%d,\"units\":%zu,\"iterations\":%" PRIu64 "}\n", ok, so->n_units,
                 so->next_iter);
-        if (fclose(so->f) != 0 && ok) sim_fail(sm, "--emit-schedule %s: write failed (%s)", g_path, strerror(errno));
+        KvErr ae;
+        if (kv_atomic_commit(&so->af, &ae) != 0) rc = kv_err(sm->e, "--emit-schedule: %s", ae.msg);
+    } else if (so->f) {
+        kv_atomic_abort(&so->af); /* a failed run leaves no schedule (nor a part of one) */
     }
     for (int i = 0; i < sm->R; i++) {
         free(so->it[i].l_start);
@@ -133,6 +139,7 @@ void sched_out_close(Sim *sm, int ok)
     free(so->units);
     free(so);
     sm->sched = NULL;
+    return rc;
 }
 
 /* the cause of something happening now */

@@ -18,7 +18,9 @@
  * Not responsible for: any decision (it only observes: the engine's results are byte-identical with
  * it on or off), saves and spills (not recorded: a replay reads the state they wrote, files it
  * prepares itself), replaying (calibrate/schedule.c reads it, calibrate/execute.c runs it).
- * Invariants: off (no path set) every hook is one NULL test in the engine; unit ids are 1, 2, ... in
+ * Invariants: off (no path set) every hook is one NULL test in the engine; the file is written to a
+ * temp file beside the path and renamed into place only when the run succeeded and every byte was
+ * written (util.h KvAtomicFile), so the path never holds part of a schedule; unit ids are 1, 2, ... in
  * issue order (their lines come in landing order) and iteration ids 1, 2, ... in formation order; numbers are integers (ns, bytes,
  * tokens), so output is deterministic.
  * Complexity: O(1) per hook, except an iteration's waits: O(layers × layer-wise items × units of
@@ -39,8 +41,10 @@ const char *sched_out_path(void);
 /* engine.c: open the file and write the header (sm->sched set); -1 with the run's error on failure.
  * A no-op returning 0 when no path is set. */
 int sched_out_open(Sim *sm);
-/* engine.c: write the end record, close, free (ok: the run succeeded) */
-void sched_out_close(Sim *sm, int ok);
+/* engine.c: ok (the run succeeded): write the end record and rename the file into place; else remove
+ * it (a failed run leaves no schedule). Frees. -1 with the run's error when the file could not be
+ * written whole (a full disk): nothing is left at the path then either. */
+int sched_out_close(Sim *sm, int ok);
 
 /* restore.c: load unit u of r for tokens [lo, hi) (hidden: hidden states or boundary activations)
  * was created and is about to be sent or parked */
