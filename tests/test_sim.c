@@ -346,3 +346,36 @@ TEST(sim_measured_link_curve_sets_the_h2d_rate)
     sim_result_free(&res);
     sim_world_close(&w);
 }
+
+/* In-range extremes end in a result or a refusal, never a wrapped clock: iter_overhead at its
+ * maximum (10^6 s) over 100 requests needs more than the clock's 2^62 ns, with and without the
+ * utilisation windows (whose doubling width once overflowed and looped for ever). */
+TEST(sim_clock_limit_refused_not_wrapped)
+{
+    for (int util = 0; util < 2; util++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 100;
+        c.quiet = 1;
+        simtest_set(t, &c, "iter_overhead", "1000000s");
+        SimWorld w;
+        KvErr e;
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        SimUtilSeries u;
+        memset(&u, 0, sizeof u);
+        SimRunOpts o = {0};
+        if (util) o.util = &u;
+        SimResult res;
+        memset(&e, 0, sizeof e);
+        int rc = sim_run_ex(&w, "kv-offload", &o, &res, &e);
+        CHECK_MSG(rc != 0, "util %d: a run past the clock's limit gave a result", util);
+        CHECK_MSG(strstr(e.msg, "2^62 ns") != NULL, "util %d: %s", util, e.msg);
+        CHECK_MSG(strstr(e.msg, "internal") == NULL, "util %d: %s", util, e.msg);
+        sim_result_free(&res);
+        sim_util_free(&u);
+        sim_world_close(&w);
+    }
+}
