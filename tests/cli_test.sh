@@ -252,6 +252,23 @@ contains "trace /dev/zero: not a regular file" "/dev/zero: not a regular file"
 mkfifo "$tmp/fifo"
 expect 1 "trace FIFO refused without hanging" timeout 20 "$B"/kvsim run --policy recompute --trace "$tmp/fifo" --quiet --out "$tmp/h1"
 contains "trace FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+# every other input file (config, catalog overlays, sweep spec, kvcal import/diff) goes through one
+# reader that refuses special files at once: a FIFO once hung the open, /dev/zero grew to gigabytes
+# (ulimit: a regression fails on memory, not on the machine; not under ASan, whose shadow needs more)
+vlim=4000000; if grep -qa __asan_init "$B"/kvsim; then vlim=unlimited; fi
+expect 1 "config FIFO refused without hanging" timeout 20 "$B"/kvsim run --policy recompute --config "$tmp/fifo" --quiet --out "$tmp/h1"
+contains "config FIFO: named, not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+expect 1 "hardware overlay /dev/zero refused" bash -c 'ulimit -v "$2"; exec timeout 20 "$0"/kvsim run --policy recompute --hardware /dev/zero --quiet --out "$1/h1"' "$B" "$tmp" "$vlim"
+contains "hardware overlay /dev/zero: not a regular file" "/dev/zero: not a regular file (a device)"
+expect 1 "models overlay FIFO refused without hanging" timeout 20 "$B"/kvsim run --policy recompute --models "$tmp/fifo" --quiet --out "$tmp/h1"
+contains "models overlay FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+expect 2 "sweep spec FIFO refused without hanging" timeout 20 "$B"/kvsim sweep --db "$tmp/fifo-sweep.db" --spec "$tmp/fifo" --quiet
+contains "sweep spec FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+expect 1 "kvcal import FIFO refused without hanging" timeout 20 "$B"/kvcal import --db "$tmp/fifo-import.db" "$tmp/fifo"
+contains "kvcal import FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
+if [ -e "$tmp/fifo-import.db" ]; then bad "kvcal import FIFO created its store"; else ok "kvcal import FIFO created no store"; fi
+expect 1 "kvcal diff FIFO refused without hanging" timeout 20 "$B"/kvcal diff "$tmp/fifo" "$tmp/fifo"
+contains "kvcal diff FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
 { echo "$hdr"; head -c 3000000 /dev/zero | tr '\0' s; echo ",0,0,1,1,0"; } > "$tmp/longline.csv"
 expect 1 "trace with a 3 MB line refused" "$B"/kvsim run --policy recompute --trace "$tmp/longline.csv" --quiet --out "$tmp/h1"
 contains "trace with a 3 MB line: line cap" "longline.csv: line 2: longer than 1 MiB"

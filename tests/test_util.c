@@ -1,6 +1,8 @@
 /* test_util.c — util.c: atomic writes, file reading, number parsing, catalog text lookup. */
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
@@ -49,6 +51,35 @@ TEST(util_read_missing_file_names_it)
     KvErr e = {{0}};
     CHECK(kv_read_file("/no/such/file.csv", NULL, &e) == NULL);
     CHECK_CONTAINS(e.msg, "/no/such/file.csv");
+}
+
+/* only regular files are read: a directory, a FIFO without a writer (once a hang in fopen) and a
+ * device (/dev/zero once grew the buffer to gigabytes) are refused at once, naming the file and
+ * what it is */
+TEST(util_read_refuses_special_files)
+{
+    KvErr e = {{0}};
+    CHECK(kv_read_file(test_tmpdir(t), NULL, &e) == NULL);
+    CHECK_CONTAINS(e.msg, "not a regular file (a directory)");
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/fifo", test_tmpdir(t));
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const char *paths[] = {fifo, "/dev/zero"}, *kinds[] = {"not a regular file (a FIFO or pipe)", "not a regular file (a device)"};
+    for (int i = 0; i < 2; i++) {
+        fflush(NULL);
+        pid_t pid = fork(); /* in a child under an alarm: a hang or an endless read fails the test, not the run */
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(5);
+            KvErr ce = {{0}};
+            char *text = kv_read_file(paths[i], NULL, &ce);
+            _exit(!text && strstr(ce.msg, paths[i]) && strstr(ce.msg, kinds[i]) ? 0 : 1);
+        }
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: kv_read_file %s", paths[i],
+                  WIFSIGNALED(status) ? "did not return (killed by its alarm)" : "did not refuse it by name and kind");
+    }
 }
 
 TEST(util_parse_i64)
