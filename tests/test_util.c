@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "sim/base/nameidx.h"
 #include "sim/base/util.h"
 
 TEST(util_atomic_write_replaces_whole_file)
@@ -106,4 +107,32 @@ TEST(util_mkdirs)
     struct stat st;
     CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     CHECK(kv_mkdirs(path, &e) == 0);
+}
+
+/* the catalogs' name index: names equal without case find one value, the first added; it grows
+ * past the size it was made for and keeps every name */
+TEST(util_nameidx_case_insensitive_first_value_kept)
+{
+    KvNameIdx x;
+    CHECK(kv_nameidx_init(&x, 1) == 0);
+    static char names[5000][16];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(names[i], sizeof names[i], "Name-%d", i);
+        CHECK(kv_nameidx_add(&x, names[i], i) == 0);
+    }
+    CHECK(kv_nameidx_add(&x, "NAME-17", 99999) == 0); /* already there: keeps 17 */
+    int wrong = 0;
+    for (int i = 0; i < 5000; i++) {
+        char other[16];
+        snprintf(other, sizeof other, "nAME-%d", i);
+        wrong += kv_nameidx_find(&x, other) != i;
+    }
+    CHECK_EQ_I(wrong, 0);
+    CHECK_EQ_I(kv_nameidx_find(&x, "NAME-17"), 17);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-5000"), -1);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-1 "), -1);
+    CHECK_EQ_I(kv_nameidx_find(&x, NULL), -1);
+    CHECK(x.n == 5000 && 2 * x.n <= x.cap);
+    kv_nameidx_free(&x);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-1"), -1);
 }
