@@ -379,3 +379,70 @@ TEST(sim_clock_limit_refused_not_wrapped)
         sim_world_close(&w);
     }
 }
+
+/* a store whose link curves stop at 64 MiB (a calibration of smaller transfers): the engine reads
+ * each link's streaming rate off its curve (probes at 64 MiB and 1 GiB) without counting the probes
+ * as the run's extrapolations (they once gave "4 cost lookups ... extrapolated" on every run); a
+ * lookup past the range is still counted */
+TEST(sim_link_rate_probes_are_not_extrapolations)
+{
+    char db[4200];
+    snprintf(db, sizeof db, "%s/links64m.db", test_tmpdir(t));
+    KvErr e;
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
+    simtest_set(t, &c, "store", "dram");
+    SimWorld w0;
+    CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);
+    CostStore st;
+    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
+    StoreRunMeta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.backend, sizeof m.backend, "spec");
+    snprintf(m.device, sizeof m.device, "A100-40GB");
+    snprintf(m.model, sizeof m.model, "Llama-2-7B");
+    snprintf(m.dtype, sizeof m.dtype, "fp16");
+    m.tp = 1;
+    CHECK(store_begin_run(&st, &m, &e) == 0);
+    SpecInputs in;
+    spec_inputs_from_platform(&in, &w0.hw, w0.platform, &w0.ly);
+    CHECK_MSG(spec_generate(&in, spec_emit, &st, &e) == 0, "%s", e.msg);
+    CHECK(store_end_run(&st, m.id, 1, &e) == 0);
+    double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
+    StoreRunMeta m2;
+    memset(&m2, 0, sizeof m2);
+    snprintf(m2.backend, sizeof m2.backend, "cpu");
+    snprintf(m2.device, sizeof m2.device, "A100-40GB");
+    snprintf(m2.dtype, sizeof m2.dtype, "fp16");
+    m2.tp = 1;
+    CHECK(store_begin_run(&st, &m2, &e) == 0);
+    const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
+    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
+        for (int64_t b = 4096; b <= (1LL << 26); b *= 4) {
+            StorePoint p = {.op = links[k], .tp = 1, .p1 = b, .n = 5};
+            snprintf(p.dtype, sizeof p.dtype, "fp16");
+            p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / rate * 1e9;
+            CHECK_MSG(store_add_point(&st, m2.id, &p, &e) == 0, "%s", e.msg);
+        }
+    CHECK(store_end_run(&st, m2.id, 1, &e) == 0);
+    store_close(&st);
+    sim_world_close(&w0);
+    snprintf(c.costs, sizeof c.costs, "%s", db);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    CHECK_EQ_U(res.extrapolations, 0);
+    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) CHECK_EQ_U(res.extrapolations_op[links[k]], 0);
+    /* the rate is still the curve's slope (extrapolated past 64 MiB): the restoration's loads at it */
+    CHECK(rows.n == 2 && res.bytes_h2d > 0);
+    /* a lookup past the sampled range counts; a probe does not */
+    uint64_t before = w.cost.extrapolations[OP_H2D];
+    double probe = cost_probe_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0);
+    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before);
+    CHECK(cost_lookup_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0) == probe);
+    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before + 1);
+    CHECK_NEAR(probe, 10000.0 + (double)(1LL << 30) / rate * 1e9, 1e-9, 0);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}

@@ -88,12 +88,13 @@ void sim_result_free(SimResult *r)
 }
 
 /* a link's streaming rate from a measured (not spec) cost curve: the slope between 64 MiB and 1 GiB,
- * which removes the per-transfer latency; the catalog's rate otherwise */
+ * which removes the per-transfer latency; the catalog's rate otherwise. Probes, not lookups of the
+ * simulated work: a curve sampled to 64 MiB only is extrapolated to 1 GiB (its last segment's
+ * slope) without counting as the run's extrapolation. */
 static double link_rate(CostModel *cm, CostOp op, double catalog_bytes_per_s)
 {
     if (!cost_has(cm, op) || !strcmp(cm->c[op].backend, "spec")) return catalog_bytes_per_s;
-    double a = cost_lookup_ns(cm, op, 1LL << 26, 0, 0), b = cost_lookup_ns(cm, op, 1LL << 30, 0, 0);
-    cm->lookups[op] -= 2;
+    double a = cost_probe_ns(cm, op, 1LL << 26, 0, 0), b = cost_probe_ns(cm, op, 1LL << 30, 0, 0);
     if (!(b > a)) return catalog_bytes_per_s;
     return (double)((1LL << 30) - (1LL << 26)) / ((b - a) / 1e9);
 }
