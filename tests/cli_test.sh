@@ -621,7 +621,9 @@ cat > "$tmp/slow.json" <<'EOF'
  "axes": {"n_ssd": [1, 2, 4, 8], "seed": [1, 2]}}
 EOF
 "$B"/kvsim sweep --spec "$tmp/slow.json" --db "$tmp/k.db" -j 1 >"$tmp/kill.out" 2>&1 & spid=$!
-for i in $(seq 1 600); do
+# (waits for the sweep's own progress while it runs, not for a fixed time a loaded machine may outlast)
+for i in $(seq 1 6000); do
+  kill -0 $spid 2>/dev/null || break
   n=$("$B"/kvsim sweep --db "$tmp/k.db" 2>/dev/null | sed -n 's/.*: \([0-9]*\) points done.*/\1/p'); [ "${n:-0}" -ge 2 ] && break; sleep 0.1
 done
 kill -TERM $spid; wait $spid; src=$?
@@ -1128,9 +1130,11 @@ expect 0 "kvcal execute of the same schedule at the drive's speed" "$B"/kvcal ex
 if python3 -c "
 import json, sys
 a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
-ua = max(u['end_ns']['measured'] for u in a['unit_landing']); ub = max(u['end_ns']['measured'] for u in b['unit_landing'])
+ub = max(u['end_ns']['measured'] for u in b['unit_landing'])
 tot = sum(u['bytes'] for u in b['unit_landing'])
-assert ub >= tot / 8e6 * 1e9 * 0.99 and ub > ua, (ua, ub, tot)  # two 512 KiB reads from the SSD tier at 8 MB/s: >= 131 ms
+# two 512 KiB reads from the SSD tier at 8 MB/s: >= 131 ms (a floor the emulation sets; no order
+# against the drive-speed replay, whose time a loaded machine may stretch as far)
+assert ub >= tot / 8e6 * 1e9 * 0.99 and all(u['end_ns']['measured'] > 0 for u in a['unit_landing']), (ub, tot)
 " "$tmp/ior0/execute.json" "$tmp/ior/execute.json"; then ok "execute --io-rate: the reads take at least bytes / rate"; else bad "execute --io-rate: the reads take at least bytes / rate"; fi
 expect 0 "validate_report --overlay --io-rate" python3 tools/validate_report.py --overlay "$tmp/rp/cal.db" --io-rate 8
 contains "the overlay's SSD is the emulated drive" '"read": "0.008 GB/s"'
