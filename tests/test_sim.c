@@ -446,3 +446,40 @@ TEST(sim_link_rate_probes_are_not_extrapolations)
     sim_result_free(&res);
     sim_world_close(&w);
 }
+
+/* max_context below a KV block (1..14 tokens, block_tokens 16), with and without the whole turn
+ * reserved, the KV evicted at each turn's end or kept: every policy ends with every request done, the cut ones counted as truncated (a report
+ * of "internal ... (deadlock)" at these values could not be reproduced on this tree; this keeps it so) */
+TEST(sim_tiny_max_context_every_policy_completes)
+{
+    static const char *const alloc[] = {"ondemand", "reserve"};
+    for (int cell = 0; cell < 4 * 14; cell++) {
+        int a = cell / 28, ev = cell / 14 % 2, n = cell % 14 + 1;
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 150;
+        c.quiet = 1;
+        char v[8];
+        snprintf(v, sizeof v, "%d", n);
+        simtest_set(t, &c, "max_context", v);
+        simtest_set(t, &c, "alloc", alloc[a]);
+        simtest_set(t, &c, "evict_each_turn", ev ? "true" : "false");
+        SimWorld w;
+        KvErr e;
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        for (int p = 0; p < policy_count(); p++) {
+            const char *name = policy_at(p)->name;
+            SimResult res;
+            int rc = sim_run(&w, name, NULL, NULL, NULL, NULL, &res, &e);
+            CHECK_MSG(rc == 0, "max_context %d, alloc %s, evict %d, %s: %s", n, alloc[a], ev, name, e.msg);
+            if (rc == 0)
+                CHECK_MSG(res.requests == 150 && res.truncated > 100, "max_context %d, alloc %s, evict %d, %s: %llu requests, %llu truncated",
+                          n, alloc[a], ev, name, (unsigned long long)res.requests, (unsigned long long)res.truncated);
+            sim_result_free(&res);
+        }
+        sim_world_close(&w);
+    }
+}
