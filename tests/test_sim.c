@@ -483,3 +483,32 @@ TEST(sim_tiny_max_context_every_policy_completes)
         sim_world_close(&w);
     }
 }
+
+/* a GPU too small says which part does not fit: the weights (mem_util 0.30: 12 GB for 13.5 GB of
+ * Llama-2-7B) or the KV cache left beside them (0.35: 14 GB holds the weights, not 1024 tokens of
+ * KV); the second once read "weights 13.5 GB per GPU of 40.0 GB × mem_util 0.35", as if they did not */
+TEST(sim_does_not_fit_names_the_part_that_does_not)
+{
+    static const struct {
+        const char *mem_util, *want;
+    } cases[] = {{"0.30", "weights 13.5 GB per GPU, more than 40.0 GB × mem_util 0.30 = 12.00 GB"},
+                 {"0.35", "weights 13.48 GB per GPU leave 0.52 GB of 40.0 GB × mem_util 0.35 for the KV cache, less than 1024 tokens"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 5;
+        c.quiet = 1;
+        simtest_set(t, &c, "mem_util", cases[k].mem_util);
+        SimWorld w;
+        KvErr e = {{0}};
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        SimResult res;
+        CHECK(sim_run(&w, "recompute", NULL, NULL, NULL, NULL, &res, &e) != 0);
+        CHECK_CONTAINS(e.msg, cases[k].want);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}
