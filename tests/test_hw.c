@@ -575,3 +575,78 @@ TEST(hw_plausible_ranges_refuse_absurd_values)
               "%s", e.msg);
     hw_catalog_free(&c);
 }
+
+/* ---- catalogs of thousands of entries: the name index (duplicates, references, overlay merge) ---- */
+
+#define MANY 3000
+
+/* {"gpus": [G0000 .. G<n-1>, extra...], "links": [pcie4], "platforms": [P0000 on G0000, ...]} (caller frees) */
+static char *many_catalog(int n_gpus, int n_plats, const char *extra_gpu)
+{
+    size_t cap = (size_t)(n_gpus + n_plats + 2) * 512 + 4096, used = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    used += (size_t)snprintf(s + used, cap - used, "{\"gpus\": [");
+    for (int i = 0; i < n_gpus; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "G%04d", i);
+        used += (size_t)snprintf(s + used, cap - used, "%s{\"name\": \"%s\", \"full_name\": \"t\", \"fp16\": \"100 TFLOP/s\", "
+                                 "\"fp32\": \"10 TFLOP/s\", \"mem\": \"40 GB\", \"mem_bw\": \"2000 GB/s\", \"pcie\": \"PCIE4\", "
+                                 "\"basis\": \"test\", \"source\": \"test\"}", i ? ", " : "", name);
+    }
+    if (extra_gpu) used += (size_t)snprintf(s + used, cap - used, ", %s", extra_gpu);
+    used += (size_t)snprintf(s + used, cap - used, "], \"links\": [%s], \"platforms\": [", LINK_J(""));
+    for (int i = 0; i < n_plats; i++)
+        used += (size_t)snprintf(s + used, cap - used, "%s{\"name\": \"P%04d\", \"description\": \"t\", \"gpu\": \"g%04d\", "
+                                 "\"gpus_per_node\": 1, \"link\": \"pcie4\", \"dram\": \"256 GB\", \"source\": \"test\"}",
+                                 i ? ", " : "", i, n_plats - 1 - i);
+    snprintf(s + used, cap - used, "]}");
+    return s;
+}
+
+TEST(hw_duplicate_among_thousands_found_and_named)
+{
+    char *text = many_catalog(MANY, 0, GPU_J("g1234", "\"80 GB\""));
+    if (!text) return;
+    const char *m = parse_fails(t, text);
+    CHECK_CONTAINS(m, "t.json: gpus[3000].name: duplicate GPU name \"g1234\" (already used by gpus[1234] \"G1234\"");
+    free(text);
+}
+
+TEST(hw_thousands_of_platforms_resolve_their_gpus)
+{
+    char *text = many_catalog(MANY, MANY, NULL);
+    if (!text) return;
+    HwCatalog c;
+    KvErr e = {{0}};
+    CHECK_MSG(hw_catalog_parse(&c, text, "t.json", &e) == 0, "%s", e.msg);
+    free(text);
+    if (c.n_platforms != MANY) {
+        CHECK_EQ_I(c.n_platforms, MANY);
+        hw_catalog_free(&c);
+        return;
+    }
+    int wrong = 0;
+    for (int i = 0; i < MANY; i++) wrong += c.platforms[i].gpu != MANY - 1 - i || c.platforms[i].link != 0;
+    CHECK_EQ_I(wrong, 0);
+    CHECK_STR(c.gpus[0].pcie, "pcie4"); /* (the link's own spelling) */
+    /* an overlay of thousands over it: one replaces G0042 in place (another case), the rest are appended */
+    size_t cap = (size_t)MANY * 400 + 1024, used = 0;
+    char *ov = malloc(cap);
+    if (ov) {
+        used += (size_t)snprintf(ov + used, cap - used, "{\"gpus\": [");
+        for (int i = 0; i < MANY; i++)
+            used += (size_t)snprintf(ov + used, cap - used, "%s{\"name\": \"%s%04d\", \"full_name\": \"t\", \"fp16\": \"100 TFLOP/s\", "
+                                     "\"fp32\": \"10 TFLOP/s\", \"mem\": \"%s\", \"mem_bw\": \"2000 GB/s\", \"pcie\": \"pcie4\", "
+                                     "\"basis\": \"test\", \"source\": \"test\"}", i ? ", " : "", i == 7 ? "g" : "H",
+                                     i == 7 ? 42 : i, i == 7 ? "48 GB" : "40 GB");
+        snprintf(ov + used, cap - used, "]}");
+        CHECK_MSG(hw_catalog_overlay(&c, ov, "ov.json", &e) == 0, "%s", e.msg);
+        CHECK_EQ_I(c.n_gpus, 2 * MANY - 1);
+        CHECK(c.gpus[42].mem_bytes == 48000000000ULL);
+        CHECK_STR(c.gpus[42].name, "g0042");
+        CHECK_STR(c.gpus[MANY].name, "H0000");
+        free(ov);
+    }
+    hw_catalog_free(&c);
+}

@@ -892,3 +892,77 @@ TEST(model_error_aliases)
     CHECK_CONTAINS(e.msg, "models[1].hf_id: \"test/tiny\" already names models[0] (Tiny)");
     CHECK(c.n == 0 && c.models == NULL);
 }
+
+/* n tiny models M0000.. (hf_id test/m0000, alias test/m0000-chat) and `extra` after them (caller frees) */
+static char *many_models(int n, const char *extra)
+{
+    size_t cap = (size_t)(n + 1) * 1024 + 4096, used = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    used += (size_t)snprintf(s + used, cap - used, "{\"models\": [");
+    for (int i = 0; i < n; i++) {
+        char name[16], alias[64], obj[2048];
+        snprintf(name, sizeof name, "M%04d", i);
+        snprintf(alias, sizeof alias, ", \"aliases\": [\"test/m%04d-chat\"]", i);
+        tiny(obj, sizeof obj, name, alias);
+        char *hf = strstr(obj, "test/tiny");
+        char id[10];
+        snprintf(id, sizeof id, "test/%04d", i); /* (9 characters, as "test/tiny") */
+        memcpy(hf, id, 9);
+        used += (size_t)snprintf(s + used, cap - used, "%s%s", i ? ", " : "", obj);
+    }
+    if (extra) used += (size_t)snprintf(s + used, cap - used, ", %s", extra);
+    snprintf(s + used, cap - used, "]}");
+    return s;
+}
+
+TEST(model_duplicate_among_thousands_found_and_named)
+{
+    ModelCatalog c;
+    KvErr e = {{0}};
+    char *doc = many_models(3000, NULL);
+    if (!doc) return;
+    CHECK_MSG(model_catalog_parse(&c, doc, "many.json", &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(c.n, 3000);
+    const ModelSpec *m = model_find(&c, "TEST/M2999-CHAT", &e);
+    CHECK(m && strcmp(m->name, "M2999") == 0);
+    model_catalog_free(&c);
+    free(doc);
+    /* the same name, in each field, among thousands: found, named with the model it clashes with */
+    static const struct {
+        const char *name, *extra, *want;
+    } cases[] = {
+        {"m1234", NULL, "many.json: models[3000].name: \"m1234\" already used by models[1234]"},
+        {"New", ", \"aliases\": [\"TEST/M2345-CHAT\"]", "many.json: models[3000].aliases: \"TEST/M2345-CHAT\" already names models[2345] (M2345)"},
+        {"test/m0007-chat", NULL, "many.json: models[3000].name: \"test/m0007-chat\" already names models[7] (M0007)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char obj[2048];
+        tiny(obj, sizeof obj, cases[k].name, cases[k].extra);
+        memcpy(strstr(obj, "test/tiny"), "test/NEW1", 9);
+        doc = many_models(3000, obj);
+        if (!doc) return;
+        memset(&e, 0, sizeof e);
+        CHECK(model_catalog_parse(&c, doc, "many.json", &e) == -1);
+        CHECK_CONTAINS(e.msg, cases[k].want);
+        free(doc);
+    }
+    /* an overlay of thousands over the catalog: a hf_id the catalog's Qwen3-8B answers to is refused */
+    ModelCatalog mc;
+    CHECK_MSG(model_catalog_load(&mc, NULL, &e) == 0, "%s", e.msg);
+    char obj[2048];
+    tiny(obj, sizeof obj, "Mine", NULL);
+    char *at = strstr(obj, "\"test/tiny\"");
+    char fixed[2100];
+    snprintf(fixed, sizeof fixed, "%.*s\"qwen/QWEN3-8b\"%s", (int)(at - obj), obj, at + strlen("\"test/tiny\""));
+    doc = many_models(3000, fixed);
+    if (doc) {
+        int n = mc.n;
+        CHECK(model_catalog_overlay(&mc, doc, "ov.json", &e) == -1);
+        CHECK_CONTAINS(e.msg, "ov.json: models[3000].hf_id: \"qwen/QWEN3-8b\" already names");
+        CHECK_CONTAINS(e.msg, "model Qwen3-8B");
+        CHECK_EQ_I(mc.n, n);
+        free(doc);
+    }
+    model_catalog_free(&mc);
+}

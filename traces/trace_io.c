@@ -26,28 +26,9 @@ int trace_lines_open(TraceLines *l, const char *path, KvErr *e)
 {
     memset(l, 0, sizeof *l);
     l->path = path;
-    /* O_NONBLOCK so that opening a FIFO without a writer returns at once instead of hanging; the
-     * flag does nothing for the regular files we then accept. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return kv_err(e, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return kv_err(e, "%s: cannot open: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kv_err(e, "%s: not a regular file (%s); a trace must be a regular file", path,
-                      S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO or pipe"
-                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket or other special file");
-    }
-    l->f = fdopen(fd, "rb");
-    if (!l->f) {
-        int err = errno;
-        close(fd);
-        return kv_err(e, "%s: cannot open: %s", path, strerror(err));
-    }
+    /* a FIFO, device or directory is refused at once (a trace is read twice and by offset: trace.h) */
+    l->f = kv_fopen_regular(path, e);
+    if (!l->f) return -1;
     return 0;
 }
 

@@ -304,8 +304,8 @@ static int side_open(DiffSide *d, const char *arg, KvErr *e)
         d->run = strtoll(colon + 1, NULL, 10);
         if (d->run < 1) return kv_err(e, "%s: run %s: expected a run id >= 1", arg, colon + 1);
     }
-    FILE *f = fopen(d->path, "rb");
-    if (!f) return kv_err(e, "%s: cannot open: %s", d->path, strerror(errno));
+    FILE *f = kv_fopen_regular(d->path, e); /* (a FIFO would hang the open, /dev/zero the import) */
+    if (!f) return -1;
     char head[16] = {0};
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);

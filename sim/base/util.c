@@ -2,6 +2,7 @@
 #include "sim/base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -35,13 +36,50 @@ int kv_err_prefix(KvErr *e, const char *fmt, ...)
     return -1;
 }
 
-char *kv_read_file(const char *path, size_t *len, KvErr *e)
+const char *kv_special_file_kind(mode_t mode)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    return S_ISREG(mode) ? NULL
+           : S_ISDIR(mode) ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO or pipe"
+           : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+           : "a socket or other special file";
+}
+
+FILE *kv_fopen_regular(const char *path, KvErr *e)
+{
+    /* O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one; it
+     * changes nothing for the regular files accepted below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         kv_err(e, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    const char *kind = NULL;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        kv_err(e, "%s: cannot open: %s", path, strerror(err));
+        return NULL;
+    }
+    if ((kind = kv_special_file_kind(st.st_mode))) {
+        close(fd);
+        kv_err(e, "%s: not a regular file (%s); only regular files are read", path, kind);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        kv_err(e, "%s: cannot open: %s", path, strerror(err));
+    }
+    return f;
+}
+
+char *kv_read_file(const char *path, size_t *len, KvErr *e)
+{
+    FILE *f = kv_fopen_regular(path, e);
+    if (!f) return NULL;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {

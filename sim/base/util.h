@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct KvErr {
     char msg[1024];
@@ -28,7 +29,15 @@ int kv_err_prefix(KvErr *e, const char *fmt, ...) __attribute__((format(printf, 
 /* Append printf output to the NUL-terminated buf of `size` bytes (cut at its end; nothing when it is full). */
 void kv_catf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Read a whole file, NUL-terminated. Caller frees. NULL + message on failure. */
+/* Open path for reading, refusing at once what is not a regular file: a FIFO or pipe (it could hang
+ * the open or never end), a device (/dev/zero never ends), a directory, a socket — "PATH: not a
+ * regular file (a FIFO or pipe); only regular files are read". NULL + message on failure. */
+FILE *kv_fopen_regular(const char *path, KvErr *e);
+/* what a file of this st_mode is when it is not a regular file ("a FIFO or pipe", "a device", ...);
+ * NULL for a regular file */
+const char *kv_special_file_kind(mode_t mode);
+
+/* Read a whole regular file (kv_fopen_regular), NUL-terminated. Caller frees. NULL + message on failure. */
 char *kv_read_file(const char *path, size_t *len, KvErr *e);
 
 /* Write data to path atomically: path.tmp.PID, fsync, rename. */

@@ -11,8 +11,9 @@
  * keys, converts every value through units.c, then a per-section check enforces the relations
  * between fields (h2d <= theoretical, effective <= line, ...). References (a GPU's default link,
  * a platform's gpu/link/ssd/nic) are resolved after every section is read, so sections may come
- * in any order. Cost: O(entries * keys^2) for the repeated-key check, O(n^2) name checks; the
- * catalog holds tens of entries.
+ * in any order. Cost: O(entries * keys^2) for the repeated-key check; the duplicate-name checks,
+ * the overlay's merge and the references go through a name index (sim/base/nameidx.h), O(1)
+ * expected per name, so an overlay of tens of thousands of entries loads in linear time.
  * Invariants: on failure the catalog is left empty (all pointers NULL, counts 0) and the KvErr
  * holds the message; on success hw.h's invariants hold.
  */
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sim/base/nameidx.h"
 #include "sim/base/units.h"
 
 /* ---- field descriptors ---- */
@@ -407,9 +409,9 @@ static int check_nic(const Ctx *cx, int i, const NicSpec *n)
 
 /* Resolve one platform reference; -1 with a message naming the platform and the known names. */
 static int resolve_ref(const Ctx *cx, int pi, const char *pname, const char *key, const char *ref, const Section *target,
-                       const void *base, int n, int *out)
+                       const void *base, int n, const KvNameIdx *ix, int *out)
 {
-    int k = find_index(base, n, target->stride, ref);
+    int k = kv_nameidx_find(ix, ref);
     if (k >= 0) {
         *out = k;
         return 0;
@@ -420,18 +422,23 @@ static int resolve_ref(const Ctx *cx, int pi, const char *pname, const char *key
                   pi, key, pname, target->what, ref, target->whats, names);
 }
 
-static int check_platform(const Ctx *cx, const HwCatalog *c, int i, PlatformSpec *p, const PlatformRefs *r,
-                          const cJSON *obj)
+/* the merged catalog's names per section a platform refers to (parse_layer) */
+typedef struct RefIdx {
+    KvNameIdx gpus, links, ssds, nics;
+} RefIdx;
+
+static int check_platform(const Ctx *cx, const HwCatalog *c, const RefIdx *ix, int i, PlatformSpec *p,
+                          const PlatformRefs *r, const cJSON *obj)
 {
-    if (resolve_ref(cx, i, p->name, "gpu", r->gpu, &SEC_GPUS, c->gpus, c->n_gpus, &p->gpu) ||
-        resolve_ref(cx, i, p->name, "link", r->link, &SEC_LINKS, c->links, c->n_links, &p->link))
+    if (resolve_ref(cx, i, p->name, "gpu", r->gpu, &SEC_GPUS, c->gpus, c->n_gpus, &ix->gpus, &p->gpu) ||
+        resolve_ref(cx, i, p->name, "link", r->link, &SEC_LINKS, c->links, c->n_links, &ix->links, &p->link))
         return -1;
     const cJSON *n_ssd = cJSON_GetObjectItemCaseSensitive(obj, "n_ssd");
     const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(obj, "stripe_chunk");
     int has_n_ssd = n_ssd && !cJSON_IsNull(n_ssd);
     int has_chunk = chunk && !cJSON_IsNull(chunk);
     if (r->ssd[0]) {
-        if (resolve_ref(cx, i, p->name, "ssd", r->ssd, &SEC_SSDS, c->ssds, c->n_ssds, &p->ssd)) return -1;
+        if (resolve_ref(cx, i, p->name, "ssd", r->ssd, &SEC_SSDS, c->ssds, c->n_ssds, &ix->ssds, &p->ssd)) return -1;
         if (!has_n_ssd)
             return kv_err(cx->e,
                           "%s: platforms[%d].n_ssd: missing (platform \"%s\" has an ssd; expected the number of drives)",
@@ -446,7 +453,7 @@ static int check_platform(const Ctx *cx, const HwCatalog *c, int i, PlatformSpec
                           has_n_ssd ? "n_ssd" : "stripe_chunk", p->name);
     }
     if (r->nic[0]) {
-        if (resolve_ref(cx, i, p->name, "nic", r->nic, &SEC_NICS, c->nics, c->n_nics, &p->nic)) return -1;
+        if (resolve_ref(cx, i, p->name, "nic", r->nic, &SEC_NICS, c->nics, c->n_nics, &ix->nics, &p->nic)) return -1;
     } else {
         p->nic = -1;
         if (p->remote_bytes)
@@ -457,6 +464,25 @@ static int check_platform(const Ctx *cx, const HwCatalog *c, int i, PlatformSpec
 }
 
 /* ---- whole catalog ---- */
+
+/* a section's names into a fresh index (names unique: every section was checked) */
+static int names_index(KvNameIdx *x, const void *base, int n, size_t stride)
+{
+    if (kv_nameidx_init(x, (size_t)n) != 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (kv_nameidx_add(x, (const char *)base + (size_t)i * stride, i) != 0) return -1;
+    return 0;
+}
+
+static int ref_idx_build(RefIdx *ix, const HwCatalog *c)
+{
+    return names_index(&ix->gpus, c->gpus, c->n_gpus, sizeof(GpuSpec)) ||
+                   names_index(&ix->links, c->links, c->n_links, sizeof(LinkSpec)) ||
+                   names_index(&ix->ssds, c->ssds, c->n_ssds, sizeof(SsdSpec)) ||
+                   names_index(&ix->nics, c->nics, c->n_nics, sizeof(NicSpec))
+               ? -1
+               : 0;
+}
 
 static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void **out, int *n_out,
                         PlatformRefs **refs_out)
@@ -476,11 +502,17 @@ static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void
         free(refs);
         return kv_err(cx->e, "%s: %s: out of memory", cx->origin, s->key);
     }
+    KvNameIdx names; /* the entries read so far (an entry's name is the first field of its spec) */
+    if (kv_nameidx_init(&names, (size_t)n) != 0) {
+        free(base);
+        free(refs);
+        return kv_err(cx->e, "%s: %s: out of memory", cx->origin, s->key);
+    }
     int i = 0;
     for (const cJSON *it = arr->child; it; it = it->next, i++) {
         char *spec = base + (size_t)i * s->stride;
         if (read_entry(cx, s, i, it, spec, refs ? &refs[i] : NULL) != 0) goto fail;
-        int dup = find_index(base, i, s->stride, spec);
+        int dup = kv_nameidx_find(&names, spec);
         if (dup >= 0) {
             kv_err(cx->e,
                    "%s: %s[%d].name: duplicate %s name \"%s\" (already used by %s[%d] \"%s\"; "
@@ -488,12 +520,18 @@ static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void
                    cx->origin, s->key, i, s->what, spec, s->key, dup, base + (size_t)dup * s->stride);
             goto fail;
         }
+        if (kv_nameidx_add(&names, spec, i) != 0) {
+            kv_err(cx->e, "%s: %s: out of memory", cx->origin, s->key);
+            goto fail;
+        }
     }
+    kv_nameidx_free(&names);
     *out = base;
     *n_out = n;
     if (refs_out) *refs_out = refs;
     return 0;
 fail:
+    kv_nameidx_free(&names);
     free(base);
     free(refs);
     return -1;
@@ -525,17 +563,28 @@ static int json_syntax_error(const Ctx *cx, const char *text, const char *at)
  * appended in the overlay's order. map[i]: where overlay entry i went. NULL when out of memory. */
 static void *merge_section(const void *base, int nb, const void *ov, int no, size_t stride, int *n_out, int *map)
 {
+    KvNameIdx names; /* the base's names (unique: the base was checked) */
+    if (kv_nameidx_init(&names, (size_t)nb) != 0) return NULL;
+    for (int j = 0; j < nb; j++)
+        if (kv_nameidx_add(&names, (const char *)base + (size_t)j * stride, j) != 0) {
+            kv_nameidx_free(&names);
+            return NULL;
+        }
     char *out = calloc((size_t)(nb + no) + 1, stride);
-    if (!out) return NULL;
+    if (!out) {
+        kv_nameidx_free(&names);
+        return NULL;
+    }
     if (nb) memcpy(out, base, (size_t)nb * stride);
     int n = nb;
     for (int i = 0; i < no; i++) {
         const char *spec = (const char *)ov + (size_t)i * stride;
-        int k = find_index(out, nb, stride, spec);
+        int k = kv_nameidx_find(&names, spec);
         if (k < 0) k = n++;
         memcpy(out + (size_t)k * stride, spec, stride);
         map[i] = k;
     }
+    kv_nameidx_free(&names);
     *n_out = n;
     return out;
 }
@@ -583,6 +632,8 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *plats = NULL;
     int ng = 0, nl = 0, ns = 0, nn = 0, np = 0;
     int *map = NULL; /* per section: overlay index -> merged index (identity without a base) */
+    RefIdx ix;       /* the merged sections' names, for the references */
+    memset(&ix, 0, sizeof ix);
     int rc = -1;
     if (read_section(&cx, root, &SEC_GPUS, &gpus, &ng, NULL) || read_section(&cx, root, &SEC_LINKS, &links, &nl, NULL) ||
         read_section(&cx, root, &SEC_SSDS, &ssds, &ns, NULL) || read_section(&cx, root, &SEC_NICS, &nics, &nn, NULL) ||
@@ -622,9 +673,13 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
         gpus = links = ssds = nics = NULL;
         for (int i = 0; i < ng; i++) map[i] = i;
     }
+    if (ref_idx_build(&ix, c) != 0) {
+        kv_err(e, "%s: out of memory", cx.origin);
+        goto done;
+    }
     for (int i = 0; i < ng; i++) {
         GpuSpec *g = &c->gpus[map[i]];
-        int k = find_index(c->links, c->n_links, sizeof(LinkSpec), g->pcie);
+        int k = kv_nameidx_find(&ix.links, g->pcie);
         if (k < 0) {
             char names[700];
             join_names(names, sizeof names, c->links, c->n_links, sizeof(LinkSpec));
@@ -651,9 +706,13 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     const cJSON *parr = cJSON_GetObjectItemCaseSensitive(root, "platforms");
     const cJSON *pobj = parr ? parr->child : NULL;
     for (int i = 0; i < np; i++, pobj = pobj->next)
-        if (check_platform(&cx, c, i, &c->platforms[map[i]], &refs[i], pobj)) goto done;
+        if (check_platform(&cx, c, &ix, i, &c->platforms[map[i]], &refs[i], pobj)) goto done;
     rc = 0;
 done:
+    kv_nameidx_free(&ix.gpus);
+    kv_nameidx_free(&ix.links);
+    kv_nameidx_free(&ix.ssds);
+    kv_nameidx_free(&ix.nics);
     free(map);
     free(refs);
     free(gpus);

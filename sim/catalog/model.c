@@ -18,7 +18,8 @@
              variants with the same architecture; names, hf_ids and aliases are unique over the catalog)
  *   MoE (required when arch is "moe", refused otherwise): num_experts, experts_per_tok,
  *             moe_intermediate_size; optional shared_experts (0), dense_layers (0).
- * Unknown keys and keys given twice are refused (they are usually typos).
+ * Unknown keys and keys given twice are refused (they are usually typos). Names shared by two models
+ * are found through a name index (sim/base/nameidx.h): O(models) expected, for a catalog of any size.
  *
  * Conventions used by the arithmetic (beyond model.h):
  *  - Sizes split over T use the largest shard, ceil(x / T) (I, the vocabulary, expert widths).
@@ -49,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "sim/base/nameidx.h"
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -301,6 +304,29 @@ static const char *model_shared_name(const ModelSpec *a, const ModelSpec *b)
     return NULL;
 }
 
+/* every name a look-up accepts for m (name, hf_id, aliases) into x with value v; -1 out of memory */
+static int model_names_add(KvNameIdx *x, const ModelSpec *m, int v)
+{
+    if (kv_nameidx_add(x, m->name, v) || kv_nameidx_add(x, m->hf_id, v)) return -1;
+    for (int k = 0; k < m->n_aliases; k++)
+        if (kv_nameidx_add(x, m->aliases[k], v)) return -1;
+    return 0;
+}
+
+/* The smallest model index of x that answers to one of m's names, skipping `skip` and the models
+ * marked in `gone` (may be NULL); -1 when none (x maps each name to the one model it names). */
+static int model_names_clash(const KvNameIdx *x, const ModelSpec *m, int skip, const unsigned char *gone)
+{
+    int best = -1;
+    const char *names[2 + MODEL_MAX_ALIASES] = {m->name, m->hf_id};
+    for (int k = 0; k < m->n_aliases; k++) names[2 + k] = m->aliases[k];
+    for (int k = 0; k < 2 + m->n_aliases; k++) {
+        int j = kv_nameidx_find(x, names[k]);
+        if (j >= 0 && j != skip && !(gone && gone[j]) && (best < 0 || j < best)) best = j;
+    }
+    return best;
+}
+
 /* One of two names (all our enumerations have two values). */
 static int get_choice(const ParseCtx *pc, const cJSON *obj, const char *key, const char *a, const char *b,
                       int *out)
@@ -456,6 +482,7 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
     ParseCtx pc = {origin, -1, e};
     int rc = -1;
     const cJSON *models = NULL;
+    KvNameIdx by_name = {0}, by_any = {0};
     if (!cJSON_IsObject(root)) {
         char got[80];
         describe(root, got, sizeof got);
@@ -485,15 +512,20 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
         kv_err(e, "%s: out of memory", origin);
         goto done;
     }
+    /* the names of the models read so far: the "name" fields, and every name a look-up accepts
+     * (the same checks as a scan of every earlier model, in O(1) expected per name) */
+    if (kv_nameidx_init(&by_name, (size_t)n) != 0 || kv_nameidx_init(&by_any, (size_t)n * 2) != 0) {
+        kv_err(e, "%s: out of memory", origin);
+        goto done;
+    }
     int i = 0;
     for (const cJSON *it = models->child; it; it = it->next, i++) {
         pc.idx = i;
         if (parse_model(&pc, it, &c->models[i])) goto done;
-        for (int j = 0; j < i; j++) {
-            if (strcasecmp(c->models[j].name, c->models[i].name) == 0) {
-                perr(&pc, "name", "\"%s\" already used by models[%d]", c->models[i].name, j);
-                goto done;
-            }
+        int same = kv_nameidx_find(&by_name, c->models[i].name);
+        if (same >= 0) {
+            perr(&pc, "name", "\"%s\" already used by models[%d]", c->models[i].name, same);
+            goto done;
         }
         /* every name a lookup accepts (name, hf_id, aliases) must name one model only */
         const ModelSpec *mi = &c->models[i];
@@ -505,18 +537,23 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
                 goto done;
             }
         }
-        for (int j = 0; j < i; j++) {
-            const char *dup = model_shared_name(&c->models[j], mi);
-            if (dup) {
-                const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
-                perr(&pc, key, "\"%s\" already names models[%d] (%s)", dup, j, c->models[j].name);
-                goto done;
-            }
+        int j = model_names_clash(&by_any, mi, -1, NULL);
+        const char *dup = j >= 0 ? model_shared_name(&c->models[j], mi) : NULL;
+        if (dup) {
+            const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
+            perr(&pc, key, "\"%s\" already names models[%d] (%s)", dup, j, c->models[j].name);
+            goto done;
+        }
+        if (kv_nameidx_add(&by_name, mi->name, i) || model_names_add(&by_any, mi, i)) {
+            kv_err(e, "%s: out of memory", origin);
+            goto done;
         }
     }
     c->n = n;
     rc = 0;
 done:
+    kv_nameidx_free(&by_name);
+    kv_nameidx_free(&by_any);
     cJSON_Delete(root);
     if (rc != 0) {
         free(c->models);
@@ -550,27 +587,38 @@ int model_catalog_overlay(ModelCatalog *c, const char *json_text, const char *or
     if (c->n) memcpy(out, c->models, (size_t)c->n * sizeof *out);
     int n = c->n;
     ParseCtx pc = {origin, -1, e};
-    for (int i = 0; i < ov.n; i++) {
+    /* the base's names ("name" fields; every name a look-up accepts) and which base models an
+     * earlier overlay model replaced (their names are the overlay's own, checked by the parse) */
+    KvNameIdx by_name = {0}, by_any = {0};
+    unsigned char *gone = calloc((size_t)c->n + 1, 1);
+    int oom = !gone || kv_nameidx_init(&by_name, (size_t)c->n) || kv_nameidx_init(&by_any, (size_t)c->n * 2);
+    for (int j = 0; j < c->n && !oom; j++)
+        oom = kv_nameidx_add(&by_name, c->models[j].name, j) || model_names_add(&by_any, &c->models[j], j);
+    int rc = oom ? kv_err(e, "%s: out of memory", origin) : 0;
+    for (int i = 0; i < ov.n && rc == 0; i++) {
         const ModelSpec *mi = &ov.models[i];
-        int k = -1; /* the base model this one replaces: same name */
-        for (int j = 0; j < c->n; j++)
-            if (strcasecmp(out[j].name, mi->name) == 0) k = j;
+        int k = kv_nameidx_find(&by_name, mi->name); /* the base model this one replaces: same name */
         /* every name a lookup accepts must still name one model: check against the base models it
          * does not replace (the overlay's own names were checked by model_catalog_parse) */
-        for (int j = 0; j < c->n; j++) {
-            if (j == k) continue;
-            const char *dup = model_shared_name(&out[j], mi);
-            if (dup) {
-                pc.idx = i;
-                const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
-                perr(&pc, key, "\"%s\" already names %s's model %s (an overlay model replaces a catalog model of the same "
-                     "name only)", dup, c->origin, out[j].name);
-                free(out);
-                model_catalog_free(&ov);
-                return -1;
-            }
+        int j = model_names_clash(&by_any, mi, k, gone);
+        const char *dup = j >= 0 ? model_shared_name(&out[j], mi) : NULL;
+        if (dup) {
+            pc.idx = i;
+            const char *key = strcasecmp(dup, mi->name) == 0 ? "name" : strcasecmp(dup, mi->hf_id) == 0 ? "hf_id" : "aliases";
+            rc = perr(&pc, key, "\"%s\" already names %s's model %s (an overlay model replaces a catalog model of the same "
+                      "name only)", dup, c->origin, out[j].name);
+            break;
         }
+        if (k >= 0) gone[k] = 1;
         out[k >= 0 ? k : n++] = *mi;
+    }
+    kv_nameidx_free(&by_name);
+    kv_nameidx_free(&by_any);
+    free(gone);
+    if (rc != 0) {
+        free(out);
+        model_catalog_free(&ov);
+        return -1;
     }
     model_catalog_free(&ov);
     free(c->models);

@@ -391,6 +391,15 @@ double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t 
     return cost_lookup_hint_ns(cm, op, NULL, p1, p2, p3);
 }
 
+double cost_probe_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3)
+{
+    uint64_t lookups = cm->lookups[op], extrapolations = cm->extrapolations[op];
+    double v = cost_lookup_ns(cm, op, p1, p2, p3);
+    cm->lookups[op] = lookups;
+    cm->extrapolations[op] = extrapolations;
+    return v;
+}
+
 uint64_t cost_extrapolations_total(const CostModel *cm)
 {
     uint64_t s = 0;

@@ -70,6 +70,10 @@ void cost_model_free(CostModel *cm);
 static inline int cost_has(const CostModel *cm, CostOp op) { return cm->c[op].present; }
 /* Time in ns; p2/p3 ignored for ops with fewer parameters. The op must be present. */
 double cost_lookup_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);
+/* cost_lookup_ns's value for a probe of the curve itself (the engine reading a link's streaming
+ * rate off its curve at setup), counted in neither lookups nor extrapolations: those count the
+ * lookups of the simulated work, and a probe past the sampled range is no fault of the run's. */
+double cost_probe_ns(CostModel *cm, CostOp op, int64_t p1, int64_t p2, int64_t p3);
 
 /* A caller's memory of the grid segment its last lookup of one op fell in, per axis (start zeroed).
  * Lookups of nearby arguments then skip the search. Purely a speed hint: any value gives the same

@@ -66,10 +66,10 @@ static double unit_rate(const Channel *c, const Unit *u)
 static inline __attribute__((always_inline)) void schedule(Sim *sm, Channel *c)
 {
     double t = c->cur_left / c->cur_rate;
-    int64_t dt = (int64_t)ceil(t - 1e-9);
+    int64_t dt = t < 0x1p62 ? (int64_t)ceil(t - 1e-9) : INT64_MAX; /* (past the clock's limit: refused) */
     if (dt < 0) dt = 0;
-    if (sm->ref_off & SIM_REF_LAZY_REARM) c->ev_seq = sim_push(sm, sim_now(sm) + dt, EV_UNIT_DONE, c, 0); /* tests' reference */
-    else c->ev_seq = sim_arm(sm, &c->tm, sim_now(sm) + dt, EV_UNIT_DONE, c);
+    if (sm->ref_off & SIM_REF_LAZY_REARM) c->ev_seq = sim_push(sm, t_add(sim_now(sm), dt), EV_UNIT_DONE, c, 0); /* tests' reference */
+    else c->ev_seq = sim_arm(sm, &c->tm, t_add(sim_now(sm), dt), EV_UNIT_DONE, c);
 }
 
 /* the rate of the unit in flight changes (the other direction started or stopped) */

@@ -32,8 +32,17 @@ void sim_check_failed(Sim *sm, const char *file, int line, const char *cond)
     sim_fail(sm, "internal: %s:%d: check %s failed (at t=%lld ns)", file, line, cond, (long long)sim_now(sm));
 }
 
+uint64_t sim_time_overrun(Sim *sm, int64_t t)
+{
+    sim_fail(sm, "simulated time would pass the clock's limit of 2^62 ns (about 146 years; next event at %s%.3g s, now %.3g s): "
+                 "the run is too long to simulate; give fewer requests or shorter times (iter_overhead, think, time_scale)",
+             t == INT64_MAX ? "more than " : "", (double)t / 1e9, (double)sim_now(sm) / 1e9);
+    return 0;
+}
+
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg)
 {
+    if (t > SIM_TIME_MAX_NS) return sim_time_overrun(sm, t);
     uint64_t seq = evq_push(&sm->q, t, sim_ev_rank[kind], (uint32_t)kind, obj, arg, sm->e);
     if (!seq) sm->failed = 1;
     return seq;

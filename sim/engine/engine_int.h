@@ -469,6 +469,8 @@ static inline void *sim_zalloc(size_t n)
  * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
 static inline int64_t round_ns(double x)
 {
+    if (!(x < 0x1p63)) return INT64_MAX; /* (a cast out of range is undefined; sim_push refuses the time) */
+    if (x < -0x1p63) return INT64_MIN;
     int64_t i = (int64_t)x;
     double f = x - (double)i;
     if (f >= 0.5) i++;
@@ -488,12 +490,29 @@ static inline void sim_note_waiting(Sim *sm)
     if (m > sm->waiting_peak) sm->waiting_peak = m;
 }
 
+/* t + d and d × k on the simulated clock (t, d, k >= 0), saturating at INT64_MAX instead of
+ * wrapping: a saturated time is past SIM_TIME_MAX_NS, which sim_push and sim_arm refuse */
+static inline int64_t t_add(int64_t t, int64_t d)
+{
+    int64_t s;
+    return __builtin_add_overflow(t, d, &s) ? INT64_MAX : s;
+}
+static inline int64_t t_mul(int64_t d, int64_t k)
+{
+    int64_t p;
+    return __builtin_mul_overflow(d, k, &p) ? INT64_MAX : p;
+}
+
+/* Push an event at t; 0 (the run failed, with the message) when t is in the past or past SIM_TIME_MAX_NS. */
 uint64_t sim_push(Sim *sm, int64_t t, int kind, void *obj, int64_t arg);
+/* the run's failure for an event at t past SIM_TIME_MAX_NS (core.c); returns 0 */
+uint64_t sim_time_overrun(Sim *sm, int64_t t);
 /* the same-instant order of the event kinds (core.c) */
 extern const uint32_t sim_ev_rank[];
 /* (re-)arm an owner's timer with an event of `kind` at t (evq_arm: the event it held is cancelled) */
 static inline uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *obj)
 {
+    if (t > SIM_TIME_MAX_NS) return sim_time_overrun(sm, t);
     uint64_t seq = evq_arm(&sm->q, tm, t, sim_ev_rank[kind], (uint32_t)kind, obj, sm->e);
     if (!seq) sm->failed = 1;
     return seq;

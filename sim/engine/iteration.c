@@ -447,7 +447,9 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         }
         dctx += it->ctx;
     }
-    const int64_t t0 = sim_now(sm), t_next = evq_next_time(&sm->q), oh = sm->overhead_ns, L = sm->L;
+    const int64_t t0 = sim_now(sm), oh = sm->overhead_ns, L = sm->L;
+    /* the next event's time, or just past the clock's limit (the step that passes it is pushed: refused) */
+    const int64_t t_stop = evq_next_time(&sm->q) <= SIM_TIME_MAX_NS ? evq_next_time(&sm->q) : SIM_TIME_MAX_NS + 1;
     const int S = sm->S;
     int64_t t = t0, n = 0;
     int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
@@ -468,8 +470,8 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     for (;;) {
         if (n + 1 >= kmax) break;
         int64_t d = round_ns(base); /* = iter_advance's rounding */
-        int64_t end = t + oh + d * L;
-        if (end >= t_next) break; /* something happens before it ends: it is the step in flight */
+        int64_t end = t_add(t_add(t, oh), t_mul(d, L));
+        if (end >= t_stop) break; /* something happens before it ends (or it passes the clock's limit): it is the step in flight */
         if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
             if (need < 0) need = run_need(sm, rp, n);
             if (need > 0 && rp->pool_used + need > rp->pool_cap) break; /* (need > 0 whenever the exact slack is ≤ 0) */
@@ -556,7 +558,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->direct_save_ns = tier_direct_save_ns(sm, direct_tokens, direct_pieces);
     rp->iterating = 1;
     rp->iter_start_ns = start;
-    rp->cursor_ns = rp->iter_start_ns + sm->overhead_ns;
+    rp->cursor_ns = t_add(rp->iter_start_ns, sm->overhead_ns);
     if (sm->sched) sched_out_iter_formed(sm, rp); /* hook: schedule_out */
     rp->layer = 0;
     rp->wait_r = NULL;

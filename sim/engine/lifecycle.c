@@ -107,7 +107,7 @@ void request_done(Sim *sm, Replica *rp, Request *r)
         if (s->pend_head) {
             Turn *nx = pend_pop(s);
             int64_t now = sim_now(sm);
-            int64_t t = nx->when_ns >= 0 ? kv_max_i64(nx->when_ns, now) : now + nx->think_ns;
+            int64_t t = nx->when_ns >= 0 ? kv_max_i64(nx->when_ns, now) : t_add(now, nx->think_ns);
             s->busy = 1;
             sim_push(sm, t, EV_RELEASE, nx, 0);
         }
@@ -284,7 +284,7 @@ static void conc_release_next(Sim *sm, Session *s, int first)
 {
     Turn *nx = pend_pop(s);
     s->busy = 1;
-    sim_push(sm, sim_now(sm) + (first ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+    sim_push(sm, t_add(sim_now(sm), first ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
 }
 
 /* give every idle client the next session of the stream */
@@ -359,7 +359,7 @@ int pull_trace(Sim *sm)
             return 0; /* read more when this one arrives */
         }
         if (mode == SIM_LOAD_TRACE) { /* open loop: a time fixed by the trace and the think times alone */
-            int64_t t = *last >= 0 ? *last + r->think_ns : now;
+            int64_t t = *last >= 0 ? t_add(*last, r->think_ns) : now;
             if (t < now) t = now;
             *last = t;
             r->offered_ns = r->when_ns = t;
@@ -369,7 +369,7 @@ int pull_trace(Sim *sm)
         /* closed loop: after the session's previous turn */
         if (!s->busy && !s->pend_head) {
             s->busy = 1;
-            sim_push(sm, sim_now(sm) + r->think_ns, EV_RELEASE, r, 0);
+            sim_push(sm, t_add(sim_now(sm), r->think_ns), EV_RELEASE, r, 0);
         } else {
             pend_append(sm, s, r);
         }
@@ -402,7 +402,7 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
         if (s->pend_head) {
             Turn *nx = pend_pop(s);
             s->busy = 1;
-            sim_push(sm, sim_now(sm) + (nx->when_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+            sim_push(sm, t_add(sim_now(sm), nx->when_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
         }
     }
     turn_free(sm, r);

@@ -66,6 +66,7 @@ typedef struct MetricsObs {
     int res_ch[CH_COUNT][SIM_MAX_STAGES]; /* -1: the platform has no such channel */
     char names[SIM_UTIL_MAX_RES][16];
     int64_t width_ns, cap;                /* window width, windows allocated */
+    int64_t span_ns;                      /* width_ns × cap, the time the windows cover (saturated, never wrapped) */
     double *bins;                         /* [window × n_res + resource] */
     /* timeline (tl_on) */
     int tl_on;
@@ -99,20 +100,23 @@ static int util_setup(Sim *sm, MetricsObs *o)
     o->fixed = sm->opts->util_window_ns > 0;
     o->width_ns = o->fixed ? sm->opts->util_window_ns : UTIL_FIRST_WIDTH_NS;
     o->cap = UTIL_BINS;
+    o->span_ns = t_mul(o->width_ns, o->cap);
     o->bins = calloc((size_t)(o->cap * o->n_res), sizeof *o->bins);
     return o->bins ? 0 : -1;
 }
 
-/* windows up to t_ns: more of them (fixed width) or pairs merged (doubling) */
+/* windows up to t_ns: more of them (fixed width) or pairs merged (doubling). span_ns saturates
+ * where width × cap would pass INT64_MAX (a wrapped product once made this loop endless). */
 static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
 {
-    while (t_ns > o->width_ns * o->cap) {
+    while (t_ns > o->span_ns) {
         int R = o->n_res;
         if (!o->fixed) {
             for (int64_t i = 0; i < o->cap / 2; i++)
                 for (int r = 0; r < R; r++) o->bins[i * R + r] = o->bins[2 * i * R + r] + o->bins[(2 * i + 1) * R + r];
             memset(o->bins + o->cap / 2 * R, 0, sizeof *o->bins * (size_t)(o->cap / 2 * R));
-            o->width_ns *= 2;
+            o->width_ns *= 2; /* (width_ns <= span_ns / cap < INT64_MAX / 400: no overflow) */
+            o->span_ns = t_mul(o->width_ns, o->cap);
             continue;
         }
         int64_t nc = o->cap * 2;
@@ -124,6 +128,7 @@ static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
         memset(nb + o->cap * R, 0, sizeof *nb * (size_t)((nc - o->cap) * R));
         o->bins = nb;
         o->cap = nc;
+        o->span_ns = t_mul(o->width_ns, o->cap);
     }
     return 0;
 }
@@ -131,7 +136,8 @@ static int util_cover(Sim *sm, MetricsObs *o, int64_t t_ns)
 static void util_add(Sim *sm, MetricsObs *o, int res, int64_t a, int64_t b, double busy)
 {
     if (res < 0 || busy <= 0 || b <= a) return;
-    if (b > o->width_ns * o->cap && util_cover(sm, o, b) != 0) return; /* (util_cover's own test, inline) */
+    if (b > SIM_TIME_MAX_NS) return; /* past the clock's limit: the run fails at its push (sim_push) */
+    if (b > o->span_ns && util_cover(sm, o, b) != 0) return; /* (util_cover's own test, inline) */
     double dens = busy / (double)(b - a);
     int64_t W = o->width_ns, k = a / W;
     if (b <= (k + 1) * W) { /* within one window (most spans): the loop's one step, s0 = a, s1 = b */

@@ -88,12 +88,13 @@ void sim_result_free(SimResult *r)
 }
 
 /* a link's streaming rate from a measured (not spec) cost curve: the slope between 64 MiB and 1 GiB,
- * which removes the per-transfer latency; the catalog's rate otherwise */
+ * which removes the per-transfer latency; the catalog's rate otherwise. Probes, not lookups of the
+ * simulated work: a curve sampled to 64 MiB only is extrapolated to 1 GiB (its last segment's
+ * slope) without counting as the run's extrapolation. */
 static double link_rate(CostModel *cm, CostOp op, double catalog_bytes_per_s)
 {
     if (!cost_has(cm, op) || !strcmp(cm->c[op].backend, "spec")) return catalog_bytes_per_s;
-    double a = cost_lookup_ns(cm, op, 1LL << 26, 0, 0), b = cost_lookup_ns(cm, op, 1LL << 30, 0, 0);
-    cm->lookups[op] -= 2;
+    double a = cost_probe_ns(cm, op, 1LL << 26, 0, 0), b = cost_probe_ns(cm, op, 1LL << 30, 0, 0);
     if (!(b > a)) return catalog_bytes_per_s;
     return (double)((1LL << 30) - (1LL << 26)) / ((b - a) / 1e9);
 }
@@ -181,10 +182,17 @@ int sim_setup(Sim *sm)
     /* KV pool */
     SimCapacity cap;
     sim_world_capacity(w, &cap);
-    if (!cap.fits)
-        return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.1f GB per GPU of %.1f GB × mem_util %.2f",
+    if (!cap.fits) { /* the weights themselves, or a KV pool under sim_world_capacity's 1024 tokens */
+        double budget = (double)gpu->mem_bytes * cfg->mem_util;
+        if (cap.usable_bytes < 0)
+            return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.1f GB per GPU, more than %.1f GB × mem_util %.2f = %.2f GB",
+                          w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
+                          (double)gpu->mem_bytes / 1e9, cfg->mem_util, budget / 1e9);
+        return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.2f GB per GPU leave %.2f GB of %.1f GB × mem_util %.2f "
+                             "for the KV cache, less than 1024 tokens (%.2f GB); raise mem_util or split the model over more GPUs (tp, pp)",
                       w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
-                      (double)gpu->mem_bytes / 1e9, cfg->mem_util);
+                      cap.usable_bytes / 1e9, (double)gpu->mem_bytes / 1e9, cfg->mem_util, cap.kv_bytes_per_token_gpu * 1024 / 1e9);
+    }
     sm->rep = calloc((size_t)sm->R, sizeof *sm->rep);
     if (!sm->rep) return kv_err(sm->e, "out of memory");
     for (int i = 0; i < sm->R; i++) {

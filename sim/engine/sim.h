@@ -54,6 +54,10 @@
 
 #define SIM_MAX_LAYERS 256
 #define SIM_MAX_STAGES 16
+/* The simulated clock is int64 nanoseconds; a run whose next event would fall past 2^62 ns (about
+ * 146 years) fails with a message naming the limit instead of wrapping (trace arrivals stop at 4e18
+ * ns, below it). Time sums saturate rather than wrap, so the check sees every overrun. */
+#define SIM_TIME_MAX_NS ((int64_t)1 << 62)
 #define SIM_CLASSES 3
 
 /* Enum-like settings, parsed once by sim_config_set (names in config.c's table). */

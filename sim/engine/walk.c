@@ -29,14 +29,14 @@
  * stage's layers start after them. A lane ends that request's recompute on the stage. */
 static void stage_lanes(Sim *sm, Replica *rp, int st)
 {
-    int64_t t = rp->iter_start_ns + sm->overhead_ns;
+    int64_t t = t_add(rp->iter_start_ns, sm->overhead_ns);
     int any = 0;
     for (int j = 0; j < rp->n_lw; j++) {
         IterItem *it = &rp->items[rp->lw_idx[j]];
         if (!it->r->stage_par || it->r->lane_ns[st] <= 0) continue;
         Request *r = it->r;
         if (st > 0 && r->bnd_ns[st] > t) t = r->bnd_ns[st];
-        t += round_ns(r->lane_ns[st]);
+        t = t_add(t, round_ns(r->lane_ns[st]));
         if (t > r->t_restored) r->t_restored = t;
         any = 1;
     }
@@ -50,8 +50,8 @@ void iter_advance(Sim *sm, Replica *rp)
         int64_t d = round_ns(rp->layer_ns[0]);
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         if (sm->sched) /* hook: schedule_out */
-            for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, rp->cursor_ns + d * l, rp->cursor_ns + d * (l + 1));
-        rp->cursor_ns += d * sm->L;
+            for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, t_add(rp->cursor_ns, t_mul(d, l)), t_add(rp->cursor_ns, t_mul(d, l + 1)));
+        rp->cursor_ns = t_add(rp->cursor_ns, t_mul(d, sm->L));
         rp->layer = sm->L;
     }
     while (rp->layer < sm->L) {
@@ -77,14 +77,14 @@ void iter_advance(Sim *sm, Replica *rp)
         int64_t d = round_ns(rp->layer_ns[l]);
         rp->busy_stage_ns[sm->stage_of[l]] += (double)d;
         int64_t layer_start = rp->cursor_ns;
-        rp->cursor_ns += d;
+        rp->cursor_ns = t_add(rp->cursor_ns, d);
         metrics_on_layer_walked(sm, rp, l, layer_start, rp->cursor_ns); /* plots: the timeline's layer spans */
         if (sm->sched) sched_out_layer(sm, rp, l, layer_start, rp->cursor_ns); /* hook: schedule_out */
         for (int j = 0; j < rp->n_lw; j++) {
             Request *r = rp->items[rp->lw_idx[j]].r;
             if (!r->stage_par && r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > r->t_restored) r->t_restored = rp->cursor_ns;
             if (r->rc_layer == l) { /* its last projection / dequantize, at the head of the layer */
-                int64_t t = layer_start + round_ns(r->rc_off_ns);
+                int64_t t = t_add(layer_start, round_ns(r->rc_off_ns));
                 if (t > rp->cursor_ns) t = rp->cursor_ns;
                 if (t > r->t_restored) r->t_restored = t;
             }
@@ -92,7 +92,7 @@ void iter_advance(Sim *sm, Replica *rp)
         rp->layer++;
     }
     if (rp->direct_save_ns > 0) { /* synchronous writes after the last layer */
-        rp->cursor_ns += round_ns(rp->direct_save_ns);
+        rp->cursor_ns = t_add(rp->cursor_ns, round_ns(rp->direct_save_ns));
         rp->direct_save_ns = 0;
     }
     rp->iter_seq = sim_push(sm, rp->cursor_ns, EV_ITER_DONE, rp, 0);
