@@ -1321,6 +1321,9 @@ walk "configs/default.json" --config configs/default.json --requests 400
 printf 'session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\na,0,0,100,10,0\na,1,1,5000,10,110\n' >"$tmp/pastmax.csv"
 walk "a turn past max_context" --trace "$tmp/pastmax.csv" --set max_context=4096
 contains "the cut is counted and warned" "were truncated to max_context (4096 tokens)"
+# max_context below a turn's new input on every turn: each turn's history dropped, its old KV released
+# (when it stayed counted, the pool filled with it and the run ended in a deadlock)
+for mc in 1 14; do walk "every turn past max_context=$mc" --trace swebench --requests 2000 --set max_context=$mc; done
 
 # ---- nothing of the user's is written unless it is ours ----
 # the sweep database carries its id ('KVSW', schema 1); a file that is not one is refused by what it is, untouched
