@@ -50,16 +50,6 @@ static void on_stop_signal(int sig)
     raise(sig);
 }
 
-static void install_stop_handlers(void)
-{
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL); /* nohup stays nohup */
-}
 
 static void iso_now(char *buf, size_t len)
 {
@@ -238,7 +228,7 @@ int main(int argc, char **argv)
         printf("kvcal %s\n", kv_git_rev());
         return 0;
     }
-    install_stop_handlers(); /* for every command: none leaves a temp file when interrupted */
+    kv_install_stop_handlers(on_stop_signal); /* for every command: none leaves a temp file when interrupted */
     if (!strcmp(cmd, "spec")) return cmd_spec(argc - 1, argv + 1);
     if (!strcmp(cmd, "show")) return kvcal_cmd_show(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return kvcal_cmd_export(argc - 1, argv + 1);

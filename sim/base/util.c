@@ -405,3 +405,14 @@ void kv_catf(char *buf, size_t size, const char *fmt, ...)
     vsnprintf(buf + n, size - n, fmt, ap);
     va_end(ap);
 }
+
+void kv_install_stop_handlers(void (*handler)(int))
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
+}

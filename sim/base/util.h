@@ -65,6 +65,9 @@ void kv_atomic_abort(KvAtomicFile *af);
 /* Remove this process's temp files still open (async-signal-safe: unlink only); for a SIGINT or
  * SIGTERM handler that then dies of the signal. Files of a forked child are its own to remove. */
 void kv_atomic_cleanup_on_signal(void);
+/* handler for SIGINT, SIGTERM and SIGHUP (SIGHUP only when it is not ignored: nohup stays nohup),
+ * for a main's "clean up, then die of the signal" */
+void kv_install_stop_handlers(void (*handler)(int));
 
 /* One path a command reads or writes, for kv_paths_check. */
 typedef struct KvPathArg {

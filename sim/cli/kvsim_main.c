@@ -378,16 +378,6 @@ static void on_stop_signal(int sig)
     raise(sig);
 }
 
-static void install_stop_handlers(void)
-{
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL); /* nohup stays nohup */
-}
 
 /* Before anything is written: no output of run/compare is one of its inputs or another output, and
  * no input lies in --out DIR (replaced as a whole). A usage error (exit 2) naming both. */
@@ -556,7 +546,7 @@ int main(int argc, char **argv)
         return 0;
     }
     fill_policy_help();
-    install_stop_handlers(); /* for every command: none leaves a temp file when interrupted */
+    kv_install_stop_handlers(on_stop_signal); /* for every command: none leaves a temp file when interrupted */
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);

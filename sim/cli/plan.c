@@ -1411,10 +1411,10 @@ static int usage(const char *fmt, ...)
 /* ---------------------------------------------------------------- interruption
  *
  * A plan keeps its workers' files in a temporary directory <TMPDIR>/kvsim-plan.<pid>.<host>.XXXXXX.
- * SIGINT/SIGTERM: the handler kills and reaps the workers (the children of this process, found in
- * /proc: procpool does not publish their pids), removes the directory and any result set being
- * written, then dies of the signal (status 128 + sig). Everything it calls is async-signal-safe
- * (open, read, close, kill, waitpid, unlinkat, rmdir; getdents64 as a raw system call). After a
+ * SIGINT/SIGTERM: the handler kills and reaps the workers (procpool_stop_on_signal), removes the
+ * directory and any result set being written, then dies of the signal (status 128 + sig).
+ * Everything it calls is async-signal-safe (open, close, kill, waitpid, unlinkat, rmdir; getdents64
+ * as a raw system call). After a
  * SIGKILL nothing can run: the workers die with their parent (PR_SET_PDEATHSIG), and the next plan
  * on this host removes the directories whose owner pid is gone (plan_clean_stale). */
 
@@ -1463,51 +1463,6 @@ static long parse_num(const char *s, char stop)
     return any ? v : -1;
 }
 
-/* SIGKILL every child of this process and reap it (async-signal-safe: /proc read with open/read). */
-static void kill_children(void)
-{
-    pid_t self = getpid();
-    int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        char buf[4096] __attribute__((aligned(8)));
-        for (;;) {
-            long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-            if (n <= 0) break;
-            for (long off = 0; off < n;) {
-                const struct plan_dirent64 *d = (const struct plan_dirent64 *)(buf + off);
-                off += d->d_reclen;
-                long pid = parse_num(d->d_name, '\0');
-                if (pid <= 0 || pid == (long)self) continue;
-                /* /proc/PID/stat: "PID (comm) S PPID ...": the ppid follows the last ')' */
-                char path[64], st[512];
-                int k = 0;
-                const char *pre = "/proc/";
-                while (*pre) path[k++] = *pre++;
-                for (int i = 0; d->d_name[i] && k < 40; i++) path[k++] = d->d_name[i];
-                const char *suf = "/stat";
-                while (*suf) path[k++] = *suf++;
-                path[k] = '\0';
-                int sfd = open(path, O_RDONLY | O_CLOEXEC);
-                if (sfd < 0) continue;
-                ssize_t got = read(sfd, st, sizeof st - 1);
-                close(sfd);
-                if (got <= 0) continue;
-                st[got] = '\0';
-                char *rp = NULL;
-                for (char *c = st; *c; c++)
-                    if (*c == ')') rp = c;
-                if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ') continue;
-                if (parse_num(rp + 4, ' ') == (long)self) {
-                    kill((pid_t)pid, SIGKILL);
-                    while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR) {}
-                }
-            }
-        }
-        close(fd);
-    }
-    while (waitpid(-1, NULL, WNOHANG) > 0) {} /* any child already gone */
-}
-
 /* the run's temporary directory is no longer needed: forget it (for the handler), then remove it */
 static void tmpdir_done(const char *dir)
 {
@@ -1518,7 +1473,7 @@ static void tmpdir_done(const char *dir)
 static void on_stop_signal(int sig)
 {
     if (getpid() == g_owner) { /* not in a worker that inherited the handler (procpool resets only some signals) */
-        kill_children();
+        procpool_stop_on_signal(); /* the pool's workers killed and reaped */
         if (g_tmpdir_set) remove_dir_files(g_tmpdir);
         rs_cleanup_on_signal();
     }
