@@ -285,6 +285,41 @@ TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "traces/data/mooncake_
 
 static int spec_emit(void *ctx, const StorePoint *p, KvErr *e) { return store_add_point(ctx, ((CostStore *)ctx)->run_id, p, e); }
 
+/* db: a cost store holding the spec run of c's GPU and model and an open "cpu" run (m2) for the
+ * caller's link points; w0 is open on c. 0, or -1 (reported) */
+static int store_with_link_run(TestCtx *t, const char *db, const SimConfig *c, SimWorld *w0, CostStore *st, StoreRunMeta *m2)
+{
+    KvErr e;
+    if (sim_world_open(w0, c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return -1;
+    }
+    if (store_open(st, db, 1, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        sim_world_close(w0);
+        return -1;
+    }
+    StoreRunMeta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.backend, sizeof m.backend, "spec");
+    snprintf(m.device, sizeof m.device, "A100-40GB");
+    snprintf(m.model, sizeof m.model, "Llama-2-7B");
+    snprintf(m.dtype, sizeof m.dtype, "fp16");
+    m.tp = 1;
+    CHECK(store_begin_run(st, &m, &e) == 0);
+    SpecInputs in;
+    spec_inputs_from_platform(&in, &w0->hw, w0->platform, &w0->ly);
+    CHECK_MSG(spec_generate(&in, spec_emit, st, &e) == 0, "%s", e.msg);
+    CHECK(store_end_run(st, m.id, 1, &e) == 0);
+    memset(m2, 0, sizeof *m2);
+    snprintf(m2->backend, sizeof m2->backend, "cpu");
+    snprintf(m2->device, sizeof m2->device, "A100-40GB");
+    snprintf(m2->dtype, sizeof m2->dtype, "fp16");
+    m2->tp = 1;
+    CHECK(store_begin_run(st, m2, &e) == 0);
+    return 0;
+}
+
 TEST(sim_measured_link_curve_sets_the_h2d_rate)
 {
     char db[4200];
@@ -295,29 +330,10 @@ TEST(sim_measured_link_curve_sets_the_h2d_rate)
     simtest_set(t, &c, "store", "dram");
     /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
     SimWorld w0;
-    CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);
     CostStore st;
-    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
-    StoreRunMeta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.backend, sizeof m.backend, "spec");
-    snprintf(m.device, sizeof m.device, "A100-40GB");
-    snprintf(m.model, sizeof m.model, "Llama-2-7B");
-    snprintf(m.dtype, sizeof m.dtype, "fp16");
-    m.tp = 1;
-    CHECK(store_begin_run(&st, &m, &e) == 0);
-    SpecInputs in;
-    spec_inputs_from_platform(&in, &w0.hw, w0.platform, &w0.ly);
-    CHECK_MSG(spec_generate(&in, spec_emit, &st, &e) == 0, "%s", e.msg);
-    CHECK(store_end_run(&st, m.id, 1, &e) == 0);
-    double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     StoreRunMeta m2;
-    memset(&m2, 0, sizeof m2);
-    snprintf(m2.backend, sizeof m2.backend, "cpu");
-    snprintf(m2.device, sizeof m2.device, "A100-40GB");
-    snprintf(m2.dtype, sizeof m2.dtype, "fp16");
-    m2.tp = 1;
-    CHECK(store_begin_run(&st, &m2, &e) == 0);
+    if (store_with_link_run(t, db, &c, &w0, &st, &m2) != 0) return;
+    double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     for (int64_t b = 4096; b <= (1LL << 32); b *= 4) {
         StorePoint p = {.op = OP_H2D, .tp = 1, .p1 = b, .n = 5};
         snprintf(p.dtype, sizeof p.dtype, "fp16");
@@ -393,29 +409,10 @@ TEST(sim_link_rate_probes_are_not_extrapolations)
     simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
     simtest_set(t, &c, "store", "dram");
     SimWorld w0;
-    CHECK_MSG(sim_world_open(&w0, &c, &e) == 0, "%s", e.msg);
     CostStore st;
-    CHECK_MSG(store_open(&st, db, 1, &e) == 0, "%s", e.msg);
-    StoreRunMeta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.backend, sizeof m.backend, "spec");
-    snprintf(m.device, sizeof m.device, "A100-40GB");
-    snprintf(m.model, sizeof m.model, "Llama-2-7B");
-    snprintf(m.dtype, sizeof m.dtype, "fp16");
-    m.tp = 1;
-    CHECK(store_begin_run(&st, &m, &e) == 0);
-    SpecInputs in;
-    spec_inputs_from_platform(&in, &w0.hw, w0.platform, &w0.ly);
-    CHECK_MSG(spec_generate(&in, spec_emit, &st, &e) == 0, "%s", e.msg);
-    CHECK(store_end_run(&st, m.id, 1, &e) == 0);
-    double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     StoreRunMeta m2;
-    memset(&m2, 0, sizeof m2);
-    snprintf(m2.backend, sizeof m2.backend, "cpu");
-    snprintf(m2.device, sizeof m2.device, "A100-40GB");
-    snprintf(m2.dtype, sizeof m2.dtype, "fp16");
-    m2.tp = 1;
-    CHECK(store_begin_run(&st, &m2, &e) == 0);
+    if (store_with_link_run(t, db, &c, &w0, &st, &m2) != 0) return;
+    double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
     for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
         for (int64_t b = 4096; b <= (1LL << 26); b *= 4) {
@@ -448,8 +445,9 @@ TEST(sim_link_rate_probes_are_not_extrapolations)
 }
 
 /* max_context below a KV block (1..14 tokens, block_tokens 16), with and without the whole turn
- * reserved, the KV evicted at each turn's end or kept: every policy ends with every request done, the cut ones counted as truncated (a report
- * of "internal ... (deadlock)" at these values could not be reproduced on this tree; this keeps it so) */
+ * reserved, the KV evicted at each turn's end or kept: every policy ends with every request done, the
+ * cut ones counted as truncated (the stale KV of a turn whose history was cut once stayed counted in
+ * the pool, which then filled and ended in "internal ... (deadlock)" on the swebench generator) */
 TEST(sim_tiny_max_context_every_policy_completes)
 {
     static const char *const alloc[] = {"ondemand", "reserve"};
