@@ -1252,7 +1252,7 @@ if python3 -c "import json,sys; p=[x for x in json.load(open(sys.argv[1]))['repl
   ok "adaptive's notes show its stored layout within the budget"; else bad "adaptive's notes show its stored layout within the budget"; fi
 expect 0 "cacheflow with the EDF IO order" "$B"/kvsim run --policy cacheflow --scenario findings-fairness-edf --requests 80 --quiet --out "$tmp/edf"
 if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['policies'][0]['knobs']['io_order'] == 3" "$tmp/edf/summary.json" 2>/dev/null; then ok "summary.json lists cacheflow.io_order"; else bad "summary.json lists cacheflow.io_order"; fi
-# issue 16 items 4-5 and CacheGen's per-chunk level: nic_per_stage, hcache-cf, kv-quant.adaptive, kvsim plot --bars
+# nic_per_stage, hcache-cf, kv-quant.adaptive (CacheGen's per-chunk level), kvsim plot --bars
 expect 0 "one tier at 4 stages with a NIC per stage" "$B"/kvsim run --policy hcache-cf --scenario findings-scaling-perstage --pp 4 --requests 40 --quiet --out "$tmp/hcf"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; assert p['policy_notes']['boundary_activations_from_hidden_states'] == 3" "$tmp/hcf/summary.json" 2>/dev/null; then
   ok "hcache-cf's notes count its boundaries among the hidden states"; else bad "hcache-cf's notes count its boundaries among the hidden states"; fi
