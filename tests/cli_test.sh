@@ -1295,6 +1295,18 @@ contains "the refusal names the scenario, its load mode and the file" "3 of its 
 contains "the refusal says how to choose" "add --set concurrency=0 to replay the file's arrival times"
 expect 0 "the file's arrival times, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=0 --quiet --out "$tmp/sc2"
 expect 0 "the scenario's harness, chosen" "$B"/kvsim compare --scenario cake-a100-llama2-13b --trace "$tmp/timed.csv" --set concurrency=1 --quiet --out "$tmp/sc3"
+# a store without a DRAM tier (Cake's remote store): no restoration reads a host copy; the scenario's
+# think time lets each save land, so every follow-up loads its prefix from the remote store
+expect 0 "the Cake scenario" "$B"/kvsim compare --scenario cake-a100-llama2-13b --requests 120 --quiet --out "$tmp/cakeq"
+if python3 -c "
+import json,sys
+for p in json.load(open(sys.argv[1]))['policies']:
+    if p['saved_bytes_per_token'] == 0: continue
+    assert p['restore_from']['dram'] == 0 and p['restore_from']['mixed'] == 0, (p['name'], p['restore_from'])
+    assert p['saved_state']['fallback_recompute'] == 0 and p['restore_from']['remote'] > 0, (p['name'], p['saved_state'])
+" "$tmp/cakeq/summary.json"; then ok "no host copy read without a DRAM tier; every prefix loaded from the remote store"
+else bad "no host copy read without a DRAM tier; every prefix loaded from the remote store"; fi
+if ! grep -q ',dram' "$tmp/cakeq/requests.csv"; then ok "requests.csv: no restoration from dram"; else bad "requests.csv: no restoration from dram"; fi
 
 # n_ssd=0 on a platform with a NIC: the store the run resolves to is said before anything runs
 expect 0 "dry run without SSDs" "$B"/kvsim run --policy kv-offload --set n_ssd=0 --set nic=10GbE --dry-run
