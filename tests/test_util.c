@@ -122,6 +122,24 @@ TEST(util_atomic_cleanup_on_signal_removes_open_temps)
     kv_atomic_abort(&fb);
 }
 
+TEST(util_temp_track_removed_on_signal_untracked_kept)
+{
+    /* a temporary file outside a KvAtomicFile (plot --sweep's exported CSV): listed, it goes with the
+     * signal-time cleanup; untracked, it stays */
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/tracked.csv", test_tmpdir(t));
+    snprintf(b, sizeof b, "%s/untracked.csv", test_tmpdir(t));
+    KvErr e;
+    CHECK(kv_write_atomic(a, "x", 1, &e) == 0);
+    CHECK(kv_write_atomic(b, "y", 1, &e) == 0);
+    int sa = kv_temp_track(a), sb = kv_temp_track(b);
+    CHECK(sa > 0 && sb > 0 && sa != sb);
+    kv_temp_untrack(sb);
+    kv_atomic_cleanup_on_signal();
+    CHECK(access(a, F_OK) != 0);
+    CHECK(access(b, F_OK) == 0);
+}
+
 TEST(util_paths_check_refuses_an_output_that_is_an_input)
 {
     KvErr e = {{0}};

@@ -125,25 +125,33 @@ static struct {
 } g_live[KV_ATOMIC_LIVE_MAX];
 static volatile pid_t g_live_owner;
 
-static void live_add(KvAtomicFile *af)
+int kv_temp_track(const char *path)
 {
     pid_t self = getpid();
     if (g_live_owner != self) { /* a forked child: its parent's entries are not its files */
         for (int i = 0; i < KV_ATOMIC_LIVE_MAX; i++) g_live[i].used = 0;
         g_live_owner = self;
     }
+    if (strlen(path) >= sizeof g_live[0].tmp) return 0;
     for (int i = 0; i < KV_ATOMIC_LIVE_MAX; i++)
         if (!g_live[i].used) {
-            memcpy(g_live[i].tmp, af->tmp, sizeof g_live[i].tmp);
+            snprintf(g_live[i].tmp, sizeof g_live[i].tmp, "%s", path);
             g_live[i].used = 1;
-            af->live = i + 1;
-            return;
+            return i + 1;
         }
+    return 0;
 }
+
+void kv_temp_untrack(int slot)
+{
+    if (slot > 0 && slot <= KV_ATOMIC_LIVE_MAX && g_live_owner == getpid()) g_live[slot - 1].used = 0;
+}
+
+static void live_add(KvAtomicFile *af) { af->live = kv_temp_track(af->tmp); }
 
 static void live_drop(KvAtomicFile *af)
 {
-    if (af->live > 0 && af->live <= KV_ATOMIC_LIVE_MAX && g_live_owner == getpid()) g_live[af->live - 1].used = 0;
+    kv_temp_untrack(af->live);
     af->live = 0;
 }
 

@@ -65,6 +65,11 @@ void kv_atomic_abort(KvAtomicFile *af);
 /* Remove this process's temp files still open (async-signal-safe: unlink only); for a SIGINT or
  * SIGTERM handler that then dies of the signal. Files of a forked child are its own to remove. */
 void kv_atomic_cleanup_on_signal(void);
+/* A temporary file of ours outside a KvAtomicFile (listed the same way: kv_atomic_cleanup_on_signal
+ * removes it): 1 + its entry, or 0 when the list is full (the file is then not removed on a signal);
+ * untrack before removing or renaming it. */
+int kv_temp_track(const char *path);
+void kv_temp_untrack(int slot);
 /* handler for SIGINT, SIGTERM and SIGHUP (SIGHUP only when it is not ignored: nohup stays nohup),
  * for a main's "clean up, then die of the signal" */
 void kv_install_stop_handlers(void (*handler)(int));

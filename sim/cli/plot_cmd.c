@@ -225,15 +225,23 @@ int plot_main(int argc, char **argv)
     snprintf(csv, sizeof csv, "%s", sw);
     int tmp = 0;
     size_t l = strlen(sw);
-    if (l < 4 || strcmp(sw + l - 4, ".csv")) { /* a results database: its tidy CSV first */
+    if (l < 4 || strcmp(sw + l - 4, ".csv")) { /* a results database: its tidy CSV first (removed on a signal too) */
         snprintf(csv, sizeof csv, "%s/.sweep-export.tmp.%ld", out, (long)getpid());
-        if (sweep_export_csv(sw, csv, &e) != 0) return fail(e.msg);
-        tmp = 1;
+        tmp = kv_temp_track(csv);
+        if (sweep_export_csv(sw, csv, &e) != 0) {
+            kv_temp_untrack(tmp);
+            unlink(csv);
+            return fail(e.msg);
+        }
+        tmp = tmp ? tmp : -1;
     }
     PlotSweepSpec sp = {csv, out, opt_get(&a, "--x"), opt_get(&a, "--y"), opt_get(&a, "--metric"), title};
     char written[256];
     int rc = plot_sweep(&sp, written, sizeof written, &e);
-    if (tmp) unlink(csv);
+    if (tmp) {
+        kv_temp_untrack(tmp);
+        unlink(csv);
+    }
     if (rc != 0) return fail(e.msg);
     fprintf(stderr, "figures in %s/ (%s)\n", out, written);
     return 0;
