@@ -365,7 +365,7 @@ TEST(load_settings_rules)
     CHECK_EQ_I(c.warmup.n, 200); /* unchanged on error */
 }
 
-/* Issue #11: a turn read from the trace and not admitted yet costs a compact Turn (≤ 64 bytes), not a
+/* A turn read from the trace and not admitted yet costs a compact Turn (≤ 64 bytes), not a
  * full request. One session with 100,000 closed-loop turns: all of its later turns are read ahead
  * into the session's pending list at once, and the engine's count of the bytes those turns hold
  * (SimResult.waiting_peak_bytes, which also counts the session and the FIFO's slots: a few KiB here)

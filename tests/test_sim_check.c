@@ -305,7 +305,7 @@ TEST(sim_multi_step_decode_matches_single_steps)
     }
 }
 
-/* ---- wave 9's shortcuts: the same results as the engine without them ---- */
+/* ---- the engine's shortcuts: the same results as the engine without them ---- */
 
 /* one run with the SIM_REF_* shortcuts in `off` turned off (the walker on at every boundary) */
 static int run_ref(TestCtx *t, SimConfig *c, const char *policy, unsigned off, uint64_t *rows, SimResult *res)
@@ -342,7 +342,7 @@ static void same_outputs(TestCtx *t, size_t i, const SimResult *a, const SimResu
  * them: loads from SSD and DRAM with the other direction busy (overloaded kv-offload), KV and
  * hidden-state layers of one request (hcache), per-layer stored forms (adaptive), pipeline stages
  * and boundary activations (hcache and cacheflow at pp 2), two replicas, token-wise loads. */
-TEST(sim_wave9_shortcuts_match_the_reference_engine)
+TEST(sim_shortcuts_match_the_reference_engine)
 {
     static const struct {
         const char *policy, *k1, *v1, *k2, *v2;
@@ -383,14 +383,14 @@ TEST(sim_wave9_shortcuts_match_the_reference_engine)
     CHECK_MSG(rearmed >= 2, "only %d cases re-armed a completion (the cases test little)", rearmed);
 }
 
-/* Wave 12: a layer load queued as the next layer of a run (ch_extend_run: one queue entry for a
+/* A layer load queued as the next layer of a run (ch_extend_run: one queue entry for a
  * part's consecutive layers, its first split off when picked) gives every row, counter, byte and
  * event of the engine with each layer load an entry of its own — with the walker at every iteration
  * boundary counting a run as the units it stands for. Loads from SSD and DRAM (overloaded
  * kv-offload, preemptions with a small pool), hidden and KV layers of one request (the template
  * switching), per-layer stored forms, pipeline stages with boundary activations, mixed places (two
  * runs per layer's parts, on two channels); CacheFlow's io_pick sees the queue's units: no runs. */
-TEST(sim_wave12_load_runs_match_one_entry_per_layer)
+TEST(sim_load_runs_match_one_entry_per_layer)
 {
     static const struct {
         const char *policy, *k1, *v1, *k2, *v2;

@@ -91,7 +91,7 @@ int ch_kind_per_stage(int kind);
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
 /* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */
 void ch_enqueue(struct Sim *sm, Unit *u);
-/* A run (wave 12): u, a layer load queued at the tail of its channel's load queue by the admission
+/* A run: u, a layer load queued at the tail of its channel's load queue by the admission
  * now going on, stands for the next layer too — one more unit exactly like u but for its layer
  * (u's last + 1), as ch_enqueue would append it: counted in the queue (nhi, the request's
  * hi_loads), served as a unit of its own when the run reaches it (pick_load splits the run's first

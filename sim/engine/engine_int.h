@@ -738,12 +738,12 @@ void sim_teardown(Sim *sm);
 
 /* tests: a hook called at every iteration boundary (before the walker); NULL to remove. Not thread-safe. */
 void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
-/* tests: the shortcuts of wave 9 turned off (the reference each is compared with; 0: all on):
+/* tests: the engine's shortcuts turned off (the reference each is compared with; 0: all on):
  * SIM_REF_LAZY_REARM: a channel's re-armed completion is a new event, the old one popped and
  * ignored (no timer); SIM_REF_NO_TEMPLATES: every layer's load units made afresh (restore.c);
  * SIM_REF_NO_LB_MEMO: the lower bound's estimates computed at every call; SIM_REF_CHECK_PHASES (a
  * check, not a shortcut off): every step of a decode run's on-demand blocks by phase (iteration.c)
- * is checked against the full pass it replaces; SIM_REF_NO_RUNS (wave 12): every layer load its own
+ * is checked against the full pass it replaces; SIM_REF_NO_RUNS: every layer load its own
  * queue entry, no run (restore.c, ch_extend_run). Not thread-safe. */
 enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8, SIM_REF_NO_RUNS = 16 };
 void sim_test_set_reference(unsigned flags);

@@ -13,7 +13,7 @@
  * touching the heap (a layer load's completion is usually the next event). Invariant: when
  * has_front, front precedes every event in the heap under the total order, so the pop sequence is
  * the order's, whatever is cached — exactly that of a plain heap.
- * Timers (wave 9): an owner that re-arms one event again and again (a channel's completion, re-armed
+ * Timers: an owner that re-arms one event again and again (a channel's completion, re-armed
  * at every rate change) holds an EvTimer; evq_arm gives it a new event (a new seq, as a push would)
  * and the event it held, if any, is cancelled on the spot instead of being left in the heap to be
  * popped and ignored. Armed timers sit in a second binary heap (one entry per timer, positions kept
