@@ -261,7 +261,6 @@ static void wait_until_time(Ex *x, int64_t at)
     if (d <= 0) return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    (void)ts;
     pthread_mutex_unlock(&x->mu);
     if (d > 200000) {
         struct timespec sl = {(time_t)((d - 100000) / 1000000000), (long)((d - 100000) % 1000000000)};

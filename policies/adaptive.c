@@ -188,7 +188,6 @@ static void ad_fini(void *state) { free(state); }
 
 static int ad_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)e;
     AdState *a = state;
     Tier tier = q->saved_tier != TIER_NONE ? q->saved_tier : split_primary_tier(env);
     int64_t N = q->history_tokens, n = q->new_tokens < 1 ? 1 : q->new_tokens;
@@ -226,7 +225,6 @@ static int ad_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Res
 
 static double ad_saved(void *state, const PolicyEnv *env)
 {
-    (void)env;
     return ((AdState *)state)->saved_bpt;
 }
 

@@ -360,7 +360,6 @@ static void cf_fini(void *state) { free(state); }
 
 static int cf_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)e;
     CfState *cf = state;
     int64_t N = q->history_tokens, n = q->new_tokens < 1 ? 1 : q->new_tokens;
     if (env->token_budget > 0 && n > env->token_budget) n = env->token_budget;

@@ -13,10 +13,6 @@
 
 static int cake_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)state;
-    (void)env;
-    (void)q;
-    (void)e;
     plan->tokenwise = 1;
     plan->io_chunk_tokens = CAKE_IO_CHUNK;
     plan->comp_chunk_tokens = 0; /* the token budget */
@@ -26,7 +22,6 @@ static int cake_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, R
 
 static double cake_saved(void *state, const PolicyEnv *env)
 {
-    (void)state;
     return (double)model_kv_bytes_per_token(env->ly);
 }
 

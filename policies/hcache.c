@@ -213,7 +213,6 @@ static void h_fini(void *state) { free(state); }
 
 static int h_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)e;
     HState *h = state;
     Tier tier = q->saved_tier != TIER_NONE ? q->saved_tier : h->ref_tier;
     int64_t N = q->history_tokens, n = q->new_tokens < 1 ? 1 : q->new_tokens;
@@ -245,7 +244,6 @@ static int h_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Rest
 
 static double h_saved(void *state, const PolicyEnv *env)
 {
-    (void)env;
     return ((HState *)state)->saved_bpt;
 }
 

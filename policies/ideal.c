@@ -5,18 +5,12 @@
 
 static int ideal_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)state;
-    (void)env;
-    (void)q;
-    (void)e;
     plan->no_restore = 1;
     return 0;
 }
 
 static double ideal_saved(void *state, const PolicyEnv *env)
 {
-    (void)state;
-    (void)env;
     return 0;
 }
 

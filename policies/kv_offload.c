@@ -34,14 +34,11 @@ int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestoreP
 
 static int offload_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)state;
-    (void)e;
     return kv_offload_plan_scaled(env, q, plan, 1.0);
 }
 
 static double offload_saved(void *state, const PolicyEnv *env)
 {
-    (void)state;
     return (double)model_kv_bytes_per_token(env->ly);
 }
 

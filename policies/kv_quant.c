@@ -139,7 +139,6 @@ static void kvq_adaptive_plan(KvqState *k, const PolicyEnv *env, const RestoreQu
 
 static int kvq_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)e;
     KvqState *k = state;
     if (k->adaptive) {
         kvq_adaptive_plan(k, env, q, plan);

@@ -11,8 +11,6 @@
 
 static int recompute_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    (void)state;
-    (void)e;
     plan->recompute_tokens = q->history_tokens;
     double tb = policy_knob(env, "token_budget");
     plan->recompute_chunk_tokens = tb < 0 ? 0 : tb == 0 ? -1 : (int64_t)tb;
@@ -21,8 +19,6 @@ static int recompute_plan(void *state, const PolicyEnv *env, const RestoreQuery 
 
 static double recompute_saved(void *state, const PolicyEnv *env)
 {
-    (void)state;
-    (void)env;
     return 0;
 }
 

@@ -33,7 +33,6 @@ static void on_stop_signal(int sig) { g_stop = 1; }
 
 static void cli_progress(void *ctx, const CalibProgress *pr)
 {
-    (void)ctx;
     if (pr->ev == CALIB_EV_START) {
         printf("kvcal run: device '%s', %lld points\n", pr->device, (long long)pr->total);
         if (pr->estimate && pr->estimate->points > 0)

@@ -153,7 +153,6 @@ typedef struct RowFilter {
 
 static int filter_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
-    (void)e;
     RowFilter *f = ctx;
     if (r->history_tokens < f->hmin || r->history_tokens >= f->hmax) return 0;
     f->ttft_ns += (double)r->ttft_ns;

@@ -502,7 +502,6 @@ static volatile sig_atomic_t g_stop;
 
 static void on_stop(int sig)
 {
-    (void)sig;
     g_stop = 1;
 }
 

@@ -183,7 +183,6 @@ double spec_min_kernel_ns(void) { return SPEC_MIN_KERNEL_NS; }
 
 double spec_mem_efficiency(const GpuSpec *gpu)
 {
-    (void)gpu;
     return SPEC_MEM_EFF;
 }
 

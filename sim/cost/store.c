@@ -909,7 +909,6 @@ int store_run_points(CostStore *s, int64_t run_id, int op, StorePointFn fn, void
 
 static int count_cb(void *ctx, const StorePoint *p)
 {
-    (void)p;
     (*(int64_t *)ctx)++;
     return 0;
 }

@@ -15,7 +15,6 @@
 
 int sweep_spec_check_default(void *ctx, const char *key, const char *value, const char *where, KvErr *e)
 {
-    (void)ctx;
     if (!strcmp(key, "policies")) {
         if (!strcmp(value, "all")) return 0;
         int n = 0;

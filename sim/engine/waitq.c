@@ -119,7 +119,6 @@ void sim_test_set_queue_bound(size_t entries) { g_bound = entries; }
 
 void waitq_init(Sim *sm, Replica *rp)
 {
-    (void)sm;
     rp->q_bound = g_bound ? g_bound : WAITQ_DEFAULT_BOUND;
 }
 
