@@ -54,8 +54,8 @@
 
 #define CF_CHUNK 512
 #define CF_MEMO 512
-#define CF_MAXL 256
-#define CF_MAXS 16
+#define CF_MAXL KV_MAX_LAYERS
+#define CF_MAXS KV_MAX_STAGES
 
 extern const KvPolicyOps policy_hcache_cf;
 

@@ -25,6 +25,7 @@
 #include "sim/cost/cost.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
+#include "sim/base/limits.h"
 #include "sim/base/util.h"
 
 /* How the state of one layer of the (non-token-recomputed part of the) history comes back. */
@@ -52,7 +53,7 @@ typedef struct RestoreQuery {
 typedef struct RestorePlan {
     int no_restore;            /* the state is already on the GPU (the Ideal reference): nothing to do */
     int64_t recompute_tokens;  /* history tokens [0, recompute_tokens) recomputed in chunks through all layers */
-    uint8_t layer_mode[256];   /* per layer (LayerMode), for history tokens [recompute_tokens, N) */
+    uint8_t layer_mode[KV_MAX_LAYERS];   /* per layer (LayerMode), for history tokens [recompute_tokens, N) */
     int early_layers;          /* join the iteration once the first k layers' state arrived; -1: all */
     /* token-wise two pointers (Cake, CacheFlow token-wise): recompute forward from token 0 in
      * token-budget chunks while KV is loaded backward from the end in io_chunk_tokens chunks (all
@@ -81,7 +82,7 @@ typedef struct RestorePlan {
      * A layer loaded with a share in (0, 1) pays a dequantize of its tokens in the iteration (hidden
      * states: the op scaled to D/T elements per token instead of the KV's 2·h_kv·d_h/T). Overrides
      * kv_bytes_scale on that layer; ignored on recomputed layers and boundary activations. */
-    float layer_bytes_scale[256];
+    float layer_bytes_scale[KV_MAX_LAYERS];
 } RestorePlan;
 
 /* How a policy's saved state is written while the session runs. */

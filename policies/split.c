@@ -84,11 +84,11 @@ double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns)
 {
     double ready = 0;
     if (hop_ns > 0) {
-        double *hf = f->hop_per_stage ? &f->hop_free_st[stage & 15] : &f->hop_free;
+        double *hf = f->hop_per_stage ? &f->hop_free_st[stage] : &f->hop_free;
         *hf += hop_ns;
         ready = *hf;
     }
-    double *h = &f->h2d_free[stage & 15];
+    double *h = &f->h2d_free[stage];
     *h = (*h > ready ? *h : ready) + h2d_ns;
     return *h;
 }
@@ -105,10 +105,9 @@ double split_walk_ns(int L, const double *comp, const double *arrive, double sta
 
 double split_forms_ns(int L, const int *stage_of, const uint8_t *form_of, const FormCosts *fc)
 {
-    double comp[256], arrive[256];
+    double comp[KV_MAX_LAYERS], arrive[KV_MAX_LAYERS];
     IoFlow f;
     memset(&f, 0, sizeof f);
-    if (L > 256) L = 256;
     for (int l = 0; l < L; l++) {
         int m = form_of[l] & 7;
         comp[l] = fc->comp[m];

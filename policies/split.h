@@ -51,11 +51,12 @@ void split_load_hops(const PolicyEnv *env, Tier tier, int64_t tokens, double bpt
 /* The IO flow shop: the shared tier channel and each stage's H2D link, free from these times on. */
 typedef struct IoFlow {
     double hop_free;
-    double h2d_free[16];
+    double h2d_free[KV_MAX_STAGES];
     int hop_per_stage;       /* the tier channel is one per stage (nic_per_stage, remote tier): hop_free_st */
-    double hop_free_st[16];
+    double hop_free_st[KV_MAX_STAGES];
 } IoFlow;
-/* a unit issued now (after the ones before it) for `stage`: its arrival time in HBM */
+/* a unit issued now (after the ones before it) for `stage` (0 <= stage < KV_MAX_STAGES: the engine
+ * refuses more stages): its arrival time in HBM */
 double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);
 
 /* The layer walk: layer l (in order) starts at max(end of layer l−1, arrive[l]) and lasts comp[l];
@@ -71,6 +72,7 @@ typedef struct FormCosts {
     int loads[8];
     double start_ns;
 } FormCosts;
+/* L <= KV_MAX_LAYERS (the engine refuses a larger model before a policy is asked) */
 double split_forms_ns(int L, const int *stage_of, const uint8_t *form_of, const FormCosts *fc);
 
 /* Bytes of a quantized stream as a share of fp16: bits/16 plus one fp16 scale per `group` elements

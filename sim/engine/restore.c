@@ -528,6 +528,10 @@ static double save_wait_ns(Sim *sm, Session *s, int land)
 
 /* ---- admission ---- */
 
+_Static_assert(sizeof ((RestorePlan *)0)->layer_mode == SIM_MAX_LAYERS && sizeof ((RestorePlan *)0)->layer_bytes_scale ==
+                   SIM_MAX_LAYERS * sizeof(float),
+               "a plan's per-layer arrays cover every layer a model may have (start_layerwise copies sm->L of them)");
+
 /* the plan's layer-wise part: validate the modes, count the loads, issue them */
 static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
 {

@@ -46,14 +46,15 @@
 
 #include "sim/cost/cost.h"
 #include "sim/base/hist.h"
+#include "sim/base/limits.h"
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/base/util.h"
 #include "policies/policy.h"
 #include "sim/cost/spec.h"
 
-#define SIM_MAX_LAYERS 256
-#define SIM_MAX_STAGES 16
+#define SIM_MAX_LAYERS KV_MAX_LAYERS
+#define SIM_MAX_STAGES KV_MAX_STAGES
 /* The simulated clock is int64 nanoseconds; a run whose next event would fall past 2^62 ns (about
  * 146 years) fails with a message naming the limit instead of wrapping (trace arrivals stop at 4e18
  * ns, below it). Time sums saturate rather than wrap, so the check sees every overrun. */
