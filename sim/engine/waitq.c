@@ -24,7 +24,7 @@
  * read back in the same (FIFO) order, through their own read-ahead buffer.
  * Reading back fills qh with up to `bound` entries when qh is empty. The head is the same turn, the
  * order the same and every field of every turn and session the same as without a file: results
- * never depend on the bound (test load_fifo_spill_identical).
+ * never depend on the bound (tests waitq_spill_identical_*).
  * Not responsible for: admission decisions (lifecycle.c), preempted requests (rp->pre), the session
  * map (session.c).
  * Invariants: rp->q_len = qh.n + file entries + qt.n; file entries = 0 ⇒ records read = written (both
