@@ -285,11 +285,16 @@ TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "traces/data/mooncake_
 
 static int spec_emit(void *ctx, const StorePoint *p, KvErr *e) { return store_add_point(ctx, ((CostStore *)ctx)->run_id, p, e); }
 
-/* db: a cost store holding the spec run of c's GPU and model and an open "cpu" run (m2) for the
- * caller's link points; w0 is open on c. 0, or -1 (reported) */
-static int store_with_link_run(TestCtx *t, const char *db, const SimConfig *c, SimWorld *w0, CostStore *st, StoreRunMeta *m2)
+/* The isolated 8000-token restoration on HCache's box (store=dram) in c, and db (a file `name` in
+ * the test's directory): a cost store holding the spec run of its GPU and model and an open "cpu" run
+ * (m2) for the caller's link points; w0 is open on c. 0, or -1 (reported) */
+static int store_with_link_run(TestCtx *t, const char *name, char *db, size_t dbn, SimConfig *c, SimWorld *w0, CostStore *st,
+                               StoreRunMeta *m2)
 {
     KvErr e;
+    snprintf(db, dbn, "%s/%s", test_tmpdir(t), name);
+    simtest_iso_config(t, c, 8000, 200, "hcache-a100", "Llama-2-7B");
+    simtest_set(t, c, "store", "dram");
     if (sim_world_open(w0, c, &e) != 0) {
         CHECK_MSG(0, "%s", e.msg);
         return -1;
@@ -323,16 +328,13 @@ static int store_with_link_run(TestCtx *t, const char *db, const SimConfig *c, S
 TEST(sim_measured_link_curve_sets_the_h2d_rate)
 {
     char db[4200];
-    snprintf(db, sizeof db, "%s/costs.db", test_tmpdir(t));
     KvErr e;
     SimConfig c;
-    simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
-    simtest_set(t, &c, "store", "dram");
     /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
     SimWorld w0;
     CostStore st;
     StoreRunMeta m2;
-    if (store_with_link_run(t, db, &c, &w0, &st, &m2) != 0) return;
+    if (store_with_link_run(t, "costs.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
     double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     for (int64_t b = 4096; b <= (1LL << 32); b *= 4) {
         StorePoint p = {.op = OP_H2D, .tp = 1, .p1 = b, .n = 5};
@@ -403,15 +405,12 @@ TEST(sim_clock_limit_refused_not_wrapped)
 TEST(sim_link_rate_probes_are_not_extrapolations)
 {
     char db[4200];
-    snprintf(db, sizeof db, "%s/links64m.db", test_tmpdir(t));
     KvErr e;
     SimConfig c;
-    simtest_iso_config(t, &c, 8000, 200, "hcache-a100", "Llama-2-7B");
-    simtest_set(t, &c, "store", "dram");
     SimWorld w0;
     CostStore st;
     StoreRunMeta m2;
-    if (store_with_link_run(t, db, &c, &w0, &st, &m2) != 0) return;
+    if (store_with_link_run(t, "links64m.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
     double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
     for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
