@@ -325,10 +325,33 @@ static int store_with_link_run(TestCtx *t, const char *name, char *db, size_t db
     return 0;
 }
 
+/* points of op from 4 KiB to top bytes (×4) at 10 us + bytes / rate, into the open run m2 */
+static void link_points(TestCtx *t, CostStore *st, const StoreRunMeta *m2, CostOp op, int64_t top, double rate)
+{
+    KvErr e;
+    for (int64_t b = 4096; b <= top; b *= 4) {
+        StorePoint p = {.op = op, .tp = 1, .p1 = b, .n = 5};
+        snprintf(p.dtype, sizeof p.dtype, "fp16");
+        p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / rate * 1e9;
+        CHECK_MSG(store_add_point(st, m2->id, &p, &e) == 0, "%s", e.msg);
+    }
+}
+
+/* the run m2 ended, the store closed, w0 closed; then kv-offload on c with db as its costs */
+static int run_on_store(TestCtx *t, const char *db, SimConfig *c, SimWorld *w0, CostStore *st, const StoreRunMeta *m2, SimWorld *w,
+                        Rows *rows, SimResult *res)
+{
+    KvErr e;
+    CHECK(store_end_run(st, m2->id, 1, &e) == 0);
+    store_close(st);
+    sim_world_close(w0);
+    snprintf(c->costs, sizeof c->costs, "%s", db);
+    return simtest_run(t, c, "kv-offload", w, rows, res);
+}
+
 TEST(sim_measured_link_curve_sets_the_h2d_rate)
 {
     char db[4200];
-    KvErr e;
     SimConfig c;
     /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
     SimWorld w0;
@@ -336,20 +359,11 @@ TEST(sim_measured_link_curve_sets_the_h2d_rate)
     StoreRunMeta m2;
     if (store_with_link_run(t, "costs.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
     double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
-    for (int64_t b = 4096; b <= (1LL << 32); b *= 4) {
-        StorePoint p = {.op = OP_H2D, .tp = 1, .p1 = b, .n = 5};
-        snprintf(p.dtype, sizeof p.dtype, "fp16");
-        p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / half * 1e9;
-        CHECK_MSG(store_add_point(&st, m2.id, &p, &e) == 0, "%s", e.msg);
-    }
-    CHECK(store_end_run(&st, m2.id, 1, &e) == 0);
-    store_close(&st);
-    sim_world_close(&w0);
-    snprintf(c.costs, sizeof c.costs, "%s", db);
+    link_points(t, &st, &m2, OP_H2D, 1LL << 32, half);
     SimWorld w;
     Rows rows;
     SimResult res;
-    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    if (run_on_store(t, db, &c, &w0, &st, &m2, &w, &rows, &res) != 0) return;
     CHECK_EQ_I(rows.n, 2);
     if (rows.n == 2) {
         int64_t H = 8001;
@@ -405,7 +419,6 @@ TEST(sim_clock_limit_refused_not_wrapped)
 TEST(sim_link_rate_probes_are_not_extrapolations)
 {
     char db[4200];
-    KvErr e;
     SimConfig c;
     SimWorld w0;
     CostStore st;
@@ -413,21 +426,11 @@ TEST(sim_link_rate_probes_are_not_extrapolations)
     if (store_with_link_run(t, "links64m.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
     double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
     const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
-    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
-        for (int64_t b = 4096; b <= (1LL << 26); b *= 4) {
-            StorePoint p = {.op = links[k], .tp = 1, .p1 = b, .n = 5};
-            snprintf(p.dtype, sizeof p.dtype, "fp16");
-            p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / rate * 1e9;
-            CHECK_MSG(store_add_point(&st, m2.id, &p, &e) == 0, "%s", e.msg);
-        }
-    CHECK(store_end_run(&st, m2.id, 1, &e) == 0);
-    store_close(&st);
-    sim_world_close(&w0);
-    snprintf(c.costs, sizeof c.costs, "%s", db);
+    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) link_points(t, &st, &m2, links[k], 1LL << 26, rate);
     SimWorld w;
     Rows rows;
     SimResult res;
-    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    if (run_on_store(t, db, &c, &w0, &st, &m2, &w, &rows, &res) != 0) return;
     CHECK_EQ_U(res.extrapolations, 0);
     for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) CHECK_EQ_U(res.extrapolations_op[links[k]], 0);
     /* the rate is still the curve's slope (extrapolated past 64 MiB): the restoration's loads at it */
