@@ -239,7 +239,7 @@ expect 2 "kvcal repeated option" "$B"/kvcal show --db "$tmp/costs.db" --db "$tmp
 expect 2 "kvcal bad integer" "$B"/kvcal spec --gpu H200 --model Llama-2-7B --tp x --db "$tmp/s.db"
 expect 1 "kvcal unknown model is a failure" "$B"/kvcal run --backend cpu --model Nope-7B --db "$tmp/r.db"
 expect 1 "kvcal validate unknown model is a failure" "$B"/kvcal validate --db "$tmp/costs.db" --model Nope-7B
-expect 1 "kvcal diff missing run is a failure" "$B"/kvcal diff --db "$tmp/costs.db" 1 99
+expect 2 "kvcal diff missing run is an error (2), not a drift" "$B"/kvcal diff --db "$tmp/costs.db" 1 99
 expect 0 "kvcal --opt=value" "$B"/kvcal show --db="$tmp/costs.db" --run=1 --op=gemm_qkv
 contains "kvcal --opt=value shows the op" "gemm_qkv"
 # hardening reproducers: bad values are refused where they enter, naming file, line/key and range
@@ -267,7 +267,7 @@ contains "sweep spec FIFO: not a regular file" "fifo: not a regular file (a FIFO
 expect 1 "kvcal import FIFO refused without hanging" timeout 20 "$B"/kvcal import --db "$tmp/fifo-import.db" "$tmp/fifo"
 contains "kvcal import FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
 if [ -e "$tmp/fifo-import.db" ]; then bad "kvcal import FIFO created its store"; else ok "kvcal import FIFO created no store"; fi
-expect 1 "kvcal diff FIFO refused without hanging" timeout 20 "$B"/kvcal diff "$tmp/fifo" "$tmp/fifo"
+expect 2 "kvcal diff FIFO refused without hanging" timeout 20 "$B"/kvcal diff "$tmp/fifo" "$tmp/fifo"
 contains "kvcal diff FIFO: not a regular file" "fifo: not a regular file (a FIFO or pipe)"
 { echo "$hdr"; head -c 3000000 /dev/zero | tr '\0' s; echo ",0,0,1,1,0"; } > "$tmp/longline.csv"
 expect 1 "trace with a 3 MB line refused" "$B"/kvsim run --policy recompute --trace "$tmp/longline.csv" --quiet --out "$tmp/h1"
@@ -342,10 +342,10 @@ then ok "kvcal diff --json: the drift, its curve and change"; else bad "kvcal di
 expect 0 "kvcal diff --json, no drift" "$B"/kvcal diff --json "$f" "$tmp/dnew.db:1"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drift"] is False and d["beyond"] == 0' "$tmp/out"; then
   ok "kvcal diff --json parses (no drift)"; else bad "kvcal diff --json parses (no drift)"; fi
-expect 1 "kvcal diff: a run the file does not hold" "$B"/kvcal diff "$f:2" "$tmp/dnew.db"
+expect 2 "kvcal diff: a run the file does not hold" "$B"/kvcal diff "$f:2" "$tmp/dnew.db"
 contains "kvcal diff names the file and its runs" "no run 2 (the file holds 1 run)"
 echo "hello" > "$tmp/notastore.txt"
-expect 1 "kvcal diff: a file that is no store" "$B"/kvcal diff "$f" "$tmp/notastore.txt"
+expect 2 "kvcal diff: a file that is no store" "$B"/kvcal diff "$f" "$tmp/notastore.txt"
 contains "kvcal diff says what it expected" "neither a cost store (SQLite), a kvsim SQL dump nor a CSV export"
 expect 0 "kvcal diff --db RUN RUN (one store) still works" "$B"/kvcal diff --db "$tmp/dnew.db" 1 1
 contains "one store: run ids" "kvcal diff: run 1 (spec 'A100-40GB'"

@@ -7,6 +7,10 @@
 # expanded: "list a | b | c" runs each listing, "[--opt v]" runs without and with the bracket;
 # a line with "..." is a pattern, not a command, and is reported as such. Lines starting with make
 # are the suite's own entry points and are not re-run from here.
+# The CI job (the ```yaml block) is run as written too: its apt-get line must install every package
+# the build needs (make print-build-debs), its make line must be a target the Makefile knows (checked
+# with make -n), and its bin/ commands run like the others, with the checkout's committed results/
+# reference and results/costmodels linked in.
 # Expected exit: 0, except where run_one says otherwise (the cuda backend without a device exits 1
 # with "no CUDA device"; kvcal diff exits 1 when a curve drifted, which two CPU runs may). Ends with "N passed, N failed, N skipped"; exit 1 on a failure.
 set -u
@@ -18,6 +22,9 @@ trap 'rm -rf "$work"' EXIT
 ln -s "$root/bin" "$work/bin"
 ln -s "$root/traces" "$work/traces"
 ln -s "$root/configs" "$work/configs"
+mkdir "$work/results"
+ln -s "$root/results/reference" "$work/results/reference"
+ln -s "$root/results/costmodels" "$work/results/costmodels"
 cd "$work" || exit 1
 
 have_gpu=0
@@ -64,6 +71,28 @@ while IFS= read -r l; do
   fi
   run_one "$l"
 done <<<"$lines"
+# the CI job: "- run: CMD" lines and "run: |" blocks of the yaml
+ci=$(awk '/^```yaml/ {f = 1; next} /^```/ {f = 0} f' "$readme" |
+  awk '/^ *- run: \|/ {b = 1; next} /^ *- / {b = 0} /^ *- run: / {sub(/^ *- run: /, ""); print; next}
+       b && /^ +[^ #]/ {sub(/^ +/, ""); print}' | sed -E 's/[[:space:]]+#.*$//')
+[ -n "$ci" ] || { fail=$((fail + 1)); echo "FAIL  readme: no CI job (a yaml block with run: steps) found"; }
+while IFS= read -r l; do
+  [ -n "$l" ] || continue
+  case $l in
+    *"apt-get install"*)
+      missing=""
+      for p in $(make -s -C "$root" print-build-debs); do
+        grep -qw -- "$p" <<<"${l##*install}" || missing="$missing $p"
+      done
+      if [ -z "$missing" ]; then pass=$((pass + 1)); echo "ok    readme CI: installs every package the build needs"
+      else fail=$((fail + 1)); echo "FAIL  readme CI: the apt-get line lacks$missing (make print-build-debs)"; fi ;;
+    make*)
+      if make -n -C "$root" ${l#make} >/dev/null 2>&1; then pass=$((pass + 1)); echo "ok    readme CI: $l (a target the Makefile knows)"
+      else fail=$((fail + 1)); echo "FAIL  readme CI: $l: make -n fails"; fi ;;
+    bin/*) run_one "$l" ;;
+    *) skip=$((skip + 1)); echo "skip  readme CI: $l (not a command)" ;;
+  esac
+done <<<"$ci"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $pass -gt 0 ] || { echo "readme_examples: no command of $readme ran"; exit 1; }
 [ $fail = 0 ]

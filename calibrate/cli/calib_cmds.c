@@ -258,7 +258,7 @@ static const OptCmd k_diff = {
     "  kvcal diff A B                        across files: each a store (.db), a SQL dump (.sql, as committed\n"
     "                                        in results/costmodels/) or a CSV export; FILE:RUN picks a run\n"
     "                                        of a file holding several (e.g. kvcal diff committed.sql new.db)\n"
-    "Exit: 0 no drift, 1 drift beyond the tolerance or runs that cannot be read, 2 usage error.",
+    "Exit: 0 no drift, 1 drift beyond the tolerance, 2 an error (usage, a file or run that cannot be read).",
     k_diff_opts, (int)KV_ARRAY_LEN(k_diff_opts), "A B", 2, 2};
 
 /* a run id: a positive integer */
@@ -421,6 +421,14 @@ static void print_json(const char *fa, int64_t ra, const StoreRunMeta *ma, const
     cJSON_Delete(root);
 }
 
+/* kvcal diff's exit codes keep an error apart from a drift, so a CI job can tell "the cost model
+ * moved" (1) from "the comparison could not be made" (2: a missing file or run, a file that is no store) */
+static int diff_fail(const KvErr *e)
+{
+    kvcal_cli_fail(&k_diff, e);
+    return KVCAL_USAGE;
+}
+
 int kvcal_cmd_diff(int argc, char **argv)
 {
     OptArgs a;
@@ -438,10 +446,10 @@ int kvcal_cmd_diff(int argc, char **argv)
     if (opt_get(&a, "--db")) {
         if (parse_run_id(a.pos[0], &ra) || parse_run_id(a.pos[1], &rb)) return KVCAL_USAGE;
         CostStore st;
-        if (store_open(&st, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return kvcal_cli_fail(&k_diff, &e);
+        if (store_open(&st, opt_get(&a, "--db"), STORE_OPEN_READONLY, &e) != 0) return diff_fail(&e);
         if (store_get_run(&st, ra, &ma, &e) != 0 || store_get_run(&st, rb, &mb, &e) != 0 || calib_diff(&st, ra, rb, tol, &d, &e) != 0) {
             store_close(&st);
-            return kvcal_cli_fail(&k_diff, &e);
+            return diff_fail(&e);
         }
         store_close(&st);
     } else {
@@ -451,7 +459,7 @@ int kvcal_cmd_diff(int argc, char **argv)
             store_get_run(&sb.st, sb.run, &mb, &e) != 0 || calib_diff_stores(&sa.st, sa.run, &sb.st, sb.run, tol, &d, &e) != 0) {
             side_close(&sa);
             side_close(&sb);
-            return kvcal_cli_fail(&k_diff, &e);
+            return diff_fail(&e);
         }
         ra = sa.shown;
         rb = sb.shown;
