@@ -152,12 +152,58 @@ def _frames(result):
         walk("", p)
         rows.append(flat)
     result["metrics"] = pd.DataFrame(rows).set_index("name")
+    for key in ("intervals", "differences", "ratios"):
+        if key in result:
+            result[key] = _interval_frame(pd, result[key])
     return result
 
 
-def _run(command, policies, config, scenario, out, as_frame, binary, timeout, csv_rows, settings):
+def _intervals(summary):
+    """The replications of a seeded run as {"intervals": policy -> metric -> {"mean", "ci95", "n",
+    "per_seed"}, "differences" / "ratios": policy -> metric -> the same plus "significant"} (the last
+    two only with a baseline); {} for a run of one seed."""
+    rep = summary.get("replications")
+    if not rep:
+        return {}
+    out = {"seeds": rep["seeds"], "level": rep["level"],
+           "intervals": {m["policy"]: {k: v for k, v in m.items() if k != "policy"} for m in rep["metrics"]}}
+    for key, name in (("paired_differences", "differences"), ("ratios_to_baseline", "ratios")):
+        block = rep.get(key)
+        if block:
+            out["baseline"] = block["baseline"]
+            out[name] = {m["policy"]: {k: v for k, v in m.items() if k != "policy"} for m in block["policies"]}
+    return out
+
+
+def _interval_frame(pd, by_policy):
+    """policy × metric → a DataFrame with columns (metric, "mean"/"ci95"), index the policy."""
+    rows = {}
+    for policy, metrics in by_policy.items():
+        row = {}
+        for metric, v in metrics.items():
+            if isinstance(v, dict):
+                row[(metric, "mean")] = v.get("mean")
+                row[(metric, "ci95")] = v.get("ci95")
+        rows[policy] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    return frame
+
+
+def _run(command, policies, config, scenario, out, as_frame, binary, timeout, csv_rows, settings, seeds=None,
+         seed_base=None, baseline=None):
     exe = find_binary(binary)
     args = [exe, command]
+    if seeds is not None:
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+            raise KvsimError("seeds=%r: expected an integer number of seeds, 2 or more (kvsim's --seeds)" % (seeds,))
+        args += ["--seeds", str(seeds)]
+        if seed_base is not None:
+            args += ["--seed-base", str(seed_base)]
+        if baseline is not None:
+            args += ["--baseline", baseline]
+    elif seed_base is not None or baseline is not None:
+        raise KvsimError("seed_base= and baseline= describe replications: give seeds=N (2 or more) too")
     if config:
         args += ["--config", os.fspath(config)]
     if scenario:
@@ -201,6 +247,7 @@ def _run(command, policies, config, scenario, out, as_frame, binary, timeout, cs
             "warnings": _table_warnings(table),
             "overloaded": _overloaded(summary),
         }
+        result.update(_intervals(summary))
         for w in result["warnings"]:
             warnings.warn(w, KvsimWarning, stacklevel=3)
     except subprocess.TimeoutExpired as exc:
@@ -212,7 +259,7 @@ def _run(command, policies, config, scenario, out, as_frame, binary, timeout, cs
 
 
 def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=False, binary=None, timeout=None,
-        requests_csv=True, **settings):
+        requests_csv=True, seeds=None, seed_base=None, **settings):
     """Simulate one policy. settings are kvsim settings (`kvsim run --help`): model="Llama-3.1-8B",
     platform="h200", trace="swebench", requests=500, tp=2, slo_ttft="200 ms", evict_each_turn=True, ...
     Values with units are strings ("30 s", "40 GB"); lists become comma-separated.
@@ -224,13 +271,24 @@ def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=F
     raised as a KvsimWarning), "overloaded" (policy -> bool; with seeds, the number of seeds in which
     it was overloaded). With as_frame=True "requests" is a pandas DataFrame and
     "metrics" one with a row per policy (nested keys flattened: "ttft_s.p99").
+    seeds=N replicates the run over N seeds, as compare() describes ("intervals").
     Raises KvsimError with kvsim's message when the run fails."""
-    return _run("run", policy, config, scenario, out, as_frame, binary, timeout, requests_csv, settings)
+    return _run("run", policy, config, scenario, out, as_frame, binary, timeout, requests_csv, settings,
+                seeds=seeds, seed_base=seed_base)
 
 
 def compare(policies=None, *, config=None, scenario=None, out=None, as_frame=False, binary=None,
-            timeout=None, requests_csv=True, **settings):
+            timeout=None, requests_csv=True, seeds=None, seed_base=None, baseline=None, **settings):
     """Simulate several policies on the same trace and seed (policies: a list, or "all"; None: the
     scenario's, else kvsim's default recompute,kv-offload); returns what run() returns, with every
-    policy in "policies" (in the order given) and in "requests"."""
-    return _run("compare", policies, config, scenario, out, as_frame, binary, timeout, requests_csv, settings)
+    policy in "policies" (in the order given) and in "requests".
+
+    seeds=N (2..100) replicates the comparison over N seeds (seed_base, seed_base+1, ...; every policy
+    replays the same trace per seed), as kvsim's --seeds: the result then also holds "seeds", "level"
+    (0.95) and "intervals" (policy -> metric -> {"mean", "ci95", "n", "per_seed"}); with
+    baseline="POLICY" also "differences" (policy − baseline, seed by seed) and "ratios" (baseline ÷
+    policy, times only), each metric with "significant" (the interval excludes 0, or 1). "overloaded"
+    then counts the seeds in which each policy was overloaded. With as_frame=True the three are
+    DataFrames indexed by policy with (metric, "mean"/"ci95") columns."""
+    return _run("compare", policies, config, scenario, out, as_frame, binary, timeout, requests_csv, settings,
+                seeds=seeds, seed_base=seed_base, baseline=baseline)

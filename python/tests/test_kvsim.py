@@ -113,6 +113,57 @@ class RunTest(unittest.TestCase):
         self.assertEqual(len(r["requests"]), 80)
         self.assertIn("ttft_s.p99", r["metrics"].columns)
         self.assertEqual(list(r["metrics"].index), ["recompute", "kv-offload"])
+        r = kvsim.compare(policies=["recompute", "kv-offload"], as_frame=True, seeds=2, baseline="recompute", **SMALL)
+        self.assertEqual(list(r["intervals"].index), ["recompute", "kv-offload"])
+        self.assertIn(("ttft_mean_s", "ci95"), r["intervals"].columns)
+        self.assertEqual(list(r["differences"].index), ["kv-offload"])
+
+
+class SeedsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r = kvsim.compare(policies=["recompute", "kv-offload"], evict_each_turn=True, seeds=3,
+                              baseline="recompute", **SMALL)
+
+    def test_intervals_from_the_seeds(self):
+        r = self.r
+        self.assertEqual(r["seeds"], [3, 4, 5])  # seed_base defaults to the seed setting
+        self.assertEqual(r["level"], 0.95)
+        self.assertEqual(r["baseline"], "recompute")
+        for policy in ("recompute", "kv-offload"):
+            m = r["intervals"][policy]["ttft_mean_s"]
+            self.assertEqual(m["n"], 3)
+            self.assertAlmostEqual(m["mean"], sum(m["per_seed"]) / 3, places=12)
+            self.assertGreaterEqual(m["ci95"], 0)
+        self.assertEqual(r["overloaded"], {"recompute": 0, "kv-offload": 0})
+
+    def test_first_seed_is_the_single_run(self):
+        one = kvsim.compare(policies=["recompute", "kv-offload"], evict_each_turn=True, **SMALL)
+        for policy in ("recompute", "kv-offload"):
+            self.assertAlmostEqual(self.r["intervals"][policy]["ttft_mean_s"]["per_seed"][0],
+                                   one["policies"][policy]["ttft_s"]["mean"], places=9)
+
+    def test_differences_are_paired(self):
+        r = self.r
+        d = r["differences"]["kv-offload"]["ttft_mean_s"]
+        a = r["intervals"]["kv-offload"]["ttft_mean_s"]["per_seed"]
+        b = r["intervals"]["recompute"]["ttft_mean_s"]["per_seed"]
+        for k in range(3):
+            self.assertAlmostEqual(d["per_seed"][k], a[k] - b[k], places=9)
+        self.assertIn("significant", d)
+        self.assertIn("kv-offload", r["ratios"])
+
+    def test_seed_arguments_checked(self):
+        for bad in (1, 0, "3", True):
+            with self.assertRaises(kvsim.KvsimError):
+                kvsim.compare(policies=["recompute"], seeds=bad, **SMALL)
+        with self.assertRaises(kvsim.KvsimError) as cm:
+            kvsim.compare(policies=["recompute"], baseline="recompute", **SMALL)
+        self.assertIn("seeds=N", str(cm.exception))
+
+    def test_one_seed_has_no_intervals(self):
+        r = kvsim.run("recompute", **SMALL)
+        self.assertNotIn("intervals", r)
 
 
 if __name__ == "__main__":
