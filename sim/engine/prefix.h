@@ -1,0 +1,81 @@
+/* prefix.h — a content-addressed store of KV blocks at one place (a replica's HBM, one tier's copy):
+ * blocks named by chained hashes, reference counts, LRU eviction of unreferenced blocks.
+ *
+ * Responsible for: the blocks one place holds, found by hash in O(1); the longest resident prefix of
+ * a request's chain of block hashes; pinning the blocks a request uses (refs > 0: never evicted) and
+ * releasing them into the LRU; inserting a chain's blocks, deduplicated by hash, evicting the least
+ * recently used unreferenced blocks when the place is full; the counts a run reports (hits, inserts,
+ * deduplicated inserts, evictions).
+ * The eviction order is vLLM's free-block queue: a released chain enters the LRU tail-block first, so
+ * under pressure a chain loses its last blocks before its first and keeps the prefix that others
+ * share.
+ * Not responsible for: what a block holds or costs (the engine's restoration plan), where a missing
+ * block is found (the tiers below, each with its own PrefixStore), the KV pool's token accounting.
+ * Hashes are never 0 (prefix_chain gives none; 0 marks a free entry).
+ * Invariants: n_blocks <= cap_blocks (when cap_blocks > 0); a block is in the LRU exactly when its
+ * refs are 0; n_lru + (blocks with refs > 0) == n_blocks; every resident hash is found by the table.
+ * Complexity: every call O(blocks it is given + blocks it evicts), expected; memory O(cap) — the
+ * table and the block array grow by doubling up to the resident count, never scan.
+ */
+#ifndef KV_PREFIX_H
+#define KV_PREFIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* the hash of a block whose content is `content`, following the block hashed `parent` (0 for the
+ * first block of a chain): equal chains give equal hashes, a shared prefix gives shared leading
+ * hashes (vLLM's chained block hash; never 0) */
+uint64_t prefix_chain(uint64_t parent, uint64_t content);
+
+typedef struct PrefixStats {
+    int64_t lookups;       /* blocks asked for by prefix_match (the chain up to the first miss + 1) */
+    int64_t hits;          /* of those, resident */
+    int64_t inserted;      /* blocks made resident */
+    int64_t deduplicated;  /* inserts of a block already resident (stored once) */
+    int64_t evicted;       /* unreferenced blocks dropped for room */
+    int64_t refused;       /* inserts with no room (every resident block referenced) */
+} PrefixStats;
+
+typedef struct PrefixStore {
+    struct PrefixEntry *e;   /* entries; index 0 unused (0 is "none" in the links and the table) */
+    uint32_t n_e, cap_e;     /* entries in use (with the free list's), allocated */
+    uint32_t free_head;      /* a freed entry to reuse (linked through .next), 0: none */
+    uint32_t *slot;          /* open addressing (linear probing): entry index, 0 empty */
+    size_t n_slot;           /* a power of two, 0 before the first insert */
+    uint32_t lru_head, lru_tail; /* unreferenced blocks, least recently used at the head */
+    int64_t n_blocks;        /* resident */
+    int64_t n_lru;           /* of those, unreferenced */
+    int64_t cap_blocks;      /* 0: unlimited */
+    PrefixStats st;
+} PrefixStore;
+
+/* An empty store holding at most cap_blocks blocks (0: no limit). */
+void prefix_init(PrefixStore *p, int64_t cap_blocks);
+void prefix_free(PrefixStore *p);
+
+/* How many leading blocks of h[0..n) are resident (counted in st.lookups / st.hits). */
+size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n);
+/* Whether one block is resident (not counted). */
+int prefix_has(const PrefixStore *p, uint64_t hash);
+
+/* Pin h[0..n), every one resident (the caller matched them first): refs + 1, out of the LRU. */
+void prefix_acquire(PrefixStore *p, const uint64_t *h, size_t n);
+/* Unpin h[0..n) (each pinned): refs − 1; a block reaching 0 enters the LRU as most recently used,
+ * the chain's last block first (it is evicted before the blocks in front of it). */
+void prefix_release(PrefixStore *p, const uint64_t *h, size_t n);
+
+/* Make h[0..n) resident, in order, stopping at the first block with no room (every resident block
+ * referenced, or cap_blocks 0 is impossible: unlimited never stops). pin: the inserted and the
+ * already resident blocks are acquired as by prefix_acquire (a request that computed them and keeps
+ * using them); else they enter the LRU as released. Returns the blocks of h now resident from the
+ * front (n when all fit); -1 when out of memory (the store is unchanged past the blocks done). */
+long prefix_insert(PrefixStore *p, const uint64_t *h, size_t n, int pin);
+
+/* Drop one unreferenced block (0 when resident and unreferenced, -1 when absent or referenced). */
+int prefix_drop(PrefixStore *p, uint64_t hash);
+
+/* The walker's check of the invariants above; 0 when they hold, else -1 with a line in msg. */
+int prefix_check(const PrefixStore *p, char *msg, size_t len);
+
+#endif
