@@ -5,13 +5,14 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "sim/base/blockhash.h"
 #include "sim/engine/prefix.h"
 
 /* the chain of n blocks of content group g (block k's content g * 1000 + k), from the start */
 static void chain(uint64_t *h, size_t n, uint64_t g)
 {
     uint64_t parent = 0;
-    for (size_t k = 0; k < n; k++) h[k] = parent = prefix_chain(parent, g * 1000 + k);
+    for (size_t k = 0; k < n; k++) h[k] = parent = kv_block_hash(parent, g * 1000 + k);
 }
 
 static int ok(const PrefixStore *p)
@@ -22,18 +23,18 @@ static int ok(const PrefixStore *p)
     return rc == 0;
 }
 
-TEST(prefix_chain_shares_leading_hashes_only)
+TEST(block_hash_chain_shares_leading_hashes_only)
 {
     uint64_t a[4], b[4];
     chain(a, 4, 1);
     chain(b, 4, 1);
     CHECK(memcmp(a, b, sizeof a) == 0);
     /* a different second block: the first hash is shared, every later one differs */
-    b[1] = prefix_chain(b[0], 7777);
-    b[2] = prefix_chain(b[1], 1002);
+    b[1] = kv_block_hash(b[0], 7777);
+    b[2] = kv_block_hash(b[1], 1002);
     CHECK(a[0] == b[0] && a[1] != b[1] && a[2] != b[2]);
     /* the same content after a different parent is a different block */
-    CHECK(prefix_chain(1, 5) != prefix_chain(2, 5));
+    CHECK(kv_block_hash(1, 5) != kv_block_hash(2, 5));
     for (int k = 0; k < 4; k++) CHECK(a[k] != 0);
 }
 
@@ -44,8 +45,8 @@ TEST(prefix_match_insert_and_dedup)
     uint64_t a[6], b[6];
     chain(a, 6, 1);
     chain(b, 6, 1);
-    b[4] = prefix_chain(b[3], 99); /* b shares a's first four blocks */
-    b[5] = prefix_chain(b[4], 100);
+    b[4] = kv_block_hash(b[3], 99); /* b shares a's first four blocks */
+    b[5] = kv_block_hash(b[4], 100);
     CHECK_EQ_U(prefix_match(&p, a, 6), 0);
     CHECK_EQ_I(prefix_insert(&p, a, 6, 0), 6);
     CHECK_EQ_U(prefix_match(&p, a, 6), 6);
@@ -142,7 +143,7 @@ TEST(prefix_random_operations_agree_with_a_plain_model)
     for (int g = 0; g < CHAINS; g++) {
         chain(ch[g], LEN, (uint64_t)g % 4); /* groups of chains share content: deduplication */
         if (g >= 4) /* later chains branch off their group's at block g % LEN */
-            for (int k = g % LEN; k < LEN; k++) ch[g][k] = prefix_chain(k ? ch[g][k - 1] : 0, (uint64_t)(g * 100 + k));
+            for (int k = g % LEN; k < LEN; k++) ch[g][k] = kv_block_hash(k ? ch[g][k - 1] : 0, (uint64_t)(g * 100 + k));
     }
     PrefixStore p;
     prefix_init(&p, CAP);

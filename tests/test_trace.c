@@ -650,6 +650,56 @@ static void check_mooncake_stream(TestCtx *t, const Reqs *q)
     CHECK_REQ(&q->r[3], 3, 0, 12500000, 0, 600, 3, 0);
 }
 
+/* the whole 512-token blocks of each input, by name: r0 (1500 tokens) and r1 (1100) and r2 (1024)
+ * have two, ids [0, 1] — the same two names; r3 (600) one, id 4 — another name; a context cut by
+ * max_context no longer begins with its blocks: none */
+TEST(trace_mooncake_names_its_whole_blocks)
+{
+    for (int cut = 0; cut < 2; cut++) {
+        TraceOptions o = topts(test_path("tests/fixtures/traces/mooncake.jsonl"));
+        if (cut) o.max_context_tokens = 1200;
+        KvErr e;
+        TraceSource *s = trace_open(&o, &e);
+        CHECK_MSG(s != NULL, "%s", e.msg);
+        if (!s) return;
+        static const int32_t want[4] = {2, 2, 2, 1};
+        uint64_t first[2] = {0, 0};
+        TraceRequest r;
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ_I(trace_next(s, &r, &e), 1);
+            int32_t n = cut && i == 0 ? 0 : want[i]; /* only r0 (1500 tokens) passes 1200 */
+            CHECK_EQ_I(r.n_prefix_blocks, n);
+            CHECK_EQ_I(r.prefix_block_tokens, 512);
+            CHECK(n == 0 ? r.prefix_blocks == NULL : r.prefix_blocks != NULL);
+            CHECK((int64_t)r.n_prefix_blocks * 512 <= r.history_tokens + r.new_input_tokens);
+            if (n == 0) continue;
+            for (int k = 0; k < n; k++) CHECK(r.prefix_blocks[k] != 0);
+            if (i < 3) {
+                if (!first[0]) memcpy(first, r.prefix_blocks, sizeof first);
+                CHECK(r.prefix_blocks[0] == first[0] && r.prefix_blocks[1] == first[1]);
+                CHECK(r.prefix_blocks[0] != r.prefix_blocks[1]);
+            } else {
+                CHECK(r.prefix_blocks[0] != first[0] && r.prefix_blocks[0] != first[1]);
+            }
+        }
+        CHECK_EQ_I(trace_next(s, &r, &e), 0);
+        trace_close(s);
+    }
+    /* sources that name no blocks give none: the canonical CSV, the generators */
+    const char *none[2] = {"tests/fixtures/traces/sorted.csv", "sharegpt4"};
+    for (int k = 0; k < 2; k++) {
+        TraceOptions o = topts(k ? none[k] : test_path(none[k]));
+        o.max_requests = 20;
+        KvErr e;
+        TraceSource *s = trace_open(&o, &e);
+        CHECK_MSG(s != NULL, "%s", e.msg);
+        if (!s) return;
+        TraceRequest r;
+        while (trace_next(s, &r, &e) == 1) CHECK(r.n_prefix_blocks == 0 && r.prefix_blocks == NULL);
+        trace_close(s);
+    }
+}
+
 TEST(trace_mooncake_fixture_history_from_shared_prefixes)
 {
     TraceOptions o = topts(test_path("tests/fixtures/traces/mooncake.jsonl"));

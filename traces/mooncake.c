@@ -9,6 +9,8 @@
  * Not responsible for: session inference (the canonical mooncake_conversation.csv carries one) or
  * the order machinery (trace_io.c: a file out of time order is read through an index, and "earlier"
  * then means earlier in time, as the history is computed in release order).
+ * The whole blocks of each input are also handed out by name (TraceRequest.prefix_blocks: a hash id
+ * named through sim/base/blockhash.h), for a consumer that finds shared blocks by name.
  * Invariants: history is a multiple of 512 or input_length − 1; new_input = input_length − history >= 1
  * (an input_length of 0 gives 1).
  */
@@ -18,7 +20,12 @@
 
 #include <cJSON.h>
 
+#include "sim/base/blockhash.h"
 #include "traces/trace_int.h"
+
+/* Mooncake's hash ids already name a block with everything before it: named as the content of a
+ * chain of one under this parent, they cannot meet a chain another source builds */
+#define MOON_NAME_SPACE 0x4D4F4F4E43414B45ull /* "MOONCAKE" */
 
 typedef struct MoonSeen {
     uint64_t *slot; /* id + 1; 0 = empty (ids are >= 0) */
@@ -34,6 +41,7 @@ typedef struct MooncakeTrace {
     double timestamp_ms;
     int64_t input_len, output_len;
     int64_t *ids;
+    uint64_t *names;   /* the block names of the last request's whole blocks (ids_cap of them) */
     size_t n_ids, ids_cap;
     uint64_t next_session;
     char session_id[24]; /* the last request's 0-based line, handed out as its session id */
@@ -151,11 +159,13 @@ static int moon_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
         if (m->n_ids == m->ids_cap) {
             size_t cap = m->ids_cap ? m->ids_cap * 2 : 256;
             int64_t *ids = realloc(m->ids, cap * sizeof *ids);
-            if (!ids) {
+            if (ids) m->ids = ids;
+            uint64_t *nm = ids ? realloc(m->names, cap * sizeof *nm) : NULL;
+            if (!nm) {
                 kv_err(e, "%s: line %lld: out of memory", m->path, (long long)line_no);
                 goto done;
             }
-            m->ids = ids;
+            m->names = nm;
             m->ids_cap = cap;
         }
         m->ids[m->n_ids++] = id;
@@ -203,6 +213,14 @@ static int moon_next(void *impl, TraceRequest *out, KvErr *e)
     out->history_tokens = hist;
     out->new_input_tokens = kv_max_i64(1, m->input_len - hist);
     out->output_tokens = m->output_len > 0 ? m->output_len : 1;
+    /* the input's whole blocks by name (a partial last block is nobody's to share: vLLM hashes
+     * whole blocks only); the context is the input, history included */
+    size_t whole = (size_t)((out->history_tokens + out->new_input_tokens) / TRACE_MOONCAKE_BLOCK_TOKENS);
+    if (whole > m->n_ids) whole = m->n_ids;
+    for (size_t i = 0; i < whole; i++) m->names[i] = kv_block_hash(MOON_NAME_SPACE, (uint64_t)m->ids[i]);
+    out->prefix_blocks = whole ? m->names : NULL;
+    out->n_prefix_blocks = (int32_t)whole;
+    out->prefix_block_tokens = TRACE_MOONCAKE_BLOCK_TOKENS;
     return 1;
 }
 
@@ -213,6 +231,7 @@ static void moon_close(void *impl)
     trace_lines_close(&m->lines);
     free(m->seen.slot);
     free(m->ids);
+    free(m->names);
     free(m);
 }
 

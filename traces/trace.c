@@ -206,6 +206,9 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
     KvErr local;
     KvErr *err = e ? e : &local;
     s->backend_cut = 0;
+    out->prefix_blocks = NULL; /* a source that names no blocks leaves these */
+    out->n_prefix_blocks = 0;
+    out->prefix_block_tokens = 0;
     int r = s->be->next(s->impl, out, err);
     if (r < 0) return trace_fail(s, err);
     if (r == 0) return 0;
@@ -281,6 +284,17 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
         if (out->new_input_tokens > max_ctx) out->new_input_tokens = max_ctx;
         out->history_tokens = kv_max_i64(0, max_ctx - out->new_input_tokens);
         cut = 1;
+    }
+    if (cut) { /* the oldest history went: the context no longer begins with the named blocks */
+        out->prefix_blocks = NULL;
+        out->n_prefix_blocks = 0;
+    }
+    if (out->n_prefix_blocks < 0 || (out->n_prefix_blocks > 0 && (out->prefix_block_tokens < 1 || !out->prefix_blocks)) ||
+        (int64_t)out->n_prefix_blocks * out->prefix_block_tokens > out->history_tokens + out->new_input_tokens) {
+        kv_err(err, "%s: request %lld (session %llu turn %d): %d shared blocks of %d tokens do not fit its context of %lld tokens",
+               s->opt.source, (long long)s->emitted, (unsigned long long)out->session, out->turn, out->n_prefix_blocks,
+               out->prefix_block_tokens, (long long)(out->history_tokens + out->new_input_tokens));
+        return trace_fail(s, err);
     }
     s->truncated += cut;
     s->emitted++;

@@ -67,6 +67,15 @@ typedef struct TraceRequest {
                                   request's 0-based line (Mooncake) or data row (Vidur) in the file;
                                   generators: "NAME-N" with N the dense session id. Valid until the
                                   next trace_next or trace_close (copy it to keep it). */
+    /* The names (sim/base/blockhash.h) of the leading whole blocks of the request's context (history
+     * then new input) that requests of any session may share, prefix_block_tokens tokens each:
+     * Mooncake's hash_ids of the whole 512-token blocks of the input. n_prefix_blocks × block tokens
+     * <= history + new input; 0 blocks (and NULL) when the source names none or max_context_tokens
+     * cut the history (the context no longer starts with those blocks). Valid until the next
+     * trace_next or trace_close. */
+    const uint64_t *prefix_blocks;
+    int32_t n_prefix_blocks;
+    int32_t prefix_block_tokens;
 } TraceRequest;
 
 typedef struct TraceOptions {

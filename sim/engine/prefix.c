@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/blockhash.h"
 #include "sim/engine/prefix.h"
 
 struct PrefixEntry {
@@ -10,23 +11,6 @@ struct PrefixEntry {
     int32_t refs;
     uint32_t prev, next; /* LRU links while refs == 0; next also links the free list */
 };
-
-/* splitmix64's finaliser: a full-avalanche 64-bit mix */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
-
-uint64_t prefix_chain(uint64_t parent, uint64_t content)
-{
-    uint64_t h = mix64(parent * 0x9E3779B97F4A7C15ull ^ mix64(content + 0x632BE59BD9B4E019ull));
-    return h ? h : 1; /* 0 means "no block" to the callers' chains */
-}
 
 void prefix_init(PrefixStore *p, int64_t cap_blocks)
 {
@@ -42,7 +26,7 @@ void prefix_free(PrefixStore *p)
     prefix_init(p, cap);
 }
 
-static size_t home(const PrefixStore *p, uint64_t hash) { return (size_t)mix64(hash) & (p->n_slot - 1); }
+static size_t home(const PrefixStore *p, uint64_t hash) { return (size_t)kv_mix64(hash) & (p->n_slot - 1); }
 
 /* the table slot holding hash, or the empty slot where it would go */
 static size_t find_slot(const PrefixStore *p, uint64_t hash)

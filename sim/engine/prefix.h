@@ -11,7 +11,7 @@
  * share.
  * Not responsible for: what a block holds or costs (the engine's restoration plan), where a missing
  * block is found (the tiers below, each with its own PrefixStore), the KV pool's token accounting.
- * Hashes are never 0 (prefix_chain gives none; 0 marks a free entry).
+ * Blocks are named by sim/base/blockhash.h's hashes, never 0 (0 marks a free entry).
  * Invariants: n_blocks <= cap_blocks (when cap_blocks > 0); a block is in the LRU exactly when its
  * refs are 0; n_lru + (blocks with refs > 0) == n_blocks; every resident hash is found by the table.
  * Complexity: every call O(blocks it is given + blocks it evicts), expected; memory O(cap) — the
@@ -22,11 +22,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* the hash of a block whose content is `content`, following the block hashed `parent` (0 for the
- * first block of a chain): equal chains give equal hashes, a shared prefix gives shared leading
- * hashes (vLLM's chained block hash; never 0) */
-uint64_t prefix_chain(uint64_t parent, uint64_t content);
 
 typedef struct PrefixStats {
     int64_t lookups;       /* blocks asked for by prefix_match (the chain up to the first miss + 1) */
