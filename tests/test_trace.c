@@ -669,7 +669,7 @@ TEST(trace_mooncake_names_its_whole_blocks)
             CHECK_EQ_I(trace_next(s, &r, &e), 1);
             int32_t n = cut && i == 0 ? 0 : want[i]; /* only r0 (1500 tokens) passes 1200 */
             CHECK_EQ_I(r.n_prefix_blocks, n);
-            CHECK_EQ_I(r.prefix_block_tokens, 512);
+            CHECK_EQ_I(r.prefix_block_tokens, n ? 512 : 0);
             CHECK(n == 0 ? r.prefix_blocks == NULL : r.prefix_blocks != NULL);
             CHECK((int64_t)r.n_prefix_blocks * 512 <= r.history_tokens + r.new_input_tokens);
             if (n == 0) continue;
@@ -684,6 +684,30 @@ TEST(trace_mooncake_names_its_whole_blocks)
         }
         CHECK_EQ_I(trace_next(s, &r, &e), 0);
         trace_close(s);
+    }
+    /* the CSV's hash_ids column names the same blocks as the JSONL (the fixture's rows, as sessions of
+     * one turn each; the third row's history is a whole block shorter than the JSONL's) */
+    {
+        TraceOptions oj = topts(test_path("tests/fixtures/traces/mooncake.jsonl"));
+        TraceOptions oc = topts(test_path("tests/fixtures/traces/hash_ids.csv"));
+        KvErr e;
+        TraceSource *sj = trace_open(&oj, &e), *sc = sj ? trace_open(&oc, &e) : NULL;
+        CHECK_MSG(sj && sc, "%s", e.msg);
+        TraceRequest rj, rc;
+        for (int i = 0; sj && sc && i < 4; i++) {
+            CHECK_EQ_I(trace_next(sj, &rj, &e), 1);
+            CHECK_EQ_I(trace_next(sc, &rc, &e), 1);
+            CHECK_EQ_I(rc.n_prefix_blocks, rj.n_prefix_blocks);
+            for (int k = 0; k < rc.n_prefix_blocks && k < rj.n_prefix_blocks; k++) CHECK(rc.prefix_blocks[k] == rj.prefix_blocks[k]);
+        }
+        trace_close(sj);
+        trace_close(sc);
+        /* a malformed id names the file, line and column */
+        oc = topts(test_path("tests/fixtures/traces/hash_ids_bad.csv"));
+        TraceSource *sb = trace_open(&oc, &e);
+        CHECK(sb == NULL);
+        if (!sb) CHECK_CONTAINS(e.msg, "hash_ids_bad.csv: line 3: column hash_ids: expected space-separated non-negative integers, got \"0 1x\"");
+        trace_close(sb);
     }
     /* sources that name no blocks give none: the canonical CSV, the generators */
     const char *none[2] = {"tests/fixtures/traces/sorted.csv", "sharegpt4"};

@@ -7,6 +7,9 @@
  * closed-loop later turns), dense session ids in stream order, and the 0 → 1 token rule.
  * Not responsible for: the order machinery (trace_io.c: streamed when the file is in release order,
  * else read through an offset index) or truncation (trace.c).
+ * The optional hash_ids column (Mooncake's convention: space-separated ids, one per 512-token block of
+ * the context, an id standing for its block and every block before it) names the context's whole
+ * blocks (TraceRequest.prefix_blocks), as the Mooncake reader names them.
  * Invariants: per session, turn 0 comes first and every later turn t satisfies 1 <= t <= (largest
  * turn so far) + 1 in file order — a repeated turn is a branch (the Mooncake trace has 21); a
  * session's release keys never decrease, so sorting by (key, offset) keeps its turns in file order.
@@ -15,11 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/blockhash.h"
 #include "traces/trace_int.h"
 
-enum { CSV_SESSION, CSV_TURN, CSV_ARRIVAL, CSV_NEW, CSV_OUT, CSV_HIST, CSV_NCOL };
+enum { CSV_SESSION, CSV_TURN, CSV_ARRIVAL, CSV_NEW, CSV_OUT, CSV_HIST, CSV_HASH, CSV_NCOL };
 static const char *const csv_col_names[CSV_NCOL] = {"session_id", "turn", "arrival_s", "new_input_tokens",
-                                                    "output_tokens", "history_tokens"};
+                                                    "output_tokens", "history_tokens", "hash_ids"};
 
 typedef struct CsvSession {
     int64_t last_key_ns; /* release key of the session's latest row (ordering state) */
@@ -34,6 +38,8 @@ typedef struct CsvRow {
     int has_arrival;
     double arrival_s;
     int64_t new_tokens, out_tokens, hist_tokens;
+    uint64_t *ids;       /* hash_ids of the row (n_ids), named through kv_block_hash at csv_next */
+    size_t n_ids, ids_cap;
 } CsvRow;
 
 typedef struct CsvTrace {
@@ -54,7 +60,39 @@ typedef struct CsvTrace {
     int64_t scan_timed, scan_poisson, scan_closed; /* of the last whole pass (for describe) */
     int64_t next_out_id;
     CsvRow row;
+    uint64_t *blk_names; /* the last request's block names (row.ids_cap of them) */
 } CsvTrace;
+
+/* the row's hash_ids: space-separated non-negative integers (none: an empty field) */
+static int csv_hash_ids(CsvTrace *c, const char *f, int64_t line_no, KvErr *e)
+{
+    CsvRow *r = &c->row;
+    r->n_ids = 0;
+    for (const char *p = f;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) return 0;
+        const char *q = p;
+        uint64_t v = 0;
+        while (*q >= '0' && *q <= '9') {
+            if (v > (UINT64_MAX - 9) / 10) break;
+            v = v * 10 + (uint64_t)(*q++ - '0');
+        }
+        if (q == p || (*q && *q != ' ' && *q != '\t'))
+            return kv_err(e, "%s: line %lld: column hash_ids: expected space-separated non-negative integers, got \"%.60s\"",
+                          c->path, (long long)line_no, f);
+        if (r->n_ids == r->ids_cap) {
+            size_t cap = r->ids_cap ? r->ids_cap * 2 : 64;
+            uint64_t *ids = realloc(r->ids, cap * sizeof *ids);
+            if (ids) r->ids = ids;
+            uint64_t *nm = ids ? realloc(c->blk_names, cap * sizeof *nm) : NULL;
+            if (!nm) return kv_err(e, "%s: line %lld: out of memory", c->path, (long long)line_no);
+            c->blk_names = nm;
+            r->ids_cap = cap;
+        }
+        r->ids[r->n_ids++] = v;
+        p = q;
+    }
+}
 
 static int csv_bad_field(CsvTrace *c, int64_t line, int col, const char *expected, const char *got, KvErr *e)
 {
@@ -112,6 +150,7 @@ static int csv_parse(void *ctx, char *line, int64_t line_no, KvErr *e)
     static const char *const tok_names[3] = {"new_input_tokens", "output_tokens", "history_tokens"};
     const int64_t toks[3] = {r->new_tokens, r->out_tokens, r->hist_tokens};
     if (trace_check_tokens(e, c->path, line_no, "column", tok_names, toks) != 0) return -1;
+    if (c->col[CSV_HASH] >= 0 && csv_hash_ids(c, c->fields[c->col[CSV_HASH]], line_no, e) != 0) return -1;
     return 1;
 }
 
@@ -198,6 +237,12 @@ static int csv_next(void *impl, TraceRequest *out, KvErr *e)
         if (out->history_tokens > 0) out->history_tokens--;
     }
     out->output_tokens = row->out_tokens > 0 ? row->out_tokens : 1;
+    size_t whole = (size_t)((out->history_tokens + out->new_input_tokens) / TRACE_MOONCAKE_BLOCK_TOKENS);
+    if (whole > row->n_ids) whole = row->n_ids;
+    for (size_t i = 0; i < whole; i++) c->blk_names[i] = kv_block_hash(TRACE_HASH_ID_SPACE, row->ids[i]);
+    out->prefix_blocks = whole ? c->blk_names : NULL;
+    out->n_prefix_blocks = (int32_t)whole;
+    out->prefix_block_tokens = TRACE_MOONCAKE_BLOCK_TOKENS;
     return 1;
 }
 
@@ -209,6 +254,8 @@ static void csv_close(void *impl)
     trace_names_free(&c->names);
     free(c->ses);
     free(c->fields);
+    free(c->row.ids);
+    free(c->blk_names);
     free(c);
 }
 
@@ -246,9 +293,9 @@ int trace_csv_open(TraceSource *s, KvErr *e)
     for (int k = 0; k < CSV_NCOL; k++) {
         c->col[k] = trace_csv_column(c->fields, n, csv_col_names[k]);
         if (c->col[k] == -2) return kv_err(e, "%s: line 1: column %s appears twice in the header", c->path, csv_col_names[k]);
-        if (c->col[k] < 0 && k != CSV_ARRIVAL)
+        if (c->col[k] < 0 && k != CSV_ARRIVAL && k != CSV_HASH)
             return kv_err(e, "%s: line 1: the header has no column %s (required: session_id, turn, new_input_tokens, "
-                          "output_tokens, history_tokens; optional: arrival_s)", c->path, csv_col_names[k]);
+                          "output_tokens, history_tokens; optional: arrival_s, hash_ids)", c->path, csv_col_names[k]);
     }
     if (trace_order_start(&c->order, &c->lines, &csv_order_ops, c, e) != 0) return -1;
 

@@ -23,10 +23,6 @@
 #include "sim/base/blockhash.h"
 #include "traces/trace_int.h"
 
-/* Mooncake's hash ids already name a block with everything before it: named as the content of a
- * chain of one under this parent, they cannot meet a chain another source builds */
-#define MOON_NAME_SPACE 0x4D4F4F4E43414B45ull /* "MOONCAKE" */
-
 typedef struct MoonSeen {
     uint64_t *slot; /* id + 1; 0 = empty (ids are >= 0) */
     size_t cap, n;
@@ -217,7 +213,7 @@ static int moon_next(void *impl, TraceRequest *out, KvErr *e)
      * whole blocks only); the context is the input, history included */
     size_t whole = (size_t)((out->history_tokens + out->new_input_tokens) / TRACE_MOONCAKE_BLOCK_TOKENS);
     if (whole > m->n_ids) whole = m->n_ids;
-    for (size_t i = 0; i < whole; i++) m->names[i] = kv_block_hash(MOON_NAME_SPACE, (uint64_t)m->ids[i]);
+    for (size_t i = 0; i < whole; i++) m->names[i] = kv_block_hash(TRACE_HASH_ID_SPACE, (uint64_t)m->ids[i]);
     out->prefix_blocks = whole ? m->names : NULL;
     out->n_prefix_blocks = (int32_t)whole;
     out->prefix_block_tokens = TRACE_MOONCAKE_BLOCK_TOKENS;

@@ -285,9 +285,11 @@ int trace_next(TraceSource *s, TraceRequest *out, KvErr *e)
         out->history_tokens = kv_max_i64(0, max_ctx - out->new_input_tokens);
         cut = 1;
     }
-    if (cut) { /* the oldest history went: the context no longer begins with the named blocks */
-        out->prefix_blocks = NULL;
+    if (cut) /* the oldest history went: the context no longer begins with the named blocks */
         out->n_prefix_blocks = 0;
+    if (out->n_prefix_blocks == 0) {
+        out->prefix_blocks = NULL;
+        out->prefix_block_tokens = 0;
     }
     if (out->n_prefix_blocks < 0 || (out->n_prefix_blocks > 0 && (out->prefix_block_tokens < 1 || !out->prefix_blocks)) ||
         (int64_t)out->n_prefix_blocks * out->prefix_block_tokens > out->history_tokens + out->new_input_tokens) {

@@ -21,6 +21,11 @@
 #include "traces/trace.h"
 
 /* ---- deterministic random numbers ---- */
+/* Mooncake's hash ids already name a block with everything before it: named as the content of a
+ * chain of one under this parent (sim/base/blockhash.h), the JSONL and the CSV hash_ids column give
+ * the same names, and they cannot meet a chain another source builds */
+#define TRACE_HASH_ID_SPACE 0x4D4F4F4E43414B45ull /* "MOONCAKE" */
+
 typedef struct TraceRng {
     uint64_t s[4];
     int has_spare;
