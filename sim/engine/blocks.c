@@ -38,15 +38,15 @@
 
 static int ondemand(const Sim *sm) { return sm->cfg->alloc == SIM_ALLOC_ONDEMAND; }
 
-int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout)
+int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout, int64_t held)
 {
-    return blocks_tokens(sm, hist + nnew + (ondemand(sm) ? 1 : nout));
+    return blocks_private(sm, hist + nnew + (ondemand(sm) ? 1 : nout), held);
 }
 
 int64_t blocks_admit_need(const Sim *sm, const Request *r)
 {
-    if (!ondemand(sm)) return blocks_tokens(sm, r->hist + r->nnew + r->nout);
-    if (!r->preempted) return blocks_tokens(sm, r->hist + r->nnew + 1);
+    if (!ondemand(sm)) return blocks_private(sm, r->hist + r->nnew + r->nout, r->held);
+    if (!r->preempted) return blocks_private(sm, r->hist + r->nnew + 1, r->held);
     /* swapped: the blocks it had; recompute: its context again, through the token the re-prefill produces */
     int64_t ctx = r->hist + r->nnew + r->out_done;
     return blocks_tokens(sm, sm->cfg->preempt == SIM_PREEMPT_SWAP ? ctx : ctx + 1);
@@ -125,6 +125,8 @@ static int preempt(Sim *sm, Replica *rp, int idx)
     pool_release(sm, rp, r->reserved_tokens);
     r->reserved_tokens = 0;
     r->s->resident_tokens = 0; /* its KV was this request's blocks: gone (or in host DRAM) */
+    prefix_release(&rp->pfx, r->names, (size_t)r->held); /* its cached blocks stay cached, unreferenced */
+    r->held = 0;
     rq_set_state(sm, r, RQ_QUEUED);
     return queue_push_front(sm, rp, r);
 }
@@ -138,7 +140,7 @@ int blocks_grow(Sim *sm, Replica *rp)
             i++;
             continue;
         }
-        int64_t need = blocks_tokens(sm, r->hist + r->nnew + r->out_done + 1) - r->reserved_tokens;
+        int64_t need = blocks_private(sm, r->hist + r->nnew + r->out_done + 1, r->held) - r->reserved_tokens;
         while (need > 0 && rp->pool_used + need > rp->pool_cap && hbm_evict_one(sm, rp)) {
         }
         if (need <= 0 || rp->pool_used + need <= rp->pool_cap) {

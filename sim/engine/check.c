@@ -3,7 +3,9 @@
  * Responsible for: recomputing, from the structures themselves, what the run's counters claim, and
  * reporting the first mismatch as the run's error:
  *  - per replica: pool_used within [0, pool_cap] and equal to the admitted requests' reservations
- *    plus the resident blocks of sessions with no admitted request; the HBM LRU holds exactly the
+ *    plus the resident blocks of sessions with no admitted request (beyond the named blocks they
+ *    hold) plus the prefix cache's blocks; the cache's own invariants (prefix_check) and its
+ *    reference counts = the blocks held by resident sessions and admitted requests; the HBM LRU holds exactly the
  *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
  *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
  *    the FIFO's count = its turns in memory + the entries in its spill file (those are not walked);
@@ -78,6 +80,7 @@ typedef struct {
     int64_t idle_resident_tokens; /* blocks of sessions with resident KV and no admitted turn */
     size_t in_lru;                /* sessions marked in_hbm_lru */
     size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
+    int64_t pfx_refs;             /* prefix-cache blocks held by sessions with resident KV */
 } Agg;
 
 static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want)
@@ -169,7 +172,11 @@ static int check_sessions(Sim *sm, Agg *agg)
             return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
                             (unsigned long long)s->id);
         Agg *a = &agg[s->replica];
-        if (!s->chk_active && s->resident_tokens > 0) a->idle_resident_tokens += blocks_tokens(sm, s->resident_tokens);
+        if (!s->chk_active && s->resident_tokens > 0) a->idle_resident_tokens += blocks_private(sm, s->resident_tokens, s->pfx_n);
+        if ((s->pfx_n > 0) != (s->pfx_names != NULL) || (s->pfx_n > 0 && s->resident_tokens < s->pfx_n * sm->pfx_B))
+            return sim_fail(sm, "sim_check: session %llu holds %d cached blocks with %lld resident tokens", (unsigned long long)s->id,
+                            s->pfx_n, (long long)s->resident_tokens);
+        a->pfx_refs += s->pfx_n;
         if (s->in_hbm_lru) a->in_lru++;
         if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
     }
@@ -179,12 +186,17 @@ static int check_sessions(Sim *sm, Agg *agg)
 static int check_replica(Sim *sm, Replica *rp, const Agg *a)
 {
     int i = rp->id;
-    int64_t acc = a->idle_resident_tokens;
-    for (int k = 0; k < rp->n_active; k++) acc += rp->active[k]->reserved_tokens;
+    int64_t acc = a->idle_resident_tokens + rp->pfx.n_blocks * sm->pfx_B, refs = a->pfx_refs;
+    for (int k = 0; k < rp->n_active; k++) acc += rp->active[k]->reserved_tokens, refs += rp->active[k]->held;
     if (rp->pool_used < 0 || rp->pool_used > rp->pool_cap || acc != rp->pool_used)
-        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use (of %lld), admitted reservations and "
-                            "idle resident sessions account for %lld",
+        return sim_fail(sm, "sim_check: replica %d: KV pool %lld tokens in use (of %lld), admitted reservations, "
+                            "idle resident sessions and cached blocks account for %lld",
                         i, (long long)rp->pool_used, (long long)rp->pool_cap, (long long)acc);
+    char msg[160];
+    if (prefix_check(&rp->pfx, msg, sizeof msg) != 0) return sim_fail(sm, "sim_check: replica %d: %s", i, msg);
+    if (prefix_refs_total(&rp->pfx) != refs)
+        return sim_fail(sm, "sim_check: replica %d: the prefix cache counts %lld references, its holders %lld", i,
+                        (long long)prefix_refs_total(&rp->pfx), (long long)refs);
     size_t n = 0;
     for (Session *s = rp->lru_head; s; s = s->hbm_next, n++)
         if (!s->in_hbm_lru || s->replica != i || s->resident_tokens <= 0 || (!s->hbm_next && rp->lru_tail != s))

@@ -193,6 +193,9 @@ static const CfgKey g_keys[] = {
          "leave the last N requests or those arriving in the last T of the arrivals out of the request metrics (0: none)"),
     NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
     NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
+    NUMK("prefix_cache", CT_BOOL, prefix_cache, "true", 0, 1, 0, NULL,
+         "keep the KV blocks a trace names (Mooncake hash_ids) in an HBM prefix cache shared by sessions: a request takes "
+         "its longest cached prefix instead of computing it (vLLM's automatic prefix caching)"),
     /* storage */
     ENUMK("store", store, "auto", g_store_names, "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)"),
     NUMK("dram", CT_SIZE, dram_bytes, "0 B", 0, 1e18, 0, NULL, "host DRAM for saved state, e.g. 256 GB (0: the platform's)"),

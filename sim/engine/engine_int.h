@@ -61,6 +61,7 @@
 #include "policies/policy.h"
 #include "sim/engine/channel.h"
 #include "sim/engine/evq.h"
+#include "sim/engine/prefix.h"
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
 
@@ -125,6 +126,10 @@ struct Session {
     int d2h_inflight;          /* save units still in their D2H hop */
     Unit *parked;              /* restoration loads waiting for a save of this session to cross D2H */
     int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
+    /* the named blocks of its resident KV that it holds in its replica's prefix cache: pfx_names[0, pfx_n)
+     * (owned; NULL whenever resident_tokens is 0), the context's first pfx_n × Sim.pfx_B tokens */
+    uint64_t *pfx_names;
+    int32_t pfx_n;
     Session *t_prev, *t_next;  /* tier LRU */
     int64_t last_use_ns;
     int chk_saving, chk_active; /* sim_check's scratch */
@@ -209,7 +214,13 @@ struct Request {
     RqState state;
     int64_t arrival_ns;
     int64_t hist, nnew, nout;
-    int64_t reserved_tokens;    /* KV pool tokens (whole blocks) it holds while admitted */
+    int64_t reserved_tokens;    /* KV pool tokens (whole blocks) it holds while admitted, beyond its held blocks */
+    /* the blocks its context names (owned; trace order) and, of those, the first `held` it holds in
+     * its replica's prefix cache (they are not in reserved_tokens); pfx_hit: context tokens it found
+     * there at admission and did not compute (metrics) */
+    uint64_t *names;
+    int32_t n_names, held;
+    int64_t pfx_hit;
     /* preemption (blocks.c): times preempted; a preempted request's pending re-admission (1), the
      * context tokens it re-prefills (recompute), its swap units in flight out / in (swap) */
     int preempts, preempted;
@@ -309,6 +320,7 @@ struct Replica {
     int *lw_idx;                          /* the indices of its layer-wise items, in item order */
     int n_lw, cap_lw;
     TierList tier[SIM_TIERS];             /* this replica's host tiers (rows not shared) */
+    PrefixStore pfx;                      /* the HBM prefix cache: named blocks, each Sim.pfx_B pool tokens */
     /* restoration windows (metrics.c): while >= 1 request of this replica is RQ_RESTORING */
     int n_restoring;
     int64_t win_since;                    /* the open window's start */
@@ -376,6 +388,8 @@ struct Sim {
     TraceSource *trace;
     TraceRequest next_tr;
     int have_next, trace_done;
+    PrefixNames names;                    /* the block names of turns not admitted yet, by request id */
+    int64_t pfx_B;                        /* tokens per named block (0: the trace named none so far) */
     Replica *rep;
     int R, S, L, T;
     int stage_of[SIM_MAX_LAYERS];
@@ -535,6 +549,13 @@ static inline int64_t blocks_tokens(const Sim *sm, int64_t tokens)
     return (tokens + b - 1) / b * b;
 }
 
+/* pool tokens of a context of `tokens` whose first `held` named blocks are in the prefix cache (the
+ * cache holds those, each pfx_B tokens, once for every holder) */
+static inline int64_t blocks_private(const Sim *sm, int64_t tokens, int64_t held)
+{
+    return blocks_tokens(sm, tokens - held * sm->pfx_B);
+}
+
 /* history tokens of r neither loaded nor computed yet (what io_pick sees) */
 static inline int64_t rq_remaining_restore_tokens(const Request *r)
 {
@@ -639,7 +660,7 @@ void sim_test_set_queue_bound(size_t entries);
 /* the KV pool tokens r needs when (re-)admitted: alloc=reserve the whole turn; ondemand the context
  * it holds through its next produced token (history + new + 1, or after a preemption its context so
  * far, + 1 when it recomputes) */
-int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout); /* a turn not yet admitted */
+int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout, int64_t held); /* a turn not yet admitted, holding `held` cached blocks */
 int64_t blocks_admit_need(const Sim *sm, const Request *r);
 /* tokens of rp's pool admission must leave free (the watermark; 0 when nothing is admitted) */
 int64_t blocks_admit_headroom(const Sim *sm, const Replica *rp);

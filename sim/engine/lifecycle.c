@@ -43,6 +43,12 @@ _Static_assert(sizeof(Turn) <= 64, "a waiting turn costs at most 64 bytes (engin
 
 void turn_free(Sim *sm, Turn *t)
 {
+    if (sm->names.n) { /* a turn never admitted: its block names go with it */
+        uint64_t *h;
+        uint32_t n;
+        pnames_take(&sm->names, t->id, &h, &n);
+        free(h);
+    }
     t->s->refs--;
     sm->turn_bytes -= sizeof *t;
     free(t);
@@ -67,6 +73,7 @@ void request_free(Request *r)
     free(r->arrived);
     free(r->layer_units);
     free(r->parts);
+    free(r->names);
     free(r);
 }
 
@@ -79,16 +86,32 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     if (sm->sched) sched_out_request_done(sm, r); /* hook: schedule_out */
     Session *s = r->s;
     int64_t ctx = r->hist + r->nnew + r->nout;
-    /* the reservation becomes the session's resident KV */
-    int64_t keep = blocks_tokens(sm, ctx);
-    if (keep < r->reserved_tokens) pool_release(sm, rp, r->reserved_tokens - keep);
+    /* the reservation becomes the session's resident KV; its named blocks go into the prefix cache
+     * (a block already there is stored once: its room in the reservation is given back) */
+    int64_t keep = blocks_private(sm, ctx, r->n_names), inserted = 0;
+    if (r->n_names > 0) {
+        int64_t before = rp->pfx.n_blocks;
+        if (prefix_insert(&rp->pfx, r->names, (size_t)r->n_names, 1) != r->n_names) {
+            sim_fail(sm, "out of memory");
+            return;
+        }
+        inserted = rp->pfx.n_blocks - before;
+        prefix_release(&rp->pfx, r->names, (size_t)r->held); /* the session holds them now */
+        SIM_CHECK(sm, !s->pfx_names);
+        s->pfx_names = r->names;
+        s->pfx_n = r->n_names;
+        r->names = NULL;
+        r->held = 0;
+    }
+    int64_t give = r->reserved_tokens - keep - inserted * sm->pfx_B;
+    SIM_CHECK(sm, give >= 0 || inserted == 0); /* a block made resident came out of the reservation */
+    if (give > 0) pool_release(sm, rp, give);
     s->resident_tokens = ctx;
     s->last_use_ns = sim_now(sm);
     s->busy = 0;
     if (sm->save_mode != SAVE_DIRECT) tier_save_range(sm, s, ctx); /* the rest of the turn (all of it at turn end) */
     if (sm->cfg->evict_each_turn) {
-        pool_release(sm, rp, keep);
-        s->resident_tokens = 0;
+        sess_drop_resident(sm, rp, s);
     } else {
         hbm_lru_add(rp, s);
     }
@@ -173,6 +196,25 @@ static void pend_append(Sim *sm, Session *s, Turn *r)
     s->pend_tail = r;
 }
 
+/* the blocks t's context names (the prefix cache's keys), kept by its id until admission */
+static int turn_names(Sim *sm, Turn *t, const TraceRequest *tr)
+{
+    int64_t B = tr->prefix_block_tokens, b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16;
+    if (!sm->pfx_B) {
+        if (B < 1 || B % b != 0)
+            return sim_fail(sm, "the trace names blocks of %lld tokens: block_tokens=%lld must divide that (or prefix_cache=false)",
+                            (long long)B, (long long)b);
+        sm->pfx_B = B;
+    } else if (B != sm->pfx_B) {
+        return sim_fail(sm, "the trace names blocks of %lld tokens after blocks of %lld (session %llu turn %d)", (long long)B,
+                        (long long)sm->pfx_B, (unsigned long long)tr->session, tr->turn);
+    }
+    int64_t n = tr->n_prefix_blocks, whole = ((int64_t)t->hist + t->nnew) / B;
+    if (n > whole) n = whole;
+    if (n > 0 && pnames_put(&sm->names, t->id, tr->prefix_blocks, (uint32_t)n) != 0) return sim_fail(sm, "out of memory");
+    return 0;
+}
+
 /* a turn from the trace's next row (the caller has the row in sm->next_tr); NULL after sim_fail */
 static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
 {
@@ -197,6 +239,7 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
     r->when_ns = tr->arrival_ns;
     r->think_ns = tr->think_ns;
     r->offered_ns = -1;
+    if (tr->n_prefix_blocks > 0 && sm->cfg->prefix_cache && turn_names(sm, r, tr) != 0) return NULL;
     return r;
 }
 
@@ -216,6 +259,9 @@ static Request *request_from_turn(Sim *sm, Turn *q)
     r->nout = q->nout;
     r->offered_ns = q->offered_ns;
     r->trim = q->trim;
+    uint32_t nn = 0;
+    if (sm->names.n) pnames_take(&sm->names, q->id, &r->names, &nn);
+    r->n_names = (int32_t)nn;
     q->s->refs++;
     turn_free(sm, q);
     return r;
@@ -409,6 +455,25 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
     sess_maybe_free(sm, s);
 }
 
+/* How many leading blocks of q's names (nm[0, nn)) it takes from the prefix cache: those its session
+ * holds when its history is resident, else the cache's longest match — never the block of its
+ * context's last token (that token is computed: its output comes from it, as in vLLM), and none
+ * when the history is partly cached and the session has a saved copy of it to restore (a
+ * restoration plan covers a whole history) */
+static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q, const uint64_t *nm, uint32_t nn,
+                          int resident_ok)
+{
+    int64_t B = sm->pfx_B, limit = ((int64_t)q->hist + q->nnew - 1) / B;
+    size_t n = (int64_t)nn < limit ? nn : (size_t)(limit > 0 ? limit : 0), k = 0;
+    if (resident_ok) {
+        while (k < n && k < (size_t)s->pfx_n && s->pfx_names[k] == nm[k]) k++;
+        return k;
+    }
+    k = prefix_match(&rp->pfx, nm, n);
+    if ((int64_t)k * B < q->hist && (s->tier != TIER_NONE || s->saving)) k = 0;
+    return k;
+}
+
 /* Admission, FIFO, as soon as memory and a batch slot allow — also while an iteration runs, so that
  * a restoration's IO starts at admission and its compute joins the next iteration boundary. */
 void admit_queue(Sim *sm, Replica *rp)
@@ -420,10 +485,7 @@ void admit_queue(Sim *sm, Replica *rp)
         if (!pre && !q) return; /* failed (reading the spill file back) */
         Session *s = pre ? pre->s : q->s;
         int64_t hist = pre ? pre->hist : q->hist, ctx = hist + (pre ? pre->nnew + pre->nout : q->nnew + q->nout);
-        /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
-        int64_t need = pre ? blocks_admit_need(sm, pre) : blocks_turn_need(sm, q->hist, q->nnew, q->nout);
         int resident_ok = !pre && hist > 0 && s->resident_tokens >= hist;
-        int64_t have = resident_ok ? blocks_tokens(sm, s->resident_tokens) : 0;
         if (!pre && blocks_tokens(sm, ctx) > rp->pool_cap) { /* can never fit: dropped */
             drop_head(sm, rp, q);
             continue;
@@ -431,10 +493,26 @@ void admit_queue(Sim *sm, Replica *rp)
         /* KV the turn cannot use (its history was cut by max_context, or is longer than what stayed
          * resident) is stale: released now, since request_done replaces it with the turn's own */
         if (!pre && !resident_ok && s->resident_tokens) sess_drop_resident(sm, rp, s);
+        const uint64_t *nm = NULL;
+        uint32_t nn = 0;
+        size_t held = 0; /* the leading named blocks it takes from the prefix cache, pinned from here on */
+        int64_t looked = rp->pfx.st.lookups, found = rp->pfx.st.hits; /* counted once it is admitted */
+        if (!pre && sm->names.n && pnames_get(&sm->names, q->id, &nm, &nn)) {
+            held = prefix_take(sm, rp, s, q, nm, nn, resident_ok);
+            prefix_acquire(&rp->pfx, nm, held);
+        }
+        /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
+        int64_t need = pre ? blocks_admit_need(sm, pre) : blocks_turn_need(sm, q->hist, q->nnew, q->nout, (int64_t)held);
+        int64_t have = resident_ok ? blocks_private(sm, s->resident_tokens, s->pfx_n) : 0;
         int64_t extra = need - have, cap = rp->pool_cap - blocks_admit_headroom(sm, rp);
         while (rp->pool_used + extra > cap && hbm_evict_one(sm, rp)) {
         }
-        if (rp->pool_used + extra > cap) break;
+        if (rp->pool_used + extra > cap) {
+            prefix_release(&rp->pfx, nm, held);
+            rp->pfx.st.lookups = looked;
+            rp->pfx.st.hits = found;
+            break;
+        }
         Request *r;
         if (pre) {
             rp->pre_n--;
@@ -444,6 +522,15 @@ void admit_queue(Sim *sm, Replica *rp)
         }
         pool_reserve(sm, rp, extra);
         if (!pre && !(r = request_from_turn(sm, q))) return;
+        if (!pre && r->names) {
+            r->held = (int32_t)held;
+            if (resident_ok && s->pfx_names) { /* the session's blocks: now this request's (held above) */
+                prefix_release(&rp->pfx, s->pfx_names, (size_t)s->pfx_n);
+                free(s->pfx_names);
+                s->pfx_names = NULL;
+                s->pfx_n = 0;
+            }
+        }
         r->reserved_tokens = need;
         metrics_on_pool(sm, rp);
         if (r->preempted) { /* back from a preemption: no restoration, its context is recomputed or swapped in */

@@ -508,7 +508,17 @@ void metrics_on_admit(Sim *sm, MetricSource src, Tier t)
     case MS_RESIDENT: sm->res->hits_resident++; break;
     case MS_TIER: sm->tiers[t].hits++; break; /* (loads are counted when the request is done) */
     case MS_RECOMPUTE: sm->res->misses++; break;
+    case MS_PREFIX: sm->res->hits_prefix++; break;
     }
+}
+
+/* a request whose context names blocks, admitted: what it took from the prefix cache */
+void metrics_on_prefix(Sim *sm, const Request *r)
+{
+    sm->res->prefix_named++;
+    if (r->pfx_hit <= 0) return;
+    sm->res->prefix_hit_requests++;
+    sm->res->prefix_hit_tokens += (uint64_t)r->pfx_hit;
 }
 
 /* HBM peak: the most KV tokens in use on one replica */
@@ -958,6 +968,15 @@ void metrics_on_run_end(Sim *sm)
     out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);
+    out->prefix_block_tokens = sm->pfx_B;
+    for (int i = 0; i < sm->R; i++) {
+        const PrefixStats *ps = &sm->rep[i].pfx.st;
+        out->prefix_lookups += (uint64_t)ps->lookups;
+        out->prefix_hits += (uint64_t)ps->hits;
+        out->prefix_inserted += (uint64_t)ps->inserted;
+        out->prefix_deduplicated += (uint64_t)ps->deduplicated;
+        out->prefix_evicted += (uint64_t)ps->evicted;
+    }
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
         *res_u64(out, tier_fields[t].hits) = sm->tiers[t].hits;
         *res_u64(out, tier_fields[t].peak) = sm->tiers[t].peak_bytes;

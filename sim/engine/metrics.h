@@ -22,7 +22,7 @@
 #include "sim/engine/engine_int.h"
 
 /* where an admitted request's history came from */
-typedef enum MetricSource { MS_NO_HISTORY, MS_RESIDENT, MS_TIER, MS_RECOMPUTE } MetricSource;
+typedef enum MetricSource { MS_NO_HISTORY, MS_RESIDENT, MS_TIER, MS_RECOMPUTE, MS_PREFIX } MetricSource;
 
 void metrics_on_setup(Sim *sm);
 void metrics_on_event(Sim *sm);
@@ -58,6 +58,7 @@ void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u);
 void metrics_on_direct_save(Sim *sm, Tier t, double bytes);
 void metrics_on_admit(Sim *sm, MetricSource src, Tier t);
 void metrics_on_pool(Sim *sm, const Replica *rp);
+void metrics_on_prefix(Sim *sm, const Request *r);
 void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes);
 void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);

@@ -205,6 +205,100 @@ int prefix_drop(PrefixStore *p, uint64_t hash)
     return 0;
 }
 
+int prefix_evict_lru(PrefixStore *p)
+{
+    uint32_t v = p->lru_head;
+    if (!v) return 0;
+    lru_unlink(p, v);
+    entry_free(p, v);
+    p->st.evicted++;
+    return 1;
+}
+
+int64_t prefix_refs_total(const PrefixStore *p)
+{
+    int64_t t = 0;
+    for (uint32_t i = 1; i <= p->n_e; i++)
+        if (p->e[i].hash) t += p->e[i].refs;
+    return t;
+}
+
+struct PrefixNamesSlot {
+    uint64_t id;             /* + 1 (0: empty) */
+    uint64_t *h;
+    uint32_t n;
+};
+
+static size_t pn_home(const PrefixNames *m, uint64_t key) { return (size_t)kv_mix64(key) & (m->n_slot - 1); }
+
+static size_t pn_find(const PrefixNames *m, uint64_t key)
+{
+    size_t j = pn_home(m, key);
+    while (m->slot[j].id && m->slot[j].id != key) j = (j + 1) & (m->n_slot - 1);
+    return j;
+}
+
+int pnames_put(PrefixNames *m, uint64_t id, const uint64_t *h, uint32_t n)
+{
+    if ((m->n + 1) * 4 > m->n_slot * 3) {
+        size_t ns = m->n_slot ? m->n_slot * 2 : 64;
+        struct PrefixNamesSlot *old = m->slot, *nw = calloc(ns, sizeof *nw);
+        if (!nw) return -1;
+        size_t n_old = m->n_slot;
+        m->slot = nw;
+        m->n_slot = ns;
+        for (size_t i = 0; i < n_old; i++)
+            if (old[i].id) m->slot[pn_find(m, old[i].id)] = old[i];
+        free(old);
+    }
+    uint64_t *c = malloc((size_t)n * sizeof *c);
+    if (!c) return -1;
+    memcpy(c, h, (size_t)n * sizeof *c);
+    m->slot[pn_find(m, id + 1)] = (struct PrefixNamesSlot){id + 1, c, n};
+    m->n++;
+    return 0;
+}
+
+int pnames_take(PrefixNames *m, uint64_t id, uint64_t **h, uint32_t *n)
+{
+    *h = NULL;
+    *n = 0;
+    if (!m->n) return 0;
+    size_t j = pn_find(m, id + 1), mask = m->n_slot - 1;
+    if (!m->slot[j].id) return 0;
+    *h = m->slot[j].h;
+    *n = m->slot[j].n;
+    m->n--;
+    m->slot[j].id = 0;
+    for (size_t k = (j + 1) & mask; m->slot[k].id; k = (k + 1) & mask) {
+        size_t hm = pn_home(m, m->slot[k].id);
+        int stays = j <= k ? (j < hm && hm <= k) : (j < hm || hm <= k);
+        if (stays) continue;
+        m->slot[j] = m->slot[k];
+        m->slot[k].id = 0;
+        j = k;
+    }
+    return 1;
+}
+
+int pnames_get(const PrefixNames *m, uint64_t id, const uint64_t **h, uint32_t *n)
+{
+    if (!m->n) return 0;
+    size_t j = pn_find(m, id + 1);
+    if (!m->slot[j].id) return 0;
+    *h = m->slot[j].h;
+    *n = m->slot[j].n;
+    return 1;
+}
+
+void pnames_free(PrefixNames *m)
+{
+    for (size_t i = 0; i < m->n_slot; i++)
+        if (m->slot[i].id) free(m->slot[i].h);
+    free(m->slot);
+    memset(m, 0, sizeof *m);
+}
+
 int prefix_check(const PrefixStore *p, char *msg, size_t len)
 {
     int64_t resident = 0, in_lru = 0;

@@ -69,6 +69,26 @@ long prefix_insert(PrefixStore *p, const uint64_t *h, size_t n, int pin);
 
 /* Drop one unreferenced block (0 when resident and unreferenced, -1 when absent or referenced). */
 int prefix_drop(PrefixStore *p, uint64_t hash);
+/* Drop the least recently used unreferenced block (counted in st.evicted): 1, or 0 when every
+ * resident block is referenced. */
+int prefix_evict_lru(PrefixStore *p);
+/* The sum of the resident blocks' reference counts (the walker compares it with the holders'). */
+int64_t prefix_refs_total(const PrefixStore *p);
+
+/* Block names waiting for their request (a turn read from the trace and not admitted yet), by the
+ * request's id: a turn stays 64 bytes and its names follow it wherever it waits. Linear probing
+ * with backward-shift deletion; every call O(1) expected. */
+typedef struct PrefixNames {
+    struct PrefixNamesSlot *slot;
+    size_t n_slot, n;        /* n_slot a power of two (0 before the first put) */
+} PrefixNames;
+/* Keep a copy of h[0..n) under id (n > 0; id not present); -1 when out of memory. */
+int pnames_put(PrefixNames *m, uint64_t id, const uint64_t *h, uint32_t n);
+/* Take id's names (the caller owns and frees *h); 0 and *h NULL, *n 0 when id has none. */
+int pnames_take(PrefixNames *m, uint64_t id, uint64_t **h, uint32_t *n);
+/* Look at id's names without taking them: 1 and *h, *n set, or 0. */
+int pnames_get(const PrefixNames *m, uint64_t id, const uint64_t **h, uint32_t *n);
+void pnames_free(PrefixNames *m);
 
 /* The walker's check of the invariants above; 0 when they hold, else -1 with a line in msg. */
 int prefix_check(const PrefixStore *p, char *msg, size_t len);

@@ -627,11 +627,16 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         r->lb_ns = 0;
         return 0;
     }
-    r->lb_ns = lower_bound_ns(sm, N, usable ? fastest : TIER_NONE, t_comp);
+    /* the history's first H tokens are in the prefix cache (taken at admission only when there is no
+     * saved copy to restore: then they are not recomputed) */
+    int64_t H = (int64_t)r->held * sm->pfx_B;
+    SIM_CHECK(sm, !(usable && H > 0)); /* admission takes no cached prefix of a history it can load */
+    r->lb_ns = H > 0 && !usable ? lower_bound_ns(sm, N - H, TIER_NONE, (double)sm->L * est_layer_ns(sm, N - H, 0))
+                                : lower_bound_ns(sm, N, usable ? fastest : TIER_NONE, t_comp);
     if (!usable) { /* nothing to load: recompute, whatever the policy said */
         int64_t chunk = plan.recompute_chunk_tokens; /* in the policy's chunks */
         memset(&plan, 0, sizeof plan);
-        plan.recompute_tokens = N;
+        plan.recompute_tokens = N - H;
         plan.recompute_chunk_tokens = chunk;
         for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
         if (sm->save_bpt > 0) metrics_on_fallback(sm, slower);
@@ -656,6 +661,11 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         r->recompute_left = r->recompute_total = plan.recompute_tokens;
         r->recompute_chunk = plan.recompute_chunk_tokens;
         r->lw_tokens = N - plan.recompute_tokens;
+        if (!usable && H > 0) { /* recompute after the cached prefix */
+            r->recompute_done = H;
+            r->lw_tokens = 0;
+            r->pfx_hit = H;
+        }
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }
     if (r->loads_left) {
@@ -678,10 +688,19 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     r->from = "none";
     r->src = TIER_NONE;
     r->rc_layer = -1;
-    int64_t N = r->hist;
+    int64_t N = r->hist, H = (int64_t)r->held * sm->pfx_B; /* H: context tokens in the prefix cache */
+    if (H > N) { /* the new input's first H − N tokens are cached too: not computed */
+        r->new_done = H - N;
+        r->new_left = r->nnew - r->new_done;
+        r->pfx_hit = H - N;
+    }
     if (N > 0 && s->resident_tokens >= N) {
         r->from = "resident";
         metrics_on_admit(sm, MS_RESIDENT, TIER_NONE);
+    } else if (N > 0 && H >= N) {
+        r->from = "prefix";
+        r->pfx_hit = H;
+        metrics_on_admit(sm, MS_PREFIX, TIER_NONE);
     } else if (N > 0) {
         int ideal = 0;
         if (plan_and_start(sm, rp, r, N, &ideal) != 0) return -1;
@@ -692,6 +711,7 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     } else {
         metrics_on_admit(sm, MS_NO_HISTORY, TIER_NONE);
     }
+    if (r->n_names > 0) metrics_on_prefix(sm, r);
     if (active_push(sm, rp, r) != 0) return -1;
     int restoring = r->tw || r->recompute_left > 0 || r->lw_pending;
     rq_set_state(sm, r, restoring ? RQ_RESTORING : RQ_PREFILL);

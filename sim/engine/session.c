@@ -201,6 +201,7 @@ void sess_free_all(Sim *sm)
             free(s->parked);
             s->parked = nx;
         }
+        free(s->pfx_names);
         free(s->name);
         free(s);
     }
@@ -241,15 +242,26 @@ void pool_release(Sim *sm, Replica *rp, int64_t tokens)
 
 void sess_drop_resident(Sim *sm, Replica *rp, Session *s)
 {
-    pool_release(sm, rp, blocks_tokens(sm, s->resident_tokens));
+    pool_release(sm, rp, blocks_private(sm, s->resident_tokens, s->pfx_n));
     s->resident_tokens = 0;
+    if (s->pfx_names) { /* its named blocks stay cached, unreferenced, until the pool needs the room */
+        prefix_release(&rp->pfx, s->pfx_names, (size_t)s->pfx_n);
+        free(s->pfx_names);
+        s->pfx_names = NULL;
+        s->pfx_n = 0;
+    }
 }
 
-/* evict the least recently used idle resident session's KV from HBM; 0 when there is none */
+/* evict the least recently used idle resident session's KV from HBM, or when there is none the
+ * least recently used unreferenced block of the prefix cache; 0 when there is neither */
 int hbm_evict_one(Sim *sm, Replica *rp)
 {
     Session *s = rp->lru_head;
-    if (!s) return 0;
+    if (!s) {
+        if (!prefix_evict_lru(&rp->pfx)) return 0;
+        pool_release(sm, rp, sm->pfx_B);
+        return 1;
+    }
     hbm_lru_remove(rp, s);
     sess_drop_resident(sm, rp, s);
     sess_maybe_free(sm, s);

@@ -248,6 +248,7 @@ void sim_teardown(Sim *sm)
             free(rp->items);
             free(rp->lw_idx);
             free(rp->layer_ns);
+            prefix_free(&rp->pfx);
             for (int k = 0; k < CH_COUNT; k++)
                 for (int s = 0; s < SIM_MAX_STAGES; s++) ch_free_units(&rp->ch[k][s]);
         }
@@ -260,6 +261,7 @@ void sim_teardown(Sim *sm)
     while (sm->q.n && evq_pop(&sm->q, &ev, &e2) == 1)
         if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) turn_free(sm, ev.obj);
     sess_free_all(sm);
+    pnames_free(&sm->names);
     lifecycle_free(sm);
     metrics_free(sm);
     while (sm->free_units) {

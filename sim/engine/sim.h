@@ -136,6 +136,7 @@ typedef struct SimConfig {
     int64_t think_ns;
     int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
     int evict_each_turn;
+    int prefix_cache;       /* an HBM prefix cache of the blocks a trace names (TraceRequest.prefix_blocks) */
     int nic_per_stage;          /* a NIC to the remote store per pipeline stage (default: one per replica) */
     /* load (README "Load"; the resolved mode: sim_load_mode) */
     SimArrivals arrivals;
@@ -285,6 +286,14 @@ typedef struct SimResult {
     uint64_t fallback_uncovered;  /* of those: no saved state, or less than the history (see lost) */
     uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
     uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
+    /* the HBM prefix cache (prefix_cache=true and a trace that names blocks; else all 0 and
+     * prefix_named 0): requests whose context named blocks, restorations whose whole history was
+     * found there (hits_prefix), requests that took a cached prefix and the context tokens they did not
+     * compute (prefix_hit_requests, prefix_hit_tokens), and the caches' block counts summed over
+     * replicas: looked up, found, made resident, inserted again (deduplicated), evicted */
+    uint64_t prefix_named, hits_prefix, prefix_hit_requests, prefix_hit_tokens;
+    uint64_t prefix_lookups, prefix_hits, prefix_inserted, prefix_deduplicated, prefix_evicted;
+    int64_t prefix_block_tokens;
     /* restoration windows: time with >= 1 restoration in progress (RQ_RESTORING) summed over replicas,
      * and each resource's busy share inside them */
     double win_ns;

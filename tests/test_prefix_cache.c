@@ -1,0 +1,230 @@
+/* test_prefix_cache.c — the HBM prefix cache in the engine (lifecycle.c admission, restore.c,
+ * session.c eviction, check.c's walker): requests whose contexts name the same blocks.
+ *  - closed form: N requests sharing a P-token prefix, one after another, pool large: the first
+ *    computes everything; every later one takes the prefix from HBM and its TTFT is exactly that of a
+ *    request whose history of P tokens is resident (the ideal policy with the cache off); it
+ *    recomputes nothing; the counters: N named, N − 1 hits of P tokens, blocks inserted once each
+ *    (the shared ones deduplicated N − 1 times);
+ *  - the same trace with the prefix as the requests' history (restore_from "prefix");
+ *  - a shared prefix never makes an isolated request slower than without sharing, for every
+ *    policy; overlapping requests hold their blocks while in use; the accounting walker runs at every
+ *    iteration boundary (pool = reservations + idle resident KV +
+ *    cached blocks; reference counts = holders);
+ *  - LRU under a pool that holds one chain: A, A, B, B hits the whole prefix on the second of each
+ *    pair; A, B, A, B finds only the leading blocks that survived the other chain's admission
+ *    (eviction takes a chain's tail first);
+ *  - a trace that names no blocks is unaffected by the setting.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "tests/simtest.h"
+
+#define PB 512 /* the CSV's hash_ids blocks */
+
+/* one request per session, `n` of them `gap_s` apart; request i's context names chain[i] (a letter:
+ * 'A', 'B': shared blocks 0..k-1 of that chain) then one private block; hist: how many of the
+ * shared blocks are given as history (0: all of the context is new input) */
+static const char *chain_trace(TestCtx *t, const char *name, const char *chains, int k, int hist_blocks, double gap_s)
+{
+    size_t cap = 64 + strlen(chains) * (size_t)(k + 2) * 12 + 256;
+    char *text = malloc(cap);
+    if (!text) return NULL;
+    size_t o = (size_t)snprintf(text, cap, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens,hash_ids\n");
+    for (int i = 0; chains[i]; i++) {
+        int base = (chains[i] - 'A') * 1000;
+        int64_t ctx = (int64_t)(k + 1) * PB, hist = (int64_t)hist_blocks * PB;
+        o += (size_t)snprintf(text + o, cap - o, "s%d,0,%.3f,%lld,8,%lld,", i, gap_s * i, (long long)(ctx - hist), (long long)hist);
+        for (int b = 0; b < k; b++) o += (size_t)snprintf(text + o, cap - o, "%d ", base + b);
+        o += (size_t)snprintf(text + o, cap - o, "%d\n", 100000 + i);
+    }
+    const char *path = test_write_file(t, name, text);
+    free(text);
+    return path;
+}
+
+static void chain_config(TestCtx *t, SimConfig *c, const char *trace, const char *cache, const char *mem_util)
+{
+    sim_config_defaults(c);
+    snprintf(c->trace, sizeof c->trace, "%s", trace);
+    simtest_set(t, c, "platform", "hcache-a100");
+    simtest_set(t, c, "model", "Llama-3.1-8B");
+    simtest_set(t, c, "evict_each_turn", "true");
+    simtest_set(t, c, "prefix_cache", cache);
+    if (mem_util) simtest_set(t, c, "mem_util", mem_util);
+    c->quiet = 1;
+}
+
+/* run with the walker at every iteration boundary */
+static int run_checked(TestCtx *t, const SimConfig *c, const char *policy, Rows *rows, SimResult *res)
+{
+    const char *had = getenv("KVSIM_CHECK");
+    char saved[32] = "";
+    if (had) snprintf(saved, sizeof saved, "%s", had);
+    setenv("KVSIM_CHECK", "1", 1);
+    SimWorld w;
+    int rc = simtest_run(t, c, policy, &w, rows, res);
+    if (rc == 0) sim_world_close(&w);
+    if (had) setenv("KVSIM_CHECK", saved, 1);
+    else unsetenv("KVSIM_CHECK");
+    return rc;
+}
+
+TEST(prefix_cache_shared_prefix_closed_form)
+{
+    const int N = 5, K = 16;
+    for (int as_hist = 0; as_hist < 2; as_hist++) {
+        const char *tr = chain_trace(t, as_hist ? "shared_hist.csv" : "shared_new.csv", "AAAAA", K, as_hist ? K : 0, 20);
+        /* the reference: the prefix as resident history (ideal) with the cache off */
+        const char *ref = chain_trace(t, "shared_ref.csv", "AAAAA", K, K, 20);
+        SimConfig c;
+        Rows on, off, ideal;
+        SimResult ron, roff, rid;
+        chain_config(t, &c, tr, "true", NULL);
+        if (run_checked(t, &c, "recompute", &on, &ron) != 0) return;
+        chain_config(t, &c, tr, "false", NULL);
+        if (run_checked(t, &c, "recompute", &off, &roff) != 0) return;
+        chain_config(t, &c, ref, "false", NULL);
+        if (run_checked(t, &c, "ideal", &ideal, &rid) != 0) return;
+        CHECK_EQ_I(on.n, N);
+        CHECK_EQ_I(off.n, N);
+        /* the first request finds nothing */
+        CHECK_EQ_I(on.rows[0].ttft_ns, off.rows[0].ttft_ns);
+        for (int i = 1; i < N && i < on.n; i++) {
+            CHECK_MSG(on.rows[i].ttft_ns == ideal.rows[i].ttft_ns, "hist %d row %d: TTFT %lld ns, resident prefix %lld ns", as_hist,
+                      i, (long long)on.rows[i].ttft_ns, (long long)ideal.rows[i].ttft_ns);
+            CHECK_EQ_I(on.rows[i].recomputed_tokens, 0);
+            CHECK(on.rows[i].ttft_ns < off.rows[i].ttft_ns);
+            if (as_hist) CHECK_STR(on.rows[i].restore_from, "prefix");
+        }
+        CHECK_EQ_U(ron.prefix_named, (uint64_t)N);
+        CHECK_EQ_U(ron.prefix_hit_requests, (uint64_t)(N - 1));
+        CHECK_EQ_U(ron.prefix_hit_tokens, (uint64_t)((N - 1) * K * PB));
+        CHECK_EQ_U(ron.hits_prefix, as_hist ? (uint64_t)(N - 1) : 0);
+        CHECK_EQ_U(ron.prefix_inserted, (uint64_t)(K + N)); /* the shared blocks once, a private block each */
+        CHECK_EQ_U(ron.prefix_deduplicated, (uint64_t)((N - 1) * K));
+        CHECK_EQ_I(ron.prefix_block_tokens, PB);
+        /* off: nothing counted */
+        CHECK_EQ_U(roff.prefix_named, 0);
+        CHECK_EQ_U(roff.prefix_inserted, 0);
+        sim_result_free(&ron);
+        sim_result_free(&roff);
+        sim_result_free(&rid);
+    }
+}
+
+TEST(prefix_cache_never_slower_for_any_policy)
+{
+    /* isolated requests (30 s apart): a cached prefix never makes one slower */
+    const char *iso = chain_trace(t, "never_slower.csv", "AABABBA", 12, 8, 30);
+    /* overlapping requests (0.5 s apart): blocks held while in use, the walker at every boundary */
+    const char *busy = chain_trace(t, "overlapping.csv", "AABABBAAB", 12, 8, 0.5);
+    for (int p = 0; p < policy_count(); p++) {
+        const char *pol = policy_at(p)->name;
+        SimConfig c;
+        Rows on, off;
+        SimResult ron, roff;
+        chain_config(t, &c, iso, "true", NULL);
+        if (run_checked(t, &c, pol, &on, &ron) != 0) return;
+        chain_config(t, &c, iso, "false", NULL);
+        if (run_checked(t, &c, pol, &off, &roff) != 0) return;
+        CHECK_EQ_I(on.n, off.n);
+        for (int i = 0; i < on.n && i < off.n; i++)
+            CHECK_MSG(on.rows[i].ttft_ns <= off.rows[i].ttft_ns, "%s row %d: TTFT %lld ns with the cache, %lld without", pol, i,
+                      (long long)on.rows[i].ttft_ns, (long long)off.rows[i].ttft_ns);
+        CHECK_MSG(ron.prefix_hit_requests == 5, "%s: %llu requests took a cached prefix, expected 5", pol,
+                  (unsigned long long)ron.prefix_hit_requests);
+        sim_result_free(&ron);
+        sim_result_free(&roff);
+        chain_config(t, &c, busy, "true", NULL);
+        if (run_checked(t, &c, pol, &on, &ron) != 0) return;
+        CHECK_EQ_I(on.n, 9);
+        CHECK_MSG(ron.prefix_hit_requests > 0, "%s: no request took a cached prefix (the case tests nothing)", pol);
+        sim_result_free(&ron);
+    }
+}
+
+TEST(prefix_cache_lru_textbook_sequences)
+{
+    /* the pool for mem_util 0.45: one chain of k + 1 blocks fits, two chains do not */
+    SimConfig c;
+    SimWorld w;
+    KvErr e;
+    chain_config(t, &c, chain_trace(t, "probe.csv", "A", 1, 0, 1), "true", "0.45");
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    SimCapacity cap;
+    sim_world_capacity(&w, &cap);
+    sim_world_close(&w);
+    int k = (int)(cap.pool_tokens * 6 / 10 / PB) - 1;
+    CHECK_MSG(k >= 4, "pool of %lld tokens: too small for the case", (long long)cap.pool_tokens);
+    if (k < 4) return;
+    CHECK((int64_t)(k + 2) * PB <= cap.pool_tokens && (int64_t)(2 * k + 1) * PB > cap.pool_tokens);
+    /* AABB: the second of each pair finds its whole prefix; ABAB: each admission evicts the other
+     * chain's blocks it needs room for, tail first (vLLM's order), so A and B find only the
+     * leading blocks that survived */
+    const char *seqs[2] = {"AABB", "ABAB"};
+    for (int i = 0; i < 2; i++) {
+        Rows rows;
+        SimResult res;
+        chain_config(t, &c, chain_trace(t, "lru.csv", seqs[i], k, 0, 30), "true", "0.45");
+        if (run_checked(t, &c, "recompute", &rows, &res) != 0) return;
+        CHECK_EQ_U(res.prefix_hit_requests, 2);
+        if (i == 0) {
+            CHECK_EQ_U(res.prefix_hit_tokens, (uint64_t)(2 * k * PB));
+            CHECK(rows.rows[1].ttft_ns < rows.rows[0].ttft_ns / 2 && rows.rows[3].ttft_ns < rows.rows[2].ttft_ns / 2);
+        } else {
+            CHECK_MSG(res.prefix_hit_tokens > 0 && res.prefix_hit_tokens < (uint64_t)(2 * k * PB), "ABAB: %llu tokens hit",
+                      (unsigned long long)res.prefix_hit_tokens);
+            CHECK(res.prefix_evicted > 0);
+            CHECK(rows.rows[2].ttft_ns > rows.rows[1].ttft_ns / 4); /* a partial hit: much of A is computed again */
+        }
+        sim_result_free(&res);
+    }
+}
+
+TEST(prefix_cache_unnamed_trace_is_unaffected)
+{
+    SimConfig c;
+    Rows on, off;
+    SimResult ron, roff;
+    const char *tr = test_write_file(t, "unnamed.csv",
+                                     "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                                     "a,0,0,3000,20,0\nb,0,0.1,3000,20,0\na,1,5,400,20,3020\nb,1,5.2,300,30,3020\n");
+    chain_config(t, &c, tr, "true", NULL);
+    if (run_checked(t, &c, "kv-offload", &on, &ron) != 0) return;
+    chain_config(t, &c, tr, "false", NULL);
+    if (run_checked(t, &c, "kv-offload", &off, &roff) != 0) return;
+    CHECK_EQ_I(on.n, 4);
+    for (int i = 0; i < on.n; i++) {
+        CHECK_EQ_I(on.rows[i].ttft_ns, off.rows[i].ttft_ns);
+        CHECK_EQ_I(on.rows[i].done_ns, off.rows[i].done_ns);
+    }
+    CHECK_EQ_U(ron.prefix_named, 0);
+    CHECK_EQ_I(ron.prefix_block_tokens, 0);
+    sim_result_free(&ron);
+    sim_result_free(&roff);
+}
+
+TEST(prefix_cache_block_size_must_divide)
+{
+    SimConfig c;
+    Rows rows;
+    SimResult res;
+    SimWorld w;
+    KvErr e;
+    chain_config(t, &c, chain_trace(t, "bs.csv", "AA", 2, 0, 1), "true", NULL);
+    simtest_set(t, &c, "block_tokens", "48");
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    memset(&rows, 0, sizeof rows);
+    CHECK(sim_run(&w, "recompute", simtest_keep_row, &rows, NULL, NULL, &res, &e) != 0);
+    CHECK_CONTAINS(e.msg, "512 tokens");
+    CHECK_CONTAINS(e.msg, "block_tokens=48");
+    sim_world_close(&w);
+}
