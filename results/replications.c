@@ -6,56 +6,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/metric.h"
 #include "results/report.h"
 #include "sim/base/stats.h"
 
-typedef enum { MK_COUNT, MK_MS, MK_PCT, MK_BYTES, MK_RATIO } MetricKind;
+/* the replications' metrics: the metric table's METRIC_REPL rows in headline order (table.md's
+ * columns, then the restore throughput) */
+static const Metric *repl_metric(int m)
+{
+    int k = 0, nh = metric_headline_count();
+    for (int h = 1; h <= nh; h++) {
+        const Metric *x = metric_headline(h, METRIC_REPL);
+        if (x && k++ == m) return x;
+    }
+    return NULL;
+}
 
-typedef struct Metric {
-    const char *key;    /* summary.json name, in its units */
-    const char *header; /* table.md column, the same as the single-run table's */
-    MetricKind kind;
-} Metric;
+int repl_metric_count(void)
+{
+    int n = 0;
+    while (repl_metric(n)) n++;
+    return n;
+}
 
-/* the columns of the single-run table, in its order, then the restore throughput */
-static const Metric k_metrics[] = {
-    {"requests", "requests", MK_COUNT},
-    {"ttft_mean_s", "TTFT mean ms", MK_MS},
-    {"ttft_p50_s", "TTFT p50 ms", MK_MS},
-    {"ttft_p90_s", "TTFT p90 ms", MK_MS},
-    {"ttft_p99_s", "TTFT p99 ms", MK_MS},
-    {"restore_mean_s", "restore mean ms", MK_MS},
-    {"restore_p99_s", "restore p99 ms", MK_MS},
-    {"tbt_mean_s", "TBT mean ms", MK_MS},
-    {"tbt_p99_s", "TBT p99 ms", MK_MS},
-    {"slo_attainment", "SLO %", MK_PCT},
-    {"saved_bytes_per_token", "saved per token", MK_BYTES},
-    {"restore_over_lower_bound_mean", "restore/bound", MK_RATIO},
-    {"restore_throughput_tokens_per_s", "restore tokens/s", MK_COUNT},
-};
-#define N_METRICS ((int)KV_ARRAY_LEN(k_metrics))
-
-int repl_metric_count(void) { return N_METRICS; }
-const char *repl_metric_key(int m) { return m >= 0 && m < N_METRICS ? k_metrics[m].key : NULL; }
+const char *repl_metric_key(int m)
+{
+    const Metric *x = repl_metric(m);
+    return x ? x->key : NULL;
+}
 
 double repl_metric_value(const SimResult *r, int m)
 {
-    switch (m) {
-    case 0: return (double)r->requests;
-    case 1: return hist_mean(&r->ttft) / 1e9;
-    case 2: return hist_percentile(&r->ttft, 0.50) / 1e9;
-    case 3: return hist_percentile(&r->ttft, 0.90) / 1e9;
-    case 4: return hist_percentile(&r->ttft, 0.99) / 1e9;
-    case 5: return hist_mean(&r->restore) / 1e9;
-    case 6: return hist_percentile(&r->restore, 0.99) / 1e9;
-    case 7: return hist_mean(&r->tbt) / 1e9;
-    case 8: return hist_percentile(&r->tbt, 0.99) / 1e9;
-    case 9: return r->requests ? (double)r->slo_met / (double)r->requests : NAN;
-    case 10: return r->saved_bytes_per_token;
-    case 11: return r->lb_ratio.n ? hist_mean(&r->lb_ratio) / 1000 : NAN;
-    case 12: return r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN;
-    }
-    return NAN;
+    const Metric *x = repl_metric(m);
+    return x ? metric_value(x, r) : NAN;
 }
 
 /* seed s's value of metric m for policy p: as is (diff 0), minus the baseline's (1), or the
@@ -123,14 +106,14 @@ static cJSON *policy_stats(const Replications *r, int p, int diff, KvErr *e)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "policy", r->res[p].policy);
-    for (int m = 0; m < N_METRICS; m++) {
-        if (diff == 2 && k_metrics[m].kind != MK_MS) continue; /* ratios: of times only */
+    for (int m = 0; repl_metric(m); m++) {
+        if (diff == 2 && repl_metric(m)->show != MS_MS) continue; /* ratios: of times only */
         cJSON *x = stat_json(r, p, m, diff, e);
         if (!x) {
             cJSON_Delete(o);
             return NULL;
         }
-        cJSON_AddItemToObject(o, k_metrics[m].key, x);
+        cJSON_AddItemToObject(o, repl_metric(m)->key, x);
     }
     return o;
 }
@@ -180,7 +163,7 @@ fail:
 }
 
 /* "mean ± ci" in the column's units; diff: signed, " n.s." when the interval holds 0 */
-static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
+static void cell(char *b, size_t n, MetricShow k, const ReplStat *st, int diff)
 {
     if (!isfinite(st->mean) || !isfinite(st->ci95)) {
         snprintf(b, n, "–");
@@ -193,15 +176,15 @@ static void cell(char *b, size_t n, MetricKind k, const ReplStat *st, int diff)
         return;
     }
     switch (k) {
-    case MK_MS: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 1e3, c * 1e3); break;
-    case MK_PCT: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 100, c * 100); break;
-    case MK_RATIO: snprintf(b, n, diff ? "%+.2f ± %.2f" : "%.2f ± %.2f", m, c); break;
-    case MK_COUNT: snprintf(b, n, diff ? "%+.0f ± %.0f" : "%.0f ± %.0f", m, c); break;
-    case MK_BYTES:
+    case MS_MS: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 1e3, c * 1e3); break;
+    case MS_PCT: snprintf(b, n, diff ? "%+.1f ± %.1f" : "%.1f ± %.1f", m * 100, c * 100); break;
+    case MS_RATIO: snprintf(b, n, diff ? "%+.2f ± %.2f" : "%.2f ± %.2f", m, c); break;
+    case MS_BYTES:
         report_human_bytes(mb, sizeof mb, fabs(m));
         report_human_bytes(cb, sizeof cb, c);
         snprintf(b, n, "%s%s ± %s", diff ? (m < 0 ? "-" : "+") : "", mb, cb);
         break;
+    default: snprintf(b, n, diff ? "%+.0f ± %.0f" : "%.0f ± %.0f", m, c); break; /* counts and rates */
     }
     if (diff && !st->significant) {
         size_t l = strlen(b);
@@ -220,12 +203,13 @@ static int overloaded_seeds(const Replications *r, int p)
 static int table(FILE *out, const Replications *r, int diff, KvErr *e)
 {
     fprintf(out, "| policy | seeds |");
-    for (int m = 0; m < N_METRICS; m++)
-        if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, " %s%s |", diff == 1 ? "Δ " : diff ? "÷ " : "", k_metrics[m].header);
+    for (int m = 0; repl_metric(m); m++)
+        if (diff != 2 || repl_metric(m)->show == MS_MS)
+            fprintf(out, " %s%s |", diff == 1 ? "Δ " : diff ? "÷ " : "", repl_metric(m)->header);
     if (!diff) fprintf(out, " overloaded seeds |"); /* the mark of each row: its means are of a queue that kept growing */
     fprintf(out, "\n|---|---:|");
-    for (int m = 0; m < N_METRICS; m++)
-        if (diff != 2 || k_metrics[m].kind == MK_MS) fprintf(out, "---:|");
+    for (int m = 0; repl_metric(m); m++)
+        if (diff != 2 || repl_metric(m)->show == MS_MS) fprintf(out, "---:|");
     if (!diff) fprintf(out, "---:|");
     fputc('\n', out);
     for (int p = 0; p < r->n_policies; p++) {
@@ -233,12 +217,12 @@ static int table(FILE *out, const Replications *r, int diff, KvErr *e)
         if (diff == 2) fprintf(out, "| %s ÷ %s | %d |", r->res[r->baseline].policy, r->res[p].policy, r->n_seeds);
         else if (diff) fprintf(out, "| %s − %s | %d |", r->res[p].policy, r->res[r->baseline].policy, r->n_seeds);
         else fprintf(out, "| %s | %d |", r->res[p].policy, r->n_seeds);
-        for (int m = 0; m < N_METRICS; m++) {
-            if (diff == 2 && k_metrics[m].kind != MK_MS) continue;
+        for (int m = 0; repl_metric(m); m++) {
+            if (diff == 2 && repl_metric(m)->show != MS_MS) continue;
             ReplStat st;
             if (repl_stat(r, p, m, diff, &st, e) != 0) return -1;
             char b[128];
-            cell(b, sizeof b, k_metrics[m].kind, &st, diff);
+            cell(b, sizeof b, repl_metric(m)->show, &st, diff);
             fprintf(out, " %s |", b);
         }
         if (!diff) {

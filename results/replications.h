@@ -2,9 +2,9 @@
  * every policy as mean ± 95 % confidence interval over the seeds (Student t), and optionally each
  * policy's paired difference to a baseline policy.
  *
- * Responsible for: the headline metrics' definitions (the columns of table.md, extracted from a
- * SimResult in summary.json's units: seconds, shares, bytes per token, ratios, counts), their
- * per-seed values, mean, CI half-width and n (the "replications" block of summary.json, less the
+ * Responsible for: the headline metrics' per-seed values (the metric table's METRIC_REPL rows,
+ * results/metric.h: table.md's columns and the restore throughput, in summary.json's units), mean,
+ * CI half-width and n (the "replications" block of summary.json, less the
  * per-seed "policies" copies that report.c adds), paired differences (policy − baseline, seed by
  * seed: the same trace for both, common random numbers) marked significant only when the
  * interval excludes 0, and the Markdown tables "mean ± ci" and "Δ vs baseline".

@@ -23,22 +23,72 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "results/digest.h"
+#include "results/metric.h"
 #include "results/replications.h"
 
 const char *kv_embedded(const char *name, size_t *len); /* the build's embedded files (build/gen/embedded.c) */
 
+/* how a requests.csv column is written */
+typedef enum {
+    RC_POLICY,   /* the run's policy (ReqCsv.policy) */
+    RC_U64,      /* a uint64_t field */
+    RC_INT,      /* an int field */
+    RC_I64,      /* an int64_t field */
+    RC_TEXT,     /* a const char * field as it is (names without commas) */
+    RC_CSV_TEXT, /* a const char * field quoted as CSV needs (NULL: empty) */
+    RC_NS,       /* an int64_t of nanoseconds as seconds, nine decimals */
+    RC_NS_DBL,   /* a double of nanoseconds as seconds, nine decimals */
+    RC_ARRIVAL,  /* arrival_ns, or with load columns the load process's offered_ns */
+} ReqColKind;
+
+/* requests.csv's columns, in their order: the header and every row are written from this table */
+static const struct {
+    const char *name;
+    ReqColKind kind;
+    size_t off;       /* offsetof(SimRequestRow, ...) */
+    int load_only;    /* only with load columns (ReqCsv.load_columns) */
+} k_req_cols[] = {
+    {"policy", RC_POLICY, 0, 0},
+    {"request", RC_U64, offsetof(SimRequestRow, id), 0},
+    {"session", RC_U64, offsetof(SimRequestRow, session), 0},
+    {"session_id", RC_CSV_TEXT, offsetof(SimRequestRow, session_id), 0},
+    {"turn", RC_INT, offsetof(SimRequestRow, turn), 0},
+    {"replica", RC_INT, offsetof(SimRequestRow, replica), 0},
+    {"arrival_s", RC_ARRIVAL, 0, 0},
+    {"history_tokens", RC_I64, offsetof(SimRequestRow, history_tokens), 0},
+    {"new_tokens", RC_I64, offsetof(SimRequestRow, new_tokens), 0},
+    {"output_tokens", RC_I64, offsetof(SimRequestRow, output_tokens), 0},
+    {"restore_from", RC_TEXT, offsetof(SimRequestRow, restore_from), 0},
+    {"recomputed_tokens", RC_I64, offsetof(SimRequestRow, recomputed_tokens), 0},
+    {"loaded_tokens", RC_I64, offsetof(SimRequestRow, loaded_tokens), 0},
+    {"preemptions", RC_INT, offsetof(SimRequestRow, preemptions), 0},
+    {"queue_s", RC_NS, offsetof(SimRequestRow, queue_ns), 0},
+    {"restore_s", RC_NS, offsetof(SimRequestRow, restore_ns), 0},
+    {"prefill_s", RC_NS, offsetof(SimRequestRow, prefill_ns), 0},
+    {"ttft_s", RC_NS, offsetof(SimRequestRow, ttft_ns), 0},
+    {"tbt_mean_s", RC_NS_DBL, offsetof(SimRequestRow, tbt_mean_ns), 0},
+    {"tbt_max_s", RC_NS, offsetof(SimRequestRow, tbt_max_ns), 0},
+    {"done_s", RC_NS, offsetof(SimRequestRow, done_ns), 0},
+    {"restore_lower_bound_s", RC_NS_DBL, offsetof(SimRequestRow, lb_restore_ns), 0},
+    {"session_wait_s", RC_NS, offsetof(SimRequestRow, session_wait_ns), 1},
+};
+
 void report_csv_header(FILE *f, int seed_col, int load_columns)
 {
     if (seed_col) fputs("seed,", f);
-    fputs("policy,request,session,session_id,turn,replica,arrival_s,history_tokens,new_tokens,output_tokens,restore_from,"
-          "recomputed_tokens,loaded_tokens,preemptions,queue_s,restore_s,prefill_s,ttft_s,tbt_mean_s,tbt_max_s,done_s,"
-          "restore_lower_bound_s",
-          f);
-    fputs(load_columns ? ",session_wait_s\n" : "\n", f);
+    int first = 1;
+    for (size_t i = 0; i < KV_ARRAY_LEN(k_req_cols); i++) {
+        if (k_req_cols[i].load_only && !load_columns) continue;
+        if (!first) fputc(',', f);
+        fputs(k_req_cols[i].name, f);
+        first = 0;
+    }
+    fputc('\n', f);
 }
 
 int report_csv_open_load(ReqCsv *c, const char *path, int load_columns, KvErr *e)
@@ -133,66 +183,46 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
     ReqCsv *c = ctx;
     FILE *f = c->af.f;
-    /* the row's text is what the fprintf("%s,%llu,...,%.9f") of earlier versions printed, every
-     * field formatted here (printf only for values out of the exact paths' ranges) */
-    char buf[2048], *p = buf; /* the longest row fits: two %.9f doubles of at most 320 characters each */
+    /* every number formatted here (printf only for values out of the exact paths' ranges), the same
+     * text as "%llu" / "%lld" / "%.9f" print; text goes out on its own */
+    char buf[2048], *p = buf; /* room for every number column: two %.9f doubles of at most 320 characters each */
     if (c->seed_col) {
-        char *q = app_u64(buf, c->seed);
-        *q++ = ',';
-        fwrite(buf, 1, (size_t)(q - buf), f);
-    }
-    fputs(c->policy, f);
-    *p++ = ',';
-    p = app_u64(p, r->id);
-    *p++ = ',';
-    p = app_u64(p, r->session);
-    *p++ = ',';
-    fwrite(buf, 1, (size_t)(p - buf), f);
-    kv_csv_field(f, r->session_id ? r->session_id : "");
-    p = buf;
-    *p++ = ',';
-    p = app_i64(p, r->turn);
-    *p++ = ',';
-    p = app_i64(p, r->replica);
-    *p++ = ',';
-    p = report_app_seconds9(p, c->load_columns ? r->offered_ns : r->arrival_ns);
-    const int64_t tok[3] = {r->history_tokens, r->new_tokens, r->output_tokens};
-    for (int i = 0; i < 3; i++) {
+        p = app_u64(p, c->seed);
         *p++ = ',';
-        p = app_i64(p, tok[i]);
     }
-    *p++ = ',';
-    size_t from_len = strlen(r->restore_from);
-    if (from_len > 256) { /* the names are short; a long one goes out on its own */
-        fwrite(buf, 1, (size_t)(p - buf), f);
-        fputs(r->restore_from, f);
-        p = buf;
-    } else {
-        memcpy(p, r->restore_from, from_len);
-        p += from_len;
-    }
-    *p++ = ',';
-    p = app_i64(p, r->recomputed_tokens);
-    *p++ = ',';
-    p = app_i64(p, r->loaded_tokens);
-    *p++ = ',';
-    p = app_i64(p, r->preemptions);
-    const int64_t ns4[4] = {r->queue_ns, r->restore_ns, r->prefill_ns, r->ttft_ns};
-    for (int i = 0; i < 4; i++) {
-        *p++ = ',';
-        p = report_app_seconds9(p, ns4[i]);
-    }
-    *p++ = ',';
-    p = report_app_fixed9(p, r->tbt_mean_ns / 1e9);
-    *p++ = ',';
-    p = report_app_seconds9(p, r->tbt_max_ns);
-    *p++ = ',';
-    p = report_app_seconds9(p, r->done_ns);
-    *p++ = ',';
-    p = report_app_fixed9(p, r->lb_restore_ns / 1e9);
-    if (c->load_columns) {
-        *p++ = ',';
-        p = report_app_seconds9(p, r->session_wait_ns);
+    int first = 1;
+    for (size_t i = 0; i < KV_ARRAY_LEN(k_req_cols); i++) {
+        if (k_req_cols[i].load_only && !c->load_columns) continue;
+        if (!first) *p++ = ',';
+        first = 0;
+        const void *at = (const char *)r + k_req_cols[i].off;
+        const char *text = NULL;
+        switch (k_req_cols[i].kind) {
+        case RC_POLICY: text = c->policy; break;
+        case RC_TEXT: text = *(const char *const *)at; break;
+        case RC_CSV_TEXT:
+            fwrite(buf, 1, (size_t)(p - buf), f);
+            p = buf;
+            kv_csv_field(f, *(const char *const *)at ? *(const char *const *)at : "");
+            break;
+        case RC_U64: p = app_u64(p, *(const uint64_t *)at); break;
+        case RC_INT: p = app_i64(p, *(const int *)at); break;
+        case RC_I64: p = app_i64(p, *(const int64_t *)at); break;
+        case RC_NS: p = report_app_seconds9(p, *(const int64_t *)at); break;
+        case RC_NS_DBL: p = report_app_fixed9(p, *(const double *)at / 1e9); break;
+        case RC_ARRIVAL: p = report_app_seconds9(p, c->load_columns ? r->offered_ns : r->arrival_ns); break;
+        }
+        if (text) {
+            size_t len = strlen(text);
+            if (len > 256) { /* the names are short; a long one goes out on its own */
+                fwrite(buf, 1, (size_t)(p - buf), f);
+                fputs(text, f);
+                p = buf;
+            } else {
+                memcpy(p, text, len);
+                p += len;
+            }
+        }
     }
     *p++ = '\n';
     if (fwrite(buf, 1, (size_t)(p - buf), f) != (size_t)(p - buf)) return kv_err(e, "%s: write failed: %s", c->af.path, strerror(errno));
@@ -260,17 +290,10 @@ static cJSON *knobs_json(const SimConfig *c, const char *policy)
 static const char *g_class_names[SIM_CLASSES] = {"short", "medium", "long"};
 
 /* x per second of the run; NAN (absent) when no request was measured */
-static double per_s(double x, const SimLoad *ld)
+double report_per_s(double x, const SimLoad *ld)
 {
     double w = (double)(ld->last_done_ns - ld->first_arrival_ns) / 1e9;
     return w > 0 && ld->kept ? x / w : NAN;
-}
-
-/* a number with `prec` decimals; "–" when absent */
-static void num(char *b, size_t n, int prec, double v)
-{
-    if (isfinite(v)) snprintf(b, n, "%.*f", prec, v);
-    else snprintf(b, n, "–");
 }
 
 /* a policy's "load": throughput and goodput as vLLM's benchmark prints them, the session wait,
@@ -290,12 +313,12 @@ static cJSON *load_json(const SimResult *r)
     cJSON_AddNumberToObject(o, "input_tokens", ld->input_tokens);
     cJSON_AddNumberToObject(o, "new_input_tokens", ld->new_input_tokens);
     cJSON_AddNumberToObject(o, "output_tokens", ld->output_tokens);
-    cJSON_AddNumberToObject(o, "input_tokens_per_s", per_s(ld->input_tokens, ld));
-    cJSON_AddNumberToObject(o, "new_input_tokens_per_s", per_s(ld->new_input_tokens, ld));
-    cJSON_AddNumberToObject(o, "output_tokens_per_s", per_s(ld->output_tokens, ld));
-    cJSON_AddNumberToObject(o, "total_tokens_per_s", per_s(ld->input_tokens + ld->output_tokens, ld));
+    cJSON_AddNumberToObject(o, "input_tokens_per_s", report_per_s(ld->input_tokens, ld));
+    cJSON_AddNumberToObject(o, "new_input_tokens_per_s", report_per_s(ld->new_input_tokens, ld));
+    cJSON_AddNumberToObject(o, "output_tokens_per_s", report_per_s(ld->output_tokens, ld));
+    cJSON_AddNumberToObject(o, "total_tokens_per_s", report_per_s(ld->input_tokens + ld->output_tokens, ld));
     cJSON_AddNumberToObject(o, "goodput_requests", (double)ld->good);
-    cJSON_AddNumberToObject(o, "request_goodput_per_s", per_s((double)ld->good, ld));
+    cJSON_AddNumberToObject(o, "request_goodput_per_s", report_per_s((double)ld->good, ld));
     cJSON *w = cJSON_AddObjectToObject(o, "session_wait");
     cJSON_AddNumberToObject(w, "requests", (double)ld->waited);
     cJSON_AddNumberToObject(w, "mean_s", ld->kept ? ld->wait_sum_ns / (double)ld->kept / 1e9 : NAN);
@@ -611,13 +634,6 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
     return rc;
 }
 
-/* a time in ms; "–" when absent (NAN: no sample) */
-static void ms(char *b, size_t n, double ns)
-{
-    if (isfinite(ns)) snprintf(b, n, "%.1f", ns / 1e6);
-    else snprintf(b, n, "–");
-}
-
 /* Bytes for a person: 0 B, 512 B, 512 KiB, 1.5 MiB, 12.5 GiB (binary units, three significant digits). */
 void report_human_bytes(char *b, size_t n, double bytes)
 {
@@ -644,35 +660,26 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
     fprintf(out, "\n%s on %s (%s, tp %d, pp %d), trace %s, %s\n\n", w->model->name, w->platform->name,
             w->hw.gpus[w->platform->gpu].name, w->cfg->tp, w->cfg->pp, w->cfg->trace, w->cost_source);
     /* every header unique (a table reader keys columns by them); units in the header */
-    fprintf(out, "| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | "
-                 "restore p99 ms | TBT mean ms | TBT p99 ms | SLO %% | saved per token | restore/bound | req/s | "
-                 "out tok/s | goodput req/s |\n");
-    fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    int nh = metric_headline_count();
+    fputs("| policy |", out);
+    for (int h = 1; h <= nh; h++) {
+        const Metric *m = metric_headline(h, METRIC_TABLE);
+        if (m) fprintf(out, " %s |", m->header);
+    }
+    fputs("\n|---|", out);
+    for (int h = 1; h <= nh; h++)
+        if (metric_headline(h, METRIC_TABLE)) fputs("---:|", out);
+    fputc('\n', out);
     for (int i = 0; i < n; i++) {
-        const SimResult *r = &res[i];
-        char a[8][32], saved[32], lb[32];
-        ms(a[0], 32, hist_mean(&r->ttft));
-        ms(a[1], 32, hist_percentile(&r->ttft, 0.5));
-        ms(a[2], 32, hist_percentile(&r->ttft, 0.9));
-        ms(a[3], 32, hist_percentile(&r->ttft, 0.99));
-        ms(a[4], 32, hist_mean(&r->restore));
-        ms(a[5], 32, hist_percentile(&r->restore, 0.99));
-        ms(a[6], 32, hist_mean(&r->tbt));
-        ms(a[7], 32, hist_percentile(&r->tbt, 0.99));
-        report_human_bytes(saved, sizeof saved, r->saved_bytes_per_token);
-        /* the ratio applies only to requests that restored something (none under ideal) */
-        if (r->lb_ratio.n) snprintf(lb, sizeof lb, "%.2f", hist_mean(&r->lb_ratio) / 1000);
-        else snprintf(lb, sizeof lb, "–");
-        char slo[32];
-        if (r->requests) snprintf(slo, sizeof slo, "%.1f", 100.0 * (double)r->slo_met / (double)r->requests);
-        else snprintf(slo, sizeof slo, "–");
-        char thr[3][32];
-        num(thr[0], sizeof thr[0], 3, r->load.throughput_per_s);
-        num(thr[1], sizeof thr[1], 1, per_s(r->load.output_tokens, &r->load));
-        num(thr[2], sizeof thr[2], 3, per_s((double)r->load.good, &r->load));
-        fprintf(out, "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->policy,
-                (unsigned long long)r->requests, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], slo, saved, lb, thr[0], thr[1],
-                thr[2]);
+        fprintf(out, "| %s |", res[i].policy);
+        for (int h = 1; h <= nh; h++) {
+            const Metric *m = metric_headline(h, METRIC_TABLE);
+            if (!m) continue;
+            char cell[32];
+            metric_cell(cell, sizeof cell, m, &res[i]);
+            fprintf(out, " %s |", cell);
+        }
+        fputc('\n', out);
     }
     report_load_footer(out, w->cfg, res, n);
     uint64_t ex = 0;

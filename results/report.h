@@ -77,6 +77,9 @@ int report_load_warning(char *b, size_t n, const SimResult *r);
 /* The table's footer: "warning: ..." per overloaded policy, "note: ..." per policy not in steady
  * state, the trimmed counts when trimming is on. */
 void report_load_footer(FILE *out, const SimConfig *cfg, const SimResult *res, int n);
+/* x per second of the load window (first arrival → last completion of the kept requests); NAN
+ * (absent) when no request was measured */
+double report_per_s(double x, const SimLoad *ld);
 /* bytes → "0 B", "512 B", "248 KiB", "1.5 MiB" (three significant digits, zero fractions dropped) */
 void report_human_bytes(char *b, size_t n, double bytes);
 

@@ -1,12 +1,12 @@
 /* check.c — `kvsim check`: re-run the canonical scenarios and compare key metrics with the
  * committed reference results; see check.h.
  *
- * Responsible for: the canonical set (k_canon), the metrics compared and their tolerances
- * (k_tol), the replications (--update --seeds N records every seed; the check re-runs the seeds
- * the reference names), the decision (check.h: beyond the tolerance AND outside the 95 % interval
+ * Responsible for: the canonical set (k_canon), the replications (--update --seeds N records every
+ * seed; the check re-runs the seeds the reference names), the decision (check.h: beyond the tolerance AND outside the 95 % interval
  * of the paired per-seed difference), reading and writing the reference files, the tables of what
  * moved and of what differs only inside the replication interval.
- * Not responsible for: running a point and naming its metrics (point.c).
+ * Not responsible for: running a point and naming its metrics (point.c), the metrics compared and
+ * their tolerances (the metric table's METRIC_CHECK rows, results/metric.c).
  * Invariants: the simulator is deterministic, so on the machine that wrote the references every
  * value is equal; the tolerances absorb floating-point differences between compilers and CPUs
  * (a few ulps that can move a histogram bucket: percentiles by < 0.4 %), not model changes.
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/metric.h"
 #include "sim/base/opt.h"
 #include "sim/base/stats.h"
 #include "sim/cli/point.h"
@@ -40,31 +41,12 @@ static const struct {
     {"findings-kvquant-adaptive", 300}, /* CacheGen's per-chunk level over 10 GbE */
 };
 
-static const struct {
-    const char *name;
-    double rel, abs;
-} k_tol[] = {
-    {"requests", 0, 0},
-    {"ttft_s.mean", 0.02, 1e-4},
-    {"ttft_s.p50", 0.02, 1e-4},
-    {"ttft_s.p99", 0.02, 1e-4},
-    {"restore_s.mean", 0.02, 1e-4},
-    {"tbt_s.mean", 0.02, 1e-5},
-    {"slo_attainment", 0, 0.01},
-    {"restore_from_share.resident", 0, 0.01},
-    {"restore_from_share.dram", 0, 0.01},
-    {"restore_from_share.ssd", 0, 0.01},
-    {"restore_from_share.remote", 0, 0.01},
-    {"restore_from_share.recompute", 0, 0.01},
-    {"bytes.h2d", 0.02, 1e6},
-    {"sim_time_s", 0.01, 1e-3},
-};
-
-static int tol_index(const char *name)
+/* the metric compared under this name (the metric table's METRIC_CHECK rows, with their
+ * tolerances), NULL when the check does not compare it */
+static const Metric *checked(const char *name)
 {
-    for (size_t i = 0; i < KV_ARRAY_LEN(k_tol); i++)
-        if (!strcmp(k_tol[i].name, name)) return (int)i;
-    return -1;
+    const Metric *m = metric_find(name);
+    return m && (m->outputs & METRIC_CHECK) ? m : NULL;
 }
 
 static const OptSpec k_check_opts[] = {
@@ -106,7 +88,7 @@ static cJSON *replications_json(const uint64_t *seeds, const PointResult *prs, i
     for (int s = 0; s < n; s++) cJSON_AddItemToArray(js, cJSON_CreateNumber((double)seeds[s]));
     cJSON *ps = cJSON_AddObjectToObject(r, "per_seed");
     for (int k = 0; k < prs[0].n; k++) {
-        if (tol_index(prs[0].m[k].name) < 0) continue;
+        if (!checked(prs[0].m[k].name)) continue;
         cJSON *p = cJSON_GetObjectItemCaseSensitive(ps, prs[0].m[k].policy);
         if (!p) p = cJSON_AddObjectToObject(ps, prs[0].m[k].policy);
         cJSON *arr = cJSON_AddArrayToObject(p, prs[0].m[k].name);
@@ -131,7 +113,7 @@ static int write_reference(const char *dir, size_t i, const PointResult *pr, con
     cJSON_AddStringToObject(root, "policies", policies);
     cJSON *m = cJSON_AddObjectToObject(root, "metrics");
     for (int k = 0; k < pr->n; k++) {
-        if (tol_index(pr->m[k].name) < 0) continue;
+        if (!checked(pr->m[k].name)) continue;
         cJSON *p = cJSON_GetObjectItemCaseSensitive(m, pr->m[k].policy);
         if (!p) p = cJSON_AddObjectToObject(m, pr->m[k].policy);
         cJSON_AddNumberToObject(p, pr->m[k].name, pr->m[k].value);
@@ -213,7 +195,7 @@ static cJSON *read_reference(const char *dir, size_t i, uint64_t *seeds, int *n_
         for (const cJSON *v = p->child; v; v = v->next) {
             const cJSON *arr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ps, p->string), v->string);
             const cJSON *first = cJSON_GetArrayItem(arr, 0);
-            if (tol_index(v->string) < 0 || !cJSON_IsNumber(v)) continue;
+            if (!checked(v->string) || !cJSON_IsNumber(v)) continue;
             if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n || !cJSON_IsNumber(first) || first->valuedouble != v->valuedouble) {
                 kv_err(e, "%s: metrics.%s.%s (%.17g) is not replications.per_seed.%s.%s[0], the first seed's value, or that array "
                           "does not have %d values (edit both, or kvsim check --update)", path, p->string, v->string, v->valuedouble,
@@ -240,8 +222,8 @@ static void compare_reference(size_t i, const cJSON *root, const PointResult *no
     const cJSON *ps = n > 1 ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "replications"), "per_seed") : NULL;
     for (const cJSON *p = (ps ? ps : m)->child; p; p = p->next) {
         for (const cJSON *v = p->child; v; v = v->next) {
-            int ti = tol_index(v->string);
-            if (ti < 0 || (ps ? !cJSON_IsArray(v) : !cJSON_IsNumber(v))) continue;
+            const Metric *tm = checked(v->string);
+            if (!tm || (ps ? !cJSON_IsArray(v) : !cJSON_IsNumber(v))) continue;
             double ref[CHECK_MAX_SEEDS], cur[CHECK_MAX_SEEDS], d[CHECK_MAX_SEEDS];
             int missing = 0, exact_diff = 0;
             double ref_mean = 0, cur_mean = 0;
@@ -257,10 +239,10 @@ static void compare_reference(size_t i, const cJSON *root, const PointResult *no
                 cur_mean += cur[s] / n;
             }
             t->compared++;
-            double lim = k_tol[ti].abs + k_tol[ti].rel * fabs(ref_mean), dbar = 0, hw = 0;
+            double lim = tm->tol_abs + tm->tol_rel * fabs(ref_mean), dbar = 0, hw = 0;
             int beyond, significant = 1;
             if (missing) beyond = 1;
-            else if (k_tol[ti].rel == 0 && k_tol[ti].abs == 0) beyond = exact_diff; /* exact metrics: every seed */
+            else if (tm->tol_rel == 0 && tm->tol_abs == 0) beyond = exact_diff; /* exact metrics: every seed */
             else {
                 for (int s = 0; s < n; s++) dbar += d[s] / n;
                 beyond = fabs(dbar) > lim;
@@ -278,10 +260,10 @@ static void compare_reference(size_t i, const cJSON *root, const PointResult *no
                 if (ref_mean != 0) snprintf(chg, sizeof chg, "%+.2f%%", 100 * (cur_mean - ref_mean) / fabs(ref_mean));
                 else snprintf(chg, sizeof chg, "%+.3g", cur_mean - ref_mean);
             }
-            if (k_tol[ti].rel > 0) snprintf(tol, sizeof tol, "%g%% + %g", 100 * k_tol[ti].rel, k_tol[ti].abs);
-            else snprintf(tol, sizeof tol, "%g", k_tol[ti].abs);
+            if (tm->tol_rel > 0) snprintf(tol, sizeof tol, "%g%% + %g", 100 * tm->tol_rel, tm->tol_abs);
+            else snprintf(tol, sizeof tol, "%g", tm->tol_abs);
             if (missing) snprintf(dt, sizeof dt, "—");
-            else if (n > 1 && !(k_tol[ti].rel == 0 && k_tol[ti].abs == 0)) snprintf(dt, sizeof dt, "%+.4g ± %.4g", dbar, hw);
+            else if (n > 1 && !(tm->tol_rel == 0 && tm->tol_abs == 0)) snprintf(dt, sizeof dt, "%+.4g ± %.4g", dbar, hw);
             else if (n > 1) snprintf(dt, sizeof dt, "exact: every seed");
             else snprintf(dt, sizeof dt, "one seed: no interval");
             fprintf(rows, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", k_canon[i].scenario, p->string, v->string, reft, nowt, chg,
@@ -301,9 +283,12 @@ int check_main(int argc, char **argv)
         printf("\ncanonical scenarios:\n");
         for (size_t i = 0; i < KV_ARRAY_LEN(k_canon); i++) printf("  %s, %d requests\n", k_canon[i].scenario, k_canon[i].requests);
         printf("\nmetrics and tolerances (beyond the tolerance: |mean difference| > abs + rel × |reference mean|):\n");
-        for (size_t i = 0; i < KV_ARRAY_LEN(k_tol); i++)
-            printf("  %-30s rel %-5g abs %g%s\n", k_tol[i].name, k_tol[i].rel, k_tol[i].abs,
-                   k_tol[i].rel == 0 && k_tol[i].abs == 0 ? "  (exact, every seed)" : "");
+        for (int i = 0; metric_at(i); i++) {
+            const Metric *m = metric_at(i);
+            if (m->outputs & METRIC_CHECK)
+                printf("  %-30s rel %-5g abs %g%s\n", m->name, m->tol_rel, m->tol_abs,
+                       m->tol_rel == 0 && m->tol_abs == 0 ? "  (exact, every seed)" : "");
+        }
         printf("\na value moved (a regression) when it is beyond its tolerance and the 95 %% Student-t interval of the\n"
                "paired difference now − reference over the recorded seeds excludes 0; beyond the tolerance but\n"
                "inside that interval is reported, not a regression. A reference of one seed: the tolerance alone.\n");

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "results/metric.h"
 #include "results/resultset.h"
 #include "sim/base/opt.h"
 #include "sim/base/stats.h"
@@ -42,32 +43,25 @@
 
 /* ---------------------------------------------------------------- targets */
 
-typedef struct TargetName {
-    const char *name, *metric;
-    int unit; /* 0 plain, 1 time, 2 share */
-} TargetName;
-
-static const TargetName k_targets[] = {
-    {"ttft_mean", "ttft_s.mean", 1},       {"ttft_p50", "ttft_s.p50", 1},       {"ttft_p90", "ttft_s.p90", 1},
-    {"ttft_p99", "ttft_s.p99", 1},         {"ttft_max", "ttft_s.max", 1},       {"tbt_mean", "tbt_s.mean", 1},
-    {"tbt_p50", "tbt_s.p50", 1},           {"tbt_p99", "tbt_s.p99", 1},         {"restore_mean", "restore_s.mean", 1},
-    {"restore_p50", "restore_s.p50", 1},   {"restore_p99", "restore_s.p99", 1}, {"queue_mean", "queue_s.mean", 1},
-    {"queue_p99", "queue_s.p99", 1},       {"prefill_mean", "prefill_s.mean", 1}, {"prefill_p99", "prefill_s.p99", 1},
-    {"slo_attainment", "slo_attainment", 2}, {"requests_per_s", "requests_per_s", 0}, {"dropped", "dropped", 0},
-    {"restore_throughput", "restore_throughput_tokens_per_s", 0},
-};
-
+/* the target names: the metric table's short names (results/metric.h), the times first */
 const char *plan_target_names(void)
 {
     static char buf[600];
     if (!buf[0]) {
         size_t n = 0;
-        for (size_t i = 0; i < KV_ARRAY_LEN(k_targets); i++)
-            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", k_targets[i].name);
+        for (int time = 1; time >= 0; time--)
+            for (int i = 0; metric_at(i); i++) {
+                const Metric *m = metric_at(i);
+                if (m->target && (m->show == MS_MS) == time)
+                    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", m->target);
+            }
         snprintf(buf + n, sizeof buf - n, "; or any metric of kvsim sweep's CSV, e.g. by_history_class.long.ttft_s.p99");
     }
     return buf;
 }
+
+/* how a target's metric is shown: 1 a time (in ms; its limit needs a unit), 2 a share (in %), 0 as is */
+static int target_unit(const Metric *m) { return m->show == MS_MS ? 1 : m->show == MS_PCT ? 2 : 0; }
 
 static const char *op_text(PlanOp op) { return op == PLAN_LE ? "<=" : op == PLAN_LT ? "<" : op == PLAN_GE ? ">=" : ">"; }
 
@@ -135,23 +129,12 @@ static int parse_term(const char *term, PlanTarget *t, KvErr *e)
     snprintf(value, sizeof value, "%s", o + ol);
     trim(value);
     if (!value[0]) return kv_err(e, "--target: '%s': no value after %s", term, op_text(t->op));
-    const TargetName *tn = NULL;
-    for (size_t i = 0; i < KV_ARRAY_LEN(k_targets) && !tn; i++)
-        if (!strcmp(name, k_targets[i].name) || !strcmp(name, k_targets[i].metric)) tn = &k_targets[i];
-    int unit = 0;
-    const char *metric = name;
-    if (tn) {
-        unit = tn->unit;
-        metric = tn->metric;
-    } else {
-        int known = 0;
-        for (int i = 0; point_metric_name(i) && !known; i++) known = !strcmp(point_metric_name(i), name);
-        if (!known) return kv_err(e, "--target: unknown metric '%s' (known: %s)", name, plan_target_names());
-        size_t ml = strlen(name);
-        unit = strstr(name, "_s.") || (ml > 2 && !strcmp(name + ml - 2, "_s")) ? 1 : 0;
-    }
+    const Metric *tm = metric_by_target(name);
+    if (!tm) tm = metric_find(name);
+    if (!tm || !(tm->outputs & METRIC_SWEEP)) return kv_err(e, "--target: unknown metric '%s' (known: %s)", name, plan_target_names());
+    int unit = target_unit(tm);
     snprintf(t->name, sizeof t->name, "%s", name);
-    snprintf(t->metric, sizeof t->metric, "%s", metric);
+    snprintf(t->metric, sizeof t->metric, "%s", tm->name);
     t->unit = unit;
     KvErr pe;
     if (unit == 1) {
@@ -654,33 +637,6 @@ static void sample_error(PlanSample *s, const char *msg)
         if (*c == '\n' || *c == '\t') *c = ' ';
 }
 
-/* How many measurements a point metric (point.c's names) rests on: a histogram's count, the requests
- * for shares and rates, the restorations for the restore throughput; -1 for a value that does not
- * rest on requests (bytes moved, utilisation, simulated time). 0 means the value is absent, whatever
- * number stands for it (point.c may give 0 or NAN for an empty histogram). */
-static int64_t metric_samples(const SimResult *r, const char *name)
-{
-    static const struct {
-        const char *prefix;
-        size_t off;
-    } hists[] = {{"ttft_s.", offsetof(SimResult, ttft)},       {"tbt_s.", offsetof(SimResult, tbt)},
-                 {"restore_s.", offsetof(SimResult, restore)}, {"queue_s.", offsetof(SimResult, queue)},
-                 {"prefill_s.", offsetof(SimResult, prefill)}};
-    for (size_t i = 0; i < KV_ARRAY_LEN(hists); i++)
-        if (!strncmp(name, hists[i].prefix, strlen(hists[i].prefix)))
-            return (int64_t)((const Hist *)((const char *)r + hists[i].off))->n;
-    static const char *const cls[SIM_CLASSES] = {"short", "medium", "long"}; /* results/report.c's class names */
-    for (int c = 0; c < SIM_CLASSES; c++) {
-        char pre[64];
-        snprintf(pre, sizeof pre, "by_history_class.%s.ttft_s.", cls[c]);
-        if (!strncmp(name, pre, strlen(pre))) return (int64_t)r->cls[c].ttft.n;
-    }
-    if (!strcmp(name, "restore_throughput_tokens_per_s")) return r->restore_busy_ns > 0 ? (int64_t)r->restored_tokens : 0;
-    if (!strncmp(name, "restore_from_share.", 19)) return (int64_t)(r->requests - r->no_history);
-    if (!strcmp(name, "slo_attainment") || !strcmp(name, "requests_per_s")) return (int64_t)r->requests;
-    return -1;
-}
-
 /* Why a run measured no request: "warm-up 100 >= requests 50", "all 40 dropped", "the trace gave no request". */
 static void unmeasured_reason(const SimConfig *c, const SimResult *r, char *buf, size_t n)
 {
@@ -734,7 +690,7 @@ static void run_one(const Ctx *x, const PlanJob *j, PlanSample *s)
             s->v[i] = NAN;
             for (int k = 0; k < pr.n; k++)
                 if (!strcmp(pr.m[k].name, x->t[i].metric)) s->v[i] = pr.m[k].value;
-            if (metric_samples(&r, x->t[i].metric) == 0 || !isfinite(s->v[i])) {
+            if (metric_samples(metric_find(x->t[i].metric), &r) == 0 || !isfinite(s->v[i])) {
                 s->v[i] = NAN; /* absent, not the 0 an empty histogram may read as */
                 if (!s->absent[0]) snprintf(s->absent, sizeof s->absent, "%s: no sample was measured", x->t[i].metric);
             }

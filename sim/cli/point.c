@@ -2,8 +2,7 @@
  *
  * How: settings go through sim_config_set exactly as --set does (so a point accepts what the
  * command line accepts, knobs included); the runs share one SimWorld as `kvsim compare` does; the
- * metrics are computed from SimResult with the definitions of results/report.c (summary.json), in
- * the order of g_metric_names. The text form escapes nothing: tabs and line breaks inside a
+ * metrics are the metric table's sweep rows (results/metric.h), in its order. The text form escapes nothing: tabs and line breaks inside a
  * message are replaced by spaces, metric names and policy names contain neither.
  * Complexity: O(policies × simulation) per point; parsing a result O(text).
  */
@@ -15,7 +14,7 @@
 #include <string.h>
 
 #include "policies/policy.h"
-#include "results/report.h"
+#include "results/metric.h"
 #include "sim/base/units.h"
 #include "sim/cost/spec.h"
 
@@ -106,56 +105,12 @@ int point_config(SimConfig *c, const cJSON *params, const char *origin, char *po
 
 /* ---------------------------------------------------------------- metrics */
 
-static const char *const g_metric_names[] = {
-    "requests", "sessions", "dropped", "truncated",
-    "ttft_s.mean", "ttft_s.p50", "ttft_s.p90", "ttft_s.p99", "ttft_s.max",
-    "tbt_s.mean", "tbt_s.p50", "tbt_s.p99",
-    "restore_s.mean", "restore_s.p50", "restore_s.p99",
-    "queue_s.mean", "queue_s.p99", "prefill_s.mean", "prefill_s.p99",
-    "slo_attainment", "restore_throughput_tokens_per_s", "restored_tokens",
-    "restore_from_share.resident", "restore_from_share.dram", "restore_from_share.ssd", "restore_from_share.remote",
-    "restore_from_share.recompute",
-    "bytes.h2d", "bytes.d2h", "bytes.ssd_read", "bytes.ssd_write", "bytes.net_in", "bytes.net_out",
-    "peak_occupancy.hbm_kv_tokens", "peak_occupancy.hbm_pool_tokens", "peak_occupancy.dram_bytes",
-    "peak_occupancy.ssd_bytes", "peak_occupancy.remote_bytes",
-    "utilisation.gpu_stage0", "utilisation.h2d_stage0", "utilisation.d2h_stage0", "utilisation.ssd", "utilisation.nic_in",
-    "utilisation.nic_out",
-    "by_history_class.short.ttft_s.p99", "by_history_class.medium.ttft_s.p99", "by_history_class.long.ttft_s.p99",
-    "sim_time_s", "requests_per_s", "iterations", "events",
-    "load.overloaded", "load.steady_state", "nothing_restored",
-};
-#define N_METRICS ((int)KV_ARRAY_LEN(g_metric_names))
-
-const char *point_metric_name(int i) { return i >= 0 && i < N_METRICS ? g_metric_names[i] : NULL; }
-
-/* The values in g_metric_names order (definitions of results/report.c). */
-static int metric_values(const SimResult *r, double *v)
+/* the point metrics: the metric table's METRIC_SWEEP rows, in its order */
+const char *point_metric_name(int i)
 {
-    int k = 0;
-    double with_hist = (double)(r->requests - r->no_history);
-    double sim_s = (double)r->sim_end_ns / 1e9;
-#define S(x) (v[k++] = (double)(x))
-#define SHARE(x) S(with_hist > 0 ? (double)(x) / with_hist : NAN)
-    S(r->requests), S(r->sessions), S(r->dropped), S(r->truncated);
-    S(hist_mean(&r->ttft) / 1e9), S(hist_percentile(&r->ttft, 0.5) / 1e9), S(hist_percentile(&r->ttft, 0.9) / 1e9),
-        S(hist_percentile(&r->ttft, 0.99) / 1e9), S(hist_max(&r->ttft) / 1e9);
-    S(hist_mean(&r->tbt) / 1e9), S(hist_percentile(&r->tbt, 0.5) / 1e9), S(hist_percentile(&r->tbt, 0.99) / 1e9);
-    S(hist_mean(&r->restore) / 1e9), S(hist_percentile(&r->restore, 0.5) / 1e9), S(hist_percentile(&r->restore, 0.99) / 1e9);
-    S(hist_mean(&r->queue) / 1e9), S(hist_percentile(&r->queue, 0.99) / 1e9);
-    S(hist_mean(&r->prefill) / 1e9), S(hist_percentile(&r->prefill, 0.99) / 1e9);
-    S(r->requests ? (double)r->slo_met / (double)r->requests : NAN);
-    S(r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN);
-    S(r->restored_tokens);
-    SHARE(r->hits_resident), SHARE(r->hits_dram), SHARE(r->hits_ssd), SHARE(r->hits_remote), SHARE(r->misses);
-    S(r->bytes_h2d), S(r->bytes_d2h), S(r->bytes_ssd_read), S(r->bytes_ssd_write), S(r->bytes_net_in), S(r->bytes_net_out);
-    S(r->hbm_peak_tokens), S(r->pool_tokens), S(r->dram_peak_bytes), S(r->ssd_peak_bytes), S(r->remote_peak_bytes);
-    S(r->util_gpu[0]), S(r->util_h2d[0]), S(r->util_d2h[0]), S(r->util_ssd), S(r->util_nic_in), S(r->util_nic_out);
-    for (int c = 0; c < SIM_CLASSES; c++) S(hist_percentile(&r->cls[c].ttft, 0.99) / 1e9);
-    S(sim_s), S(sim_s > 0 ? (double)r->requests / sim_s : NAN), S(r->iterations), S(r->events);
-    S(r->load.overloaded != 0), S(r->load.steady != 0), S(report_restored_nothing(r) != 0); /* 1 or 0: summary.json's booleans */
-#undef S
-#undef SHARE
-    return k;
+    for (int k = 0; metric_at(k); k++)
+        if ((metric_at(k)->outputs & METRIC_SWEEP) && i-- == 0) return metric_at(k)->name;
+    return NULL;
 }
 
 static int add_metric(PointResult *r, const char *policy, const char *name, double value, KvErr *e)
@@ -176,11 +131,10 @@ static int add_metric(PointResult *r, const char *policy, const char *name, doub
 
 int point_add_metrics(PointResult *r, const SimResult *res, KvErr *e)
 {
-    double v[N_METRICS + 8];
-    int n = metric_values(res, v);
-    if (n != N_METRICS) return kv_err(e, "point.c: %d metric values for %d names (a bug)", n, N_METRICS);
-    for (int i = 0; i < n; i++)
-        if (add_metric(r, res->policy, g_metric_names[i], v[i], e) != 0) return -1;
+    for (int k = 0; metric_at(k); k++) {
+        const Metric *m = metric_at(k);
+        if ((m->outputs & METRIC_SWEEP) && add_metric(r, res->policy, m->name, metric_value(m, res), e) != 0) return -1;
+    }
     return 0;
 }
 

@@ -1,0 +1,252 @@
+/* metric.c — the metric table and its readers; see metric.h.
+ *
+ * The rows are in the sweep CSV's column order (the sweep metrics first, then the figures only
+ * summary.json and table.md carry); table.md and the CI tables take theirs by headline position.
+ * Every value is computed with the same operations in the same order as summary.json writes it
+ * (a time: the histogram's nanoseconds ÷ 1e9), so every output gives the same bits.
+ */
+#include "results/metric.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "results/report.h"
+
+static double restore_throughput(const SimResult *r)
+{
+    return r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN;
+}
+
+static double requests_per_sim_s(const SimResult *r)
+{
+    double sim_s = (double)r->sim_end_ns / 1e9;
+    return sim_s > 0 ? (double)r->requests / sim_s : NAN;
+}
+
+static double nothing_restored(const SimResult *r) { return report_restored_nothing(r) != 0; }
+static double output_tokens_per_s(const SimResult *r) { return report_per_s(r->load.output_tokens, &r->load); }
+static double goodput_per_s(const SimResult *r) { return report_per_s((double)r->load.good, &r->load); }
+
+#define OFF(f) offsetof(SimResult, f)
+#define ALL_POINT (METRIC_SUMMARY | METRIC_SWEEP)
+/* a count field */
+#define COUNT(n, f, out) {.name = n, .unit = "count", .read = MR_U64, .off = OFF(f), .outputs = out, .show = MS_COUNT}
+/* a time distribution's statistic (Hist of nanoseconds) */
+#define T_MEAN(n, h) .name = n, .unit = "s", .read = MR_HIST_MEAN, .off = OFF(h), .div = 1e9, .show = MS_MS, .samples = MN_HIST
+#define T_Q(n, h, qq) .name = n, .unit = "s", .read = MR_HIST_Q, .off = OFF(h), .q = qq, .div = 1e9, .show = MS_MS, .samples = MN_HIST
+#define T_MAX(n, h) .name = n, .unit = "s", .read = MR_HIST_MAX, .off = OFF(h), .div = 1e9, .show = MS_MS, .samples = MN_HIST
+#define SHARE_H(n, f) {.name = n, .unit = "share", .read = MR_SHARE, .off = OFF(f), .denom = MD_WITH_HISTORY, \
+                       .outputs = ALL_POINT | METRIC_CHECK, .samples = MN_WITH_HISTORY, .tol_abs = 0.01}
+#define DBL(n, u, f) {.name = n, .unit = u, .read = MR_DOUBLE, .off = OFF(f), .outputs = ALL_POINT}
+#define U64(n, u, f) {.name = n, .unit = u, .read = MR_U64, .off = OFF(f), .outputs = ALL_POINT}
+
+static const Metric k_metrics[] = {
+    {.name = "requests", .unit = "count", .read = MR_U64, .off = OFF(requests), .show = MS_COUNT,
+     .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 1, .key = "requests", .header = "requests"},
+    COUNT("sessions", sessions, ALL_POINT),
+    {.name = "dropped", .unit = "count", .read = MR_U64, .off = OFF(dropped), .show = MS_COUNT, .outputs = ALL_POINT, .target = "dropped"},
+    COUNT("truncated", truncated, ALL_POINT),
+    {T_MEAN("ttft_s.mean", ttft), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 2,
+     .key = "ttft_mean_s", .header = "TTFT mean ms", .target = "ttft_mean", .tol_rel = 0.02, .tol_abs = 1e-4},
+    {T_Q("ttft_s.p50", ttft, 0.50), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 3,
+     .key = "ttft_p50_s", .header = "TTFT p50 ms", .target = "ttft_p50", .tol_rel = 0.02, .tol_abs = 1e-4},
+    {T_Q("ttft_s.p90", ttft, 0.90), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL, .headline = 4, .key = "ttft_p90_s",
+     .header = "TTFT p90 ms", .target = "ttft_p90"},
+    {T_Q("ttft_s.p99", ttft, 0.99), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 5,
+     .key = "ttft_p99_s", .header = "TTFT p99 ms", .target = "ttft_p99", .tol_rel = 0.02, .tol_abs = 1e-4},
+    {T_MAX("ttft_s.max", ttft), .outputs = ALL_POINT, .target = "ttft_max"},
+    {T_MEAN("tbt_s.mean", tbt), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 8,
+     .key = "tbt_mean_s", .header = "TBT mean ms", .target = "tbt_mean", .tol_rel = 0.02, .tol_abs = 1e-5},
+    {T_Q("tbt_s.p50", tbt, 0.50), .outputs = ALL_POINT, .target = "tbt_p50"},
+    {T_Q("tbt_s.p99", tbt, 0.99), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL, .headline = 9, .key = "tbt_p99_s",
+     .header = "TBT p99 ms", .target = "tbt_p99"},
+    {T_MEAN("restore_s.mean", restore), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 6,
+     .key = "restore_mean_s", .header = "restore mean ms", .target = "restore_mean", .tol_rel = 0.02, .tol_abs = 1e-4},
+    {T_Q("restore_s.p50", restore, 0.50), .outputs = ALL_POINT, .target = "restore_p50"},
+    {T_Q("restore_s.p99", restore, 0.99), .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL, .headline = 7,
+     .key = "restore_p99_s", .header = "restore p99 ms", .target = "restore_p99"},
+    {T_MEAN("queue_s.mean", queue), .outputs = ALL_POINT, .target = "queue_mean"},
+    {T_Q("queue_s.p99", queue, 0.99), .outputs = ALL_POINT, .target = "queue_p99"},
+    {T_MEAN("prefill_s.mean", prefill), .outputs = ALL_POINT, .target = "prefill_mean"},
+    {T_Q("prefill_s.p99", prefill, 0.99), .outputs = ALL_POINT, .target = "prefill_p99"},
+    {.name = "slo_attainment", .unit = "share", .read = MR_SHARE, .off = OFF(slo_met), .denom = MD_REQUESTS,
+     .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 10, .key = "slo_attainment", .header = "SLO %",
+     .show = MS_PCT, .samples = MN_REQUESTS, .target = "slo_attainment", .tol_abs = 0.01},
+    {.name = "restore_throughput_tokens_per_s", .unit = "tokens/s", .read = MR_FN, .fn = restore_throughput,
+     .outputs = ALL_POINT | METRIC_REPL, .headline = 13, .key = "restore_throughput_tokens_per_s", .header = "restore tokens/s",
+     .show = MS_COUNT, .samples = MN_RESTORED, .target = "restore_throughput"},
+    U64("restored_tokens", "tokens", restored_tokens),
+    SHARE_H("restore_from_share.resident", hits_resident),
+    SHARE_H("restore_from_share.dram", hits_dram),
+    SHARE_H("restore_from_share.ssd", hits_ssd),
+    SHARE_H("restore_from_share.remote", hits_remote),
+    SHARE_H("restore_from_share.recompute", misses),
+    {.name = "bytes.h2d", .unit = "bytes", .read = MR_DOUBLE, .off = OFF(bytes_h2d), .outputs = ALL_POINT | METRIC_CHECK,
+     .tol_rel = 0.02, .tol_abs = 1e6},
+    DBL("bytes.d2h", "bytes", bytes_d2h),
+    DBL("bytes.ssd_read", "bytes", bytes_ssd_read),
+    DBL("bytes.ssd_write", "bytes", bytes_ssd_write),
+    DBL("bytes.net_in", "bytes", bytes_net_in),
+    DBL("bytes.net_out", "bytes", bytes_net_out),
+    U64("peak_occupancy.hbm_kv_tokens", "tokens", hbm_peak_tokens),
+    U64("peak_occupancy.hbm_pool_tokens", "tokens", pool_tokens),
+    U64("peak_occupancy.dram_bytes", "bytes", dram_peak_bytes),
+    U64("peak_occupancy.ssd_bytes", "bytes", ssd_peak_bytes),
+    U64("peak_occupancy.remote_bytes", "bytes", remote_peak_bytes),
+    DBL("utilisation.gpu_stage0", "busy share", util_gpu[0]),
+    DBL("utilisation.h2d_stage0", "busy share", util_h2d[0]),
+    DBL("utilisation.d2h_stage0", "busy share", util_d2h[0]),
+    DBL("utilisation.ssd", "busy share", util_ssd),
+    DBL("utilisation.nic_in", "busy share", util_nic_in),
+    DBL("utilisation.nic_out", "busy share", util_nic_out),
+    {T_Q("by_history_class.short.ttft_s.p99", cls[0].ttft, 0.99), .outputs = ALL_POINT},
+    {T_Q("by_history_class.medium.ttft_s.p99", cls[1].ttft, 0.99), .outputs = ALL_POINT},
+    {T_Q("by_history_class.long.ttft_s.p99", cls[2].ttft, 0.99), .outputs = ALL_POINT},
+    {.name = "sim_time_s", .unit = "s", .read = MR_I64, .off = OFF(sim_end_ns), .div = 1e9, .outputs = ALL_POINT | METRIC_CHECK,
+     .show = MS_MS, .tol_rel = 0.01, .tol_abs = 1e-3},
+    /* requests ÷ simulated time: not in summary.json (its load block has the rates over the load window) */
+    {.name = "requests_per_s", .unit = "1/s", .read = MR_FN, .fn = requests_per_sim_s, .outputs = METRIC_SWEEP,
+     .samples = MN_REQUESTS, .target = "requests_per_s"},
+    U64("iterations", "count", iterations),
+    U64("events", "count", events),
+    {.name = "load.overloaded", .unit = "flag", .read = MR_INT_FLAG, .off = OFF(load.overloaded), .outputs = ALL_POINT},
+    {.name = "load.steady_state", .unit = "flag", .read = MR_INT_FLAG, .off = OFF(load.steady), .outputs = ALL_POINT},
+    {.name = "nothing_restored", .unit = "flag", .read = MR_FN, .fn = nothing_restored, .outputs = ALL_POINT},
+    /* the figures of summary.json and table.md that no sweep column carries */
+    {.name = "saved_bytes_per_token", .unit = "bytes/token", .read = MR_DOUBLE, .off = OFF(saved_bytes_per_token),
+     .outputs = METRIC_SUMMARY | METRIC_TABLE | METRIC_REPL, .headline = 11, .key = "saved_bytes_per_token",
+     .header = "saved per token", .show = MS_BYTES},
+    {.name = "restore_over_lower_bound.mean", .unit = "ratio", .read = MR_HIST_MEAN, .off = OFF(lb_ratio), .div = 1000,
+     .outputs = METRIC_SUMMARY | METRIC_TABLE | METRIC_REPL, .headline = 12, .key = "restore_over_lower_bound_mean",
+     .header = "restore/bound", .show = MS_RATIO, .samples = MN_HIST},
+    {.name = "load.request_throughput_per_s", .unit = "requests/s", .read = MR_DOUBLE, .off = OFF(load.throughput_per_s),
+     .outputs = METRIC_SUMMARY | METRIC_TABLE, .headline = 14, .header = "req/s", .show = MS_RATE3},
+    {.name = "load.output_tokens_per_s", .unit = "tokens/s", .read = MR_FN, .fn = output_tokens_per_s,
+     .outputs = METRIC_SUMMARY | METRIC_TABLE, .headline = 15, .header = "out tok/s", .show = MS_RATE1},
+    {.name = "load.request_goodput_per_s", .unit = "requests/s", .read = MR_FN, .fn = goodput_per_s,
+     .outputs = METRIC_SUMMARY | METRIC_TABLE, .headline = 16, .header = "goodput req/s", .show = MS_RATE3},
+};
+#define N_METRICS ((int)KV_ARRAY_LEN(k_metrics))
+
+int metric_count(void) { return N_METRICS; }
+const Metric *metric_at(int i) { return i >= 0 && i < N_METRICS ? &k_metrics[i] : NULL; }
+
+const Metric *metric_find(const char *name)
+{
+    for (int i = 0; i < N_METRICS; i++)
+        if (!strcmp(k_metrics[i].name, name)) return &k_metrics[i];
+    return NULL;
+}
+
+const Metric *metric_headline(int pos, unsigned outputs)
+{
+    for (int i = 0; i < N_METRICS; i++)
+        if (k_metrics[i].headline == pos && (k_metrics[i].outputs & outputs)) return &k_metrics[i];
+    return NULL;
+}
+
+int metric_headline_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < N_METRICS; i++)
+        if (k_metrics[i].headline > n) n = k_metrics[i].headline;
+    return n;
+}
+
+const Metric *metric_by_target(const char *target)
+{
+    for (int i = 0; i < N_METRICS; i++)
+        if (k_metrics[i].target && !strcmp(k_metrics[i].target, target)) return &k_metrics[i];
+    return NULL;
+}
+
+static const void *field(const Metric *m, const SimResult *r) { return (const char *)r + m->off; }
+static const Hist *hist(const Metric *m, const SimResult *r) { return field(m, r); }
+
+static double denom(const Metric *m, const SimResult *r)
+{
+    return m->denom == MD_REQUESTS ? (double)r->requests : (double)(r->requests - r->no_history);
+}
+
+/* the value before the division by m->div (nanoseconds for a time) */
+static double raw(const Metric *m, const SimResult *r)
+{
+    switch (m->read) {
+    case MR_U64: return (double)*(const uint64_t *)field(m, r);
+    case MR_I64: return (double)*(const int64_t *)field(m, r);
+    case MR_INT_FLAG: return *(const int *)field(m, r) != 0;
+    case MR_DOUBLE: return *(const double *)field(m, r);
+    case MR_HIST_MEAN: return hist_mean(hist(m, r));
+    case MR_HIST_Q: return hist_percentile(hist(m, r), m->q);
+    case MR_HIST_MAX: return hist_max(hist(m, r));
+    case MR_SHARE: {
+        double d = denom(m, r);
+        return d > 0 ? (double)*(const uint64_t *)field(m, r) / d : NAN;
+    }
+    case MR_FN: return m->fn(r);
+    }
+    return NAN;
+}
+
+double metric_value(const Metric *m, const SimResult *r)
+{
+    double v = raw(m, r);
+    return m->div > 0 ? v / m->div : v;
+}
+
+int64_t metric_samples(const Metric *m, const SimResult *r)
+{
+    switch (m->samples) {
+    case MN_NONE: return -1;
+    case MN_HIST: return (int64_t)hist(m, r)->n;
+    case MN_REQUESTS: return (int64_t)r->requests;
+    case MN_WITH_HISTORY: return (int64_t)(r->requests - r->no_history);
+    case MN_RESTORED: return r->restore_busy_ns > 0 ? (int64_t)r->restored_tokens : 0;
+    }
+    return -1;
+}
+
+void metric_cell(char *b, size_t n, const Metric *m, const SimResult *r)
+{
+    double v = metric_value(m, r);
+    switch (m->show) {
+    case MS_COUNT:
+        if (m->read == MR_U64) {
+            snprintf(b, n, "%llu", (unsigned long long)*(const uint64_t *)field(m, r));
+            return;
+        }
+        if (isfinite(v)) snprintf(b, n, "%.0f", v);
+        else snprintf(b, n, "–");
+        return;
+    case MS_MS: { /* from the nanoseconds, as table.md has always divided them */
+        double ns = m->div == 1e9 ? raw(m, r) : v * 1e9;
+        if (isfinite(ns)) snprintf(b, n, "%.1f", ns / 1e6);
+        else snprintf(b, n, "–");
+        return;
+    }
+    case MS_PCT:
+        if (m->read == MR_SHARE) { /* percent of the count, then divided */
+            double d = denom(m, r);
+            if (d > 0) snprintf(b, n, "%.1f", 100.0 * (double)*(const uint64_t *)field(m, r) / d);
+            else snprintf(b, n, "–");
+            return;
+        }
+        if (isfinite(v)) snprintf(b, n, "%.1f", 100 * v);
+        else snprintf(b, n, "–");
+        return;
+    case MS_BYTES: report_human_bytes(b, n, v); return;
+    case MS_RATIO:
+        if (isfinite(v)) snprintf(b, n, "%.2f", v);
+        else snprintf(b, n, "–");
+        return;
+    case MS_RATE1:
+    case MS_RATE3:
+        if (isfinite(v)) snprintf(b, n, "%.*f", m->show == MS_RATE1 ? 1 : 3, v);
+        else snprintf(b, n, "–");
+        return;
+    case MS_PLAIN: break;
+    }
+    if (isfinite(v)) snprintf(b, n, "%.17g", v);
+    else snprintf(b, n, "–");
+}
