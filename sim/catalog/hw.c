@@ -13,7 +13,8 @@
  * a platform's gpu/link/ssd/nic) are resolved after every section is read, so sections may come
  * in any order. Cost: O(entries * keys^2) for the repeated-key check; the duplicate-name checks,
  * the overlay's merge and the references go through a name index (sim/base/nameidx.h), O(1)
- * expected per name, so an overlay of tens of thousands of entries loads in linear time.
+ * expected per name, so an overlay of tens of thousands of entries loads in linear time. Messages
+ * about refused JSON (malformed text, the value found) come from json_msg.h, as model.c's do.
  * Invariants: on failure the catalog is left empty (all pointers NULL, counts 0) and the KvErr
  * holds the message; on success hw.h's invariants hold.
  */
@@ -29,6 +30,7 @@
 
 #include "sim/base/nameidx.h"
 #include "sim/base/units.h"
+#include "sim/catalog/json_msg.h"
 
 /* ---- field descriptors ---- */
 
@@ -175,17 +177,6 @@ static const char *kind_expect(FieldKind k)
     return "a value";
 }
 
-static const char *json_type_name(const cJSON *it)
-{
-    if (cJSON_IsString(it)) return "a string";
-    if (cJSON_IsNumber(it)) return "a number";
-    if (cJSON_IsBool(it)) return "a boolean";
-    if (cJSON_IsNull(it)) return "null";
-    if (cJSON_IsArray(it)) return "an array";
-    if (cJSON_IsObject(it)) return "an object";
-    return "an invalid value";
-}
-
 /* A section of the catalog: its JSON key, what one entry is called, its fields and storage. */
 typedef struct Section {
     const char *key;   /* "gpus" */
@@ -280,11 +271,12 @@ static int check_range(const Ctx *cx, const Section *s, int idx, const FieldDef 
 
 static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *f, const cJSON *it, void *dst)
 {
+    char got[64]; /* the refused value, for messages */
     KvErr ue;
     if (f->kind == F_STR) {
         if (!cJSON_IsString(it))
             return kv_err(cx->e, "%s: %s[%d].%s: expected a string, got %s", cx->origin, s->key, idx, f->key,
-                          json_type_name(it));
+                          kv_json_describe(it, got, sizeof got));
         size_t len = strlen(it->valuestring);
         if (len >= f->cap)
             return kv_err(cx->e, "%s: %s[%d].%s: too long (%zu characters; at most %zu)", cx->origin, s->key, idx,
@@ -297,7 +289,7 @@ static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *
     if (f->kind == F_INT || f->kind == F_REAL) {
         if (!cJSON_IsNumber(it))
             return kv_err(cx->e, "%s: %s[%d].%s: expected %s, got %s", cx->origin, s->key, idx, f->key,
-                          kind_expect(f->kind), json_type_name(it));
+                          kind_expect(f->kind), kv_json_describe(it, got, sizeof got));
         double v = it->valuedouble;
         if (!isfinite(v) || v < 0 || (v == 0 && !(f->flags & ZERO_OK) && f->kind == F_INT))
             return kv_err(cx->e, "%s: %s[%d].%s: expected %s %s, got %.15g", cx->origin, s->key, idx, f->key,
@@ -323,7 +315,7 @@ static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *
         text = numtext;
     } else {
         return kv_err(cx->e, "%s: %s[%d].%s: expected %s, got %s", cx->origin, s->key, idx, f->key,
-                      kind_expect(f->kind), json_type_name(it));
+                      kind_expect(f->kind), kv_json_describe(it, got, sizeof got));
     }
     int rc = 0, zero = 0;
     switch (f->kind) {
@@ -343,8 +335,10 @@ static int read_field(const Ctx *cx, const Section *s, int idx, const FieldDef *
 /* Read one entry object into spec (and aux, for AUX fields). */
 static int read_entry(const Ctx *cx, const Section *s, int idx, const cJSON *obj, void *spec, void *aux)
 {
+    char got[64]; /* the refused value, for messages */
     if (!cJSON_IsObject(obj))
-        return kv_err(cx->e, "%s: %s[%d]: expected an object, got %s", cx->origin, s->key, idx, json_type_name(obj));
+        return kv_err(cx->e, "%s: %s[%d]: expected an object, got %s", cx->origin, s->key, idx,
+                      kv_json_describe(obj, got, sizeof got));
     for (const cJSON *it = obj->child; it; it = it->next) {
         const FieldDef *f = NULL;
         for (int i = 0; i < s->n_fields; i++)
@@ -487,12 +481,14 @@ static int ref_idx_build(RefIdx *ix, const HwCatalog *c)
 static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void **out, int *n_out,
                         PlatformRefs **refs_out)
 {
+    char got[64]; /* the refused value, for messages */
     *out = NULL;
     *n_out = 0;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, s->key);
     if (!arr || cJSON_IsNull(arr)) return 0;
     if (!cJSON_IsArray(arr))
-        return kv_err(cx->e, "%s: %s: expected an array of %s, got %s", cx->origin, s->key, s->whats, json_type_name(arr));
+        return kv_err(cx->e, "%s: %s: expected an array of %s, got %s", cx->origin, s->key, s->whats,
+                      kv_json_describe(arr, got, sizeof got));
     int n = cJSON_GetArraySize(arr);
     if (n == 0) return 0;
     char *base = calloc((size_t)n, s->stride);
@@ -537,27 +533,6 @@ fail:
     return -1;
 }
 
-/* "origin:LINE:COL: malformed JSON near ..." from the position cJSON stopped at. */
-static int json_syntax_error(const Ctx *cx, const char *text, const char *at)
-{
-    if (!at || at < text) at = text;
-    int line = 1, col = 1;
-    for (const char *p = text; p < at && *p; p++) {
-        if (*p == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    char near[32];
-    size_t k = 0;
-    for (const char *p = at; *p && *p != '\n' && *p != '\r' && k + 1 < sizeof near; p++) near[k++] = *p;
-    near[k] = '\0';
-    if (k == 0) return kv_err(cx->e, "%s:%d:%d: malformed JSON (unexpected end of line or text)", cx->origin, line, col);
-    return kv_err(cx->e, "%s:%d:%d: malformed JSON near \"%s\"", cx->origin, line, col, near);
-}
-
 /* Entries of an overlay section laid over a base section (by name, without case): an entry that
  * names a base entry replaces it in place (so indices into the base stay valid), the others are
  * appended in the overlay's order. map[i]: where overlay entry i went. NULL when out of memory. */
@@ -595,6 +570,7 @@ static void *merge_section(const void *base, int nb, const void *ov, int no, siz
  * catalog; base itself is not changed. */
 static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, const HwCatalog *base, KvErr *e)
 {
+    char got[64]; /* the refused value, for messages */
     memset(c, 0, sizeof *c);
     Ctx cx = {origin && *origin ? origin : "hardware catalog", e};
     if (base) snprintf(c->origin, sizeof c->origin, "%s + %s", base->origin, cx.origin);
@@ -603,10 +579,10 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
-    if (!root) return json_syntax_error(&cx, json_text, end ? end : cJSON_GetErrorPtr());
+    if (!root) return kv_json_syntax_error(e, cx.origin, json_text, end ? end : cJSON_GetErrorPtr());
     if (!cJSON_IsObject(root)) {
         kv_err(e, "%s: expected a JSON object with \"gpus\", \"links\", \"ssds\", \"nics\" and \"platforms\" arrays, got %s",
-               cx.origin, json_type_name(root));
+               cx.origin, kv_json_describe(root, got, sizeof got));
         cJSON_Delete(root);
         return -1;
     }

@@ -2,6 +2,8 @@
  * bytes of state per token (KV, hidden states, stage-boundary activations), weight bytes per GPU,
  * FLOPs and bytes moved of every op of ops.h, for a dtype and a TP × PP layout.
  *
+ * Implemented by model.c (the catalog: parsing, overlays, look-ups) and model_arch.c (dtypes, layouts
+ * and every derived quantity).
  * Not responsible for: timing (cost.c, spec.c) or hardware (hw.c).
  *
  * Conventions (POLICIES.md "Shared arithmetic"): D hidden, L layers, h query heads, h_kv KV heads,
@@ -63,7 +65,6 @@ typedef struct ModelSpec {
     int sliding_window;  /* 0 none; Gemma-2 alternates local (window) and global layers */
     int64_t published_params; /* from the catalog, for checks (0 if not given) */
     int64_t published_active_params;
-    /* Added after the first version of this header (model.c owns them): */
     int attn_out_bias;   /* bias on the output projection o (OPT yes; Qwen2.5 has q,k,v biases only) */
     int qk_norm;         /* per-head RMSNorm on q and k (Qwen3): 2·d_h parameters per layer */
     int pos_offset;      /* learned positions: extra table rows beyond max_pos (OPT: 2) */
@@ -93,7 +94,7 @@ typedef struct ModelCatalog {
     char origin[512]; /* file path or "embedded" */
 } ModelCatalog;
 
-/* Parse a catalog from JSON text (origin names it in errors: "configs/models.json: [3].hidden_size:
+/* Parse a catalog from JSON text (origin names it in errors: "configs/models.json: models[3].hidden_size:
  * expected a positive integer"). Validates every field (positive sizes within MODEL_MAX_*, heads
  * divisible by kv_heads, experts_per_tok <= n_experts, ...) and bounds the parameter count by
  * MODEL_MAX_PARAMS, so every function below computes without overflow. */
