@@ -747,7 +747,7 @@ static int csv_parse_row(char f[][CSV_FIELD_CAP], int line, const char *origin, 
     if (csv_int(f[0], 1, &r->src_run, origin, line, "run_id", e) != 0) return -1;
     if (csv_text(f[1], r->backend, sizeof r->backend, origin, line, "backend", e) != 0) return -1;
     if (!store_backend_ok(r->backend))
-        return kv_err(e, "%s: line %d: field backend: '%s', expected cpu, cuda, spec or import", origin, line, r->backend);
+        return kv_err(e, "%s: line %d: field backend: '%s', expected cpu, cuda, spec, import or measured", origin, line, r->backend);
     if (csv_text(f[2], r->device, sizeof r->device, origin, line, "device", e) != 0) return -1;
     if (!r->device[0]) return kv_err(e, "%s: line %d: field device: empty", origin, line);
     int op = cost_op_parse(f[3]);

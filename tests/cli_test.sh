@@ -311,6 +311,24 @@ for f in results/costmodels/spec-*.sql; do
     bad "committed cost model $base differs from the spec backend (tools/regen_costmodels.sh, review, commit)"
   fi
 done
+# committed measured cost models still equal what kvcal import-profile makes of data/profiles/
+mkdir -p "$tmp/measured"
+if KVCAL="$B/kvcal" bash tools/regen_measured.sh "$tmp/measured" >/dev/null 2>&1; then
+  for f in results/costmodels/measured-*.sql; do
+    if cmp -s "$f" "$tmp/measured/$(basename "$f")"; then ok "committed measured cost model $(basename "$f") is current"
+    else bad "committed measured cost model $(basename "$f") differs from kvcal import-profile (tools/regen_measured.sh, review, commit)"; fi
+  done
+else
+  bad "tools/regen_measured.sh failed"
+fi
+expect 0 "kvcal import-profile of the fixture bundle" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json
+contains "import-profile says what it read" "run 1: 24 measured points (RTX4090, Llama-3.1-8B, bf16, tp 1) from casys-kaist/LLMServingSim; 23 rows read, 1 skipped (embedding)"
+expect 0 "kvsim reads an imported measured store" "$B"/kvsim run --policy recompute --costs "$tmp/ip.db" --platform rtx4090 --model Llama-3.1-8B --dtype bf16 --requests 5 --quiet --out "$tmp/ip-run"
+mkdir -p "$tmp/ipbad"; printf 'layer,tokens,time_us\nqkv_proj,1,35\nqkv_proj,2,x\n' > "$tmp/ipbad/dense.csv"
+sed 's/"files": \[.*\]/"files": ["dense.csv"]/' tests/fixtures/profiles/lss/profile.json > "$tmp/ipbad/profile.json"
+expect 1 "kvcal import-profile refuses a bad value" "$B"/kvcal import-profile --db "$tmp/ipbad.db" "$tmp/ipbad/profile.json"
+contains "import-profile names file, line, column and value" "dense.csv: line 3: column time_us: expected a number >= 1e-06, got 'x'"
+expect 2 "kvcal import-profile without a manifest is a usage error" "$B"/kvcal import-profile --db "$tmp/ipbad.db"
 # kvcal diff across files: a committed cost model (SQL dump) against a fresh store, and a drifted CSV
 f=results/costmodels/spec-hcache-a100-Llama-2-7B-tp1.sql
 "$B"/kvcal spec --platform hcache-a100 --model Llama-2-7B --tp 1 --db "$tmp/dnew.db" >/dev/null 2>&1

@@ -641,7 +641,7 @@ TEST(store_meta_validation)
         int tp, quick;
         const char *want;
     } bad[] = {
-        {"gpu", "H100", "", 1, 0, "backend: 'gpu', expected cpu, cuda, spec or import"},
+        {"gpu", "H100", "", 1, 0, "backend: 'gpu', expected cpu, cuda, spec, import or measured"},
         {"cuda", "", "", 1, 0, "device: empty"},
         {"cuda", "H100", "", 0, 0, "tp: 0, expected >= 1"},
         {"cuda", "H100", "", 1, 2, "quick: 2"},

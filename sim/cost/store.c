@@ -17,7 +17,8 @@
  *     kept as given, and store_pick_run ignores dtype for them (bytes do not depend on it). The
  *     newest_run view reports dtype '' for IO ops accordingly.
  *   - "Newest" is the latest started_at (ISO 8601 UTC, so text order is time order), ties broken by
- *     the higher id. Backend rank: cuda, cpu (measured) < anything else ("import") < spec.
+ *     the higher id. Backend rank: cuda, cpu (measured here) < anything else ("import", "measured":
+ *     public profiles imported by kvcal import-profile) < spec.
  *   - No WAL: a store is one file (it is committed to repositories), and the rollback journal
  *     gives the crash guarantee: a run's transaction that never committed is rolled back by the
  *     next opener (hot journal), so an interrupted kvcal leaves no partial run. A read-only
@@ -480,7 +481,8 @@ static int iso_time_ok(const char *s)
 
 int store_backend_ok(const char *b)
 {
-    return strcmp(b, "cpu") == 0 || strcmp(b, "cuda") == 0 || strcmp(b, "spec") == 0 || strcmp(b, "import") == 0;
+    return strcmp(b, "cpu") == 0 || strcmp(b, "cuda") == 0 || strcmp(b, "spec") == 0 || strcmp(b, "import") == 0 ||
+           strcmp(b, "measured") == 0;
 }
 
 int store_validate_meta(const char *name, const StoreRunMeta *m, KvErr *e)
@@ -501,7 +503,7 @@ int store_validate_meta(const char *name, const StoreRunMeta *m, KvErr *e)
         if (!terminated(txt[i].s, txt[i].cap))
             return kv_err(e, "%s: run field %s: not NUL-terminated within %zu bytes", name, txt[i].field, txt[i].cap);
     if (!store_backend_ok(m->backend))
-        return kv_err(e, "%s: run field backend: '%s', expected cpu, cuda, spec or import", name, m->backend);
+        return kv_err(e, "%s: run field backend: '%s', expected cpu, cuda, spec, import or measured", name, m->backend);
     if (!m->device[0]) return kv_err(e, "%s: run field device: empty, expected the device name", name);
     if (m->tp < 1) return kv_err(e, "%s: run field tp: %d, expected >= 1", name, m->tp);
     if (m->quick != 0 && m->quick != 1) return kv_err(e, "%s: run field quick: %d, expected 0 or 1", name, m->quick);

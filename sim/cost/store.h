@@ -51,7 +51,7 @@ typedef struct CostStore {
 
 typedef struct StoreRunMeta {
     int64_t id;            /* filled by begin_run / list */
-    char backend[16];      /* "cpu" | "cuda" | "spec" | "import" */
+    char backend[16];      /* "cpu" | "cuda" | "spec" | "import" | "measured" (public profiles) */
     char device[128];      /* GPU catalog name for spec, reported device name otherwise */
     char host[128];
     char driver[64];
