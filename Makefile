@@ -239,6 +239,7 @@ figures:
 
 test-plain: all $(BUILD)/kvtest
 	@bash tools/lint_layers.sh
+	@bash tests/lint_test.sh
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	KVSIM_BIN=$(BIN) bash tests/cli_test.sh
 

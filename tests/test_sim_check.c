@@ -109,7 +109,7 @@ TEST(sim_check_walker_reports_a_corrupted_pool)
     CHECK_EQ_I(run_hooked(t, "kv-offload", &h, 1, &e), -1);
     CHECK(h.done);
     CHECK_CONTAINS(e.msg, "sim_check: replica 0: KV pool");
-    CHECK_CONTAINS(e.msg, "admitted reservations and idle resident sessions account for");
+    CHECK_CONTAINS(e.msg, "admitted reservations, idle resident sessions and cached blocks account for");
 }
 
 TEST(sim_check_walker_reports_corrupted_tier_bytes)

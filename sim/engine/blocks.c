@@ -21,6 +21,8 @@
  *    ordered before their reuse on the GPU's stream) and, re-admitted, back over H2D (after the copy
  *    out has landed); then it decodes on. Swap space in host DRAM is not capped.
  * alloc=reserve (blocks_admit_need: the whole turn, output included) never grows nor preempts.
+ * The replica's lists of admitted requests (active_push; admission order) and of preempted ones
+ * waiting for re-admission (queue_push_front) are kept here.
  * Not responsible for: the pool's accounting (session.c: pool_reserve / pool_release, SIM_CHECKed
  * within [0, capacity]), the admission FIFO (lifecycle.c), forming and ending iterations
  * (iteration.c calls blocks_grow and blocks_resume_done).
@@ -37,6 +39,34 @@
 #include "sim/engine/metrics.h"
 
 static int ondemand(const Sim *sm) { return sm->cfg->alloc == SIM_ALLOC_ONDEMAND; }
+
+/* a preempted request waits for re-admission, before the admission FIFO */
+int queue_push_front(Sim *sm, Replica *rp, Request *r)
+{
+    if (rp->pre_n == rp->pre_cap) {
+        int nc = rp->pre_cap ? rp->pre_cap * 2 : 16;
+        Request **np = realloc(rp->pre, (size_t)nc * sizeof *np);
+        if (!np) return sim_fail(sm, "out of memory");
+        rp->pre = np;
+        rp->pre_cap = nc;
+    }
+    rp->pre[rp->pre_n++] = r; /* the last one pushed is admitted first */
+    return 0;
+}
+
+/* r joins rp's admitted requests (admission order: the batch order, and blocks.c's victim order) */
+int active_push(Sim *sm, Replica *rp, Request *r)
+{
+    if (rp->n_active == rp->cap_active) {
+        int nc = rp->cap_active ? rp->cap_active * 2 : 64;
+        Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
+        if (!na) return sim_fail(sm, "out of memory");
+        rp->active = na;
+        rp->cap_active = nc;
+    }
+    rp->active[rp->n_active++] = r;
+    return 0;
+}
 
 int64_t blocks_turn_need(const Sim *sm, int64_t hist, int64_t nnew, int64_t nout, int64_t held)
 {

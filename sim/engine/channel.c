@@ -22,23 +22,11 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
-#include "sim/engine/schedule_out.h"
-
-/* the channel table: one row per kind */
-static const struct {
-    const char *name;
-    int per_stage; /* one per pipeline stage (each stage's GPUs have their own link) */
-} ch_kinds[CH_COUNT] = {
-    [CH_H2D] = {"h2d", 1}, [CH_D2H] = {"d2h", 1}, [CH_SSD] = {"ssd", 0}, [CH_NIC_IN] = {"nic_in", 0}, [CH_NIC_OUT] = {"nic_out", 0},
-};
-
-const char *ch_kind_name(int kind) { return ch_kinds[kind].name; }
-int ch_kind_per_stage(int kind) { return ch_kinds[kind].per_stage; }
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns)
 {
     memset(c, 0, sizeof *c);
-    c->name = ch_kinds[kind].name;
+    c->name = ch_kind_name(kind);
     c->kind = kind;
     c->stage = stage;
     c->rate = rate_bytes_per_s / 1e9;
@@ -204,7 +192,7 @@ int ch_run_open(const Sim *sm, const Unit *u, int layer)
     /* (no io_pick to show the queue's units to, no schedule listing each unit as it is made; a
      * queued unit on a busy channel: ch_enqueue's start would do nothing; at the tail, enqueued at
      * this instant: the unit appended would follow u's last layer with u's enq_ns) */
-    return !sm->failed && !sm->pol->io_pick && !sm->sched && u->state == US_QUEUED && u->kind == U_LOAD && c->hi_tail == u &&
+    return !sm->failed && !sm->pol->io_pick && !sm->observer && u->state == US_QUEUED && u->kind == U_LOAD && c->hi_tail == u &&
            c->cur && u->enq_ns == sim_now(sm) && u->layer + u->run_left + 1 == layer;
 }
 
@@ -237,7 +225,7 @@ void ch_on_event(Sim *sm, Channel *c, uint64_t seq)
     c->busy_ns += (double)(now - c->busy_since);
     c->bytes += u->bytes[u->hop];
     metrics_on_unit(sm, c, u);
-    if (sm->sched) sched_out_hop(sm, c, u); /* hook: schedule_out */
+    if (sm->observer) sm->observer->hop(sm, c, u);
     if (c->peer) rerate(sm, c->peer);
     u->hop++;
     if (u->hop < u->nhops) ch_enqueue(sm, u);

@@ -84,9 +84,20 @@ struct Channel {
     int64_t busy_since;
 };
 
-/* channel table: name of a kind, and whether there is one per pipeline stage */
-const char *ch_kind_name(int kind);
-int ch_kind_per_stage(int kind);
+/* the channel table: one row per kind (inline, so that every engine module may name a kind) */
+typedef struct ChKind {
+    const char *name;
+    int per_stage; /* one per pipeline stage (each stage's GPUs have their own link) */
+} ChKind;
+static inline const ChKind *ch_kind(int kind)
+{
+    static const ChKind rows[CH_COUNT] = {
+        [CH_H2D] = {"h2d", 1}, [CH_D2H] = {"d2h", 1}, [CH_SSD] = {"ssd", 0}, [CH_NIC_IN] = {"nic_in", 0}, [CH_NIC_OUT] = {"nic_out", 0},
+    };
+    return &rows[kind];
+}
+static inline const char *ch_kind_name(int kind) { return ch_kind(kind)->name; }
+static inline int ch_kind_per_stage(int kind) { return ch_kind(kind)->per_stage; }
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
 /* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */

@@ -1,24 +1,36 @@
 /* engine_int.h — the simulator's run-time objects and the internal API between its modules.
  * Private to sim/engine (and to the tests of its modules); the public API is sim.h.
  *
- * Modules, lowest first; a module calls only modules below it (calls run downward only):
+ * Modules, lowest first. A module calls only functions of the modules listed before it (calls run
+ * downward only); tools/lint_layers.sh reads this table and fails on a call of a module listed after
+ * the caller (an upward call), naming the file, line, caller and callee. The inline functions of
+ * the engine's headers are checked as engine_int.h's row.
+ *   evq.c         the event queue (evq.h)
+ *   core.c        the run's error, pushing events, the lifecycle table
  *   engine_int.h  the structs, the request lifecycle, SIM_CHECK, event helpers (inline)
+ *   config.c      the settings table, --set parsing, resolution against the catalogs
+ *   sweepspec.c   a sweep's grid of settings (sweepspec.h)
+ *   prefix.c      a content-addressed block store (prefix.h): the HBM prefix cache, the names of turns not admitted
  *   metrics.c     every update of the run's SimResult (metrics_on_*)
  *   channel.c     IO channels and transfer units (channel.h)
- *   session.c     the session map, the HBM LRU of idle resident sessions, the KV pool
+ *   session.c     the session map, turns not admitted, the HBM LRU of idle resident sessions, the KV pool
+ *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities, loads
+ *                 parked on a save in flight
  *   waitq.c       a replica's admission FIFO in bounded memory (its middle in a spill file)
- *   blocks.c      KV blocks of admitted requests: what admission takes, decode growth, preemption
- *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities
+ *   blocks.c      KV blocks of admitted requests: the admitted list, what admission takes, decode
+ *                 growth, preemption (the preempted list)
  *   costtab.c     the run's cost table: linear cost per token count memoised, attention lookup hints
  *   estimate.c    per-layer compute and load estimates (for policies and bounds; sim/cost/layer_cost)
  *   walk.c        the layer walk of an iteration in flight
+ *   check.c       sim_check, the accounting walker (iteration boundaries, when enabled)
  *   restore.c     admission-time restoration: plans, layer-wise loads, token-wise two pointers
  *   lifecycle.c   release, arrival, the admission queue, request done
  *   iteration.c   forming an iteration (the batch, its per-layer costs), iteration done
- *   check.c       sim_check, the accounting walker (iteration boundaries, when enabled)
  *   setup.c       sim_world_open/close, sim_setup/teardown (channels, tiers, pool from the catalogs)
+ *   schedule_out.c  the schedule written as the run goes: an observer (Sim.observer, SimObserver)
  *   engine.c      sim_run: the event loop
- * Event-driven up-calls go through callbacks (a unit's done), never through a call upward.
+ * What happens below reaches a module above only through a pointer that module set: a unit's done
+ * callback (channel.c), the run's observer (Sim.observer), Sim.state_dropped (tier.c's drops, waitq.c's).
  *
  * The request lifecycle (Request.state, moved only by rq_set_state, which checks this table):
  *
@@ -304,7 +316,7 @@ struct Replica {
     IterItem *items;
     int n_items, cap_items;
     double *layer_ns;           /* per layer of the iteration in flight; without layer-wise work (!any_lw,
-                                   every layer the same) only [0] is set, unless schedule_out's hook is on */
+                                   every layer the same) only [0] is set, unless an observer is set (Sim.observer) */
     int layer;
     int64_t cursor_ns, iter_start_ns;
     /* the iteration in flight is the last step of a decode run of run_steps steps (1: an ordinary
@@ -366,6 +378,20 @@ typedef struct LoadAcc {
 } LoadAcc;
 
 typedef void (*SimTestHook)(Sim *sm, void *ctx);
+
+/* What the engine's modules tell an observer of the run (the schedule written by schedule_out.c):
+ * set by the module that observes (Sim.observer; NULL: none), so that the modules below it never call it
+ * by name. An observer only reads: the run is the same with it or without it. */
+typedef struct SimObserver {
+    void (*load)(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden); /* restore.c: a load unit made, about to be sent or parked */
+    void (*admit)(Sim *sm, const Request *r);                           /* restore.c: r admitted, its plan started */
+    void (*hop)(Sim *sm, const Channel *c, const Unit *u);              /* channel.c: u's hop on c ended */
+    void (*kick)(Sim *sm, const Replica *rp);                           /* sim_kick: rp will form an iteration */
+    void (*iter_formed)(Sim *sm, const Replica *rp);                    /* iteration.c: rp formed an iteration */
+    void (*layer)(Sim *sm, const Replica *rp, int l, int64_t start_ns, int64_t end_ns); /* walk.c: a layer ran */
+    void (*iter_done)(Sim *sm, const Replica *rp);                      /* iteration.c: rp's iteration ends now */
+    void (*request_done)(Sim *sm, const Request *r);                    /* lifecycle.c: r produced its last token */
+} SimObserver;
 
 /* costtab.c's state: the linear cost per token count M (0 <= M < n), filled on first use */
 typedef struct CostTab {
@@ -453,6 +479,10 @@ struct Sim {
     double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
     int64_t lb_layer_n;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
+    const SimObserver *observer;          /* the run's observer (schedule_out.c's while it writes; NULL: none) */
+    /* tier.c calls it after dropping a session's saved state (TTL, capacity): the session may be
+     * freed or leave memory then (setup.c sets waitq.c's; NULL: sess_maybe_free) */
+    void (*state_dropped)(Sim *sm, Session *s);
 };
 
 /* ------------------------------------------------------------------ errors and checks */
@@ -532,12 +562,10 @@ static inline uint64_t sim_arm(Sim *sm, EvTimer *tm, int64_t t, int kind, void *
     return seq;
 }
 
-void sched_out_kick(Sim *sm, const Replica *rp); /* schedule_out.h */
-
 /* schedule admission (always) and, when the replica is idle, the next iteration */
 static inline void sim_kick(Sim *sm, Replica *rp)
 {
-    if (sm->sched) sched_out_kick(sm, rp); /* hook: schedule_out */
+    if (sm->observer) sm->observer->kick(sm, rp);
     if (rp->form_pending) return;
     rp->form_pending = 1;
     sim_push(sm, sim_now(sm), EV_FORM, rp, 0);
@@ -609,6 +637,8 @@ Session *sess_get(Sim *sm, uint64_t id);
 void sess_maybe_free(Sim *sm, Session *s);
 /* at teardown: every session and the turns pending in them */
 void sess_free_all(Sim *sm);
+/* a turn not admitted (teardown, or made into its Request): freed, its reference on its session dropped */
+void turn_free(Sim *sm, Turn *t);
 void hbm_lru_remove(Replica *rp, Session *s);
 void hbm_lru_add(Replica *rp, Session *s);
 int hbm_evict_one(Sim *sm, Replica *rp);
@@ -643,9 +673,10 @@ int waitq_push(Sim *sm, Replica *rp, Turn *t);
 Turn *waitq_head(Sim *sm, Replica *rp);
 /* remove the head waitq_head returned */
 void waitq_pop(Replica *rp);
-/* s (its queued turn spilled as WR_WARM: s->spill_rec) may have become cold: then it goes to the
- * spill file's side file too and leaves memory (freed: the caller must not touch s afterwards) */
-void waitq_session_changed(Sim *sm, Session *s);
+/* Sim.state_dropped: s's saved state was dropped. When its queued turn is spilled (WR_WARM:
+ * s->spill_rec) and s is cold now, s goes to the spill file's side file too and leaves memory; else
+ * it is freed if nothing holds it. Either way the caller must not touch s afterwards. */
+void waitq_state_dropped(Sim *sm, Session *s);
 /* t, a pending turn of s (appended after its others): while s's queued turn is in the spill file
  * (s->spill_rec) and s holds no pending turn in memory, t goes to the side file (its memory freed,
  * its reference on s kept; read back, ahead of those in memory, with the queued turn): 1; else 0 */
@@ -656,6 +687,11 @@ void waitq_free(Sim *sm, Replica *rp);
 void sim_test_set_queue_bound(size_t entries);
 
 /* ------------------------------------------------------------------ blocks.c */
+
+/* append r to rp->active (admission order); -1 after sim_fail */
+int active_push(Sim *sm, Replica *rp, Request *r);
+/* a preempted request waits in rp->pre, admitted before the FIFO (the last pushed first); -1 after sim_fail */
+int queue_push_front(Sim *sm, Replica *rp, Request *r);
 
 /* the KV pool tokens r needs when (re-)admitted: alloc=reserve the whole turn; ondemand the context
  * it holds through its next produced token (history + new + 1, or after a preemption its context so
@@ -684,6 +720,9 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto);
 double tier_direct_save_ns(Sim *sm, int64_t tokens, int64_t pieces);
 /* the chain of a load of `src` state into stage st's GPU: fills u->chain / u->bytes, sets nhops */
 void tier_load_chain(Sim *sm, Unit *u, Replica *rp, Tier src, int stage, double tier_bytes, double gpu_bytes);
+/* u, a load of r's (its chain set), waits on r's session until the session's stage u->stage save has
+ * crossed D2H (land: landed) up to `upto`; the save's progress sends it (in park order) */
+void tier_park(Sim *sm, Request *r, Unit *u, int64_t upto, int land);
 
 /* ------------------------------------------------------------------ costtab.c */
 
@@ -718,21 +757,14 @@ void restore_tw_issue(Sim *sm, Request *r);
 void restore_tw_check_done(Sim *sm, Request *r);
 /* after r's restoration work changed: RQ_RESTORING ends once nothing of it is left */
 void restore_progress(Sim *sm, Request *r);
-/* stage st of s's saves crossed D2H further (s->d2h_pos[st]): send the loads parked on it that it covers */
-void restore_unpark(Sim *sm, Session *s, int st);
 
 /* ------------------------------------------------------------------ lifecycle.c */
 
 void request_free(Request *r);
-/* a turn not admitted (teardown, or made into its Request) */
-void turn_free(Sim *sm, Turn *t);
 void release_request(Sim *sm, Turn *t);
 int pull_trace(Sim *sm);
 void on_arrival(Sim *sm, Turn *t);
 void admit_queue(Sim *sm, Replica *rp);
-/* put r at the head of rp's admission queue (a preempted request); -1 when out of memory */
-int active_push(Sim *sm, Replica *rp, Request *r); /* append to rp->active (admission order); -1 after sim_fail */
-int queue_push_front(Sim *sm, Replica *rp, Request *r); /* a preempted request: admitted before the FIFO */
 void request_done(Sim *sm, Replica *rp, Request *r);
 /* the run's load state (sess_last_ns), at teardown */
 void lifecycle_free(Sim *sm);

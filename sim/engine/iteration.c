@@ -28,7 +28,6 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
-#include "sim/engine/schedule_out.h"
 
 static int item_add(Sim *sm, Replica *rp, IterItem it)
 {
@@ -157,8 +156,8 @@ static void layer_costs(Sim *sm, Replica *rp)
     rp->any_lw = any_lw;
     if (!any_lw) {
         /* every layer costs base: the walk (iter_advance's one step) and tl_iteration read layer 0's
-         * only; schedule_out's hook prints every layer's */
-        int nl = sm->sched ? sm->L : 1;
+         * only; an observer (schedule_out) records every layer's */
+        int nl = sm->observer ? sm->L : 1;
         for (int l = 0; l < nl; l++) rp->layer_ns[l] = base;
         return;
     }
@@ -236,7 +235,7 @@ static void layer_costs(Sim *sm, Replica *rp)
 static int decode_run_ok(const Sim *sm, const Replica *rp)
 {
     /* an emitted schedule (schedule_out) lists every step as its own iteration */
-    if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook || sm->sched) return 0;
+    if (rp->n_items != rp->n_active || rp->n_restoring > 0 || sm->save_mode == SAVE_DIRECT || sm->test_hook || sm->observer) return 0;
     for (int i = 0; i < rp->n_items; i++)
         if (rp->items[i].type != IT_DECODE) return 0;
     return 1;
@@ -559,7 +558,7 @@ void form_iteration(Sim *sm, Replica *rp)
     rp->iterating = 1;
     rp->iter_start_ns = start;
     rp->cursor_ns = t_add(rp->iter_start_ns, sm->overhead_ns);
-    if (sm->sched) sched_out_iter_formed(sm, rp); /* hook: schedule_out */
+    if (sm->observer) sm->observer->iter_formed(sm, rp);
     rp->layer = 0;
     rp->wait_r = NULL;
     iter_advance(sm, rp);
@@ -575,7 +574,7 @@ static void boundary(Sim *sm)
 void iter_done(Sim *sm, Replica *rp)
 {
     int64_t now = sim_now(sm);
-    if (sm->sched) sched_out_iter_done(sm, rp); /* hook: schedule_out */
+    if (sm->observer) sm->observer->iter_done(sm, rp);
     metrics_on_iteration_done(sm, rp);
     metrics_on_iteration_span(sm, rp, rp->run_start_ns, now, (int)rp->run_steps); /* plots/trace: the iteration's (or decode run's) one span hook */
     rp->iterating = 0;

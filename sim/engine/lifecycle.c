@@ -34,25 +34,11 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
-#include "sim/engine/schedule_out.h"
 
 static void conc_turn_done(Sim *sm, Session *s);
 static void pend_append(Sim *sm, Session *s, Turn *t);
 
 _Static_assert(sizeof(Turn) <= 64, "a waiting turn costs at most 64 bytes (engine_int.h)");
-
-void turn_free(Sim *sm, Turn *t)
-{
-    if (sm->names.n) { /* a turn never admitted: its block names go with it */
-        uint64_t *h;
-        uint32_t n;
-        pnames_take(&sm->names, t->id, &h, &n);
-        free(h);
-    }
-    t->s->refs--;
-    sm->turn_bytes -= sizeof *t;
-    free(t);
-}
 
 /* the head of s's pending turns, unlinked */
 static Turn *pend_pop(Session *s)
@@ -83,7 +69,7 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     if (sm->failed) return;
     sm->done_requests++;
     metrics_on_request_done(sm, r);
-    if (sm->sched) sched_out_request_done(sm, r); /* hook: schedule_out */
+    if (sm->observer) sm->observer->request_done(sm, r);
     Session *s = r->s;
     int64_t ctx = r->hist + r->nnew + r->nout;
     /* the reservation becomes the session's resident KV; its named blocks go into the prefix cache
@@ -137,33 +123,6 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     }
     request_free(r);
     sess_maybe_free(sm, s);
-}
-
-int queue_push_front(Sim *sm, Replica *rp, Request *r)
-{
-    if (rp->pre_n == rp->pre_cap) {
-        int nc = rp->pre_cap ? rp->pre_cap * 2 : 16;
-        Request **np = realloc(rp->pre, (size_t)nc * sizeof *np);
-        if (!np) return sim_fail(sm, "out of memory");
-        rp->pre = np;
-        rp->pre_cap = nc;
-    }
-    rp->pre[rp->pre_n++] = r; /* the last one pushed is admitted first */
-    return 0;
-}
-
-/* r joins rp's admitted requests (admission order: the batch order, and blocks.c's victim order) */
-int active_push(Sim *sm, Replica *rp, Request *r)
-{
-    if (rp->n_active == rp->cap_active) {
-        int nc = rp->cap_active ? rp->cap_active * 2 : 64;
-        Request **na = realloc(rp->active, (size_t)nc * sizeof *na);
-        if (!na) return sim_fail(sm, "out of memory");
-        rp->active = na;
-        rp->cap_active = nc;
-    }
-    rp->active[rp->n_active++] = r;
-    return 0;
 }
 
 /* a turn is released: it joins its replica's admission queue */

@@ -11,12 +11,14 @@
  * iteration's layer walk continue, and the token-wise two
  * pointers (compute forward from token 0 in the iterations, load backward from the end in
  * io_chunk_tokens chunks, at most TW_DEPTH chunks in flight, until they meet). A load of bytes still
- * crossing D2H is parked on the session and sent (from DRAM) once that save's D2H lands — when the
- * wait is estimated shorter than recomputing the history; else the history is recomputed (counted).
+ * crossing D2H is parked on the session (tier_park) and sent (from DRAM) once that save's D2H lands —
+ * when the wait is estimated shorter than recomputing the history; else the history is recomputed
+ * (counted).
  * Moves RQ_QUEUED → RQ_RESTORING / RQ_PREFILL at admission and RQ_RESTORING → RQ_PREFILL when
  * nothing of the restoration is left (and opens/closes the replica's restoration window).
  * Not responsible for: the compute part of restoration (iteration.c puts recompute chunks in
- * batches), the admission decision (lifecycle.c: pool, batch slots), the tier lists (tier.c).
+ * batches), the admission decision (lifecycle.c: pool, batch slots), the tier lists and the loads
+ * parked on a save (tier.c).
  * Invariants: loads_left counts the plan's load units not yet arrived (parked ones included) and
  * the session's `loading` is held exactly while some are in flight; a layer has arrived when all
  * its units have (layer_units); arrived_prefix is the longest prefix of arrived layers; the two
@@ -24,7 +26,7 @@
  * covers is never recomputed unless the policy plans it or waiting for a save is slower.
  * Complexity: admission O(L × parts) (a layer's units copied from per-stage templates, LayerUnits;
  * + the policy, + the lower bound's O(log N) estimates, memoised per run: lb_layer_ns);
- * per arrived unit O(1) amortised (the prefix pointer only moves forward); unparking O(parked).
+ * per arrived unit O(1) amortised (the prefix pointer only moves forward).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,7 +34,6 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
-#include "sim/engine/schedule_out.h"
 
 #define RESTORE_MAX_PARTS 4
 
@@ -110,40 +111,6 @@ void restore_progress(Sim *sm, Request *r)
 
 /* ---- loads: one unit per place the bytes of a range are; parked while they still cross D2H ---- */
 
-/* u (its chain set, reading from DRAM, or from the destination with land) waits until the session's
- * stage-st save has crossed D2H (landed) up to position `upto`; appended to the session's parked list
- * (FIFO) */
-static void park(Sim *sm, Request *r, Unit *u, int64_t upto, int land)
-{
-    Session *s = r->s;
-    u->wait_pos = upto;
-    u->wait_land = land;
-    u->enq_ns = sim_now(sm);
-    u->next = NULL;
-    Unit **pp = &s->parked;
-    while (*pp) pp = &(*pp)->next;
-    *pp = u;
-    r->parked_units++;
-}
-
-void restore_unpark(Sim *sm, Session *s, int st)
-{
-    int64_t now = sim_now(sm);
-    for (Unit **pp = &s->parked; *pp;) {
-        Unit *u = *pp;
-        if (u->stage != st || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
-            pp = &u->next;
-            continue;
-        }
-        *pp = u->next;
-        u->next = NULL;
-        Request *r = u->r;
-        r->parked_units--;
-        if (now - u->enq_ns > r->wait_max_ns) r->wait_max_ns = now - u->enq_ns;
-        ch_enqueue(sm, u);
-    }
-}
-
 /* a load of `tokens` × per-token bytes of part p for stage st: chain from p's place, then H2D;
  * enqueued, or parked when its bytes still cross D2H. done: the unit's callback. */
 static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, int stage, double per_tok, double per_tok_gpu)
@@ -159,8 +126,8 @@ static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, 
 
 static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
 {
-    if (p->wait == PW_D2H && sess_d2h(r->s)[u->stage] < p->hi) park(sm, r, u, p->hi, 0);
-    else if (p->wait == PW_LAND && sess_land(sm, r->s)[u->stage] < p->hi) park(sm, r, u, p->hi, 1);
+    if (p->wait == PW_D2H && sess_d2h(r->s)[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 0);
+    else if (p->wait == PW_LAND && sess_land(sm, r->s)[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 1);
     else ch_enqueue(sm, u);
 }
 
@@ -281,7 +248,7 @@ static int layer_parts(Sim *sm, Request *r, int l, int hidden, LayerUnits *lu)
         Unit *u = unit_new_from(sm, &lu->tmpl[j]);
         if (!u) return -1;
         u->layer = l;
-        if (sm->sched) sched_out_load(sm, u, lu->lo[j], lu->hi[j], hidden); /* hook: schedule_out */
+        if (sm->observer) sm->observer->load(sm, u, lu->lo[j], lu->hi[j], hidden);
         send_or_park(sm, r, u, p);
         lu->run[j] = runs && u->state == US_QUEUED ? u : NULL; /* (parked: US_NEW; started: US_SERVING) */
     }
@@ -368,7 +335,7 @@ void restore_tw_issue(Sim *sm, Request *r)
                 u->done = tok_loaded;
                 u->layer = -1;
                 u->upto = slot;
-                if (sm->sched) sched_out_load(sm, u, a, b, 0); /* hook: schedule_out */
+                if (sm->observer) sm->observer->load(sm, u, a, b, 0);
                 send_or_park(sm, r, u, p);
             }
         }
@@ -716,7 +683,7 @@ int restore_admit(Sim *sm, Replica *rp, Request *r)
     int restoring = r->tw || r->recompute_left > 0 || r->lw_pending;
     rq_set_state(sm, r, restoring ? RQ_RESTORING : RQ_PREFILL);
     if (restoring) metrics_on_restoring(sm, rp, +1);
-    if (sm->sched) sched_out_admit(sm, r); /* hook: schedule_out */
+    if (sm->observer) sm->observer->admit(sm, r);
     if (r->lw_tokens > 0) lw_arrived(sm, r, -1);
     return 0;
 }

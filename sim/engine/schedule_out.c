@@ -77,9 +77,30 @@ static const char *io_order_name(const Sim *sm)
     return o ? o : "policy";
 }
 
+/* the hooks (below), called through Sim.observer while the schedule is written */
+static void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden);
+static void sched_out_admit(Sim *sm, const Request *r);
+static void sched_out_hop(Sim *sm, const Channel *c, const Unit *u);
+static void sched_out_kick(Sim *sm, const Replica *rp);
+static void sched_out_iter_formed(Sim *sm, const Replica *rp);
+static void sched_out_layer(Sim *sm, const Replica *rp, int l, int64_t start_ns, int64_t end_ns);
+static void sched_out_iter_done(Sim *sm, const Replica *rp);
+static void sched_out_request_done(Sim *sm, const Request *r);
+static const SimObserver sched_obs = {
+    .load = sched_out_load,
+    .admit = sched_out_admit,
+    .hop = sched_out_hop,
+    .kick = sched_out_kick,
+    .iter_formed = sched_out_iter_formed,
+    .layer = sched_out_layer,
+    .iter_done = sched_out_iter_done,
+    .request_done = sched_out_request_done,
+};
+
 int sched_out_open(Sim *sm)
 {
     sm->sched = NULL;
+    sm->observer = NULL;
     if (!g_path[0]) return 0;
     SchedOut *so = calloc(1, sizeof *so);
     if (!so) return sim_fail(sm, "out of memory");
@@ -96,6 +117,7 @@ int sched_out_open(Sim *sm)
         so->it[i].l_end = calloc((size_t)sm->L, sizeof(int64_t));
     }
     sm->sched = so;
+    sm->observer = &sched_obs;
     for (int i = 0; i < sm->R; i++)
         if (!so->it[i].l_start || !so->it[i].l_end) return sim_fail(sm, "out of memory");
     KvErr ae;
@@ -139,6 +161,7 @@ int sched_out_close(Sim *sm, int ok)
     free(so->units);
     free(so);
     sm->sched = NULL;
+    sm->observer = NULL;
     return rc;
 }
 
@@ -156,7 +179,7 @@ static void put_cause(FILE *f, const SchedCause *c)
     else fprintf(f, "{\"at_ns\":%" PRId64 "}", c->t_ns);
 }
 
-void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden)
+static void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden)
 {
     SchedOut *so = sm->sched;
     if (so->n_units == so->cap_units) {
@@ -186,7 +209,7 @@ void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden)
     u->sched_id = so->n_units;
 }
 
-void sched_out_admit(Sim *sm, const Request *r)
+static void sched_out_admit(Sim *sm, const Request *r)
 {
     SchedOut *so = sm->sched;
     const char *how = r->tw ? "tokenwise" : r->lw_tokens > 0 ? "layerwise" : r->recompute_total > 0 ? "recompute" : r->from;
@@ -243,7 +266,7 @@ static void unit_line(Sim *sm, const Unit *u, SchedUnit *x)
     fputs("]}\n", f);
 }
 
-void sched_out_hop(Sim *sm, const Channel *c, const Unit *u)
+static void sched_out_hop(Sim *sm, const Channel *c, const Unit *u)
 {
     SchedOut *so = sm->sched;
     if (!u->sched_id || u->sched_id > so->n_units) return; /* saves and spills are not recorded */
@@ -256,13 +279,13 @@ void sched_out_hop(Sim *sm, const Channel *c, const Unit *u)
     so->cur = (SchedCause){CAUSE_UNIT, u->sched_id, now};
 }
 
-void sched_out_kick(Sim *sm, const Replica *rp)
+static void sched_out_kick(Sim *sm, const Replica *rp)
 {
     SchedOut *so = sm->sched;
     so->kick[rp->id] = cause_now(so, sim_now(sm));
 }
 
-void sched_out_iter_formed(Sim *sm, const Replica *rp)
+static void sched_out_iter_formed(Sim *sm, const Replica *rp)
 {
     SchedOut *so = sm->sched;
     SchedIter *it = &so->it[rp->id];
@@ -273,7 +296,7 @@ void sched_out_iter_formed(Sim *sm, const Replica *rp)
     for (int l = 0; l < sm->L; l++) it->l_start[l] = it->l_end[l] = -1;
 }
 
-void sched_out_layer(Sim *sm, const Replica *rp, int l, int64_t start_ns, int64_t end_ns)
+static void sched_out_layer(Sim *sm, const Replica *rp, int l, int64_t start_ns, int64_t end_ns)
 {
     SchedIter *it = &sm->sched->it[rp->id];
     it->l_start[l] = start_ns;
@@ -295,7 +318,7 @@ static int put_units(FILE *f, const SchedOut *so, uint64_t req, int l, int below
 
 static const char *item_kind(int type) { return type == IT_DECODE ? "decode" : type == IT_RECOMP ? "recompute" : "prefill"; }
 
-void sched_out_iter_done(Sim *sm, const Replica *rp)
+static void sched_out_iter_done(Sim *sm, const Replica *rp)
 {
     SchedOut *so = sm->sched;
     SchedIter *it = &so->it[rp->id];
@@ -364,7 +387,7 @@ void sched_out_iter_done(Sim *sm, const Replica *rp)
     so->cur = (SchedCause){CAUSE_ITER, it->id, now};
 }
 
-void sched_out_request_done(Sim *sm, const Request *r)
+static void sched_out_request_done(Sim *sm, const Request *r)
 {
     FILE *f = sm->sched->f;
     int64_t now = sim_now(sm);

@@ -18,7 +18,7 @@
  * Not responsible for: any decision (it only observes: the engine's results are byte-identical with
  * it on or off), saves and spills (not recorded: a replay reads the state they wrote, files it
  * prepares itself), replaying (calibrate/schedule.c reads it, calibrate/execute.c runs it).
- * Invariants: off (no path set) every hook is one NULL test in the engine; the file is written to a
+ * Invariants: off (no path set) every hook is one NULL test in the engine (Sim.observer); the file is written to a
  * temp file beside the path and renamed into place only when the run succeeded and every byte was
  * written (util.h KvAtomicFile), so the path never holds part of a schedule; unit ids are 1, 2, ... in
  * issue order (their lines come in landing order) and iteration ids 1, 2, ... in formation order; numbers are integers (ns, bytes,
@@ -38,7 +38,7 @@ typedef struct SchedOut SchedOut;
 /* the path set by sim_schedule_set_path (sim.h); "" when none */
 const char *sched_out_path(void);
 
-/* engine.c: open the file and write the header (sm->sched set); -1 with the run's error on failure.
+/* engine.c: open the file and write the header (sm->sched and sm->observer set); -1 with the run's error on failure.
  * A no-op returning 0 when no path is set. */
 int sched_out_open(Sim *sm);
 /* engine.c: ok (the run succeeded): write the end record and rename the file into place; else remove
@@ -46,22 +46,9 @@ int sched_out_open(Sim *sm);
  * written whole (a full disk): nothing is left at the path then either. */
 int sched_out_close(Sim *sm, int ok);
 
-/* restore.c: load unit u of r for tokens [lo, hi) (hidden: hidden states or boundary activations)
- * was created and is about to be sent or parked */
-void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden);
-/* restore.c: r was admitted and its plan started */
-void sched_out_admit(Sim *sm, const Request *r);
-/* channel.c: u's current hop on c ended (before it moves on); after its last hop the unit's line */
-void sched_out_hop(Sim *sm, const Channel *c, const Unit *u);
-/* engine_int.h sim_kick: rp will form an iteration because of what is happening now */
-void sched_out_kick(Sim *sm, const Replica *rp);
-/* iteration.c: rp formed an iteration (its items and layer_ns are set) */
-void sched_out_iter_formed(Sim *sm, const Replica *rp);
-/* walk.c: layer l of rp's iteration ran from start_ns to end_ns */
-void sched_out_layer(Sim *sm, const Replica *rp, int l, int64_t start_ns, int64_t end_ns);
-/* iteration.c: rp's iteration ends now (before its items' progress is applied) */
-void sched_out_iter_done(Sim *sm, const Replica *rp);
-/* lifecycle.c: r produced its last token */
-void sched_out_request_done(Sim *sm, const Request *r);
+/* The records are written by hooks called through the run's observer (engine_int.h SimObserver,
+ * Sim.observer, set by sched_out_open): restore.c (a load unit made, a request admitted), channel.c (a
+ * hop ended), sim_kick (an iteration will be formed), iteration.c (formed, ends), walk.c (a layer
+ * ran), lifecycle.c (a request's last token). */
 
 #endif

@@ -4,6 +4,7 @@
  * backward-shift deletion so probe chains stay intact), freeing a session once nothing refers to
  * it, the LRU of idle resident sessions per replica (the eviction order when admission needs
  * space), and the KV pool's accounting in tokens (reserve, release, evict).
+ * Also the turns read and not admitted (turn_free: their memory, their reference on the session).
  * Not responsible for: saved state (tier.c), when a session's turns run (lifecycle.c).
  * Invariants (SIM_CHECK, always on): 0 <= pool_used <= pool_cap after every reserve and release;
  * a session is freed only when it is not busy, holds no pending turn, no request refers to it, it
@@ -182,6 +183,20 @@ void sess_maybe_free(Sim *sm, Session *s)
     if (!s->busy && !s->pend_head && !s->refs && s->resident_tokens == 0 && s->tier == TIER_NONE && !s->saving &&
         !s->spilling && !s->loading)
         sess_unmap(sm, s);
+}
+
+/* a turn not admitted: its memory and its reference on its session */
+void turn_free(Sim *sm, Turn *t)
+{
+    if (sm->names.n) { /* a turn never admitted: its block names go with it */
+        uint64_t *h;
+        uint32_t n;
+        pnames_take(&sm->names, t->id, &h, &n);
+        free(h);
+    }
+    t->s->refs--;
+    sm->turn_bytes -= sizeof *t;
+    free(t);
 }
 
 void sess_free_all(Sim *sm)

@@ -228,6 +228,7 @@ int sim_setup(Sim *sm)
         rp->layer_ns = calloc((size_t)sm->L, sizeof *rp->layer_ns);
         if (!rp->layer_ns) return kv_err(sm->e, "out of memory");
     }
+    sm->state_dropped = waitq_state_dropped; /* tier.c's drops reach the admission queue's spill file */
     metrics_on_setup(sm);
     sm->tab_cap = 1024;
     sm->tab = calloc(sm->tab_cap, sizeof *sm->tab);

@@ -5,9 +5,10 @@
  * of sessions per place with its bytes, saves (background: D2H per stage then on to the tier; or
  * SAVE_DIRECT: written by the iteration), spills of a tier's LRU victims to its spill target,
  * drops when the last tier is full, TTL expiry (state unused for state_ttl is dropped; both are
- * counted as state lost and marked on the session), where a save in flight has got to (per stage:
- * crossed D2H, landed), and the
- * load chain of a tier (which channels a restoration's load crosses).
+ * counted as state lost and marked on the session; Sim.state_dropped is told), where a save in
+ * flight has got to (per stage: crossed D2H, landed), the restoration loads parked on a session
+ * until its save has crossed D2H (or landed) far enough (tier_park; sent as the save progresses), and
+ * the load chain of a tier (which channels a restoration's load crosses).
  * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
  * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
@@ -17,7 +18,7 @@
  * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
  * flight are never dropped nor spilled.
  * Complexity: link/unlink/touch O(1); capacity enforcement O(victims + sessions skipped at the
- * LRU heads); TTL expiry O(expired); a save O(stages).
+ * LRU heads); TTL expiry O(expired); a save O(stages); parking and unparking O(parked).
  */
 #include <math.h>
 
@@ -63,6 +64,43 @@ void tier_touch(Sim *sm, Session *s)
     tier_link(sm, s, t);
 }
 
+/* ---- loads parked on a session: waiting for one of its saves to cross D2H (or to land) ---- */
+
+/* u (its chain set, reading from DRAM, or from the destination with land) waits until the session's
+ * stage-st save has crossed D2H (landed) up to position `upto`; appended to the session's parked list
+ * (FIFO) */
+void tier_park(Sim *sm, Request *r, Unit *u, int64_t upto, int land)
+{
+    Session *s = r->s;
+    u->wait_pos = upto;
+    u->wait_land = land;
+    u->enq_ns = sim_now(sm);
+    u->next = NULL;
+    Unit **pp = &s->parked;
+    while (*pp) pp = &(*pp)->next;
+    *pp = u;
+    r->parked_units++;
+}
+
+/* stage st of s's saves crossed D2H further (or landed): send the loads parked on it that it covers */
+static void tier_unpark(Sim *sm, Session *s, int st)
+{
+    int64_t now = sim_now(sm);
+    for (Unit **pp = &s->parked; *pp;) {
+        Unit *u = *pp;
+        if (u->stage != st || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
+            pp = &u->next;
+            continue;
+        }
+        *pp = u->next;
+        u->next = NULL;
+        Request *r = u->r;
+        r->parked_units--;
+        if (now - u->enq_ns > r->wait_max_ns) r->wait_max_ns = now - u->enq_ns;
+        ch_enqueue(sm, u);
+    }
+}
+
 /* the session's saved state is gone (why: LOST_TTL or LOST_CAPACITY); never called while a save,
  * spill or load of it is in flight */
 static void tier_drop(Sim *sm, Session *s, int why)
@@ -75,7 +113,7 @@ static void tier_drop(Sim *sm, Session *s, int why)
     for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = 0;
     s->lost = why;
     metrics_on_state_lost(sm, why);
-    if (s->spill_rec) waitq_session_changed(sm, s); /* waiting in a spill file: it may go there whole now */
+    if (sm->state_dropped) sm->state_dropped(sm, s); /* the admission queue's: it may spill s whole now */
     else sess_maybe_free(sm, s);
 }
 
@@ -108,7 +146,7 @@ static void save_done(Sim *sm, Unit *u)
     int st = u->stage;
     if (upto > sess_land(sm, s)[st]) sess_land(sm, s)[st] = upto;
     unit_free(sm, u);
-    if (s->parked) restore_unpark(sm, s, st); /* loads waiting for it to land (a store without DRAM) */
+    if (s->parked) tier_unpark(sm, s, st); /* loads waiting for it to land (a store without DRAM) */
     s->save_acc += bytes;
     if (--s->saving > 0) return;
     bytes = s->save_acc;
@@ -132,7 +170,7 @@ static void save_d2h_done(Sim *sm, Unit *u)
     int st = u->stage;
     s->d2h_inflight--;
     if (u->upto > sess_d2h(s)[st]) sess_d2h(s)[st] = u->upto;
-    if (s->parked) restore_unpark(sm, s, st);
+    if (s->parked) tier_unpark(sm, s, st);
     int out = tier_table[u->tier].out_hop;
     if (out < 0) {
         save_done(sm, u);

@@ -32,7 +32,7 @@
  * (or no temporary file) turns spilling off for the replica (the turns stay in memory; results
  * unchanged); a read that fails ends the run with the file's error.
  * A session whose turn was spilled as WR_WARM and that goes cold later (its saved state dropped:
- * tier.c calls waitq_session_changed) goes too: its group to the end of a side file (buffered), its
+ * tier.c calls Sim.state_dropped, waitq_state_dropped) goes too: its group to the end of a side file (buffered), its
  * turn's record rewritten in place (its first WR_PATCH_BYTES) into a WR_SREF to that group. Those
  * rewrites are buffered (up to WAITQ_PATCHES; one in the read-ahead buffer is made there only) and
  * written sorted by position, nearby ones as one read-modify-write of the span between them, before
@@ -541,7 +541,7 @@ static int pend_read_back(Sim *sm, Replica *rp, Session *s, int add_refs)
     return 0;
 }
 
-void waitq_session_changed(Sim *sm, Session *s)
+static void side_spill_session(Sim *sm, Session *s)
 {
     Replica *rp = &sm->rep[s->replica];
     WaitSpill *sp = &rp->sp;
@@ -585,6 +585,12 @@ void waitq_session_changed(Sim *sm, Session *s)
     s->spill_rec = 0;
     group_drop(sm, s);
     if (sp->pn == WAITQ_PATCHES) (void)patch_flush(sm, rp); /* a failure ends the run (sim_fail) */
+}
+
+void waitq_state_dropped(Sim *sm, Session *s)
+{
+    if (s->spill_rec) side_spill_session(sm, s); /* waiting in a spill file: it may go there whole now */
+    else sess_maybe_free(sm, s);
 }
 
 /* the next record of the file */

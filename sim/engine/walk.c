@@ -20,7 +20,6 @@
 
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
-#include "sim/engine/schedule_out.h"
 
 /* The walk reached the first layer of stage st (every state its layer needs has arrived, the
  * boundary activations included): the stage-parallel restorations' recompute lanes of st run on
@@ -49,8 +48,8 @@ void iter_advance(Sim *sm, Replica *rp)
     if (!rp->any_lw && rp->layer == 0) { /* nothing in flight: every layer costs the same, one event */
         int64_t d = round_ns(rp->layer_ns[0]);
         for (int st = 0; st < sm->S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
-        if (sm->sched) /* hook: schedule_out */
-            for (int l = 0; l < sm->L; l++) sched_out_layer(sm, rp, l, t_add(rp->cursor_ns, t_mul(d, l)), t_add(rp->cursor_ns, t_mul(d, l + 1)));
+        if (sm->observer)
+            for (int l = 0; l < sm->L; l++) sm->observer->layer(sm, rp, l, t_add(rp->cursor_ns, t_mul(d, l)), t_add(rp->cursor_ns, t_mul(d, l + 1)));
         rp->cursor_ns = t_add(rp->cursor_ns, t_mul(d, sm->L));
         rp->layer = sm->L;
     }
@@ -79,7 +78,7 @@ void iter_advance(Sim *sm, Replica *rp)
         int64_t layer_start = rp->cursor_ns;
         rp->cursor_ns = t_add(rp->cursor_ns, d);
         metrics_on_layer_walked(sm, rp, l, layer_start, rp->cursor_ns); /* plots: the timeline's layer spans */
-        if (sm->sched) sched_out_layer(sm, rp, l, layer_start, rp->cursor_ns); /* hook: schedule_out */
+        if (sm->observer) sm->observer->layer(sm, rp, l, layer_start, rp->cursor_ns);
         for (int j = 0; j < rp->n_lw; j++) {
             Request *r = rp->items[rp->lw_idx[j]].r;
             if (!r->stage_par && r->mode[l] == LM_RECOMPUTE && rp->cursor_ns > r->t_restored) r->t_restored = rp->cursor_ns;
