@@ -66,6 +66,7 @@ static const struct {
     {"restore_from", RC_TEXT, offsetof(SimRequestRow, restore_from), 0},
     {"recomputed_tokens", RC_I64, offsetof(SimRequestRow, recomputed_tokens), 0},
     {"loaded_tokens", RC_I64, offsetof(SimRequestRow, loaded_tokens), 0},
+    {"prefix_hit_tokens", RC_I64, offsetof(SimRequestRow, prefix_hit_tokens), 0},
     {"preemptions", RC_INT, offsetof(SimRequestRow, preemptions), 0},
     {"queue_s", RC_NS, offsetof(SimRequestRow, queue_ns), 0},
     {"restore_s", RC_NS, offsetof(SimRequestRow, restore_ns), 0},
@@ -408,6 +409,23 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(sv, "fallback_wait_slower", (double)r->fallback_slower);
     cJSON_AddNumberToObject(sv, "state_lost_ttl", (double)r->state_lost_ttl);
     cJSON_AddNumberToObject(sv, "state_lost_capacity", (double)r->state_lost_capacity);
+    /* the HBM prefix cache: only when the trace named blocks and the cache was on (else absent) */
+    if (r->prefix_block_tokens > 0) {
+        cJSON_AddNumberToObject(hits, "prefix", (double)r->hits_prefix);
+        cJSON_AddNumberToObject(rate, "prefix", with_hist > 0 ? (double)r->hits_prefix / with_hist : NAN);
+        cJSON *pc = cJSON_AddObjectToObject(o, "prefix_cache");
+        cJSON_AddNumberToObject(pc, "block_tokens", (double)r->prefix_block_tokens);
+        cJSON_AddNumberToObject(pc, "requests_named", (double)r->prefix_named);
+        cJSON_AddNumberToObject(pc, "requests_hit", (double)r->prefix_hit_requests);
+        cJSON_AddNumberToObject(pc, "request_hit_share", r->prefix_named ? (double)r->prefix_hit_requests / (double)r->prefix_named : NAN);
+        cJSON_AddNumberToObject(pc, "hit_tokens", (double)r->prefix_hit_tokens);
+        cJSON_AddNumberToObject(pc, "blocks_looked_up", (double)r->prefix_lookups);
+        cJSON_AddNumberToObject(pc, "blocks_hit", (double)r->prefix_hits);
+        cJSON_AddNumberToObject(pc, "block_hit_share", r->prefix_lookups ? (double)r->prefix_hits / (double)r->prefix_lookups : NAN);
+        cJSON_AddNumberToObject(pc, "blocks_inserted", (double)r->prefix_inserted);
+        cJSON_AddNumberToObject(pc, "blocks_deduplicated", (double)r->prefix_deduplicated);
+        cJSON_AddNumberToObject(pc, "blocks_evicted", (double)r->prefix_evicted);
+    }
     /* KV blocks (alloc=ondemand): decode steps that found no free block preempted a request */
     cJSON *pe = cJSON_AddObjectToObject(o, "preemption");
     cJSON_AddNumberToObject(pe, "preemptions", (double)r->preemptions);
@@ -693,7 +711,7 @@ int report_restored_nothing(const SimResult *r)
     uint64_t with_hist = r->requests - r->no_history;
     if (r->requests == 0) return 0;
     if (with_hist == 0) return 2;
-    return r->hits_resident == with_hist ? 1 : 0;
+    return r->hits_resident + r->hits_prefix == with_hist ? 1 : 0;
 }
 
 void report_restored_nothing_note(FILE *out, const SimResult *res, int n)
@@ -704,6 +722,10 @@ void report_restored_nothing_note(FILE *out, const SimResult *res, int n)
     if (why == 2)
         fprintf(out, "note: nothing was restored: no request had a history (every request is its session's first turn), so "
                      "the policies' rows differ only in what they save\n");
+    else if (why == 1 && n > 0 && res[0].hits_prefix > 0)
+        fprintf(out, "note: nothing was restored: every request with a history found it in HBM, in the prefix cache of the "
+                     "blocks the trace names (the KV pool never had to evict them), so the policies' rows differ only in what "
+                     "they save; set prefix_cache=false, a smaller mem_util or more load to compare restorations\n");
     else if (why == 1)
         fprintf(out, "note: nothing was restored: every request found its history still in HBM (the KV pool never had to "
                      "evict it; evict_each_turn=false), so the policies' rows differ only in what they save; set "
@@ -792,6 +814,23 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
                     (unsigned long long)r->preempted_requests, w->cfg->preempt == SIM_PREEMPT_SWAP ? "swap" : "recompute");
         fputc('\n', out);
     }
+    int named = 0;
+    for (int i = 0; i < n; i++) {
+        const SimResult *r = &res[i];
+        if (r->prefix_block_tokens <= 0) continue;
+        if (!head++) fputc('\n', out);
+        named = 1;
+        fprintf(out,
+                "%s: prefix cache: %llu of %llu requests took a cached prefix (%llu tokens not computed; %.1f%% of the %llu "
+                "blocks looked up were cached), %llu blocks inserted, %llu computed again by a request that overlapped (kept once), %llu evicted\n",
+                r->policy, (unsigned long long)r->prefix_hit_requests, (unsigned long long)r->prefix_named,
+                (unsigned long long)r->prefix_hit_tokens, r->prefix_lookups ? 100.0 * (double)r->prefix_hits / (double)r->prefix_lookups : 0,
+                (unsigned long long)r->prefix_lookups, (unsigned long long)r->prefix_inserted,
+                (unsigned long long)r->prefix_deduplicated, (unsigned long long)r->prefix_evicted);
+    }
+    if (named && w->cfg->evict_each_turn)
+        fprintf(out, "note: evict_each_turn drops each session's own KV when its turn ends; the blocks the trace names stay in "
+                     "the prefix cache until the pool needs the room (prefix_cache=false: no cache)\n");
     int any = 0, none = 1;
     for (int i = 0; i < n; i++) {
         any |= res[i].truncated || res[i].dropped || res[i].fallbacks || !res[i].requests;

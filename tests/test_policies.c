@@ -488,7 +488,7 @@ TEST(policy_every_policy_trace_model_runs)
         CHECK_MSG(0, "%s", e.msg);
         return;
     }
-    const char *traces[] = {"sharegpt4", "leval", "swebench", "traces/data/leval.csv",
+    const char *traces[] = {"sharegpt4", "leval", "swebench", "shared-prefix", "traces/data/leval.csv",
                             "traces/data/swebench.csv", "traces/data/mooncake_conversation.csv"};
     int runs = 0, failures = 0;
     for (int m = 0; m < mc.n; m++) {

@@ -965,13 +965,67 @@ TEST(trace_real_mooncake)
 
 TEST(trace_generator_list)
 {
-    CHECK_EQ_I(trace_generator_count(), 3);
+    CHECK_EQ_I(trace_generator_count(), 4);
     CHECK_STR(trace_generator_name(0), "sharegpt4");
     CHECK_STR(trace_generator_name(1), "leval");
     CHECK_STR(trace_generator_name(2), "swebench");
-    for (int i = 0; i < 3; i++) CHECK(trace_generator_summary(i) && strlen(trace_generator_summary(i)) > 20);
-    CHECK(trace_generator_name(3) == NULL);
+    CHECK_STR(trace_generator_name(3), "shared-prefix");
+    for (int i = 0; i < 4; i++) CHECK(trace_generator_summary(i) && strlen(trace_generator_summary(i)) > 20);
+    CHECK(trace_generator_name(4) == NULL);
     CHECK(trace_generator_summary(-1) == NULL);
+}
+
+/* shared-prefix: every request names its group's whole system-prompt blocks (16 tokens each); two
+ * requests' names are equal exactly when their groups are, and no block is shared across groups */
+TEST(trace_shared_prefix_names_a_prompt_per_group)
+{
+    static const struct {
+        int64_t prompt;
+        int groups, want_blocks;
+    } cases[] = {{0, 0, 128}, {100, 3, 6}, {2048, 1, 128}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        TraceOptions o = topts("shared-prefix");
+        o.max_requests = 300;
+        o.system_prompt_tokens = cases[k].prompt;
+        o.prompt_groups = cases[k].groups;
+        KvErr e;
+        TraceSource *ts = trace_open(&o, &e);
+        if (!ts) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        int nb = cases[k].want_blocks, G = cases[k].groups ? cases[k].groups : 64;
+        uint64_t *first = calloc((size_t)G * (size_t)nb, sizeof *first); /* each group's names, as first seen */
+        uint64_t seen_first[64] = {0};
+        int groups_seen = 0, n = 0;
+        TraceRequest r;
+        while (trace_next(ts, &r, &e) == 1) {
+            n++;
+            CHECK_EQ_I(r.n_prefix_blocks, nb);
+            CHECK_EQ_I(r.prefix_block_tokens, 16);
+            CHECK_EQ_I(r.new_input_tokens, (cases[k].prompt ? cases[k].prompt : 2048) + 128);
+            CHECK_EQ_I(r.output_tokens, 256);
+            CHECK_EQ_I(r.history_tokens, 0);
+            if (r.n_prefix_blocks != nb || !first) break;
+            int g = 0;
+            while (g < groups_seen && seen_first[g] != r.prefix_blocks[0]) g++;
+            if (g == groups_seen) {
+                CHECK(groups_seen < G);
+                if (groups_seen >= G) break;
+                seen_first[groups_seen++] = r.prefix_blocks[0];
+                memcpy(first + (size_t)g * (size_t)nb, r.prefix_blocks, (size_t)nb * sizeof *first);
+            }
+            CHECK(memcmp(first + (size_t)g * (size_t)nb, r.prefix_blocks, (size_t)nb * sizeof *first) == 0);
+            for (int j = 0; j < groups_seen; j++) /* no block of another group's chain */
+                if (j != g)
+                    for (int b = 0; b < nb; b++) CHECK(first[(size_t)j * (size_t)nb + (size_t)b] != r.prefix_blocks[b]);
+        }
+        CHECK_EQ_I(n, 300);
+        if (G == 64) CHECK_MSG(groups_seen > 50, "%d of 64 groups in 300 requests", groups_seen);
+        else CHECK_EQ_I(groups_seen, G);
+        free(first);
+        trace_close(ts);
+    }
 }
 
 TEST(trace_generators_deterministic_by_seed)

@@ -1,7 +1,12 @@
 /* gen.c — synthetic workload generators fitted to real traces: "sharegpt4" (multi-round chat, from
  * HCache's published figures), "leval" (long-document QA, fitted to leval.csv), "swebench" (agent
  * sessions, fitted to swebench.csv). Parameters and how they were fitted: traces/FITS.md (produced by
- * tools/fit_traces.py, which runs a Monte Carlo of exactly this model).
+ * tools/fit_traces.py, which runs a Monte Carlo of exactly this model). And "shared-prefix", SGLang's
+ * generated-shared-prefix benchmark (bench_serving --dataset-name generated-shared-prefix, its
+ * defaults: 64 groups, a 2,048-token system prompt per group, 128-token questions, 256 output
+ * tokens; lengths exact, range ratio 1): one request per session, its group drawn uniformly (SGLang
+ * shuffles the groups' prompts), its context naming the group's system prompt block by block
+ * (SHARED_BLOCK_TOKENS, vLLM's default block size) so that requests of a group share them.
  *
  * Responsible for: sessions arriving by a Poisson process; each session's turns emitted back to back
  * (turn 0 at its arrival, later turns closed loop with the think time), so memory is O(1); the token
@@ -17,9 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/blockhash.h"
 #include "traces/trace_int.h"
 
-enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_COUNT };
+enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_SHARED, GEN_COUNT };
 
 typedef struct GenSpec {
     const char *name;
@@ -38,7 +44,20 @@ static const GenSpec gen_specs[GEN_COUNT] = {
     {"swebench", "SWE-bench agent sessions fitted to swebench.csv: ~40 calls per session, history grows by each call's "
                  "input and output, think time lognormal (median 4 s, p90 13 s)",
      0.080225, -1},
+    {"shared-prefix", "SGLang's generated-shared-prefix benchmark: 64 groups, each with its own 2,048-token system "
+                      "prompt (system_prompt_tokens, prompt_groups), a 128-token question and 256 output tokens per "
+                      "request; one request per session, its group drawn uniformly; the prompt's blocks shared by its group",
+     2.0, 0},
 };
+
+/* shared-prefix: SGLang bench_serving's defaults (gsp_num_groups, gsp_system_prompt_len,
+ * gsp_question_len, gsp_output_len) and vLLM's default KV block size for the names */
+#define SHARED_GROUPS 64
+#define SHARED_PROMPT_TOKENS 2048
+#define SHARED_QUESTION_TOKENS 128
+#define SHARED_OUTPUT_TOKENS 256
+#define SHARED_BLOCK_TOKENS 16
+#define SHARED_NAME_SPACE 0x5348415245445052ull /* keeps these names apart from a trace's hash ids */
 
 /* ---- fitted parameters: see traces/FITS.md (tools/fit_traces.py) ---- */
 /* sharegpt4: means from HCache; shapes (sigmas) assumed; rounds_mu fitted to "half past 2,500" */
@@ -97,6 +116,9 @@ typedef struct Gen {
     int history_cut;        /* the history of the next turn was capped */
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
+    int64_t prompt_tokens;  /* shared-prefix: the system prompt's tokens, its groups, the group of the */
+    int groups, group;      /* current request and its prompt's block names */
+    uint64_t *names;
     char session_id[48];    /* "NAME-N" of the current session, handed out with each of its turns */
     uint64_t id_of;         /* the session session_id names, plus 1 (0: none yet): formatted once per session */
 } Gen;
@@ -140,11 +162,27 @@ static int gen_begin_session(Gen *g, KvErr *e)
         g->le_q_mu = LE_Q_MU + LE_Q_SIGMA_DOC * trace_rng_normal(&g->tok);
         break;
     }
+    case GEN_SHARED:
+        g->nturns = 1;
+        g->group = (int)(trace_rng_uniform(&g->tok) * g->groups);
+        if (g->group >= g->groups) g->group = g->groups - 1;
+        break;
     default:
         g->nturns = (int32_t)gen_ln(g, SW_CALLS_MU, SW_CALLS_SIGMA, 1000);
         break;
     }
     return 0;
+}
+
+/* the block names of group's system prompt, chained: equal within a group, none shared across groups */
+static void shared_names(Gen *g, TraceRequest *out)
+{
+    int64_t n = g->prompt_tokens / SHARED_BLOCK_TOKENS;
+    uint64_t h = kv_block_hash(SHARED_NAME_SPACE, (uint64_t)g->group);
+    for (int64_t i = 0; i < n; i++) g->names[i] = h = kv_block_hash(h, (uint64_t)i);
+    out->prefix_blocks = n ? g->names : NULL;
+    out->n_prefix_blocks = (int32_t)n;
+    out->prefix_block_tokens = SHARED_BLOCK_TOKENS;
 }
 
 static int gen_next(void *impl, TraceRequest *out, KvErr *e)
@@ -162,6 +200,11 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     case GEN_LEVAL:
         new_tokens = k == 0 ? g->le_doc_tokens : gen_ln(g, g->le_q_mu, LE_Q_SIGMA_TURN, 16384);
         out_tokens = gen_ln(g, g->le_out_mu, LE_OUT_SIGMA_TURN, 4096);
+        break;
+    case GEN_SHARED:
+        new_tokens = g->prompt_tokens + SHARED_QUESTION_TOKENS;
+        out_tokens = SHARED_OUTPUT_TOKENS;
+        shared_names(g, out);
         break;
     default:
         if (k == 0)
@@ -207,7 +250,12 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     return 1;
 }
 
-static void gen_close(void *impl) { free(impl); }
+static void gen_close(void *impl)
+{
+    Gen *g = impl;
+    free(g->names);
+    free(g);
+}
 
 static const TraceBackend gen_backend = {"generator", gen_next, gen_close};
 
@@ -231,6 +279,18 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         return kv_err(e, "generator %s: think time %g s × time_scale %g is out of range [0, %g] s", sp->name,
                       (double)think / 1e9, o->time_scale, TRACE_MAX_THINK_NS / 1e9);
     if (s->max_requests == 0) s->max_requests = TRACE_DEFAULT_GEN_REQUESTS;
+    if (gen_index == GEN_SHARED) {
+        g->prompt_tokens = o->system_prompt_tokens > 0 ? o->system_prompt_tokens : SHARED_PROMPT_TOKENS;
+        g->groups = o->prompt_groups > 0 ? o->prompt_groups : SHARED_GROUPS;
+        g->names = malloc((size_t)(g->prompt_tokens / SHARED_BLOCK_TOKENS + 1) * sizeof *g->names);
+        if (!g->names) return kv_err(e, "generator %s: out of memory", sp->name);
+        snprintf(s->describe, sizeof s->describe,
+                 "generator %s: seed %llu, requests Poisson %g/s, %d groups of a %lld-token system prompt + %d-token "
+                 "question, %d output tokens, %lld requests, time_scale %g",
+                 sp->name, (unsigned long long)o->seed, rate, g->groups, (long long)g->prompt_tokens, SHARED_QUESTION_TOKENS,
+                 SHARED_OUTPUT_TOKENS, (long long)s->max_requests, o->time_scale);
+        return 0;
+    }
     char think_s[64];
     if (think >= 0)
         snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);

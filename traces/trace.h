@@ -98,6 +98,8 @@ typedef struct TraceOptions {
     double burstiness;         /* the gamma shape of request_rate's gaps (vLLM's --burstiness): 1 =
                                   Poisson, < 1 burstier, > 1 more regular (CV = 1/sqrt(burstiness));
                                   0 = 1 */
+    int64_t system_prompt_tokens; /* the shared-prefix generator: each group's system prompt (0: 2048) */
+    int prompt_groups;         /* the shared-prefix generator: distinct system prompts (0: 64) */
 } TraceOptions;
 
 /* Limits on what a trace may carry, checked where each value enters (the file's line and column in

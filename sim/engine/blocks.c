@@ -191,6 +191,22 @@ int blocks_grow(Sim *sm, Replica *rp)
     return sm->failed ? -1 : 0;
 }
 
+/* vLLM caches a block as soon as it is computed: at the first token (and again at the request's end
+ * after a preemption released them) r's named blocks enter the prefix cache and r holds them; a block
+ * another request put there first is kept once and its room in r's reservation given back */
+int blocks_publish(Sim *sm, Replica *rp, Request *r)
+{
+    if (r->held >= r->n_names) return 0;
+    int64_t before = rp->pfx.n_blocks, n = r->n_names - r->held;
+    if (prefix_insert(&rp->pfx, r->names + r->held, (size_t)n, 1) != n) return sim_fail(sm, "out of memory");
+    int64_t inserted = rp->pfx.n_blocks - before;
+    r->held = r->n_names;
+    r->reserved_tokens -= n * sm->pfx_B;
+    SIM_CHECK(sm, r->reserved_tokens >= 0);
+    if (n > inserted) pool_release(sm, rp, (n - inserted) * sm->pfx_B);
+    return 0;
+}
+
 int blocks_readmit(Sim *sm, Replica *rp, Request *r)
 {
     if (active_push(sm, rp, r) != 0) return -1;

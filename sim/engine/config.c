@@ -184,6 +184,10 @@ static const CfgKey g_keys[] = {
     NUMK("request_rate", CT_REAL, request_rate, "0", 0, 1e6, 0, NULL,
          "requests per second: every request (any turn) arrives by a gamma process, replacing the trace's times "
          "(vLLM --request-rate; 0: off)"),
+    NUMK("system_prompt_tokens", CT_I64, system_prompt_tokens, "0", 0, 1 << 20, 0, NULL,
+         "the shared-prefix generator: tokens of each group's system prompt (0: SGLang's default, 2048)"),
+    NUMK("prompt_groups", CT_INT, prompt_groups, "0", 0, 1 << 20, 0, NULL,
+         "the shared-prefix generator: distinct system prompts, one per group of requests (0: SGLang's default, 64)"),
     NUMK("burstiness", CT_REAL, burstiness, "1", 0, 1e6, KF_MIN_OPEN, NULL,
          "gamma shape of request_rate's gaps (vLLM --burstiness): 1 Poisson, < 1 burstier, > 1 more regular"),
     NUMK("warmup", CT_TRIM, warmup, "0", 0, 1e12, 0, NULL,
@@ -685,6 +689,10 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->concurrency > 0 && c->request_rate > 0)
         return kv_err(e, "concurrency: %d clients send when their previous request ends, but request_rate %g times every "
                       "request in advance (allowed: one of them)", c->concurrency, c->request_rate);
+    if ((c->system_prompt_tokens || c->prompt_groups) && strcmp(c->trace, "shared-prefix") != 0)
+        return kv_err(e, "%s: %lld applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
+                      "trace=shared-prefix)", c->system_prompt_tokens ? "system_prompt_tokens" : "prompt_groups",
+                      c->system_prompt_tokens ? (long long)c->system_prompt_tokens : (long long)c->prompt_groups, c->trace);
     if (c->burstiness != 1 && c->request_rate == 0)
         return kv_err(e, "burstiness: %g applies to request_rate, which is 0 (allowed: burstiness 1, or set request_rate)",
                       c->burstiness);

@@ -153,6 +153,8 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     to.max_context_tokens = sm->max_ctx;
     to.request_rate_per_s = sm->cfg->request_rate;
     to.burstiness = sm->cfg->burstiness;
+    to.system_prompt_tokens = sm->cfg->system_prompt_tokens;
+    to.prompt_groups = sm->cfg->prompt_groups;
     if (!(sm->trace = trace_open(&to, e))) goto done;
     if (pull_trace(sm) != 0) goto done;
     double next_prog = t0 + 1.0;

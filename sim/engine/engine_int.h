@@ -705,6 +705,8 @@ int64_t blocks_admit_headroom(const Sim *sm, const Replica *rp);
 int blocks_grow(Sim *sm, Replica *rp);
 /* a preempted request at the head of the queue was given its blocks: back into the batch */
 int blocks_readmit(Sim *sm, Replica *rp, Request *r);
+/* r's context is computed up to its named blocks: they go into the prefix cache, held by r */
+int blocks_publish(Sim *sm, Replica *rp, Request *r);
 /* an IT_RESUME chunk of r's re-prefill ended at now */
 void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
 

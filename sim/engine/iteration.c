@@ -608,6 +608,7 @@ void iter_done(Sim *sm, Replica *rp)
                 r->t_first = r->t_last_tok = now;
                 r->out_done = 1;
                 rq_set_state(sm, r, RQ_DECODE);
+                if (r->held < r->n_names && blocks_publish(sm, rp, r) != 0) return;
             }
             pos = r->hist + r->new_done;
             break;

@@ -72,26 +72,18 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     if (sm->observer) sm->observer->request_done(sm, r);
     Session *s = r->s;
     int64_t ctx = r->hist + r->nnew + r->nout;
-    /* the reservation becomes the session's resident KV; its named blocks go into the prefix cache
-     * (a block already there is stored once: its room in the reservation is given back) */
-    int64_t keep = blocks_private(sm, ctx, r->n_names), inserted = 0;
-    if (r->n_names > 0) {
-        int64_t before = rp->pfx.n_blocks;
-        if (prefix_insert(&rp->pfx, r->names, (size_t)r->n_names, 1) != r->n_names) {
-            sim_fail(sm, "out of memory");
-            return;
-        }
-        inserted = rp->pfx.n_blocks - before;
-        prefix_release(&rp->pfx, r->names, (size_t)r->held); /* the session holds them now */
+    /* the reservation becomes the session's resident KV, its named blocks (cached at the first token,
+     * or now after a preemption) held by the session */
+    if (r->held < r->n_names && blocks_publish(sm, rp, r) != 0) return;
+    int64_t keep = blocks_private(sm, ctx, r->held);
+    if (keep < r->reserved_tokens) pool_release(sm, rp, r->reserved_tokens - keep);
+    if (r->names) {
         SIM_CHECK(sm, !s->pfx_names);
         s->pfx_names = r->names;
-        s->pfx_n = r->n_names;
+        s->pfx_n = r->held;
         r->names = NULL;
         r->held = 0;
     }
-    int64_t give = r->reserved_tokens - keep - inserted * sm->pfx_B;
-    SIM_CHECK(sm, give >= 0 || inserted == 0); /* a block made resident came out of the reservation */
-    if (give > 0) pool_release(sm, rp, give);
     s->resident_tokens = ctx;
     s->last_use_ns = sim_now(sm);
     s->busy = 0;

@@ -854,7 +854,7 @@ void metrics_on_request_done(Sim *sm, Request *r)
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
                              from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
                              tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : "", offered,
-                             r->arrival_ns - offered, r->preempts};
+                             r->arrival_ns - offered, r->preempts, r->pfx_hit};
         if (sm->row_fn(sm->row_ctx, &row, sm->e) != 0) sm->failed = 1;
     }
 }

@@ -142,6 +142,8 @@ typedef struct SimConfig {
     SimArrivals arrivals;
     int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
     double request_rate;        /* > 0: every request arrives by a gamma process of this rate (per s) */
+    int64_t system_prompt_tokens; /* the shared-prefix generator: tokens of each group's system prompt (0: its default) */
+    int prompt_groups;          /* the shared-prefix generator: distinct system prompts (0: its default) */
     double burstiness;          /* the gamma shape of request_rate (1: Poisson) */
     SimTrim warmup, cooldown;   /* requests left out of the reported request metrics */
     /* storage */
@@ -374,6 +376,7 @@ typedef struct SimRequestRow {
     int64_t offered_ns;           /* the load process's arrival (trace mode: fixed in advance); else = arrival_ns */
     int64_t session_wait_ns;      /* release − offered: waiting for the session's previous turn */
     int preemptions;              /* times the request was preempted (alloc=ondemand) */
+    int64_t prefix_hit_tokens;    /* context tokens found in the HBM prefix cache, neither computed nor loaded */
 } SimRequestRow;
 typedef int (*SimRowFn)(void *ctx, const SimRequestRow *row, KvErr *e);
 
