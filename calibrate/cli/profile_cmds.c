@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "calibrate/cli/kvcal_cli.h"
+#include "calibrate/fidelity.h"
 #include "calibrate/import_profile.h"
 #include "sim/base/opt.h"
 #include "sim/cost/spec.h"
@@ -60,6 +61,48 @@ int kvcal_cmd_import_profile(int argc, char **argv)
 out:
     if (rc == KVCAL_FAIL) kvcal_cli_fail(&k_import, &e);
     if (st.db) store_close(&st);
+    hw_catalog_free(&hw);
+    model_catalog_free(&mc);
+    return rc;
+}
+
+static const OptSpec k_fid_opts[] = {
+    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (a GPU the catalog lacks)"},
+};
+static const OptCmd k_fid = {"kvcal fidelity",
+                             "The spec roofline against each profile's measured rows (the manifests of kvcal import-profile):\n"
+                             "per op family, the points compared and the median and p90 of |spec / measured - 1|, and the median\n"
+                             "signed error (negative: the spec model is faster than the GPU). A markdown table on stdout.",
+                             k_fid_opts, (int)KV_ARRAY_LEN(k_fid_opts), "MANIFEST...", 1, OPT_MAX_ARGS};
+
+int kvcal_cmd_fidelity(int argc, char **argv)
+{
+    OptArgs a;
+    int prc = kvcal_cli_begin(&k_fid, argc, argv, &a);
+    if (prc >= 0) return prc;
+    const char *overlay = opt_get(&a, "--hardware");
+    KvErr e;
+    ModelCatalog mc;
+    HwCatalog hw;
+    if (spec_catalogs_load(&mc, &hw, &e) != 0) return kvcal_cli_fail(&k_fid, &e);
+    int rc = KVCAL_FAIL;
+    if (overlay && hw_catalog_overlay_file(&hw, overlay, &e) != 0) goto out;
+    printf("| GPU | model | dtype | TP | source | op family | points | median \\|err\\| | p90 \\|err\\| | median signed |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < a.n_pos; i++) {
+        ProfileManifest m;
+        FidelityRow rows[FID_FAMILIES];
+        if (profile_manifest_read(a.pos[i], &m, &e) != 0 || fidelity_profile(&m, &mc, &hw, rows, &e) != 0) goto out;
+        for (int f = 0; f < FID_FAMILIES; f++) {
+            const FidelityRow *r = &rows[f];
+            if (!r->n) continue;
+            printf("| %s | %s | %s | %d | %s | %s | %zu | %.1f %% | %.1f %% | %+.1f %% |\n", r->device, r->model, r->dtype, r->tp, r->source,
+                   fidelity_family_name(r->family), r->n, 100 * r->median_abs, 100 * r->p90_abs, 100 * r->median_signed);
+        }
+    }
+    rc = kvcal_cli_flush(&k_fid);
+out:
+    if (rc == KVCAL_FAIL) kvcal_cli_fail(&k_fid, &e);
     hw_catalog_free(&hw);
     model_catalog_free(&mc);
     return rc;
