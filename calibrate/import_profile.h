@@ -100,11 +100,14 @@ int profile_finish(const ProfileManifest *m, ProfilePoints *pp, KvErr *e);
 /* What profile_import did. */
 typedef struct ProfileImportStats {
     int64_t measured_run, spec_run; /* ids (spec_run 0 when every op was measured) */
+    int64_t already;                /* > 0: the store held this profile's measured run already
+                                     * (same source, shape and notes); nothing was written */
     size_t measured_points, spec_points;
     ProfilePoints pp;               /* the counts (v freed) */
 } ProfileImportStats;
 
-/* Read the manifest's files and write the measured run and the run of unmeasured ops to st.
+/* Read the manifest's files and write the measured run and the run of unmeasured ops to st; a
+ * profile imported before (its measured run found) is not written again.
  * hw may hold an overlay (a GPU the embedded catalog lacks). All or nothing per run. */
 int profile_import(CostStore *st, const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw,
                    ProfileImportStats *out, KvErr *e);

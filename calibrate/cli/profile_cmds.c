@@ -46,6 +46,10 @@ int kvcal_cmd_import_profile(int argc, char **argv)
         ProfileManifest m;
         ProfileImportStats s;
         if (profile_manifest_read(a.pos[i], &m, &e) != 0 || profile_import(&st, &m, &mc, &hw, &s, &e) != 0) goto out;
+        if (s.already) {
+            printf("kvcal: %s: already in %s as run %lld; nothing added\n", a.pos[i], db, (long long)s.already);
+            continue;
+        }
         printf("kvcal: %s: run %lld: %zu measured points (%s, %s, %s, tp %d) from %s; %zu rows read, %zu skipped (%s)\n", a.pos[i],
                (long long)s.measured_run, s.measured_points, m.device, m.model, m.dtype, m.tp, m.repo, s.pp.rows, s.pp.skipped_rows,
                s.pp.skipped[0] ? s.pp.skipped : "none");
