@@ -391,12 +391,12 @@ static int read_lss_dense(const ProfileManifest *m, Csv *c, ProfilePoints *pp, K
         for (size_t i = 0; i < KV_ARRAY_LEN(ops); i++)
             if (!strcmp(name, ops[i].name)) op = (int)ops[i].op;
         if (op < 0) {
-            if (!strcmp(name, "embedding") || !strcmp(name, "final_layernorm")) {
+            if (!strcmp(name, "embedding") || !strcmp(name, "final_layernorm") || !strcmp(name, "qk_norm")) {
                 pp_skip(pp, name);
                 continue;
             }
             return kv_err(e, "%s: line %d: column layer: unknown layer '%s' (expected qkv_proj, o_proj, gate_up_proj, down_proj, "
-                             "act_fn, layernorm, rotary_emb, embedding or final_layernorm)",
+                             "act_fn, layernorm, rotary_emb, embedding, final_layernorm or qk_norm)",
                           c->origin, c->line, name);
         }
         int64_t tok = 0;

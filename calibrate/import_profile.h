@@ -20,7 +20,8 @@
  *                            False: attn_decode(batch_size, batch_size × kv_cache_size).
  *   LLMServingSim dense.csv  qkv_proj, o_proj, gate_up_proj, down_proj, act_fn, layernorm (→ norm),
  *                            rotary_emb (→ rope); embedding and final_layernorm are per-model, not
- *                            per-layer, and are skipped (counted).
+ *                            per-layer, and Qwen3's qk_norm has no op of its own in kvsim: skipped
+ *                            (counted).
  *   LLMServingSim attention.csv  n_decode = 0: attn_prefill(prefill_chunk, kv_prefill);
  *                            prefill_chunk = 0: attn_decode(n_decode, n_decode × kv_decode);
  *                            mixed rows have no kvsim op and are skipped (counted).

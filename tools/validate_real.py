@@ -20,7 +20,7 @@ requests.csv (per request, real and simulated on the measured store, for a scatt
 
 Usage: tools/validate_real.py --out DIR [--kvsim BIN] [--kvcal BIN] [--runs RUN.json]
 A runs file lists the runs: [{"name", "dir", "costs" (SQL dump), "hardware" (overlay or null),
-"platform", "model" (kvsim catalog name)}]; the default is data/real/runs.json.
+"models" (overlay or null), "platform", "model" (kvsim catalog name)}]; the default is data/real/runs.json.
 Exit status: 0 report written, 1 a run failed (message names it), 2 usage error.
 """
 import argparse
@@ -132,6 +132,8 @@ def replay(spec, kvsim, kvcal, work):
            "--set", f"max_num_seqs={kw['max_num_seqs']}"]
     if spec.get("hardware"):
         cmd += ["--hardware", spec["hardware"]]
+    if spec.get("models"):
+        cmd += ["--models", spec["models"]]
     res = {"name": spec["name"], "requests": len(reqs), "model": spec["model"], "platform": spec["platform"],
            "costs": spec["costs"], "settings": {"max_num_batched_tokens": kw["max_num_batched_tokens"],
                                                 "max_num_seqs": kw["max_num_seqs"], "tp": kw["tensor_parallel_size"],

@@ -14,6 +14,7 @@
 static const OptSpec k_import_opts[] = {
     {"--db", "FILE", OPT_REQUIRED, "the cost store to add the runs to (created if absent)"},
     {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (a GPU or platform the catalog lacks)"},
+    {"--models", "FILE", 0, "models overlay laid over the catalog (a model the catalog lacks)"},
 };
 static const OptCmd k_import = {"kvcal import-profile",
                                 "Read public per-op GPU profiles (Vidur's profiling CSVs, LLMServingSim's profile bundles), each\n"
@@ -27,12 +28,13 @@ int kvcal_cmd_import_profile(int argc, char **argv)
     OptArgs a;
     int prc = kvcal_cli_begin(&k_import, argc, argv, &a);
     if (prc >= 0) return prc;
-    const char *db = opt_get(&a, "--db"), *overlay = opt_get(&a, "--hardware");
+    const char *db = opt_get(&a, "--db"), *overlay = opt_get(&a, "--hardware"), *models = opt_get(&a, "--models");
     KvPathArg out[1] = {{"--db", db, 0}};
     KvPathArg in[OPT_MAX_ARGS + 1];
     int n_in = 0;
     for (int i = 0; i < a.n_pos; i++) in[n_in++] = (KvPathArg){"MANIFEST", a.pos[i], 0};
     if (overlay) in[n_in++] = (KvPathArg){"--hardware", overlay, 0};
+    if (models) in[n_in++] = (KvPathArg){"--models", models, 0};
     if (kvcal_cli_paths(&k_import, in, n_in, out, 1)) return KVCAL_USAGE;
     KvErr e;
     ModelCatalog mc;
@@ -41,6 +43,7 @@ int kvcal_cmd_import_profile(int argc, char **argv)
     int rc = KVCAL_FAIL;
     CostStore st = {0};
     if (overlay && hw_catalog_overlay_file(&hw, overlay, &e) != 0) goto out;
+    if (models && model_catalog_overlay_file(&mc, models, &e) != 0) goto out;
     if (store_open(&st, db, STORE_OPEN_CREATE, &e) != 0) goto out;
     for (int i = 0; i < a.n_pos; i++) {
         ProfileManifest m;
@@ -72,6 +75,7 @@ out:
 
 static const OptSpec k_fid_opts[] = {
     {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (a GPU the catalog lacks)"},
+    {"--models", "FILE", 0, "models overlay laid over the catalog (a model the catalog lacks)"},
 };
 static const OptCmd k_fid = {"kvcal fidelity",
                              "The spec roofline against each profile's measured rows (the manifests of kvcal import-profile):\n"
@@ -84,13 +88,14 @@ int kvcal_cmd_fidelity(int argc, char **argv)
     OptArgs a;
     int prc = kvcal_cli_begin(&k_fid, argc, argv, &a);
     if (prc >= 0) return prc;
-    const char *overlay = opt_get(&a, "--hardware");
+    const char *overlay = opt_get(&a, "--hardware"), *models = opt_get(&a, "--models");
     KvErr e;
     ModelCatalog mc;
     HwCatalog hw;
     if (spec_catalogs_load(&mc, &hw, &e) != 0) return kvcal_cli_fail(&k_fid, &e);
     int rc = KVCAL_FAIL;
     if (overlay && hw_catalog_overlay_file(&hw, overlay, &e) != 0) goto out;
+    if (models && model_catalog_overlay_file(&mc, models, &e) != 0) goto out;
     printf("| GPU | model | dtype | TP | source | op family | points | median \\|err\\| | p90 \\|err\\| | median signed |\n"
            "|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < a.n_pos; i++) {
