@@ -16,7 +16,8 @@ first token) / (output tokens - 1), requests with more than one output token; E2
 arrival. Reported per run: mean, median, p90, p99 of each, real and simulated, their relative
 difference, and the median and p95 over requests of |simulated / real - 1|. Percentiles: nearest
 rank. Output in --out, each file written aside then renamed, deterministic: report.md, report.json and
-requests.csv (per request, real and simulated on the measured store, for a scatter plot).
+requests.csv (per request, real and simulated on the measured store) and RUN.svg per run (that scatter,
+log-log, TTFT, TPOT and E2E panels).
 
 Usage: tools/validate_real.py --out DIR [--kvsim BIN] [--kvcal BIN] [--runs RUN.json]
 A runs file lists the runs: [{"name", "dir", "costs" (SQL dump), "hardware" (overlay or null),
@@ -223,6 +224,41 @@ def markdown(results):
     return "\n".join(lines)
 
 
+def scatter_svg(name, rows):
+    """Simulated against real per request (measured store), one panel per metric, log-log with y = x."""
+    w, h, pad, gap = 300, 300, 48, 30
+    metrics = (("ttft", 2, "TTFT"), ("tpot", 4, "TPOT"), ("e2e", 6, "E2E"))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * (w + gap) + pad}" height="{h + 2 * pad}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{pad}" y="16" font-size="13">{name}: simulated (measured store) against real, per request, seconds</text>']
+    for k, (m, col, label) in enumerate(metrics):
+        pts = [(r[col], r[col + 1]) for r in rows if r[col] is not None and r[col + 1] is not None
+               and r[col] > 0 and r[col + 1] > 0]
+        if not pts:
+            continue
+        lo = min(min(a, b) for a, b in pts)
+        hi = max(max(a, b) for a, b in pts)
+        l0, l1 = math.log10(lo), math.log10(hi)
+        if l1 - l0 < 1e-9:
+            l1 = l0 + 1
+        x0 = pad + k * (w + gap)
+
+        def px(v, x0=x0, l0=l0, l1=l1):
+            return x0 + (math.log10(v) - l0) / (l1 - l0) * w
+
+        def py(v, l0=l0, l1=l1):
+            return pad + h - (math.log10(v) - l0) / (l1 - l0) * h
+
+        out.append(f'<rect x="{x0}" y="{pad}" width="{w}" height="{h}" fill="none" stroke="#888"/>')
+        out.append(f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" stroke="#c33"/>')
+        for a, b in pts:
+            out.append(f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="2" fill="#2463a8" fill-opacity="0.6"/>')
+        out.append(f'<text x="{x0 + w / 2 - 40}" y="{pad + h + 30}">{label} real ({lo:.3g} … {hi:.3g} s)</text>')
+        out.append(f'<text x="{x0 + 4}" y="{pad + 14}">{label} simulated; red: y = x</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def write_aside(path, text):
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
@@ -260,6 +296,8 @@ def main(argv):
     for row in rows:
         lines.append(",".join([row[0], str(row[1])] + ["" if v is None else f"{v:.6f}" for v in row[2:]]))
     write_aside(os.path.join(a.out, "requests.csv"), "\n".join(lines) + "\n")
+    for r in results:
+        write_aside(os.path.join(a.out, f"{r['name']}.svg"), scatter_svg(r["name"], [x for x in rows if x[0] == r["name"]]))
     md = markdown(results)
     write_aside(os.path.join(a.out, "report.md"), md + "\n")
     print(md)

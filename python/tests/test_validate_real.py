@@ -48,6 +48,11 @@ class ValidateRealSmoke(unittest.TestCase):
         self.assertEqual(rows[1].split(",")[2], "0.169525")
         with open(os.path.join(self.tmp, "report.md")) as f:
             self.assertIn("| TTFT | mean |", f.read())
+        # the per-request figure: one point per request and metric (8 x 3), an SVG document
+        import xml.etree.ElementTree as ET
+        root = ET.parse(os.path.join(self.tmp, "fixture.svg")).getroot()
+        self.assertTrue(root.tag.endswith("svg"))
+        self.assertEqual(len([e for e in root.iter() if e.tag.endswith("circle")]), 24)
 
     def test_bad_request_named(self):
         d = os.path.join(self.tmp, "run")
