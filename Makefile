@@ -133,7 +133,7 @@ EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs
 DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
-.PHONY: print-build-debs findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate \
+.PHONY: print-build-debs findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate validate-real \
         fuzz fuzz-build fuzz-test valgrind figures test-fakegpu
 .DEFAULT_GOAL := all
 
@@ -357,6 +357,10 @@ gpu-check:
 # kvsim's predictions against real execution on this machine (docs/validation.md; <= 10 min on 2 cores)
 validate: all
 	KVSIM_BIN=$(BIN) bash tools/validate.sh $(BUILD)/validate
+
+# kvsim against real vLLM runs replayed on measured cost stores (docs/fidelity.md; about a second)
+validate-real: all
+	python3 tools/validate_real.py --kvsim $(BIN)/kvsim --kvcal $(BIN)/kvcal --out $(BUILD)/validate-real
 
 deps:
 	@bash tools/deps.sh $(DEB_PKGS)

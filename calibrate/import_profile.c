@@ -391,12 +391,12 @@ static int read_lss_dense(const ProfileManifest *m, Csv *c, ProfilePoints *pp, K
         for (size_t i = 0; i < KV_ARRAY_LEN(ops); i++)
             if (!strcmp(name, ops[i].name)) op = (int)ops[i].op;
         if (op < 0) {
-            if (!strcmp(name, "embedding") || !strcmp(name, "final_layernorm")) {
+            if (!strcmp(name, "embedding") || !strcmp(name, "final_layernorm") || !strcmp(name, "qk_norm")) {
                 pp_skip(pp, name);
                 continue;
             }
             return kv_err(e, "%s: line %d: column layer: unknown layer '%s' (expected qkv_proj, o_proj, gate_up_proj, down_proj, "
-                             "act_fn, layernorm, rotary_emb, embedding or final_layernorm)",
+                             "act_fn, layernorm, rotary_emb, embedding, final_layernorm or qk_norm)",
                           c->origin, c->line, name);
         }
         int64_t tok = 0;
@@ -696,6 +696,23 @@ static int spec_fill(void *ctx, const StorePoint *p, KvErr *e)
     return f->st ? store_add_point(f->st, f->run, p, e) : 0;
 }
 
+typedef struct SameRun {
+    const StoreRunMeta *want;
+    int64_t id;
+} SameRun;
+
+static int find_same_run(void *ctx, const StoreRunMeta *r)
+{
+    SameRun *s = ctx;
+    const StoreRunMeta *w = s->want;
+    if (r->complete && !strcmp(r->backend, w->backend) && !strcmp(r->device, w->device) && !strcmp(r->model, w->model) &&
+        !strcmp(r->dtype, w->dtype) && r->tp == w->tp && !strcmp(r->started_at, w->started_at) && !strcmp(r->notes, w->notes)) {
+        s->id = r->id;
+        return 1;
+    }
+    return 0;
+}
+
 static void base_meta(StoreRunMeta *r, const ProfileManifest *m, const char *backend)
 {
     memset(r, 0, sizeof *r);
@@ -743,6 +760,13 @@ int profile_import(CostStore *st, const ProfileManifest *m, const ModelCatalog *
              "attn_decode resampled to total context: %zu below, %zu beyond the measured context",
              m->repo, m->commit, m->path, m->licence, profile_format_name(m->format), pp->rows, pp->skipped_rows,
              pp->skipped[0] ? pp->skipped : "none", pp->off_grid, pp->decode_below, pp->decode_beyond);
+    SameRun same = {&r, 0};
+    if (store_list_runs(st, find_same_run, &same, e)) return profile_points_free(pp), -1;
+    if (same.id) { /* this very profile is there: importing it again adds nothing */
+        out->already = same.id;
+        out->measured_run = same.id;
+        return profile_points_free(pp), 0;
+    }
     if (store_begin_run(st, &r, e)) return profile_points_free(pp), -1;
     for (size_t i = 0; i < pp->n; i++)
         if (store_add_point(st, r.id, &pp->v[i], e)) {

@@ -20,7 +20,8 @@
  *                            False: attn_decode(batch_size, batch_size × kv_cache_size).
  *   LLMServingSim dense.csv  qkv_proj, o_proj, gate_up_proj, down_proj, act_fn, layernorm (→ norm),
  *                            rotary_emb (→ rope); embedding and final_layernorm are per-model, not
- *                            per-layer, and are skipped (counted).
+ *                            per-layer, and Qwen3's qk_norm has no op of its own in kvsim: skipped
+ *                            (counted).
  *   LLMServingSim attention.csv  n_decode = 0: attn_prefill(prefill_chunk, kv_prefill);
  *                            prefill_chunk = 0: attn_decode(n_decode, n_decode × kv_decode);
  *                            mixed rows have no kvsim op and are skipped (counted).
@@ -100,11 +101,14 @@ int profile_finish(const ProfileManifest *m, ProfilePoints *pp, KvErr *e);
 /* What profile_import did. */
 typedef struct ProfileImportStats {
     int64_t measured_run, spec_run; /* ids (spec_run 0 when every op was measured) */
+    int64_t already;                /* > 0: the store held this profile's measured run already
+                                     * (same source, shape and notes); nothing was written */
     size_t measured_points, spec_points;
     ProfilePoints pp;               /* the counts (v freed) */
 } ProfileImportStats;
 
-/* Read the manifest's files and write the measured run and the run of unmeasured ops to st.
+/* Read the manifest's files and write the measured run and the run of unmeasured ops to st; a
+ * profile imported before (its measured run found) is not written again.
  * hw may hold an overlay (a GPU the embedded catalog lacks). All or nothing per run. */
 int profile_import(CostStore *st, const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw,
                    ProfileImportStats *out, KvErr *e);

@@ -323,6 +323,8 @@ else
 fi
 expect 0 "kvcal import-profile of the fixture bundle" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json
 contains "import-profile says what it read" "run 1: 24 measured points (RTX4090, Llama-3.1-8B, bf16, tp 1) from casys-kaist/LLMServingSim; 23 rows read, 1 skipped (embedding)"
+expect 0 "kvcal import-profile of the same bundle again" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json
+contains "import-profile twice adds nothing" "already in $tmp/ip.db as run 1; nothing added"
 expect 0 "kvsim reads an imported measured store" "$B"/kvsim run --policy recompute --costs "$tmp/ip.db" --platform rtx4090 --model Llama-3.1-8B --dtype bf16 --requests 5 --quiet --out "$tmp/ip-run"
 mkdir -p "$tmp/ipbad"; printf 'layer,tokens,time_us\nqkv_proj,1,35\nqkv_proj,2,x\n' > "$tmp/ipbad/dense.csv"
 sed 's/"files": \[.*\]/"files": ["dense.csv"]/' tests/fixtures/profiles/lss/profile.json > "$tmp/ipbad/profile.json"

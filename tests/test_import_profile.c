@@ -261,6 +261,13 @@ TEST(import_profile_fixture_writes_measured_and_catalog_runs)
     int64_t n = 0;
     CHECK(store_count_points(&st, s.spec_run, OP_GEMM_QKV, &n, &e) == 0 && n == 0);
     CHECK(store_count_points(&st, s.spec_run, OP_H2D, &n, &e) == 0 && n > 0);
+    /* importing the same profile again adds nothing */
+    ProfileImportStats s2;
+    CHECK_MSG(profile_import(&st, &m, &mc, &hw, &s2, &e) == 0, "%s", e.msg);
+    CHECK(s2.already == s.measured_run);
+    StoreRunList runs = {0};
+    CHECK(store_runs_all(&st, 0, &runs, &e) == 0 && runs.n == 2);
+    free(runs.v);
     store_close(&st);
     CostModel cm;
     CHECK_MSG(cost_model_load_db(&cm, dbp, "RTX4090", "Llama-3.1-8B", "bf16", 1, &e) == 0, "%s", e.msg);

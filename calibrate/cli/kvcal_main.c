@@ -35,6 +35,7 @@ static void usage(FILE *out)
                  "  export    a store or one run as csv, json or a deterministic sql dump\n"
                  "  import    add the runs of a sql dump or csv export to a store\n"
                  "  import-profile  add public measured profiles (Vidur, LLMServingSim) to a store as measured runs\n"
+                 "  fidelity  the spec model's error against public measured profiles, per GPU and op family\n"
                  "  validate  a real restoration on this CPU against the cost model's prediction\n"
                  "\n"
                  "kvcal COMMAND --help lists every option of a command.\n"
@@ -236,10 +237,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "export")) return kvcal_cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return kvcal_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "import-profile")) return kvcal_cmd_import_profile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fidelity")) return kvcal_cmd_fidelity(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return kvcal_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff")) return kvcal_cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return kvcal_cmd_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "execute")) return kvcal_cmd_execute(argc - 1, argv + 1);
-    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import, import-profile, validate, execute; kvcal --help)\n", cmd);
+    fprintf(stderr, "kvcal: unknown command '%s' (spec, run, diff, show, export, import, import-profile, fidelity, validate, execute; kvcal --help)\n", cmd);
     return 2;
 }
