@@ -273,6 +273,24 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
                 why ? why + strlen("overloaded: ") : ev);
         first = 0;
     }
+    /* the prefix cache, where the trace named blocks: the share of requests that took a cached prefix */
+    first = 1;
+    for (int p = 0; p < r->n_policies; p++) {
+        double sum = 0, lo = 1, hi = 0, tok = 0, req = 0;
+        int k = 0;
+        for (int s = 0; s < r->n_seeds; s++) {
+            const SimResult *x = &r->res[s * r->n_policies + p];
+            if (x->prefix_block_tokens <= 0 || !x->prefix_named) continue;
+            double sh = (double)x->prefix_hit_requests / (double)x->prefix_named;
+            sum += sh, lo = sh < lo ? sh : lo, hi = sh > hi ? sh : hi, k++;
+            tok += (double)x->prefix_hit_tokens, req += (double)x->prefix_hit_requests;
+        }
+        if (!k) continue;
+        fprintf(out, "%s%s: prefix cache: %.1f %% of the requests took a cached prefix (mean of %d seeds, %.1f–%.1f %%), "
+                     "%.0f tokens each on average\n",
+                first ? "\n" : "", r->res[p].policy, 100 * sum / k, k, 100 * lo, 100 * hi, req > 0 ? tok / req : 0);
+        first = 0;
+    }
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
     /* nothing restored in any seed by any policy: the rows differ only in what the policies save */
     int none = 1;
