@@ -1,4 +1,5 @@
-/* report.c — summary.json, requests.csv and the Markdown table; see report.h.
+/* report.c — summary.json, requests.csv and the Markdown table; see report.h. The table's columns
+ * are the metric table's (results/metric.c); requests.csv's columns are k_req_cols below.
  *
  * Metric definitions (also in the README):
  *  - ttft = first token time − release time; split queue (release → admission), restore
@@ -349,6 +350,35 @@ static cJSON *load_json(const SimResult *r)
     return o;
 }
 
+/* A metric of the metric table (METRIC_SUMMARY) that the blocks above do not write goes in at its
+ * path, objects created as needed, so that a new metric is one row of that table. A path through
+ * an array (by_history_class.long..., utilisation.gpu_stage0: element 0 of gpu_stage) is one of
+ * the blocks' own and is left to them. */
+static void fill_metrics(cJSON *o, const SimResult *r)
+{
+    for (int i = 0; metric_at(i); i++) {
+        const Metric *m = metric_at(i);
+        if (!(m->outputs & METRIC_SUMMARY)) continue;
+        char path[128], *seg = path, *dot;
+        snprintf(path, sizeof path, "%s", m->name);
+        cJSON *at = o;
+        while (at && (dot = strchr(seg, '.'))) {
+            *dot = '\0';
+            cJSON *x = cJSON_GetObjectItemCaseSensitive(at, seg);
+            if (!x) x = cJSON_AddObjectToObject(at, seg);
+            at = cJSON_IsObject(x) ? x : NULL;
+            seg = dot + 1;
+        }
+        if (!at || cJSON_GetObjectItemCaseSensitive(at, seg)) continue;
+        size_t l = strlen(seg);
+        while (l > 0 && seg[l - 1] >= '0' && seg[l - 1] <= '9') l--;
+        char base[128];
+        snprintf(base, sizeof base, "%.*s", (int)l, seg);
+        if (l < strlen(seg) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(at, base))) continue;
+        cJSON_AddNumberToObject(at, seg, metric_value(m, r));
+    }
+}
+
 static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -479,6 +509,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         else cJSON_AddStringToObject(o, "policy_notes", r->policy_notes);
     }
     cJSON_AddItemToObject(o, "load", load_json(r));
+    fill_metrics(o, r);
     return o;
 }
 
