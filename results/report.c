@@ -399,9 +399,9 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddItemToObject(o, "prefill_s", dist_s(&r->prefill));
     cJSON_AddNumberToObject(o, "saved_bytes_per_token", r->saved_bytes_per_token);
     cJSON_AddNumberToObject(o, "restored_tokens", (double)r->restored_tokens);
-    cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s",
-                            r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN);
-    cJSON_AddNumberToObject(o, "slo_attainment", r->requests ? (double)r->slo_met / (double)r->requests : NAN);
+    /* the computed ones by the metric table's definitions */
+    cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s", metric_value(metric_find("restore_throughput_tokens_per_s"), r));
+    cJSON_AddNumberToObject(o, "slo_attainment", metric_value(metric_find("slo_attainment"), r));
     cJSON *lb = cJSON_AddObjectToObject(o, "restore_over_lower_bound");
     cJSON_AddNumberToObject(lb, "mean", hist_mean(&r->lb_ratio) / 1000);
     cJSON_AddNumberToObject(lb, "p50", hist_percentile(&r->lb_ratio, 0.5) / 1000);
@@ -420,12 +420,12 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     /* hit rates: the share of requests restored from each place (no_history excluded) */
     double with_hist = (double)(r->requests - r->no_history);
     cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
-    cJSON_AddNumberToObject(rate, "resident", with_hist > 0 ? (double)r->hits_resident / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "resident", metric_value(metric_find("restore_from_share.resident"), r));
+    cJSON_AddNumberToObject(rate, "dram", metric_value(metric_find("restore_from_share.dram"), r));
+    cJSON_AddNumberToObject(rate, "ssd", metric_value(metric_find("restore_from_share.ssd"), r));
+    cJSON_AddNumberToObject(rate, "remote", metric_value(metric_find("restore_from_share.remote"), r));
     cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "recompute", metric_value(metric_find("restore_from_share.recompute"), r));
     /* saved state in flight and lost: restorations that waited for a save to cross D2H (and how
      * long, the longest wait of one of their loads), those of a saving policy that recomputed
      * everything (and why), sessions whose saved state was dropped */
