@@ -1,10 +1,10 @@
 /* test_metric.c — results/metric.c: the metric table is consistent (unique names, keys, headers and
- * target names; headline positions 1..N once each), every output carries exactly the metrics its
- * flag names (summary.json at the metric's path with the same value, table.md's header, the
- * replications block, the sweep's point metrics, kvsim check's tolerances), and no metric is missing
- * from one output only: apart from the differences listed here, a metric is in summary.json and the
- * sweep, and a headline metric is in both table.md and the CI tables; requests.csv's columns are
- * docs/formats.md's. */
+ * target names; headline positions 1..N once each; kvsim check and plan read only point metrics),
+ * every output carries exactly the metrics its flag names (summary.json at the metric's path with
+ * the same value, table.md's header, the replications block, the sweep's point metrics), and no
+ * metric is missing from one output only: apart from the differences listed here, a metric is in
+ * summary.json and the sweep, and a headline metric is in both table.md and the CI tables.
+ * requests.csv's columns are docs/formats.md's. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,6 @@
 #include "results/metric.h"
 #include "results/replications.h"
 #include "results/report.h"
-#include "sim/cli/plan.h"
 #include "sim/cli/point.h"
 
 /* the per-output differences there are on purpose; every other metric is in all outputs of its kind */
