@@ -6,8 +6,8 @@
  * Responsible for: the metric rows (metric.c, k_metrics), the value of a metric in its unit, its
  * table cell, the measurements behind it, lookups by name / headline position / plan target name.
  * The outputs, each a filter of the table:
- *   METRIC_SUMMARY  summary.json's "policies" entries (written by results/report.c; the test
- *                   "metric_table" checks every such row against the written file),
+ *   METRIC_SUMMARY  summary.json's "policies" entries (results/report.c: its blocks, and at its
+ *                   path any such metric they do not write; tests/test_metric.c checks the file),
  *   METRIC_TABLE    a column of table.md (in headline order, header and cell from the row),
  *   METRIC_REPL     a metric of the replications block and of compare --seeds' CI tables,
  *   METRIC_SWEEP    a column of kvsim sweep's CSV / database, a point metric (sim/cli/point.c),

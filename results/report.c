@@ -1,4 +1,5 @@
-/* report.c — summary.json, requests.csv and the Markdown table; see report.h.
+/* report.c — summary.json, requests.csv and the Markdown table; see report.h. The table's columns
+ * are the metric table's (results/metric.c); requests.csv's columns are k_req_cols below.
  *
  * Metric definitions (also in the README):
  *  - ttft = first token time − release time; split queue (release → admission), restore
@@ -350,6 +351,35 @@ static cJSON *load_json(const SimResult *r)
     return o;
 }
 
+/* A metric of the metric table (METRIC_SUMMARY) that the blocks above do not write goes in at its
+ * path, objects created as needed, so that a new metric is one row of that table. A path through
+ * an array (by_history_class.long..., utilisation.gpu_stage0: element 0 of gpu_stage) is one of
+ * the blocks' own and is left to them. */
+static void fill_metrics(cJSON *o, const SimResult *r)
+{
+    for (int i = 0; metric_at(i); i++) {
+        const Metric *m = metric_at(i);
+        if (!(m->outputs & METRIC_SUMMARY)) continue;
+        char path[128], *seg = path, *dot;
+        snprintf(path, sizeof path, "%s", m->name);
+        cJSON *at = o;
+        while (at && (dot = strchr(seg, '.'))) {
+            *dot = '\0';
+            cJSON *x = cJSON_GetObjectItemCaseSensitive(at, seg);
+            if (!x) x = cJSON_AddObjectToObject(at, seg);
+            at = cJSON_IsObject(x) ? x : NULL;
+            seg = dot + 1;
+        }
+        if (!at || cJSON_GetObjectItemCaseSensitive(at, seg)) continue;
+        size_t l = strlen(seg);
+        while (l > 0 && seg[l - 1] >= '0' && seg[l - 1] <= '9') l--;
+        char base[128];
+        snprintf(base, sizeof base, "%.*s", (int)l, seg);
+        if (l < strlen(seg) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(at, base))) continue;
+        cJSON_AddNumberToObject(at, seg, metric_value(m, r));
+    }
+}
+
 static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -370,9 +400,9 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddItemToObject(o, "prefill_s", dist_s(&r->prefill));
     cJSON_AddNumberToObject(o, "saved_bytes_per_token", r->saved_bytes_per_token);
     cJSON_AddNumberToObject(o, "restored_tokens", (double)r->restored_tokens);
-    cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s",
-                            r->restore_busy_ns > 0 ? (double)r->restored_tokens / (r->restore_busy_ns / 1e9) : NAN);
-    cJSON_AddNumberToObject(o, "slo_attainment", r->requests ? (double)r->slo_met / (double)r->requests : NAN);
+    /* the computed ones by the metric table's definitions */
+    cJSON_AddNumberToObject(o, "restore_throughput_tokens_per_s", metric_value(metric_find("restore_throughput_tokens_per_s"), r));
+    cJSON_AddNumberToObject(o, "slo_attainment", metric_value(metric_find("slo_attainment"), r));
     cJSON *lb = cJSON_AddObjectToObject(o, "restore_over_lower_bound");
     cJSON_AddNumberToObject(lb, "mean", hist_mean(&r->lb_ratio) / 1000);
     cJSON_AddNumberToObject(lb, "p50", hist_percentile(&r->lb_ratio, 0.5) / 1000);
@@ -391,12 +421,12 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     /* hit rates: the share of requests restored from each place (no_history excluded) */
     double with_hist = (double)(r->requests - r->no_history);
     cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
-    cJSON_AddNumberToObject(rate, "resident", with_hist > 0 ? (double)r->hits_resident / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "dram", with_hist > 0 ? (double)r->hits_dram / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "ssd", with_hist > 0 ? (double)r->hits_ssd / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "remote", with_hist > 0 ? (double)r->hits_remote / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "resident", metric_value(metric_find("restore_from_share.resident"), r));
+    cJSON_AddNumberToObject(rate, "dram", metric_value(metric_find("restore_from_share.dram"), r));
+    cJSON_AddNumberToObject(rate, "ssd", metric_value(metric_find("restore_from_share.ssd"), r));
+    cJSON_AddNumberToObject(rate, "remote", metric_value(metric_find("restore_from_share.remote"), r));
     cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : NAN);
-    cJSON_AddNumberToObject(rate, "recompute", with_hist > 0 ? (double)r->misses / with_hist : NAN);
+    cJSON_AddNumberToObject(rate, "recompute", metric_value(metric_find("restore_from_share.recompute"), r));
     /* saved state in flight and lost: restorations that waited for a save to cross D2H (and how
      * long, the longest wait of one of their loads), those of a saving policy that recomputed
      * everything (and why), sessions whose saved state was dropped */
@@ -497,6 +527,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         else cJSON_AddStringToObject(o, "policy_notes", r->policy_notes);
     }
     cJSON_AddItemToObject(o, "load", load_json(r));
+    fill_metrics(o, r);
     return o;
 }
 

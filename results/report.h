@@ -52,8 +52,9 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
                              const struct Replications *rep, KvErr *e);
 /* inputs.sha256 alone (for tests and kvsim reproduce): a new object, NULL + e on failure. */
 struct cJSON *report_input_hashes(const SimWorld *w, KvErr *e);
-/* The comparison table, GitHub Markdown: unique column headers with their units, bytes in binary
- * units ("512 KiB"), "–" where a ratio does not apply (no request restored anything). */
+/* The comparison table, GitHub Markdown: the metric table's METRIC_TABLE rows in headline order
+ * (results/metric.h), unique column headers with their units, bytes in binary units ("512 KiB"),
+ * "–" where a value is absent. */
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);
 /* a share of the requests above which report_warnings warns */
 #define REPORT_WARN_SHARE 0.05

@@ -1,9 +1,10 @@
 /* test_metric.c — results/metric.c: the metric table is consistent (unique names, keys, headers and
- * target names; headline positions 1..N once each), every output carries exactly the metrics its
- * flag names (summary.json at the metric's path with the same value, table.md's header, the
- * replications block, the sweep's point metrics, kvsim check's tolerances), and no metric is missing
- * from one output only: apart from the differences listed here, a metric is in summary.json and the
- * sweep, and a headline metric is in both table.md and the CI tables. */
+ * target names; headline positions 1..N once each; kvsim check and plan read only point metrics),
+ * every output carries exactly the metrics its flag names (summary.json at the metric's path with
+ * the same value, table.md's header, the replications block, the sweep's point metrics), and no
+ * metric is missing from one output only: apart from the differences listed here, a metric is in
+ * summary.json and the sweep, and a headline metric is in both table.md and the CI tables.
+ * requests.csv's columns are docs/formats.md's. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 #include "results/metric.h"
 #include "results/replications.h"
 #include "results/report.h"
-#include "sim/cli/plan.h"
 #include "sim/cli/point.h"
 
 /* the per-output differences there are on purpose; every other metric is in all outputs of its kind */
@@ -225,4 +225,40 @@ TEST(metric_docs_list_the_replications_metrics)
     }
     CHECK_STR(got, want);
     free(doc);
+}
+
+/* requests.csv's header (one column table writes it and the rows) is docs/formats.md's column list */
+TEST(metric_requests_csv_columns_documented)
+{
+    char *hdr = NULL;
+    size_t hl = 0;
+    FILE *f = open_memstream(&hdr, &hl);
+    report_csv_header(f, 1, 1);
+    fclose(f);
+    KvErr e;
+    char *doc = kv_read_file(test_path("docs/formats.md"), NULL, &e);
+    CHECK_MSG(doc != NULL, "%s", e.msg);
+    if (!doc || !hdr) {
+        free(doc);
+        free(hdr);
+        return;
+    }
+    const char *s = strstr(doc, "### requests.csv");
+    const char *end = s ? strstr(s + 1, "\n#") : NULL;
+    CHECK(s && end);
+    char got[2048] = "";
+    /* the first cell of each row of the column table: one name, or several joined by ", " */
+    for (const char *line = s; line && end && line < end; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "| `", 3) != 0) continue;
+        const char *cell_end = strchr(line + 2, '|');
+        for (const char *q = line + 2; (q = strchr(q, '`')) && q < cell_end;) {
+            const char *r = strchr(q + 1, '`');
+            kv_catf(got, sizeof got, "%s%.*s", got[0] ? "," : "", (int)(r - q - 1), q + 1);
+            q = r + 1;
+        }
+    }
+    kv_catf(got, sizeof got, "\n");
+    CHECK_STR(got, hdr);
+    free(doc);
+    free(hdr);
 }

@@ -17,9 +17,11 @@
  * evaluator: one simulation per (point, policy, seed) through sim/cli/point.c's settings, in worker
  * processes with -j, their temporary directory removed on SIGINT/SIGTERM and by the next plan after
  * a SIGKILL), the Markdown report (stdout, plan.md) and plan.json, written as a result set
- * (results/resultset), and --dry-run.
- * Not responsible for: what a run computes (engine), the metric definitions (point.c), the spec
- * syntax (sweepspec.c), prices (plan_cost.c).
+ * (results/resultset), and --dry-run. Files: plan.c (targets, verdicts, the searches),
+ * plan_report.c (the report), plan_cmd.c (the command, the evaluator, interruption); plan_int.h is
+ * what they share.
+ * Not responsible for: what a run computes (engine), the metric definitions and the target names
+ * (results/metric.c), the spec syntax (sweepspec.c), prices (plan_cost.c).
  *
  * Search (a), per policy. Exact rule: points are visited in increasing cost (ties: enumeration
  * order); the first that meets every target is the answer, and no costlier point is evaluated.
@@ -56,7 +58,7 @@ typedef enum { PLAN_LE, PLAN_LT, PLAN_GE, PLAN_GT } PlanOp;
 
 typedef struct PlanTarget {
     char name[64];   /* as written: "ttft_p99" */
-    char metric[64]; /* the point metric (sim/cli/point.h): "ttft_s.p99" */
+    char metric[64]; /* the point metric (results/metric.h): "ttft_s.p99" */
     PlanOp op;
     double limit;    /* in the metric's units (seconds for times, a share for slo_attainment) */
     int unit;        /* 0 plain, 1 time (shown in ms), 2 share (shown in %) */

@@ -5,13 +5,14 @@
  *
  * Responsible for: settings objects → SimConfig (a "scenario" key first, then every other key in
  * order through sim_config_set; "policies" is the list of policies to run), running them
- * (sim_world_open, sim_run per policy, no per-request rows), the metric names and values, a
- * line-oriented text form of a result that crosses a pipe or an MPI message unchanged.
+ * (sim_world_open, sim_run per policy, no per-request rows), a run's metrics as rows (the metric
+ * table's sweep rows, results/metric.h), a line-oriented text form of a result that crosses a pipe
+ * or an MPI message unchanged.
  * Not responsible for: enumerating points, storing results (sweep.c), reference comparison
  * (check.c), printing (except point_dry_run, which writes to the FILE it is given).
  * Invariants: metric values depend only on the settings (no wall time), so a point gives the same
  * rows in any process, in any order; names are those of summary.json's paths, joined by '.'
- * ("ttft_s.p99", "restore_from_share.dram"), in a fixed order (point_metric_names).
+ * ("ttft_s.p99", "restore_from_share.dram"), in the metric table's order (point_metric_name).
  * Complexity: a point costs its simulations; the rest is O(metrics).
  */
 #ifndef KV_POINT_H
