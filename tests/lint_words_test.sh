@@ -8,7 +8,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 ok()  { pass=$((pass+1)); echo "ok    lint: $1"; }
 bad() { fail=$((fail+1)); echo "FAIL  lint: $1" >&2; sed 's/^/      /' "$tmp/out" | head -10 >&2; }
 # words are assembled here so that this file does not hold them itself
-w=wa; w="${w}ve"; i=iss; i="${i}ue"
+w=wa; w="${w}ve"; i=iss; i="${i}ue"; td=TO; td="${td}DO"
 # refused FILE DESC TEXT: a file whose second line is TEXT fails the lint, named with its line
 refused() {
   printf '/* first line */\n%s\n' "$3" > "$tmp/$1"
@@ -27,7 +27,7 @@ refused c.py "an unnumbered round" "# until this $w the emitter listed them"
 refused d.sh "since a round" "echo since $w"
 refused e.c "an issue by number" "static int x; /* for $i 16 */"
 refused f.md "an issue by #number, capitalised" "${i^} #11 asked for it."
-refused g.h "a TODO marker" "/* TODO later */"
+refused g.h "a to-do marker" "/* $td later */"
 passed h.json "another project's issue is a source" "\"source\": \"NVIDIA/nvbandwidth $i #11 and #53\""
 passed i.cu "GPU waves of blocks" "/* enough blocks for two ${w}s of the multiprocessors */"
 passed j.c "a file without working words" "int main(void) { return 0; }"
