@@ -1,4 +1,4 @@
-/* test_model.c — sim/catalog/model.c: the catalog (configs/models.json) against the reference numbers of
+/* test_model.c — sim/catalog/model.c and model_arch.c: the catalog (configs/models.json) against the reference numbers of
  * shared/reference/models.json and docs/REFERENCE.md §A/§A2 (hard-coded here), derived bytes per
  * token, weight bytes per GPU, layouts, FLOPs/bytes/shapes of the ops on hand-computed cases, and
  * every error path of the parser and the layout check.
