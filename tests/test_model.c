@@ -516,7 +516,7 @@ TEST(model_error_malformed_json_names_file_and_line)
     CHECK(model_catalog_parse(&c, "", "empty.json", &e) == -1);
     CHECK_CONTAINS(e.msg, "empty.json:1:1: malformed JSON");
     CHECK(model_catalog_parse(&c, NULL, "null.json", &e) == -1);
-    CHECK_CONTAINS(e.msg, "null.json");
+    CHECK_CONTAINS(e.msg, "null.json: no text to parse"); /* as hw.c says it */
 }
 
 TEST(model_error_missing_override_file)
