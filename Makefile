@@ -10,6 +10,8 @@
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
 #   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
 #   make valgrind   the main commands under valgrind (errors and leaks fail)
+#   make lint       make lint-layers (includes and engine calls run downward) and its test; no working
+#                   words in source and docs (tools/lint_words.sh) and its test; make test runs them all
 #   make deps       install missing Debian packages (root) or print the command
 #   make install    PREFIX=/usr/local
 #
@@ -133,7 +135,7 @@ EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs
 DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
-.PHONY: print-build-debs findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers validate validate-real \
+.PHONY: print-build-debs findings reproduce all run test bench check-long clean install deps found gpu-check test-plain test-san lint-layers lint validate validate-real \
         fuzz fuzz-build fuzz-test valgrind figures test-fakegpu
 .DEFAULT_GOAL := all
 
@@ -239,7 +241,9 @@ figures:
 
 test-plain: all $(BUILD)/kvtest
 	@bash tools/lint_layers.sh
+	@bash tools/lint_words.sh
 	@bash tests/lint_test.sh
+	@bash tests/lint_words_test.sh
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	KVSIM_BIN=$(BIN) bash tests/cli_test.sh
 
@@ -350,6 +354,12 @@ check-long: all $(BUILD)/kvtest
 
 lint-layers:
 	bash tools/lint_layers.sh
+
+# lint-layers and its test, and no working words in tracked source and docs (tools/lint_words.sh, its test)
+lint: lint-layers
+	bash tests/lint_test.sh
+	bash tools/lint_words.sh
+	bash tests/lint_words_test.sh
 
 gpu-check:
 	bash tools/gpu_check.sh

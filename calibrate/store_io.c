@@ -227,7 +227,6 @@ static const char *classify(const char *p, StmtKind *kind)
  * CREATE is this build's own text, so it may do what creating our schema does. */
 static int import_authorizer(void *ud, int action, const char *a1, const char *a2, const char *a3, const char *a4)
 {
-    (void)a2, (void)a3, (void)a4;
     StmtKind k = *(const StmtKind *)ud;
     switch (k) {
     case ST_BEGIN:

@@ -30,10 +30,10 @@ KgpuCtx *kgpu_ctx_create(int device, KvErr *e)
     return NULL;
 }
 
-void kgpu_ctx_destroy(KgpuCtx *ctx) { (void)ctx; }
+void kgpu_ctx_destroy(KgpuCtx *ctx) {}
 int kgpu_sync(KgpuCtx *ctx, KvErr *e) { return no_cuda(e, "kgpu_sync"); }
 int kgpu_sm_count(const KgpuCtx *ctx) { return 0; }
-void kgpu_set_attn_splits(KgpuCtx *ctx, int n) { (void)ctx; }
+void kgpu_set_attn_splits(KgpuCtx *ctx, int n) {}
 
 int kgpu_malloc(KgpuCtx *ctx, size_t bytes, void **dptr, KvErr *e)
 {
@@ -50,7 +50,7 @@ int kgpu_host_alloc(size_t bytes, int pinned, void **hptr, KvErr *e)
     return no_cuda(e, "kgpu_host_alloc");
 }
 
-void kgpu_host_free(void *hptr, int pinned) { (void)hptr; }
+void kgpu_host_free(void *hptr, int pinned) {}
 
 int kgpu_copy_h2d(KgpuCtx *ctx, void *dst_dev, const void *src_host, size_t bytes, KvErr *e)
 {
@@ -88,13 +88,13 @@ int kgpu_event_create(KgpuCtx *ctx, KgpuEvent **ev, KvErr *e)
     return no_cuda(e, "kgpu_event_create");
 }
 
-void kgpu_event_destroy(KgpuEvent *ev) { (void)ev; }
+void kgpu_event_destroy(KgpuEvent *ev) {}
 int kgpu_event_record(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_event_record"); }
 int kgpu_stream_wait_event(KgpuCtx *ctx, KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_stream_wait_event"); }
 int kgpu_event_sync(KgpuEvent *ev, KvErr *e) { return no_cuda(e, "kgpu_event_sync"); }
 int kgpu_event_elapsed_ms(KgpuEvent *from, KgpuEvent *to, float *ms, KvErr *e) { return no_cuda(e, "kgpu_event_elapsed_ms"); }
 int kgpu_host_register(void *hptr, size_t bytes, KvErr *e) { return no_cuda(e, "kgpu_host_register"); }
-void kgpu_host_unregister(void *hptr) { (void)hptr; }
+void kgpu_host_unregister(void *hptr) {}
 
 int kgpu_gemm(KgpuCtx *ctx, KgpuDtype dt, int m, int n, int k, const void *a, const void *b, void *c, KvErr *e)
 {

@@ -1,5 +1,5 @@
 /* split.h — shared arithmetic of the hybrid policies: per-layer cost estimates from the cost model
- * and the min–max layer split solver.
+ * and the pipelined walk their split solvers cost each candidate split with.
  *
  * Per-layer estimates for restoring N history tokens (one layer, one GPU of the TP group):
  *   t_re(N)   recompute the layer for N tokens from its input (the engine's layer time at N tokens)
@@ -26,13 +26,6 @@ typedef struct LayerCosts {
 } LayerCosts;
 
 void split_layer_costs(const PolicyEnv *env, Tier tier, int64_t N, LayerCosts *c);
-
-/* argmin over k in [0, L] of f(k); ties go to the smaller k. *best_ns receives the minimum. */
-int split_argmin(int L, double (*f)(int k, const void *ctx), const void *ctx, double *best_ns);
-
-/* Layer-wise two pointers over n layers: recompute the first k (t_re each) while loading the others'
- * KV (t_kv each); returns the k minimising max(k·t_re, (n−k)·t_kv), the time in *ns. */
-int split_layerwise(int n, double t_re, double t_kv, double *ns);
 
 /* Per-layer times of the iteration that prefills the first chunk of the new input (n tokens, at most
  * the token budget) after N history tokens, with one layer of restoration work of each kind. */

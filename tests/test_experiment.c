@@ -160,7 +160,6 @@ static int pool_job(void *ctx, int k, const char *path, KvErr *e)
 
 static void pool_label(void *ctx, int k, char *buf, size_t cap)
 {
-    (void)ctx;
     snprintf(buf, cap, "seed %d", k + 1);
 }
 

@@ -24,7 +24,6 @@ typedef struct {
 
 static int keep_all(void *ctx, const SimRequestRow *row, KvErr *e)
 {
-    (void)e;
     AllRows *a = ctx;
     if (a->n == a->cap) {
         size_t nc = a->cap ? 2 * a->cap : 256;

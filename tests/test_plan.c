@@ -379,7 +379,6 @@ static int load_eval(void *ctx, const PlanJob *jobs, int n, PlanSample *out, KvE
         out[i].overloaded = x >= 1;
         s->calls++;
     }
-    (void)e;
     return 0;
 }
 

@@ -362,16 +362,11 @@ TEST(policy_ideal_restores_nothing)
 
 static double stub_layer(void *core, int64_t n, int64_t c)
 {
-    (void)core;
     return 1000.0 * (double)n + (double)c;
 }
 
 static double stub_load(void *core, Tier t, int64_t n, double a, double b)
 {
-    (void)core;
-    (void)t;
-    (void)a;
-    (void)b;
     return 500.0 * (double)n;
 }
 

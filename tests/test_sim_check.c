@@ -203,7 +203,6 @@ TEST(sim_check_lifecycle_table_refuses_moves_out_of_done)
 /* FNV-1a over every field of the rows, in row order */
 static int hash_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
-    (void)e;
     uint64_t *h = ctx;
     int64_t v[] = {(int64_t)r->id, (int64_t)r->session, r->turn, r->replica, r->arrival_ns, r->history_tokens,
                    r->new_tokens, r->output_tokens, r->recomputed_tokens, r->loaded_tokens, r->queue_ns, r->restore_ns,
@@ -216,7 +215,7 @@ static int hash_row(void *ctx, const SimRequestRow *r, KvErr *e)
     return 0;
 }
 
-static void noop_hook(Sim *sm, void *ctx) { (void)sm, (void)ctx; }
+static void noop_hook(Sim *sm, void *ctx) {}
 
 /* one run: with a test hook at iteration boundaries the engine forms every decode step as its own
  * iteration (the reference); without, decode-only batches advance several steps per event */

@@ -479,14 +479,12 @@ TEST(store_begin_run_fills_times_and_list_order)
 
 static int stop_after_one(void *ctx, const StoreRunMeta *r)
 {
-    (void)r;
     ++*(int *)ctx;
     return 1;
 }
 
 static int stop_point(void *ctx, const StorePoint *p)
 {
-    (void)p;
     ++*(int *)ctx;
     return 1;
 }

@@ -33,7 +33,6 @@ static void fnv_i64(uint64_t *h, int64_t v) { fnv(h, &v, sizeof v); }
 /* field by field (a struct's padding is not part of its value) */
 static int hash_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
-    (void)e;
     RowHash *a = ctx;
     uint64_t *h = &a->h;
     int64_t ints[] = {(int64_t)r->id, (int64_t)r->session, r->turn, r->replica, r->arrival_ns, r->history_tokens,

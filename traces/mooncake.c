@@ -183,7 +183,7 @@ static int moon_step(void *ctx, int64_t line_no, int64_t *key_ns, int *timed, Kv
     return 0;
 }
 
-static void moon_reset(void *ctx) { (void)ctx; }
+static void moon_reset(void *ctx) {}
 
 static const TraceOrderOps moon_order_ops = {moon_parse, moon_step, moon_reset};
 

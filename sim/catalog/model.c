@@ -378,7 +378,7 @@ int model_catalog_parse(ModelCatalog *c, const char *json_text, const char *orig
     memset(c, 0, sizeof *c);
     if (!origin) origin = "(catalog)";
     snprintf(c->origin, sizeof c->origin, "%s", origin);
-    if (!json_text) return kv_err(e, "%s: no text", origin);
+    if (!json_text) return kv_err(e, "%s: no text to parse", origin);
 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);

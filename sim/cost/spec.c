@@ -179,8 +179,6 @@ double spec_attn_efficiency(const GpuSpec *gpu, SpecStack stack, int64_t new_tok
     return attn_fraction(gpu, stack) * n / (n + SPEC_ATTN_RAMP_TOKENS);
 }
 
-double spec_min_kernel_ns(void) { return SPEC_MIN_KERNEL_NS; }
-
 double spec_mem_efficiency(const GpuSpec *gpu)
 {
     return SPEC_MEM_EFF;

@@ -71,8 +71,6 @@ const SpecConstant *spec_constant(int i);
 /* The fitted curves, exposed for tests and for `kvcal spec --explain`. */
 double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M);
 double spec_attn_efficiency(const GpuSpec *gpu, SpecStack stack, int64_t new_tokens);
-/* The floor every kernel pays (ns). */
-double spec_min_kernel_ns(void);
 double spec_mem_efficiency(const GpuSpec *gpu);
 /* Time of one op at one shape (what spec_generate samples). */
 double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3);

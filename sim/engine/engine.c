@@ -115,7 +115,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     sm->row_ctx = row_ctx;
     sm->prog = prog;
     sm->prog_ctx = prog_ctx;
-    sm->opts = opts; /* the recordings asked for (metrics.c) */
+    sm->opts = opts; /* the recordings asked for (metrics_rec.c) */
     sm->check = check_period();
     sm->test_hook = g_hook;
     sm->test_ctx = g_hook_ctx;

@@ -11,7 +11,9 @@
  *   config.c      the settings table, --set parsing, resolution against the catalogs
  *   sweepspec.c   a sweep's grid of settings (sweepspec.h)
  *   prefix.c      a content-addressed block store (prefix.h): the HBM prefix cache, the names of turns not admitted
- *   metrics.c     every update of the run's SimResult (metrics_on_*)
+ *   metrics_rec.c   the recordings asked for through SimRunOpts: utilisation, timeline, trace events
+ *   metrics_trim.c  warm-up/cool-down trimming, what a kept request adds, the load (SimLoad)
+ *   metrics.c     every other update of the run's SimResult (metrics_on_*; metrics_int.h)
  *   channel.c     IO channels and transfer units (channel.h)
  *   session.c     the session map, turns not admitted, the HBM LRU of idle resident sessions, the KV pool
  *   tier.c        the tier table: DRAM / SSD / remote lists, saves, spills, TTL, capacities, loads
@@ -285,7 +287,7 @@ struct Request {
     int trim;                   /* metrics: left out as warm-up (decided at release) */
     int64_t *gaps;              /* metrics with trimming on: its TBT gaps until its trim is decided */
     int64_t n_gaps, cap_gaps;
-    struct TlRec *tl;           /* metrics.c: its restoration timeline while recorded (else NULL) */
+    struct TlRec *tl;           /* metrics_rec.c: its restoration timeline while recorded (else NULL) */
 };
 
 typedef struct IterItem {
@@ -355,7 +357,7 @@ typedef struct TierRun {
     uint64_t peak_bytes;    /* most used at one place */
 } TierRun;
 
-/* Load accumulators of a run (metrics.c owns them): the kept requests' window and tokens, an
+/* Load accumulators of a run (metrics_trim.c owns them): the kept requests' window and tokens, an
  * adaptive time series of (arrival, delay) moments for the steady-state test, and the trimming
  * state. LOAD_BINS bins of width bin_ns from t = 0; when an arrival passes the last bin, pairs
  * merge and the width doubles (O(1) memory, exact least squares over whole bins). */
@@ -456,15 +458,15 @@ struct Sim {
     size_t sess_last_cap;
     int conc_started, clients_idle;
     Session *wait_head, *wait_tail;
-    LoadAcc load;                         /* metrics.c */
+    LoadAcc load;                         /* metrics_trim.c */
     /* memory of what waits (SimResult.waiting_peak_bytes: the peak of the sum): the Turns alive (read,
      * not admitted), the sessions in memory (Session and name), the admission FIFOs' slots */
     uint64_t turn_bytes, sess_bytes, ring_bytes, waiting_peak;
     /* session.c: sessions spilled with a queued turn (waitq.c), one bit per dense session id */
     uint64_t *spilled_bits;
     size_t spilled_words;
-    const SimRunOpts *opts;               /* metrics.c: the recordings asked for (sim_run_ex) */
-    struct MetricsObs *obs;               /* metrics.c: utilisation windows, timeline, trace sink */
+    const SimRunOpts *opts;               /* metrics_rec.c: the recordings asked for (sim_run_ex) */
+    struct MetricsObs *obs;               /* metrics_rec.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
     uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
     /* iteration.c: a decode run's on-demand blocks by phase (RunBlocks: per item its threshold and
@@ -509,7 +511,7 @@ static inline void *sim_zalloc(size_t n)
     if (p) memset(p, 0, n);
     return p;
 }
-/* llround(x) (iteration.c, walk.c, metrics.c: every step and layer time in ns) without the library call, bit for bit for every finite x of int64 range: the cast
+/* llround(x) (iteration.c, walk.c, metrics_rec.c: every step and layer time in ns) without the library call, bit for bit for every finite x of int64 range: the cast
  * truncates toward zero, x − trunc(x) is exact, and halves round away from zero */
 static inline int64_t round_ns(double x)
 {

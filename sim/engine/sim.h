@@ -239,7 +239,7 @@ typedef struct SimClassStats {
     uint64_t slo_met;
 } SimClassStats;
 
-/* The load a run saw and what it served (metrics.c; README "Load", docs/formats.md "load"). Every
+/* The load a run saw and what it served (metrics_trim.c; README "Load", docs/formats.md "load"). Every
  * request figure is over the kept requests (after warm-up and cool-down trimming). */
 typedef struct SimLoad {
     uint64_t kept, trimmed_warmup, trimmed_cooldown;
@@ -249,7 +249,7 @@ typedef struct SimLoad {
     uint64_t waited;                                          /* turns that waited for their previous turn */
     double wait_sum_ns;
     int64_t wait_max_ns;
-    /* the load window (metrics.c): first kept arrival → the last arrival the load process made on its
+    /* the load window (metrics_trim.c): first kept arrival → the last arrival the load process made on its
      * own; offered / served = kept requests arriving / done in it per second */
     int64_t window_start_ns, window_end_ns;
     uint64_t window_requests;

@@ -376,7 +376,7 @@ void kgpu_ctx_destroy(KgpuCtx *c)
 }
 
 int kgpu_sm_count(const KgpuCtx *ctx) { return ctx ? 132 : 0; }
-void kgpu_set_attn_splits(KgpuCtx *ctx, int n) { (void)ctx; }
+void kgpu_set_attn_splits(KgpuCtx *ctx, int n) {}
 
 int kgpu_ctx_bind(KgpuCtx *ctx, KvErr *e)
 {

@@ -15,7 +15,6 @@
 
 static int fuzz_row(void *ctx, const SimRequestRow *row, KvErr *e)
 {
-    (void)e;
     if (row->ttft_ns < 0 || row->done_ns < row->arrival_ns) abort();
     ++*(int *)ctx;
     return 0;
@@ -23,8 +22,6 @@ static int fuzz_row(void *ctx, const SimRequestRow *row, KvErr *e)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc;
-    (void)argv;
     setenv("KVSIM_CHECK", "1", 1);
     return 0;
 }

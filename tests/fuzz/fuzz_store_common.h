@@ -10,7 +10,6 @@
 
 static int fuzz_count_point(void *ctx, const StorePoint *p)
 {
-    (void)p;
     ++*(int64_t *)ctx;
     return 0;
 }
