@@ -30,6 +30,7 @@
 
 #include "calibrate/probe.h"
 #include "calibrate/remote_store.h"
+#include "sim/engine/batch.h"
 
 #define EX_ALIGN 4096
 #define EX_IO_BYTES (1 << 20)
@@ -1398,52 +1399,38 @@ static void *race_io_main(void *p)
     return NULL;
 }
 
-/* the next iteration's batch by iteration.c form_batch's rules (caller holds mu): decode first (one
- * token each), then in admission order new input (restored requests, and those without history)
- * and restoration compute, a low-priority request's compute after every new input; at most
- * token_budget tokens, the restoration compute at most rbudget of them; a compute chunk is every
- * token between the request's two pointers up to the budgets (and comp_chunk). Returns the items
- * (comp_inflight set for the compute chunks), their request indices in who[] */
-static int race_form(ExRace *rc, SchItem *items, int *who)
+/* the next iteration's batch by the engine's batching rule (sim/engine/batch.c batch_form) over the
+ * admitted requests in admission order (caller holds mu). Returns the items (comp_inflight set for
+ * the compute chunks), their request indices in who[]; view and bi: room for n rows and 2 n items */
+static int race_form(ExRace *rc, BatchReq *view, int *row_of, BatchItem *bi, SchItem *items, int *who)
 {
-    int n = 0, low = 0;
-    int64_t budget = rc->token_budget, rbudget = rc->rbudget;
+    int m = 0;
     for (int k = 0; k < rc->n; k++) {
-        ExRaceReq *a = &rc->rq[k];
+        const ExRaceReq *a = &rc->rq[k];
         if (!a->admitted) continue;
-        low |= a->tw && a->low;
-        if (a->first >= 0 && a->out_done < a->q->nout) {
-            items[n] = (SchItem){a->q->id, SCH_ITEM_DECODE, 0, 1, a->N + a->q->nnew + a->out_done};
-            who[n++] = k;
-            budget--;
-        }
+        row_of[m] = k;
+        if (a->first >= 0) /* its first token is out: it decodes until its last */
+            view[m++] = (BatchReq){.decode = a->out_done < a->q->nout, .low_prio = a->low, .decode_ctx = a->N + a->q->nnew + a->out_done};
+        else
+            view[m++] = (BatchReq){.low_prio = a->low,
+                                   .tw = a->tw,
+                                   .tw_busy = a->comp_inflight != 0,
+                                   .tw_avail = a->io_issued - a->comp,
+                                   .tw_comp = a->comp,
+                                   .tw_chunk = a->comp_chunk,
+                                   .new_left = a->q->nnew - a->new_done,
+                                   .new_ctx = a->N + a->new_done};
     }
-    for (int pass = 0; pass < (low ? 2 : 1); pass++)
-        for (int k = 0; k < rc->n && budget > 0; k++) {
-            ExRaceReq *a = &rc->rq[k];
-            if (!a->admitted || a->first >= 0) continue;
-            if (a->tw) {
-                if (pass != a->low) continue;
-                int64_t avail = a->io_issued - a->comp;
-                if (avail <= 0 || a->comp_inflight || rbudget <= 0) continue;
-                int64_t c = avail < budget ? avail : budget;
-                if (c > rbudget) c = rbudget;
-                if (a->comp_chunk > 0 && c > a->comp_chunk) c = a->comp_chunk;
-                items[n] = (SchItem){a->q->id, SCH_ITEM_RECOMPUTE, 0, c, a->comp};
-                who[n++] = k;
-                a->comp_inflight = c;
-                budget -= c;
-                rbudget -= c;
-                continue;
-            }
-            if (pass == 1) continue;
-            int64_t left = a->q->nnew - a->new_done;
-            if (left <= 0) continue;
-            int64_t c = left < budget ? left : budget;
-            items[n] = (SchItem){a->q->id, SCH_ITEM_PREFILL, 0, c, a->N + a->new_done};
-            who[n++] = k;
-            budget -= c;
-        }
+    int nb = batch_form(view, m, rc->token_budget, rc->rbudget, bi);
+    static const int kind[] = {[IT_DECODE] = SCH_ITEM_DECODE, [IT_RECOMP] = SCH_ITEM_RECOMPUTE, [IT_NEW] = SCH_ITEM_PREFILL};
+    int n = 0;
+    for (int j = 0; j < nb; j++) {
+        int k = row_of[bi[j].req];
+        ExRaceReq *a = &rc->rq[k];
+        if (bi[j].kind == IT_RECOMP) a->comp_inflight = bi[j].tokens;
+        items[n] = (SchItem){a->q->id, kind[bi[j].kind], 0, bi[j].tokens, bi[j].ctx};
+        who[n++] = k;
+    }
     return n;
 }
 
@@ -1475,10 +1462,13 @@ static int race_once(Ex *x, KvErr *e)
     x->t0 = mono_ns();
     pthread_t th;
     if (pthread_create(&th, NULL, race_io_main, x) != 0) return kv_err(e, "execute: cannot start the IO thread");
-    SchItem *items = calloc((size_t)rc->n, sizeof *items);
-    int *who = calloc((size_t)rc->n, sizeof *who);
+    SchItem *items = calloc((size_t)rc->n * 2, sizeof *items);
+    int *who = calloc((size_t)rc->n * 2, sizeof *who);
+    BatchReq *view = calloc((size_t)rc->n, sizeof *view);
+    int *row_of = calloc((size_t)rc->n, sizeof *row_of);
+    BatchItem *bi = calloc((size_t)rc->n * 2, sizeof *bi);
     pthread_mutex_lock(&x->mu);
-    if (!items || !who) {
+    if (!items || !who || !view || !row_of || !bi) {
         KvErr oe;
         kv_err(&oe, "execute: out of memory");
         fail_locked(x, &oe);
@@ -1500,7 +1490,7 @@ static int race_once(Ex *x, KvErr *e)
                 next_admit = at;
             }
         }
-        int n = race_form(rc, items, who);
+        int n = race_form(rc, view, row_of, bi, items, who);
         if (n == 0) { /* nothing runs until a landing or the next admission */
             if (next_admit >= 0) cv_wait_until(x, next_admit);
             else pthread_cond_wait(&x->cv, &x->mu);
@@ -1545,6 +1535,9 @@ static int race_once(Ex *x, KvErr *e)
     pthread_join(th, NULL);
     free(items);
     free(who);
+    free(view);
+    free(row_of);
+    free(bi);
     if (x->failed) {
         *e = x->err;
         return -1;
