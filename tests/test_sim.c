@@ -1,7 +1,8 @@
-/* test_sim.c — the simulator core on isolated requests against closed forms, conservation and
- * determinism. Isolated request: one session, turn 0 fills the history, turn 1 (after a long think
- * time, with the KV evicted at the end of turn 0) restores it; turn 1's TTFT is compared with the
- * policy's closed form computed from the same cost model. */
+/* test_sim.c — whole runs of the simulator: the policy registry, conservation (every request once,
+ * bytes adding up), determinism, layouts and replicas, the shipped traces, measured link curves, the
+ * clock's limit, what does not fit. The closed forms of one module's rule on isolated requests (one
+ * session, turn 0 fills the history, turn 1 restores it after a long think time) are in that
+ * module's file: test_iteration.c, test_restore.c, test_tier.c, test_lifecycle.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,110 +15,6 @@
 #define keep_row simtest_keep_row
 #define iso_config simtest_iso_config
 #define lin simtest_lin
-
-TEST(sim_isolated_recompute_matches_chunk_sum)
-{
-    SimConfig c;
-    int64_t n0 = 5000, n1 = 300;
-    iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-    snprintf(c.policy, sizeof c.policy, "recompute");
-    SimWorld w;
-    KvErr e;
-    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
-    Rows rows = {0};
-    SimResult res;
-    CHECK_MSG(sim_run(&w, "recompute", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        SimRequestRow *r = &rows.rows[1];
-        int64_t H = n0 + 1, C = c.token_budget;
-        double O = 2e6, L = w.model->layers, want = 0;
-        /* chunks of C over history + new as one sequence */
-        int64_t done = 0, total = H + n1;
-        while (done < total) {
-            int64_t chunk = total - done < C ? total - done : C;
-            /* the engine splits a chunk that straddles history/new into two items */
-            int64_t hpart = done < H ? (H - done < chunk ? H - done : chunk) : 0, npart = chunk - hpart;
-            double attn = 0;
-            if (hpart) attn += cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, hpart, done, 0);
-            if (npart) attn += cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, npart, done + hpart, 0);
-            want += O + L * (lin(&w, chunk) + attn);
-            done += chunk;
-        }
-        CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
-        CHECK_STR(r->restore_from, "recompute");
-        CHECK_EQ_I(r->recomputed_tokens, H);
-        CHECK_EQ_I(r->queue_ns, 0);
-        CHECK_EQ_I(r->queue_ns + r->restore_ns + r->prefill_ns, r->ttft_ns);
-    }
-    CHECK_EQ_U(res.requests, 2);
-    CHECK_NEAR(res.saved_bytes_per_token, 0, 0, 0);
-    sim_result_free(&res);
-    sim_world_close(&w);
-}
-
-static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platform, const char *model, const char *store,
-                          const char *want_from)
-{
-    SimConfig c;
-    iso_config(t, &c, n0, n1, platform, model);
-    simtest_set(t, &c, "store", store);
-    if (!strcmp(want_from, "ssd")) c.dram_bytes = 1; /* every save spills to the SSD array */
-    SimWorld w;
-    KvErr e;
-    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
-    Rows rows = {0};
-    SimResult res;
-    CHECK_MSG(sim_run(&w, "kv-offload", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        SimRequestRow *r = &rows.rows[1];
-        CHECK_STR(r->restore_from, want_from);
-        int64_t H = n0 + 1;
-        double L = w.model->layers;
-        const LinkSpec *link = &w.hw.links[w.platform->link];
-        ModelLayout *ly = &w.ly;
-        double per_gpu = (double)H * (double)model_kv_bytes_per_token_layer_gpu(ly);
-        double per_layer = (double)H * (double)model_kv_bytes_per_token_layer(ly);
-        double t_h2d = (double)link->latency_ns + per_gpu / link->h2d_bytes_per_s * 1e9, t_io = t_h2d, other = 0;
-        if (!strcmp(want_from, "ssd")) { /* two hops: the slower sets the pace, the other adds once */
-            const SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
-            double t_ssd = (double)sd->read_latency_ns + per_layer / (sd->read_bytes_per_s * w.platform->n_ssd) * 1e9;
-            t_io = t_ssd > t_h2d ? t_ssd : t_h2d;
-            other = t_ssd > t_h2d ? t_h2d : t_ssd;
-        }
-        double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
-        double O = 2e6;
-        int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
-        /* two-stage pipeline: the first load, then the slower stage L times, then the other's tail;
-         * the iteration cannot start before k layers arrived plus its host overhead */
-        double pipe = (t_io > t_c ? L * t_io + t_c : t_io + L * t_c) + other;
-        double start = (k ? k * t_io + other : 0) + O + L * t_c;
-        double want = pipe > start ? pipe : start;
-        CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
-        CHECK_EQ_I(r->loaded_tokens, H);
-        CHECK_EQ_I(r->queue_ns + r->restore_ns + r->prefill_ns, r->ttft_ns);
-    }
-    CHECK_NEAR(res.saved_bytes_per_token, (double)model_kv_bytes_per_token(&w.ly), 0, 0);
-    sim_result_free(&res);
-    sim_world_close(&w);
-}
-
-TEST(sim_isolated_kv_offload_dram_pipeline)
-{
-    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram", "dram");
-}
-
-TEST(sim_isolated_kv_offload_gqa_compute_bound)
-{
-    /* GQA: small KV per token, loads faster than compute → t_io + L·t_c */
-    check_offload(t, 4000, 2000, "hcache-a100", "Llama-3.1-8B", "dram", "dram");
-}
-
-TEST(sim_isolated_kv_offload_from_ssd)
-{
-    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram+ssd", "ssd");
-}
 
 TEST(sim_policy_registry_valid)
 {
