@@ -90,8 +90,8 @@
  *   by one IO thread in the order the header's io_order names: "fifo" claim order (the engine's
  *   channel without a policy pick), "oldest" the smallest request id's claim first, ties in claim
  *   order (CacheFlow's batch-aware scheduler, policy.h io_order);
- *   the compute runs iterations formed by iteration.c form_batch's rules from the requests' state at
- *   run time: decode tokens first, then in admission order new input and restoration compute (a
+ *   the compute runs iterations formed by the engine's own batching rule (sim/engine/batch.c
+ *   batch_form, which iteration.c calls too) from the requests' state at run time: decode tokens first, then in admission order new input and restoration compute (a
  *   low-priority request's after every new input), at most the header's token_budget tokens and
  *   comp_budget of restoration compute per iteration, a compute chunk every unclaimed token of its
  *   request up to those (comp_chunk when smaller) recomputed forward over the tokens before it; the

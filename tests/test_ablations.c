@@ -6,9 +6,9 @@
  *   - CacheFlow's axes only add options: cacheflow with an axis on <= the same axis off, per isolated
  *     request (token, layer, gpu, batch), on a shared NIC, per-stage links and an SSD array;
  *   - CacheFlow's batch-aware scheduling: its gain over Cake's FIFO two pointers does not fall as 1,
- *     2, 4, 8 requests restore at once;
- *   - the papers' baselines: recompute.token_budget=0 prefills history and new input in one
- *     iteration; SAVE_DIRECT's small writes cost the TBT the HCache paper reports (+34 % at batch 16).
+ *     2, 4, 8 requests restore at once.
+ * (recompute.token_budget=0's one iteration is in test_iteration.c, SAVE_DIRECT's TBT cost in
+ * test_tier.c.)
  * Isolated request: one session prefills the history, its next turn comes 10 s later with its KV
  * evicted (tests/simtest.h), so nothing queues. */
 #include <cJSON.h>
@@ -187,81 +187,4 @@ TEST(ablation_cacheflow_batch_gain_does_not_fall)
                   cf / 1e6, cake / 1e6);
         prev = gain;
     }
-}
-
-/* recompute.token_budget=0: vLLM without chunked prefill — history and new input in one iteration,
- * whatever the engine's budget */
-TEST(ablation_recompute_unchunked_is_one_iteration)
-{
-    SimConfig c;
-    int64_t n0 = 6000, n1 = 100, N = n0 + 1;
-    simtest_iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-    c.token_budget = 512;
-    simtest_set(t, &c, "recompute.token_budget", "0");
-    SimWorld w;
-    Rows rows;
-    SimResult res;
-    if (simtest_run(t, &c, "recompute", &w, &rows, &res) != 0) return;
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        /* one iteration: overhead + L × (linear(N + n) + attention of the history + of the new input) */
-        double layer = simtest_lin(&w, N + n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, N, 0, 0) +
-                       cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, N, 0);
-        double want = 2e6 + w.model->layers * layer;
-        CHECK_NEAR((double)rows.rows[1].ttft_ns, want, 1e-3, 1e3);
-        CHECK_EQ_I(rows.rows[1].recomputed_tokens, N);
-    }
-    sim_result_free(&res);
-    /* the default (-1) is the engine's chunked prefill: 12 iterations of 512, slower here */
-    Rows rows2;
-    memset(&rows2, 0, sizeof rows2);
-    SimResult res2;
-    KvErr e;
-    SimConfig c2 = c;
-    simtest_set(t, &c2, "recompute.token_budget", "-1");
-    sim_world_close(&w);
-    if (simtest_run(t, &c2, "recompute", &w, &rows2, &res2) != 0) return;
-    if (rows.n == 2 && rows2.n == 2) CHECK(rows2.rows[1].ttft_ns > rows.rows[1].ttft_ns);
-    sim_result_free(&res2);
-    sim_world_close(&w);
-    SimConfig c3 = c;
-    CHECK(sim_config_set(&c3, "recompute.token_budget", "-2", &e) != 0);
-    CHECK_CONTAINS(e.msg, "recompute.token_budget");
-}
-
-/* mean TBT of 16 sessions decoding together on the HCache box, hcache with its two-stage saves vs
- * direct writes from the critical path */
-static double tbt16(TestCtx *t, const char *save_mode)
-{
-    char csv[4096];
-    int n = snprintf(csv, sizeof csv, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
-    for (int i = 0; i < 16; i++) n += snprintf(csv + n, sizeof csv - (size_t)n, "s%d,0,0,1024,256,0\n", i);
-    SimConfig c;
-    sim_config_defaults(&c);
-    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "b16.csv", csv));
-    snprintf(c.platform, sizeof c.platform, "hcache-a100");
-    snprintf(c.model, sizeof c.model, "Llama-2-7B");
-    simtest_set(t, &c, "store", "dram+ssd");
-    simtest_set(t, &c, "save_mode", save_mode);
-    c.quiet = 1;
-    SimWorld w;
-    Rows rows;
-    SimResult res;
-    if (simtest_run(t, &c, "hcache", &w, &rows, &res) != 0) return -1;
-    double v = res.tbt_mean_ns;
-    sim_result_free(&res);
-    sim_world_close(&w);
-    return v;
-}
-
-/* HCache's paper: writing hidden states directly from the critical path costs +34 % TBT at batch 16
- * on Llama2-7B; small writes (a D2H copy and an SSD write IO per 64-token piece per layer, one write in
- * flight per drive) land near that, not at the +8–16 % of one bulk write per iteration */
-TEST(ablation_direct_save_small_writes_cost_tbt)
-{
-    double two = tbt16(t, "iteration"), direct = tbt16(t, "direct");
-    if (two <= 0 || direct <= 0) return;
-    double inc = direct / two - 1;
-    CHECK_MSG(inc > 0.25 && inc < 0.50, "direct writes: TBT %.3f ms vs two-stage %.3f ms (+%.1f %%)", direct / 1e6, two / 1e6,
-              inc * 100);
 }

@@ -1,7 +1,8 @@
-/* test_sim.c — the simulator core on isolated requests against closed forms, conservation and
- * determinism. Isolated request: one session, turn 0 fills the history, turn 1 (after a long think
- * time, with the KV evicted at the end of turn 0) restores it; turn 1's TTFT is compared with the
- * policy's closed form computed from the same cost model. */
+/* test_sim.c — whole runs of the simulator: the policy registry, conservation (every request once,
+ * bytes adding up), determinism, layouts and replicas, the shipped traces, the clock's limit, tiny
+ * max_context. The closed forms of one module's rule on isolated requests (one session, turn 0 fills
+ * the history, turn 1 restores it after a long think time) are in that module's file:
+ * test_iteration.c, test_restore.c, test_tier.c, test_lifecycle.c, test_setup.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,110 +15,6 @@
 #define keep_row simtest_keep_row
 #define iso_config simtest_iso_config
 #define lin simtest_lin
-
-TEST(sim_isolated_recompute_matches_chunk_sum)
-{
-    SimConfig c;
-    int64_t n0 = 5000, n1 = 300;
-    iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
-    snprintf(c.policy, sizeof c.policy, "recompute");
-    SimWorld w;
-    KvErr e;
-    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
-    Rows rows = {0};
-    SimResult res;
-    CHECK_MSG(sim_run(&w, "recompute", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        SimRequestRow *r = &rows.rows[1];
-        int64_t H = n0 + 1, C = c.token_budget;
-        double O = 2e6, L = w.model->layers, want = 0;
-        /* chunks of C over history + new as one sequence */
-        int64_t done = 0, total = H + n1;
-        while (done < total) {
-            int64_t chunk = total - done < C ? total - done : C;
-            /* the engine splits a chunk that straddles history/new into two items */
-            int64_t hpart = done < H ? (H - done < chunk ? H - done : chunk) : 0, npart = chunk - hpart;
-            double attn = 0;
-            if (hpart) attn += cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, hpart, done, 0);
-            if (npart) attn += cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, npart, done + hpart, 0);
-            want += O + L * (lin(&w, chunk) + attn);
-            done += chunk;
-        }
-        CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
-        CHECK_STR(r->restore_from, "recompute");
-        CHECK_EQ_I(r->recomputed_tokens, H);
-        CHECK_EQ_I(r->queue_ns, 0);
-        CHECK_EQ_I(r->queue_ns + r->restore_ns + r->prefill_ns, r->ttft_ns);
-    }
-    CHECK_EQ_U(res.requests, 2);
-    CHECK_NEAR(res.saved_bytes_per_token, 0, 0, 0);
-    sim_result_free(&res);
-    sim_world_close(&w);
-}
-
-static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platform, const char *model, const char *store,
-                          const char *want_from)
-{
-    SimConfig c;
-    iso_config(t, &c, n0, n1, platform, model);
-    simtest_set(t, &c, "store", store);
-    if (!strcmp(want_from, "ssd")) c.dram_bytes = 1; /* every save spills to the SSD array */
-    SimWorld w;
-    KvErr e;
-    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
-    Rows rows = {0};
-    SimResult res;
-    CHECK_MSG(sim_run(&w, "kv-offload", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        SimRequestRow *r = &rows.rows[1];
-        CHECK_STR(r->restore_from, want_from);
-        int64_t H = n0 + 1;
-        double L = w.model->layers;
-        const LinkSpec *link = &w.hw.links[w.platform->link];
-        ModelLayout *ly = &w.ly;
-        double per_gpu = (double)H * (double)model_kv_bytes_per_token_layer_gpu(ly);
-        double per_layer = (double)H * (double)model_kv_bytes_per_token_layer(ly);
-        double t_h2d = (double)link->latency_ns + per_gpu / link->h2d_bytes_per_s * 1e9, t_io = t_h2d, other = 0;
-        if (!strcmp(want_from, "ssd")) { /* two hops: the slower sets the pace, the other adds once */
-            const SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
-            double t_ssd = (double)sd->read_latency_ns + per_layer / (sd->read_bytes_per_s * w.platform->n_ssd) * 1e9;
-            t_io = t_ssd > t_h2d ? t_ssd : t_h2d;
-            other = t_ssd > t_h2d ? t_h2d : t_ssd;
-        }
-        double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
-        double O = 2e6;
-        int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
-        /* two-stage pipeline: the first load, then the slower stage L times, then the other's tail;
-         * the iteration cannot start before k layers arrived plus its host overhead */
-        double pipe = (t_io > t_c ? L * t_io + t_c : t_io + L * t_c) + other;
-        double start = (k ? k * t_io + other : 0) + O + L * t_c;
-        double want = pipe > start ? pipe : start;
-        CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
-        CHECK_EQ_I(r->loaded_tokens, H);
-        CHECK_EQ_I(r->queue_ns + r->restore_ns + r->prefill_ns, r->ttft_ns);
-    }
-    CHECK_NEAR(res.saved_bytes_per_token, (double)model_kv_bytes_per_token(&w.ly), 0, 0);
-    sim_result_free(&res);
-    sim_world_close(&w);
-}
-
-TEST(sim_isolated_kv_offload_dram_pipeline)
-{
-    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram", "dram");
-}
-
-TEST(sim_isolated_kv_offload_gqa_compute_bound)
-{
-    /* GQA: small KV per token, loads faster than compute → t_io + L·t_c */
-    check_offload(t, 4000, 2000, "hcache-a100", "Llama-3.1-8B", "dram", "dram");
-}
-
-TEST(sim_isolated_kv_offload_from_ssd)
-{
-    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram+ssd", "ssd");
-}
 
 TEST(sim_policy_registry_valid)
 {
@@ -278,106 +175,6 @@ TEST(sim_replays_leval) { replay_file(t, "traces/data/leval.csv", 2074, 1); }
 TEST(sim_replays_swebench) { replay_file(t, "traces/data/swebench.csv", 20163, 4); }
 TEST(sim_replays_mooncake_multi_replica) { replay_file(t, "traces/data/mooncake_conversation.csv", 12031, 8); }
 
-/* a measured host-link curve in the cost store replaces the catalog's bandwidth */
-#include "sim/cost/spec.h"
-#include "sim/cost/store.h"
-
-static int spec_emit(void *ctx, const StorePoint *p, KvErr *e) { return store_add_point(ctx, ((CostStore *)ctx)->run_id, p, e); }
-
-/* The isolated 8000-token restoration on HCache's box (store=dram) in c, and db (a file `name` in
- * the test's directory): a cost store holding the spec run of its GPU and model and an open "cpu" run
- * (m2) for the caller's link points; w0 is open on c. 0, or -1 (reported) */
-static int store_with_link_run(TestCtx *t, const char *name, char *db, size_t dbn, SimConfig *c, SimWorld *w0, CostStore *st,
-                               StoreRunMeta *m2)
-{
-    KvErr e;
-    snprintf(db, dbn, "%s/%s", test_tmpdir(t), name);
-    simtest_iso_config(t, c, 8000, 200, "hcache-a100", "Llama-2-7B");
-    simtest_set(t, c, "store", "dram");
-    if (sim_world_open(w0, c, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        return -1;
-    }
-    if (store_open(st, db, 1, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        sim_world_close(w0);
-        return -1;
-    }
-    StoreRunMeta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.backend, sizeof m.backend, "spec");
-    snprintf(m.device, sizeof m.device, "A100-40GB");
-    snprintf(m.model, sizeof m.model, "Llama-2-7B");
-    snprintf(m.dtype, sizeof m.dtype, "fp16");
-    m.tp = 1;
-    CHECK(store_begin_run(st, &m, &e) == 0);
-    SpecInputs in;
-    spec_inputs_from_platform(&in, &w0->hw, w0->platform, &w0->ly);
-    CHECK_MSG(spec_generate(&in, spec_emit, st, &e) == 0, "%s", e.msg);
-    CHECK(store_end_run(st, m.id, 1, &e) == 0);
-    memset(m2, 0, sizeof *m2);
-    snprintf(m2->backend, sizeof m2->backend, "cpu");
-    snprintf(m2->device, sizeof m2->device, "A100-40GB");
-    snprintf(m2->dtype, sizeof m2->dtype, "fp16");
-    m2->tp = 1;
-    CHECK(store_begin_run(st, m2, &e) == 0);
-    return 0;
-}
-
-/* points of op from 4 KiB to top bytes (×4) at 10 us + bytes / rate, into the open run m2 */
-static void link_points(TestCtx *t, CostStore *st, const StoreRunMeta *m2, CostOp op, int64_t top, double rate)
-{
-    KvErr e;
-    for (int64_t b = 4096; b <= top; b *= 4) {
-        StorePoint p = {.op = op, .tp = 1, .p1 = b, .n = 5};
-        snprintf(p.dtype, sizeof p.dtype, "fp16");
-        p.median_ns = p.p10_ns = p.p90_ns = 10000.0 + (double)b / rate * 1e9;
-        CHECK_MSG(store_add_point(st, m2->id, &p, &e) == 0, "%s", e.msg);
-    }
-}
-
-/* the run m2 ended, the store closed, w0 closed; then kv-offload on c with db as its costs */
-static int run_on_store(TestCtx *t, const char *db, SimConfig *c, SimWorld *w0, CostStore *st, const StoreRunMeta *m2, SimWorld *w,
-                        Rows *rows, SimResult *res)
-{
-    KvErr e;
-    CHECK(store_end_run(st, m2->id, 1, &e) == 0);
-    store_close(st);
-    sim_world_close(w0);
-    snprintf(c->costs, sizeof c->costs, "%s", db);
-    return simtest_run(t, c, "kv-offload", w, rows, res);
-}
-
-TEST(sim_measured_link_curve_sets_the_h2d_rate)
-{
-    char db[4200];
-    SimConfig c;
-    /* spec run for the compute ops, then a "measured" run of h2d at half the catalog's rate */
-    SimWorld w0;
-    CostStore st;
-    StoreRunMeta m2;
-    if (store_with_link_run(t, "costs.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
-    double half = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
-    link_points(t, &st, &m2, OP_H2D, 1LL << 32, half);
-    SimWorld w;
-    Rows rows;
-    SimResult res;
-    if (run_on_store(t, db, &c, &w0, &st, &m2, &w, &rows, &res) != 0) return;
-    CHECK_EQ_I(rows.n, 2);
-    if (rows.n == 2) {
-        int64_t H = 8001;
-        double L = w.model->layers;
-        double t_io = 10000.0 + (double)H * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) / half * 1e9;
-        double t_c = lin(&w, 200) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, 200, H, 0);
-        int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
-        double pipe = t_io > t_c ? L * t_io + t_c : t_io + L * t_c;
-        double start = k * t_io + 2e6 + L * t_c;
-        CHECK_NEAR((double)rows.rows[1].ttft_ns, pipe > start ? pipe : start, 0.01, 0);
-    }
-    sim_result_free(&res);
-    sim_world_close(&w);
-}
-
 /* In-range extremes end in a result or a refusal, never a wrapped clock: iter_overhead at its
  * maximum (10^6 s) over 100 requests needs more than the clock's 2^62 ns, with and without the
  * utilisation windows (whose doubling width once overflowed and looped for ever). */
@@ -409,40 +206,6 @@ TEST(sim_clock_limit_refused_not_wrapped)
         sim_util_free(&u);
         sim_world_close(&w);
     }
-}
-
-/* a store whose link curves stop at 64 MiB (a calibration of smaller transfers): the engine reads
- * each link's streaming rate off its curve (probes at 64 MiB and 1 GiB) without counting the probes
- * as the run's extrapolations (they once gave "4 cost lookups ... extrapolated" on every run); a
- * lookup past the range is still counted */
-TEST(sim_link_rate_probes_are_not_extrapolations)
-{
-    char db[4200];
-    SimConfig c;
-    SimWorld w0;
-    CostStore st;
-    StoreRunMeta m2;
-    if (store_with_link_run(t, "links64m.db", db, sizeof db, &c, &w0, &st, &m2) != 0) return;
-    double rate = w0.hw.links[w0.platform->link].h2d_bytes_per_s / 2;
-    const CostOp links[] = {OP_H2D, OP_D2H, OP_H2D_BIDIR, OP_D2H_BIDIR};
-    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) link_points(t, &st, &m2, links[k], 1LL << 26, rate);
-    SimWorld w;
-    Rows rows;
-    SimResult res;
-    if (run_on_store(t, db, &c, &w0, &st, &m2, &w, &rows, &res) != 0) return;
-    CHECK_EQ_U(res.extrapolations, 0);
-    for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) CHECK_EQ_U(res.extrapolations_op[links[k]], 0);
-    /* the rate is still the curve's slope (extrapolated past 64 MiB): the restoration's loads at it */
-    CHECK(rows.n == 2 && res.bytes_h2d > 0);
-    /* a lookup past the sampled range counts; a probe does not */
-    uint64_t before = w.cost.extrapolations[OP_H2D];
-    double probe = cost_probe_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0);
-    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before);
-    CHECK(cost_lookup_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0) == probe);
-    CHECK_EQ_U(w.cost.extrapolations[OP_H2D], before + 1);
-    CHECK_NEAR(probe, 10000.0 + (double)(1LL << 30) / rate * 1e9, 1e-9, 0);
-    sim_result_free(&res);
-    sim_world_close(&w);
 }
 
 /* max_context below a KV block (1..14 tokens, block_tokens 16), with and without the whole turn
@@ -479,35 +242,6 @@ TEST(sim_tiny_max_context_every_policy_completes)
                           n, alloc[a], ev, name, (unsigned long long)res.requests, (unsigned long long)res.truncated);
             sim_result_free(&res);
         }
-        sim_world_close(&w);
-    }
-}
-
-/* a GPU too small says which part does not fit: the weights (mem_util 0.30: 12 GB for 13.5 GB of
- * Llama-2-7B) or the KV cache left beside them (0.35: 14 GB holds the weights, not 1024 tokens of
- * KV); the second once read "weights 13.5 GB per GPU of 40.0 GB × mem_util 0.35", as if they did not */
-TEST(sim_does_not_fit_names_the_part_that_does_not)
-{
-    static const struct {
-        const char *mem_util, *want;
-    } cases[] = {{"0.30", "weights 13.5 GB per GPU, more than 40.0 GB × mem_util 0.30 = 12.00 GB"},
-                 {"0.35", "weights 13.48 GB per GPU leave 0.52 GB of 40.0 GB × mem_util 0.35 for the KV cache, less than 1024 tokens"}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        SimConfig c;
-        sim_config_defaults(&c);
-        c.requests = 5;
-        c.quiet = 1;
-        simtest_set(t, &c, "mem_util", cases[k].mem_util);
-        SimWorld w;
-        KvErr e = {{0}};
-        if (sim_world_open(&w, &c, &e) != 0) {
-            CHECK_MSG(0, "%s", e.msg);
-            return;
-        }
-        SimResult res;
-        CHECK(sim_run(&w, "recompute", NULL, NULL, NULL, NULL, &res, &e) != 0);
-        CHECK_CONTAINS(e.msg, cases[k].want);
-        sim_result_free(&res);
         sim_world_close(&w);
     }
 }

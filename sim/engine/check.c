@@ -120,7 +120,7 @@ static int check_requests(Sim *sm, Replica *rp, int64_t loads[2])
                             rq_state_name(r->state));
         if (r->state == RQ_DECODE && (r->resume_left > 0 || r->tw || r->recompute_left > 0 || r->new_left > 0))
             return sim_fail(sm, "sim_check: replica %d: decoding request %llu has work of an earlier phase left (resume %lld, "
-                            "tw %d, recompute %lld, new input %lld): form_batch skips its passes for an all-decode batch", i,
+                            "tw %d, recompute %lld, new input %lld): the batching rule (batch_form) skips its passes for an all-decode batch", i,
                             (unsigned long long)r->id, (long long)r->resume_left, r->tw, (long long)r->recompute_left,
                             (long long)r->new_left);
         r->s->chk_active = 1;

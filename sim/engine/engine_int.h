@@ -7,6 +7,7 @@
  * the engine's headers are checked as engine_int.h's row.
  *   evq.c         the event queue (evq.h)
  *   core.c        the run's error, pushing events, the lifecycle table
+ *   batch.c       the batching rule: what joins the next iteration (batch.h; kvcal execute --race too)
  *   engine_int.h  the structs, the request lifecycle, SIM_CHECK, event helpers (inline)
  *   config.c      the settings table, --set parsing, resolution against the catalogs
  *   sweepspec.c   a sweep's grid of settings (sweepspec.h)
@@ -73,6 +74,7 @@
 #include <string.h>
 
 #include "policies/policy.h"
+#include "sim/engine/batch.h"
 #include "sim/engine/channel.h"
 #include "sim/engine/evq.h"
 #include "sim/engine/prefix.h"
@@ -80,7 +82,7 @@
 #include "traces/trace.h"
 
 enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
-enum { IT_DECODE, IT_RECOMP, IT_NEW, IT_RESUME };
+/* the kinds of an iteration's items (IT_DECODE, IT_RECOMP, IT_NEW, IT_RESUME) are batch.h's */
 
 /* the request lifecycle (see the table above) */
 typedef enum RqState { RQ_ARRIVED = 0, RQ_QUEUED, RQ_RESTORING, RQ_PREFILL, RQ_DECODE, RQ_DONE, RQ_NSTATES } RqState;
@@ -482,6 +484,10 @@ struct Sim {
     int64_t lb_layer_n;
     struct SchedOut *sched;               /* schedule_out.c: the schedule written (NULL: off) */
     const SimObserver *observer;          /* the run's observer (schedule_out.c's while it writes; NULL: none) */
+    /* iteration.c's scratch for the batching rule: the admitted requests as rows, the items */
+    BatchReq *batch_rq;
+    BatchItem *batch_it;
+    int batch_cap;
     /* tier.c calls it after dropping a session's saved state (TTL, capacity): the session may be
      * freed or leave memory then (setup.c sets waitq.c's; NULL: sess_maybe_free) */
     void (*state_dropped)(Sim *sm, Session *s);

@@ -42,81 +42,59 @@ static int item_add(Sim *sm, Replica *rp, IterItem it)
     return 0;
 }
 
-/* the batch: decode first; then, in admission order, restoration compute and new input; then
- * low-priority restoration compute (Cake: decode > ordinary prefill > restoration) */
+/* r as the batching rule sees it */
+static BatchReq batch_view(const Request *r)
+{
+    return (BatchReq){
+        .decode = r->state == RQ_DECODE,
+        .decode_ctx = r->hist + r->nnew + r->out_done,
+        .low_prio = r->low_prio,
+        .tw = r->tw,
+        .tw_busy = r->tw_comp_inflight != 0,
+        .lw_pending = r->lw_pending,
+        .lw_wait = r->lw_pending && !r->stage_par && r->arrived_prefix < r->early_layers,
+        .new_unchunked = r->recompute_chunk < 0 && r->recompute_total > 0,
+        .resume_left = r->resume_left,
+        .resume_done = r->resume_done,
+        .tw_avail = r->tw_io_issued - r->tw_comp,
+        .tw_comp = r->tw_comp,
+        .tw_chunk = r->tw_comp_chunk,
+        .recompute_left = r->recompute_left,
+        .recompute_done = r->recompute_done,
+        .recompute_chunk = r->recompute_chunk,
+        .lw_tokens = r->lw_tokens,
+        .new_left = r->new_left,
+        .new_ctx = r->hist + r->new_done,
+    };
+}
+
+/* the batch, by the batching rule (batch.c) over rp's admitted requests in admission order; a
+ * token-wise compute chunk is in flight from now */
 static void form_batch(Sim *sm, Replica *rp)
 {
     rp->n_items = 0;
-    int64_t budget = sm->cfg->token_budget;
-    /* restoration compute may take at most restore_share of the budget (Cake's emulation of GPU
-     * availability); 1 = no cap */
-    int64_t rbudget = sm->cfg->restore_share >= 1 ? INT64_MAX : (int64_t)(sm->cfg->restore_share * (double)budget);
-    int low = 0; /* some request's restoration compute is low-priority: pass 1 does nothing without one */
-    for (int i = 0; i < rp->n_active; i++) {
-        Request *r = rp->active[i];
-        low |= r->low_prio;
-        if (r->state == RQ_DECODE) {
-            item_add(sm, rp, (IterItem){r, IT_DECODE, 0, 1, r->hist + r->nnew + r->out_done});
-            budget--;
+    int n = rp->n_active;
+    if (n > sm->batch_cap) {
+        int nc = n > 2 * sm->batch_cap ? n : 2 * sm->batch_cap;
+        BatchReq *nq = realloc(sm->batch_rq, (size_t)nc * sizeof *nq);
+        if (nq) sm->batch_rq = nq;
+        BatchItem *ni = realloc(sm->batch_it, (size_t)nc * 2 * sizeof *ni);
+        if (ni) sm->batch_it = ni;
+        if (!nq || !ni) {
+            sim_fail(sm, "out of memory");
+            return;
         }
+        sm->batch_cap = nc;
     }
-    /* every admitted request decodes: the passes add nothing (a decoding request has no resume,
-     * restoration compute or new input left: sim_check's check_requests checks it) */
-    if (rp->n_items == rp->n_active) return;
-    /* (pass 1 acts only where pass == r->low_prio: the rest of its body continues, new input is pass 0's) */
-    for (int pass = 0; pass < (low ? 2 : 1); pass++)
-        for (int i = 0; i < rp->n_active && budget > 0; i++) {
-            Request *r = rp->active[i];
-            if (r->resume_left > 0) { /* re-prefilling its context after a preemption (blocks.c) */
-                if (pass == 0) {
-                    int64_t c = r->resume_left < budget ? r->resume_left : budget;
-                    item_add(sm, rp, (IterItem){r, IT_RESUME, 0, c, r->resume_done});
-                    budget -= c;
-                }
-                continue;
-            }
-            if (pass == r->low_prio) { /* restoration compute in its pass */
-                if (r->tw) {
-                    int64_t avail = r->tw_io_issued - r->tw_comp;
-                    if (avail > 0 && !r->tw_comp_inflight && rbudget > 0) {
-                        int64_t c = avail < budget ? avail : budget;
-                        if (c > rbudget) c = rbudget;
-                        if (r->tw_comp_chunk > 0 && c > r->tw_comp_chunk) c = r->tw_comp_chunk;
-                        item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->tw_comp});
-                        r->tw_comp_inflight = c;
-                        budget -= c;
-                        rbudget -= c;
-                    }
-                    continue;
-                }
-                if (r->recompute_left > 0) {
-                    /* the history is prefilled again as the head of one sequence: its last chunk and
-                     * the first chunk of the new input may share an iteration */
-                    if (rbudget <= 0) continue;
-                    int unchunked = r->recompute_chunk < 0; /* the policy's: one prefill of it all */
-                    int64_t c = r->recompute_left < budget ? r->recompute_left : budget;
-                    if (c > rbudget) c = rbudget;
-                    if (r->recompute_chunk > 0 && c > r->recompute_chunk) c = r->recompute_chunk;
-                    if (unchunked) c = r->recompute_left;
-                    item_add(sm, rp, (IterItem){r, IT_RECOMP, 0, c, r->recompute_done});
-                    budget = budget > c ? budget - c : 0;
-                    rbudget -= c;
-                    if (c < r->recompute_left || (budget == 0 && !unchunked) || r->lw_tokens > 0 || pass == 1) continue;
-                    goto new_input; /* the history ends in this iteration */
-                }
-            }
-            if (pass == 1 || r->tw || r->recompute_left > 0) continue;
-        new_input:
-            if (r->new_left > 0) {
-                int lw = r->lw_pending;
-                /* stage-parallel: joins at once, each stage's lane waits for its own boundary (walk.c) */
-                if (lw && !r->stage_par && r->arrived_prefix < r->early_layers) continue;
-                int64_t c = r->new_left < budget ? r->new_left : budget;
-                if (r->recompute_chunk < 0 && r->recompute_total > 0) c = r->new_left; /* unchunked prefill */
-                item_add(sm, rp, (IterItem){r, IT_NEW, lw, c, r->hist + r->new_done});
-                budget = budget > c ? budget - c : 0;
-            }
-        }
+    for (int i = 0; i < n; i++) sm->batch_rq[i] = batch_view(rp->active[i]);
+    int k = batch_form(sm->batch_rq, n, sm->cfg->token_budget, batch_restore_budget(sm->cfg->token_budget, sm->cfg->restore_share),
+                       sm->batch_it);
+    for (int j = 0; j < k; j++) {
+        const BatchItem *b = &sm->batch_it[j];
+        Request *r = rp->active[b->req];
+        if (b->kind == IT_RECOMP && r->tw) r->tw_comp_inflight = b->tokens;
+        item_add(sm, rp, (IterItem){r, b->kind, b->lw, b->tokens, b->ctx});
+    }
 }
 
 /* per-layer durations of the batch in rp->layer_ns, and the stage-parallel lanes (r->lane_ns) */

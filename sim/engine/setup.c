@@ -281,6 +281,11 @@ void sim_teardown(Sim *sm)
     sm->rb_next = sm->rb_head = NULL;
     free(sm->lb_layer_ns);
     sm->lb_layer_ns = NULL;
+    free(sm->batch_rq);
+    free(sm->batch_it);
+    sm->batch_rq = NULL;
+    sm->batch_it = NULL;
+    sm->batch_cap = 0;
     if (sm->trace) trace_close(sm->trace);
     if (sm->pol && sm->pol->fini) sm->pol->fini(sm->pstate);
 }

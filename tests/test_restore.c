@@ -1,0 +1,117 @@
+/* test_restore.c — restore.c's rules on isolated requests (tests/simtest.h): a layer-wise KV load's
+ * pipeline against its closed form (from DRAM, from the SSD array's two hops, compute-bound GQA);
+ * where a history's bytes are read from when a save is still in flight (a store without a DRAM tier
+ * has no host copy: the restoration waits for the landing, or recomputes when that is slower). */
+#include <math.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "sim/engine/sim.h"
+#include "tests/harness.h"
+#include "tests/simtest.h"
+
+#define keep_row simtest_keep_row
+#define iso_config simtest_iso_config
+#define lin simtest_lin
+
+static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platform, const char *model, const char *store,
+                          const char *want_from)
+{
+    SimConfig c;
+    iso_config(t, &c, n0, n1, platform, model);
+    simtest_set(t, &c, "store", store);
+    if (!strcmp(want_from, "ssd")) c.dram_bytes = 1; /* every save spills to the SSD array */
+    SimWorld w;
+    KvErr e;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    Rows rows = {0};
+    SimResult res;
+    CHECK_MSG(sim_run(&w, "kv-offload", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
+    CHECK_EQ_I(rows.n, 2);
+    if (rows.n == 2) {
+        SimRequestRow *r = &rows.rows[1];
+        CHECK_STR(r->restore_from, want_from);
+        int64_t H = n0 + 1;
+        double L = w.model->layers;
+        const LinkSpec *link = &w.hw.links[w.platform->link];
+        ModelLayout *ly = &w.ly;
+        double per_gpu = (double)H * (double)model_kv_bytes_per_token_layer_gpu(ly);
+        double per_layer = (double)H * (double)model_kv_bytes_per_token_layer(ly);
+        double t_h2d = (double)link->latency_ns + per_gpu / link->h2d_bytes_per_s * 1e9, t_io = t_h2d, other = 0;
+        if (!strcmp(want_from, "ssd")) { /* two hops: the slower sets the pace, the other adds once */
+            const SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+            double t_ssd = (double)sd->read_latency_ns + per_layer / (sd->read_bytes_per_s * w.platform->n_ssd) * 1e9;
+            t_io = t_ssd > t_h2d ? t_ssd : t_h2d;
+            other = t_ssd > t_h2d ? t_h2d : t_ssd;
+        }
+        double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
+        double O = 2e6;
+        int k = t_io > t_c ? (int)ceil(L * (1 - t_c / t_io) - 1e-9) : 0;
+        /* two-stage pipeline: the first load, then the slower stage L times, then the other's tail;
+         * the iteration cannot start before k layers arrived plus its host overhead */
+        double pipe = (t_io > t_c ? L * t_io + t_c : t_io + L * t_c) + other;
+        double start = (k ? k * t_io + other : 0) + O + L * t_c;
+        double want = pipe > start ? pipe : start;
+        CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
+        CHECK_EQ_I(r->loaded_tokens, H);
+        CHECK_EQ_I(r->queue_ns + r->restore_ns + r->prefill_ns, r->ttft_ns);
+    }
+    CHECK_NEAR(res.saved_bytes_per_token, (double)model_kv_bytes_per_token(&w.ly), 0, 0);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(restore_layer_wise_from_dram_closed_form)
+{
+    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram", "dram");
+}
+
+TEST(restore_layer_wise_gqa_compute_bound_closed_form)
+{
+    /* GQA: small KV per token, loads faster than compute → t_io + L·t_c */
+    check_offload(t, 4000, 2000, "hcache-a100", "Llama-3.1-8B", "dram", "dram");
+}
+
+TEST(restore_layer_wise_from_ssd_closed_form)
+{
+    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram+ssd", "ssd");
+}
+
+/* A store without a DRAM tier (store=remote) has no host copy a restoration may read: the host
+ * buffer a save crosses on its way to the NIC is not a tier. The next turn, arriving while the save
+ * is still in flight, waits for it to land in the remote store and loads it from there (every
+ * restored byte over the NIC: net_in = h2d), or recomputes when that wait is estimated slower. With a
+ * DRAM tier (store=dram+remote) the same turn reads the DRAM copy (nothing over the NIC). */
+static void in_flight_no_dram(TestCtx *t, const char *store, const char *nic, const char *want_from, int over_nic)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, 4096, 100, "cake-a100", "Llama-2-13B");
+    c.think_ns = 0;
+    simtest_set(t, &c, "store", store);
+    simtest_set(t, &c, "nic", nic);
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "kv-offload", &w, &rows, &res) != 0) return;
+    CHECK_EQ_I(rows.n, 2);
+    if (rows.n == 2) CHECK_MSG(!strcmp(rows.rows[1].restore_from, want_from), "store=%s nic=%s: restore_from %s, wanted %s", store, nic,
+                               rows.rows[1].restore_from, want_from);
+    if (!strcmp(want_from, "in-flight")) {
+        CHECK_EQ_I((long long)res.restore_waits, 1);
+        CHECK(res.bytes_h2d > 0);
+        if (over_nic) CHECK_MSG(res.bytes_net_in == res.bytes_h2d, "net_in %.0f, h2d %.0f", res.bytes_net_in, res.bytes_h2d);
+        else CHECK_MSG(res.bytes_net_in == 0, "net_in %.0f with a DRAM copy", res.bytes_net_in);
+    } else {
+        CHECK_EQ_I((long long)res.fallback_slower, 1); /* the wait to land was estimated slower: counted */
+        CHECK(res.bytes_net_in == 0);
+    }
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+TEST(restore_no_dram_tier_no_host_copy_read)
+{
+    in_flight_no_dram(t, "remote", "400G", "in-flight", 1);   /* waits for the landing, loads over the NIC */
+    in_flight_no_dram(t, "remote", "32Gbps", "recompute", 0); /* landing 3.4 GB at 4 GB/s: slower than recomputing */
+    in_flight_no_dram(t, "dram+remote", "400G", "in-flight", 0); /* a DRAM tier: its copy is read */
+}
