@@ -455,6 +455,12 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         cJSON_AddNumberToObject(pc, "blocks_inserted", (double)r->prefix_inserted);
         cJSON_AddNumberToObject(pc, "blocks_deduplicated", (double)r->prefix_deduplicated);
         cJSON_AddNumberToObject(pc, "blocks_evicted", (double)r->prefix_evicted);
+        if (cfg->replicas > 1) { /* per replica: the share of the blocks looked up that were cached */
+            cJSON *pr = cJSON_AddArrayToObject(pc, "replica_block_hit_share");
+            for (int i = 0; i < cfg->replicas && i < 64; i++)
+                cJSON_AddItemToArray(pr, cJSON_CreateNumber(r->prefix_rep_lookups[i] ? (double)r->prefix_rep_hits[i] /
+                                                                                     (double)r->prefix_rep_lookups[i] : NAN));
+        }
     }
     /* KV blocks (alloc=ondemand): decode steps that found no free block preempted a request */
     cJSON *pe = cJSON_AddObjectToObject(o, "preemption");

@@ -228,3 +228,38 @@ TEST(prefix_cache_block_size_must_divide)
     CHECK_CONTAINS(e.msg, "block_tokens=48");
     sim_world_close(&w);
 }
+
+/* router=prefix sends a new session to the replica whose cache holds its prefix; least-loaded to the
+ * replica with the fewest requests (here: away from the one that has it) */
+TEST(prefix_cache_router_prefix_follows_the_cache)
+{
+    char text[4096];
+    size_t o = (size_t)snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens,hash_ids\n");
+    const char *chains = "AABB";
+    for (int i = 0; chains[i]; i++) { /* long outputs: each request still decodes when the next arrives */
+        o += (size_t)snprintf(text + o, sizeof text - o, "s%d,0,%d,%d,400,0,", i, i, 9 * PB);
+        for (int b = 0; b < 8; b++) o += (size_t)snprintf(text + o, sizeof text - o, "%d ", (chains[i] - 'A') * 1000 + b);
+        o += (size_t)snprintf(text + o, sizeof text - o, "%d\n", 100000 + i);
+    }
+    const char *tr = test_write_file(t, "router.csv", text);
+    const char *routers[2] = {"least-loaded", "prefix"};
+    const uint64_t want[2] = {0, 2};
+    for (int k = 0; k < 2; k++) {
+        SimConfig c;
+        Rows rows;
+        SimResult res;
+        chain_config(t, &c, tr, "true", NULL);
+        simtest_set(t, &c, "replicas", "2");
+        simtest_set(t, &c, "router", routers[k]);
+        if (run_checked(t, &c, "recompute", &rows, &res) != 0) return;
+        CHECK_MSG(res.prefix_hit_requests == want[k], "router=%s: %llu requests hit, expected %llu", routers[k],
+                  (unsigned long long)res.prefix_hit_requests, (unsigned long long)want[k]);
+        if (k == 1) { /* each chain on its own replica */
+            CHECK_EQ_I(rows.rows[0].replica, rows.rows[1].replica);
+            CHECK_EQ_I(rows.rows[2].replica, rows.rows[3].replica);
+            CHECK(rows.rows[0].replica != rows.rows[2].replica);
+            CHECK_EQ_U(res.prefix_rep_hits[0] + res.prefix_rep_hits[1], res.prefix_hits);
+        }
+        sim_result_free(&res);
+    }
+}

@@ -38,6 +38,7 @@ static const char *const g_save_names[] = {"policy", "turn", "iteration", "direc
 static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
 static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* SimArrivals order */
 static const char *const g_alloc_names[] = {"ondemand", "reserve", NULL};   /* SimAlloc order */
+static const char *const g_router_names[] = {"least-loaded", "prefix", NULL}; /* SimRouter order */
 static const char *const g_preempt_names[] = {"recompute", "swap", NULL};   /* SimPreempt order */
 
 SimLoadMode sim_load_mode(const SimConfig *c)
@@ -137,6 +138,9 @@ static const CfgKey g_keys[] = {
     NUMK("tp", CT_INT, tp, "1", 1, 1024, 0, NULL, "tensor-parallel GPUs per stage (tp × pp <= the platform's GPUs per node)"),
     NUMK("pp", CT_INT, pp, "1", 1, SIM_MAX_STAGES, 0, NULL, "pipeline stages per replica"),
     NUMK("replicas", CT_INT, replicas, "1", 1, 64, 0, NULL, "model replicas, one node each (sessions pinned to one)"),
+    ENUMK("router", router, "least-loaded", g_router_names,
+          "a new session's replica (it stays there): least-loaded (the fewest requests) or prefix (the longest prefix of its "
+          "first request in the replica's prefix cache, ties to the fewest requests; vLLM production-stack and llm-d style)"),
     STRK("gpu", gpu, "platform", 0, "platform", "GPU replacing the platform's (kvsim list gpus; 'platform': the platform's)"),
     STRK("host_link", host_link, "platform", 0, "platform",
          "host link replacing the platform's GPU<->host link (kvsim list links; 'platform': the platform's)"),

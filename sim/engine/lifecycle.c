@@ -122,9 +122,15 @@ void release_request(Sim *sm, Turn *r)
 {
     Session *s = r->s;
     if (s->replica < 0) {
+        const uint64_t *nm = NULL;
+        uint32_t nn = 0;
+        int named = sm->cfg->router == SIM_ROUTER_PREFIX && sm->names.n && pnames_get(&sm->names, r->id, &nm, &nn);
         int best = 0;
-        for (int i = 1; i < sm->R; i++)
-            if (sm->rep[i].active_count < sm->rep[best].active_count) best = i;
+        size_t best_hit = named ? prefix_longest(&sm->rep[0].pfx, nm, nn) : 0;
+        for (int i = 1; i < sm->R; i++) {
+            size_t hit = named ? prefix_longest(&sm->rep[i].pfx, nm, nn) : 0;
+            if (hit > best_hit || (hit == best_hit && sm->rep[i].active_count < sm->rep[best].active_count)) best = i, best_hit = hit;
+        }
         s->replica = best;
     }
     Replica *rp = &sm->rep[s->replica];
@@ -190,7 +196,10 @@ static Turn *turn_from_trace(Sim *sm, const TraceRequest *tr)
     r->when_ns = tr->arrival_ns;
     r->think_ns = tr->think_ns;
     r->offered_ns = -1;
-    if (tr->n_prefix_blocks > 0 && sm->cfg->prefix_cache && turn_names(sm, r, tr) != 0) return NULL;
+    if (tr->n_prefix_blocks > 0 && sm->cfg->prefix_cache && turn_names(sm, r, tr) != 0) {
+        turn_free(sm, r);
+        return NULL;
+    }
     return r;
 }
 

@@ -256,6 +256,8 @@ void metrics_on_run_end(Sim *sm)
     for (int i = 0; i < sm->R; i++) {
         const PrefixStats *ps = &sm->rep[i].pfx.st;
         out->prefix_lookups += (uint64_t)ps->lookups;
+        out->prefix_rep_lookups[i] = (uint64_t)ps->lookups;
+        out->prefix_rep_hits[i] = (uint64_t)ps->hits;
         out->prefix_hits += (uint64_t)ps->hits;
         out->prefix_inserted += (uint64_t)ps->inserted;
         out->prefix_deduplicated += (uint64_t)ps->deduplicated;

@@ -131,6 +131,13 @@ static uint32_t entry_new(PrefixStore *p, uint64_t hash)
     return i;
 }
 
+size_t prefix_longest(const PrefixStore *p, const uint64_t *h, size_t n)
+{
+    size_t k = 0;
+    while (k < n && find(p, h[k])) k++;
+    return k;
+}
+
 size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n)
 {
     size_t k = 0;

@@ -51,6 +51,8 @@ void prefix_free(PrefixStore *p);
 
 /* How many leading blocks of h[0..n) are resident (counted in st.lookups / st.hits). */
 size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n);
+/* The same without counting it (a router comparing places). */
+size_t prefix_longest(const PrefixStore *p, const uint64_t *h, size_t n);
 /* Whether one block is resident (not counted). */
 int prefix_has(const PrefixStore *p, uint64_t hash);
 

@@ -91,6 +91,9 @@ typedef enum SimLoadMode { SIM_LOAD_SESSION = 0, SIM_LOAD_TRACE, SIM_LOAD_CONCUR
  * first output token) with a watermark of free blocks kept, grows a request's blocks as its context
  * crosses block boundaries during decode and preempts when the pool runs out (vLLM's block manager) */
 typedef enum SimAlloc { SIM_ALLOC_ONDEMAND = 0, SIM_ALLOC_RESERVE } SimAlloc;
+/* where a new session goes (it stays there): the replica with the fewest requests, or the one whose
+ * prefix cache holds the longest prefix of its first request (ties: the fewest requests) */
+typedef enum SimRouter { SIM_ROUTER_LEAST_LOADED = 0, SIM_ROUTER_PREFIX } SimRouter;
 /* what a preempted request's KV becomes: RECOMPUTE frees it (the request re-prefills its whole
  * context when re-admitted; vLLM v1's only mode), SWAP copies it to host DRAM over D2H and back over H2D */
 typedef enum SimPreempt { SIM_PREEMPT_RECOMPUTE = 0, SIM_PREEMPT_SWAP } SimPreempt;
@@ -124,6 +127,7 @@ typedef struct SimConfig {
     double mem_util;            /* share of HBM the engine may use (weights + KV pool) */
     int block_tokens;
     SimAlloc alloc;             /* KV block allocation: on demand with preemption, or whole-turn reservation */
+    SimRouter router;           /* a new session's replica */
     SimPreempt preempt;         /* alloc=ondemand: what a preempted request's KV becomes */
     double block_watermark;     /* alloc=ondemand: share of the pool's blocks kept free at admission */
     /* workload */
@@ -296,6 +300,7 @@ typedef struct SimResult {
     uint64_t prefix_named, hits_prefix, prefix_hit_requests, prefix_hit_tokens;
     uint64_t prefix_lookups, prefix_hits, prefix_inserted, prefix_deduplicated, prefix_evicted;
     int64_t prefix_block_tokens;
+    uint64_t prefix_rep_lookups[64], prefix_rep_hits[64]; /* per replica (replicas <= 64): blocks looked up, found */
     /* restoration windows: time with >= 1 restoration in progress (RQ_RESTORING) summed over replicas,
      * and each resource's busy share inside them */
     double win_ns;
