@@ -449,6 +449,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         cJSON_AddNumberToObject(pc, "requests_hit", (double)r->prefix_hit_requests);
         cJSON_AddNumberToObject(pc, "request_hit_share", r->prefix_named ? (double)r->prefix_hit_requests / (double)r->prefix_named : NAN);
         cJSON_AddNumberToObject(pc, "hit_tokens", (double)r->prefix_hit_tokens);
+        cJSON_AddNumberToObject(pc, "restored_from_another_session", (double)r->prefix_borrowed);
         cJSON_AddNumberToObject(pc, "blocks_looked_up", (double)r->prefix_lookups);
         cJSON_AddNumberToObject(pc, "blocks_hit", (double)r->prefix_hits);
         cJSON_AddNumberToObject(pc, "block_hit_share", r->prefix_lookups ? (double)r->prefix_hits / (double)r->prefix_lookups : NAN);
@@ -859,11 +860,12 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
         named = 1;
         fprintf(out,
                 "%s: prefix cache: %llu of %llu requests took a cached prefix (%llu tokens not computed; %.1f%% of the %llu "
-                "blocks looked up were cached), %llu blocks inserted, %llu computed again by a request that overlapped (kept once), %llu evicted\n",
+                "blocks looked up were cached), %llu blocks inserted, %llu computed again by a request that overlapped (kept once), %llu evicted; "
+                "%llu histories restored from another session's saved copy\n",
                 r->policy, (unsigned long long)r->prefix_hit_requests, (unsigned long long)r->prefix_named,
                 (unsigned long long)r->prefix_hit_tokens, r->prefix_lookups ? 100.0 * (double)r->prefix_hits / (double)r->prefix_lookups : 0,
                 (unsigned long long)r->prefix_lookups, (unsigned long long)r->prefix_inserted,
-                (unsigned long long)r->prefix_deduplicated, (unsigned long long)r->prefix_evicted);
+                (unsigned long long)r->prefix_deduplicated, (unsigned long long)r->prefix_evicted, (unsigned long long)r->prefix_borrowed);
     }
     if (named && w->cfg->evict_each_turn)
         fprintf(out, "note: evict_each_turn drops each session's own KV when its turn ends; the blocks the trace names stay in "

@@ -263,3 +263,44 @@ TEST(prefix_cache_router_prefix_follows_the_cache)
         sim_result_free(&res);
     }
 }
+
+/* A pool that holds one chain, A B A B with the prefix as history: the second A and B find only part
+ * of their prefix in HBM; a saving policy restores the whole history from the first A's (B's) saved
+ * copy in DRAM, as its own session's saved state would be read; recompute computes what HBM lost */
+TEST(prefix_cache_history_loaded_from_another_sessions_copy)
+{
+    SimConfig c;
+    SimWorld w;
+    KvErr e;
+    chain_config(t, &c, chain_trace(t, "probe2.csv", "A", 1, 0, 1), "true", "0.45");
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    SimCapacity cap;
+    sim_world_capacity(&w, &cap);
+    sim_world_close(&w);
+    int k = (int)(cap.pool_tokens * 6 / 10 / PB) - 1;
+    if (k < 4) {
+        CHECK_MSG(0, "pool of %lld tokens: too small for the case", (long long)cap.pool_tokens);
+        return;
+    }
+    const char *tr = chain_trace(t, "abab_hist.csv", "ABAB", k, k, 30);
+    Rows kv, rc;
+    SimResult rkv, rrc;
+    chain_config(t, &c, tr, "true", "0.45");
+    if (run_checked(t, &c, "kv-offload", &kv, &rkv) != 0) return;
+    chain_config(t, &c, tr, "true", "0.45");
+    if (run_checked(t, &c, "recompute", &rc, &rrc) != 0) return;
+    CHECK_EQ_U(rkv.prefix_borrowed, 2);
+    CHECK_EQ_U(rrc.prefix_borrowed, 0);
+    for (int i = 2; i < 4 && i < kv.n && i < rc.n; i++) {
+        CHECK_STR(kv.rows[i].restore_from, "dram");
+        CHECK_EQ_I(kv.rows[i].loaded_tokens, (int64_t)k * PB);
+        CHECK_EQ_I(kv.rows[i].recomputed_tokens, 0);
+        CHECK(rc.rows[i].recomputed_tokens > 0 && rc.rows[i].recomputed_tokens < (int64_t)k * PB); /* a partial HBM hit */
+        CHECK(kv.rows[i].ttft_ns < kv.rows[0].ttft_ns);
+    }
+    sim_result_free(&rkv);
+    sim_result_free(&rrc);
+}

@@ -124,9 +124,7 @@ static int check_requests(Sim *sm, Replica *rp, int64_t loads[2])
                             (unsigned long long)r->id, (long long)r->resume_left, r->tw, (long long)r->recompute_left,
                             (long long)r->new_left);
         r->s->chk_active = 1;
-        if (r->s->loading != (r->loads_left > 0))
-            return sim_fail(sm, "sim_check: session %llu: loading %d but its request has %d loads in flight",
-                            (unsigned long long)r->s->id, r->s->loading, r->loads_left);
+        if (r->loads_left > 0) rq_src(r)->chk_loading++; /* its own session's state, or a donor's */
     }
     if (rp->q_len != rp->qh.n + rp->sp.n + rp->qt.n)
         return sim_fail(sm, "sim_check: replica %d: %zu turns counted queued, %zu + %llu in the spill file + %zu held", i,
@@ -166,8 +164,9 @@ static int check_sessions(Sim *sm, Agg *agg)
             return sim_fail(sm, "sim_check: session %llu: %d saves counted in flight, %d save units found",
                             (unsigned long long)s->id, s->saving, s->chk_saving);
         if (s->replica < 0) continue;
-        if (!s->chk_active && s->loading)
-            return sim_fail(sm, "sim_check: session %llu: loading %d with no admitted request", (unsigned long long)s->id, s->loading);
+        if (s->loading != s->chk_loading)
+            return sim_fail(sm, "sim_check: session %llu: loading %d, but %d admitted requests read its saved state",
+                            (unsigned long long)s->id, s->loading, s->chk_loading);
         if (s->chk_active && s->in_hbm_lru)
             return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
                             (unsigned long long)s->id);
@@ -212,7 +211,7 @@ static int check_replica(Sim *sm, Replica *rp, const Agg *a)
 int sim_check(Sim *sm)
 {
     for (size_t k = 0; k < sm->tab_cap; k++)
-        if (sm->tab[k]) sm->tab[k]->chk_saving = sm->tab[k]->chk_active = 0;
+        if (sm->tab[k]) sm->tab[k]->chk_saving = sm->tab[k]->chk_active = sm->tab[k]->chk_loading = 0;
     Agg *agg = calloc((size_t)sm->R + 1, sizeof *agg);
     if (!agg) return sim_fail(sm, "out of memory");
     int rc = 0;

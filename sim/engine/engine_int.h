@@ -148,7 +148,8 @@ struct Session {
     int32_t pfx_n;
     Session *t_prev, *t_next;  /* tier LRU */
     int64_t last_use_ns;
-    int chk_saving, chk_active; /* sim_check's scratch */
+    int chk_saving;             /* sim_check's scratch: save units, an admitted turn, requests reading its state */
+    int16_t chk_active, chk_loading;
     /* concurrency=N (lifecycle.c): seen in the stream, held by a client, next in the FIFO of
      * sessions read and not yet given a client */
     int conc_seen, conc_client;
@@ -237,6 +238,8 @@ struct Request {
     uint64_t *names;
     int32_t n_names, held;
     int64_t pfx_hit;
+    Session *donor;             /* the session whose saved copy its restoration reads (NULL: its own; only
+                                   dereferenced while loads_left > 0, which keeps the donor's state) */
     /* preemption (blocks.c): times preempted; a preempted request's pending re-admission (1), the
      * context tokens it re-prefills (recompute), its swap units in flight out / in (swap) */
     int preempts, preempted;
@@ -419,6 +422,7 @@ struct Sim {
     TraceRequest next_tr;
     int have_next, trace_done;
     PrefixNames names;                    /* the block names of turns not admitted yet, by request id */
+    PrefixOwners owners;                  /* a named block -> the session that saved it last (saving policies) */
     int64_t pfx_B;                        /* tokens per named block (0: the trace named none so far) */
     Replica *rep;
     int R, S, L, T;
@@ -585,6 +589,9 @@ static inline int64_t blocks_tokens(const Sim *sm, int64_t tokens)
     return (tokens + b - 1) / b * b;
 }
 
+/* the session whose saved state r's restoration reads */
+static inline Session *rq_src(const Request *r) { return r->donor ? r->donor : r->s; }
+
 /* pool tokens of a context of `tokens` whose first `held` named blocks are in the prefix cache (the
  * cache holds those, each pfx_B tokens, once for every holder) */
 static inline int64_t blocks_private(const Sim *sm, int64_t tokens, int64_t held)
@@ -642,6 +649,7 @@ static inline void rq_set_in_iter(Sim *sm, Request *r, int on)
 /* ------------------------------------------------------------------ session.c */
 
 Session *sess_get(Sim *sm, uint64_t id);
+Session *sess_peek(Sim *sm, uint64_t id); /* NULL when not in memory */
 void sess_maybe_free(Sim *sm, Session *s);
 /* at teardown: every session and the turns pending in them */
 void sess_free_all(Sim *sm);

@@ -88,6 +88,12 @@ void request_done(Sim *sm, Replica *rp, Request *r)
     s->last_use_ns = sim_now(sm);
     s->busy = 0;
     if (sm->save_mode != SAVE_DIRECT) tier_save_range(sm, s, ctx); /* the rest of the turn (all of it at turn end) */
+    if (sm->save_bpt > 0) /* its saved copy holds these blocks: another session may restore them from it */
+        for (int32_t i = 0; i < s->pfx_n; i++)
+            if (powners_set(&sm->owners, s->pfx_names[i], s->id) != 0) {
+                sim_fail(sm, "out of memory");
+                return;
+            }
     if (sm->cfg->evict_each_turn) {
         sess_drop_resident(sm, rp, s);
     } else {
@@ -417,21 +423,32 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
 
 /* How many leading blocks of q's names (nm[0, nn)) it takes from the prefix cache: those its session
  * holds when its history is resident, else the cache's longest match — never the block of its
- * context's last token (that token is computed: its output comes from it, as in vLLM), and none
- * when the history is partly cached and the session has a saved copy of it to restore (a
- * restoration plan covers a whole history) */
+ * context's last token (that token is computed: its output comes from it, as in vLLM). A history
+ * the cache covers only in part is restored whole instead (a restoration plan covers a whole
+ * history) when its session has a saved copy, or when another session saved the same blocks in a
+ * tier this replica reads (*donor: that session) */
 static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q, const uint64_t *nm, uint32_t nn,
-                          int resident_ok)
+                          int resident_ok, Session **donor)
 {
     int64_t B = sm->pfx_B, limit = ((int64_t)q->hist + q->nnew - 1) / B;
     size_t n = (int64_t)nn < limit ? nn : (size_t)(limit > 0 ? limit : 0), k = 0;
+    *donor = NULL;
     if (resident_ok) {
         while (k < n && k < (size_t)s->pfx_n && s->pfx_names[k] == nm[k]) k++;
         return k;
     }
     k = prefix_match(&rp->pfx, nm, n);
-    if ((int64_t)k * B < q->hist && (s->tier != TIER_NONE || s->saving)) k = 0;
-    return k;
+    if ((int64_t)k * B >= q->hist) return k;
+    if (s->tier != TIER_NONE || s->saving) return 0;
+    uint64_t id;
+    int64_t last = (int64_t)q->hist / B - 1; /* the block that ends the history */
+    if (sm->save_bpt <= 0 || q->hist % B != 0 || last >= (int64_t)nn || !powners_get(&sm->owners, nm[last], &id)) return k;
+    Session *d = sess_peek(sm, id);
+    if (!d || d == s || d->tier == TIER_NONE || d->saved_tokens < (int64_t)q->hist || d->saving || d->spilling ||
+        (!tier_table[d->tier].shared && d->replica != s->replica))
+        return k;
+    *donor = d;
+    return 0;
 }
 
 /* Admission, FIFO, as soon as memory and a batch slot allow — also while an iteration runs, so that
@@ -457,8 +474,9 @@ void admit_queue(Sim *sm, Replica *rp)
         uint32_t nn = 0;
         size_t held = 0; /* the leading named blocks it takes from the prefix cache, pinned from here on */
         int64_t looked = rp->pfx.st.lookups, found = rp->pfx.st.hits; /* counted once it is admitted */
+        Session *donor = NULL;
         if (!pre && sm->names.n && pnames_get(&sm->names, q->id, &nm, &nn)) {
-            held = prefix_take(sm, rp, s, q, nm, nn, resident_ok);
+            held = prefix_take(sm, rp, s, q, nm, nn, resident_ok, &donor);
             prefix_acquire(&rp->pfx, nm, held);
         }
         /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
@@ -484,6 +502,7 @@ void admit_queue(Sim *sm, Replica *rp)
         if (!pre && !(r = request_from_turn(sm, q))) return;
         if (!pre && r->names) {
             r->held = (int32_t)held;
+            r->donor = donor;
             if (resident_ok && s->pfx_names) { /* the session's blocks: now this request's (held above) */
                 prefix_release(&rp->pfx, s->pfx_names, (size_t)s->pfx_n);
                 free(s->pfx_names);

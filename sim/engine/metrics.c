@@ -160,6 +160,7 @@ void metrics_on_admit(Sim *sm, MetricSource src, Tier t)
 void metrics_on_prefix(Sim *sm, const Request *r)
 {
     sm->res->prefix_named++;
+    if (r->donor && r->loads_left > 0) sm->res->prefix_borrowed++;
     if (r->pfx_hit <= 0) return;
     sm->res->prefix_hit_requests++;
     sm->res->prefix_hit_tokens += (uint64_t)r->pfx_hit;

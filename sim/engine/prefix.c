@@ -306,6 +306,54 @@ void pnames_free(PrefixNames *m)
     memset(m, 0, sizeof *m);
 }
 
+static size_t po_find(const PrefixOwners *m, uint64_t key)
+{
+    size_t j = (size_t)kv_mix64(key) & (m->n_slot - 1);
+    while (m->key[j] && m->key[j] != key) j = (j + 1) & (m->n_slot - 1);
+    return j;
+}
+
+int powners_set(PrefixOwners *m, uint64_t hash, uint64_t owner)
+{
+    if ((m->n + 1) * 4 > m->n_slot * 3) {
+        size_t ns = m->n_slot ? m->n_slot * 2 : 256, n_old = m->n_slot;
+        uint64_t *k = calloc(ns, sizeof *k), *v = calloc(ns, sizeof *v), *ok = m->key, *ov = m->val;
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return -1;
+        }
+        m->key = k, m->val = v, m->n_slot = ns;
+        for (size_t i = 0; i < n_old; i++)
+            if (ok[i]) {
+                size_t j = po_find(m, ok[i]);
+                m->key[j] = ok[i], m->val[j] = ov[i];
+            }
+        free(ok);
+        free(ov);
+    }
+    size_t j = po_find(m, hash);
+    if (!m->key[j]) m->key[j] = hash, m->n++;
+    m->val[j] = owner;
+    return 0;
+}
+
+int powners_get(const PrefixOwners *m, uint64_t hash, uint64_t *owner)
+{
+    if (!m->n) return 0;
+    size_t j = po_find(m, hash);
+    if (!m->key[j]) return 0;
+    *owner = m->val[j];
+    return 1;
+}
+
+void powners_free(PrefixOwners *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
 int prefix_check(const PrefixStore *p, char *msg, size_t len)
 {
     int64_t resident = 0, in_lru = 0;

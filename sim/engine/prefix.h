@@ -92,6 +92,16 @@ int pnames_take(PrefixNames *m, uint64_t id, uint64_t **h, uint32_t *n);
 int pnames_get(const PrefixNames *m, uint64_t id, const uint64_t **h, uint32_t *n);
 void pnames_free(PrefixNames *m);
 
+/* A block's owner: the session that saved it last, by hash (overwritten, never removed: a reader
+ * checks the owner still has it). O(1) expected per call, memory O(distinct blocks saved). */
+typedef struct PrefixOwners {
+    uint64_t *key, *val;     /* key 0: empty (hashes are never 0) */
+    size_t n_slot, n;
+} PrefixOwners;
+int powners_set(PrefixOwners *m, uint64_t hash, uint64_t owner); /* -1: out of memory */
+int powners_get(const PrefixOwners *m, uint64_t hash, uint64_t *owner);  /* 1 found, 0 not */
+void powners_free(PrefixOwners *m);
+
 /* The walker's check of the invariants above; 0 when they hold, else -1 with a line in msg. */
 int prefix_check(const PrefixStore *p, char *msg, size_t len);
 

@@ -70,7 +70,7 @@ static void part_add(Request *r, int st, int64_t lo, int64_t hi, int64_t N, Tier
  * not a tier): there [land_pos, issued_pos) is read from the destination once it has landed. */
 static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
 {
-    Session *s = r->s;
+    Session *s = rq_src(r);
     for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
     if (s->tier == TIER_NONE && !s->saving) return 0;
     int64_t c = s->tier != TIER_NONE ? s->saved_tokens : 0;
@@ -126,8 +126,8 @@ static Unit *load_part(Sim *sm, Request *r, const StatePart *p, int64_t tokens, 
 
 static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
 {
-    if (p->wait == PW_D2H && sess_d2h(r->s)[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 0);
-    else if (p->wait == PW_LAND && sess_land(sm, r->s)[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 1);
+    if (p->wait == PW_D2H && sess_d2h(rq_src(r))[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 0);
+    else if (p->wait == PW_LAND && sess_land(sm, rq_src(r))[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 1);
     else ch_enqueue(sm, u);
 }
 
@@ -139,7 +139,7 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
     int64_t now = sim_now(sm);
     if (layer >= 0) {
         if (now > r->t_restored) r->t_restored = now;
-        if (--r->loads_left == 0) r->s->loading--;
+        if (--r->loads_left == 0) rq_src(r)->loading--;
         if (--r->layer_units[layer] > 0) return; /* the layer's other places still to come */
         if (restore_is_boundary(sm, r, layer)) {
             r->bnd_left--;
@@ -351,7 +351,7 @@ void restore_tw_check_done(Sim *sm, Request *r)
     if (now > r->t_restored) r->t_restored = now;
     if (r->loads_left) {
         r->loads_left = 0;
-        r->s->loading--;
+        rq_src(r)->loading--;
     }
     restore_progress(sm, r);
     sim_kick(sm, &sm->rep[r->replica]);
@@ -502,7 +502,7 @@ _Static_assert(sizeof ((RestorePlan *)0)->layer_mode == SIM_MAX_LAYERS && sizeof
 /* the plan's layer-wise part: validate the modes, count the loads, issue them */
 static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
 {
-    Session *s = r->s;
+    Session *s = rq_src(r);
     r->mode = malloc((size_t)sm->L);
     r->arrived = sim_zalloc((size_t)sm->L);
     r->layer_units = sim_zalloc((size_t)sm->L);
@@ -550,7 +550,7 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
  * start it. *ideal: the plan said the state is on the GPU already (the Ideal reference). */
 static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *ideal)
 {
-    Session *s = r->s;
+    Session *s = rq_src(r); /* its own saved state, or the copy of another session that saved the same blocks */
     r->parts = malloc((size_t)sm->S * RESTORE_MAX_PARTS * sizeof *r->parts);
     if (!r->parts) return sim_fail(sm, "out of memory");
     tier_expire_session(sm, s);
@@ -588,7 +588,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     memset(&plan, 0, sizeof plan);
     plan.early_layers = -1;
     if (sm->pol->plan_restore(sm->pstate, &sm->env, &q, &plan, sm->e) != 0) return sm->failed = 1, -1;
-    SIM_CHECK(sm, s->resident_tokens == 0); /* admission released KV that does not cover the history */
+    SIM_CHECK(sm, r->s->resident_tokens == 0); /* admission released KV that does not cover the history */
     if (plan.no_restore) { /* the state is on the GPU by assumption: no restoration to bound */
         *ideal = 1;
         r->lb_ns = 0;

@@ -79,6 +79,8 @@ static Session *sess_new(Sim *sm, uint64_t id)
     return s;
 }
 
+Session *sess_peek(Sim *sm, uint64_t id) { return sess_find(sm, id); }
+
 Session *sess_get(Sim *sm, uint64_t id)
 {
     Session *s = sess_find(sm, id);

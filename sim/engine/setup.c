@@ -263,6 +263,7 @@ void sim_teardown(Sim *sm)
         if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) turn_free(sm, ev.obj);
     sess_free_all(sm);
     pnames_free(&sm->names);
+    powners_free(&sm->owners);
     lifecycle_free(sm);
     metrics_free(sm);
     while (sm->free_units) {

@@ -298,6 +298,7 @@ typedef struct SimResult {
      * compute (prefix_hit_requests, prefix_hit_tokens), and the caches' block counts summed over
      * replicas: looked up, found, made resident, inserted again (deduplicated), evicted */
     uint64_t prefix_named, hits_prefix, prefix_hit_requests, prefix_hit_tokens;
+    uint64_t prefix_borrowed;     /* restorations that loaded another session's saved copy of the same blocks */
     uint64_t prefix_lookups, prefix_hits, prefix_inserted, prefix_deduplicated, prefix_evicted;
     int64_t prefix_block_tokens;
     uint64_t prefix_rep_lookups[64], prefix_rep_hits[64]; /* per replica (replicas <= 64): blocks looked up, found */

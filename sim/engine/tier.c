@@ -71,7 +71,7 @@ void tier_touch(Sim *sm, Session *s)
  * (FIFO) */
 void tier_park(Sim *sm, Request *r, Unit *u, int64_t upto, int land)
 {
-    Session *s = r->s;
+    Session *s = rq_src(r);
     u->wait_pos = upto;
     u->wait_land = land;
     u->enq_ns = sim_now(sm);
