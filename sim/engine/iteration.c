@@ -42,12 +42,12 @@ static int item_add(Sim *sm, Replica *rp, IterItem it)
     return 0;
 }
 
-/* r as the batching rule sees it */
+/* r as the batching rule sees it (a decoding request has no work of an earlier phase left:
+ * sim_check's check_requests checks it) */
 static BatchReq batch_view(const Request *r)
 {
+    if (r->state == RQ_DECODE) return (BatchReq){.decode = 1, .decode_ctx = r->hist + r->nnew + r->out_done};
     return (BatchReq){
-        .decode = r->state == RQ_DECODE,
-        .decode_ctx = r->hist + r->nnew + r->out_done,
         .low_prio = r->low_prio,
         .tw = r->tw,
         .tw_busy = r->tw_comp_inflight != 0,
