@@ -43,12 +43,10 @@ static double nearest_rank(const double *sorted, size_t n, double q)
 
 int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, FidelityRow *rows, KvErr *e)
 {
-    const ModelSpec *model = model_find(mc, m->model, e);
-    if (!model) return kv_err_prefix(e, "%s: key \"model\": ", m->origin);
-    const GpuSpec *gpu = hw_find_gpu(hw, m->device, e);
-    if (!gpu) return kv_err_prefix(e, "%s: key \"device\": ", m->origin);
+    const ModelSpec *model = NULL;
+    const GpuSpec *gpu = NULL;
     KvDtype dt;
-    if (kv_dtype_parse(m->dtype, &dt, e) != 0) return kv_err_prefix(e, "%s: key \"dtype\": ", m->origin);
+    if (profile_resolve(m, mc, hw, &model, &gpu, &dt, e) != 0) return -1;
     ModelLayout ly = {model, dt, m->tp, 1};
     if (model_layout_check(&ly, e) != 0) return -1;
     SpecInputs in;

@@ -728,17 +728,24 @@ static void base_meta(StoreRunMeta *r, const ProfileManifest *m, const char *bac
     r->tp = m->tp;
 }
 
+int profile_resolve(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, const ModelSpec **model,
+                    const GpuSpec **gpu, KvDtype *dt, KvErr *e)
+{
+    if (!(*model = model_find(mc, m->model, e))) return kv_err_prefix(e, "%s: key \"model\": ", m->origin);
+    if (!(*gpu = hw_find_gpu(hw, m->device, e))) return kv_err_prefix(e, "%s: key \"device\": ", m->origin);
+    if (kv_dtype_parse(m->dtype, dt, e) != 0) return kv_err_prefix(e, "%s: key \"dtype\": ", m->origin);
+    return 0;
+}
+
 int profile_import(CostStore *st, const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, ProfileImportStats *out,
                    KvErr *e)
 {
     memset(out, 0, sizeof *out);
     ProfilePoints *pp = &out->pp;
-    const ModelSpec *model = model_find(mc, m->model, e);
-    if (!model) return kv_err_prefix(e, "%s: key \"model\": ", m->origin);
-    const GpuSpec *gpu = hw_find_gpu(hw, m->device, e);
-    if (!gpu) return kv_err_prefix(e, "%s: key \"device\": ", m->origin);
+    const ModelSpec *model = NULL;
+    const GpuSpec *gpu = NULL;
     KvDtype dt;
-    if (kv_dtype_parse(m->dtype, &dt, e) != 0) return kv_err_prefix(e, "%s: key \"dtype\": ", m->origin);
+    if (profile_resolve(m, mc, hw, &model, &gpu, &dt, e) != 0) return -1;
     const PlatformSpec *plat = NULL;
     if (m->platform[0] && !(plat = hw_find_platform(hw, m->platform, e))) return kv_err_prefix(e, "%s: key \"platform\": ", m->origin);
     for (int i = 0; i < m->n_files; i++) {

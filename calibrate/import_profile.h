@@ -107,6 +107,10 @@ typedef struct ProfileImportStats {
     ProfilePoints pp;               /* the counts (v freed) */
 } ProfileImportStats;
 
+/* The manifest's model, GPU and dtype from the catalogs (an error names the manifest's key). */
+int profile_resolve(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, const ModelSpec **model,
+                    const GpuSpec **gpu, KvDtype *dt, KvErr *e);
+
 /* Read the manifest's files and write the measured run and the run of unmeasured ops to st; a
  * profile imported before (its measured run found) is not written again.
  * hw may hold an overlay (a GPU the embedded catalog lacks). All or nothing per run. */

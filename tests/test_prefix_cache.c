@@ -71,6 +71,28 @@ static int run_checked(TestCtx *t, const SimConfig *c, const char *policy, Rows 
     return rc;
 }
 
+/* the shared blocks k of a chain whose k + 1 blocks fit the pool at mem_util 0.45 when two chains do
+ * not; -1 (a failed check) when the pool is too small for such cases */
+static int one_chain_blocks(TestCtx *t)
+{
+    SimConfig c;
+    SimWorld w;
+    KvErr e;
+    chain_config(t, &c, chain_trace(t, "probe.csv", "A", 1, 0, 1), "true", "0.45");
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return -1;
+    }
+    SimCapacity cap;
+    sim_world_capacity(&w, &cap);
+    sim_world_close(&w);
+    int k = (int)(cap.pool_tokens * 6 / 10 / PB) - 1;
+    CHECK_MSG(k >= 4, "pool of %lld tokens: too small for the case", (long long)cap.pool_tokens);
+    if (k < 4) return -1;
+    CHECK((int64_t)(k + 2) * PB <= cap.pool_tokens && (int64_t)(2 * k + 1) * PB > cap.pool_tokens);
+    return k;
+}
+
 TEST(prefix_cache_shared_prefix_closed_form)
 {
     const int N = 5, K = 16;
@@ -147,22 +169,9 @@ TEST(prefix_cache_never_slower_for_any_policy)
 
 TEST(prefix_cache_lru_textbook_sequences)
 {
-    /* the pool for mem_util 0.45: one chain of k + 1 blocks fits, two chains do not */
     SimConfig c;
-    SimWorld w;
-    KvErr e;
-    chain_config(t, &c, chain_trace(t, "probe.csv", "A", 1, 0, 1), "true", "0.45");
-    if (sim_world_open(&w, &c, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        return;
-    }
-    SimCapacity cap;
-    sim_world_capacity(&w, &cap);
-    sim_world_close(&w);
-    int k = (int)(cap.pool_tokens * 6 / 10 / PB) - 1;
-    CHECK_MSG(k >= 4, "pool of %lld tokens: too small for the case", (long long)cap.pool_tokens);
-    if (k < 4) return;
-    CHECK((int64_t)(k + 2) * PB <= cap.pool_tokens && (int64_t)(2 * k + 1) * PB > cap.pool_tokens);
+    int k = one_chain_blocks(t);
+    if (k < 0) return;
     /* AABB: the second of each pair finds its whole prefix; ABAB: each admission evicts the other
      * chain's blocks it needs room for, tail first (vLLM's order), so A and B find only the
      * leading blocks that survived */
@@ -270,21 +279,8 @@ TEST(prefix_cache_router_prefix_follows_the_cache)
 TEST(prefix_cache_history_loaded_from_another_sessions_copy)
 {
     SimConfig c;
-    SimWorld w;
-    KvErr e;
-    chain_config(t, &c, chain_trace(t, "probe2.csv", "A", 1, 0, 1), "true", "0.45");
-    if (sim_world_open(&w, &c, &e) != 0) {
-        CHECK_MSG(0, "%s", e.msg);
-        return;
-    }
-    SimCapacity cap;
-    sim_world_capacity(&w, &cap);
-    sim_world_close(&w);
-    int k = (int)(cap.pool_tokens * 6 / 10 / PB) - 1;
-    if (k < 4) {
-        CHECK_MSG(0, "pool of %lld tokens: too small for the case", (long long)cap.pool_tokens);
-        return;
-    }
+    int k = one_chain_blocks(t);
+    if (k < 0) return;
     const char *tr = chain_trace(t, "abab_hist.csv", "ABAB", k, k, 30);
     Rows kv, rc;
     SimResult rkv, rrc;
