@@ -86,6 +86,17 @@ static void form_batch(Sim *sm, Replica *rp)
         }
         sm->batch_cap = nc;
     }
+    /* every request decodes (most iterations): batch_form would give each its decode item in
+     * admission order, whatever the budgets; made here without describing the requests to it */
+    int all_decode = 1;
+    for (int i = 0; i < n && all_decode; i++) all_decode = rp->active[i]->state == RQ_DECODE;
+    if (all_decode) {
+        for (int i = 0; i < n; i++) {
+            Request *r = rp->active[i];
+            item_add(sm, rp, (IterItem){r, IT_DECODE, 0, 1, r->hist + r->nnew + r->out_done});
+        }
+        return;
+    }
     for (int i = 0; i < n; i++) sm->batch_rq[i] = batch_view(rp->active[i]);
     int k = batch_form(sm->batch_rq, n, sm->cfg->token_budget, batch_restore_budget(sm->cfg->token_budget, sm->cfg->restore_share),
                        sm->batch_it);
