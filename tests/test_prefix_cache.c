@@ -300,3 +300,24 @@ TEST(prefix_cache_history_loaded_from_another_sessions_copy)
     sim_result_free(&rkv);
     sim_result_free(&rrc);
 }
+
+/* a resident session whose next turn's names were cut with its context (max_context): the session's
+ * cached blocks stay cached, unreferenced, and the pool's accounting holds (the walker runs) */
+TEST(prefix_cache_resident_session_with_names_cut)
+{
+    const char *tr = test_write_file(t, "cut.csv",
+                                     "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens,hash_ids\n"
+                                     "s0,0,0,1024,8,0,1 2\ns0,1,,600,8,1032,1 2 3\ns1,0,5,1024,8,0,1 2\n");
+    SimConfig c;
+    Rows rows;
+    SimResult res;
+    chain_config(t, &c, tr, "true", NULL);
+    simtest_set(t, &c, "evict_each_turn", "false");
+    simtest_set(t, &c, "max_context", "1500");
+    if (run_checked(t, &c, "kv-offload", &rows, &res) != 0) return;
+    CHECK_EQ_I(rows.n, 3);
+    CHECK_EQ_U(res.truncated, 1);
+    CHECK_EQ_U(res.prefix_named, 2);      /* the cut turn names nothing */
+    CHECK_EQ_U(res.prefix_hit_requests, 1); /* s1 finds s0's first block (its second holds s1's last token) */
+    sim_result_free(&res);
+}

@@ -500,10 +500,12 @@ void admit_queue(Sim *sm, Replica *rp)
         }
         pool_reserve(sm, rp, extra);
         if (!pre && !(r = request_from_turn(sm, q))) return;
-        if (!pre && r->names) {
+        if (!pre) {
             r->held = (int32_t)held;
             r->donor = donor;
-            if (resident_ok && s->pfx_names) { /* the session's blocks: now this request's (held above) */
+            /* the session's blocks: the request holds those its names share (above), the rest stay
+             * cached, unreferenced (all of them when its names were cut with its context) */
+            if (resident_ok && s->pfx_names) {
                 prefix_release(&rp->pfx, s->pfx_names, (size_t)s->pfx_n);
                 free(s->pfx_names);
                 s->pfx_names = NULL;
