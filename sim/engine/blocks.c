@@ -149,7 +149,7 @@ static int preempt(Sim *sm, Replica *rp, int idx)
     sm->res->preemptions++;
     if (r->preempts == 1) sm->res->preempted_requests++;
     if (sm->cfg->preempt == SIM_PREEMPT_SWAP) {
-        r->swap_tokens = r->reserved_tokens;
+        r->swap_tokens = r->reserved_tokens + r->held * sm->pfx_B; /* its whole context: its cached blocks too */
         swap_issue(sm, r, 0);
     }
     pool_release(sm, rp, r->reserved_tokens);
