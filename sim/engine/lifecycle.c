@@ -426,9 +426,10 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
  * context's last token (that token is computed: its output comes from it, as in vLLM). A history
  * the cache covers only in part is restored whole instead (a restoration plan covers a whole
  * history) when its session has a saved copy, or when another session saved the same blocks in a
- * tier this replica reads (*donor: that session) */
+ * tier this replica reads (*donor: that session). The cache's match, `found` of `asked` blocks, is
+ * counted by the caller once the turn is admitted (asked 0: none made) */
 static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q, const uint64_t *nm, uint32_t nn,
-                          int resident_ok, Session **donor)
+                          int resident_ok, Session **donor, size_t *found, size_t *asked)
 {
     int64_t B = sm->pfx_B, limit = ((int64_t)q->hist + q->nnew - 1) / B;
     size_t n = (int64_t)nn < limit ? nn : (size_t)(limit > 0 ? limit : 0), k = 0;
@@ -437,7 +438,8 @@ static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q,
         while (k < n && k < (size_t)s->pfx_n && s->pfx_names[k] == nm[k]) k++;
         return k;
     }
-    k = prefix_match(&rp->pfx, nm, n);
+    k = *found = prefix_longest(&rp->pfx, nm, n);
+    *asked = n;
     if ((int64_t)k * B >= q->hist) return k;
     if (s->tier != TIER_NONE || s->saving) return 0;
     uint64_t id;
@@ -473,10 +475,10 @@ void admit_queue(Sim *sm, Replica *rp)
         const uint64_t *nm = NULL;
         uint32_t nn = 0;
         size_t held = 0; /* the leading named blocks it takes from the prefix cache, pinned from here on */
-        int64_t looked = rp->pfx.st.lookups, found = rp->pfx.st.hits; /* counted once it is admitted */
+        size_t found = 0, asked = 0;
         Session *donor = NULL;
         if (!pre && sm->names.n && pnames_get(&sm->names, q->id, &nm, &nn)) {
-            held = prefix_take(sm, rp, s, q, nm, nn, resident_ok, &donor);
+            held = prefix_take(sm, rp, s, q, nm, nn, resident_ok, &donor, &found, &asked);
             prefix_acquire(&rp->pfx, nm, held);
         }
         /* alloc=reserve: the whole turn; ondemand: its prompt and first token (blocks.c) */
@@ -487,8 +489,6 @@ void admit_queue(Sim *sm, Replica *rp)
         }
         if (rp->pool_used + extra > cap) {
             prefix_release(&rp->pfx, nm, held);
-            rp->pfx.st.lookups = looked;
-            rp->pfx.st.hits = found;
             break;
         }
         Request *r;
@@ -501,6 +501,7 @@ void admit_queue(Sim *sm, Replica *rp)
         pool_reserve(sm, rp, extra);
         if (!pre && !(r = request_from_turn(sm, q))) return;
         if (!pre) {
+            if (asked) prefix_count(&rp->pfx, found, asked);
             r->held = (int32_t)held;
             r->donor = donor;
             /* the session's blocks: the request holds those its names share (above), the rest stay

@@ -138,12 +138,16 @@ size_t prefix_longest(const PrefixStore *p, const uint64_t *h, size_t n)
     return k;
 }
 
+void prefix_count(PrefixStore *p, size_t found, size_t asked)
+{
+    p->st.lookups += (int64_t)(found < asked ? found + 1 : found);
+    p->st.hits += (int64_t)found;
+}
+
 size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n)
 {
-    size_t k = 0;
-    while (k < n && find(p, h[k])) k++;
-    p->st.lookups += (int64_t)(k < n ? k + 1 : k);
-    p->st.hits += (int64_t)k;
+    size_t k = prefix_longest(p, h, n);
+    prefix_count(p, k, n);
     return k;
 }
 

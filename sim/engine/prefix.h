@@ -51,8 +51,10 @@ void prefix_free(PrefixStore *p);
 
 /* How many leading blocks of h[0..n) are resident (counted in st.lookups / st.hits). */
 size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n);
-/* The same without counting it (a router comparing places). */
+/* The same without counting it (a router comparing places, an admission that may not happen yet)
+ * and the count alone: `found` of `asked` leading blocks resident. */
 size_t prefix_longest(const PrefixStore *p, const uint64_t *h, size_t n);
+void prefix_count(PrefixStore *p, size_t found, size_t asked);
 /* Whether one block is resident (not counted). */
 int prefix_has(const PrefixStore *p, uint64_t hash);
 
