@@ -6,8 +6,15 @@
  * prefills the new tokens, loading k = ceil(L·(1 − t_c/t_io)) layers before the iteration starts
  * lets the remaining loads hide behind the compute of all L layers (k = 0 when t_io <= t_c), so the
  * shared iteration is not stalled layer after layer. The finishing time of an isolated restoration
- * is the two-stage pipeline bound: max(L·t_io + t_c, t_io + L·t_c) after admission. */
+ * is the two-stage pipeline bound: max(L·t_io + t_c, t_io + L·t_c) after admission.
+ *
+ * Whole-request onboarding (layerwise=false): the history is loaded completely, in chunks of
+ * chunk_size tokens of every layer, before its new input is prefilled — what vLLM's
+ * OffloadingConnector and LMCache (use_layerwise false, chunk_size 256) do. An isolated
+ * restoration then finishes at load + prefill: N·L bytes at the bottleneck hop plus one transfer
+ * latency per chunk, then the iteration of the new tokens. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "policies/policy.h"
 
@@ -32,9 +39,36 @@ int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestoreP
     return 0;
 }
 
+typedef struct OffloadState {
+    int layerwise;
+    int64_t chunk;
+} OffloadState;
+
+static int offload_init(const PolicyEnv *env, void **state, KvErr *e)
+{
+    OffloadState *o = malloc(sizeof *o);
+    if (!o) return kv_err(e, "kv-offload: out of memory");
+    o->layerwise = policy_knob(env, "layerwise") != 0;
+    o->chunk = (int64_t)policy_knob(env, "chunk_size");
+    if (o->layerwise && o->chunk != 256) {
+        long long chunk = (long long)o->chunk;
+        free(o);
+        return kv_err(e, "kv-offload.chunk_size=%lld: the chunk of whole-request loading; set kv-offload.layerwise=false with it", chunk);
+    }
+    *state = o;
+    return 0;
+}
+
+static void offload_fini(void *state) { free(state); }
+
 static int offload_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    return kv_offload_plan_scaled(env, q, plan, 1.0);
+    const OffloadState *o = state;
+    if (o->layerwise) return kv_offload_plan_scaled(env, q, plan, 1.0);
+    plan->tokenwise = 1;
+    plan->whole = 1;
+    plan->io_chunk_tokens = o->chunk;
+    return 0;
 }
 
 static double offload_saved(void *state, const PolicyEnv *env)
@@ -42,9 +76,20 @@ static double offload_saved(void *state, const PolicyEnv *env)
     return (double)model_kv_bytes_per_token(env->ly);
 }
 
+static const PolicyKnob g_offload_knobs[] = {
+    {.name = "layerwise", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1,
+     .help = "load layer by layer, pipelined with the prefill (false: the whole history first, then the prefill)"},
+    {.name = "chunk_size", .type = KNOB_INT, .def = 256, .min = 16, .max = 1 << 20,
+     .help = "layerwise=false: tokens per load of every layer (LMCache's chunk_size)"},
+};
+
 const KvPolicyOps policy_kv_offload = {
     .name = "kv-offload",
     .summary = "save KV after each turn (DRAM, then SSD/remote); load it back layer by layer, pipelined",
+    .init = offload_init,
+    .fini = offload_fini,
     .plan_restore = offload_plan,
     .saved_bytes_per_token = offload_saved,
+    .knobs = g_offload_knobs,
+    .n_knobs = (int)KV_ARRAY_LEN(g_offload_knobs),
 };

@@ -60,6 +60,10 @@ typedef struct RestorePlan {
      * layers); they meet at run time. Excludes recompute_tokens and layer_mode. */
     int tokenwise;
     int64_t io_chunk_tokens;
+    /* with tokenwise: no compute pointer — the whole history is loaded in io_chunk_tokens chunks
+     * (all layers each) before the request's new input is prefilled (whole-request onboarding: vLLM's
+     * OffloadingConnector, LMCache with use_layerwise false) */
+    int whole;
     int64_t comp_chunk_tokens; /* 0: whatever the token budget leaves */
     /* token-prefix recompute (recompute_tokens): tokens per iteration; 0: the engine's token budget,
      * -1: unchunked (the whole history and the new input in one iteration, as vLLM without chunked

@@ -261,8 +261,8 @@ struct Request {
      * dequantize, all-gather): its index (-1: none) and the end of that work from the layer's start */
     int rc_layer;
     double rc_off_ns;
-    /* token-wise two pointers */
-    int tw, low_prio;
+    /* token-wise two pointers; tw_whole: loads only (RestorePlan.whole), the compute pointer stays at 0 */
+    int tw, tw_whole, low_prio;
     int stage_par, bnd_left;   /* stage-parallel restoration: boundary activations still in flight */
     int64_t bnd_ns[SIM_MAX_STAGES];   /* stage-parallel: when each stage's boundary activation arrived */
     double lane_ns[SIM_MAX_STAGES];   /* stage-parallel: each stage's recompute lane in the iteration in flight */

@@ -56,7 +56,7 @@ static BatchReq batch_view(const Request *r)
         .new_unchunked = r->recompute_chunk < 0 && r->recompute_total > 0,
         .resume_left = r->resume_left,
         .resume_done = r->resume_done,
-        .tw_avail = r->tw_io_issued - r->tw_comp,
+        .tw_avail = r->tw_whole ? 0 : r->tw_io_issued - r->tw_comp,
         .tw_comp = r->tw_comp,
         .tw_chunk = r->tw_comp_chunk,
         .recompute_left = r->recompute_left,

@@ -615,6 +615,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     if (plan.tokenwise) {
         if (plan.io_chunk_tokens < 1) return sim_fail(sm, "policy %s: token-wise plan without an IO chunk size", sm->pol->name);
         r->tw = 1;
+        r->tw_whole = plan.whole;
         r->tw_io_issued = N;
         r->tw_io_chunk = plan.io_chunk_tokens;
         r->tw_comp_chunk = plan.comp_chunk_tokens;
@@ -623,6 +624,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         tier_touch(sm, s);
         restore_tw_issue(sm, r);
     } else {
+        if (plan.whole) return sim_fail(sm, "policy %s: a whole-request load must be a token-wise plan", sm->pol->name);
         if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
             return sim_fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
         r->recompute_left = r->recompute_total = plan.recompute_tokens;

@@ -212,7 +212,7 @@ static void sched_out_load(Sim *sm, Unit *u, int64_t lo, int64_t hi, int hidden)
 static void sched_out_admit(Sim *sm, const Request *r)
 {
     SchedOut *so = sm->sched;
-    const char *how = r->tw ? "tokenwise" : r->lw_tokens > 0 ? "layerwise" : r->recompute_total > 0 ? "recompute" : r->from;
+    const char *how = r->tw_whole ? "whole" : r->tw ? "tokenwise" : r->lw_tokens > 0 ? "layerwise" : r->recompute_total > 0 ? "recompute" : r->from;
     fprintf(so->f,
             "{\"rec\":\"request\",\"req\":%" PRIu64 ",\"session\":%" PRIu64 ",\"turn\":%d,\"replica\":%d,\"hist\":%" PRId64
             ",\"new\":%" PRId64 ",\"out\":%" PRId64 ",\"release_ns\":%" PRId64 ",\"admit_ns\":%" PRId64
