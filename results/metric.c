@@ -94,6 +94,11 @@ static const Metric k_metrics[] = {
     U64("peak_occupancy.dram_bytes", "bytes", dram_peak_bytes),
     U64("peak_occupancy.ssd_bytes", "bytes", ssd_peak_bytes),
     U64("peak_occupancy.remote_bytes", "bytes", remote_peak_bytes),
+    /* absent without an SSD tier; the life also without a rated endurance or without writes */
+    {.name = "ssd_wear.drive_writes_per_day", .unit = "1/day", .read = MR_DOUBLE, .off = OFF(ssd_dwpd), .outputs = ALL_POINT,
+     .target = "ssd_dwpd"},
+    {.name = "ssd_wear.life_years", .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
+     .target = "ssd_life_years"},
     DBL("utilisation.gpu_stage0", "busy share", util_gpu[0]),
     DBL("utilisation.h2d_stage0", "busy share", util_h2d[0]),
     DBL("utilisation.d2h_stage0", "busy share", util_d2h[0]),

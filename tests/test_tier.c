@@ -3,6 +3,7 @@
  * state_ttl is dropped and counted as lost (TTL), and state over the last tier's capacity is dropped
  * and counted (capacity); SAVE_DIRECT's small writes on the critical path cost the TBT the HCache
  * paper reports. */
+#include <math.h>
 #include <string.h>
 
 #include "sim/engine/sim.h"
@@ -117,4 +118,70 @@ TEST(tier_direct_save_small_writes_cost_tbt)
     double inc = direct / two - 1;
     CHECK_MSG(inc > 0.25 && inc < 0.50, "direct writes: TBT %.3f ms vs two-stage %.3f ms (+%.1f %%)", direct / 1e6, two / 1e6,
               inc * 100);
+}
+
+/* A save's write to the SSD array pays the drive's write latency per transfer, not its read latency:
+ * the same run with the write latency 1 s longer keeps the array busy a whole number (>= 1) of
+ * seconds longer (one per save or spill transfer) and moves the same bytes. */
+TEST(tier_ssd_write_pays_the_write_latency)
+{
+    double busy[2] = {0, 0}, bytes[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        SimConfig c;
+        simtest_iso_config(t, &c, 8000, 32, "hcache-a100", "Llama-2-7B");
+        simtest_set(t, &c, "store", "dram+ssd");
+        c.dram_bytes = 1; /* every save spills to the SSD array */
+        SimWorld w;
+        KvErr e;
+        CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+        SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+        CHECK(sd->write_latency_ns != sd->read_latency_ns);
+        if (k) sd->write_latency_ns += 1000000000;
+        SimResult res;
+        CHECK_MSG(sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e) == 0, "%s", e.msg);
+        busy[k] = res.util_ssd * (double)res.sim_end_ns;
+        bytes[k] = res.bytes_ssd_write;
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
+    double extra = (busy[1] - busy[0]) / 1e9;
+    CHECK(extra > 0.5);
+    CHECK_NEAR(extra, floor(extra + 0.5), 0, 1e-3);
+    CHECK(bytes[0] > 0);
+    CHECK_NEAR(bytes[1], bytes[0], 0, 0);
+}
+
+/* SSD wear: the bytes written per drive per simulated day over its capacity, and the rated
+ * endurance (dwpd × warranty years of drive writes) at that rate; absent without an SSD tier and,
+ * for the life, without a rating. */
+TEST(tier_ssd_wear_closed_form_and_absent)
+{
+    for (int k = 0; k < 3; k++) {
+        SimConfig c;
+        simtest_iso_config(t, &c, 8000, 32, "hcache-a100", "Llama-2-7B");
+        simtest_set(t, &c, "store", k == 2 ? "dram" : "dram+ssd");
+        c.dram_bytes = 1; /* every save spills to the SSD array */
+        SimWorld w;
+        KvErr e;
+        CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+        SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+        if (k == 1) sd->dwpd = 0; /* not rated */
+        SimResult res;
+        CHECK_MSG(sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e) == 0, "%s", e.msg);
+        if (k == 2) {
+            CHECK(isnan(res.ssd_dwpd) && isnan(res.ssd_life_years));
+        } else {
+            double per_day = res.bytes_ssd_write / w.platform->n_ssd * 86400e9 / (double)res.sim_end_ns;
+            CHECK(res.bytes_ssd_write > 0);
+            CHECK_NEAR(res.ssd_dwpd, per_day / (double)sd->capacity_bytes, 1e-12, 0);
+            if (k == 0) {
+                CHECK(sd->dwpd > 0 && sd->warranty_years > 0);
+                CHECK_NEAR(res.ssd_life_years, sd->dwpd * sd->warranty_years / res.ssd_dwpd, 1e-12, 0);
+            } else {
+                CHECK(isnan(res.ssd_life_years));
+            }
+        }
+        sim_result_free(&res);
+        sim_world_close(&w);
+    }
 }

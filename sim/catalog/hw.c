@@ -83,6 +83,8 @@ typedef struct PlatformRefs {
 #define R_SSD_BW 1e6, 1e12       /* 1 MB/s .. 1 TB/s per drive */
 #define R_SSD_CAP 1e6, 1e15      /* 1 MB .. 1 PB per drive */
 #define R_IOPS 1, 1e10
+#define R_DWPD 0.01, 1000        /* drive writes per day */
+#define R_YEARS 0.1, 30
 #define R_NIC 1e5, 1e13          /* 0.8 Mbit/s .. 10 TB/s */
 #define R_COUNT 1, 4096          /* GPUs per node, SSDs per node */
 #define R_CHUNK 512, 1073741824  /* 512 B .. 1 GiB */
@@ -130,6 +132,8 @@ static const FieldDef SSD_FIELDS[] = {
     NUM_FIELD(SsdSpec, "write_latency", F_DURATION, write_latency_ns, REQ | ZERO_OK, R_LATENCY),
     NUM_FIELD(SsdSpec, "capacity", F_SIZE, capacity_bytes, REQ, R_SSD_CAP),
     NUM_FIELD(SsdSpec, "read_iops", F_REAL, read_iops, ZERO_OK, R_IOPS),
+    NUM_FIELD(SsdSpec, "dwpd", F_REAL, dwpd, ZERO_OK, R_DWPD),
+    NUM_FIELD(SsdSpec, "warranty_years", F_REAL, warranty_years, ZERO_OK, R_YEARS),
     STR_FIELD(SsdSpec, "basis", basis, REQ),
     STR_FIELD(SsdSpec, "source", source, REQ),
     STR_FIELD(SsdSpec, "note", note, 0),

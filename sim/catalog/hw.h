@@ -70,6 +70,8 @@ typedef struct SsdSpec {
     int64_t write_latency_ns;
     uint64_t capacity_bytes;
     double read_iops;          /* 4 KiB random, 0 if unknown */
+    double dwpd;               /* rated endurance: drive writes per day over the warranty (0: not rated) */
+    double warranty_years;     /* the period dwpd is rated over (0: not rated) */
     char source[512];
     char basis[512];
     char note[512];

@@ -32,10 +32,12 @@ void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bi
     c->rate = rate_bytes_per_s / 1e9;
     c->rate_bidir = (bidir_bytes_per_s > 0 ? bidir_bytes_per_s : rate_bytes_per_s) / 1e9;
     c->rate_write = c->rate;
-    c->latency_ns = latency_ns;
+    c->latency_ns = c->latency_write_ns = latency_ns;
 }
 
 static int is_load(const Unit *u) { return u->kind == U_LOAD || u->kind == U_LOAD_TOK; }
+
+int64_t ch_unit_latency_ns(const Channel *c, const Unit *u) { return is_load(u) ? c->latency_ns : c->latency_write_ns; }
 
 static double unit_rate(const Channel *c, const Unit *u)
 {
@@ -158,7 +160,7 @@ static void start(Sim *sm, Channel *c)
     c->cur_since = sim_now(sm);
     c->busy_since = c->cur_since;
     c->cur_rate = unit_rate(c, u);
-    c->cur_left = u->bytes[u->hop] + (double)c->latency_ns * c->cur_rate;
+    c->cur_left = u->bytes[u->hop] + (double)ch_unit_latency_ns(c, u) * c->cur_rate;
     schedule(sm, c);
     if (c->peer) rerate(sm, c->peer);
 }

@@ -71,7 +71,7 @@ struct Channel {
     double rate, rate_bidir, rate_write; /* bytes per ns */
     int n_drives;                        /* SSD array: drives striped in stripe_bytes pieces */
     double stripe_bytes;
-    int64_t latency_ns;
+    int64_t latency_ns, latency_write_ns; /* per transfer: loads, and saves and spills (an SSD's write latency) */
     Channel *peer;                       /* the other direction of the same link */
     Unit *hi_head, *hi_tail, *lo_head, *lo_tail;
     int nhi, nlo;
@@ -100,6 +100,8 @@ static inline const char *ch_kind_name(int kind) { return ch_kind(kind)->name; }
 static inline int ch_kind_per_stage(int kind) { return ch_kind(kind)->per_stage; }
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
+/* the per-transfer latency u pays on c (a load's, or a save's and a spill's) */
+int64_t ch_unit_latency_ns(const Channel *c, const Unit *u);
 /* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */
 void ch_enqueue(struct Sim *sm, Unit *u);
 /* A run: u, a layer load queued at the tail of its channel's load queue by the admission

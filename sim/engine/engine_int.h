@@ -445,6 +445,7 @@ struct Sim {
     int64_t hop_lat[CH_COUNT];
     int64_t lat_link, lat_ssd_w;
     int n_ssd;
+    const SsdSpec *ssd;                   /* the array's drive (n_ssd > 0), for its wear */
     uint64_t next_req_id, done_requests, sessions_seen;
     SimResult *res;
     SimRowFn row_fn;

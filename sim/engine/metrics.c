@@ -11,12 +11,26 @@
  * event order, as the engine always did (results are compared byte for byte).
  * Complexity: O(1) per hook; the end of a run O(replicas × stages).
  */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "sim/engine/metrics_int.h"
 
 /* SimResult fields per tier row (hits, peak) and per channel kind (bytes read by loads, written) */
+/* SSD wear: the bytes the saves and spills wrote per drive, as drive writes per simulated day, and
+ * the years the drive's rated writes (dwpd × capacity × 365 days × warranty years) last at that
+ * rate. T: the simulated time (ns). */
+static void metrics_ssd_wear(const Sim *sm, SimResult *out, double T)
+{
+    out->ssd_dwpd = out->ssd_life_years = NAN;
+    if (!sm->ssd || !sm->tiers[TIER_SSD].on) return;
+    double per_drive_day = out->bytes_ssd_write / ((double)sm->R * sm->n_ssd) * (86400e9 / T);
+    out->ssd_dwpd = per_drive_day / (double)sm->ssd->capacity_bytes;
+    if (sm->ssd->dwpd > 0 && sm->ssd->warranty_years > 0 && out->ssd_dwpd > 0)
+        out->ssd_life_years = sm->ssd->warranty_years * sm->ssd->dwpd / out->ssd_dwpd;
+}
+
 static const struct {
     size_t hits, peak;
 } tier_fields[SIM_TIERS] = {
@@ -288,6 +302,7 @@ void metrics_on_run_end(Sim *sm)
             out->util_nic_out += sm->rep[i].ch[CH_NIC_OUT][st].busy_ns / (T * sm->R * nn);
         }
     }
+    metrics_ssd_wear(sm, out, T);
     /* inside restoration windows: busy time in windows / window time, summed over replicas */
     double win = 0, ssd = 0, nin = 0, nout = 0;
     for (int i = 0; i < sm->R; i++) {

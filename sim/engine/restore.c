@@ -461,7 +461,7 @@ static double save_mark_bytes(const Channel *c, const Session *s, int64_t now, d
         if (c->cur->kind == U_SAVE && c->cur->s == s) mark = bytes, *onward += c->cur->bytes[1];
     }
     for (const Unit *u = c->lo_head; u; u = u->next) {
-        bytes += u->bytes[u->hop] + (double)c->latency_ns * c->rate;
+        bytes += u->bytes[u->hop] + (double)ch_unit_latency_ns(c, u) * c->rate;
         if (u->kind == U_SAVE && u->s == s) mark = bytes, *onward += u->bytes[1];
     }
     return mark;

@@ -165,6 +165,7 @@ int sim_setup(Sim *sm)
     sm->rate_ssd_w = n_ssd > 0 ? ssd->write_bytes_per_s * n_ssd / 1e9 : 0;
     sm->lat_ssd_w = n_ssd > 0 ? ssd->write_latency_ns : 0;
     sm->n_ssd = n_ssd;
+    sm->ssd = n_ssd > 0 ? ssd : NULL;
     /* tiers: which are on, their capacities (per place) and spill targets */
     int use_dram = cfg->store != SIM_STORE_REMOTE;
     int use_ssd = cfg->store == SIM_STORE_DRAM_SSD;
@@ -211,6 +212,7 @@ int sim_setup(Sim *sm)
             Channel *c = &rp->ch[CH_SSD][0];
             ch_init(c, CH_SSD, 0, ssd->read_bytes_per_s * n_ssd, 0, ssd->read_latency_ns);
             c->rate_write = ssd->write_bytes_per_s * n_ssd / 1e9;
+            c->latency_write_ns = ssd->write_latency_ns;
             c->n_drives = n_ssd;
             c->stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ch[CH_SSD] = 1;

@@ -310,6 +310,11 @@ typedef struct SimResult {
     double bytes_h2d, bytes_d2h, bytes_ssd_read, bytes_ssd_write, bytes_net_in, bytes_net_out;
     double saved_bytes_per_token;
     uint64_t dram_peak_bytes, ssd_peak_bytes, remote_peak_bytes, hbm_peak_tokens;
+    /* SSD wear (a store with an SSD tier; else NAN): bytes written per drive per simulated day over
+     * the drive's capacity, and the years until the drive's rated endurance (dwpd × warranty years
+     * of full-drive writes) is written at that rate (NAN when the catalog rates no endurance or
+     * nothing was written) */
+    double ssd_dwpd, ssd_life_years;
     uint64_t pool_tokens;         /* KV pool capacity per replica */
     double util_gpu[SIM_MAX_STAGES];
     double util_h2d[SIM_MAX_STAGES], util_d2h[SIM_MAX_STAGES], util_ssd, util_nic_in, util_nic_out;
