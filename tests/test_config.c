@@ -61,7 +61,8 @@ static const struct {
     {"dram", "lots", "dram", "no number"},
     {"evict_each_turn", "maybe", "evict_each_turn", "true or false"},
     {"save_mode", "sometimes", "save_mode", "policy, turn, iteration, direct"},
-    {"store", "tape", "store", "auto, dram, dram+ssd, dram+remote, remote"},
+    {"store", "tape", "store", "auto, dram, dram+ssd, dram+remote, remote, dram+ssd+remote, dram+remote+ssd, ssd, ssd+remote, remote+ssd"},
+    {"store", "dram,tape", "store", "unknown value 'dram,tape'"},
     {"engine", "tgi", "engine", "vllm, sglang, mii, none"},
     {"trace_format", "parquet", "trace_format", "auto, csv, mooncake, vidur"},
     {"model", "", "model", "empty"},
@@ -110,7 +111,7 @@ static void d_tp(SimConfig *c) { c->tp = 0; }
 static void d_pp(SimConfig *c) { c->pp = SIM_MAX_STAGES + 1; }
 static void d_replicas(SimConfig *c) { c->replicas = 0; }
 static void d_requests(SimConfig *c) { c->requests = -1; }
-static void d_store(SimConfig *c) { c->store = (SimStore)9; }
+static void d_store(SimConfig *c) { c->store = SIM_STORE_COUNT; }
 static void d_save(SimConfig *c) { c->save_mode = (SimSaveMode)-1; }
 static void d_bool(SimConfig *c) { c->evict_each_turn = 2; }
 static void d_knob(SimConfig *c) { c->knobs[0][0] = 0; } /* set below to a real knob */

@@ -185,3 +185,70 @@ TEST(tier_ssd_wear_closed_form_and_absent)
         sim_world_close(&w);
     }
 }
+
+/* A chain of tiers: K sessions saved one after another, each tier holding one session's state,
+ * then each comes back in the same order (a cyclic pattern under LRU). With K = 1 the state is
+ * still in DRAM; with K = 2 it was demoted once (SSD, or the remote store when that comes second);
+ * K = 3 reaches the third tier; K = 4 passes the end of the chain and is recomputed (dropped for
+ * capacity). A two-tier chain drops where the third tier would have held it. */
+static const char *chain_from(TestCtx *t, const char *store, int K, int row, Rows *out_rows, SimResult *out)
+{
+    char text[1024];
+    int len = snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+    for (int k = 0; k < K; k++) len += snprintf(text + len, sizeof text - (size_t)len, "s%d,0,%d,8000,1,0\n", k, 30 * k);
+    for (int k = 0; k < K; k++)
+        len += snprintf(text + len, sizeof text - (size_t)len, "s%d,1,%d,32,1,8001\n", k, 30 * (K + k));
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
+    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "chain.csv", text));
+    simtest_set(t, &c, "store", store);
+    c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
+    c.n_ssd = 1;
+    c.state_ttl_ns = 0;
+    SimWorld w;
+    KvErr e;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    w.hw.ssds[w.platform->ssd].capacity_bytes = 6000000000ULL; /* likewise */
+    w.hw.platforms[w.platform - w.hw.platforms].remote_bytes = 6000000000ULL; /* and the remote store */
+    memset(out_rows, 0, sizeof *out_rows);
+    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, out_rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
+    sim_world_close(&w);
+    return row < out_rows->n ? out_rows->rows[row].restore_from : "?";
+}
+
+TEST(tier_chain_cyclic_sessions_reach_down_the_chain)
+{
+    static const struct {
+        const char *store;
+        const char *want[4];
+    } cases[] = {
+        {"dram,ssd,remote", {"dram", "ssd", "remote", "recompute"}},
+        {"dram+remote+ssd", {"dram", "remote", "ssd", "recompute"}},
+        {"dram+ssd", {"dram", "ssd", "recompute", "recompute"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int K = 1; K <= 4; K++) {
+            Rows rows;
+            SimResult res;
+            /* the first session's second turn: row K (rows in order of completion: the K first turns first) */
+            const char *got = chain_from(t, cases[i].store, K, K, &rows, &res);
+            CHECK_MSG(!strcmp(got, cases[i].want[K - 1]), "store %s, %d sessions: restored from %s, expected %s", cases[i].store, K,
+                      got, cases[i].want[K - 1]);
+            if (!strcmp(cases[i].want[K - 1], "recompute")) CHECK(res.state_lost_capacity >= 1);
+            else CHECK_EQ_I((long long)res.state_lost_capacity, 0);
+            sim_result_free(&res);
+        }
+}
+
+/* A spill out of the SSD array reads there at the drive's read rate and writes over the NIC: the
+ * SSD's bytes read and the NIC's bytes written both carry it. */
+TEST(tier_chain_spill_from_ssd_reads_the_array_and_writes_the_nic)
+{
+    Rows rows;
+    SimResult res;
+    chain_from(t, "dram+ssd+remote", 3, 3, &rows, &res);
+    CHECK(res.bytes_net_out > 0);
+    CHECK(res.bytes_ssd_read >= res.bytes_net_out); /* the spill's read, and the restoration's of the K = 2 session */
+    CHECK(res.bytes_ssd_write > 0);
+    sim_result_free(&res);
+}

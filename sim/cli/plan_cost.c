@@ -100,9 +100,17 @@ void plan_prices_free(PlanPrices *pr)
 
 /* ---------------------------------------------------------------- parts */
 
-int plan_store_uses_dram(const PlanPoint *p) { return strcmp(p->store, "remote") != 0; }
-int plan_store_uses_ssd(const PlanPoint *p) { return !strcmp(p->store, "dram+ssd"); }
-int plan_store_uses_remote(const PlanPoint *p) { return !strcmp(p->store, "dram+remote") || !strcmp(p->store, "remote"); }
+/* a resolved store is a chain of tier names joined by '+' (sim_store_name) */
+static int store_has(const PlanPoint *p, const char *tier)
+{
+    size_t n = strlen(tier);
+    for (const char *s = p->store; (s = strstr(s, tier)); s += n)
+        if ((s == p->store || s[-1] == '+') && (s[n] == '\0' || s[n] == '+')) return 1;
+    return 0;
+}
+int plan_store_uses_dram(const PlanPoint *p) { return store_has(p, "dram"); }
+int plan_store_uses_ssd(const PlanPoint *p) { return store_has(p, "ssd"); }
+int plan_store_uses_remote(const PlanPoint *p) { return store_has(p, "remote"); }
 
 double plan_part_units(const PlanPoint *p, PlanPart k)
 {

@@ -15,6 +15,7 @@
 #include "sim/cli/plan.h"
 #include "sim/cli/plan_cost.h"
 #include "sim/cli/plan_int.h"
+#include "sim/engine/sim.h"
 #include "sim/engine/sweepspec.h"
 
 /* "n_ssd=2, gpu=H100-SXM": point q's axis values */
@@ -37,8 +38,10 @@ static void point_label(const PlanCtx *x, int q, char *buf, size_t n) { plan_axe
 /* the store in words: "dram+remote (the remote store over 100G)", "dram+ssd (4× PM9A3)", "dram" */
 void plan_store_words(const PlanPoint *p, char *buf, size_t n)
 {
-    if (plan_store_uses_remote(p)) snprintf(buf, n, "%s (the remote store over %s%s)", p->store, p->n_nics > 1 ? "NICs " : "", p->nic);
-    else if (plan_store_uses_ssd(p)) snprintf(buf, n, "%s (%d× %s)", p->store, p->n_ssd, p->ssd);
+    char ssd[96] = "", nic[96] = "";
+    if (plan_store_uses_ssd(p)) snprintf(ssd, sizeof ssd, "%d× %s", p->n_ssd, p->ssd);
+    if (plan_store_uses_remote(p)) snprintf(nic, sizeof nic, "the remote store over %s%s", p->n_nics > 1 ? "NICs " : "", p->nic);
+    if (ssd[0] || nic[0]) snprintf(buf, n, "%s (%s%s%s)", p->store, ssd, ssd[0] && nic[0] ? "; " : "", nic);
     else snprintf(buf, n, "%s", p->store);
 }
 
@@ -525,15 +528,17 @@ void plan_cost_line(FILE *f, cJSON *pj, const PlanCtx *x, const PlanPrices *pr, 
  * points resolve to more than one store */
 void plan_stores_line(FILE *f, const PlanPoint *info, int n)
 {
-    static const char *const names[] = {"dram", "dram+ssd", "dram+remote", "remote"};
-    int count[4] = {0}, kinds = 0;
+    enum { K = SIM_STORE_COUNT - 1 }; /* the resolved stores (every one but auto) */
+    const char *names[K];
+    int count[K] = {0}, kinds = 0;
+    for (int k = 0; k < K; k++) names[k] = sim_store_name((SimStore)(k + 1));
     for (int q = 0; q < n; q++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < K; k++)
             if (!info[q].invalid[0] && !strcmp(info[q].store, names[k])) kinds += count[k]++ == 0;
     if (kinds < 2) return;
     fprintf(f, "- stores (resolved per point; store auto is the SSDs if any, else the remote store over the NIC if any, else "
                "DRAM): ");
-    for (int k = 0, shown_one = 0; k < 4; k++)
+    for (int k = 0, shown_one = 0; k < K; k++)
         if (count[k]) {
             fprintf(f, "%s%s in %d point%s", shown_one ? ", " : "", names[k], count[k], count[k] == 1 ? "" : "s");
             shown_one = 1;

@@ -297,7 +297,7 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies)
     fprintf(out, "  dram         %s for saved state\n", a);
     /* where saved state goes: store=auto picks the SSDs, else the remote store over the NIC, else DRAM */
     const char *store = sim_store_name(c->store);
-    if (c->store == SIM_STORE_DRAM_REMOTE || c->store == SIM_STORE_REMOTE)
+    if (sim_store_has(c->store, TIER_REMOTE))
         fprintf(out, "  store        %s: the remote store over %s%s\n", store, w->nic ? w->nic->name : "?",
                 c->n_ssd == 0 && p->ssd >= 0 ? " (n_ssd=0: no SSD, so the remote store takes its place)" : "");
     else fprintf(out, "  store        %s\n", store);

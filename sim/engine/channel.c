@@ -37,13 +37,13 @@ void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bi
 
 static int is_load(const Unit *u) { return u->kind == U_LOAD || u->kind == U_LOAD_TOK; }
 
-int64_t ch_unit_latency_ns(const Channel *c, const Unit *u) { return is_load(u) ? c->latency_ns : c->latency_write_ns; }
+int64_t ch_unit_latency_ns(const Channel *c, const Unit *u) { return ch_unit_reads(u) ? c->latency_ns : c->latency_write_ns; }
 
 static double unit_rate(const Channel *c, const Unit *u)
 {
     if (c->n_drives > 0) {
         /* a transfer smaller than n stripes keeps only some drives busy */
-        double r = is_load(u) ? c->rate : c->rate_write;
+        double r = ch_unit_reads(u) ? c->rate : c->rate_write;
         double pieces = ceil(u->bytes[u->hop] / (u->stripe_bytes > 0 ? u->stripe_bytes : c->stripe_bytes));
         return pieces < c->n_drives ? r * pieces / c->n_drives : r;
     }

@@ -55,6 +55,7 @@ struct Unit {
     int kind, layer, stage, hop, nhops, state;
     int run_left;              /* a run in a load queue (ch_extend_run): layers layer + 1 … layer + run_left follow */
     int tier, tier_from;       /* spills: the destination tier and the one spilled from */
+    int read_hops;             /* saves and spills: their first hops that read (a spill out of the SSD array) */
     int64_t upto;              /* saves: context position covered once this unit lands; token loads: slot */
     double stripe_bytes;       /* SSD layout of this state (0: the array's stripe) */
     Channel *chain[3];         /* the channels of its hops, in order */
@@ -100,7 +101,9 @@ static inline const char *ch_kind_name(int kind) { return ch_kind(kind)->name; }
 static inline int ch_kind_per_stage(int kind) { return ch_kind(kind)->per_stage; }
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
-/* the per-transfer latency u pays on c (a load's, or a save's and a spill's) */
+/* whether u's current hop reads (a load, or a spill's hop out of the tier it leaves) rather than writes */
+static inline int ch_unit_reads(const Unit *u) { return u->kind == U_LOAD || u->kind == U_LOAD_TOK || u->hop < u->read_hops; }
+/* the per-transfer latency u pays on c (a read's, or a write's) */
 int64_t ch_unit_latency_ns(const Channel *c, const Unit *u);
 /* put u (its next hop, u->chain[u->hop]) in its queue, and start the channel if it is idle */
 void ch_enqueue(struct Sim *sm, Unit *u);

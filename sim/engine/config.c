@@ -33,7 +33,38 @@
 static const char *const g_engine_names[] = {"vllm", "sglang", "mii", "none", NULL};
 static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
 static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
-static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", NULL};
+/* SimStore order; a chain may also be spelled with commas (dram,ssd,remote) */
+static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", "dram+ssd+remote",
+                                            "dram+remote+ssd", "ssd", "ssd+remote", "remote+ssd", NULL};
+static const Tier g_store_chains[SIM_STORE_COUNT][SIM_STORE_MAX_TIERS + 1] = {
+    [SIM_STORE_DRAM] = {TIER_DRAM},
+    [SIM_STORE_DRAM_SSD] = {TIER_DRAM, TIER_SSD},
+    [SIM_STORE_DRAM_REMOTE] = {TIER_DRAM, TIER_REMOTE},
+    [SIM_STORE_REMOTE] = {TIER_REMOTE},
+    [SIM_STORE_DRAM_SSD_REMOTE] = {TIER_DRAM, TIER_SSD, TIER_REMOTE},
+    [SIM_STORE_DRAM_REMOTE_SSD] = {TIER_DRAM, TIER_REMOTE, TIER_SSD},
+    [SIM_STORE_SSD] = {TIER_SSD},
+    [SIM_STORE_SSD_REMOTE] = {TIER_SSD, TIER_REMOTE},
+    [SIM_STORE_REMOTE_SSD] = {TIER_REMOTE, TIER_SSD},
+};
+_Static_assert(KV_ARRAY_LEN(g_store_names) == SIM_STORE_COUNT + 1, "a name per store");
+
+int sim_store_chain(SimStore s, Tier out[SIM_STORE_MAX_TIERS])
+{
+    int n = 0;
+    if (s > SIM_STORE_AUTO && s < SIM_STORE_COUNT)
+        while (n < SIM_STORE_MAX_TIERS && g_store_chains[s][n] != TIER_NONE) out[n] = g_store_chains[s][n], n++;
+    return n;
+}
+
+int sim_store_has(SimStore s, Tier t)
+{
+    Tier ch[SIM_STORE_MAX_TIERS];
+    int n = sim_store_chain(s, ch);
+    for (int i = 0; i < n; i++)
+        if (ch[i] == t) return 1;
+    return 0;
+}
 static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
 static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
 static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* SimArrivals order */
@@ -68,7 +99,7 @@ const char *sim_trace_format_name(SimTraceFormat f)
     return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
 }
 
-const char *sim_store_name(SimStore s) { return s >= SIM_STORE_AUTO && s <= SIM_STORE_REMOTE ? g_store_names[s] : "?"; }
+const char *sim_store_name(SimStore s) { return s >= SIM_STORE_AUTO && s < SIM_STORE_COUNT ? g_store_names[s] : "?"; }
 
 const char *sim_save_mode_name(SaveMode m)
 {
@@ -207,6 +238,8 @@ static const CfgKey g_keys[] = {
     /* storage */
     ENUMK("store", store, "auto", g_store_names, "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)"),
     NUMK("dram", CT_SIZE, dram_bytes, "0 B", 0, 1e18, 0, NULL, "host DRAM for saved state, e.g. 256 GB (0: the platform's)"),
+    NUMK("remote_capacity", CT_SIZE, remote_bytes, "0 B", 0, 1e18, 0, NULL,
+         "the remote store's capacity, shared by the replicas, e.g. 100 GB (0: the platform's; unlimited when it gives none)"),
     STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
     STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
@@ -484,10 +517,14 @@ static int row_parse(SimConfig *c, const CfgKey *k, const char *value, KvErr *e)
         if (parse_bool(value, (int *)p) != 0) return kv_err(e, "%s: expected true or false, got '%s'", k->key, value);
         return 0;
     case CT_ENUM: {
-        char list[256] = "";
+        char list[256] = "", v[64];
         size_t len = 0;
+        /* a chain of names may be spelled with commas ("dram,ssd" is "dram+ssd"; no name has a comma) */
+        snprintf(v, sizeof v, "%s", value);
+        for (char *q = v; *q; q++)
+            if (*q == ',') *q = '+';
         for (int i = 0; k->names[i]; i++) {
-            if (!strcmp(k->names[i], value)) {
+            if (!strcmp(k->names[i], v)) {
                 *(int *)p = i;
                 return 0;
             }
@@ -832,9 +869,9 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     }
     if (out->store == SIM_STORE_AUTO)
         out->store = out->n_ssd > 0 ? SIM_STORE_DRAM_SSD : *nic ? SIM_STORE_DRAM_REMOTE : SIM_STORE_DRAM;
-    if (out->store == SIM_STORE_DRAM_SSD && out->n_ssd == 0)
-        return kv_err(e, "store: dram+ssd, but platform %s has no SSD (set n_ssd)", p->name);
-    if ((out->store == SIM_STORE_DRAM_REMOTE || out->store == SIM_STORE_REMOTE) && !*nic)
+    if (sim_store_has(out->store, TIER_SSD) && out->n_ssd == 0)
+        return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", g_store_names[out->store], p->name);
+    if (sim_store_has(out->store, TIER_REMOTE) && !*nic)
         return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", g_store_names[out->store], p->name);
     if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
     if (out->max_context == 0) out->max_context = m->max_pos;

@@ -143,10 +143,11 @@ static const char *const g_source_names[SRC_MASKS] = {
 
 const char *metrics_source_name(int mask) { return g_source_names[mask & (SRC_MASKS - 1)]; }
 
-/* bytes of one hop, on the link it crossed: loads read, saves and spills write (SSD counts both) */
+/* bytes of one hop, on the link it crossed: loads read, saves and spills write, a spill out of the
+ * SSD array reads there first (SSD counts both) */
 void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u)
 {
-    int load = u->kind == U_LOAD || u->kind == U_LOAD_TOK;
+    int load = ch_unit_reads(u);
     *res_double(sm->res, load ? ch_fields[c->kind].load : ch_fields[c->kind].other) += u->bytes[u->hop];
     metrics_rec_unit(sm, c, u, load);
 }

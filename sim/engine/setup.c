@@ -29,7 +29,9 @@ int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e)
     if (!(w->platform = hw_find_platform(&w->hw, cfg->platform, e))) goto fail;
     if (sim_config_apply_parts(cfg, &w->hw, w->platform, e) != 0) goto fail;
     if (sim_config_resolve(&w->resolved, cfg, &w->hw, w->platform, w->model, &w->nic, e) != 0) goto fail;
-    w->save_tier = w->resolved.store == SIM_STORE_DRAM_SSD ? TIER_SSD : w->resolved.store == SIM_STORE_DRAM ? TIER_DRAM : TIER_REMOTE;
+    Tier chain[SIM_STORE_MAX_TIERS];
+    int n_chain = sim_store_chain(w->resolved.store, chain);
+    w->save_tier = n_chain > 1 && chain[0] == TIER_DRAM ? chain[1] : chain[0]; /* (resolved: n_chain >= 1) */
     cfg = w->cfg;
     KvDtype dt;
     if (kv_dtype_parse(cfg->dtype, &dt, e) != 0) goto fail;
@@ -167,19 +169,22 @@ int sim_setup(Sim *sm)
     sm->n_ssd = n_ssd;
     sm->ssd = n_ssd > 0 ? ssd : NULL;
     /* tiers: which are on, their capacities (per place) and spill targets */
-    int use_dram = cfg->store != SIM_STORE_REMOTE;
-    int use_ssd = cfg->store == SIM_STORE_DRAM_SSD;
-    int use_remote = cfg->store == SIM_STORE_DRAM_REMOTE || cfg->store == SIM_STORE_REMOTE;
-    sm->tiers[TIER_DRAM] = (TierRun){.on = use_dram, .capped = 1,
-                                     .cap_bytes = use_dram ? (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes) : 0,
-                                     .spill_to = use_ssd ? TIER_SSD : use_remote ? TIER_REMOTE : TIER_NONE};
-    sm->tiers[TIER_SSD] = (TierRun){.on = use_ssd, .capped = 1,
-                                    .cap_bytes = use_ssd ? (double)n_ssd * (double)ssd->capacity_bytes : 0,
-                                    .spill_to = TIER_NONE};
-    sm->tiers[TIER_REMOTE] = (TierRun){.on = use_remote, .capped = p->remote_bytes != 0,
-                                       .cap_bytes = (double)p->remote_bytes, .spill_to = TIER_NONE};
-    sm->save_first = use_dram ? TIER_DRAM : TIER_REMOTE;
-    sm->direct_first = use_ssd ? TIER_SSD : use_dram ? TIER_DRAM : TIER_REMOTE;
+    Tier chain[SIM_STORE_MAX_TIERS];
+    int n_chain = sim_store_chain(cfg->store, chain);
+    if (n_chain < 1) return kv_err(sm->e, "store %s: not resolved", sim_store_name(cfg->store));
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) sm->tiers[t] = (TierRun){.spill_to = TIER_NONE};
+    uint64_t remote_cap = cfg->remote_bytes ? cfg->remote_bytes : p->remote_bytes;
+    sm->tiers[TIER_REMOTE].capped = remote_cap != 0; /* the platform's remote store, used or not */
+    sm->tiers[TIER_REMOTE].cap_bytes = (double)remote_cap;
+    for (int i = 0; i < n_chain; i++) { /* each tier's LRU victims go down the chain; the last one's are dropped */
+        TierRun *tr = &sm->tiers[chain[i]];
+        tr->on = 1;
+        tr->spill_to = i + 1 < n_chain ? chain[i + 1] : TIER_NONE;
+        if (chain[i] == TIER_DRAM) tr->capped = 1, tr->cap_bytes = (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes);
+        if (chain[i] == TIER_SSD) tr->capped = 1, tr->cap_bytes = (double)n_ssd * (double)ssd->capacity_bytes;
+    }
+    sm->save_first = chain[0];
+    sm->direct_first = sm->tiers[TIER_SSD].on ? TIER_SSD : chain[0];
     /* KV pool */
     SimCapacity cap;
     sim_world_capacity(w, &cap);

@@ -64,14 +64,27 @@
 /* Enum-like settings, parsed once by sim_config_set (names in config.c's table). */
 typedef enum SimEngine { SIM_ENGINE_VLLM = 0, SIM_ENGINE_SGLANG, SIM_ENGINE_MII, SIM_ENGINE_NONE } SimEngine;
 typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONCAKE, SIM_TRACE_VIDUR } SimTraceFormat;
-/* saved-state tiers; AUTO is resolved by sim_world_open from the platform (never seen by the engine) */
+/* saved-state tiers: a chain, each tier's LRU victims demoted to the next, the last one's dropped
+ * (sim_store_chain); AUTO is resolved by sim_world_open from the platform (never seen by the engine).
+ * Host DRAM, where it is a tier, is the first. */
 typedef enum SimStore {
     SIM_STORE_AUTO = 0,
     SIM_STORE_DRAM,
     SIM_STORE_DRAM_SSD,
     SIM_STORE_DRAM_REMOTE,
     SIM_STORE_REMOTE,
+    SIM_STORE_DRAM_SSD_REMOTE,
+    SIM_STORE_DRAM_REMOTE_SSD,
+    SIM_STORE_SSD,
+    SIM_STORE_SSD_REMOTE,
+    SIM_STORE_REMOTE_SSD,
+    SIM_STORE_COUNT
 } SimStore;
+#define SIM_STORE_MAX_TIERS 3
+/* the tiers of store s in chain order (s resolved: not AUTO); returns their count */
+int sim_store_chain(SimStore s, Tier out[SIM_STORE_MAX_TIERS]);
+/* whether store s has tier t */
+int sim_store_has(SimStore s, Tier t);
 /* How later turns of a session are timed (README "Load"): SESSION releases a turn without a
  * timestamp `think` after its session's previous turn ended (each session is a closed loop; the
  * default); TRACE gives it a time fixed in advance (the previous turn's arrival + think), the same
@@ -153,6 +166,7 @@ typedef struct SimConfig {
     /* storage */
     SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
     uint64_t dram_bytes;        /* derived: 0 = the platform's */
+    uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
     int n_ssd;                  /* derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
     int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
@@ -214,7 +228,7 @@ const double *sim_config_knobs(const SimConfig *c, const KvPolicyOps *ops);
 /* The save mode a run of ops uses under c. */
 SaveMode sim_config_save_mode(const SimConfig *c, const KvPolicyOps *ops);
 const char *sim_save_mode_name(SaveMode m);         /* "turn", "iteration", "direct" */
-const char *sim_store_name(SimStore s);             /* "auto", "dram", "dram+ssd", "dram+remote", "remote" */
+const char *sim_store_name(SimStore s);             /* "auto", "dram", "dram+ssd", ..., "remote+ssd" */
 const char *sim_trace_format_name(SimTraceFormat f); /* "auto", "csv", ... (TraceOptions.format) */
 /* The load mode c resolves to: CONCURRENCY when concurrency > 0, else TRACE when request_rate > 0
  * (every request timed in advance) or arrivals=trace, else SESSION. */

@@ -227,9 +227,14 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
             u->done = spill_done;
             u->tier = tr->spill_to;
             u->tier_from = t;
-            u->nhops = 1;
-            u->chain[0] = rep_channel(rp, tier_table[tr->spill_to].out_hop, 0);
-            u->bytes[0] = v->saved_bytes;
+            /* read out of the tier it leaves over that tier's own link (the SSD array, the NIC), then
+             * written over the target's; the channels of v's replica (a shared tier holds others') */
+            Replica *vr = &sm->rep[v->replica];
+            int h = 0, in = tier_table[t].in_hop, out = tier_table[tr->spill_to].out_hop;
+            if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = v->saved_bytes;
+            u->read_hops = h;
+            if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = v->saved_bytes;
+            u->nhops = h;
             v->spilling = 1;
             v->spill_bytes = v->saved_bytes;
             tl->spilling_bytes += v->saved_bytes;
