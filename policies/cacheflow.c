@@ -116,28 +116,22 @@ static void cf_costs(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t
 }
 
 /* layer-wise: the first k layers recomputed in the iteration, the others' KV loaded */
+static SplitPrefix cf_layer_split(const CfState *cf, const CfCosts *c)
+{
+    return (SplitPrefix){.L = cf->L, .stage_of = cf->stage_of, .hop_per_stage = c->hop_per_stage, .rec = c->ic.rec,
+                         .load = c->load_comp, .hop = c->kv_hop, .h2d = c->kv_h2d, .start = c->start};
+}
+
 static double cf_layer_walk(const CfState *cf, const CfCosts *c, int k)
 {
-    double comp[CF_MAXL], arr[CF_MAXL];
-    IoFlow f;
-    memset(&f, 0, sizeof f);
-    f.hop_per_stage = c->hop_per_stage;
-    for (int l = 0; l < cf->L; l++) {
-        comp[l] = l < k ? c->ic.rec : c->load_comp;
-        arr[l] = l < k ? -1 : split_flow_load(&f, cf->stage_of[l], c->kv_hop, c->kv_h2d);
-    }
-    return split_walk_ns(cf->L, comp, arr, c->start);
+    SplitPrefix sp = cf_layer_split(cf, c);
+    return split_prefix_walk_ns(&sp, k);
 }
 
 static double cf_layer_best(const CfState *cf, const CfCosts *c, int *k)
 {
-    double best = cf_layer_walk(cf, c, 0);
-    *k = 0;
-    for (int kk = 1; kk <= cf->L; kk++) {
-        double v = cf_layer_walk(cf, c, kk);
-        if (v < best) best = v, *k = kk;
-    }
-    return best;
+    SplitPrefix sp = cf_layer_split(cf, c);
+    return split_prefix_best(&sp, cf->L, k, NULL);
 }
 
 /* stage-parallel: stage s recomputes its first ell[s] layers in its lane (stage s > 0 from its

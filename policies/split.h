@@ -56,6 +56,29 @@ double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);
  * the walk starts at start_ns; returns its end. arrive[l] < 0: nothing to wait for. */
 double split_walk_ns(int L, const double *comp, const double *arrive, double start_ns);
 
+/* The prefix split both hcache's IO-bound direction and cacheflow's layer axis search: candidate k
+ * recomputes layers [0, k) inside the iteration (rec each, nothing to wait for) and loads layers
+ * [k, L) in layer order through the flow shop (hop, h2d each; stage_of[l] the layer's stage, every
+ * stage one run of consecutive layers), each loaded layer costing `load` in the walk. */
+typedef struct SplitPrefix {
+    int L;
+    const int *stage_of;
+    int hop_per_stage; /* IoFlow.hop_per_stage */
+    double rec, load, hop, h2d, start;
+} SplitPrefix;
+/* candidate k's walk (0 <= k <= L), the arithmetic of split_flow_load and split_walk_ns: O(L) */
+double split_prefix_walk_ns(const SplitPrefix *p, int k);
+/* the fastest candidate of 0..kmax, ties to the smaller k; *k_out its k, returns its walk. Every
+ * candidate is bounded in O(stages) by the walk's closed form in exact arithmetic (constant costs
+ * make the flow shop's arrivals and the walk's end piecewise linear in the layer) widened by the
+ * rounding error the walk's additions can make; only the candidates whose bound reaches the best
+ * upper bound are walked (O(L) each), so the choice and its value are those of the exhaustive
+ * search bit for bit. Costs that are negative or not finite, or a stage in two runs: the exhaustive
+ * search. *walked (may be NULL): how many candidates were walked. */
+double split_prefix_best(const SplitPrefix *p, int kmax, int *k_out, int *walked);
+/* the exhaustive search: every candidate walked (the reference split_prefix_best is tested against) */
+double split_prefix_best_exhaustive(const SplitPrefix *p, int kmax, int *k_out);
+
 /* Per-layer plans of mixed forms (adaptive, hcache-quant): form f of layer l is costed by comp[f]
  * in the walk and, when loads[f], loaded through the flow shop with hop[f] / h2d[f]; layer l's form
  * is form_of[l]; stage_of[l] its pipeline stage. The engine's walk of that plan for an isolated
