@@ -79,6 +79,27 @@ double split_prefix_best(const SplitPrefix *p, int kmax, int *k_out, int *walked
 /* the exhaustive search: every candidate walked (the reference split_prefix_best is tested against) */
 double split_prefix_best_exhaustive(const SplitPrefix *p, int kmax, int *k_out);
 
+/* The stage-parallel split (cacheflow's GPU axis) as the engine runs it: stage s (first[s], count[s]
+ * consecutive layers) recomputes its first ell[s] layers in a lane of ell[s]·rec_lane (stage s > 0
+ * from its boundary activation, loaded first through the flow shop with bnd_hop / bnd_h2d, + ag)
+ * starting at the later of the iteration's start and that arrival; its first layer waits for the
+ * lane; those layers cost `plain` in the walk, the others are loaded behind every boundary in layer
+ * order (hop / h2d) and cost `load`. */
+typedef struct SplitStages {
+    int L, S;
+    const int *stage_of, *first, *count;
+    int hop_per_stage;
+    double plain, load, rec_lane, ag, hop, h2d, bnd_hop, bnd_h2d, start;
+} SplitStages;
+double split_stages_walk_ns(const SplitStages *p, const int *ell);
+/* the search cacheflow makes: the same split in every stage (0..the largest stage, ties to the
+ * smaller), then twice each stage's own with the others held, a candidate replacing the best only
+ * when it walks strictly faster. Exact like split_prefix_best: candidates are bounded in O(S) by
+ * the closed form and only those reaching the running best are walked. ell[S] receives the splits;
+ * returns the walk; *walked (may be NULL) as above. */
+double split_stages_best(const SplitStages *p, int *ell, int *walked);
+double split_stages_best_exhaustive(const SplitStages *p, int *ell);
+
 /* Per-layer plans of mixed forms (adaptive, hcache-quant): form f of layer l is costed by comp[f]
  * in the walk and, when loads[f], loaded through the flow shop with hop[f] / h2d[f]; layer l's form
  * is form_of[l]; stage_of[l] its pipeline stage. The engine's walk of that plan for an isolated

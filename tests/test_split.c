@@ -25,15 +25,44 @@ static int same_choice(TestCtx *t, const SplitPrefix *p, int kmax, const char *w
 }
 
 /* contiguous stages as model_stage_layers cuts them */
-static void stages(int L, int S, int *stage_of)
+static void stages_of(int L, int S, int *stage_of, int *first, int *count)
 {
     ModelSpec m = {.layers = L};
     ModelLayout ly = {.m = &m, .pp = S, .tp = 1};
     for (int s = 0; s < S; s++) {
-        int first, count;
-        model_stage_layers(&ly, s, &first, &count);
-        for (int l = first; l < first + count; l++) stage_of[l] = s;
+        model_stage_layers(&ly, s, &first[s], &count[s]);
+        for (int l = first[s]; l < first[s] + count[s]; l++) stage_of[l] = s;
     }
+}
+
+static void stages(int L, int S, int *stage_of)
+{
+    int first[KV_MAX_STAGES], count[KV_MAX_STAGES];
+    stages_of(L, S, stage_of, first, count);
+}
+
+/* the candidates the exhaustive stage search walks */
+static int stages_candidates(const SplitStages *p)
+{
+    int n = 0, m = 0;
+    for (int s = 0; s < p->S; s++) n += 2 * (p->count[s] + 1), m = p->count[s] > m ? p->count[s] : m;
+    return n + m + 1;
+}
+
+static int same_stages(TestCtx *t, const SplitStages *p, const char *what)
+{
+    int ef[KV_MAX_STAGES] = {0}, ee[KV_MAX_STAGES] = {0}, walked = 0;
+    double vf = split_stages_best(p, ef, &walked);
+    double ve = split_stages_best_exhaustive(p, ee);
+    int same = memcmp(&vf, &ve, sizeof vf) == 0;
+    for (int s = 0; s < p->S; s++) same = same && ef[s] == ee[s];
+    CHECK_MSG(same,
+              "%s: L=%d S=%d plain=%.17g load=%.17g lane=%.17g ag=%.17g hop=%.17g h2d=%.17g bnd=%.17g/%.17g per-stage=%d: "
+              "fast %d,%d.. %.17g, exhaustive %d,%d.. %.17g",
+              what, p->L, p->S, p->plain, p->load, p->rec_lane, p->ag, p->hop, p->h2d, p->bnd_hop, p->bnd_h2d,
+              p->hop_per_stage, ef[0], ef[1], vf, ee[0], ee[1], ve);
+    CHECK_MSG(vf == split_stages_walk_ns(p, ef), "%s: the value returned is not the chosen splits' walk", what);
+    return walked;
 }
 
 TEST(split_prefix_best_matches_exhaustive_on_synthetic_costs)
@@ -97,7 +126,13 @@ TEST(split_prefix_best_matches_exhaustive_on_synthetic_costs)
     CHECK_EQ_I(same_choice(t, &p, 8, "negative cost"), 9);
 }
 
-static double stub_layer(void *core, int64_t n, int64_t c) { return 1000.0 * (double)(n + c); }
+/* the engine's layer estimate recomputed from the cost model (as test_policies.c does) */
+static double world_layer(void *core, int64_t n, int64_t c)
+{
+    SimWorld *w = core;
+    if (n < 1) n = 1;
+    return simtest_lin(w, n) + cost_lookup_ns(&w->cost, OP_ATTN_PREFILL, n, c, 0);
+}
 static double stub_load(void *core, Tier tier, int64_t tokens, double bpt, double bpt_gpu) { return 0; }
 
 /* costs of real models from the cost model: the new input's layer with and without a recomputed
@@ -113,7 +148,7 @@ TEST(split_prefix_best_matches_exhaustive_on_model_costs)
     static const double h2d_bw[] = {12.0e9, 25.0e9};            /* PCIe */
     static const double chan_bw[] = {1.25e9, 3.0e9, 12.0e9, 50e9}; /* NIC / SSD array */
     static const int pps[] = {1, 2, 4};
-    long walked = 0, all = 0;
+    long walked = 0, all = 0, swalked = 0, sall = 0;
     for (size_t wi = 0; wi < KV_ARRAY_LEN(worlds); wi++) {
         SimConfig c;
         SimWorld w;
@@ -124,12 +159,12 @@ TEST(split_prefix_best_matches_exhaustive_on_model_costs)
             return;
         }
         PolicyEnv env = {.ly = &w.ly, .hw = &w.hw, .platform = w.platform, .cost = &w.cost, .iter_overhead_ns = 2000000,
-                         .token_budget = 512, .est_layer_ns = stub_layer, .est_load_layer_ns = stub_load};
+                         .token_budget = 512, .core = &w, .est_layer_ns = world_layer, .est_load_layer_ns = stub_load};
         int L = w.model->layers;
         double kv = (double)model_kv_bytes_per_token_layer(&w.ly), hid = (double)model_hidden_bytes_per_token_layer(&w.ly);
         for (size_t pi = 0; pi < KV_ARRAY_LEN(pps); pi++) {
-            int stage_of[KV_MAX_LAYERS];
-            stages(L, pps[pi], stage_of);
+            int stage_of[KV_MAX_LAYERS], first[KV_MAX_STAGES], count[KV_MAX_STAGES];
+            stages_of(L, pps[pi], stage_of, first, count);
             for (size_t a = 0; a < KV_ARRAY_LEN(Ns); a++)
                 for (size_t b = 0; b < KV_ARRAY_LEN(ns); b++) {
                     IterCosts ic;
@@ -147,10 +182,81 @@ TEST(split_prefix_best_matches_exhaustive_on_model_costs)
                                                          .h2d = 10e3 + N * bpt / h2d_bw[hb] * 1e9, .start = 2e6};
                                         walked += same_choice(t, &p, L, w.model->name);
                                         all += L + 1;
+                                        if (pps[pi] == 1) continue;
+                                        /* the stage-parallel split: boundary activations (hidden
+                                         * states of one layer) ahead of the KV, an all-gather or none */
+                                        SplitStages q = {.L = L, .S = pps[pi], .stage_of = stage_of, .first = first,
+                                                         .count = count, .hop_per_stage = per, .plain = ic.plain,
+                                                         .load = p.load, .rec_lane = ic.rec_lane, .ag = form ? 3e4 : 0,
+                                                         .hop = p.hop, .h2d = p.h2d, .bnd_hop = tier ? 20e3 + N * hid / chan_bw[cb] * 1e9 : 0,
+                                                         .bnd_h2d = 10e3 + N * hid / h2d_bw[hb] * 1e9, .start = 2e6};
+                                        swalked += same_stages(t, &q, w.model->name);
+                                        sall += stages_candidates(&q);
                                     }
                 }
         }
         sim_world_close(&w);
     }
     CHECK_MSG(walked * 4 < all, "%ld candidates walked of %ld", walked, all);
+    CHECK_MSG(swalked * 4 < sall, "stage-parallel: %ld candidates walked of %ld", swalked, sall);
+}
+
+TEST(split_stages_best_matches_exhaustive_on_synthetic_costs)
+{
+    static const int Ls[] = {2, 3, 8, 40, 80};
+    static const int Ss[] = {2, 3, 4, 8};
+    static const double plains[] = {0.4e6, 1.0e6};
+    static const double lanes[] = {0, 1.0e6, 2.5e6};
+    static const double hops[] = {0, 1.0e6, 3.0e6};
+    static const double h2ds[] = {0, 1.0e6, 0.4e6};
+    static const double bnds[] = {0, 0.5e6, 4.0e6};
+    int stage_of[KV_MAX_LAYERS], first[KV_MAX_STAGES], count[KV_MAX_STAGES];
+    long walked = 0, all = 0;
+    for (size_t a = 0; a < KV_ARRAY_LEN(Ls); a++)
+        for (size_t b = 0; b < KV_ARRAY_LEN(Ss); b++) {
+            int L = Ls[a], S = Ss[b];
+            if (S > L) continue;
+            stages_of(L, S, stage_of, first, count);
+            for (int per = 0; per < 2; per++)
+                for (size_t i = 0; i < KV_ARRAY_LEN(plains); i++)
+                    for (size_t r = 0; r < KV_ARRAY_LEN(lanes); r++)
+                        for (size_t h = 0; h < KV_ARRAY_LEN(hops); h++)
+                            for (size_t d = 0; d < KV_ARRAY_LEN(h2ds); d++)
+                                for (size_t bh = 0; bh < KV_ARRAY_LEN(bnds); bh++)
+                                    for (int ag = 0; ag < 2; ag++) {
+                                        /* load = plain: loaded and recomputed layers cost the same
+                                         * in the walk (ties); bnd_h2d from the same grid, shifted */
+                                        SplitStages p = {.L = L, .S = S, .stage_of = stage_of, .first = first,
+                                                         .count = count, .hop_per_stage = per, .plain = plains[i],
+                                                         .load = (h & 1) ? plains[i] : 0.6e6, .rec_lane = lanes[r],
+                                                         .ag = ag ? 0.2e6 : 0, .hop = hops[h], .h2d = h2ds[d],
+                                                         .bnd_hop = bnds[bh], .bnd_h2d = bnds[(bh + 1) % 3], .start = 2e6 * ag};
+                                        walked += same_stages(t, &p, "grid");
+                                        all += stages_candidates(&p);
+                                    }
+        }
+    uint64_t x = 2463534242ULL;
+    for (int r = 0; r < 3000; r++) {
+        double u[10];
+        for (int q = 0; q < 10; q++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            u[q] = (double)(x >> 11) / 9007199254740992.0;
+        }
+        int L = 2 + (int)(u[0] * 90), S = 2 + (int)(u[1] * 7);
+        if (S > L) S = L;
+        stages_of(L, S, stage_of, first, count);
+        SplitStages p = {.L = L, .S = S, .stage_of = stage_of, .first = first, .count = count, .hop_per_stage = r & 1,
+                         .plain = 1e5 + u[2] * 1e6, .load = 1e5 + u[3] * 1e6, .rec_lane = u[4] * 4e6,
+                         .ag = (r & 2) ? u[5] * 1e5 : 0, .hop = (r & 4) ? 0 : u[6] * 4e6, .h2d = u[7] * 2e6,
+                         .bnd_hop = (r & 4) ? 0 : u[8] * 8e6, .bnd_h2d = u[9] * 4e6, .start = (r & 8) ? 2e6 : 0};
+        walked += same_stages(t, &p, "random");
+        all += stages_candidates(&p);
+    }
+    CHECK_MSG(walked * 4 < all, "%ld candidates walked of %ld", walked, all);
+    /* stages out of layer order: the exhaustive search */
+    for (int l = 0; l < 8; l++) stage_of[l] = l < 4 ? 1 : 0;
+    first[0] = 4, first[1] = 0, count[0] = count[1] = 4;
+    SplitStages p = {.L = 8, .S = 2, .stage_of = stage_of, .first = first, .count = count, .plain = 1e6, .load = 0.5e6,
+                     .rec_lane = 1e6, .hop = 1e6, .h2d = 0.5e6, .bnd_hop = 1e6, .bnd_h2d = 0.5e6, .start = 2e6};
+    CHECK_EQ_I(same_stages(t, &p, "stages out of order"), stages_candidates(&p));
 }
