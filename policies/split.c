@@ -354,6 +354,7 @@ double split_stages_best(const SplitStages *p, int *ell, int *walked)
             int pick = -1;
             for (int e = 0; e < len; e++) {
                 if (closed[e] * (1 - rel) > bound) continue;
+                if (s >= 0 && e == ell[s]) continue; /* the best itself: walks to best, not below it */
                 stages_cand(p, s, ell, e, cur);
                 double v = split_stages_walk_ns(p, cur);
                 n++;
