@@ -132,7 +132,9 @@ double split_prefix_best_exhaustive(const SplitPrefix *p, int kmax, int *k_out)
     return best;
 }
 
-static int finite_nonneg(double x) { return x >= 0 && x <= DBL_MAX; }
+/* 0, or a normal positive number: the rounding bounds below are relative (a subnormal cost's
+ * rounding is not) */
+static int finite_nonneg(double x) { return x == 0 || (x >= DBL_MIN && x <= DBL_MAX); }
 
 /* candidate k's walk in exact arithmetic (evaluated in doubles: a few operations per term). The
  * loads are issued at t = 0: the j-th (j = l − k) is ready from the tier channel at (j+1)·hop (the

@@ -73,8 +73,8 @@ double split_prefix_walk_ns(const SplitPrefix *p, int k);
  * make the flow shop's arrivals and the walk's end piecewise linear in the layer) widened by the
  * rounding error the walk's additions can make; only the candidates whose bound reaches the best
  * upper bound are walked (O(L) each), so the choice and its value are those of the exhaustive
- * search bit for bit. Costs that are negative or not finite, or a stage in two runs: the exhaustive
- * search. *walked (may be NULL): how many candidates were walked. */
+ * search bit for bit. Costs that are negative, subnormal or not finite, or a stage in two runs:
+ * the exhaustive search. *walked (may be NULL): how many candidates were walked. */
 double split_prefix_best(const SplitPrefix *p, int kmax, int *k_out, int *walked);
 /* the exhaustive search: every candidate walked (the reference split_prefix_best is tested against) */
 double split_prefix_best_exhaustive(const SplitPrefix *p, int kmax, int *k_out);

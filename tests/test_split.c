@@ -124,6 +124,8 @@ TEST(split_prefix_best_matches_exhaustive_on_synthetic_costs)
     stages(8, 1, stage_of);
     p.rec = -1;
     CHECK_EQ_I(same_choice(t, &p, 8, "negative cost"), 9);
+    p.rec = 2e6, p.h2d = 1e-310; /* subnormal: its rounding is not relative */
+    CHECK_EQ_I(same_choice(t, &p, 8, "subnormal cost"), 9);
 }
 
 /* the engine's layer estimate recomputed from the cost model (as test_policies.c does) */
