@@ -116,28 +116,22 @@ static void cf_costs(const PolicyEnv *env, const CfState *cf, Tier tier, int64_t
 }
 
 /* layer-wise: the first k layers recomputed in the iteration, the others' KV loaded */
+static SplitPrefix cf_layer_split(const CfState *cf, const CfCosts *c)
+{
+    return (SplitPrefix){.L = cf->L, .stage_of = cf->stage_of, .hop_per_stage = c->hop_per_stage, .rec = c->ic.rec,
+                         .load = c->load_comp, .hop = c->kv_hop, .h2d = c->kv_h2d, .start = c->start};
+}
+
 static double cf_layer_walk(const CfState *cf, const CfCosts *c, int k)
 {
-    double comp[CF_MAXL], arr[CF_MAXL];
-    IoFlow f;
-    memset(&f, 0, sizeof f);
-    f.hop_per_stage = c->hop_per_stage;
-    for (int l = 0; l < cf->L; l++) {
-        comp[l] = l < k ? c->ic.rec : c->load_comp;
-        arr[l] = l < k ? -1 : split_flow_load(&f, cf->stage_of[l], c->kv_hop, c->kv_h2d);
-    }
-    return split_walk_ns(cf->L, comp, arr, c->start);
+    SplitPrefix sp = cf_layer_split(cf, c);
+    return split_prefix_walk_ns(&sp, k);
 }
 
 static double cf_layer_best(const CfState *cf, const CfCosts *c, int *k)
 {
-    double best = cf_layer_walk(cf, c, 0);
-    *k = 0;
-    for (int kk = 1; kk <= cf->L; kk++) {
-        double v = cf_layer_walk(cf, c, kk);
-        if (v < best) best = v, *k = kk;
-    }
-    return best;
+    SplitPrefix sp = cf_layer_split(cf, c);
+    return split_prefix_best(&sp, cf->L, k, NULL);
 }
 
 /* stage-parallel: stage s recomputes its first ell[s] layers in its lane (stage s > 0 from its
@@ -146,59 +140,13 @@ static double cf_layer_best(const CfState *cf, const CfCosts *c, int *k)
  * boundary's arrival, so the lanes overlap each other and the earlier stages' layers, and stage s's
  * layers start after it; KV of the other layers is loaded in layer order behind the boundaries, all
  * through the shared tier channel and the stages' own H2D links */
-static double cf_stage_walk(const CfState *cf, const CfCosts *c, const int *ell)
-{
-    IoFlow f;
-    memset(&f, 0, sizeof f);
-    f.hop_per_stage = c->hop_per_stage;
-    double lane_end[CF_MAXS];
-    for (int s = 0; s < cf->S; s++) {
-        double lane = ell[s] * c->ic.rec_lane, from = c->start;
-        if (s > 0 && ell[s] > 0) {
-            double a = split_flow_load(&f, s, c->bnd_hop, c->bnd_h2d);
-            if (a > from) from = a;
-            lane += c->ag;
-        }
-        lane_end[s] = lane > 0 ? from + lane : -1;
-    }
-    double comp[CF_MAXL], arr[CF_MAXL];
-    for (int l = 0; l < cf->L; l++) {
-        int s = cf->stage_of[l];
-        int rec = l < cf->st_first[s] + ell[s];
-        comp[l] = rec ? c->ic.plain : c->load_comp;
-        arr[l] = rec ? -1 : split_flow_load(&f, s, c->kv_hop, c->kv_h2d);
-        if (l == cf->st_first[s] && lane_end[s] > arr[l]) arr[l] = lane_end[s];
-    }
-    return split_walk_ns(cf->L, comp, arr, c->start);
-}
-
 static double cf_stage_best(const CfState *cf, const CfCosts *c, int *ell)
 {
-    int cur[CF_MAXS] = {0}, maxc = 0;
-    for (int s = 0; s < cf->S; s++)
-        if (cf->st_count[s] > maxc) maxc = cf->st_count[s];
-    double best = INFINITY;
-    for (int e = 0; e <= maxc; e++) { /* the same split in every stage */
-        for (int s = 0; s < cf->S; s++) cur[s] = e < cf->st_count[s] ? e : cf->st_count[s];
-        double v = cf_stage_walk(cf, c, cur);
-        if (v < best) {
-            best = v;
-            memcpy(ell, cur, sizeof cur);
-        }
-    }
-    for (int pass = 0; pass < 2; pass++) /* then each stage's own, the others held */
-        for (int s = 0; s < cf->S; s++) {
-            memcpy(cur, ell, sizeof cur);
-            for (int e = 0; e <= cf->st_count[s]; e++) {
-                cur[s] = e;
-                double v = cf_stage_walk(cf, c, cur);
-                if (v < best) {
-                    best = v;
-                    ell[s] = e;
-                }
-            }
-        }
-    return best;
+    SplitStages sp = {.L = cf->L, .S = cf->S, .stage_of = cf->stage_of, .first = cf->st_first, .count = cf->st_count,
+                      .hop_per_stage = c->hop_per_stage, .plain = c->ic.plain, .load = c->load_comp,
+                      .rec_lane = c->ic.rec_lane, .ag = c->ag, .hop = c->kv_hop, .h2d = c->kv_h2d, .bnd_hop = c->bnd_hop,
+                      .bnd_h2d = c->bnd_h2d, .start = c->start};
+    return split_stages_best(&sp, ell, NULL);
 }
 
 /* token-wise: the race of the two pointers as the engine runs it (one compute chunk per iteration,

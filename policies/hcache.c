@@ -35,7 +35,8 @@
  * naive-hybrid: the same per-request scheduler mixing recompute (first layers) and KV loads, no
  *   hidden states; it saves the KV of every layer (any layer may be loaded for some request).
  *
- * Complexity: a plan is O(L²) arithmetic plus a handful of cost lookups, O(1) on a memo hit.
+ * Complexity: a plan is O(L) arithmetic (split_prefix_best; O(L) per KV suffix candidate of the
+ * compute-bound direction) plus a handful of cost lookups, O(1) on a memo hit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,16 +132,15 @@ static void solve(const PolicyEnv *env, const HState *h, Tier tier, int64_t N, i
 {
     Cand c;
     cand_costs(env, h, tier, N, n, &c);
-    uint8_t mode[HCACHE_MAXL];
-    modes_of(h, DIR_IO, 0, mode);
-    double best = cand_ns(h, &c, mode);
-    int bd = DIR_NONE, bk = 0;
+    /* the IO-bound direction: recompute [0, k), load the rest (k = 0: no split) */
+    int lm = h->variant == V_NAIVE ? LM_LOAD_KV : LM_LOAD_HIDDEN;
+    SplitPrefix sp = {.L = h->L, .stage_of = h->stage_of, .rec = c.comp[LM_RECOMPUTE], .load = c.comp[lm],
+                      .hop = c.hop[lm], .h2d = c.h2d[lm], .start = c.start_ns};
+    int bk = 0;
+    double best = h->variant == V_NOSCHD ? split_prefix_walk_ns(&sp, 0) : split_prefix_best(&sp, h->L, &bk, NULL);
+    int bd = bk > 0 ? DIR_IO : DIR_NONE;
     if (h->variant != V_NOSCHD) {
-        for (int kk = 1; kk <= h->L; kk++) {
-            modes_of(h, DIR_IO, kk, mode);
-            double v = cand_ns(h, &c, mode);
-            if (v < best) best = v, bd = DIR_IO, bk = kk;
-        }
+        uint8_t mode[HCACHE_MAXL];
         for (int kk = 1; kk <= h->kv_suffix; kk++) {
             modes_of(h, DIR_COMPUTE, kk, mode);
             double v = cand_ns(h, &c, mode);

@@ -56,6 +56,50 @@ double split_flow_load(IoFlow *f, int stage, double hop_ns, double h2d_ns);
  * the walk starts at start_ns; returns its end. arrive[l] < 0: nothing to wait for. */
 double split_walk_ns(int L, const double *comp, const double *arrive, double start_ns);
 
+/* The prefix split both hcache's IO-bound direction and cacheflow's layer axis search: candidate k
+ * recomputes layers [0, k) inside the iteration (rec each, nothing to wait for) and loads layers
+ * [k, L) in layer order through the flow shop (hop, h2d each; stage_of[l] the layer's stage, every
+ * stage one run of consecutive layers), each loaded layer costing `load` in the walk. */
+typedef struct SplitPrefix {
+    int L;
+    const int *stage_of;
+    int hop_per_stage; /* IoFlow.hop_per_stage */
+    double rec, load, hop, h2d, start;
+} SplitPrefix;
+/* candidate k's walk (0 <= k <= L), the arithmetic of split_flow_load and split_walk_ns: O(L) */
+double split_prefix_walk_ns(const SplitPrefix *p, int k);
+/* the fastest candidate of 0..kmax, ties to the smaller k; *k_out its k, returns its walk. Every
+ * candidate is bounded in O(stages) by the walk's closed form in exact arithmetic (constant costs
+ * make the flow shop's arrivals and the walk's end piecewise linear in the layer) widened by the
+ * rounding error the walk's additions can make; only the candidates whose bound reaches the best
+ * upper bound are walked (O(L) each), so the choice and its value are those of the exhaustive
+ * search bit for bit. Costs that are negative, subnormal or not finite, or a stage in two runs:
+ * the exhaustive search. *walked (may be NULL): how many candidates were walked. */
+double split_prefix_best(const SplitPrefix *p, int kmax, int *k_out, int *walked);
+/* the exhaustive search: every candidate walked (the reference split_prefix_best is tested against) */
+double split_prefix_best_exhaustive(const SplitPrefix *p, int kmax, int *k_out);
+
+/* The stage-parallel split (cacheflow's GPU axis) as the engine runs it: stage s (first[s], count[s]
+ * consecutive layers) recomputes its first ell[s] layers in a lane of ell[s]·rec_lane (stage s > 0
+ * from its boundary activation, loaded first through the flow shop with bnd_hop / bnd_h2d, + ag)
+ * starting at the later of the iteration's start and that arrival; its first layer waits for the
+ * lane; those layers cost `plain` in the walk, the others are loaded behind every boundary in layer
+ * order (hop / h2d) and cost `load`. */
+typedef struct SplitStages {
+    int L, S;
+    const int *stage_of, *first, *count;
+    int hop_per_stage;
+    double plain, load, rec_lane, ag, hop, h2d, bnd_hop, bnd_h2d, start;
+} SplitStages;
+double split_stages_walk_ns(const SplitStages *p, const int *ell);
+/* the search cacheflow makes: the same split in every stage (0..the largest stage, ties to the
+ * smaller), then twice each stage's own with the others held, a candidate replacing the best only
+ * when it walks strictly faster. Exact like split_prefix_best: candidates are bounded in O(S) by
+ * the closed form and only those reaching the running best are walked. ell[S] receives the splits;
+ * returns the walk; *walked (may be NULL) as above. */
+double split_stages_best(const SplitStages *p, int *ell, int *walked);
+double split_stages_best_exhaustive(const SplitStages *p, int *ell);
+
 /* Per-layer plans of mixed forms (adaptive, hcache-quant): form f of layer l is costed by comp[f]
  * in the walk and, when loads[f], loaded through the flow shop with hop[f] / h2d[f]; layer l's form
  * is form_of[l]; stage_of[l] its pipeline stage. The engine's walk of that plan for an isolated
