@@ -965,13 +965,14 @@ TEST(trace_real_mooncake)
 
 TEST(trace_generator_list)
 {
-    CHECK_EQ_I(trace_generator_count(), 4);
+    CHECK_EQ_I(trace_generator_count(), 5);
     CHECK_STR(trace_generator_name(0), "sharegpt4");
     CHECK_STR(trace_generator_name(1), "leval");
     CHECK_STR(trace_generator_name(2), "swebench");
     CHECK_STR(trace_generator_name(3), "shared-prefix");
-    for (int i = 0; i < 4; i++) CHECK(trace_generator_summary(i) && strlen(trace_generator_summary(i)) > 20);
-    CHECK(trace_generator_name(4) == NULL);
+    CHECK_STR(trace_generator_name(4), "multiturn");
+    for (int i = 0; i < 5; i++) CHECK(trace_generator_summary(i) && strlen(trace_generator_summary(i)) > 20);
+    CHECK(trace_generator_name(5) == NULL);
     CHECK(trace_generator_summary(-1) == NULL);
 }
 
@@ -1045,7 +1046,9 @@ TEST(trace_generators_deterministic_by_seed)
             differ += !req_equal(&a.r[i], &c.r[i]);
         }
         CHECK_MSG(same, "%s: same seed gave different streams", trace_generator_name(g));
-        CHECK_MSG(differ > 2500, "%s: seeds 42 and 43 differ in only %d of 5000 requests", trace_generator_name(g), differ);
+        /* multiturn's rounds are fixed: only its sessions' starts (the first turns, 1 in 10) are drawn */
+        int want = strcmp(trace_generator_name(g), "multiturn") ? 2500 : 499;
+        CHECK_MSG(differ > want, "%s: seeds 42 and 43 differ in only %d of 5000 requests", trace_generator_name(g), differ);
         order_check_all(t, &a);
         free(a.r);
         free(b.r);
@@ -1427,4 +1430,23 @@ TEST(trace_files_must_be_regular_and_lines_short)
         }
     }
     free(text);
+}
+
+/* multiturn: sessions of 10 rounds, each 2,048 new tokens after the whole conversation so far (every
+ * earlier round's input and output), 16 output tokens, think 0 */
+TEST(trace_multiturn_rounds_grow_the_history)
+{
+    TraceOptions o = topts("multiturn");
+    o.max_requests = 40;
+    Reqs a = load(t, &o);
+    CHECK_EQ_U(a.n, 40);
+    for (size_t i = 0; i < a.n; i++) {
+        const TraceRequest *r = &a.r[i];
+        CHECK_EQ_I(r->turn, (int)(i % 10));
+        CHECK_EQ_I(r->new_input_tokens, 2048);
+        CHECK_EQ_I(r->output_tokens, 16);
+        CHECK_EQ_I(r->history_tokens, (int64_t)r->turn * (2048 + 16));
+        if (r->turn > 0) CHECK_EQ_I(r->think_ns, 0);
+    }
+    free(a.r);
 }

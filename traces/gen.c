@@ -25,7 +25,7 @@
 #include "sim/base/blockhash.h"
 #include "traces/trace_int.h"
 
-enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_SHARED, GEN_COUNT };
+enum { GEN_SHAREGPT4, GEN_LEVAL, GEN_SWEBENCH, GEN_SHARED, GEN_MULTITURN, GEN_COUNT };
 
 typedef struct GenSpec {
     const char *name;
@@ -48,7 +48,19 @@ static const GenSpec gen_specs[GEN_COUNT] = {
                       "prompt (system_prompt_tokens, prompt_groups), a 128-token question and 256 output tokens per "
                       "request; one request per session, its group drawn uniformly; the prompt's blocks shared by its group",
      2.0, 0},
+    {"multiturn", "SGLang's HiCache multi-turn benchmark (bench_multiturn.py as Mooncake's HiCache benchmark runs it): "
+                  "each client a session of 10 rounds, each round 2,048 new tokens after the whole conversation so far "
+                  "and 16 output tokens; clients start by a Poisson process at 20/s and send each round as the last "
+                  "one ends (think 0; its --max-parallel 4 is the engine's max_batch)",
+     20.0, 0},
 };
+
+/* multiturn: the A10 cluster command of Mooncake's "SGLang HiCache with Mooncake Backend
+ * Benchmark" (--num-clients 20 --num-rounds 10 --request-length 2048 --output-length 16
+ * --request-rate 20 --max-parallel 4); the clients are the sessions (requests / rounds of them) */
+#define MT_ROUNDS 10
+#define MT_REQUEST_TOKENS 2048
+#define MT_OUTPUT_TOKENS 16
 
 /* shared-prefix: SGLang bench_serving's defaults (gsp_num_groups, gsp_system_prompt_len,
  * gsp_question_len, gsp_output_len) and vLLM's default KV block size for the names */
@@ -162,6 +174,9 @@ static int gen_begin_session(Gen *g, KvErr *e)
         g->le_q_mu = LE_Q_MU + LE_Q_SIGMA_DOC * trace_rng_normal(&g->tok);
         break;
     }
+    case GEN_MULTITURN:
+        g->nturns = MT_ROUNDS;
+        break;
     case GEN_SHARED:
         g->nturns = 1;
         g->group = (int)(trace_rng_uniform(&g->tok) * g->groups);
@@ -200,6 +215,10 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     case GEN_LEVAL:
         new_tokens = k == 0 ? g->le_doc_tokens : gen_ln(g, g->le_q_mu, LE_Q_SIGMA_TURN, 16384);
         out_tokens = gen_ln(g, g->le_out_mu, LE_OUT_SIGMA_TURN, 4096);
+        break;
+    case GEN_MULTITURN:
+        new_tokens = MT_REQUEST_TOKENS;
+        out_tokens = MT_OUTPUT_TOKENS;
         break;
     case GEN_SHARED:
         new_tokens = g->prompt_tokens + SHARED_QUESTION_TOKENS;

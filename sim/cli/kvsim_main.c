@@ -66,7 +66,7 @@ static char g_policies_help[1200];
         {"--models", "FILE", 0, "models overlay: models added or replaced by name"},                                 \
         {"--model", "M", 0, "model from the catalog (kvsim list models; default Llama-2-7B)"},                      \
         {"--platform", "X", 0, "platform from the catalog (kvsim list platforms; default hcache-a100)"},            \
-        {"--trace", "T", 0, "generator (sharegpt4, leval, swebench, shared-prefix) or trace file (default sharegpt4)"},            \
+        {"--trace", "T", 0, "generator (sharegpt4, leval, swebench, shared-prefix, multiturn) or trace file (default sharegpt4)"},            \
         {"--requests", "N", 0, "stop after N requests (default: the trace's, 1000 for generators)"},                \
         {"--seed", "S", 0, "random seed (default 1)"}, {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},        \
         {"--pp", "N", 0, "pipeline stages (default 1)"}, {"--replicas", "N", 0, "model replicas (default 1)"},      \
