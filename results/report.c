@@ -391,6 +391,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(o, "truncated", (double)r->truncated);
     cJSON_AddItemToObject(o, "ttft_s", dist_s(&r->ttft));
     cJSON_AddItemToObject(o, "tbt_s", dist_s(&r->tbt));
+    cJSON_AddItemToObject(o, "e2e_s", dist_s(&r->e2e));
     cJSON_AddItemToObject(o, "restore_s", dist_s(&r->restore));
     cJSON *split = cJSON_AddObjectToObject(o, "ttft_split_mean_s");
     cJSON_AddNumberToObject(split, "queue", hist_mean(&r->queue) / 1e9);
@@ -737,6 +738,11 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
         }
         fputc('\n', out);
     }
+    report_markdown_footer(out, w, res, n);
+}
+
+void report_markdown_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
+{
     report_load_footer(out, w->cfg, res, n);
     uint64_t ex = 0;
     for (int i = 0; i < n; i++) ex += res[i].extrapolations;

@@ -56,6 +56,9 @@ struct cJSON *report_input_hashes(const SimWorld *w, KvErr *e);
  * (results/metric.h), unique column headers with their units, bytes in binary units ("512 KiB"),
  * "–" where a value is absent. */
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);
+/* What report_markdown writes under its table: the load footer, extrapolated cost lookups, the
+ * counts and warnings (report_footer). */
+void report_markdown_footer(FILE *out, const SimWorld *w, const SimResult *res, int n);
 /* a share of the requests above which report_warnings warns */
 #define REPORT_WARN_SHARE 0.05
 /* Under the table (report_markdown calls it): per policy with any, its counts of truncated and
