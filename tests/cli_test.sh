@@ -360,6 +360,13 @@ assert len(c) == 1 and c[0]["op"] == "gemm_ffn_up" and abs(c[0]["worst_change"] 
 assert sum(x["common"] for x in d["curves"]) == d["common"] == 3278
 PY
 then ok "kvcal diff --json: the drift, its curve and change"; else bad "kvcal diff --json: the drift, its curve and change"; fi
+# kvcal diff's exit codes for CI: 0 the same, 1 drift (above), 2 the comparison could not be made
+expect 0 "kvcal diff of a file with itself: 0" "$B"/kvcal diff "$f" "$f"
+expect 2 "kvcal diff of a missing file: 2, not a drift" "$B"/kvcal diff "$tmp/no-such.db" "$f"
+contains "kvcal diff names the missing file" "no-such.db: cannot open"
+printf 'not a store\n' > "$tmp/garbage.sql"
+expect 2 "kvcal diff of a file that is no store: 2" "$B"/kvcal diff "$f" "$tmp/garbage.sql"
+expect 2 "kvcal diff --json of a missing file: 2" "$B"/kvcal diff --json "$f" "$tmp/no-such.db"
 expect 0 "kvcal diff --json, no drift" "$B"/kvcal diff --json "$f" "$tmp/dnew.db:1"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drift"] is False and d["beyond"] == 0' "$tmp/out"; then
   ok "kvcal diff --json parses (no drift)"; else bad "kvcal diff --json parses (no drift)"; fi
@@ -705,17 +712,22 @@ contains "plan says when no point meets the targets" "no point of the space meet
 contains "plan shows why a point failed" "ms > 1.00 ms"
 expect 0 "plan --no-prune" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies kv-offload --seeds 1 --max-seeds 1 --no-prune
 contains "plan --no-prune evaluates every point" "Evaluated 2 of 2 points"
-expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+expect 2 "plan --max-load --load-knob request_rate on a multi-turn trace is refused" "${PL[@]}" --max-load --load-knob request_rate --target "ttft_p99<=2s" --policies kv-offload
+contains "the refusal says why and what to search instead" "trace sharegpt4 has sessions of several turns (session sharegpt4-0 has turn 1); a turn waits for its session's previous one"
+contains "the refusal names the session knob" "--load-knob session_rate"
+expect 0 "plan --max-load --load-knob request_rate on a trace of one-turn sessions" "${PL[@]}" --set trace=tests/fixtures/traces/vidur.csv --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
+contains "a one-turn trace: the request rate searched" "highest sustainable request_rate"
+expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
 contains "plan --max-load gives the interval" "the limit lies in ["
 contains "plan --max-load: an overloaded load fails" "overloaded in every seed (2 of 2)"
 # --max-load over a space: one search per configuration and policy, each the search alone on its settings
-expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --vary n_ssd=1,4 --vary gpu=A100-40GB,H100-SXM --out "$tmp/mlv"
-contains "plan --max-load --vary: a row per configuration, with its store" "| n_ssd=4, gpu=H100-SXM | dram+ssd | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
-contains "plan --max-load --vary: the best configuration" "**highest sustainable request_rate: n_ssd=1, gpu=H100-SXM"
-contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 238 ± 461 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 2 seeds"
-expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 \
+contains "plan --max-load --vary: a row per configuration, with its store" "| n_ssd=4, gpu=H100-SXM | dram+ssd | 43,524 | 2 | [2, 2.25) | 6 |"
+contains "plan --max-load --vary: the best configuration" "**highest sustainable session_rate: n_ssd=1, gpu=H100-SXM"
+contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 219 ± 62 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 3 seeds"
+expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 \
   --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --set n_ssd=4 --set gpu=H100-SXM --out "$tmp/ml1"
 if python3 - "$tmp/mlv/plan.json" "$tmp/ml1/plan.json" <<'PY2'
 import json, sys
@@ -867,6 +879,49 @@ expect 1 "kvsim check without references" "$B"/kvsim check --baseline "$tmp/nore
 contains "check says how to write them" "kvsim check --update"
 expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet
 if diff -r results/reference "$tmp/ref2" >/dev/null; then ok "check --update reproduces the committed references"; else bad "check --update reproduces the committed references"; fi
+# check --help: the count it states is the scenarios it lists, one per committed reference
+"$B"/kvsim check --help > "$tmp/ckh" 2>&1
+ckn=$(sed -n 's/^canonical scenarios (\([0-9]*\)):$/\1/p' "$tmp/ckh")
+ckl=$(awk '/^canonical scenarios/ {f = 1; next} f && /^  [a-z]/ {k++} f && /^$/ {exit} END {print k + 0}' "$tmp/ckh")
+if [ -n "$ckn" ] && [ "$ckn" = "$ckl" ] && [ "$ckl" = "$(ls results/reference/*.json | wc -l)" ] && ! grep -qE '[0-9]+ scenarios ×' "$tmp/ckh"; then
+  ok "check --help: the scenarios it counts are the ones it lists ($ckl)"; else bad "check --help: counts $ckn, lists $ckl"; fi
+cp "$tmp/ckh" "$tmp/out"
+contains "check --help: tolerances in readable units" "2 % + 0.1 ms"
+# your own experiment guarded: --update --config writes DIR/NAME.json, the check compares against it
+expect 0 "check --update --config: your own experiment's reference" "$B"/kvsim check --update --config configs/default.json --requests 100 --seeds 2 --baseline "$tmp/own" --quiet
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['requests'] == 100 and d['settings']['trace'] == 'sharegpt4' and len(d['replications']['seeds']) == 2" "$tmp/own/default.json"; then
+  ok "check --update --config: the reference records the settings run"; else bad "check --update --config: the reference records the settings run"; fi
+expect 0 "check --config against its reference" "$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own"
+contains "check --config names the experiment" "check: default "
+python3 - "$tmp/own/default.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("ttft_s.mean", "bytes.h2d"):  # the same shift on every seed: systematic
+    v = d["replications"]["per_seed"]["kv-offload"][k]
+    shift = 0.5 if k == "ttft_s.mean" else round(sum(v) / len(v) / 2)
+    v[:] = [x + shift for x in v]
+    d["metrics"]["kv-offload"][k] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "check --config: a shifted reference is a regression" "$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own"
+contains "check: the row names the experiment, policy and metric" "| default | kv-offload | ttft_s.mean |"
+contains "check: times in ms, the paired difference with its interval" "| -500 ms ± 0 ms |"
+if grep -qE '^\| default \| kv-offload \| bytes.h2d \| [0-9.]+ GiB \| [0-9.]+ GiB \| .* \| -[0-9.]+ GiB ± 0 B \|$' "$tmp/out"; then
+  ok "check: bytes in binary units"; else bad "check: bytes in binary units"; fi
+"$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own" --json > "$tmp/ck.json" 2>"$tmp/ck.err"; ckrc=$?
+if [ $ckrc = 1 ] && python3 - "$tmp/ck.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["result"] == "moved" and d["moved_count"] == 2 and d["experiments"][0]["name"] == "default", d
+m = {r["metric"]: r for r in d["moved"]}
+t = m["ttft_s.mean"]
+assert t["unit"] == "s" and t["policy"] == "kv-offload" and abs(t["paired_difference"]["mean"] + 0.5) < 1e-9 and t["seeds"] == 2
+assert m["bytes.h2d"]["unit"] == "bytes" and t["tolerance"] == {"relative": 0.02, "absolute": 0.0001}
+PY
+then ok "check --json: exit 1, what moved in the metrics' units"; else bad "check --json (exit $ckrc)"; fi
+expect 2 "check --requests with the canonical set refused" "$B"/kvsim check --requests 100
+expect 1 "check --config without a reference" "$B"/kvsim check --config configs/default.json --baseline "$tmp/noown"
+contains "check --config: how to write its reference" "no reference for default (kvsim check --update with the same options writes it)"
 # ---- end of capacity planning checks ----
 # ---- replications, workers, reproduce, provenance, vLLM spellings ----
 R=(--config configs/default.json --requests 150 --quiet)
