@@ -41,6 +41,9 @@ char *report_app_seconds9(char *p, int64_t ns);
 char *report_app_fixed9(char *p, double d);
 void report_csv_abort(ReqCsv *c);
 
+/* The percentiles (in percent) that summary.json's time distributions (ttft_s, tbt_s, e2e_s, ...)
+ * carry besides p50, p90 and p99, keyed "p95", "p99_9" (compare --percentiles; none by default). */
+void report_set_percentiles(const double *pct, int n);
 /* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]}. inputs.sha256 holds the
  * SHA-256 of the trace file, both catalogs (the file read, or the embedded bytes) and the cost
  * store (null for a generator / the spec model). */

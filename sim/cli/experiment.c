@@ -482,6 +482,7 @@ int experiment_run(const ExpSpec *x)
         free(seeds);
         return 1;
     }
+    report_set_percentiles(x->pct, x->n_pct);
     /* every file of the result is written into a set beside --out and swapped in at the end */
     ResultSet rset;
     if (rs_begin(&rset, x->out, &e) != 0) {
