@@ -209,8 +209,10 @@ int verdict_write(FILE *out, const SimWorld *w, const Verdict *v, KvErr *e)
         else if (second >= 0) {
             Pair pr = {win, second};
             double r = ratio_of(v, 0, 0, &pr);
-            fprintf(out, "  runner-up: %s, %.2f× %s; one seed cannot say whether that is more than chance (--seeds 5)\n",
-                    v->res[second].policy, r, m->higher_better ? "lower" : "higher");
+            if (r == 1) fprintf(out, "  runner-up: %s, the same value\n", v->res[second].policy);
+            else
+                fprintf(out, "  runner-up: %s, %.2f× %s; one seed cannot say whether that is more than chance (--seeds 5)\n",
+                        v->res[second].policy, r, m->higher_better ? "lower" : "higher");
         }
     }
     char ov[1024] = "";
@@ -233,8 +235,8 @@ int verdict_write(FILE *out, const SimWorld *w, const Verdict *v, KvErr *e)
         if (!strncmp(why, "reference: ", 11)) why += 11;
         fprintf(out, "  reference: %s, %s (%s: a reference, not a contender)\n", v->res[p].policy, a, why);
     }
-    fprintf(out, "  full tables: %s/table.md (every metric%s; --table full prints them)\n", v->out,
-            multi ? ", differences and ratios to the baseline" : "");
+    fprintf(out, "  full tables: %s/table.md (every metric%s; %s)\n", v->out, multi ? ", differences and ratios to the baseline" : "",
+            v->full ? "below" : "--table full prints them");
     fprintf(out, "  every number: %s/summary.json; per request: requests.csv; figures: *.svg\n", v->out);
     return 0;
 }

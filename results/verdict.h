@@ -35,6 +35,7 @@ typedef struct Verdict {
     int n_pct;
     double level;           /* 0.95 */
     const char *out;        /* the result directory (where the full tables are) */
+    int full;               /* the full tables follow the verdict (compare --table full) */
 } Verdict;
 
 /* --metric NAME: a row of the metric table with a value per run (not a flag); NULL + e otherwise. */

@@ -1060,6 +1060,7 @@ then ok "compare: the verdict first, then the compact table with ablations group
 expect 0 "compare --table full" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload --table full --out "$tmp/vdf"
 contains "--table full: the verdict" "Verdict on TTFT p99"
 contains "--table full: every table" "Paired differences to kv-offload"
+contains "--table full: the verdict says the tables follow" "differences and ratios to the baseline; below)"
 if awk '/^Verdict on/ {v=NR} /^\| policy \|/ && !t {t=NR} END {exit !(v && t > v)}' "$tmp/out"; then ok "--table full: the verdict before the tables"; else bad "--table full: the verdict before the tables"; fi
 expect 0 "compare --metric slo_attainment" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache --seeds 2 --metric slo_attainment --out "$tmp/vdm"
 contains "--metric: the verdict names it and its direction" "Verdict on SLO % (higher is better;"

@@ -460,7 +460,7 @@ static int write_table(FILE *out, const ExpSpec *x, const SimWorld *w, const Sim
 static int write_verdict(FILE *out, const ExpSpec *x, const SimWorld *w, const SimResult *res, const Replications *rep, int full,
                          KvErr *e)
 {
-    Verdict v = {res, x->n_seeds ? x->n_seeds : 1, x->np, x->baseline, x->metric, {0}, x->n_pct, 0.95, x->out};
+    Verdict v = {res, x->n_seeds ? x->n_seeds : 1, x->np, x->baseline, x->metric, {0}, x->n_pct, 0.95, x->out, full};
     memcpy(v.pct, x->pct, sizeof v.pct);
     if (verdict_write(out, w, &v, e) != 0) return -1;
     if (full) return write_table(out, x, w, res, rep, e);
