@@ -97,7 +97,7 @@ static const Metric k_metrics[] = {
     /* absent without an SSD tier; the life also without a rated endurance or without writes */
     {.name = "ssd_wear.drive_writes_per_day", .unit = "1/day", .read = MR_DOUBLE, .off = OFF(ssd_dwpd), .outputs = ALL_POINT,
      .target = "ssd_dwpd"},
-    {.name = "ssd_wear.life_years", .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
+    {.name = "ssd_wear.life_years", .higher_better = 1, .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
      .target = "ssd_life_years"},
     DBL("utilisation.gpu_stage0", "busy share", util_gpu[0]),
     DBL("utilisation.h2d_stage0", "busy share", util_h2d[0]),
