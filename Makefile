@@ -216,7 +216,7 @@ $(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
 # ---- the two README commands ----
 run: deps
 	@$(MAKE) --no-print-directory found bin/kvsim bin/kvcal
-	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --seeds 5 --baseline kv-offload --out results/default
+	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --seeds 5 --baseline kv-offload --quiet --out results/default
 
 print-build-debs:
 	@echo $(BUILD_DEBS)

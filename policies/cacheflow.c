@@ -497,6 +497,8 @@ static const PolicyKnob g_hcf_knobs[] = {
 
 const KvPolicyOps policy_hcache_cf = {
     .name = "hcache-cf",
+    .role = PR_VARIANT,
+    .varies = "hcache",
     .summary = "one tier: HCache's hidden states double as CacheFlow's boundary activations (stage-parallel restoration without storing them apart)",
     .init = cf_init,
     .fini = cf_fini,

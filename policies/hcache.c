@@ -306,6 +306,8 @@ const KvPolicyOps policy_hcache = {
 
 const KvPolicyOps policy_hcache_noschd = {
     .name = "hcache-noschd",
+    .role = PR_ABLATION,
+    .varies = "hcache",
     .summary = "ablation: hidden states for every layer, no split scheduler",
     .init = noschd_init,
     .fini = h_fini,
@@ -322,6 +324,8 @@ static const PolicyKnob g_hquant_knobs[] = {
 
 const KvPolicyOps policy_hcache_quant = {
     .name = "hcache-quant",
+    .role = PR_VARIANT,
+    .varies = "hcache",
     .summary = "hcache with hidden states quantized per token (int8/int4): fewer bytes, a dequantize before each projection",
     .init = quant_init,
     .fini = h_fini,
@@ -335,6 +339,8 @@ const KvPolicyOps policy_hcache_quant = {
 
 const KvPolicyOps policy_naive_hybrid = {
     .name = "naive-hybrid",
+    .role = PR_ABLATION,
+    .varies = "hcache",
     .summary = "ablation: HCache's per-request split scheduler mixing recompute and KV loads, no hidden states",
     .init = naive_init,
     .fini = h_fini,

@@ -16,6 +16,7 @@ static double ideal_saved(void *state, const PolicyEnv *env)
 
 const KvPolicyOps policy_ideal = {
     .name = "ideal",
+    .role = PR_REFERENCE,
     .summary = "reference: the state is already on the GPU, nothing to restore",
     .plan_restore = ideal_plan,
     .saved_bytes_per_token = ideal_saved,

@@ -161,9 +161,20 @@ typedef struct IoChoice {
     int64_t now_ns;
 } IoChoice;
 
+/* What a policy is to a comparison: its verdict and compact table (results/verdict.h) group
+ * ablations and variants under the policy they change and never name a reference the winner. */
+typedef enum PolicyRole {
+    PR_OWN = 0,   /* a restoration approach of its own */
+    PR_ABLATION,  /* `varies` with a part taken away */
+    PR_VARIANT,   /* `varies` with something changed or added */
+    PR_REFERENCE, /* a bound (nothing to restore), not an approach */
+} PolicyRole;
+
 typedef struct KvPolicyOps {
     const char *name;
     const char *summary;
+    PolicyRole role;
+    const char *varies; /* PR_ABLATION / PR_VARIANT: the policy it changes */
     int (*init)(const PolicyEnv *env, void **state, KvErr *e);
     void (*fini)(void *state);
     /* required: fill plan for q (plan is zeroed, early_layers = -1, on entry) */

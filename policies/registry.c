@@ -95,6 +95,12 @@ int policy_registry_check(const KvPolicyOps *const *ops, int n, KvErr *e)
         for (int j = 0; j < i; j++)
             if (strcmp(ops[j]->name, p->name) == 0) return kv_err(e, "policy '%s' is registered twice", p->name);
         if (knob_table_check(p, e) != 0) return -1;
+        int grouped = p->role == PR_ABLATION || p->role == PR_VARIANT, found = 0;
+        for (int j = 0; grouped && p->varies && j < n; j++) found |= j != i && ops[j] && ops[j]->name && !strcmp(ops[j]->name, p->varies);
+        if (grouped && !found)
+            return kv_err(e, "policy '%s': an ablation or variant names the registered policy it changes (varies: %s)", p->name,
+                          p->varies ? p->varies : "none");
+        if (!grouped && p->varies) return kv_err(e, "policy '%s': varies '%s' but is no ablation or variant", p->name, p->varies);
         /* an alias is a global --set key: it must not name two knobs */
         for (int k = 0; k < p->n_knobs; k++) {
             const char *a = p->knobs[k].alias;

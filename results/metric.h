@@ -90,6 +90,7 @@ typedef struct Metric {
     MetricSamples samples;
     const char *target;  /* kvsim plan --target's short name, or NULL */
     double tol_rel, tol_abs; /* METRIC_CHECK: moved when |Δ| > tol_abs + tol_rel × |reference| */
+    int higher_better;   /* 1: a larger value is better (attainment, throughput); 0: a smaller one */
 } Metric;
 
 int metric_count(void);

@@ -251,6 +251,12 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
                 r->res[r->baseline].policy, r->res[r->baseline].policy, r->level * 100);
         if (table(out, r, 2, e) != 0) return -1;
     }
+    repl_footer(out, r);
+    return 0;
+}
+
+void repl_footer(FILE *out, const Replications *r)
+{
     uint64_t ex = 0;
     for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += r->res[i].extrapolations;
     int first = 1;
@@ -299,5 +305,4 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
         fputc('\n', out);
         report_restored_nothing_note(out, r->res, r->n_seeds * r->n_policies);
     }
-    return 0;
 }

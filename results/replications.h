@@ -50,5 +50,8 @@ int repl_stat(const Replications *r, int p, int m, int diff, ReplStat *out, KvEr
 struct cJSON *repl_json(const Replications *r, KvErr *e);
 /* The tables (title line, mean ± ci per policy; with a baseline, the differences). */
 int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e);
+/* What repl_markdown writes under its tables: the overloaded policies (seeds and evidence), the
+ * prefix cache, extrapolated cost lookups, the note when nothing was restored. */
+void repl_footer(FILE *out, const Replications *r);
 
 #endif

@@ -238,6 +238,17 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 int report_csv_commit(ReqCsv *c, KvErr *e) { return kv_atomic_commit(&c->af, e); }
 void report_csv_abort(ReqCsv *c) { kv_atomic_abort(&c->af); }
 
+/* compare --percentiles: the ones summary.json's distributions carry beside p50, p90, p99 */
+static double g_pct[8];
+static int g_n_pct;
+
+void report_set_percentiles(const double *pct, int n)
+{
+    g_n_pct = 0;
+    for (int i = 0; i < n && g_n_pct < (int)KV_ARRAY_LEN(g_pct); i++)
+        if (pct[i] != 50 && pct[i] != 90 && pct[i] != 99) g_pct[g_n_pct++] = pct[i];
+}
+
 static cJSON *dist_s(const Hist *h)
 {
     cJSON *o = cJSON_CreateObject();
@@ -245,6 +256,12 @@ static cJSON *dist_s(const Hist *h)
     cJSON_AddNumberToObject(o, "p50", hist_percentile(h, 0.50) / 1e9);
     cJSON_AddNumberToObject(o, "p90", hist_percentile(h, 0.90) / 1e9);
     cJSON_AddNumberToObject(o, "p99", hist_percentile(h, 0.99) / 1e9);
+    for (int i = 0; i < g_n_pct; i++) { /* "p99_9" for 99.9: a dot would read as a path in metric names */
+        char key[32], *d;
+        snprintf(key, sizeof key, "p%g", g_pct[i]);
+        if ((d = strchr(key, '.'))) *d = '_';
+        cJSON_AddNumberToObject(o, key, hist_percentile(h, g_pct[i] / 100) / 1e9);
+    }
     cJSON_AddNumberToObject(o, "max", hist_max(h) / 1e9);
     cJSON_AddNumberToObject(o, "n", (double)h->n);
     return o;
@@ -391,6 +408,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(o, "truncated", (double)r->truncated);
     cJSON_AddItemToObject(o, "ttft_s", dist_s(&r->ttft));
     cJSON_AddItemToObject(o, "tbt_s", dist_s(&r->tbt));
+    cJSON_AddItemToObject(o, "e2e_s", dist_s(&r->e2e));
     cJSON_AddItemToObject(o, "restore_s", dist_s(&r->restore));
     cJSON *split = cJSON_AddObjectToObject(o, "ttft_split_mean_s");
     cJSON_AddNumberToObject(split, "queue", hist_mean(&r->queue) / 1e9);
@@ -737,6 +755,11 @@ void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n)
         }
         fputc('\n', out);
     }
+    report_markdown_footer(out, w, res, n);
+}
+
+void report_markdown_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
+{
     report_load_footer(out, w->cfg, res, n);
     uint64_t ex = 0;
     for (int i = 0; i < n; i++) ex += res[i].extrapolations;

@@ -41,6 +41,9 @@ char *report_app_seconds9(char *p, int64_t ns);
 char *report_app_fixed9(char *p, double d);
 void report_csv_abort(ReqCsv *c);
 
+/* The percentiles (in percent) that summary.json's time distributions (ttft_s, tbt_s, e2e_s, ...)
+ * carry besides p50, p90 and p99, keyed "p95", "p99_9" (compare --percentiles; none by default). */
+void report_set_percentiles(const double *pct, int n);
 /* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]}. inputs.sha256 holds the
  * SHA-256 of the trace file, both catalogs (the file read, or the embedded bytes) and the cost
  * store (null for a generator / the spec model). */
@@ -56,6 +59,9 @@ struct cJSON *report_input_hashes(const SimWorld *w, KvErr *e);
  * (results/metric.h), unique column headers with their units, bytes in binary units ("512 KiB"),
  * "–" where a value is absent. */
 void report_markdown(FILE *out, const SimWorld *w, const SimResult *res, int n);
+/* What report_markdown writes under its table: the load footer, extrapolated cost lookups, the
+ * counts and warnings (report_footer). */
+void report_markdown_footer(FILE *out, const SimWorld *w, const SimResult *res, int n);
 /* a share of the requests above which report_warnings warns */
 #define REPORT_WARN_SHARE 0.05
 /* Under the table (report_markdown calls it): per policy with any, its counts of truncated and

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char k_magic[8] = {'K', 'V', 'R', 'E', 'S', '0', '0', '1'};
-#define N_HISTS (6 + 2 * SIM_CLASSES)
+#define N_HISTS (7 + 2 * SIM_CLASSES)
 
 static void hists(SimResult *r, Hist **h)
 {
@@ -22,6 +22,7 @@ static void hists(SimResult *r, Hist **h)
     h[n++] = &r->prefill;
     h[n++] = &r->tbt;
     h[n++] = &r->lb_ratio;
+    h[n++] = &r->e2e;
     for (int c = 0; c < SIM_CLASSES; c++) {
         h[n++] = &r->cls[c].ttft;
         h[n++] = &r->cls[c].restore;

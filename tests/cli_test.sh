@@ -68,7 +68,8 @@ then ok "summary.json has the promised fields"; else bad "summary.json fields"; 
 
 # compare: same trace for every policy
 expect 0 "compare" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/cmp"
-contains "compare prints the table" "| recompute |"
+contains "compare prints the table" "| kv-offload |"
+contains "compare: the first policy is the verdict's baseline" "| recompute (baseline) |"
 contains "compare prints kv-offload" "| kv-offload |"
 if [ "$(cut -d, -f2-9 "$tmp/cmp/requests.csv" | grep -c .)" -gt 0 ] && \
    [ "$(grep '^recompute,' "$tmp/cmp/requests.csv" | cut -d, -f3,4,7,8,9 | sort | md5sum)" = \
@@ -359,6 +360,13 @@ assert len(c) == 1 and c[0]["op"] == "gemm_ffn_up" and abs(c[0]["worst_change"] 
 assert sum(x["common"] for x in d["curves"]) == d["common"] == 3278
 PY
 then ok "kvcal diff --json: the drift, its curve and change"; else bad "kvcal diff --json: the drift, its curve and change"; fi
+# kvcal diff's exit codes for CI: 0 the same, 1 drift (above), 2 the comparison could not be made
+expect 0 "kvcal diff of a file with itself: 0" "$B"/kvcal diff "$f" "$f"
+expect 2 "kvcal diff of a missing file: 2, not a drift" "$B"/kvcal diff "$tmp/no-such.db" "$f"
+contains "kvcal diff names the missing file" "no-such.db: cannot open"
+printf 'not a store\n' > "$tmp/garbage.sql"
+expect 2 "kvcal diff of a file that is no store: 2" "$B"/kvcal diff "$f" "$tmp/garbage.sql"
+expect 2 "kvcal diff --json of a missing file: 2" "$B"/kvcal diff --json "$f" "$tmp/no-such.db"
 expect 0 "kvcal diff --json, no drift" "$B"/kvcal diff --json "$f" "$tmp/dnew.db:1"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drift"] is False and d["beyond"] == 0' "$tmp/out"; then
   ok "kvcal diff --json parses (no drift)"; else bad "kvcal diff --json parses (no drift)"; fi
@@ -430,7 +438,7 @@ expect 2 "export --out the store by another name is refused" "$B"/kvcal export -
 # ---- results are committed as a set ----
 expect 0 "earlier result" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
 (cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg) > "$tmp/set.md5"
-same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 9 ]; }
+same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 10 ]; }
 no_tmp() { [ -z "$(find "$tmp" -name 'set.tmp.*' -o -name 'set.old.*' -o -path "$tmp/set/*.tmp.*" | head -1)" ]; }
 for n in 0 1 2 3 4; do
   KVSIM_FAULT_AFTER_FILES=$n "$B"/kvsim compare --policies recompute,kv-offload --requests 150 --quiet --out "$tmp/set" >"$tmp/out" 2>&1; rc=$?
@@ -510,7 +518,7 @@ contains "--no-csv announces the figures" "ttft_cdf.svg, ttft_ccdf.svg"
 if [ ! -e "$tmp/nocsv/requests.csv" ] && [ -s "$tmp/nocsv/ttft_ccdf.svg" ]; then ok "--no-csv writes no requests.csv, a tail figure"; else bad "--no-csv writes no requests.csv, a tail figure"; fi
 if cmp -s "$tmp/a/ttft_ccdf.svg" "$tmp/b/ttft_ccdf.svg" && [ -s "$tmp/a/ttft_ccdf.svg" ]; then ok "deterministic ttft_ccdf.svg"; else bad "deterministic ttft_ccdf.svg"; fi
 if grep -q '^| policy | requests | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | restore mean ms | restore p99 ms | TBT mean ms | TBT p99 ms |' "$tmp/a/table.md" &&
-   grep -q '| 512 KiB | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
+   grep -q '| 512 KiB | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |$' "$tmp/a/table.md"; then ok "table.md: unique headers, bytes in KiB"; else bad "table.md: unique headers, bytes in KiB"; fi
 # models by Hugging Face id
 expect 0 "list models" "$B"/kvsim list models
 contains "list models shows Hugging Face ids" "meta-llama/Llama-2-7b-hf"
@@ -568,10 +576,14 @@ sys.exit(0 if a == b and len(a) == 150 and waited > 0 else 1)
 PY
 then ok "arrivals=trace: the same arrival_s for every policy, turns that waited have session_wait_s"; else bad "arrivals=trace: the same arrival_s for every policy"; fi
 grep -q '"mode":[[:space:]]*"trace"' "$tmp/tr/summary.json" && ok "summary.json records the load mode" || bad "summary.json records the load mode"
-# an overloaded run says so on stderr and under the table, with throughput columns
+# an overloaded run says so under the table (stdout, once, even with --quiet; not again on stderr), with throughput columns
 expect 0 "an overloaded run" "$B"/kvsim run --policy recompute --requests 300 --quiet --trace leval --set request_rate=5 --out "$tmp/ov"
-contains "overload is said on stderr even with --quiet" "kvsim: warning: recompute: overloaded:"
-if grep -q '^warning: recompute: overloaded:' "$tmp/ov/table.md" && grep -q '| req/s | out tok/s | goodput req/s |$' "$tmp/ov/table.md" &&
+contains "overload is said even with --quiet" "warning: recompute: overloaded:"
+"$B"/kvsim run --policy recompute --requests 300 --quiet --trace leval --set request_rate=5 --out "$tmp/ov" >"$tmp/ov.stdout" 2>"$tmp/ov.stderr"
+if [ "$(grep -c 'warning: recompute: overloaded:' "$tmp/ov.stdout")" = 1 ] && ! grep -q 'overloaded' "$tmp/ov.stderr"; then
+  ok "the overload warning is said once: with the table on stdout, not on stderr"
+else bad "the overload warning is said once: with the table on stdout, not on stderr"; sed 's/^/      /' "$tmp/ov.stderr" | head -5 >&2; fi
+if grep -q '^warning: recompute: overloaded:' "$tmp/ov/table.md" && grep -q '| req/s | out tok/s | goodput req/s | E2E mean ms | E2E p99 ms |$' "$tmp/ov/table.md" &&
    grep -q '"overloaded":[[:space:]]*true' "$tmp/ov/summary.json"; then ok "table.md and summary.json flag the overload"; else bad "table.md and summary.json flag the overload"; fi
 expect 2 "concurrency with arrivals=trace is refused" "$B"/kvsim run --policy recompute --out "$tmp/x" --set concurrency=2 --set arrivals=trace
 contains "the refusal names both settings" "arrivals=trace"
@@ -634,6 +646,7 @@ else skip=$((skip+1)); echo "skip  cli: sweep database dump (no sqlite3 CLI)"; f
 rows=$(($(wc -l < "$tmp/j1.csv") - 1)); per=$(grep -c '^1,.*,recompute,' "$tmp/j1.csv")
 if [ "$rows" = $((8 * 2 * per)) ] && head -1 "$tmp/j1.csv" | grep -q '^point,scenario,requests,policies,n_ssd,nic,seed,policy,metric,value$'; then
   ok "sweep CSV: a row per point × policy × metric"; else bad "sweep CSV: $rows rows, header $(head -1 "$tmp/j1.csv")"; fi
+grep -q ',recompute,e2e_s.p99,[0-9]' "$tmp/j1.csv" && ok "sweep CSV: E2E per point × policy" || bad "sweep CSV: E2E per point × policy"
 if grep -q ',recompute,load.overloaded,[01]$' "$tmp/j1.csv" && grep -q ',kv-offload,nothing_restored,[01]$' "$tmp/j1.csv"; then
   ok "sweep CSV: overload and nothing_restored per point × policy"; else bad "sweep CSV: overload and nothing_restored per point × policy"; fi
 expect 0 "sweep again: nothing to run" "$B"/kvsim sweep --spec "$tmp/grid.json" --db "$tmp/j1.db"
@@ -699,17 +712,22 @@ contains "plan says when no point meets the targets" "no point of the space meet
 contains "plan shows why a point failed" "ms > 1.00 ms"
 expect 0 "plan --no-prune" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies kv-offload --seeds 1 --max-seeds 1 --no-prune
 contains "plan --no-prune evaluates every point" "Evaluated 2 of 2 points"
-expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+expect 2 "plan --max-load --load-knob request_rate on a multi-turn trace is refused" "${PL[@]}" --max-load --load-knob request_rate --target "ttft_p99<=2s" --policies kv-offload
+contains "the refusal says why and what to search instead" "trace sharegpt4 has sessions of several turns (session sharegpt4-0 has turn 1); a turn waits for its session's previous one"
+contains "the refusal names the session knob" "--load-knob session_rate"
+expect 0 "plan --max-load --load-knob request_rate on a trace of one-turn sessions" "${PL[@]}" --set trace=tests/fixtures/traces/vidur.csv --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
+contains "a one-turn trace: the request rate searched" "highest sustainable request_rate"
+expect 0 "plan --max-load" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3
 contains "plan --max-load gives the interval" "the limit lies in ["
 contains "plan --max-load: an overloaded load fails" "overloaded in every seed (2 of 2)"
 # --max-load over a space: one search per configuration and policy, each the search alone on its settings
-expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 --target "ttft_p99<=2s" \
+expect 0 "plan --max-load --vary" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 --target "ttft_p99<=2s" \
   --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --vary n_ssd=1,4 --vary gpu=A100-40GB,H100-SXM --out "$tmp/mlv"
-contains "plan --max-load --vary: a row per configuration, with its store" "| n_ssd=4, gpu=H100-SXM | dram+ssd | 43,524 | 1.25 | [1.25, 1.5) | 4 |"
-contains "plan --max-load --vary: the best configuration" "**highest sustainable request_rate: n_ssd=1, gpu=H100-SXM"
-contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 238 ± 461 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 2 seeds"
-expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob request_rate --load-start 1 \
+contains "plan --max-load --vary: a row per configuration, with its store" "| n_ssd=4, gpu=H100-SXM | dram+ssd | 43,524 | 2 | [2, 2.25) | 6 |"
+contains "plan --max-load --vary: the best configuration" "**highest sustainable session_rate: n_ssd=1, gpu=H100-SXM"
+contains "plan --max-load --vary: why the next load fails names the metric, CI and target" "ttft_p99 219 ± 62 ms (mean ± 95 % CI) against <= 2000 ms: met; overloaded in 2 of 3 seeds"
+expect 0 "plan --max-load on one of those configurations" "${PL[@]}" --set requests=300 --max-load --load-knob session_rate --load-start 1 \
   --target "ttft_p99<=2s" --policies kv-offload --precision 0.2 --seeds 2 --max-seeds 3 --set n_ssd=4 --set gpu=H100-SXM --out "$tmp/ml1"
 if python3 - "$tmp/mlv/plan.json" "$tmp/ml1/plan.json" <<'PY2'
 import json, sys
@@ -861,13 +879,57 @@ expect 1 "kvsim check without references" "$B"/kvsim check --baseline "$tmp/nore
 contains "check says how to write them" "kvsim check --update"
 expect 0 "kvsim check --update" "$B"/kvsim check --update --baseline "$tmp/ref2" --quiet
 if diff -r results/reference "$tmp/ref2" >/dev/null; then ok "check --update reproduces the committed references"; else bad "check --update reproduces the committed references"; fi
+# check --help: the count it states is the scenarios it lists, one per committed reference
+"$B"/kvsim check --help > "$tmp/ckh" 2>&1
+ckn=$(sed -n 's/^canonical scenarios (\([0-9]*\)):$/\1/p' "$tmp/ckh")
+ckl=$(awk '/^canonical scenarios/ {f = 1; next} f && /^  [a-z]/ {k++} f && /^$/ {exit} END {print k + 0}' "$tmp/ckh")
+if [ -n "$ckn" ] && [ "$ckn" = "$ckl" ] && [ "$ckl" = "$(ls results/reference/*.json | wc -l)" ] && ! grep -qE '[0-9]+ scenarios ×' "$tmp/ckh"; then
+  ok "check --help: the scenarios it counts are the ones it lists ($ckl)"; else bad "check --help: counts $ckn, lists $ckl"; fi
+cp "$tmp/ckh" "$tmp/out"
+contains "check --help: tolerances in readable units" "2 % + 0.1 ms"
+# your own experiment guarded: --update --config writes DIR/NAME.json, the check compares against it
+expect 0 "check --update --config: your own experiment's reference" "$B"/kvsim check --update --config configs/default.json --requests 100 --seeds 2 --baseline "$tmp/own" --quiet
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['requests'] == 100 and d['settings']['trace'] == 'sharegpt4' and len(d['replications']['seeds']) == 2" "$tmp/own/default.json"; then
+  ok "check --update --config: the reference records the settings run"; else bad "check --update --config: the reference records the settings run"; fi
+expect 0 "check --config against its reference" "$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own"
+contains "check --config names the experiment" "check: default "
+python3 - "$tmp/own/default.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("ttft_s.mean", "bytes.h2d"):  # the same shift on every seed: systematic
+    v = d["replications"]["per_seed"]["kv-offload"][k]
+    shift = 0.5 if k == "ttft_s.mean" else round(sum(v) / len(v) / 2)
+    v[:] = [x + shift for x in v]
+    d["metrics"]["kv-offload"][k] = v[0]
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+expect 1 "check --config: a shifted reference is a regression" "$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own"
+contains "check: the row names the experiment, policy and metric" "| default | kv-offload | ttft_s.mean |"
+contains "check: times in ms, the paired difference with its interval" "| -500 ms ± 0 ms |"
+if grep -qE '^\| default \| kv-offload \| bytes.h2d \| [0-9.]+ GiB \| [0-9.]+ GiB \| .* \| -[0-9.]+ GiB ± 0 B \|$' "$tmp/out"; then
+  ok "check: bytes in binary units"; else bad "check: bytes in binary units"; fi
+"$B"/kvsim check --config configs/default.json --requests 100 --baseline "$tmp/own" --json > "$tmp/ck.json" 2>"$tmp/ck.err"; ckrc=$?
+if [ $ckrc = 1 ] && python3 - "$tmp/ck.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["result"] == "moved" and d["moved_count"] == 2 and d["experiments"][0]["name"] == "default", d
+m = {r["metric"]: r for r in d["moved"]}
+t = m["ttft_s.mean"]
+assert t["unit"] == "s" and t["policy"] == "kv-offload" and abs(t["paired_difference"]["mean"] + 0.5) < 1e-9 and t["seeds"] == 2
+assert m["bytes.h2d"]["unit"] == "bytes" and t["tolerance"] == {"relative": 0.02, "absolute": 0.0001}
+PY
+then ok "check --json: exit 1, what moved in the metrics' units"; else bad "check --json (exit $ckrc)"; fi
+expect 2 "check --requests with the canonical set refused" "$B"/kvsim check --requests 100
+expect 1 "check --config without a reference" "$B"/kvsim check --config configs/default.json --baseline "$tmp/noown"
+contains "check --config: how to write its reference" "no reference for default (kvsim check --update with the same options writes it)"
 # ---- end of capacity planning checks ----
 # ---- replications, workers, reproduce, provenance, vLLM spellings ----
 R=(--config configs/default.json --requests 150 --quiet)
 expect 0 "compare --seeds 3 -j 1" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 1 --out "$tmp/rj1"
 contains "the table shows mean ± ci" "± "
-contains "the table has the paired differences" "Paired differences to kv-offload"
-contains "the table has the ratios to the baseline" "Ratios to kv-offload (kv-offload ÷ policy"
+cp "$tmp/rj1/table.md" "$tmp/out"
+contains "table.md has the paired differences" "Paired differences to kv-offload"
+contains "table.md has the ratios to the baseline" "Ratios to kv-offload (kv-offload ÷ policy"
 if python3 -c "import json,sys; q=json.load(open(sys.argv[1]))['replications']['ratios_to_baseline']; p=q['policies'][0]; assert q['baseline']=='kv-offload' and p['ttft_mean_s']['mean']>0 and len(p['ttft_mean_s']['per_seed'])==3" "$tmp/rj1/summary.json" 2>/dev/null; then
   ok "summary.json has the ratios to the baseline"; else bad "summary.json has the ratios to the baseline"; fi
 expect 0 "compare --seeds 3 -j 2" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 2 --out "$tmp/rj2"
@@ -909,7 +971,9 @@ then ok "replications block: per seed, paired differences, n.s. for a policy vs 
 grep -q "n.s." "$tmp/self/table.md" && ok "table.md marks n.s." || bad "table.md marks n.s."
 expect 2 "--seeds 1 refused" "$B"/kvsim compare --seeds 1 --out "$tmp/bad1"
 contains "--seeds 1 says why" "at least 2 seeds"
-expect 2 "--baseline without --seeds refused" "$B"/kvsim compare --policies recompute,hcache --baseline hcache --out "$tmp/bad2"
+expect 0 "--baseline without --seeds: the verdict's reference point" "$B"/kvsim compare --policies recompute,hcache --requests 100 --baseline hcache --quiet --out "$tmp/b1"
+contains "one seed: the verdict says it has no interval" "one seed: no interval, --seeds N gives one"
+contains "one seed: the ratio is to the named baseline" "than the baseline hcache"
 expect 2 "--baseline not compared refused" "$B"/kvsim compare --policies recompute,hcache --seeds 2 --baseline ideal --out "$tmp/bad3"
 contains "--baseline names the policies" "not one of the policies compared (recompute, hcache)"
 expect 2 "--jobs 0 refused" "$B"/kvsim run --policy ideal --jobs 0 --out "$tmp/bad4"
@@ -967,6 +1031,56 @@ then ok "reproduce: the split names its bound and per-layer times"; else bad "re
 printf '{"paper": "P", "claims": [{"id": "x", "set": {"no_such_mode": 1}, "metric": {"kind": "ratio"}, "published": {"value": 1}}]}\n' > "$tmp/claim.json"
 expect 0 "reproduce skips a claim with an unknown setting" "$B"/kvsim reproduce --claims "$tmp/claim.json" --out "$tmp/rep2"
 contains "the skip names the setting" "needs setting no_such_mode"
+# the verdict first: winner, ratio and interval to the baseline, what it cannot be told apart from,
+# overload, where the full tables are; then the compact table (--table full: every table)
+"$B"/kvsim compare "${R[@]}" --policies all --seeds 3 --baseline kv-offload --out "$tmp/vd" >"$tmp/vd.stdout" 2>"$tmp/vd.stderr"
+if python3 - "$tmp/vd.stdout" "$tmp/vd" <<'PY'
+import sys
+out, d = open(sys.argv[1]).read(), sys.argv[2]
+lines = out.split("\n")
+assert lines[1].startswith("Verdict on TTFT p99 (lower is better;") and "3 seeds" in lines[1], lines[1]
+w = [l for l in lines if l.startswith("  winner: ")]
+assert len(w) == 1 and "× lower than the baseline kv-offload" in w[0] and "interval " in w[0], w
+assert "ideal" not in w[0], "a reference never wins"
+assert any(l.startswith("  not separable from the winner (its paired ratio's interval holds 1): ") for l in lines)
+assert "  overloaded: none" in lines
+assert any(l.startswith("  reference: ideal, ") for l in lines)
+assert ("  full tables: %s/table.md" % d) in out
+head = "| policy | TTFT p50 ms | TTFT p99 ms | E2E p99 ms | TBT p99 ms | SLO % | restore/bound |"
+assert head in lines and lines.index(head) > lines.index(w[0]), "the verdict comes before any table"
+assert any(l.startswith("| └ hcache-noschd (ablation) | ") for l in lines), "ablations under the policy they ablate"
+i, j = [k for k, l in enumerate(lines) if l.startswith("| hcache |")][0], [k for k, l in enumerate(lines) if "hcache-noschd" in l and l.startswith("|")][0]
+assert j > i
+assert any(l.startswith("| kv-offload (baseline) | ") for l in lines)
+assert "hcache-cf: identical to hcache in every metric" in out and "| hcache-cf" not in out
+assert "Paired differences" not in out, "the compact table alone by default"
+assert open(d + "/verdict.md").read() == out, "verdict.md is what was printed"
+PY
+then ok "compare: the verdict first, then the compact table with ablations grouped (= verdict.md)"; else bad "compare: the verdict first, then the compact table"; sed 's/^/      /' "$tmp/vd.stdout" | head -30 >&2; fi
+expect 0 "compare --table full" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload --table full --out "$tmp/vdf"
+contains "--table full: the verdict" "Verdict on TTFT p99"
+contains "--table full: every table" "Paired differences to kv-offload"
+contains "--table full: the verdict says the tables follow" "differences and ratios to the baseline; below)"
+if awk '/^Verdict on/ {v=NR} /^\| policy \|/ && !t {t=NR} END {exit !(v && t > v)}' "$tmp/out"; then ok "--table full: the verdict before the tables"; else bad "--table full: the verdict before the tables"; fi
+expect 0 "compare --metric slo_attainment" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache --seeds 2 --metric slo_attainment --out "$tmp/vdm"
+contains "--metric: the verdict names it and its direction" "Verdict on SLO % (higher is better;"
+expect 2 "--metric unknown refused" "$B"/kvsim compare --policies kv-offload,hcache --metric ttft_p99 --out "$tmp/bad5"
+contains "--metric unknown: the names" "--metric ttft_p99: not a metric (examples: ttft_s.p99"
+expect 2 "--metric of a count refused" "$B"/kvsim compare --policies kv-offload,hcache --metric requests --out "$tmp/bad6"
+expect 0 "compare --percentiles 50,90,99,99.9" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache --percentiles 50,90,99,99.9 --out "$tmp/vdp"
+contains "--percentiles: TTFT at each, E2E and TBT at the highest" "| policy | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | TTFT p99.9 ms | E2E p99.9 ms | TBT p99.9 ms | SLO % | restore/bound |"
+expect 2 "--percentiles 100 refused" "$B"/kvsim compare --policies kv-offload --percentiles 50,100 --out "$tmp/bad7"
+contains "--percentiles: what is expected" "expected percentiles in (0, 100)"
+expect 2 "--percentiles descending refused" "$B"/kvsim compare --policies kv-offload --percentiles 99,50 --out "$tmp/bad8"
+expect 2 "--table other refused" "$B"/kvsim compare --policies kv-offload --table wide --out "$tmp/bad9"
+if python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1]))['policies'][0]
+e, t = p['e2e_s'], p['ttft_s']
+assert e['n'] == t['n'] > 0 and e['p99'] >= t['p99'] and e['mean'] > t['mean'], (e, t)
+assert t['p99'] <= t['p99_9'] <= t['max'] and 'p99_9' in e and 'p95' not in t, (e, t)
+" "$tmp/vdp/summary.json"; then ok "summary.json: e2e_s (release to last token) beside ttft_s; --percentiles' p99_9 in each"; else bad "summary.json: e2e_s beside ttft_s, p99_9"; fi
+grep -qF '| E2E mean ms | E2E p99 ms |' "$tmp/vdf/table.md" && ok "table.md: E2E columns" || bad "table.md: E2E columns"
 printf '{"paper": "P", "claims": [{"id": "y", "metric": {"kind": "nonsense"}, "published": {"value": 1}}]}\n' > "$tmp/claim2.json"
 expect 1 "reproduce fails on a claim that cannot run" "$B"/kvsim reproduce --claims "$tmp/claim2.json" --out "$tmp/rep3"
 contains "the failure says why" "metric.kind 'nonsense'"
@@ -983,6 +1097,9 @@ contains "the fallback warning names state_ttl" "fell back to recompute: saved s
 if grep -q "warning: kv-offload: .* fell back to recompute" "$tmp/ttl/table.md"; then ok "table.md carries the warning"; else bad "table.md carries the warning"; fi
 expect 0 "contexts over max_context" "$B"/kvsim run --policy recompute --requests 100 --set max_context=1024 --quiet --out "$tmp/trunc"
 contains "the truncation warning names max_context" "truncated to max_context (1024 tokens)"
+"$B"/kvsim compare --policies recompute,kv-offload --requests 100 --set max_context=1024 --out "$tmp/trunc2" >"$tmp/tr.stdout" 2>"$tmp/tr.stderr"
+if [ "$(grep -c 'truncated to max_context' "$tmp/tr.stdout")" = 1 ] && ! grep -q 'truncated to max_context' "$tmp/tr.stderr"; then
+  ok "the truncation warning is said once, under the table on stdout"; else bad "the truncation warning is said once, under the table on stdout"; fi
 
 # figures people read (docs/plots.md): every figure of a run, the timeline, the Chrome trace, kvsim plot
 expect 0 "compare with a timeline and a trace" "$B"/kvsim compare --policies recompute,kv-offload,hcache --requests 150 --set evict_each_turn=1 --timeline slowest --trace-out "$tmp/fig.json" --trace-max-events 20000 --quiet --out "$tmp/fig"

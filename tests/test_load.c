@@ -183,6 +183,37 @@ TEST(load_trace_arrivals_same_for_every_policy)
     }
 }
 
+/* E2E (summary.json e2e_s): each kept request's last token − its release, where its TTFT starts
+ * (under arrivals=trace the release is after the session wait, not the load process's arrival) */
+TEST(load_e2e_is_done_minus_release)
+{
+    SimConfig c;
+    base_config(&c, "sharegpt4", 200);
+    simtest_set(t, &c, "arrivals", "trace");
+    simtest_set(t, &c, "think", "2 s");
+    simtest_set(t, &c, "session_rate", "0.2");
+    AllRows a = {0};
+    SimResult res;
+    if (run(t, &c, "kv-offload", &a, &res) == 0) {
+        double sum = 0;
+        int64_t mx = 0;
+        int waited = 0;
+        for (size_t i = 0; i < a.n; i++) {
+            int64_t e2e = a.r[i].done_ns - a.r[i].arrival_ns;
+            CHECK(e2e >= a.r[i].ttft_ns);
+            sum += (double)e2e;
+            if (e2e > mx) mx = e2e;
+            waited += a.r[i].session_wait_ns > 0;
+        }
+        CHECK(waited > 0);
+        CHECK_EQ_U(res.e2e.n, (uint64_t)a.n);
+        CHECK(a.n > 0 && fabs(hist_mean(&res.e2e) - sum / (double)a.n) <= 1e-9 * sum / (double)a.n);
+        CHECK(hist_max(&res.e2e) == (double)mx);
+        sim_result_free(&res);
+    }
+    free(a.r);
+}
+
 /* request_rate: the gamma process's mean rate, and its dispersion (CV = 1/sqrt(burstiness)) */
 TEST(load_request_rate_mean_and_burstiness)
 {

@@ -183,14 +183,15 @@ TEST(report_table_headers_units_and_not_applicable)
             for (int j = 0; j < nc; j++) CHECK_MSG(strcmp(cells[j], cells[nc]) != 0, "header '%s' twice", cells[nc]);
             nc++;
         }
-        CHECK_EQ_I(nc, 16); /* the 13 of before, then req/s, out tok/s, goodput req/s at the end */
+        CHECK_EQ_I(nc, 18); /* the 13 of before, then req/s, out tok/s, goodput req/s, E2E mean and p99 at the end */
     }
     CHECK_CONTAINS(buf, "TTFT p99 ms");
     CHECK_CONTAINS(buf, "restore p99 ms");
     CHECK_CONTAINS(buf, "TBT p99 ms");
     /* no request kept in the load window (the results are made by hand): the rates are absent */
-    CHECK_CONTAINS(buf, "| 512 KiB | 2.46 | 0.000 | – | – |\n");
-    CHECK_CONTAINS(buf, "| 0 B | – | 0.000 | – | – |\n");
+    CHECK_CONTAINS(buf, "| 512 KiB | 2.46 | 0.000 | – | – | – | – |\n");
+    CHECK_CONTAINS(buf, "| 0 B | – | 0.000 | – | – | – | – |\n");
+    CHECK_CONTAINS(buf, "E2E p99 ms");
     CHECK_CONTAINS(buf, "goodput req/s");
     CHECK(strstr(buf, "524288") == NULL);
     free(buf);

@@ -2,11 +2,11 @@
 # readme_tables.sh — regenerate every result the README quotes, after an intentional change of
 # numbers (or of the policy registry). Each quoted result sits between marker comments:
 #   <!-- BEGIN make-run output ... --> / <!-- END make-run output -->   what `make run` prints: the
-#       5-seed comparison of configs/default.json with its differences and ratios to kv-offload;
-#   <!-- BEGIN seed-1 table ... --> / <!-- END seed-1 table -->         one replication, seed 1;
+#       verdict and compact table of the 5-seed comparison of configs/default.json against kv-offload;
+#   <!-- BEGIN seed-1 table ... --> / <!-- END seed-1 table -->         one replication, seed 1 (table.md's rows);
 #   <!-- BEGIN policies ... --> / <!-- END policies -->                 `kvsim list policies` as a table;
 #   <!-- BEGIN output: CMD --> / <!-- END output -->                    CMD (a `bin/kvsim compare ...
-#       --out DIR` command, shown above it) run into a scratch directory: its table.md.
+#       --out DIR` command, shown above it) run into a scratch directory: what it prints.
 # Everything else in README.md is left alone; the file is written aside and renamed.
 # Usage: bash tools/readme_tables.sh [--check] [KVSIM]   (default bin/kvsim)
 #   --check: change nothing; exit 1 naming the blocks whose numbers differ from what KVSIM gives
@@ -23,17 +23,21 @@ kvsim, tmp, check = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 stale = []
 n = [0]
 
-def compare(args):
-    """run `kvsim compare ARGS` into a scratch directory; its table.md without leading blank lines"""
+def compare(args, name=None):
+    """run `kvsim compare ARGS` into a scratch directory; what it prints (name None) or its file NAME
+    (table.md: the full tables), without leading or trailing blank lines"""
     n[0] += 1
     out = os.path.join(tmp, "r%d" % n[0])
     args = list(args)
+    shown = "results/default"  # the directory the quoted command writes (make run's without --out)
     if "--out" in args:
+        shown = args[args.index("--out") + 1]
         args[args.index("--out") + 1] = out
     else:
         args += ["--out", out]
-    subprocess.run([kvsim] + args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    lines = open(os.path.join(out, "table.md")).read().split("\n")
+    p = subprocess.run([kvsim] + args, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    text = p.stdout if name is None else open(os.path.join(out, name)).read()
+    lines = text.replace(out + "/", shown + "/").split("\n")
     while lines and not lines[0].strip(): lines.pop(0)
     while lines and not lines[-1].strip(): lines.pop()
     return lines
@@ -41,10 +45,10 @@ def compare(args):
 def make_run():
     t = compare(["compare", "--config", "configs/default.json", "--policies", "all", "--seeds", "5",
                  "--baseline", "kv-offload"])
-    return ["```", t[0], ""] + t[1:] + ["```"]
+    return ["```"] + t + ["```"]
 
 def seed1():
-    t = compare(["compare", "--config", "configs/default.json", "--policies", "all"])
+    t = compare(["compare", "--config", "configs/default.json", "--policies", "all"], "table.md")
     return [""] + [l for l in t if l.startswith("|")] + [""]
 
 def policies():
@@ -60,7 +64,7 @@ def output(cmd):
     argv = shlex.split(cmd)
     if argv[:2] != ["bin/kvsim", "compare"]:
         sys.exit("readme_tables: only 'bin/kvsim compare ...' can be quoted, not: " + cmd)
-    return compare(argv[1:])
+    return ["```"] + compare(argv[1:]) + ["```"]
 
 src = open("README.md").read().split("\n")
 out, i = [], 0

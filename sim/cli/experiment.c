@@ -23,6 +23,7 @@
 #include "results/report.h"
 #include "results/resfile.h"
 #include "results/resultset.h"
+#include "results/verdict.h"
 #include "sim/base/opt.h"
 #include "sim/cli/procpool.h"
 
@@ -242,9 +243,6 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         fprintf(stderr, "  %-12s%s %llu requests, %.1f s simulated in %.2f s (%.0f× real time, %llu events)\n", name, who,
                 (unsigned long long)r.requests, (double)r.sim_end_ns / 1e9, r.wall_s,
                 r.wall_s > 0 ? (double)r.sim_end_ns / 1e9 / r.wall_s : 0, (unsigned long long)r.events);
-    char warn[640]; /* overloaded: always said, even with --quiet; not in steady state: a note */
-    int lv = report_load_warning(warn, sizeof warn, &r);
-    if (lv == 2 || (lv == 1 && !x->cfg->quiet)) fprintf(stderr, "kvsim: %s%s: %s\n", lv == 2 ? "warning" : "note", who, warn);
     if (x->stats) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
@@ -457,6 +455,21 @@ static int write_table(FILE *out, const ExpSpec *x, const SimWorld *w, const Sim
     return repl_markdown(out, w, rep, e);
 }
 
+/* compare's answer: the verdict, then the compact table and the warnings under it (verdict.md), or
+ * with full the full tables with theirs (table.md) */
+static int write_verdict(FILE *out, const ExpSpec *x, const SimWorld *w, const SimResult *res, const Replications *rep, int full,
+                         KvErr *e)
+{
+    Verdict v = {res, x->n_seeds ? x->n_seeds : 1, x->np, x->baseline, x->metric, {0}, x->n_pct, 0.95, x->out, full};
+    memcpy(v.pct, x->pct, sizeof v.pct);
+    if (verdict_write(out, w, &v, e) != 0) return -1;
+    if (full) return write_table(out, x, w, res, rep, e);
+    if (verdict_table(out, w, &v, e) != 0) return -1;
+    if (rep) repl_footer(out, rep);
+    else report_markdown_footer(out, w, res, x->np);
+    return 0;
+}
+
 int experiment_run(const ExpSpec *x)
 {
     KvErr e;
@@ -469,6 +482,7 @@ int experiment_run(const ExpSpec *x)
         free(seeds);
         return 1;
     }
+    report_set_percentiles(x->pct, x->n_pct);
     /* every file of the result is written into a set beside --out and swapped in at the end */
     ResultSet rset;
     if (rs_begin(&rset, x->out, &e) != 0) {
@@ -540,23 +554,31 @@ int experiment_run(const ExpSpec *x)
     Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95};
     const Replications *rp = x->n_seeds ? &rep : NULL;
     if (rc == 0 && write_outputs(&rset, x, x->w, res, rp, &hsamples, &e) != 0) rc = 1;
-    if (rc == 0) {
+    if (rc == 0) { /* the warnings are said once, with the table on stdout (and in the files), not again on stderr */
         KvAtomicFile af;
-        report_warnings(stderr, x->w, res, x->np); /* also under the table, for runs whose stdout is kept */
-        if (write_table(stdout, x, x->w, res, rp, &e) != 0 || rs_path(&rset, "table.md", path, sizeof path, &e) != 0 ||
-            kv_atomic_open(&af, path, &e) != 0)
+        int printed = x->compare ? write_verdict(stdout, x, x->w, res, rp, x->full_table, &e) : write_table(stdout, x, x->w, res, rp, &e);
+        if (printed != 0 || rs_path(&rset, "table.md", path, sizeof path, &e) != 0 || kv_atomic_open(&af, path, &e) != 0)
             rc = 1;
         else if (write_table(af.f, x, x->w, res, rp, &e) != 0) {
             kv_atomic_abort(&af);
             rc = 1;
         } else if (kv_atomic_commit(&af, &e) != 0)
             rc = 1;
+        if (rc == 0 && x->compare) {
+            if (rs_path(&rset, "verdict.md", path, sizeof path, &e) != 0 || kv_atomic_open(&af, path, &e) != 0)
+                rc = 1;
+            else if (write_verdict(af.f, x, x->w, res, rp, 0, &e) != 0) {
+                kv_atomic_abort(&af);
+                rc = 1;
+            } else if (kv_atomic_commit(&af, &e) != 0)
+                rc = 1;
+        }
     }
     if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
     if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
     else if (!x->cfg->quiet)
-        fprintf(stderr, "results in %s/ (summary.json, %stable.md, utilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
-                x->no_csv ? "" : "requests.csv, ", x->timeline ? "timeline.csv, " : "", plot_file_list(),
+        fprintf(stderr, "results in %s/ (summary.json, %stable.md, %sutilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
+                x->no_csv ? "" : "requests.csv, ", x->compare ? "verdict.md, " : "", x->timeline ? "timeline.csv, " : "", plot_file_list(),
                 x->no_csv ? "" : ", ttft_history.svg", x->timeline ? ", timeline.svg" : "", x->trace_out ? "; trace in " : "",
                 x->trace_out ? x->trace_out : "");
     rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
@@ -569,7 +591,8 @@ int experiment_run(const ExpSpec *x)
 
 int experiment_opt_is(const char *o)
 {
-    return !strcmp(o, "--seeds") || !strcmp(o, "--seed-base") || !strcmp(o, "--jobs") || !strcmp(o, "--baseline");
+    return !strcmp(o, "--seeds") || !strcmp(o, "--seed-base") || !strcmp(o, "--jobs") || !strcmp(o, "--baseline") ||
+           !strcmp(o, "--metric") || !strcmp(o, "--table") || !strcmp(o, "--percentiles");
 }
 
 int experiment_opts_read(const OptArgs *a, SimConfig *cfg, const char (*names)[32], int np, ExpOpts *xo, KvErr *e)
@@ -602,8 +625,15 @@ int experiment_opts_read(const OptArgs *a, SimConfig *cfg, const char (*names)[3
         if (xo->seed_base > UINT64_MAX - (uint64_t)xo->n_seeds) return kv_err(e, "seed %llu: the last seed would overflow", (unsigned long long)xo->seed_base);
         cfg->seed = xo->seed_base;
     }
+    xo->metric = metric_find("ttft_s.p99");
+    if ((s = opt_get(a, "--metric")) && !(xo->metric = verdict_metric(s, e))) return -1;
+    if ((s = opt_get(a, "--table"))) {
+        if (strcmp(s, "compact") && strcmp(s, "full")) return kv_err(e, "--table %s: expected compact or full", s);
+        xo->full_table = !strcmp(s, "full");
+    }
+    xo->pct[0] = 50, xo->pct[1] = 99, xo->n_pct = 2;
+    if ((s = opt_get(a, "--percentiles")) && verdict_percentiles(s, xo->pct, &xo->n_pct, e) != 0) return -1;
     if ((s = opt_get(a, "--baseline"))) {
-        if (!xo->n_seeds) return kv_err(e, "--baseline %s: paired differences are over seeds; give --seeds N too", s);
         for (int i = 0; i < np && xo->baseline < 0; i++)
             if (!strcmp(names[i], s)) xo->baseline = i;
         if (xo->baseline < 0) {

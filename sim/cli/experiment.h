@@ -48,6 +48,13 @@ typedef struct ExpSpec {
     int64_t timeline_request;
     const char *trace_out;
     uint64_t trace_max_events;
+    /* compare: the verdict (results/verdict.h) on metric against the baseline (-1: the first
+     * policy), printed before the compact table (full_table 0) or the full tables (1); the compact
+     * table's percentiles. run (compare 0): the full table alone. */
+    int compare, full_table;
+    const struct Metric *metric;
+    double pct[8];
+    int n_pct;
 } ExpSpec;
 
 /* Run it, write the result set, print the table; the exit status (0, or 1 after a message). */
@@ -59,6 +66,10 @@ typedef struct ExpOpts {
     uint64_t seed_base; /* the first seed (also written into cfg->seed) */
     int jobs;           /* --jobs, or the online cores */
     int baseline;       /* index into the policies, or -1 */
+    const struct Metric *metric; /* --metric (default ttft_s.p99) */
+    int full_table;     /* --table full */
+    double pct[8];      /* --percentiles (default 50,99) */
+    int n_pct;
 } ExpOpts;
 
 struct OptArgs;
@@ -74,6 +85,9 @@ int experiment_opts_read(const struct OptArgs *a, SimConfig *cfg, const char (*n
         {"--seed-base", "S", 0, "replications: the first seed (default: the seed setting); seeds S..S+N-1"},       \
         {"--jobs", "N", 0, "-j N: at most N worker processes (default: the online cores); the output is the same for any N"}
 #define EXPERIMENT_COMPARE_OPTS                                                                                       \
-    {"--baseline", "POLICY", 0, "replications: each policy's paired difference to POLICY (mean ± CI; n.s. when it holds 0)"}
+    {"--baseline", "POLICY", 0, "the verdict's reference point (default: the first policy); with --seeds each policy's paired difference to POLICY (mean ± CI; n.s. when it holds 0)"}, \
+        {"--metric", "NAME", 0, "the verdict's headline metric (default ttft_s.p99; any metric name: ttft_s.mean, e2e_s.p99, tbt_s.p99, slo_attainment, ...)"}, \
+        {"--table", "compact|full", 0, "after the verdict: the compact table (default) or every metric's tables (table.md)"}, \
+        {"--percentiles", "LIST", 0, "the compact table's percentiles (default 50,99; e.g. 50,90,99,99.9): TTFT at each, E2E and TBT at the highest"}
 
 #endif

@@ -526,7 +526,9 @@ static int cmd_run(int argc, char **argv, int compare)
         return 1;
     }
     ExpSpec x = {&cfg, &w, trace_desc, (const char(*)[32])names, np, out, xo.n_seeds, xo.seed_base, xo.jobs,
-                 xo.baseline, no_csv, stats, util_window_ns, timeline, timeline_req, trace_out, (uint64_t)trace_max};
+                 xo.baseline, no_csv, stats, util_window_ns, timeline, timeline_req, trace_out, (uint64_t)trace_max,
+                 compare, xo.full_table, xo.metric, {0}, xo.n_pct};
+    memcpy(x.pct, xo.pct, sizeof x.pct);
     int rc = experiment_run(&x);
     sim_world_close(&w);
     return rc;

@@ -33,6 +33,7 @@
 #include "sim/cli/sweep.h"
 #include "sim/engine/sim.h"
 #include "sim/engine/sweepspec.h"
+#include "traces/trace.h"
 
 /* ---------------------------------------------------------------- evaluation */
 
@@ -331,6 +332,38 @@ static int plan_clean_stale(const char *tmp, int quiet)
     return removed;
 }
 
+/* The first request of c's trace that is a later turn of its session (1, and its session's name and
+ * turn in why), 0 when every session has one turn, -1 + e when the trace cannot be read. Under
+ * request_rate such a turn still waits for its session's previous one, so the rate of requests the
+ * load process offers is not the rate served: --max-load searches the sessions' arrival rate. */
+static int trace_multi_turn(const SimConfig *c, const SimWorld *w, char *why, size_t n, KvErr *e)
+{
+    TraceOptions to = {0};
+    to.source = c->trace;
+    to.format = sim_trace_format_name(c->trace_format);
+    to.seed = c->seed;
+    to.session_rate_per_s = c->session_rate;
+    to.time_scale = c->time_scale > 0 ? c->time_scale : 1;
+    to.think_ns = c->think_ns;
+    to.max_requests = c->requests;
+    to.max_context_tokens = c->max_context > 0 ? c->max_context : w->model->max_pos;
+    to.request_rate_per_s = c->request_rate;
+    to.burstiness = c->burstiness;
+    to.system_prompt_tokens = c->system_prompt_tokens;
+    to.prompt_groups = c->prompt_groups;
+    TraceSource *ts = trace_open(&to, e);
+    if (!ts) return -1;
+    TraceRequest r;
+    int got, multi = 0;
+    while (!multi && (got = trace_next(ts, &r, e)) == 1)
+        if (r.turn > 0) {
+            multi = 1;
+            snprintf(why, n, "session %s has turn %d", r.session_id ? r.session_id : "?", (int)r.turn);
+        }
+    trace_close(ts);
+    return multi ? 1 : got < 0 ? -1 : 0;
+}
+
 /* --config FILE into the spec's base, key by key through sweep's checker (where: "FILE: key"). */
 static int base_from_config(SweepSpec *s, const char *path, KvErr *e)
 {
@@ -488,6 +521,7 @@ int plan_main(int argc, char **argv)
     int np = 0;
     uint64_t cfg_seed = 1;
     double knob_value = 0;
+    int turns_checked = 0;
     char warning[512] = "";
     PlanPrices pr;
     memset(&pr, 0, sizeof pr);
@@ -519,6 +553,22 @@ int plan_main(int argc, char **argv)
             continue;
         }
         if (!warning[0]) point_spec_warning(&w, warning, sizeof warning);
+        if (max_load && !strcmp(knob, "request_rate") && !turns_checked) {
+            char why[256] = "";
+            int mt = trace_multi_turn(&c, &w, why, sizeof why, &e);
+            turns_checked = 1;
+            if (mt != 0) {
+                if (mt > 0)
+                    kv_err(&e, "--max-load --load-knob request_rate: trace %s has sessions of several turns (%s); a turn waits "
+                               "for its session's previous one, so the requests released per second do not follow request_rate "
+                               "and the search would report the sessions' pace as the limit. The load of a multi-turn trace is "
+                               "the arrival rate of its sessions: --load-knob session_rate (a configuration that sets "
+                               "request_rate: drop it)", c.trace, why);
+                rc = mt > 0 ? 2 : 1;
+                sim_world_close(&w);
+                break;
+            }
+        }
         const SimConfig *r = w.cfg;
         PlanPoint *pi = &info[q];
         snprintf(pi->gpu, sizeof pi->gpu, "%s", r->gpu);

@@ -183,6 +183,7 @@ static void sample_add(Sim *sm, const ReqSample *x, const int64_t *gaps, int64_t
     hist_add(&res->queue, (uint64_t)x->queue);
     hist_add(&res->restore, (uint64_t)x->restore);
     hist_add(&res->prefill, (uint64_t)x->prefill);
+    hist_add(&res->e2e, (uint64_t)(x->done - (x->offered + x->wait))); /* offered + wait: the release */
     for (int64_t i = 0; i < n_gaps; i++) hist_add(&res->tbt, (uint64_t)gaps[i]);
     res->slo_met += (uint64_t)x->slo;
     int c = hist_class(sm, x->hist);

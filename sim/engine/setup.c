@@ -83,6 +83,7 @@ void sim_result_free(SimResult *r)
     hist_free(&r->prefill);
     hist_free(&r->tbt);
     hist_free(&r->lb_ratio);
+    hist_free(&r->e2e);
     for (int c = 0; c < SIM_CLASSES; c++) {
         hist_free(&r->cls[c].ttft);
         hist_free(&r->cls[c].restore);

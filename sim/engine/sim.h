@@ -292,6 +292,7 @@ typedef struct SimResult {
     uint64_t requests, sessions, truncated, dropped;
     int64_t sim_end_ns;
     Hist ttft, queue, restore, prefill, tbt, lb_ratio;
+    Hist e2e;                     /* release (where TTFT starts) to the last output token */
     double tbt_mean_ns;
     uint64_t tbt_n;
     SimClassStats cls[SIM_CLASSES];
