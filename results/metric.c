@@ -77,6 +77,7 @@ static const Metric k_metrics[] = {
      .outputs = ALL_POINT | METRIC_REPL, .headline = 13, .key = "restore_throughput_tokens_per_s", .header = "restore tokens/s",
      .show = MS_COUNT, .samples = MN_RESTORED, .target = "restore_throughput"},
     U64("restored_tokens", "tokens", restored_tokens),
+    U64("saved_state.promoted", "count", promoted),
     SHARE_H("restore_from_share.resident", hits_resident),
     SHARE_H("restore_from_share.dram", hits_dram),
     SHARE_H("restore_from_share.ssd", hits_ssd),

@@ -191,7 +191,7 @@ TEST(tier_ssd_wear_closed_form_and_absent)
  * still in DRAM; with K = 2 it was demoted once (SSD, or the remote store when that comes second);
  * K = 3 reaches the third tier; K = 4 passes the end of the chain and is recomputed (dropped for
  * capacity). A two-tier chain drops where the third tier would have held it. */
-static const char *chain_from(TestCtx *t, const char *store, int K, int row, Rows *out_rows, SimResult *out)
+static const char *chain_run(TestCtx *t, const char *store, int K, int row, int promote, Rows *out_rows, SimResult *out)
 {
     char text[1024];
     int len = snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
@@ -205,6 +205,7 @@ static const char *chain_from(TestCtx *t, const char *store, int K, int row, Row
     c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
     c.n_ssd = 1;
     c.state_ttl_ns = 0;
+    c.promote = promote;
     SimWorld w;
     KvErr e;
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
@@ -214,6 +215,11 @@ static const char *chain_from(TestCtx *t, const char *store, int K, int row, Row
     CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, out_rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
     sim_world_close(&w);
     return row < out_rows->n ? out_rows->rows[row].restore_from : "?";
+}
+
+static const char *chain_from(TestCtx *t, const char *store, int K, int row, Rows *out_rows, SimResult *out)
+{
+    return chain_run(t, store, K, row, 0, out_rows, out);
 }
 
 TEST(tier_chain_cyclic_sessions_reach_down_the_chain)
@@ -251,4 +257,22 @@ TEST(tier_chain_spill_from_ssd_reads_the_array_and_writes_the_nic)
     CHECK(res.bytes_ssd_read >= res.bytes_net_out); /* the spill's read, and the restoration's of the K = 2 session */
     CHECK(res.bytes_ssd_write > 0);
     sim_result_free(&res);
+}
+
+/* promote=true: the first session's second turn reads its state from the SSD and moves it up to
+ * DRAM, which sends the second session's state down; that session's second turn then reads the SSD.
+ * Without promotion the first session's state stays on the SSD and the second's in DRAM. */
+TEST(tier_chain_promotion_moves_a_restored_state_up)
+{
+    for (int promote = 0; promote < 2; promote++) {
+        Rows rows;
+        SimResult res;
+        const char *first = chain_run(t, "dram+ssd", 2, 2, promote, &rows, &res);
+        const char *second = rows.n > 3 ? rows.rows[3].restore_from : "?";
+        CHECK_STR(first, "ssd");
+        CHECK_STR(second, promote ? "ssd" : "dram");
+        CHECK_EQ_I((long long)res.promoted, promote ? 2 : 0);
+        CHECK_EQ_I((long long)res.state_lost_capacity, 0);
+        sim_result_free(&res);
+    }
 }

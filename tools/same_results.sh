@@ -23,7 +23,7 @@
 # its "load" object (throughput, goodput, trimming, the steady-state test; added after the baseline),
 # nor its "nothing_restored" flag or "ssd_wear" object (added after the baseline), nor its "e2e_s"
 # distribution (added after the baseline; requests.csv's done_s and arrival_s, which are compared,
-# determine it),
+# determine it), nor its saved_state.promoted count (added after the baseline),
 # nor the table's load footer lines ("warning: P: overloaded: ...", "note: P: not in steady state:
 # ...", "trimmed: ...") whose numbers are in that object.
 # Exit 0 when every experiment matches, 1 otherwise (the differing files are named).
@@ -77,7 +77,7 @@ drop = [c for c in ("session_id", "preemptions", "prefix_hit_tokens") if (c in h
 sys.exit(0 if drop and rows(sys.argv[1], drop) == rows(sys.argv[2], drop) else 1)
 PY
 }
-norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [(x.pop("knobs", None), x.pop("load", None), x.pop("preemption", None), x.pop("nothing_restored", None), x.pop("ssd_wear", None), x.pop("e2e_s", None)) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
+norm() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]; [(x.pop("knobs", None), x.pop("load", None), x.pop("preemption", None), x.pop("nothing_restored", None), x.pop("ssd_wear", None), x.pop("e2e_s", None), x.get("saved_state", {}).pop("promoted", None)) for x in p]; print(json.dumps(p, sort_keys=True, indent=0))' "$1"; }
 for c in "${cases[@]}"; do
   i=$((i + 1))
   a=$work/$i.old b=$work/$i.new

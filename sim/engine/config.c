@@ -231,6 +231,8 @@ static const CfgKey g_keys[] = {
     NUMK("cooldown", CT_TRIM, cooldown, "0", 0, 1e12, 0, NULL,
          "leave the last N requests or those arriving in the last T of the arrivals out of the request metrics (0: none)"),
     NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
+    NUMK("promote", CT_BOOL, promote, "false", 0, 1, 0, NULL,
+         "a restoration that read a session's state from a lower tier moves it to the first (HiCache's copy up to host memory)"),
     NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
     NUMK("prefix_cache", CT_BOOL, prefix_cache, "true", 0, 1, 0, NULL,
          "keep the KV blocks a trace names (Mooncake hash_ids) in an HBM prefix cache shared by sessions: a request takes "

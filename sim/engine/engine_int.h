@@ -731,6 +731,7 @@ void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
 
 TierList *tier_list(Sim *sm, int replica, Tier t);
 void tier_touch(Sim *sm, Session *s);
+void tier_promote(Sim *sm, Session *s);
 void tier_enforce_capacity(Sim *sm, Replica *rp);
 /* drop s's saved state if it was unused for state_ttl (counted as lost) */
 void tier_expire_session(Sim *sm, Session *s);

@@ -139,7 +139,7 @@ static void lw_arrived(Sim *sm, Request *r, int layer)
     int64_t now = sim_now(sm);
     if (layer >= 0) {
         if (now > r->t_restored) r->t_restored = now;
-        if (--r->loads_left == 0) rq_src(r)->loading--;
+        if (--r->loads_left == 0 && --rq_src(r)->loading == 0) tier_promote(sm, rq_src(r));
         if (--r->layer_units[layer] > 0) return; /* the layer's other places still to come */
         if (restore_is_boundary(sm, r, layer)) {
             r->bnd_left--;
@@ -351,7 +351,7 @@ void restore_tw_check_done(Sim *sm, Request *r)
     if (now > r->t_restored) r->t_restored = now;
     if (r->loads_left) {
         r->loads_left = 0;
-        rq_src(r)->loading--;
+        if (--rq_src(r)->loading == 0) tier_promote(sm, rq_src(r));
     }
     restore_progress(sm, r);
     sim_kick(sm, &sm->rep[r->replica]);

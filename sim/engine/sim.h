@@ -167,6 +167,7 @@ typedef struct SimConfig {
     SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
     uint64_t dram_bytes;        /* derived: 0 = the platform's */
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
+    int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
     int n_ssd;                  /* derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
     int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
@@ -307,6 +308,7 @@ typedef struct SimResult {
     uint64_t fallback_uncovered;  /* of those: no saved state, or less than the history (see lost) */
     uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
     uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
+    uint64_t promoted;            /* promote=true: sessions' states moved up to the first tier after a restoration read them */
     /* the HBM prefix cache (prefix_cache=true and a trace that names blocks; else all 0 and
      * prefix_named 0): requests whose context named blocks, restorations whose whole history was
      * found there (hits_prefix), requests that took a cached prefix and the context tokens they did not

@@ -101,6 +101,19 @@ static void tier_unpark(Sim *sm, Session *s, int st)
     }
 }
 
+/* promote=true: the last load of a restoration from s's state has arrived; a state below the first
+ * tier moves up to it (its bytes crossed host memory on their way to the GPU: no transfer of its
+ * own), the first tier's LRU sessions going down the chain as a save would send them */
+void tier_promote(Sim *sm, Session *s)
+{
+    Tier first = sm->save_first;
+    if (!sm->cfg->promote || s->tier == TIER_NONE || s->tier == first || s->loading || s->saving || s->spilling) return;
+    tier_unlink(sm, s);
+    tier_link(sm, s, first);
+    sm->res->promoted++;
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
 /* the session's saved state is gone (why: LOST_TTL or LOST_CAPACITY); never called while a save,
  * spill or load of it is in flight */
 static void tier_drop(Sim *sm, Session *s, int why)
