@@ -1,5 +1,6 @@
 /* test_experiment.c — replications (intervals shrink with more seeds, paired differences of equal
- * policies not significant, a constant difference significant), SimResult records read back equal
+ * policies not significant, a constant difference significant, runs reduced as they arrive give the
+ * same outputs), SimResult records read back equal
  * (reports from them byte-identical), the process pool (jobs in order, any worker count gives the
  * same files, a failing job reported with its stderr), SHA-256 of known inputs. */
 #include <fcntl.h>
@@ -46,7 +47,7 @@ TEST(replications_interval_shrinks_with_seeds)
     for (int i = 0; i < 16; i++) seeds[i] = (uint64_t)i + 1;
     fill(a, 4, 1, 5, 0);
     fill(b, 16, 1, 5, 0);
-    Replications ra = {4, 1, seeds, a, -1, 0.95}, rb = {16, 1, seeds, b, -1, 0.95};
+    Replications ra = {4, 1, seeds, a, -1, 0.95, NULL, NULL}, rb = {16, 1, seeds, b, -1, 0.95, NULL, NULL};
     ReplStat sa, sb;
     KvErr e;
     CHECK(repl_stat(&ra, 0, k_ttft, 0, &sa, &e) == 0);
@@ -68,10 +69,10 @@ TEST(replications_paired_difference_significance)
     fill(shifted, 5, 2, 20, 3); /* p1 = p0 + 3 ms in every seed */
     KvErr e;
     ReplStat st;
-    Replications r = {5, 2, seeds, same, 0, 0.95};
+    Replications r = {5, 2, seeds, same, 0, 0.95, NULL, NULL};
     CHECK(repl_stat(&r, 1, k_ttft, 1, &st, &e) == 0);
     CHECK(st.mean == 0 && st.ci95 == 0 && !st.significant);
-    Replications r2 = {5, 2, seeds, shifted, 0, 0.95};
+    Replications r2 = {5, 2, seeds, shifted, 0, 0.95, NULL, NULL};
     CHECK(repl_stat(&r2, 1, k_ttft, 1, &st, &e) == 0);
     CHECK_NEAR(st.mean, 0.003, 1e-3, 1e-6);
     CHECK(st.significant);
@@ -131,6 +132,73 @@ TEST(resfile_round_trip_gives_the_same_report)
     fclose(f);
     sim_result_free(&r);
     sim_result_free(&back);
+    sim_world_close(&w);
+}
+
+/* Replications reduced run by run (ReplRun scalars, each run's summary object spilled to a file) give
+ * summary.json and the tables byte for byte as the runs kept whole: 3 seeds of 2 real policies, one
+ * of them overloaded in some seeds (the warning's evidence), a baseline (the paired tables). */
+TEST(replications_reduced_runs_give_the_same_outputs)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    c.requests = 40;
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    enum { NS = 3, NP = 2 };
+    static const char *const pol[NP] = {"recompute", "hcache"};
+    SimResult res[NS * NP];
+    ReplRun runs[NS * NP];
+    uint64_t seeds[NS] = {1, 2, 3};
+    char spill[4200], p1[4200], p2[4200];
+    snprintf(spill, sizeof spill, "%s/runs.bin", test_tmpdir(t));
+    FILE *f = fopen(spill, "wb");
+    CHECK(f != NULL);
+    memset(res, 0, sizeof res);
+    for (int s = 0; s < NS; s++) {
+        SimConfig cs = c;
+        cs.seed = seeds[s];
+        SimWorld ws;
+        if (sim_world_open(&ws, &cs, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        for (int p = 0; p < NP; p++) {
+            SimResult *r = &res[s * NP + p];
+            CHECK_MSG(sim_run(&ws, pol[p], NULL, NULL, NULL, NULL, r, &e) == 0, "%s", e.msg);
+            if (s == 1) r->load.overloaded = 1; /* as an overloaded seed reports it */
+            CHECK_MSG(repl_run_reduce(&runs[s * NP + p], r, &e) == 0, "%s", e.msg);
+            CHECK_MSG(report_policy_json_spill(f, w.cfg, r, &e) == 0, "%s", e.msg);
+        }
+        sim_world_close(&ws);
+    }
+    fclose(f);
+    Replications whole = {NS, NP, seeds, res, 0, 0.95, NULL, NULL}, reduced = {NS, NP, seeds, res, 0, 0.95, runs, spill};
+    snprintf(p1, sizeof p1, "%s/whole.json", test_tmpdir(t));
+    snprintf(p2, sizeof p2, "%s/reduced.json", test_tmpdir(t));
+    CHECK_MSG(report_summary_json_repl(p1, &w, "t", res, NP, &whole, &e) == 0, "%s", e.msg);
+    CHECK_MSG(report_summary_json_repl(p2, &w, "t", res, NP, &reduced, &e) == 0, "%s", e.msg);
+    char *a = kv_read_file(p1, NULL, &e), *b = kv_read_file(p2, NULL, &e);
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(a && strstr(a, "\"per_seed\":\t[{"));
+    free(a);
+    free(b);
+    char *ta = NULL, *tb = NULL;
+    size_t la = 0, lb = 0;
+    FILE *fa = open_memstream(&ta, &la), *fb = open_memstream(&tb, &lb);
+    CHECK(repl_markdown(fa, &w, &whole, &e) == 0 && repl_markdown(fb, &w, &reduced, &e) == 0);
+    fclose(fa);
+    fclose(fb);
+    CHECK(ta && tb && strcmp(ta, tb) == 0);
+    CHECK_CONTAINS(tb, "overloaded in 1 of 3 seeds (2)");
+    free(ta);
+    free(tb);
+    for (int i = 0; i < NS * NP; i++) repl_run_free(&runs[i]);
+    free_all(res, NS * NP);
     sim_world_close(&w);
 }
 

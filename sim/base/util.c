@@ -165,6 +165,19 @@ void kv_atomic_cleanup_on_signal(void)
         }
 }
 
+/* the directory whose files are synced as a whole by their owner (kv_atomic_defer_sync), "" when none */
+static char g_defer_dir[4200];
+static size_t g_defer_len;
+
+void kv_atomic_defer_sync(const char *dir)
+{
+    g_defer_len = 0;
+    g_defer_dir[0] = '\0';
+    if (dir && *dir && snprintf(g_defer_dir, sizeof g_defer_dir, "%s/", dir) < (int)sizeof g_defer_dir) g_defer_len = strlen(g_defer_dir);
+}
+
+static int sync_deferred(const char *path) { return g_defer_len && !strncmp(path, g_defer_dir, g_defer_len); }
+
 int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e)
 {
     memset(af, 0, sizeof *af);
@@ -186,7 +199,7 @@ int kv_atomic_commit(KvAtomicFile *af, KvErr *e)
     int er = 0;
     if (fflush(af->f) != 0) er = errno;
     else if (ferror(af->f)) cause = "an earlier write failed (part of the data is missing)";
-    if (!er && !cause && fsync(fileno(af->f)) != 0 && errno != EINVAL) er = errno;
+    if (!er && !cause && !sync_deferred(af->path) && fsync(fileno(af->f)) != 0 && errno != EINVAL) er = errno;
     if (fclose(af->f) != 0 && !er && !cause) er = errno;
     af->f = NULL;
     live_drop(af);

@@ -65,6 +65,10 @@ void kv_atomic_abort(KvAtomicFile *af);
 /* Remove this process's temp files still open (async-signal-safe: unlink only); for a SIGINT or
  * SIGTERM handler that then dies of the signal. Files of a forked child are its own to remove. */
 void kv_atomic_cleanup_on_signal(void);
+/* Files committed under dir (a path prefix ending at a '/') skip their own fsync: whoever set it
+ * makes the whole directory durable at once (results/resultset.c: one syncfs before the swap).
+ * NULL: every commit fsyncs its file again. One such directory per process. */
+void kv_atomic_defer_sync(const char *dir);
 /* A temporary file of ours outside a KvAtomicFile (listed the same way: kv_atomic_cleanup_on_signal
  * removes it): 1 + its entry, or 0 when the list is full (the file is then not removed on a signal);
  * untrack before removing or renaming it. */
