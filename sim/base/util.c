@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -401,6 +402,44 @@ int kv_parse_double(const char *s, double *out, KvErr *e)
     if (end == s || *end || errno) return kv_err(e, "'%s' is not a number", s);
     *out = v;
     return 0;
+}
+
+char *kv_app_u64(char *p, uint64_t v)
+{
+    char tmp[24], *b = tmp + sizeof tmp;
+    do *--b = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    size_t n = (size_t)(tmp + sizeof tmp - b);
+    memcpy(p, b, n);
+    return p + n;
+}
+
+char *kv_app_fixed(char *p, double d, int decimals)
+{
+    static const uint32_t scale[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+    if (decimals < 1 || decimals > 9 || !(d >= 0 && d < 1e9) || signbit(d)) return p + sprintf(p, "%.*f", decimals, d);
+    int e;
+    double fr = frexp(d, &e);               /* d = fr · 2^e, fr in [0.5, 1) (or 0) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);   /* exact: d = m · 2^(e − 53) */
+    e -= 53;                                /* d < 1e9 < 2^53: e < 0 */
+    unsigned __int128 x = (unsigned __int128)m * scale[decimals], q;
+    if (-e >= 120) {
+        q = 0; /* x < 2^83: below half a unit */
+    } else {
+        int sh = -e;
+        q = x >> sh;
+        unsigned __int128 rem = x - (q << sh), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+    }
+    uint64_t v = (uint64_t)q;
+    p = kv_app_u64(p, v / scale[decimals]);
+    *p++ = '.';
+    uint64_t frac = v % scale[decimals];
+    for (int i = decimals - 1; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + decimals;
 }
 
 void kv_csv_field(FILE *f, const char *s)
