@@ -433,4 +433,29 @@ TEST(digest_sha256_known_values)
     CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     CHECK(digest_sha256_file_hex("/nonexistent/x", hex, &e) != 0);
     CHECK_CONTAINS(e.msg, "/nonexistent/x");
+    /* the padding at every block boundary, and a file of several 64 KiB reads: byte i of the message is
+     * (7i + 3) mod 251 (the expected digests from another implementation, Python's hashlib) */
+    static const struct { size_t n; const char *hex; } k_len[] = {
+        {55, "1deace58c745f3ecadde68a5923f494c3703fa73f0306483ccb898a5826e8d70"},
+        {56, "06dbe23685750e4d3881ded95047abaf93fa8f9c5d3501dc57c717a72ff1398e"},
+        {63, "47fb38b12335c9298d09280515c0666489a189d1554bb0ac1a0740806ce9d8b6"},
+        {64, "dfa798724b1a8014994f363e5da7474ed26ce3757fb29e07aa47ad5a9352d37b"},
+        {65, "dd2eab5a5507d7717c63ce953d9ac61752c21e664425ad1227054722a0d97f69"},
+        {119, "c6e0f435df5d7d265baacca31e0602c00aa22fa6d3819aed664649294c743756"},
+        {120, "17eb8960823a644bde3065620bb9d45931fe8993fd8eb692a17aff0fd725db6a"},
+        {200000, "d2979f63fc353288130be1837d34f088e378e76c5baa67b8a6077c950db3c286"},
+    };
+    static unsigned char msg[200000];
+    for (size_t i = 0; i < sizeof msg; i++) msg[i] = (unsigned char)((i * 7 + 3) % 251);
+    for (size_t i = 0; i < sizeof k_len / sizeof k_len[0]; i++) {
+        CHECK(digest_sha256_hex(msg, k_len[i].n, hex, &e) == 0);
+        CHECK_MSG(!strcmp(hex, k_len[i].hex), "%zu bytes: %s, expected %s", k_len[i].n, hex, k_len[i].hex);
+    }
+    char big[4200];
+    snprintf(big, sizeof big, "%s/msg.bin", test_tmpdir(t));
+    FILE *bf = fopen(big, "wb");
+    CHECK(bf && fwrite(msg, 1, sizeof msg, bf) == sizeof msg);
+    if (bf) fclose(bf);
+    CHECK(digest_sha256_file_hex(big, hex, &e) == 0);
+    CHECK_STR(hex, k_len[sizeof k_len / sizeof k_len[0] - 1].hex);
 }
