@@ -5,7 +5,7 @@
 # the baseline on the same command in the same invocation, the two alternating row by row.
 #
 # Every row times the whole process (tests/bench_proc.py: wall time, CPU time = user + system from
-# wait4, peak RSS of its largest process) and reads the simulator's own figures from its --stats
+# wait4, and the peak RSS of its largest process from one more run under GNU time) and reads the simulator's own figures from its --stats
 # lines: requests, the events the queue delivered (queue_events=; a build without it: events=) and
 # the event loop's wall time (wall_s=, sim_run with requests.csv's rows). Columns: requests per
 # CPU-second of the whole process; its CPU and wall seconds; the event loop's nanoseconds per
