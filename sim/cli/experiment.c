@@ -3,7 +3,8 @@
  *
  * A job's file: its requests.csv rows (no header; with the seed column under replications), then
  * its SimResult record (results/resfile.h), then a trailer: "KVJOBEND" and the record's offset
- * (u64). The parent copies the rows into requests.csv and reads the record, job after job.
+ * (u64). The parent copies the rows into requests.csv and reads the record, job after job. A job
+ * the parent ran itself (serially) writes no record: its result is handed over in memory.
  */
 #include "sim/cli/experiment.h"
 
@@ -65,6 +66,10 @@ typedef struct Exp {
     SimResult *pooled;
     FILE *spill;
     FILE *ucsv0;            /* the first seed's utilisation rows, all utilisation.svg draws */
+    /* a job run in this process (serial) leaves its result here for its merge instead of writing its
+     * record to its file and reading it back (held_k: its job, -1 when none) */
+    SimResult held;
+    int held_k;
 } Exp;
 
 static uint64_t job_seed(const ExpSpec *x, int k) { return x->n_seeds ? x->seed_base + (uint64_t)(k / x->np) : x->cfg->seed; }
@@ -262,9 +267,15 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
                 (unsigned long long)r.decode_steps, (unsigned long long)r.cancelled_timers);
     }
     uint64_t off = (uint64_t)ftello(f);
-    int wr = resfile_write(f, &r, e);
-    sim_result_free(&r);
-    if (wr != 0) kv_err_prefix(e, "%s: ", path);
+    int wr = 0;
+    if (getpid() == xp->parent) { /* merged by this process: the record stays in memory */
+        xp->held = r;
+        xp->held_k = k;
+    } else {
+        wr = resfile_write(f, &r, e);
+        sim_result_free(&r);
+        if (wr != 0) kv_err_prefix(e, "%s: ", path);
+    }
     if (wr == 0 && (fwrite(k_trailer, 1, sizeof k_trailer, f) != sizeof k_trailer || fwrite(&off, sizeof off, 1, f) != 1))
         wr = kv_err(e, "%s: write failed: %s", path, strerror(errno));
     KvErr ce;
@@ -275,8 +286,9 @@ out:
     return rc;
 }
 
-/* Job k's file: rows appended to csv (when given), the record read into *r; the file removed. */
-static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
+/* Job k's file: rows appended to csv (when given), the record read into *r (or taken from xp->held,
+ * where the job ran in this process); the file removed. */
+static int job_merge(Exp *xp, int k, const char *path, FILE *csv, SimResult *r, KvErr *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return kv_err(e, "%s: a job's file is missing", path);
@@ -315,7 +327,13 @@ static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
         what = "reading the job's record";
         goto io;
     }
-    rc = resfile_read(f, path, r, e);
+    if (xp->held_k == k) {
+        *r = xp->held;
+        xp->held_k = -1;
+        rc = 0;
+    } else {
+        rc = resfile_read(f, path, r, e);
+    }
     goto done;
 io:
     kv_err(e, "%s: merging it: %s failed: %s", path, what, strerror(errno));
@@ -353,7 +371,7 @@ static int job_done(void *ctx, int k, KvErr *e)
     if (procpool_job_path(xp->dir, k, jpath, sizeof jpath, e) != 0 ||
         merge_aside(jpath, "util", xp->ucsv, k < x->np ? xp->ucsv0 : NULL, e) != 0 ||
         (xp->tcsv && merge_aside(jpath, "timeline", xp->tcsv, NULL, e) != 0) ||
-        (xp->csv && merge_history(jpath, x->names[k % x->np], xp->hist, e) != 0) || job_merge(jpath, xp->csv, r, e) != 0)
+        (xp->csv && merge_history(jpath, x->names[k % x->np], xp->hist, e) != 0) || job_merge(xp, k, jpath, xp->csv, r, e) != 0)
         return -1;
     if (x->n_seeds) { /* reduced now: the seeds' runs are not kept (the first seed's are, for "policies") */
         int p = k % x->np, s = k / x->np;
@@ -506,7 +524,8 @@ int experiment_run(const ExpSpec *x)
     memset(&hsamples, 0, sizeof hsamples);
     int rc = 0, csv_open = 0, u_open = 0, t_open = 0;
     char (*tparts)[4500] = x->trace_out ? calloc((size_t)n_jobs, sizeof *tparts) : NULL;
-    Exp ctx = {x, getpid(), rset.tmp, NULL, NULL, NULL, &hsamples, res, tparts, 0, runs, pooled, NULL, NULL};
+    Exp ctx = {.x = x, .parent = getpid(), .dir = rset.tmp, .hist = &hsamples, .res = res, .tparts = tparts, .runs = runs,
+               .pooled = pooled, .held_k = -1};
     /* replications: the runs' summary.json objects and the first seed's utilisation rows, temporaries
      * of the set (so that the outputs need not hold every seed's) */
     char spill_path[4500] = "", util0_path[4500] = "";
@@ -545,6 +564,7 @@ int experiment_run(const ExpSpec *x)
         if (procpool_run(&pool, &e) != 0) rc = 1; /* the jobs, each merged as soon as it and those before it are done */
     }
     int merged = ctx.merged;
+    if (ctx.held_k >= 0) sim_result_free(&ctx.held); /* a job that ran here but was not merged */
     for (int k = merged; k < n_jobs; k++) /* files a failure left behind (the rest go with the set) */
         if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) == 0) unlink(jpath);
     if (rc == 0 && csv_open) {
