@@ -1,8 +1,8 @@
 /* digest.h — SHA-256 of the inputs a result was made from (summary.json "inputs.sha256"), so a
  * result names the exact bytes of its trace file, catalogs and cost store.
  *
- * Responsible for: the SHA-256 of a buffer or of a whole file (streamed; OpenSSL's libcrypto,
- * EVP interface) as 64 lower-case hex digits.
+ * Responsible for: the SHA-256 of a buffer or of a whole file (streamed; FIPS 180-4, computed in
+ * digest.c) as 64 lower-case hex digits.
  * Not responsible for: deciding which inputs are hashed (report.c) or reading catalogs.
  * Invariants: deterministic; a file that cannot be read is an error naming it, never a hash of
  * nothing.

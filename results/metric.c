@@ -116,6 +116,11 @@ static const Metric k_metrics[] = {
      .samples = MN_REQUESTS, .target = "requests_per_s"},
     U64("iterations", "count", iterations),
     U64("events", "count", events),
+    /* how the engine reached those events (speed, not results): delivered by the queue, decode steps
+     * of decode runs, timers re-armed before delivery; their sum is events */
+    {.name = "queue_events", .unit = "count", .read = MR_U64, .off = OFF(queue_events), .outputs = METRIC_SUMMARY},
+    {.name = "decode_steps", .unit = "count", .read = MR_U64, .off = OFF(decode_steps), .outputs = METRIC_SUMMARY},
+    {.name = "cancelled_timers", .unit = "count", .read = MR_U64, .off = OFF(cancelled_timers), .outputs = METRIC_SUMMARY},
     {.name = "load.overloaded", .unit = "flag", .read = MR_INT_FLAG, .off = OFF(load.overloaded), .outputs = ALL_POINT},
     {.name = "load.steady_state", .unit = "flag", .read = MR_INT_FLAG, .off = OFF(load.steady), .outputs = ALL_POINT},
     {.name = "nothing_restored", .unit = "flag", .read = MR_FN, .fn = nothing_restored, .outputs = ALL_POINT},

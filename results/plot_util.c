@@ -14,15 +14,42 @@ void plot_util_csv_header(FILE *f, int seed_col)
     fputs("policy,resource,window_start_s,window_end_s,utilisation\n", f);
 }
 
+/* each row formatted in a buffer (kv_app_*: the text "%llu", "%.9f" and "%.6f" print) and written
+ * at once; the policy and resource names are short, a longer one goes out on its own */
 void plot_util_csv_rows(FILE *f, const SimUtilSeries *u, const char *policy, int seed_col, uint64_t seed)
 {
-    for (int r = 0; r < u->n_res; r++)
+    char lead[64], *l = lead; /* the seed column */
+    if (seed_col) {
+        l = kv_app_u64(l, seed);
+        *l++ = ',';
+    }
+    size_t nl = (size_t)(l - lead);
+    for (int r = 0; r < u->n_res; r++) {
+        size_t rl = strlen(u->names[r]);
         for (int k = 0; k < u->n_windows; k++) {
             int64_t a = (int64_t)k * u->window_ns, b = a + u->window_ns < u->end_ns ? a + u->window_ns : u->end_ns;
-            if (seed_col) fprintf(f, "%llu,", (unsigned long long)seed);
+            char buf[1100], *p = buf;
+            fwrite(lead, 1, nl, f);
             kv_csv_field(f, policy);
-            fprintf(f, ",%s,%.9f,%.9f,%.6f\n", u->names[r], (double)a / 1e9, (double)b / 1e9, u->util[(size_t)r * u->n_windows + k]);
+            *p++ = ',';
+            if (rl > 256) {
+                fwrite(buf, 1, 1, f);
+                fputs(u->names[r], f);
+                p = buf;
+            } else {
+                memcpy(p, u->names[r], rl);
+                p += rl;
+            }
+            *p++ = ',';
+            p = kv_app_fixed(p, (double)a / 1e9, 9);
+            *p++ = ',';
+            p = kv_app_fixed(p, (double)b / 1e9, 9);
+            *p++ = ',';
+            p = kv_app_fixed(p, u->util[(size_t)r * u->n_windows + k], 6);
+            *p++ = '\n';
+            fwrite(buf, 1, (size_t)(p - buf), f);
         }
+    }
 }
 
 #define MAXN 64

@@ -41,13 +41,69 @@ double repl_metric_value(const SimResult *r, int m)
     return x ? metric_value(x, r) : NAN;
 }
 
+int repl_run_reduce(ReplRun *out, const SimResult *r, const double *pct, int n_pct, KvErr *e)
+{
+    memset(out, 0, sizeof *out);
+    int n = repl_metric_count();
+    if (n > REPL_MAX_METRICS) return kv_err(e, "replications: %d metrics, more than the %d a reduced run holds", n, REPL_MAX_METRICS);
+    if (n_pct > REPL_MAX_PCT) return kv_err(e, "replications: %d percentiles, more than the %d a reduced run holds", n_pct, REPL_MAX_PCT);
+    for (int m = 0; m < n; m++) out->v[m] = repl_metric_value(r, m);
+    if (!(out->all = malloc((size_t)metric_count() * sizeof *out->all))) return kv_err(e, "replications: out of memory");
+    for (int i = 0; i < metric_count(); i++) out->all[i] = metric_value(metric_at(i), r);
+    const Hist *h[3] = {&r->ttft, &r->e2e, &r->tbt};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n_pct; i++) out->q[k][i] = h[k]->n ? hist_percentile(h[k], pct[i] / 100) / 1e9 : NAN;
+    out->overloaded = r->load.overloaded != 0;
+    out->nothing = report_restored_nothing(r);
+    out->extrapolations = r->extrapolations;
+    out->prefix_block_tokens = r->prefix_block_tokens;
+    out->prefix_named = r->prefix_named;
+    out->prefix_hit_requests = r->prefix_hit_requests;
+    out->prefix_hit_tokens = r->prefix_hit_tokens;
+    if (out->overloaded) {
+        char ev[640] = "";
+        report_load_warning(ev, sizeof ev, r);
+        if (!(out->load_warning = strdup(ev))) return kv_err(e, "replications: out of memory");
+    }
+    return 0;
+}
+
+void repl_run_free(ReplRun *run)
+{
+    free(run->load_warning);
+    free(run->all);
+    run->load_warning = NULL;
+    run->all = NULL;
+}
+
+/* run i (= s * n_policies + p): its value of metric m, its flags and counts, from runs or from res */
+static double run_value(const Replications *r, int i, int m) { return r->runs ? r->runs[i].v[m] : repl_metric_value(&r->res[i], m); }
+static int run_overloaded(const Replications *r, int i) { return r->runs ? r->runs[i].overloaded : r->res[i].load.overloaded != 0; }
+static int run_nothing(const Replications *r, int i) { return r->runs ? r->runs[i].nothing : report_restored_nothing(&r->res[i]); }
+static uint64_t run_extrapolations(const Replications *r, int i) { return r->runs ? r->runs[i].extrapolations : r->res[i].extrapolations; }
+static void run_warning(const Replications *r, int i, char *b, size_t n)
+{
+    if (!r->runs) report_load_warning(b, n, &r->res[i]);
+    else snprintf(b, n, "%s", r->runs[i].load_warning ? r->runs[i].load_warning : "");
+}
+static void run_prefix(const Replications *r, int i, int64_t *block_tokens, uint64_t *named, uint64_t *hit_req, uint64_t *hit_tok)
+{
+    if (r->runs) {
+        const ReplRun *x = &r->runs[i];
+        *block_tokens = x->prefix_block_tokens, *named = x->prefix_named, *hit_req = x->prefix_hit_requests, *hit_tok = x->prefix_hit_tokens;
+    } else {
+        const SimResult *x = &r->res[i];
+        *block_tokens = x->prefix_block_tokens, *named = x->prefix_named, *hit_req = x->prefix_hit_requests, *hit_tok = x->prefix_hit_tokens;
+    }
+}
+
 /* seed s's value of metric m for policy p: as is (diff 0), minus the baseline's (1), or the
  * baseline's divided by it (2: how many times lower p's value is; NaN when p's is 0) */
 static double seed_value(const Replications *r, int s, int p, int m, int diff)
 {
-    double v = repl_metric_value(&r->res[s * r->n_policies + p], m);
+    double v = run_value(r, s * r->n_policies + p, m);
     if (diff == 0) return v;
-    double b = repl_metric_value(&r->res[s * r->n_policies + r->baseline], m);
+    double b = run_value(r, s * r->n_policies + r->baseline, m);
     if (diff == 1) return v - b;
     return v != 0 ? b / v : NAN;
 }
@@ -196,7 +252,7 @@ static void cell(char *b, size_t n, MetricShow k, const ReplStat *st, int diff)
 static int overloaded_seeds(const Replications *r, int p)
 {
     int k = 0;
-    for (int s = 0; s < r->n_seeds; s++) k += r->res[s * r->n_policies + p].load.overloaded != 0;
+    for (int s = 0; s < r->n_seeds; s++) k += run_overloaded(r, s * r->n_policies + p);
     return k;
 }
 
@@ -258,7 +314,7 @@ int repl_markdown(FILE *out, const SimWorld *w, const Replications *r, KvErr *e)
 void repl_footer(FILE *out, const Replications *r)
 {
     uint64_t ex = 0;
-    for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += r->res[i].extrapolations;
+    for (int i = 0; i < r->n_seeds * r->n_policies; i++) ex += run_extrapolations(r, i);
     int first = 1;
     for (int p = 0; p < r->n_policies; p++) { /* the overloaded rows, with the seeds and the first one's evidence */
         int k = overloaded_seeds(r, p);
@@ -267,10 +323,10 @@ void repl_footer(FILE *out, const Replications *r)
         size_t len = 0;
         uint64_t first_seed = 0;
         for (int s = 0; s < r->n_seeds; s++) {
-            const SimResult *x = &r->res[s * r->n_policies + p];
-            if (!x->load.overloaded) continue;
+            int i = s * r->n_policies + p;
+            if (!run_overloaded(r, i)) continue;
             if (len < sizeof seeds) len += (size_t)snprintf(seeds + len, sizeof seeds - len, "%s%llu", len ? ", " : "", (unsigned long long)r->seeds[s]);
-            if (!ev[0]) report_load_warning(ev, sizeof ev, x), first_seed = r->seeds[s];
+            if (!ev[0]) run_warning(r, i, ev, sizeof ev), first_seed = r->seeds[s];
         }
         const char *why = strstr(ev, "overloaded: "); /* the evidence without its "policy: overloaded: " */
         fprintf(out, "%swarning: %s: overloaded in %d of %d seeds (%s): its means and percentiles depend on the run's length; "
@@ -285,11 +341,13 @@ void repl_footer(FILE *out, const Replications *r)
         double sum = 0, lo = 1, hi = 0, tok = 0, req = 0;
         int k = 0;
         for (int s = 0; s < r->n_seeds; s++) {
-            const SimResult *x = &r->res[s * r->n_policies + p];
-            if (x->prefix_block_tokens <= 0 || !x->prefix_named) continue;
-            double sh = (double)x->prefix_hit_requests / (double)x->prefix_named;
+            int64_t bt;
+            uint64_t named, hit_req, hit_tok;
+            run_prefix(r, s * r->n_policies + p, &bt, &named, &hit_req, &hit_tok);
+            if (bt <= 0 || !named) continue;
+            double sh = (double)hit_req / (double)named;
             sum += sh, lo = sh < lo ? sh : lo, hi = sh > hi ? sh : hi, k++;
-            tok += (double)x->prefix_hit_tokens, req += (double)x->prefix_hit_requests;
+            tok += (double)hit_tok, req += (double)hit_req;
         }
         if (!k) continue;
         fprintf(out, "%s%s: prefix cache: %.1f %% of the requests took a cached prefix (mean of %d seeds, %.1f–%.1f %%), "
@@ -299,10 +357,13 @@ void repl_footer(FILE *out, const Replications *r)
     }
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
     /* nothing restored in any seed by any policy: the rows differ only in what the policies save */
-    int none = 1;
-    for (int i = 0; i < r->n_seeds * r->n_policies && none; i++) none = report_restored_nothing(&r->res[i]) != 0;
+    int none = 1, why = run_nothing(r, 0);
+    for (int i = 0; i < r->n_seeds * r->n_policies && none; i++) none = run_nothing(r, i) != 0;
     if (none) {
         fputc('\n', out);
-        report_restored_nothing_note(out, r->res, r->n_seeds * r->n_policies);
+        /* the note says why when every run has the same reason, as the first seed's runs then show */
+        for (int i = 1; i < r->n_seeds * r->n_policies && why; i++)
+            if (run_nothing(r, i) != why) why = 0;
+        if (why) report_restored_nothing_note(out, r->res, r->n_policies);
     }
 }

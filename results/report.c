@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -650,9 +651,86 @@ int report_summary_json(const char *path, const SimWorld *w, const char *trace_d
     return report_summary_json_repl(path, w, trace_desc, res, n, NULL, e);
 }
 
+int report_policy_json_spill(FILE *f, const SimConfig *cfg, const SimResult *r, KvErr *e)
+{
+    cJSON *o = policy_json(cfg, r);
+    char *text = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return kv_err(e, "%s: out of memory formatting JSON", r->policy);
+    uint64_t len = strlen(text);
+    int ok = fwrite(&len, sizeof len, 1, f) == 1 && fwrite(text, 1, (size_t)len, f) == (size_t)len;
+    cJSON_free(text);
+    return ok ? 0 : kv_err(e, "%s: writing a run's summary aside failed: %s", r->policy, strerror(errno));
+}
+
+/* "replications.per_seed" in the printed tree: a raw value standing for the array copied from the
+ * spilled runs (a control byte: inside any JSON string cJSON escapes it) */
+static const char k_per_seed_mark[] = "\x01";
+
+/* n bytes of s, each line break followed by depth tabs: text cJSON printed for a value alone, as it
+ * prints it nested depth levels deep */
+static void put_indented(FILE *out, const char *s, size_t n, int depth)
+{
+    static const char tabs[] = "\t\t\t\t\t\t\t\t";
+    const char *end = s + n;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t k = nl ? (size_t)(nl - s) + 1 : (size_t)(end - s);
+        fwrite(s, 1, k, out);
+        if (nl) fwrite(tabs, 1, (size_t)depth, out);
+        s += k;
+    }
+}
+
+/* The per_seed array, as cJSON prints it in the tree: [{"seed": S, "policies": [{...}, ...]}, ...], its
+ * objects at depth 3 (root, replications, per_seed), each policy at depth 5; one seed in memory at a time */
+static int per_seed_copy(FILE *out, const Replications *rep, KvErr *e)
+{
+    FILE *in = fopen(rep->per_seed_json, "rb");
+    if (!in) return kv_err(e, "%s: cannot read the runs' summaries: %s", rep->per_seed_json, strerror(errno));
+    int rc = 0;
+    fputc('[', out);
+    for (int s = 0; rc == 0 && s < rep->n_seeds; s++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "seed", (double)rep->seeds[s]);
+        cJSON_AddItemToObject(x, "policies", cJSON_CreateRaw("\x02"));
+        char *t = cJSON_Print(x);
+        cJSON_Delete(x);
+        char *mk = t ? strchr(t, '\x02') : NULL;
+        if (!mk) {
+            cJSON_free(t);
+            rc = kv_err(e, "out of memory formatting JSON");
+            break;
+        }
+        if (s) fputs(", ", out);
+        put_indented(out, t, (size_t)(mk - t), 3);
+        fputc('[', out);
+        for (int p = 0; rc == 0 && p < rep->n_policies; p++) {
+            uint64_t len;
+            char *text = NULL;
+            if (fread(&len, sizeof len, 1, in) != 1 || len > ((uint64_t)1 << 30) || !(text = malloc((size_t)len)) ||
+                fread(text, 1, (size_t)len, in) != (size_t)len) {
+                rc = kv_err(e, "%s: seed %llu, policy %d: the run's summary is missing or cut short", rep->per_seed_json,
+                            (unsigned long long)rep->seeds[s], p);
+            } else {
+                if (p) fputs(", ", out);
+                put_indented(out, text, (size_t)len, 5);
+            }
+            free(text);
+        }
+        fputc(']', out);
+        put_indented(out, mk + 1, strlen(mk + 1), 3);
+        cJSON_free(t);
+    }
+    fputc(']', out);
+    fclose(in);
+    return rc;
+}
+
 int report_summary_json_repl(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                              const Replications *rep, KvErr *e)
 {
+    int spliced = rep && rep->runs && rep->per_seed_json;
     cJSON *root = cJSON_CreateObject();
     cJSON *k = cJSON_AddObjectToObject(root, "kvsim");
     cJSON_AddStringToObject(k, "git_rev", kv_git_rev());
@@ -687,8 +765,9 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
             cJSON_Delete(root);
             return kv_err_prefix(e, "%s: replications: ", path);
         }
-        cJSON *ps = cJSON_AddArrayToObject(rj, "per_seed");
-        for (int s = 0; s < rep->n_seeds; s++) {
+        cJSON *ps = spliced ? NULL : cJSON_AddArrayToObject(rj, "per_seed");
+        if (spliced) cJSON_AddItemToObject(rj, "per_seed", cJSON_CreateRaw(k_per_seed_mark));
+        for (int s = 0; ps && s < rep->n_seeds; s++) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddNumberToObject(x, "seed", (double)rep->seeds[s]);
             cJSON *pa = cJSON_AddArrayToObject(x, "policies");
@@ -703,7 +782,24 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
     if (!text) return kv_err(e, "%s: out of memory formatting JSON", path);
     size_t len = strlen(text);
     text[len] = '\n';
-    int rc = kv_write_atomic(path, text, len + 1, e);
+    int rc;
+    char *mark = spliced ? memchr(text, k_per_seed_mark[0], len) : NULL;
+    if (!mark) {
+        rc = kv_write_atomic(path, text, len + 1, e);
+    } else { /* the tree before the mark, the spilled runs, the tree after it */
+        KvAtomicFile af;
+        rc = kv_atomic_open(&af, path, e);
+        if (rc == 0) {
+            fwrite(text, 1, (size_t)(mark - text), af.f);
+            if (per_seed_copy(af.f, rep, e) != 0) {
+                kv_atomic_abort(&af);
+                rc = kv_err_prefix(e, "%s: ", path);
+            } else {
+                fwrite(mark + 1, 1, len - (size_t)(mark - text), af.f);
+                rc = kv_atomic_commit(&af, e);
+            }
+        }
+    }
     cJSON_free(text);
     return rc;
 }

@@ -50,9 +50,15 @@ void report_set_percentiles(const double *pct, int n);
 int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                         KvErr *e);
 /* The same with a "replications" block when rep is not NULL (rep->res[0..n_policies-1], the first
- * seed, is what "policies" holds; "replications.per_seed" holds every seed's "policies"). */
+ * seed, is what "policies" holds; "replications.per_seed" holds every seed's "policies": from
+ * rep->per_seed_json when rep->runs is set, copied into the file as it is written, so that memory
+ * stays O(policies)). */
 int report_summary_json_repl(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,
                              const struct Replications *rep, KvErr *e);
+/* Append run r's summary.json policy object to f as "replications.per_seed" holds it: a u64 length, then
+ * the text cJSON prints for the object alone (report_summary_json_repl indents it to its place). For
+ * replications reduced as the runs arrive (Replications.per_seed_json). */
+int report_policy_json_spill(FILE *f, const SimConfig *cfg, const SimResult *r, KvErr *e);
 /* inputs.sha256 alone (for tests and kvsim reproduce): a new object, NULL + e on failure. */
 struct cJSON *report_input_hashes(const SimWorld *w, KvErr *e);
 /* The comparison table, GitHub Markdown: the metric table's METRIC_TABLE rows in headline order

@@ -6,8 +6,13 @@
  * removed: a reader may then find D missing for an instant, never mixed. SIGINT, SIGTERM and
  * SIGHUP are blocked during the swap, so the signal-time cleanup never meets a half-done one.
  *
+ * Durability: the files of the set are not synced one by one (kv_atomic_defer_sync); rs_commit
+ * makes the whole set durable with one syncfs on D.tmp.<pid> before the swap (it fails the commit
+ * when writing back any of them failed), and the rename is the commit: it is not synced again, so
+ * a crash right after it may bring back the old set, whole.
+ *
  * Costs: rs_begin reads D's parent directory once (stale temporaries) and D once (foreign
- * files); rs_commit is two renames, two fsyncs and the removal of the old files.
+ * files); rs_commit is one syncfs, one or two renames and the removal of the old files.
  */
 #include "results/resultset.h"
 
@@ -179,6 +184,7 @@ int rs_begin(ResultSet *rs, const char *dir, KvErr *e)
     if (fault && *fault) rs->fault_after = atoi(fault);
     rs->active = 1;
     g_active = rs;
+    kv_atomic_defer_sync(rs->tmp); /* the files are synced together at the commit */
     return 0;
 }
 
@@ -192,20 +198,12 @@ int rs_path(ResultSet *rs, const char *name, char *buf, size_t cap, KvErr *e)
     return 0;
 }
 
-static void fsync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 static void finish(ResultSet *rs)
 {
     if (rs->tmp_fd >= 0) close(rs->tmp_fd);
     rs->tmp_fd = -1;
     rs->active = 0;
+    kv_atomic_defer_sync(NULL);
     if (g_active == rs) g_active = NULL;
 }
 
@@ -218,10 +216,11 @@ int rs_commit(ResultSet *rs, KvErr *e)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &old);
-    fsync(rs->tmp_fd);
     int ret = 0;
     struct stat st;
-    if (lstat(rs->dir, &st) != 0) {
+    if (syncfs(rs->tmp_fd) != 0 && errno != EINVAL && errno != ENOSYS)
+        ret = kv_err(e, "%s: writing the results to disk failed: %s; the earlier results stay", rs->dir, strerror(errno));
+    else if (lstat(rs->dir, &st) != 0) {
         if (rename(rs->tmp, rs->dir) != 0) ret = kv_err(e, "%s: cannot move the results in place: %s", rs->dir, strerror(errno));
     } else if (renameat2(AT_FDCWD, rs->tmp, AT_FDCWD, rs->dir, RENAME_EXCHANGE) == 0) {
         remove_tree(rs->tmp, 1); /* now the old set */
@@ -240,10 +239,6 @@ int rs_commit(ResultSet *rs, KvErr *e)
         ret = kv_err(e, "%s: cannot swap the results in place: %s", rs->dir, strerror(errno));
     }
     if (ret != 0) remove_tree(rs->tmp, 1);
-    char parent[PATH_MAX];
-    const char *base;
-    split_path(rs->dir, parent, sizeof parent, &base);
-    fsync_dir(parent);
     finish(rs);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return ret;

@@ -46,6 +46,17 @@ int verdict_percentiles(const char *list, double *pct, int *n, KvErr *e)
 
 static const SimResult *run(const Verdict *v, int s, int p) { return &v->res[s * v->np + p]; }
 
+/* seed s's value of metric m for policy p: from the reduced run, or from the result */
+static double mval(const Verdict *v, int s, int p, const Metric *m)
+{
+    return v->runs ? v->runs[s * v->np + p].all[m - metric_at(0)] : metric_value(m, run(v, s, p));
+}
+
+static int run_overloaded(const Verdict *v, int s, int p)
+{
+    return v->runs ? v->runs[s * v->np + p].overloaded : run(v, s, p)->load.overloaded != 0;
+}
+
 static const KvPolicyOps *ops_of(const Verdict *v, int p) { return policy_find(v->res[p].policy, NULL); }
 
 static PolicyRole role_of(const Verdict *v, int p)
@@ -57,10 +68,9 @@ static PolicyRole role_of(const Verdict *v, int p)
 int verdict_identical(const Verdict *v, int p, int q)
 {
     for (int s = 0; s < v->n_seeds; s++) {
-        const SimResult *a = run(v, s, p), *b = run(v, s, q);
         for (int i = 0; metric_at(i); i++) {
             const Metric *m = metric_at(i);
-            double x = metric_value(m, a), y = metric_value(m, b);
+            double x = mval(v, s, p, m), y = mval(v, s, q, m);
             if (!(x == y || (isnan(x) && isnan(y)))) return 0;
         }
     }
@@ -78,7 +88,7 @@ static int alias_of(const Verdict *v, int q)
 static int overloaded_seeds(const Verdict *v, int p)
 {
     int k = 0;
-    for (int s = 0; s < v->n_seeds; s++) k += run(v, s, p)->load.overloaded != 0;
+    for (int s = 0; s < v->n_seeds; s++) k += run_overloaded(v, s, p);
     return k;
 }
 
@@ -100,7 +110,7 @@ static int mean_ci(const Verdict *v, double (*val)(const Verdict *, int, int, co
     return stats_mean_ci(x, (size_t)n, v->level, mean, hw, e);
 }
 
-static double metric_of(const Verdict *v, int s, int p, const void *arg) { return metric_value(arg, run(v, s, p)); }
+static double metric_of(const Verdict *v, int s, int p, const void *arg) { return mval(v, s, p, arg); }
 
 /* how many times better policy w is than policy q in seed s (>= 1: w is better); NAN when undefined */
 typedef struct Pair {
@@ -110,7 +120,7 @@ static double ratio_of(const Verdict *v, int s, int unused, const void *arg)
 {
     (void)unused;
     const Pair *pr = arg;
-    double a = metric_value(v->metric, run(v, s, pr->w)), b = metric_value(v->metric, run(v, s, pr->q));
+    double a = mval(v, s, pr->w, v->metric), b = mval(v, s, pr->q, v->metric);
     double num = v->metric->higher_better ? a : b, den = v->metric->higher_better ? b : a;
     return den > 0 && num >= 0 ? num / den : NAN;
 }
@@ -245,6 +255,7 @@ int verdict_write(FILE *out, const SimWorld *w, const Verdict *v, KvErr *e)
 typedef struct Col {
     char header[32];
     size_t hist_off; /* offsetof(SimResult, ttft / e2e / tbt); 0 with m */
+    int h, k;        /* the same in a reduced run: q[h][k] (h 0 TTFT, 1 E2E, 2 TBT; k: the percentile's index) */
     double q;
     const Metric *m;
 } Col;
@@ -252,8 +263,9 @@ typedef struct Col {
 static double col_of(const Verdict *v, int s, int p, const void *arg)
 {
     const Col *c = arg;
+    if (c->m) return mval(v, s, p, c->m);
+    if (v->runs) return v->runs[s * v->np + p].q[c->h][c->k];
     const SimResult *r = run(v, s, p);
-    if (c->m) return metric_value(c->m, r);
     const Hist *h = (const Hist *)((const char *)r + c->hist_off);
     return h->n ? hist_percentile(h, c->q) / 1e9 : NAN;
 }
@@ -308,17 +320,18 @@ int verdict_table(FILE *out, const SimWorld *w, const Verdict *v, KvErr *e)
     char pl[16];
     for (int i = 0; i < v->n_pct; i++) {
         pct_label(pl, sizeof pl, v->pct[i]);
-        Col c = {"", offsetof(SimResult, ttft), v->pct[i] / 100, NULL};
+        Col c = {"", offsetof(SimResult, ttft), 0, i, v->pct[i] / 100, NULL};
         snprintf(c.header, sizeof c.header, "TTFT %s ms", pl);
         cols[nc++] = c;
     }
     pct_label(pl, sizeof pl, top);
-    Col e2e = {"", offsetof(SimResult, e2e), top / 100, NULL}, tbt = {"", offsetof(SimResult, tbt), top / 100, NULL};
+    int kt = v->n_pct ? v->n_pct - 1 : 0; /* (compare always gives percentiles: 50,99 by default) */
+    Col e2e = {"", offsetof(SimResult, e2e), 1, kt, top / 100, NULL}, tbt = {"", offsetof(SimResult, tbt), 2, kt, top / 100, NULL};
     snprintf(e2e.header, sizeof e2e.header, "E2E %s ms", pl);
     snprintf(tbt.header, sizeof tbt.header, "TBT %s ms", pl);
     cols[nc++] = e2e;
     cols[nc++] = tbt;
-    Col slo = {"SLO %", 0, 0, metric_find("slo_attainment")}, lb = {"restore/bound", 0, 0, metric_find("restore_over_lower_bound.mean")};
+    Col slo = {"SLO %", 0, 0, 0, 0, metric_find("slo_attainment")}, lb = {"restore/bound", 0, 0, 0, 0, metric_find("restore_over_lower_bound.mean")};
     cols[nc++] = slo;
     cols[nc++] = lb;
     fprintf(out, "\n%s on %s (%s, tp %d, pp %d), trace %s, %s\n", w->model->name, w->platform->name,

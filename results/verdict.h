@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "results/metric.h"
+#include "results/replications.h"
 #include "sim/engine/sim.h"
 
 #define VERDICT_MAX_PCT 8
@@ -36,6 +37,8 @@ typedef struct Verdict {
     double level;           /* 0.95 */
     const char *out;        /* the result directory (where the full tables are) */
     int full;               /* the full tables follow the verdict (compare --table full) */
+    const ReplRun *runs;    /* NULL, or [s * np + p] reduced (res then holds the first seed's only), with
+                               its TTFT, E2E and TBT at pct */
 } Verdict;
 
 /* --metric NAME: a row of the metric table with a value per run (not a flag); NULL + e otherwise. */

@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
-# bench.sh — simulator speed and memory (make bench). Prints a Markdown table, one row per run (one
-# process each): simulated requests per wall second, events per second, wall nanoseconds per event,
-# peak RSS (the process's ru_maxrss), events per request, and — when a baseline binary is given
-# (BASELINE=path, or BASELINE_REV=<git rev>: that revision is built here in a temporary git worktree
-# with make -j2; both run in the same invocation on the same rows) — its speed-up (baseline wall /
-# this wall) and RSS ratio (this / baseline). Wall time is the simulator's own (kvsim run --stats:
-# sim_run, requests.csv rows included), not process start-up; the compare rows time the whole
-# process. Events are those the event queue delivered (stats queue_events=; a build without
-# multi-step decode delivers one per iteration: its events=). Nothing is asserted: timings depend
-# on the machine.
+# bench.sh — simulator speed and memory (make bench). Prints Markdown tables, one row per command
+# (one process each), this build and — when a baseline binary is given (BASELINE=path, or
+# BASELINE_REV=<git rev>: that revision is built here in a temporary git worktree with make -j2) —
+# the baseline on the same command in the same invocation, the two alternating row by row.
 #
-# Rows:
-#   ShareGPT4 on one replica (Llama-2-13B, hcache-a100), recompute and kv-offload, at a sustainable
-#     load (session_rate 0.005/s) and overloaded (the generator's 0.5 sessions/s), 20,000 requests;
+# Every row times the whole process (tests/bench_proc.py: wall time, CPU time = user + system from
+# wait4, and the peak RSS of its largest process from one more run under GNU time) and reads the simulator's own figures from its --stats
+# lines: requests, the events the queue delivered (queue_events=; a build without it: events=) and
+# the event loop's wall time (wall_s=, sim_run with requests.csv's rows). Columns: requests per
+# CPU-second of the whole process; its CPU and wall seconds; the event loop's nanoseconds per
+# delivered event and per simulated request; peak RSS; and against the baseline the ratios of the
+# whole process (baseline CPU / this CPU, baseline wall / this wall: > 1 is faster) and of RSS
+# (this / baseline). The machine's other load shows in wall time: CPU time is the steadier figure.
+# Nothing is asserted: timings depend on the machine.
+#
+# Tables:
+#   fixed cost: a 1-request run (sharegpt4 generator; and a trace file, traces/data/
+#     mooncake_conversation.csv), every output written, BENCH_FIXED_REPEAT runs (default 15);
+#   every policy (kvsim list policies) on ShareGPT4 (Llama-2-13B, hcache-a100, BENCH_REQUESTS,
+#     default 20000) at a sustainable load (session_rate 0.005/s), overloaded (the generator's
+#     0.5 sessions/s) and on 8 replicas (tp 2 × pp 2, 2 sessions/s), --no-csv;
 #   the peer workload: Poisson 2 req/s, prompts 500–2000, outputs 200–400 tokens, Llama-2-7B on
-#     cake-a100 (A100-80GB), recompute, 512-token chunks, 2,000 and 10,000 requests;
-#   8 replicas at tp 2 × pp 2 (Llama-2-13B, hcache-a100), hcache and cacheflow, ShareGPT4 at 2 sessions/s;
-#   ShareGPT4 overloaded (one replica, kv-offload) at 10^4, 10^5, 10^6 requests: peak RSS should not
-#     grow with trace length (the ratio to the 10^4 row is printed);
+#     cake-a100, recompute, 512-token chunks, 2,000 and 10,000 requests (requests.csv written);
+#   memory: ShareGPT4 overloaded (kv-offload) at 10^4, 10^5, 10^6 requests (BENCH_MAX caps it), and
+#     compare --policies all --seeds 5 and --seeds 100 -j 1 (BENCH_SEEDS_REQUESTS per run, default 100):
+#     peak RSS should not grow with the trace's length nor with the seeds (the ratios are printed);
 #   compare --policies all (ShareGPT4 sustainable, BENCH_COMPARE requests, default 20000) serial
-#     (-j 1) and -j 2, process wall time (the -j 2 speed-up over serial is printed).
-# Environment: KVSIM (default bin/kvsim), BASELINE (optional binary to compare), BASELINE_REV (a git
-# revision to build and use as BASELINE), BENCH_MAX (largest
-# RSS row, default 1000000), BENCH_REQUESTS (ShareGPT4 rows, default 20000), BENCH_REPEAT (runs per
-# row, the fastest reported; default 3, one for the 10^6 row). The machine's other load shows in the
-# numbers: compare the two binaries' columns of one invocation rather than numbers across runs.
+#     (-j 1) and -j 2, and the -j 2 speed-up over serial by alternating rounds.
+# Then tests/bench_sweep.sh.
+# Environment: KVSIM (default bin/kvsim), BASELINE, BASELINE_REV, BENCH_MAX (largest RSS row, default
+# 1000000), BENCH_REQUESTS, BENCH_REPEAT (runs per row, the one with the least CPU reported; default 3,
+# one for rows of more than 100,000 requests and for the seeds rows), BENCH_FIXED_REPEAT,
+# BENCH_SEEDS_REQUESTS, BENCH_COMPARE, BENCH_POLICIES (comma-separated; default every policy).
 set -u
 cd "$(dirname "$0")/.."
 KVSIM=${KVSIM:-bin/kvsim}
@@ -65,118 +72,117 @@ peer_trace() { # n file
 peer_trace 2000 "$tmp/peer-2000.csv"
 peer_trace 10000 "$tmp/peer-10000.csv"
 
+FIXREP=${BENCH_FIXED_REPEAT:-15}
+SEEDN=${BENCH_SEEDS_REQUESTS:-100}
 # each binary writes its own results directory (a build may not replace another's files)
 outkey() { [ "$1" = "$KVSIM" ] && echo this || echo base; }
 
-# run BIN ARGS...: prints "requests events wall_s rss_kib" or "fail MESSAGE"; the best wall time
-# of REPEAT runs (BENCH_REPEAT, default 3; one run for rows of more than 100,000 requests); events
-# are queue_events= where the build prints it, else events=
-run1() {
-  local bin=$1; shift
-  local best="" k reps=$REPEAT
-  case " $* " in *" --requests 1000000 "*) reps=1 ;; esac
-  for ((k = 0; k < reps; k++)); do
-    if ! "$bin" run --quiet --stats --out "$tmp/out-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
-      echo "fail $(tail -1 "$tmp/err")"; return
-    fi
-    local cur
-    cur=$(grep '^stats ' "$tmp/err" | tail -1 | stats_fields)
-    if [ -z "$best" ] || awk -v a="${cur#* * }" -v b="${best#* * }" 'BEGIN { split(a, x, " "); split(b, y, " "); exit !(x[1] < y[1]) }'; then
-      best=$cur
-    fi
-  done
-  echo "$best"
+# proc1 REPS BIN ARGS...: the whole process (bench_proc.py), "wall cpu rss_kib req events sim_wall",
+# or "fail MESSAGE"; its --stats lines summed (requests, delivered events, event-loop wall time)
+proc1() {
+  local reps=$1 bin=$2; shift 2
+  local m
+  m=$(python3 tests/bench_proc.py "$reps" "$tmp/err" "$bin" "$@") || { echo "$m"; return; }
+  local st
+  st=$(grep '^stats ' "$tmp/err" | awk '{
+      r = e = w = q = 0
+      for (i = 2; i <= NF; i++) { split($i, kv, "=")
+        if (kv[1] == "requests") r = kv[2]; else if (kv[1] == "events") e = kv[2]
+        else if (kv[1] == "queue_events") q = kv[2]; else if (kv[1] == "wall_s") w = kv[2] }
+      R += r; E += (q != "" && q > 0 ? q : e); W += w }
+    END { printf "%d %d %.6f\n", R, E, W }')
+  echo "$m ${st:-0 0 0}"
 }
 
-# a stats line's "requests events wall_s rss_kib" (events: queue_events= when present)
-stats_fields() {
-  sed 's/.*requests=\([0-9]*\) events=\([0-9]*\) .*wall_s=\([0-9.]*\) maxrss_kib=\([0-9]*\)\(.*queue_events=\([0-9]*\)\)\{0,1\}.*/\1 \2 \3 \4 \6/' |
-    awk '{ print $1, ($5 != "" ? $5 : $2), $3, $4 }'
-}
-
-# compare BIN JOBS ARGS...: the whole process (all policies): "requests events wall_s rss_kib" summed
-# over the policies' stats lines (RSS: the largest), wall time of the process; best of REPEAT
-cmp1() {
-  local bin=$1 jobs=$2; shift 2
-  local best="" k
-  for ((k = 0; k < REPEAT; k++)); do
-    local t0 t1
-    t0=$(date +%s.%N)
-    local jopt=(-j "$jobs")
-    [ "$jobs" = 1 ] && ! "$bin" compare --help 2>&1 | grep -q -- '--jobs' && jopt=() # a build before -j: serial anyway
-    if ! "$bin" compare --quiet --stats --no-csv "${jopt[@]}" --out "$tmp/cmp-$(outkey "$bin")" "$@" 2> "$tmp/err" > /dev/null; then
-      echo "fail $(tail -1 "$tmp/err")"; return
-    fi
-    t1=$(date +%s.%N)
-    local cur
-    cur=$(grep '^stats ' "$tmp/err" | stats_fields | awk -v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" '
-      { r += $1; e += $2; if ($4 > m) m = $4 } END { printf "%d %d %.3f %d\n", r, e, w, m }')
-    if [ -z "$best" ] || awk -v a="${cur#* * }" -v b="${best#* * }" 'BEGIN { split(a, x, " "); split(b, y, " "); exit !(x[1] < y[1]) }'; then
-      best=$cur
-    fi
-  done
-  echo "$best"
-}
-
-declare -A RSS WALL
-# row NAME RUNNER ARGS...: one table row (RUNNER: run1, or "cmp1 JOBS")
-row_with() {
-  local name=$1 runner=$2; shift 2
-  local a; a=$($runner "$KVSIM" "$@")
-  if [ "${a%% *}" = fail ]; then echo "| $name | ${a#fail } | | | | | | | |"; return; fi
-  local b="- - - -"
+declare -A RSS CPU
+# prow NAME REPS SUBCOMMAND ARGS...: one row of the process table; the baseline on the same command
+prow() {
+  local name=$1 reps=$2 sub=$3; shift 3
+  local extra=(--quiet --stats --out "$tmp/out-this")
+  local a; a=$(proc1 "$reps" "$KVSIM" "$sub" "${extra[@]}" "$@")
+  if [ "${a%% *}" = fail ]; then echo "| $name | ${a#fail } | | | | | | | | | | |"; return; fi
+  local b="- - - - - -"
   if [ -n "$BASELINE" ]; then
-    b=$($runner "$BASELINE" "$@")
+    b=$(proc1 "$reps" "$BASELINE" "$sub" --quiet --stats --out "$tmp/out-base" "$@")
     if [ "${b%% *}" = fail ]; then
       echo "bench: $name: the baseline failed: ${b#fail }" >&2
-      b="- - - -"
+      b="- - - - - -"
     fi
   fi
-  read -r req ev wall rss <<< "$a"
-  read -r breq bev bwall brss <<< "$b"
+  read -r wall cpu rss req ev simw <<< "$a"
+  read -r bwall bcpu brss _ _ _ <<< "$b"
   RSS[$name]=$rss
-  WALL[$name]=$wall
-  awk -v n="$name" -v r="$req" -v e="$ev" -v w="$wall" -v m="$rss" -v bw="$bwall" -v bm="$brss" 'BEGIN {
-    if (w <= 0) w = 0.0005;
-    sp = (bw == "-") ? "" : sprintf("%.2fx", (bw > 0 ? bw : 0.0005) / w)
-    rr = (bm == "-") ? "" : sprintf("%.2f", m / bm)
-    printf "| %s | %d | %.3f | %.0f | %.2f M | %.0f | %.1f | %.1f | %s | %s |\n", n, r, w, r / w, e / w / 1e6, w * 1e9 / (e > 0 ? e : 1), e / (r > 0 ? r : 1), m / 1024, sp, rr }'
+  CPU[$name]=$cpu
+  awk -v n="$name" -v w="$wall" -v c="$cpu" -v m="$rss" -v r="$req" -v e="$ev" -v sw="$simw" -v bw="$bwall" -v bc="$bcpu" -v bm="$brss" 'BEGIN {
+    rpc = (c > 0 && r > 0) ? sprintf("%.0f", r / c) : ""
+    nse = (e > 0 && sw > 0) ? sprintf("%.0f", sw * 1e9 / e) : ""
+    nsr = (r > 0 && sw > 0) ? sprintf("%.0f", sw * 1e9 / r) : ""
+    cr = (bc == "-") ? "" : sprintf("%.2fx", bc / (c > 0 ? c : 1e-6))
+    wr = (bw == "-") ? "" : sprintf("%.2fx", bw / (w > 0 ? w : 1e-6))
+    mr = (bm == "-") ? "" : sprintf("%.2f", m / (bm > 0 ? bm : 1))
+    bcs = (bc == "-") ? "" : sprintf("%.4f", bc)
+    printf "| %s | %d | %s | %.4f | %.4f | %s | %s | %.1f | %s | %s | %s | %s |\n", n, r, rpc, c, w, nse, nsr, m / 1024, bcs, cr, wr, mr }'
 }
-row() { local name=$1; shift; row_with "$name" run1 "$@"; }
-cmp_j1() { cmp1 "$1" 1 "${@:2}"; }
-cmp_j2() { cmp1 "$1" 2 "${@:2}"; }
+header() {
+  echo "| command | requests | requests per CPU-s | CPU s | wall s | ns per delivered event | ns per request | peak RSS MiB | baseline CPU s | CPU vs baseline | wall vs baseline | RSS vs baseline |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+}
 
 echo "kvsim benchmark ($(nproc) cores, $(git describe --always --dirty 2>/dev/null)${BASELINE:+, baseline $BASELINE})"
 echo
-echo "| workload | requests | wall s | requests/s | events/s | ns/event | events/request | peak RSS MiB | speed-up vs baseline | RSS vs baseline |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "### Fixed cost per process: a 1-request run, every output written (least CPU of $FIXREP)"
+echo
+header
+prow "run --requests 1 (recompute, sharegpt4)" "$FIXREP" run --policy recompute --requests 1
+prow "run --requests 1 (recompute, mooncake_conversation.csv)" "$FIXREP" run --policy recompute --requests 1 \
+     --trace traces/data/mooncake_conversation.csv
+echo
 SG="--trace sharegpt4 --model Llama-2-13B --platform hcache-a100"
-for p in recompute kv-offload; do
-  row "sharegpt4 sustainable (0.005 sessions/s) $p" --policy $p $SG --requests "$N" --set session_rate=0.005
-  row "sharegpt4 overloaded $p" --policy $p $SG --requests "$N"
+POLS=${BENCH_POLICIES:-$("$KVSIM" list policies | awk '/^[a-z]/ { print $1 }' | paste -sd, -)}
+echo "### Every policy: ShareGPT4, Llama-2-13B on hcache-a100, $N requests, --no-csv (least CPU of $REPEAT)"
+echo
+header
+for p in ${POLS//,/ }; do
+  prow "$p, sustainable (0.005 sessions/s)" "$REPEAT" run --policy "$p" $SG --requests "$N" --no-csv --set session_rate=0.005
+  prow "$p, overloaded (0.5 sessions/s)" "$REPEAT" run --policy "$p" $SG --requests "$N" --no-csv
+  prow "$p, 8 replicas tp2×pp2 (2 sessions/s)" "$REPEAT" run --policy "$p" $SG --requests "$N" --no-csv --replicas 8 --tp 2 --pp 2 --set session_rate=2
 done
+echo
+echo "### The peer workload (Poisson 2/s, Llama-2-7B on cake-a100, recompute, requests.csv written)"
+echo
+header
 for n in 2000 10000; do
-  row "peer: Poisson 2/s, Llama-2-7B cake-a100, recompute, $n" --policy recompute --trace "$tmp/peer-$n.csv" \
-      --model Llama-2-7B --platform cake-a100 --set token_budget=512 --requests $n
+  prow "peer, $n requests" "$REPEAT" run --policy recompute --trace "$tmp/peer-$n.csv" \
+       --model Llama-2-7B --platform cake-a100 --set token_budget=512 --requests $n
 done
-for p in hcache cacheflow; do
-  row "8 replicas tp2×pp2 $p" --policy $p $SG --replicas 8 --tp 2 --pp 2 --requests "$N" --set session_rate=2
-done
+echo
+echo "### Memory: trace length and replications"
+echo
+header
 for n in 10000 100000 1000000; do
   [ "$n" -le "$MAX" ] || continue
-  row "sharegpt4 overloaded kv-offload $n (RSS)" --policy kv-offload $SG --requests $n --no-csv
+  reps=$REPEAT; [ "$n" -gt 100000 ] && reps=1
+  prow "kv-offload overloaded, $n requests" "$reps" run --policy kv-offload $SG --requests $n --no-csv
 done
-row_with "compare --policies all, sustainable, $CMPN requests, serial (-j 1)" cmp_j1 $SG --policies all --requests "$CMPN" --set session_rate=0.005
-row_with "compare --policies all, sustainable, $CMPN requests, -j 2" cmp_j2 $SG --policies all --requests "$CMPN" --set session_rate=0.005
-a=${RSS["sharegpt4 overloaded kv-offload 10000 (RSS)"]:-0}
+for s in 5 100; do
+  prow "compare --policies all --seeds $s -j 1, $SEEDN requests" 1 compare --policies all --seeds $s -j 1 --requests "$SEEDN" --no-csv
+done
+a=${RSS["kv-offload overloaded, 10000 requests"]:-0}
 echo
 for n in 100000 1000000; do
-  b=${RSS["sharegpt4 overloaded kv-offload $n (RSS)"]:-0}
+  b=${RSS["kv-offload overloaded, $n requests"]:-0}
   awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { if (a > 0 && b > 0) printf "peak RSS at %d requests / at 10^4 (overloaded): %.2f (flat memory: ~1)\n", n, b / a }'
 done
-j1=${WALL["compare --policies all, sustainable, $CMPN requests, serial (-j 1)"]:-0}
-j2=${WALL["compare --policies all, sustainable, $CMPN requests, -j 2"]:-0}
-awk -v a="$j1" -v b="$j2" 'BEGIN { if (a > 0 && b > 0) printf "compare -j 2 speed-up over serial: %.2fx (%d cores; the best runs)\n", a / b, '"$(nproc)"' }'
+a=${RSS["compare --policies all --seeds 5 -j 1, $SEEDN requests"]:-0}
+b=${RSS["compare --policies all --seeds 100 -j 1, $SEEDN requests"]:-0}
+awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "peak RSS at 100 seeds / at 5 seeds (12 policies): %.2f (flat memory: ~1)\n", b / a }'
+echo
+echo "### compare --policies all, ShareGPT4 sustainable, $CMPN requests, --no-csv"
+echo
+header
+prow "compare, serial (-j 1)" "$REPEAT" compare $SG --policies all --requests "$CMPN" --set session_rate=0.005 --no-csv -j 1
+prow "compare, -j 2" "$REPEAT" compare $SG --policies all --requests "$CMPN" --set session_rate=0.005 --no-csv -j 2
+echo
 # the same two runs alternating (BENCH_REPEAT rounds of -j 1 then -j 2): on a shared machine the
 # median of the paired ratios is the steadier figure (a best-of pairs the luckiest runs of each)
 for ((k = 0; k < REPEAT; k++)); do

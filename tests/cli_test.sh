@@ -48,6 +48,18 @@ expect 0 "same run again" "$B"/kvsim run --policy kv-offload --requests 200 --qu
 for f in summary.json requests.csv table.md ttft_cdf.svg; do
   if cmp -s "$tmp/a/$f" "$tmp/b/$f"; then ok "deterministic $f"; else bad "deterministic $f (files differ)"; fi
 done
+# a single run's fixed cost: no process forked for its outputs, one sync for the whole result set
+# (syncfs before the swap), no fsync per file (strace counts the calls; skipped without strace)
+if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
+  strace -f -qq -e trace=fsync,fdatasync,syncfs,clone,clone3,fork,vfork -o "$tmp/strace" \
+    "$B"/kvsim run --policy kv-offload --requests 20 --quiet --out "$tmp/fx" >/dev/null 2>&1
+  n_sync=$(grep -cE '(fsync|fdatasync|syncfs)\(' "$tmp/strace")
+  n_fork=$(grep -cE '(clone|clone3|fork|vfork)\(' "$tmp/strace")
+  if [ "$n_sync" = 1 ] && grep -q 'syncfs(' "$tmp/strace"; then ok "a run syncs its result set once"; else bad "a run made $n_sync sync calls, wanted one syncfs"; fi
+  if [ "$n_fork" = 0 ]; then ok "a single run forks no process"; else bad "a single run forked $n_fork times"; fi
+else
+  skip=$((skip+1)); echo "skip  cli: sync and fork counts (no strace)"
+fi
 expect 0 "other seed" "$B"/kvsim run --policy kv-offload --requests 200 --seed 2 --quiet --out "$tmp/c"
 if cmp -s "$tmp/a/requests.csv" "$tmp/c/requests.csv"; then bad "seed changes the trace"; else ok "seed changes the trace"; fi
 rows=$(($(wc -l < "$tmp/a/requests.csv") - 1))

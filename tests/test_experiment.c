@@ -1,5 +1,6 @@
 /* test_experiment.c — replications (intervals shrink with more seeds, paired differences of equal
- * policies not significant, a constant difference significant), SimResult records read back equal
+ * policies not significant, a constant difference significant, runs reduced as they arrive give the
+ * same outputs), SimResult records read back equal
  * (reports from them byte-identical), the process pool (jobs in order, any worker count gives the
  * same files, a failing job reported with its stderr), SHA-256 of known inputs. */
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include "results/digest.h"
 #include "results/replications.h"
 #include "results/report.h"
+#include "results/verdict.h"
 #include "results/resfile.h"
 #include "sim/cli/procpool.h"
 
@@ -46,7 +48,7 @@ TEST(replications_interval_shrinks_with_seeds)
     for (int i = 0; i < 16; i++) seeds[i] = (uint64_t)i + 1;
     fill(a, 4, 1, 5, 0);
     fill(b, 16, 1, 5, 0);
-    Replications ra = {4, 1, seeds, a, -1, 0.95}, rb = {16, 1, seeds, b, -1, 0.95};
+    Replications ra = {4, 1, seeds, a, -1, 0.95, NULL, NULL}, rb = {16, 1, seeds, b, -1, 0.95, NULL, NULL};
     ReplStat sa, sb;
     KvErr e;
     CHECK(repl_stat(&ra, 0, k_ttft, 0, &sa, &e) == 0);
@@ -68,10 +70,10 @@ TEST(replications_paired_difference_significance)
     fill(shifted, 5, 2, 20, 3); /* p1 = p0 + 3 ms in every seed */
     KvErr e;
     ReplStat st;
-    Replications r = {5, 2, seeds, same, 0, 0.95};
+    Replications r = {5, 2, seeds, same, 0, 0.95, NULL, NULL};
     CHECK(repl_stat(&r, 1, k_ttft, 1, &st, &e) == 0);
     CHECK(st.mean == 0 && st.ci95 == 0 && !st.significant);
-    Replications r2 = {5, 2, seeds, shifted, 0, 0.95};
+    Replications r2 = {5, 2, seeds, shifted, 0, 0.95, NULL, NULL};
     CHECK(repl_stat(&r2, 1, k_ttft, 1, &st, &e) == 0);
     CHECK_NEAR(st.mean, 0.003, 1e-3, 1e-6);
     CHECK(st.significant);
@@ -131,6 +133,87 @@ TEST(resfile_round_trip_gives_the_same_report)
     fclose(f);
     sim_result_free(&r);
     sim_result_free(&back);
+    sim_world_close(&w);
+}
+
+/* Replications reduced run by run (ReplRun scalars, each run's summary object spilled to a file) give
+ * summary.json and the tables byte for byte as the runs kept whole: 3 seeds of 2 real policies, one
+ * of them overloaded in some seeds (the warning's evidence), a baseline (the paired tables). */
+TEST(replications_reduced_runs_give_the_same_outputs)
+{
+    SimConfig c;
+    sim_config_defaults(&c);
+    c.requests = 40;
+    SimWorld w;
+    KvErr e;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    enum { NS = 3, NP = 2 };
+    static const char *const pol[NP] = {"recompute", "hcache"};
+    SimResult res[NS * NP];
+    ReplRun runs[NS * NP];
+    static const double pct[2] = {50, 99};
+    uint64_t seeds[NS] = {1, 2, 3};
+    char spill[4200], p1[4200], p2[4200];
+    snprintf(spill, sizeof spill, "%s/runs.bin", test_tmpdir(t));
+    FILE *f = fopen(spill, "wb");
+    CHECK(f != NULL);
+    memset(res, 0, sizeof res);
+    for (int s = 0; s < NS; s++) {
+        SimConfig cs = c;
+        cs.seed = seeds[s];
+        SimWorld ws;
+        if (sim_world_open(&ws, &cs, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        for (int p = 0; p < NP; p++) {
+            SimResult *r = &res[s * NP + p];
+            CHECK_MSG(sim_run(&ws, pol[p], NULL, NULL, NULL, NULL, r, &e) == 0, "%s", e.msg);
+            if (s == 1) r->load.overloaded = 1; /* as an overloaded seed reports it */
+            CHECK_MSG(repl_run_reduce(&runs[s * NP + p], r, pct, 2, &e) == 0, "%s", e.msg);
+            CHECK_MSG(report_policy_json_spill(f, w.cfg, r, &e) == 0, "%s", e.msg);
+        }
+        sim_world_close(&ws);
+    }
+    fclose(f);
+    Replications whole = {NS, NP, seeds, res, 0, 0.95, NULL, NULL}, reduced = {NS, NP, seeds, res, 0, 0.95, runs, spill};
+    snprintf(p1, sizeof p1, "%s/whole.json", test_tmpdir(t));
+    snprintf(p2, sizeof p2, "%s/reduced.json", test_tmpdir(t));
+    CHECK_MSG(report_summary_json_repl(p1, &w, "t", res, NP, &whole, &e) == 0, "%s", e.msg);
+    CHECK_MSG(report_summary_json_repl(p2, &w, "t", res, NP, &reduced, &e) == 0, "%s", e.msg);
+    char *a = kv_read_file(p1, NULL, &e), *b = kv_read_file(p2, NULL, &e);
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(a && strstr(a, "\"per_seed\":\t[{"));
+    free(a);
+    free(b);
+    char *ta = NULL, *tb = NULL;
+    size_t la = 0, lb = 0;
+    FILE *fa = open_memstream(&ta, &la), *fb = open_memstream(&tb, &lb);
+    CHECK(repl_markdown(fa, &w, &whole, &e) == 0 && repl_markdown(fb, &w, &reduced, &e) == 0);
+    fclose(fa);
+    fclose(fb);
+    CHECK(ta && tb && strcmp(ta, tb) == 0);
+    CHECK_CONTAINS(tb, "overloaded in 1 of 3 seeds (2)");
+    free(ta);
+    free(tb);
+    /* compare's verdict and compact table read the reduced runs as they read the whole results */
+    Verdict vw = {res, NS, NP, 0, metric_find("ttft_s.p99"), {50, 99}, 2, 0.95, "out", 0, NULL}, vr = vw;
+    vr.runs = runs;
+    fa = open_memstream(&ta, &la);
+    fb = open_memstream(&tb, &lb);
+    CHECK(verdict_write(fa, &w, &vw, &e) == 0 && verdict_table(fa, &w, &vw, &e) == 0);
+    CHECK(verdict_write(fb, &w, &vr, &e) == 0 && verdict_table(fb, &w, &vr, &e) == 0);
+    fclose(fa);
+    fclose(fb);
+    CHECK(ta && tb && strcmp(ta, tb) == 0);
+    CHECK_CONTAINS(tb, "winner:");
+    free(ta);
+    free(tb);
+    for (int i = 0; i < NS * NP; i++) repl_run_free(&runs[i]);
+    free_all(res, NS * NP);
     sim_world_close(&w);
 }
 
@@ -365,4 +448,29 @@ TEST(digest_sha256_known_values)
     CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     CHECK(digest_sha256_file_hex("/nonexistent/x", hex, &e) != 0);
     CHECK_CONTAINS(e.msg, "/nonexistent/x");
+    /* the padding at every block boundary, and a file of several 64 KiB reads: byte i of the message is
+     * (7i + 3) mod 251 (the expected digests from another implementation, Python's hashlib) */
+    static const struct { size_t n; const char *hex; } k_len[] = {
+        {55, "1deace58c745f3ecadde68a5923f494c3703fa73f0306483ccb898a5826e8d70"},
+        {56, "06dbe23685750e4d3881ded95047abaf93fa8f9c5d3501dc57c717a72ff1398e"},
+        {63, "47fb38b12335c9298d09280515c0666489a189d1554bb0ac1a0740806ce9d8b6"},
+        {64, "dfa798724b1a8014994f363e5da7474ed26ce3757fb29e07aa47ad5a9352d37b"},
+        {65, "dd2eab5a5507d7717c63ce953d9ac61752c21e664425ad1227054722a0d97f69"},
+        {119, "c6e0f435df5d7d265baacca31e0602c00aa22fa6d3819aed664649294c743756"},
+        {120, "17eb8960823a644bde3065620bb9d45931fe8993fd8eb692a17aff0fd725db6a"},
+        {200000, "d2979f63fc353288130be1837d34f088e378e76c5baa67b8a6077c950db3c286"},
+    };
+    static unsigned char msg[200000];
+    for (size_t i = 0; i < sizeof msg; i++) msg[i] = (unsigned char)((i * 7 + 3) % 251);
+    for (size_t i = 0; i < sizeof k_len / sizeof k_len[0]; i++) {
+        CHECK(digest_sha256_hex(msg, k_len[i].n, hex, &e) == 0);
+        CHECK_MSG(!strcmp(hex, k_len[i].hex), "%zu bytes: %s, expected %s", k_len[i].n, hex, k_len[i].hex);
+    }
+    char big[4200];
+    snprintf(big, sizeof big, "%s/msg.bin", test_tmpdir(t));
+    FILE *bf = fopen(big, "wb");
+    CHECK(bf && fwrite(msg, 1, sizeof msg, bf) == sizeof msg);
+    if (bf) fclose(bf);
+    CHECK(digest_sha256_file_hex(big, hex, &e) == 0);
+    CHECK_STR(hex, k_len[sizeof k_len / sizeof k_len[0] - 1].hex);
 }

@@ -20,7 +20,9 @@
 static const char *const k_not_in_summary[] = {"requests_per_s"}; /* requests ÷ simulated time */
 static const char *const k_not_in_sweep[] = {"saved_bytes_per_token", "restore_over_lower_bound.mean",
                                              "load.request_throughput_per_s", "load.output_tokens_per_s",
-                                             "load.request_goodput_per_s"};
+                                             "load.request_goodput_per_s",
+                                             /* how the engine got there, not results: summary.json only */
+                                             "queue_events", "decode_steps", "cancelled_timers"};
 static const char *const k_table_only[] = {"load.request_throughput_per_s", "load.output_tokens_per_s",
                                            "load.request_goodput_per_s"}; /* headline, not in the CI tables */
 static const char *const k_repl_only[] = {"restore_throughput_tokens_per_s"}; /* headline, not in table.md */
@@ -184,7 +186,7 @@ TEST(metric_outputs_carry_the_table)
     /* the replications block: the METRIC_REPL rows in headline order, each seed's value the table's */
     uint64_t seeds[2] = {1, 2};
     SimResult rr[4] = {res[0], res[1], res[0], res[1]};
-    Replications rep = {2, 2, seeds, rr, 0, 0.95};
+    Replications rep = {2, 2, seeds, rr, 0, 0.95, NULL, NULL};
     cJSON *rj = repl_json(&rep, &e);
     const cJSON *ms = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rj, "metrics"), 1);
     const cJSON *x = ms ? ms->child : NULL;

@@ -297,8 +297,12 @@ TEST(sim_multi_step_decode_matches_single_steps)
         CHECK_MSG(a.swap_out_bytes == b.swap_out_bytes, "case %zu: swap bytes differ", i);
         if (i == 5) CHECK_MSG(a.preemptions > 0, "case %zu: the small pool preempts nothing (the case tests nothing)", i);
         CHECK_EQ_U(a.queue_events, a.events); /* the reference is one event per step */
+        CHECK_EQ_U(a.decode_steps, 0);
         if (i == 0) CHECK_MSG(b.queue_events * 10 < b.events, "decode-bound run: %llu queue events for %llu steps",
                               (unsigned long long)b.queue_events, (unsigned long long)b.events);
+        /* the events split honestly: delivered, stood for by a run's steps, cancelled */
+        CHECK_EQ_U(b.queue_events + b.decode_steps + b.cancelled_timers, b.events);
+        if (i == 0) CHECK(b.decode_steps * 2 > b.events);
         sim_result_free(&a);
         sim_result_free(&b);
     }
@@ -376,6 +380,8 @@ TEST(sim_shortcuts_match_the_reference_engine)
         /* the reference delivers every re-armed event; the timers deliver fewer */
         CHECK(b.queue_events <= a.queue_events);
         if (b.queue_events < a.queue_events) rearmed++;
+        CHECK_EQ_U(a.cancelled_timers, 0); /* the reference delivers the re-armed events: nothing cancelled */
+        CHECK_EQ_U(b.queue_events + b.decode_steps + b.cancelled_timers, b.events);
         sim_result_free(&a);
         sim_result_free(&b);
     }

@@ -1,8 +1,11 @@
 /* test_util.c — util.c: atomic writes (a failed write leaves the old file and no temp file; the
  * signal-time cleanup of temp files), outputs checked against inputs, file reading (special files
- * refused), number parsing, catalog text lookup, the name index. */
+ * refused), number parsing and formatting (kv_app_fixed against printf), catalog text lookup, the
+ * name index. */
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -271,4 +274,45 @@ TEST(util_nameidx_case_insensitive_first_value_kept)
     CHECK(x.n == 5000 && 2 * x.n <= x.cap);
     kv_nameidx_free(&x);
     CHECK_EQ_I(kv_nameidx_find(&x, "Name-1"), -1);
+}
+
+/* kv_app_fixed and kv_app_u64 write the text printf writes: random doubles of every magnitude below
+ * 1e9 (and the exact binary halves, where printf rounds ties to even), each number of decimals,
+ * and the printf fallbacks (negative, huge, non-finite) */
+TEST(util_app_fixed_is_printf)
+{
+    uint64_t x = 88172645463325252ull;
+    char a[400], b[400];
+    int bad = 0;
+    for (int i = 0; i < 200000 && bad < 5; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d;
+        switch (i % 4) {
+        case 0: d = (double)(x >> 11) / 9007199254740992.0; break;                 /* [0, 1) */
+        case 1: d = (double)(x >> 11) / 9007199254740992.0 * 1e9; break;           /* [0, 1e9) */
+        case 2: d = ldexp((double)((x >> 40) | 1), -(int)(x % 60)); break;         /* binary fractions */
+        default: d = (double)(int64_t)(x % 8000000000000000ull) / 1e9; break;      /* ns as seconds */
+        }
+        int dec = 1 + (int)(x % 9);
+        if (i % 8 == 6) d = ldexp((double)((x >> 44) | 1), -(dec + 1)); /* odd / 2^(dec+1): an exact tie */
+        *kv_app_fixed(a, d, dec) = '\0';
+        snprintf(b, sizeof b, "%.*f", dec, d);
+        if (strcmp(a, b) != 0) {
+            bad++;
+            CHECK_MSG(0, "%.17g with %d decimals: %s, printf %s", d, dec, a, b);
+        }
+    }
+    const double odd[] = {0.0, 0.5, 0.25, 0.75, 0.125, 0.375, 0.0625, 0.0000005, 0.0000015, 0.0000025, 999999999.9999999, 1e9, -0.0, -1.25, 1e300, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+        for (int dec = 1; dec <= 9; dec++) {
+            *kv_app_fixed(a, odd[i], dec) = '\0';
+            snprintf(b, sizeof b, "%.*f", dec, odd[i]);
+            CHECK_MSG(strcmp(a, b) == 0, "%g with %d decimals: %s, printf %s", odd[i], dec, a, b);
+        }
+    const uint64_t u[] = {0, 9, 10, 18446744073709551615ull, 1234567890123ull};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        *kv_app_u64(a, u[i]) = '\0';
+        snprintf(b, sizeof b, "%llu", (unsigned long long)u[i]);
+        CHECK_MSG(strcmp(a, b) == 0, "%s, printf %s", a, b);
+    }
 }

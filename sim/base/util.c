@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -165,6 +166,19 @@ void kv_atomic_cleanup_on_signal(void)
         }
 }
 
+/* the directory whose files are synced as a whole by their owner (kv_atomic_defer_sync), "" when none */
+static char g_defer_dir[4200];
+static size_t g_defer_len;
+
+void kv_atomic_defer_sync(const char *dir)
+{
+    g_defer_len = 0;
+    g_defer_dir[0] = '\0';
+    if (dir && *dir && snprintf(g_defer_dir, sizeof g_defer_dir, "%s/", dir) < (int)sizeof g_defer_dir) g_defer_len = strlen(g_defer_dir);
+}
+
+static int sync_deferred(const char *path) { return g_defer_len && !strncmp(path, g_defer_dir, g_defer_len); }
+
 int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e)
 {
     memset(af, 0, sizeof *af);
@@ -186,7 +200,7 @@ int kv_atomic_commit(KvAtomicFile *af, KvErr *e)
     int er = 0;
     if (fflush(af->f) != 0) er = errno;
     else if (ferror(af->f)) cause = "an earlier write failed (part of the data is missing)";
-    if (!er && !cause && fsync(fileno(af->f)) != 0 && errno != EINVAL) er = errno;
+    if (!er && !cause && !sync_deferred(af->path) && fsync(fileno(af->f)) != 0 && errno != EINVAL) er = errno;
     if (fclose(af->f) != 0 && !er && !cause) er = errno;
     af->f = NULL;
     live_drop(af);
@@ -388,6 +402,44 @@ int kv_parse_double(const char *s, double *out, KvErr *e)
     if (end == s || *end || errno) return kv_err(e, "'%s' is not a number", s);
     *out = v;
     return 0;
+}
+
+char *kv_app_u64(char *p, uint64_t v)
+{
+    char tmp[24], *b = tmp + sizeof tmp;
+    do *--b = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    size_t n = (size_t)(tmp + sizeof tmp - b);
+    memcpy(p, b, n);
+    return p + n;
+}
+
+char *kv_app_fixed(char *p, double d, int decimals)
+{
+    static const uint32_t scale[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+    if (decimals < 1 || decimals > 9 || !(d >= 0 && d < 1e9) || signbit(d)) return p + sprintf(p, "%.*f", decimals, d);
+    int e;
+    double fr = frexp(d, &e);               /* d = fr · 2^e, fr in [0.5, 1) (or 0) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);   /* exact: d = m · 2^(e − 53) */
+    e -= 53;                                /* d < 1e9 < 2^53: e < 0 */
+    unsigned __int128 x = (unsigned __int128)m * scale[decimals], q;
+    if (-e >= 120) {
+        q = 0; /* x < 2^83: below half a unit */
+    } else {
+        int sh = -e;
+        q = x >> sh;
+        unsigned __int128 rem = x - (q << sh), half = (unsigned __int128)1 << (sh - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+    }
+    uint64_t v = (uint64_t)q;
+    p = kv_app_u64(p, v / scale[decimals]);
+    *p++ = '.';
+    uint64_t frac = v % scale[decimals];
+    for (int i = decimals - 1; i >= 0; i--) {
+        p[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return p + decimals;
 }
 
 void kv_csv_field(FILE *f, const char *s)

@@ -60,11 +60,22 @@ int kv_atomic_open(KvAtomicFile *af, const char *path, KvErr *e);
 /* One CSV field (RFC 4180): as is, or quoted with inner quotes doubled when it holds a comma, a
  * quote or a line break. */
 void kv_csv_field(FILE *f, const char *s);
+/* Numbers as text without printf, for CSV rows: v in decimal ("%llu"), and d with `decimals` digits
+ * (1..9) after the point, exactly the text "%.<decimals>f" prints (d's exact binary value scaled in
+ * 128-bit integers, rounded to nearest, ties to even, as glibc rounds; negative, non-finite and
+ * values of 1e9 or more go through printf). Written at p (room for 24 bytes; 320 for the printf
+ * cases); each returns the end. */
+char *kv_app_u64(char *p, uint64_t v);
+char *kv_app_fixed(char *p, double d, int decimals);
 int kv_atomic_commit(KvAtomicFile *af, KvErr *e);
 void kv_atomic_abort(KvAtomicFile *af);
 /* Remove this process's temp files still open (async-signal-safe: unlink only); for a SIGINT or
  * SIGTERM handler that then dies of the signal. Files of a forked child are its own to remove. */
 void kv_atomic_cleanup_on_signal(void);
+/* Files committed under dir (a path prefix ending at a '/') skip their own fsync: whoever set it
+ * makes the whole directory durable at once (results/resultset.c: one syncfs before the swap).
+ * NULL: every commit fsyncs its file again. One such directory per process. */
+void kv_atomic_defer_sync(const char *dir);
 /* A temporary file of ours outside a KvAtomicFile (listed the same way: kv_atomic_cleanup_on_signal
  * removes it): 1 + its entry, or 0 when the list is full (the file is then not removed on a signal);
  * untrack before removing or renaming it. */

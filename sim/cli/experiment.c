@@ -3,7 +3,8 @@
  *
  * A job's file: its requests.csv rows (no header; with the seed column under replications), then
  * its SimResult record (results/resfile.h), then a trailer: "KVJOBEND" and the record's offset
- * (u64). The parent copies the rows into requests.csv and reads the record, job after job.
+ * (u64). The parent copies the rows into requests.csv and reads the record, job after job. A job
+ * the parent ran itself (serially) writes no record: its result is handed over in memory.
  */
 #include "sim/cli/experiment.h"
 
@@ -57,9 +58,19 @@ typedef struct Exp {
     const char *dir;        /* the result set's temporary directory: the jobs' files */
     FILE *csv, *ucsv, *tcsv; /* requests.csv (NULL with --no-csv), utilisation.csv, timeline.csv (NULL without) */
     PlotHistSamples *hist;
-    SimResult *res;
+    SimResult *res;         /* a run's or compare's results; under replications the first seed's only */
     char (*tparts)[4500];   /* the Chrome trace's parts (NULL without --trace-out) */
     int merged;             /* jobs merged so far */
+    /* replications, each job reduced as it is merged: its scalars (runs[k]), its TTFT-split histograms
+     * added to its policy's (pooled), its summary.json object appended to spill */
+    ReplRun *runs;
+    SimResult *pooled;
+    FILE *spill;
+    FILE *ucsv0;            /* the first seed's utilisation rows, all utilisation.svg draws */
+    /* a job run in this process (serial) leaves its result here for its merge instead of writing its
+     * record to its file and reading it back (held_k: its job, -1 when none) */
+    SimResult held;
+    int held_k;
 } Exp;
 
 static uint64_t job_seed(const ExpSpec *x, int k) { return x->n_seeds ? x->seed_base + (uint64_t)(k / x->np) : x->cfg->seed; }
@@ -248,14 +259,21 @@ static int job_run(void *ctx, int k, const char *path, KvErr *e)
         getrusage(RUSAGE_SELF, &ru);
         /* one machine-readable line for tests/bench.sh */
         fprintf(stderr, "stats policy=%s requests=%llu events=%llu sim_s=%.3f wall_s=%.3f maxrss_kib=%ld queue_events=%llu "
-                "waiting_peak_bytes=%llu\n",
+                "waiting_peak_bytes=%llu decode_steps=%llu cancelled_timers=%llu\n",
                 name, (unsigned long long)r.requests, (unsigned long long)r.events, (double)r.sim_end_ns / 1e9, r.wall_s,
-                ru.ru_maxrss, (unsigned long long)r.queue_events, (unsigned long long)r.waiting_peak_bytes);
+                ru.ru_maxrss, (unsigned long long)r.queue_events, (unsigned long long)r.waiting_peak_bytes,
+                (unsigned long long)r.decode_steps, (unsigned long long)r.cancelled_timers);
     }
     uint64_t off = (uint64_t)ftello(f);
-    int wr = resfile_write(f, &r, e);
-    sim_result_free(&r);
-    if (wr != 0) kv_err_prefix(e, "%s: ", path);
+    int wr = 0;
+    if (getpid() == xp->parent) { /* merged by this process: the record stays in memory */
+        xp->held = r;
+        xp->held_k = k;
+    } else {
+        wr = resfile_write(f, &r, e);
+        sim_result_free(&r);
+        if (wr != 0) kv_err_prefix(e, "%s: ", path);
+    }
     if (wr == 0 && (fwrite(k_trailer, 1, sizeof k_trailer, f) != sizeof k_trailer || fwrite(&off, sizeof off, 1, f) != 1))
         wr = kv_err(e, "%s: write failed: %s", path, strerror(errno));
     KvErr ce;
@@ -266,8 +284,9 @@ out:
     return rc;
 }
 
-/* Job k's file: rows appended to csv (when given), the record read into *r; the file removed. */
-static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
+/* Job k's file: rows appended to csv (when given), the record read into *r (or taken from xp->held,
+ * where the job ran in this process); the file removed. */
+static int job_merge(Exp *xp, int k, const char *path, FILE *csv, SimResult *r, KvErr *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return kv_err(e, "%s: a job's file is missing", path);
@@ -306,7 +325,13 @@ static int job_merge(const char *path, FILE *csv, SimResult *r, KvErr *e)
         what = "reading the job's record";
         goto io;
     }
-    rc = resfile_read(f, path, r, e);
+    if (xp->held_k == k) {
+        *r = xp->held;
+        xp->held_k = -1;
+        rc = 0;
+    } else {
+        rc = resfile_read(f, path, r, e);
+    }
     goto done;
 io:
     kv_err(e, "%s: merging it: %s failed: %s", path, what, strerror(errno));
@@ -316,8 +341,8 @@ done:
     return rc;
 }
 
-/* Append the recording `kind` of job k to out (when given) and remove it. */
-static int merge_aside(const char *jpath, const char *kind, FILE *out, KvErr *e)
+/* Append the recording `kind` of job k to out (when given) and to also (when given), and remove it. */
+static int merge_aside(const char *jpath, const char *kind, FILE *out, FILE *also, KvErr *e)
 {
     char ap[4500], buf[65536];
     aside_path(jpath, kind, ap, sizeof ap);
@@ -326,7 +351,8 @@ static int merge_aside(const char *jpath, const char *kind, FILE *out, KvErr *e)
     size_t n;
     int rc = 0;
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        if (out && fwrite(buf, 1, n, out) != n) rc = kv_err(e, "%s: merging it into the result's %s file failed: %s", ap, kind, strerror(errno));
+        if ((out && fwrite(buf, 1, n, out) != n) || (also && fwrite(buf, 1, n, also) != n))
+            rc = kv_err(e, "%s: merging it into the result's %s file failed: %s", ap, kind, strerror(errno));
     if (ferror(in)) rc = kv_err(e, "%s: read failed", ap);
     fclose(in);
     unlink(ap);
@@ -339,10 +365,25 @@ static int job_done(void *ctx, int k, KvErr *e)
     Exp *xp = ctx;
     const ExpSpec *x = xp->x;
     char jpath[4400];
-    if (procpool_job_path(xp->dir, k, jpath, sizeof jpath, e) != 0 || merge_aside(jpath, "util", xp->ucsv, e) != 0 ||
-        (xp->tcsv && merge_aside(jpath, "timeline", xp->tcsv, e) != 0) ||
-        (xp->csv && merge_history(jpath, x->names[k % x->np], xp->hist, e) != 0) || job_merge(jpath, xp->csv, &xp->res[k], e) != 0)
+    SimResult one, *r = x->n_seeds ? &one : &xp->res[k];
+    if (procpool_job_path(xp->dir, k, jpath, sizeof jpath, e) != 0 ||
+        merge_aside(jpath, "util", xp->ucsv, k < x->np ? xp->ucsv0 : NULL, e) != 0 ||
+        (xp->tcsv && merge_aside(jpath, "timeline", xp->tcsv, NULL, e) != 0) ||
+        (xp->csv && merge_history(jpath, x->names[k % x->np], xp->hist, e) != 0) || job_merge(xp, k, jpath, xp->csv, r, e) != 0)
         return -1;
+    if (x->n_seeds) { /* reduced now: the seeds' runs are not kept (the first seed's are, for "policies") */
+        int p = k % x->np, s = k / x->np;
+        SimResult *pl = &xp->pooled[p];
+        if (s == 0) snprintf(pl->policy, sizeof pl->policy, "%s", r->policy);
+        hist_merge(&pl->ttft, &r->ttft);
+        hist_merge(&pl->queue, &r->queue);
+        hist_merge(&pl->restore, &r->restore);
+        hist_merge(&pl->prefill, &r->prefill);
+        int rc = repl_run_reduce(&xp->runs[k], r, x->pct, x->n_pct, e) != 0 || report_policy_json_spill(xp->spill, x->w->cfg, r, e) != 0 ? -1 : 0;
+        if (s == 0) xp->res[p] = *r;
+        else sim_result_free(r);
+        if (rc != 0) return -1;
+    }
     if (xp->tparts) aside_path(jpath, "trace", xp->tparts[k], sizeof xp->tparts[k]);
     xp->merged = k + 1;
     return 0;
@@ -350,7 +391,7 @@ static int job_done(void *ctx, int k, KvErr *e)
 
 /* The files drawn from the merged results, each an independent job of a pool (in parallel with
  * --jobs > 1; the longest first): summary.json and the figures — one curve per policy, under
- * replications every seed's requests pooled. */
+ * replications every seed's requests pooled; a single run's in this process. */
 enum { OUT_HISTORY, OUT_UTIL, OUT_SUMMARY, OUT_CURVES, OUT_TIMELINE, OUT_N };
 
 typedef struct OutCtx {
@@ -360,6 +401,7 @@ typedef struct OutCtx {
     const Replications *rep;
     const PlotHistSamples *hist;
     const char *title;
+    const char *util0;  /* replications: the first seed's utilisation rows (all the figure draws) */
     int kind[OUT_N], files[OUT_N]; /* job k's kind; the set's file count when it starts (as if one after another) */
 } OutCtx;
 
@@ -395,7 +437,7 @@ static int out_run(void *ctx, int k, const char *job_path, KvErr *e)
         return 0;
     case OUT_UTIL: /* the figures drawn from the result files just written */
         if (rs_path(o->rs, "utilisation.csv", data, sizeof data, e) != 0 || rs_path(o->rs, "utilisation.svg", path, sizeof path, e) != 0 ||
-            plot_util_svg(path, data, o->title, e) != 0)
+            plot_util_svg(path, x->n_seeds ? o->util0 : data, o->title, e) != 0)
             return -1;
         return 0;
     default:
@@ -406,30 +448,19 @@ static int out_run(void *ctx, int k, const char *job_path, KvErr *e)
     }
 }
 
-static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, const Replications *rep,
-                         const PlotHistSamples *hist, KvErr *e)
+/* pooled: under replications, every seed's histograms per policy (the curves) */
+static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, SimResult *res, const SimResult *pooled,
+                         const Replications *rep, const char *util0, const PlotHistSamples *hist, KvErr *e)
 {
-    SimResult pooled[EXP_MAX_POLICIES];
     const SimResult *curves = res;
     char title[320];
     snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
     if (x->n_seeds) {
-        memset(pooled, 0, sizeof pooled);
-        for (int p = 0; p < x->np; p++) {
-            snprintf(pooled[p].policy, sizeof pooled[p].policy, "%s", res[p].policy);
-            for (int s = 0; s < x->n_seeds; s++) {
-                const SimResult *o = &res[s * x->np + p];
-                hist_merge(&pooled[p].ttft, &o->ttft);
-                hist_merge(&pooled[p].queue, &o->queue);
-                hist_merge(&pooled[p].restore, &o->restore);
-                hist_merge(&pooled[p].prefill, &o->prefill);
-            }
-        }
         curves = pooled;
         size_t l = strlen(title);
         snprintf(title + l, sizeof title - l, ", %d seeds pooled", x->n_seeds);
     }
-    OutCtx o = {rs, x, res, curves, rep, hist, title, {0}, {0}};
+    OutCtx o = {rs, x, res, curves, rep, hist, title, util0, {0}, {0}};
     static const int names[OUT_N] = {1, 2, 1, 3, 2}; /* the rs_path calls of each kind */
     int n = 0, files = rs->files;
     if (!x->no_csv) o.kind[n++] = OUT_HISTORY;
@@ -438,11 +469,11 @@ static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
     o.kind[n++] = OUT_CURVES;
     if (x->timeline) o.kind[n++] = OUT_TIMELINE;
     for (int k = 0; k < n; k++) o.files[k] = files, files += names[o.kind[k]];
-    ProcPool pool = {n, x->jobs, rs->tmp, out_run, out_label, &o, NULL};
+    /* a single run writes its outputs in this process: no fork, a small run's fixed cost */
+    int single = x->np == 1 && !x->n_seeds;
+    ProcPool pool = {n, single ? 1 : x->jobs, rs->tmp, out_run, out_label, &o, NULL};
     int rc = procpool_run(&pool, e);
     if (rc == 0) rs->files = files;
-    if (x->n_seeds)
-        for (int p = 0; p < x->np; p++) sim_result_free(&pooled[p]);
     return rc;
 }
 
@@ -460,7 +491,8 @@ static int write_table(FILE *out, const ExpSpec *x, const SimWorld *w, const Sim
 static int write_verdict(FILE *out, const ExpSpec *x, const SimWorld *w, const SimResult *res, const Replications *rep, int full,
                          KvErr *e)
 {
-    Verdict v = {res, x->n_seeds ? x->n_seeds : 1, x->np, x->baseline, x->metric, {0}, x->n_pct, 0.95, x->out, full};
+    Verdict v = {res, x->n_seeds ? x->n_seeds : 1, x->np, x->baseline, x->metric, {0}, x->n_pct, 0.95, x->out, full,
+                 rep ? rep->runs : NULL};
     memcpy(v.pct, x->pct, sizeof v.pct);
     if (verdict_write(out, w, &v, e) != 0) return -1;
     if (full) return write_table(out, x, w, res, rep, e);
@@ -474,11 +506,16 @@ int experiment_run(const ExpSpec *x)
 {
     KvErr e;
     int n_jobs = (x->n_seeds ? x->n_seeds : 1) * x->np;
-    SimResult *res = calloc((size_t)n_jobs, sizeof *res);
+    int n_res = x->n_seeds ? x->np : n_jobs; /* replications keep the first seed's results, the rest reduced */
+    SimResult *res = calloc((size_t)n_res, sizeof *res);
+    SimResult *pooled = x->n_seeds ? calloc((size_t)x->np, sizeof *pooled) : NULL;
+    ReplRun *runs = x->n_seeds ? calloc((size_t)n_jobs, sizeof *runs) : NULL;
     uint64_t *seeds = calloc((size_t)(x->n_seeds ? x->n_seeds : 1), sizeof *seeds);
-    if (!res || !seeds) {
+    if (!res || !seeds || (x->n_seeds && (!pooled || !runs))) {
         fprintf(stderr, "kvsim: out of memory for %d runs\n", n_jobs);
         free(res);
+        free(pooled);
+        free(runs);
         free(seeds);
         return 1;
     }
@@ -488,6 +525,8 @@ int experiment_run(const ExpSpec *x)
     if (rs_begin(&rset, x->out, &e) != 0) {
         fprintf(stderr, "kvsim: %s\n", e.msg);
         free(res);
+        free(pooled);
+        free(runs);
         free(seeds);
         return 1;
     }
@@ -500,9 +539,27 @@ int experiment_run(const ExpSpec *x)
     memset(&hsamples, 0, sizeof hsamples);
     int rc = 0, csv_open = 0, u_open = 0, t_open = 0;
     char (*tparts)[4500] = x->trace_out ? calloc((size_t)n_jobs, sizeof *tparts) : NULL;
-    Exp ctx = {x, getpid(), rset.tmp, NULL, NULL, NULL, &hsamples, res, tparts, 0};
+    Exp ctx = {.x = x, .parent = getpid(), .dir = rset.tmp, .hist = &hsamples, .res = res, .tparts = tparts, .runs = runs,
+               .pooled = pooled, .held_k = -1};
+    /* replications: the runs' summary.json objects and the first seed's utilisation rows, temporaries
+     * of the set (so that the outputs need not hold every seed's) */
+    char spill_path[4500] = "", util0_path[4500] = "";
+    if (x->n_seeds) {
+        snprintf(spill_path, sizeof spill_path, "%s/per_seed.tmp.%ld", rset.tmp, (long)getpid());
+        snprintf(util0_path, sizeof util0_path, "%s/util_first_seed.tmp.%ld", rset.tmp, (long)getpid());
+        if (!(ctx.spill = fopen(spill_path, "wb"))) {
+            kv_err(&e, "%s: cannot create: %s", spill_path, strerror(errno));
+            rc = 1;
+        } else if (!(ctx.ucsv0 = fopen(util0_path, "wb"))) {
+            kv_err(&e, "%s: cannot create: %s", util0_path, strerror(errno));
+            rc = 1;
+        } else {
+            plot_util_csv_header(ctx.ucsv0, 1);
+        }
+    }
     ProcPool pool = {n_jobs, x->jobs, rset.tmp, job_run, job_label, &ctx, job_done};
-    if (x->trace_out && !tparts) {
+    if (rc) { /* the spill file could not be created: e says why */
+    } else if (x->trace_out && !tparts) {
         kv_err(&e, "out of memory");
         rc = 1;
     } else if (!x->no_csv && (rs_path(&rset, "requests.csv", path, sizeof path, &e) != 0 || kv_atomic_open(&csv, path, &e) != 0)) {
@@ -522,6 +579,7 @@ int experiment_run(const ExpSpec *x)
         if (procpool_run(&pool, &e) != 0) rc = 1; /* the jobs, each merged as soon as it and those before it are done */
     }
     int merged = ctx.merged;
+    if (ctx.held_k >= 0) sim_result_free(&ctx.held); /* a job that ran here but was not merged */
     for (int k = merged; k < n_jobs; k++) /* files a failure left behind (the rest go with the set) */
         if (procpool_job_path(rset.tmp, k, jpath, sizeof jpath, &e) == 0) unlink(jpath);
     if (rc == 0 && csv_open) {
@@ -550,10 +608,22 @@ int experiment_run(const ExpSpec *x)
         free(pp);
         free(tparts);
     }
+    FILE **aside[2] = {&ctx.spill, &ctx.ucsv0};
+    const char *aside_paths[2] = {spill_path, util0_path};
+    for (int i = 0; i < 2; i++) {
+        KvErr ce;
+        if (*aside[i] && close_checked(*aside[i], aside_paths[i], &ce) != 0 && rc == 0) {
+            e = ce;
+            rc = 1;
+        }
+        *aside[i] = NULL;
+    }
     for (int s = 0; s < x->n_seeds; s++) seeds[s] = x->seed_base + (uint64_t)s;
-    Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95};
+    Replications rep = {x->n_seeds, x->np, seeds, res, x->baseline, 0.95, runs, spill_path};
     const Replications *rp = x->n_seeds ? &rep : NULL;
-    if (rc == 0 && write_outputs(&rset, x, x->w, res, rp, &hsamples, &e) != 0) rc = 1;
+    if (rc == 0 && write_outputs(&rset, x, x->w, res, pooled, rp, util0_path, &hsamples, &e) != 0) rc = 1;
+    if (spill_path[0]) unlink(spill_path); /* not part of the set */
+    if (util0_path[0]) unlink(util0_path);
     if (rc == 0) { /* the warnings are said once, with the table on stdout (and in the files), not again on stderr */
         KvAtomicFile af;
         int printed = x->compare ? write_verdict(stdout, x, x->w, res, rp, x->full_table, &e) : write_table(stdout, x, x->w, res, rp, &e);
@@ -582,9 +652,13 @@ int experiment_run(const ExpSpec *x)
                 x->no_csv ? "" : ", ttft_history.svg", x->timeline ? ", timeline.svg" : "", x->trace_out ? "; trace in " : "",
                 x->trace_out ? x->trace_out : "");
     rs_abort(&rset); /* a failed set leaves nothing; after a commit this does nothing */
-    for (int k = 0; k < n_jobs; k++) sim_result_free(&res[k]);
+    for (int k = 0; k < n_res; k++) sim_result_free(&res[k]);
+    for (int p = 0; pooled && p < x->np; p++) sim_result_free(&pooled[p]);
+    for (int k = 0; runs && k < n_jobs; k++) repl_run_free(&runs[k]);
     phist_free(&hsamples);
     free(res);
+    free(pooled);
+    free(runs);
     free(seeds);
     return rc;
 }

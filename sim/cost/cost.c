@@ -37,16 +37,34 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* sorted unique values of parameter d over the points; returns count */
+/* sorted unique values of parameter d over the points; returns count. A grid repeats a few values
+ * many times: each is looked up in the sorted values found so far (inserted when new), a sort of
+ * every point's value only when the values found pass 256 */
 static int unique_axis(const CostPoint *pts, size_t n, int d, int64_t **out)
 {
     int64_t *v = malloc((n ? n : 1) * sizeof *v);
     if (!v) return -1;
-    for (size_t i = 0; i < n; i++) v[i] = pts[i].p[d];
-    qsort(v, n, sizeof *v, cmp_i64);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || v[k - 1] != v[i]) v[k++] = v[i];
+    size_t k = 0, i = 0;
+    for (; i < n && k <= 256; i++) {
+        int64_t x = pts[i].p[d];
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (v[mid] < x) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < k && v[lo] == x) continue;
+        memmove(v + lo + 1, v + lo, (k - lo) * sizeof *v);
+        v[lo] = x;
+        k++;
+    }
+    if (i < n) { /* many distinct values: sort them all */
+        for (i = 0; i < n; i++) v[i] = pts[i].p[d];
+        qsort(v, n, sizeof *v, cmp_i64);
+        k = 0;
+        for (i = 0; i < n; i++)
+            if (k == 0 || v[k - 1] != v[i]) v[k++] = v[i];
+    }
     *out = v;
     return (int)k;
 }

@@ -329,8 +329,10 @@ typedef struct {
 static int put(Gen *g, CostOp op, int64_t p1, int64_t p2, int64_t p3, KvErr *e)
 {
     StorePoint p = {.op = op, .tp = cost_op_is_io(op) ? 1 : g->in->ly->tp, .p1 = p1, .p2 = p2, .p3 = p3, .n = 1};
-    snprintf(p.model, sizeof p.model, "%s", cost_op_is_io(op) ? "" : g->model);
-    snprintf(p.dtype, sizeof p.dtype, "%s", g->dtype);
+    /* the names as spec_generate wrote them (zero-padded, as p is): copied, not formatted per point */
+    _Static_assert(sizeof p.model == sizeof g->model && sizeof p.dtype == sizeof g->dtype, "a point's names are Gen's");
+    if (!cost_op_is_io(op)) memcpy(p.model, g->model, sizeof p.model);
+    memcpy(p.dtype, g->dtype, sizeof p.dtype);
     p.median_ns = spec_op_ns(g->in, op, p1, p2, p3);
     p.p10_ns = p.p90_ns = p.median_ns;
     return g->emit(g->ctx, &p, e);

@@ -265,6 +265,7 @@ void metrics_on_run_end(Sim *sm)
     out->queue_events = sm->q.popped;
     out->load_runs = sm->load_runs;
     out->events += sm->q.cancelled; /* a re-armed channel's cancelled events: counted as the pops they replace */
+    out->cancelled_timers = sm->q.cancelled;
     out->waiting_peak_bytes = sm->waiting_peak;
     out->sessions = sm->sessions_seen;
     out->truncated = (uint64_t)trace_truncated_count(sm->trace);

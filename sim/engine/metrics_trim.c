@@ -90,6 +90,7 @@ void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint6
 {
     sm->res->iterations += (uint64_t)n;
     sm->res->events += (uint64_t)n; /* the iteration-end events these steps stand for */
+    sm->res->decode_steps += (uint64_t)n;
     int trim = trim_on(sm);
     int64_t end1 = start_ns + (int64_t)gaps[0], later_sum = 0, later_max = 0;
     for (int64_t j = 1; j < n; j++) {

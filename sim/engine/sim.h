@@ -340,8 +340,12 @@ typedef struct SimResult {
     uint64_t preempted_requests;  /* requests preempted at least once */
     uint64_t preempt_recomputed_tokens; /* context tokens re-prefilled after preempt=recompute */
     double swap_out_bytes, swap_in_bytes; /* preempt=swap: KV bytes copied to host DRAM and back */
-    uint64_t iterations, events;  /* events: as if every iteration were one event (a decode run's steps count each) */
+    uint64_t iterations, events;  /* events: as if every iteration were one event: queue_events + decode_steps +
+                                     cancelled_timers (the same for any engine shortcut) */
     uint64_t queue_events;        /* the events the queue actually delivered (not a result: speed only) */
+    uint64_t decode_steps;        /* decode steps inside decode runs, each standing for an iteration-end event
+                                     never queued (metrics_on_decode_steps; speed only) */
+    uint64_t cancelled_timers;    /* events of timers re-armed before they were delivered (evq; speed only) */
     uint64_t load_runs;           /* layer loads queued as the next layer of a run, not as entries of their own
                                      (channel.h, ch_extend_run; not a result: speed only) */
     uint64_t waiting_peak_bytes;  /* the most bytes held in memory at once by turns read and not admitted, the
