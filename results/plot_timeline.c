@@ -100,7 +100,7 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
     if (kv_atomic_open(&af, path, e) != 0) goto done;
     FILE *f = af.f;
     char full[600];
-    snprintf(full, sizeof full, "%s — restoration timeline", title);
+    snprintf(full, sizeof full, "Restoration timeline — %s", title);
     psvg_begin(f, W, H, full);
     if (ng == 0) psvg_label(f, ml, mt + 40, "start", NULL, "", "no request restored anything in this run (no timeline)");
     int y = mt;

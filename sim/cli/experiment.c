@@ -359,7 +359,7 @@ typedef struct OutCtx {
     const SimResult *res, *curves;
     const Replications *rep;
     const PlotHistSamples *hist;
-    const char *title;
+    const char *title, *pooled_title;
     int kind[OUT_N], files[OUT_N]; /* job k's kind; the set's file count when it starts (as if one after another) */
 } OutCtx;
 
@@ -383,14 +383,15 @@ static int out_run(void *ctx, int k, const char *job_path, KvErr *e)
         return 0;
     case OUT_CURVES:
         if (rs_path(o->rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
-            plot_ttft_cdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
+            plot_ttft_cdf_svg(path, o->curves, x->np, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0 ||
             rs_path(o->rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
-            plot_ttft_ccdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
-            rs_path(o->rs, "ttft_split.svg", path, sizeof path, e) != 0 || plot_ttft_split_svg(path, o->curves, x->np, o->title, e) != 0)
+            plot_ttft_ccdf_svg(path, o->curves, x->np, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0 ||
+            rs_path(o->rs, "ttft_split.svg", path, sizeof path, e) != 0 ||
+            plot_ttft_split_svg(path, o->curves, x->np, o->pooled_title, e) != 0)
             return -1;
         return 0;
     case OUT_HISTORY: /* from the jobs' samples: the figure requests.csv gives */
-        if (rs_path(o->rs, "ttft_history.svg", path, sizeof path, e) != 0 || plot_history_svg_of(path, o->hist, o->title, x->cfg->slo_ttft_ns, e) != 0)
+        if (rs_path(o->rs, "ttft_history.svg", path, sizeof path, e) != 0 || plot_history_svg_of(path, o->hist, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0)
             return -1;
         return 0;
     case OUT_UTIL: /* the figures drawn from the result files just written */
@@ -411,8 +412,9 @@ static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
 {
     SimResult pooled[EXP_MAX_POLICIES];
     const SimResult *curves = res;
-    char title[320];
-    snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
+    char title[320], pooled_title[360]; /* pooled: the figures drawn from every seed's requests */
+    snprintf(title, sizeof title, "%s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
+    snprintf(pooled_title, sizeof pooled_title, "%s", title);
     if (x->n_seeds) {
         memset(pooled, 0, sizeof pooled);
         for (int p = 0; p < x->np; p++) {
@@ -426,10 +428,9 @@ static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
             }
         }
         curves = pooled;
-        size_t l = strlen(title);
-        snprintf(title + l, sizeof title - l, ", %d seeds pooled", x->n_seeds);
+        snprintf(pooled_title, sizeof pooled_title, "%s, %d seeds pooled", title, x->n_seeds);
     }
-    OutCtx o = {rs, x, res, curves, rep, hist, title, {0}, {0}};
+    OutCtx o = {rs, x, res, curves, rep, hist, title, pooled_title, {0}, {0}};
     static const int names[OUT_N] = {1, 2, 1, 3, 2}; /* the rs_path calls of each kind */
     int n = 0, files = rs->files;
     if (!x->no_csv) o.kind[n++] = OUT_HISTORY;
