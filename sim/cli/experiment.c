@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "results/html.h"
 #include "results/plot.h"
 #include "results/plot_history.h"
 #include "results/plot_timeline.h"
@@ -575,10 +576,12 @@ int experiment_run(const ExpSpec *x)
                 rc = 1;
         }
     }
+    /* the page of it all, drawn from the files just written */
+    if (rc == 0 && (rs_path(&rset, "report.html", path, sizeof path, &e) != 0 || html_report_file(path, rset.tmp, x->out, &e) != 0)) rc = 1;
     if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
     if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
     else if (!x->cfg->quiet)
-        fprintf(stderr, "results in %s/ (summary.json, %stable.md, %sutilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
+        fprintf(stderr, "results in %s/ (report.html, summary.json, %stable.md, %sutilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
                 x->no_csv ? "" : "requests.csv, ", x->compare ? "verdict.md, " : "", x->timeline ? "timeline.csv, " : "", plot_file_list(),
                 x->no_csv ? "" : ", ttft_history.svg", x->timeline ? ", timeline.svg" : "", x->trace_out ? "; trace in " : "",
                 x->trace_out ? x->trace_out : "");
