@@ -326,6 +326,7 @@ void psvg_legend_fit(PlotLegend *L, int n, const char *const *names, int kind, i
     }
     L->n = n < 0 ? 0 : n;
     L->kind = kind;
+    L->style = NULL;
     L->rows = max_h > 0 ? max_h / 18 : L->n;
     if (L->rows < 1) L->rows = 1;
     if (L->rows > L->n) L->rows = L->n > 0 ? L->n : 1;
@@ -343,7 +344,7 @@ void psvg_legend_draw(FILE *f, const PlotLegend *L, int x, int y, const char *co
         double ly = y + (i % L->rows) * 18;
         if (L->kind == 0) {
             fprintf(f, "<line class=\"legend\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"", cx, ly, cx + 32, ly);
-            psvg_stroke_attrs(f, i, 2.5);
+            psvg_stroke_attrs(f, L->style ? L->style[i] : i, 2.5);
             fputs("/>\n", f);
             psvg_label(f, cx + 38, ly + 4, "start", NULL, "", names[i]);
         } else {

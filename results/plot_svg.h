@@ -85,6 +85,7 @@ double psvg_text_width(const char *s, double px);
  * height it was given, at least one), every column as wide as the longest entry. w, h: its size. */
 typedef struct PlotLegend {
     int n, kind, rows, cols, col_w, w, h;
+    const int *style; /* entry i drawn in series style style[i] (NULL: style i); set after psvg_legend_fit */
 } PlotLegend;
 /* Lay out n entries within max_h px of height (<= 0: one column); kind as psvg_legend's. */
 void psvg_legend_fit(PlotLegend *L, int n, const char *const *names, int kind, int max_h);

@@ -176,6 +176,37 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
     }
     if (xs.n == 0) return kv_err(e, "%s: no rows of metric '%s'", d->t.path, metric);
     vals_sort(&xs);
+    /* a colour per policy and a dash pattern per combination of the other settings (psvg_style's
+     * index policy + 8 × combination), the series ordered by policy, then combination */
+    static int style[MAXV], pol_of[MAXV], combo_of[MAXV];
+    {
+        const char *pols[MAXV], *combos[MAXV];
+        size_t plen[MAXV];
+        int npol = 0, ncombo = 0;
+        for (int k = 0; k < ns; k++) {
+            const char *comma = strchr(names[k], ',');
+            size_t pl = comma ? (size_t)(comma - names[k]) : strlen(names[k]);
+            int a = 0, b = 0;
+            while (a < npol && (plen[a] != pl || strncmp(pols[a], names[k], pl))) a++;
+            if (a == npol) pols[npol] = names[k], plen[npol++] = pl; /* the policy: the name up to its first comma */
+            const char *rest = comma ? comma : "";
+            while (b < ncombo && strcmp(combos[b], rest)) b++;
+            if (b == ncombo) combos[ncombo++] = rest;
+            pol_of[k] = a, combo_of[k] = b;
+        }
+        for (int k = 1; k < ns; k++) /* insertion sort: stable, few series */
+            for (int j = k; j > 0 && (pol_of[j] < pol_of[j - 1] || (pol_of[j] == pol_of[j - 1] && combo_of[j] < combo_of[j - 1])); j--) {
+                char tmp[160];
+                snprintf(tmp, sizeof tmp, "%s", names[j]);
+                snprintf(names[j], sizeof names[j], "%s", names[j - 1]);
+                snprintf(names[j - 1], sizeof names[j - 1], "%s", tmp);
+                int t = pol_of[j];
+                pol_of[j] = pol_of[j - 1], pol_of[j - 1] = t;
+                t = combo_of[j];
+                combo_of[j] = combo_of[j - 1], combo_of[j - 1] = t;
+            }
+        for (int k = 0; k < ns; k++) style[k] = npol <= 8 ? pol_of[k] + 8 * combo_of[k] : k;
+    }
     double lo = 1e300, hi = -1e300, vmin = 1e300;
     int max_n = 0;
     for (int r = 0; r < d->t.nrows; r++) { /* a metric never negative keeps its bands above 0 */
@@ -210,6 +241,7 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
     int ml = 76, pw = 504, mt = 60, H = 456, ph = H - mt - 56;
     PlotLegend lg; /* beside the data, in as many columns as the series need */
     psvg_legend_fit(&lg, ns, ptr, 0, ph - 10);
+    lg.style = style;
     int W = ml + pw + 12 + lg.w + 8;
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) return -1;
@@ -229,7 +261,7 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
     for (int k = 0; k < ns; k++) {
         const char *col;
         char dash[32];
-        psvg_style(k, &col, dash, sizeof dash);
+        psvg_style(style[k], &col, dash, sizeof dash);
         int band = 0;
         for (int i = 0; i < xs.n; i++) band |= cnt[k][i] >= 2 && hw[k][i] > 0;
         if (band) { /* upper edge left to right, lower edge back */
@@ -242,7 +274,7 @@ static int lines_svg(const char *path, Data *d, const char *metric, const char *
                 if (cnt[k][i]) psvg_point(f, psvg_x(&p, xs.numeric ? strtod(xs.v[i], NULL) : i), psvg_y(&p, lower[k][i]));
             fputs("\"/>\n", f);
         }
-        psvg_polyline_open(f, "series", names[k], k, 2);
+        psvg_polyline_open(f, "series", names[k], style[k], 2);
         for (int i = 0; i < xs.n; i++)
             if (cnt[k][i]) psvg_point(f, psvg_x(&p, xs.numeric ? strtod(xs.v[i], NULL) : i), psvg_y(&p, mean[k][i]));
         psvg_polyline_close(f);

@@ -519,8 +519,12 @@ TEST(plot_sweep_seeds_band_legend_fits)
         int width;
         text_extent(s, &right, &width);
         CHECK_MSG(width > 0 && right <= width, "text reaches x = %.0f on a canvas %d px wide", right, width);
-        /* the mean of seeds 1 and 2 at recompute, 1 SSD, 10GbE, rate 1: 0.1 + 0.015 */
-        CHECK_CONTAINS(s, "data-series=\"recompute, n_ssd=1, nic=10GbE\"");
+        /* a colour per policy (its 8 combinations of n_ssd × nic told apart by dashes), listed by policy */
+        CHECK_EQ_I(count(s, "<polyline class=\"series\" data-series=\"recompute, n_ssd=8, nic=40GbE\" fill=\"none\" stroke=\"#1f77b4\""), 1);
+        CHECK_EQ_I(count(s, "<polyline class=\"series\" data-series=\"kv-offload, n_ssd=8, nic=40GbE\" fill=\"none\" stroke=\"#d62728\""), 1);
+        CHECK_EQ_I(count(s, "stroke=\"#1f77b4\" stroke-width=\"2\""), 8);
+        const char *r8 = strstr(s, "recompute, n_ssd=8, nic=40GbE</text>"), *k1 = strstr(s, "kv-offload, n_ssd=1, nic=10GbE</text>");
+        CHECK(r8 && k1 && r8 < k1);
     }
     free(s);
     snprintf(svg, sizeof svg, "%s/slo_vs_load.svg", dir);
