@@ -199,6 +199,27 @@ static int split_row(char *line, char **cells, int max)
     return n;
 }
 
+/* text with markdown's **bold** as <strong> (an unpaired ** stays as written) */
+static void md_inline(FILE *f, const char *s)
+{
+    char *copy = strdup(s);
+    if (!copy) return;
+    char *p = copy;
+    for (;;) {
+        char *a = strstr(p, "**"), *b = a ? strstr(a + 2, "**") : NULL;
+        if (!b) break;
+        *a = '\0';
+        *b = '\0';
+        html_text(f, p);
+        fputs("<strong>", f);
+        html_text(f, a + 2);
+        fputs("</strong>", f);
+        p = b + 2;
+    }
+    html_text(f, p);
+    free(copy);
+}
+
 static int is_warning(const char *line) { return !strncmp(line, "warning:", 8) || !strncmp(line, "note:", 5); }
 
 /* Markdown as the result files write it: tables (a header row, a separator, rows), headings,
@@ -207,7 +228,7 @@ static void markdown(FILE *f, const char *text)
 {
     char *copy = strdup(text);
     if (!copy) return;
-    int in_table = 0, header = 0, in_fence = 0;
+    int in_table = 0, header = 0, in_fence = 0, in_list = 0;
     for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "```", 3)) {
             fputs(in_fence ? "</pre>\n" : "<pre>", f);
@@ -227,7 +248,7 @@ static void markdown(FILE *f, const char *text)
             fputs(header ? "<thead><tr>" : "<tr>", f);
             for (int i = 0; i < n; i++) {
                 fputs(header ? "<th title=\"sort\">" : i ? "<td>" : "<td class=\"name\">", f);
-                html_text(f, cells[i]);
+                md_inline(f, cells[i]);
                 fputs(header ? "</th>" : "</td>", f);
             }
             fputs(header ? "</tr></thead><tbody>\n" : "</tr>\n", f);
@@ -235,6 +256,14 @@ static void markdown(FILE *f, const char *text)
             continue;
         }
         if (in_table) fputs("</tbody></table></div>\n", f), in_table = 0;
+        if (!strncmp(line, "- ", 2)) {
+            if (!in_list) fputs("<ul>\n", f), in_list = 1;
+            fputs("<li>", f);
+            md_inline(f, line + 2);
+            fputs("</li>\n", f);
+            continue;
+        }
+        if (in_list) fputs("</ul>\n", f), in_list = 0;
         if (line[0] == '#') {
             int lv = 0;
             while (line[lv] == '#') lv++;
@@ -246,10 +275,11 @@ static void markdown(FILE *f, const char *text)
             continue;
         }
         fputs(is_warning(line) ? "<p class=\"warn\">" : "<p>", f);
-        html_text(f, line);
+        md_inline(f, line);
         fputs("</p>\n", f);
     }
     if (in_table) fputs("</tbody></table></div>\n", f);
+    if (in_list) fputs("</ul>\n", f);
     if (in_fence) fputs("</pre>\n", f);
     free(copy);
 }
@@ -414,10 +444,18 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
         fputs("<p class=\"verdict\" id=\"verdict\">", f);
         html_text(f, verdict);
         fputs("</p>\n", f);
+    } else if (plan) { /* a plan's answers: its lines that begin in bold, one per policy */
+        fputs("<div class=\"verdict\" id=\"verdict\">", f);
+        int any = 0;
+        char *copy = strdup(plan);
+        for (char *save = NULL, *line = copy ? strtok_r(copy, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+            if (!strncmp(line, "**", 2)) fputs("<p>", f), md_inline(f, line), fputs("</p>", f), any = 1;
+        free(copy);
+        if (!any) fputs("A plan: its answer is below.", f);
+        fputs("</div>\n", f);
     } else {
         fputs("<p class=\"verdict\" id=\"verdict\">", f);
-        html_text(f, plan ? "A plan: its answer is below." : repro ? "Published claims, judged: below." :
-                                                            "No summary.json here (a sweep's or a plan's figures): the figures and files are below.");
+        html_text(f, repro ? "Published claims, judged: below." : "No summary.json here (a sweep's figures): the figures and files are below.");
         fputs("</p>\n", f);
     }
     /* the warnings first, as the table prints them */

@@ -2,7 +2,7 @@
 # html_report_test.sh — report.html of every kind of result set, opened in a real browser.
 #
 # Makes a run, a compare, a compare over seeds (each writes report.html itself), and `kvsim report`
-# of a sweep's figures and of a directory whose table.md carries markup; then, for each page:
+# of a sweep's figures, of a plan and of a directory whose table.md carries markup; then, for each page:
 #   - the page names no network resource (no http:, https: or // in src/href) and escapes its inputs;
 #   - headless Chromium loads it (--dump-dom): the page's script ran (body data-scripts="ran"), its
 #     error box stayed empty, the verdict is in the DOM and names the policy python finds with the
@@ -28,6 +28,9 @@ q="--requests 120 --quiet"
   --set seed=1,2 --db "$work/sw.db" --quiet -j 2 >/dev/null 2>&1 || bad "kvsim sweep failed"
 "$KVSIM" plot --sweep "$work/sw.db" --x n_ssd --metric ttft_p99 --out "$work/sweep" >/dev/null 2>&1 || bad "kvsim plot --sweep failed"
 "$KVSIM" report "$work/sweep" >/dev/null 2>&1 || bad "kvsim report of a sweep failed"
+"$KVSIM" plan --config configs/default.json --set requests=100 --target "ttft_p99<=2s" --vary n_ssd=1,2 \
+  --cost configs/examples/prices.json --policies kv-offload --seeds 2 --quiet --out "$work/plan" >/dev/null 2>&1 || bad "kvsim plan failed"
+"$KVSIM" report "$work/plan" >/dev/null 2>&1 || bad "kvsim report of a plan failed"
 # inputs with markup: they must reach the page as text
 mkdir -p "$work/markup"
 cp "$work/compare/summary.json" "$work/markup/"
@@ -36,12 +39,12 @@ printf '| policy | x |\n|---|---:|\n| <script>document.body.dataset.injected=1</
 "$KVSIM" report "$work/markup" >/dev/null 2>&1 || bad "kvsim report of a directory with markup failed"
 "$KVSIM" report "$work/nowhere" >/dev/null 2>&1 && bad "kvsim report of a missing directory succeeded"
 
-pages=(run compare seeds sweep markup)
+pages=(run compare seeds sweep plan markup)
 for p in "${pages[@]}"; do
   f=$work/$p/report.html
   [ -s "$f" ] || { bad "$p: no report.html"; continue; }
   grep -Eq '(src|href)="(https?:)?//' "$f" && bad "$p: report.html names a network resource"
-  [ "$p" = markup ] || grep -q "<img" "$f" || bad "$p: report.html has no figure"
+  case $p in markup | plan) ;; *) grep -q "<img" "$f" || bad "$p: report.html has no figure" ;; esac
 done
 grep -q '<script>document.body' "$work/markup/report.html" && bad "markup: table.md's <script> reached the page unescaped"
 grep -q '&lt;script&gt;document.body' "$work/markup/report.html" || bad "markup: table.md's <script> is not on the page as text"
@@ -127,7 +130,9 @@ for p in "${pages[@]}"; do
   grep -q '<p id="js-errors" hidden=""></p>' "$dom" || bad "$p: the page caught a script error: $(grep -o 'id="js-errors"[^<]*' "$dom")"
   grep -q 'data-injected' "$dom" && bad "$p: an input's markup ran as script"
   if grep -q 'CONSOLE' "$log"; then bad "$p: console messages: $(grep CONSOLE "$log" | head -3)"; fi
-  grep -q 'id="verdict">[^<]' "$dom" || bad "$p: no verdict in the DOM"
+  grep -Eq 'id="verdict">([^<]|<p><strong>)' "$dom" || bad "$p: no verdict in the DOM"
+  [ "$p" = plan ] && { grep -q 'id="verdict"><p><strong>cheapest meeting every target: n_ssd=1' "$dom" ||
+    bad "plan: the verdict is not the plan's answer: $(grep -o 'id="verdict">.\{0,120\}' "$dom")"; }
   if [ -f "$work/$p/summary.json" ] && [ "$p" != markup ]; then
     want=$(expect "$work/$p/summary.json")
     grep -q "id=\"verdict\">$want has the lowest TTFT p99" "$dom" ||

@@ -86,3 +86,23 @@ TEST(html_report_parts_escaped)
     CHECK(html_report_file(path, dir, NULL, &e) != 0);
     CHECK_CONTAINS(e.msg, "summary.json: not valid JSON");
 }
+
+/* A plan's directory: its bold answer lines are the verdict, its lists and bold text rendered. */
+TEST(html_report_plan)
+{
+    const char *dir = test_tmpdir(t);
+    put(dir, "plan.md", "# kvsim plan: the cheapest\n\n- base: x; **y**\n\n## p\n\n**cheapest meeting every target: n_ssd=1 <a>** (1 s)\n\n"
+                        "| point | cost |\n|---|---:|\n| n_ssd=1 **(answer)** | 5 |\n");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    KvErr e;
+    CHECK_MSG(html_report_file(path, dir, NULL, &e) == 0, "%s", e.msg);
+    char *s = slurp(t, path);
+    if (s) {
+        CHECK_CONTAINS(s, "id=\"verdict\"><p><strong>cheapest meeting every target: n_ssd=1 &lt;a&gt;</strong> (1 s)</p>");
+        CHECK_CONTAINS(s, "<ul>\n<li>base: x; <strong>y</strong></li>\n</ul>");
+        CHECK_CONTAINS(s, "<td class=\"name\">n_ssd=1 <strong>(answer)</strong></td>");
+        CHECK_CONTAINS(s, "<h3>kvsim plan: the cheapest</h3>");
+    }
+    free(s);
+}
