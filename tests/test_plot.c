@@ -140,6 +140,19 @@ TEST(plot_recordings_leave_results_unchanged)
         CHECK_EQ_I(count(s, "<rect class=\"compute\""), gpu);
         CHECK_EQ_I(count(s, "<line class=\"event\""), 3); /* admitted, restored, first token */
         CHECK_CONTAINS(s, "time since the request's release (ms)");
+        CHECK(strstr(s, ", seed ") == NULL);
+    }
+    free(s);
+    f = fopen(csv, "w"); /* under replications each group names its seed */
+    plot_timeline_csv_header(f, 1);
+    plot_timeline_csv_rows(f, &tl, "kv-offload", 1, 1);
+    plot_timeline_csv_rows(f, &tl, "kv-offload", 1, 2);
+    fclose(f);
+    CHECK_MSG(plot_timeline_svg(svg, csv, "t", &e) == 0, "%s", e.msg);
+    s = slurp(t, svg);
+    if (s) {
+        CHECK_CONTAINS(s, ">kv-offload, seed 1: request ");
+        CHECK_CONTAINS(s, ">kv-offload, seed 2: request ");
     }
     free(s);
     /* the trace: valid JSON, the tracks named, ts monotone per track */
