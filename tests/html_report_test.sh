@@ -144,5 +144,28 @@ for p in "${pages[@]}"; do
     bad "$p: no screenshot"
   fi
 done
+# sorting, clicked in the browser: a copy of the seeds page with a script appended that clicks the
+# head of the first table's first column whose cells are distinct numbers, twice, and records the
+# column's order after each click
+if [ -s "$work/seeds/report.html" ]; then
+  click='<script>var t=document.querySelector("table.sortable"),hs=t.tHead.rows[0].cells,k=1;
+function col(){return Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[k].textContent;}).join("|");}
+function distinct(){var v=col().split("|");return v.every(function(x,i){return /^-?[0-9]/.test(x)&&v.indexOf(x)===i;});}
+while(k<hs.length&&!distinct())k++;
+hs[k].click();document.body.setAttribute("data-asc",col());hs[k].click();document.body.setAttribute("data-desc",col());</script>'
+  python3 - "$work/seeds/report.html" "$work/sort.html" "$click" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+open(sys.argv[2], "w").write(s.replace("</body>", sys.argv[3] + "</body>"))
+PY
+  timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --dump-dom "file://$work/sort.html" >"$work/sort.dom" 2>/dev/null
+  python3 - "$work/sort.dom" <<'PY' || bad "sorting by a click: $(grep -o 'data-asc="[^"]*"' "$work/sort.dom")"
+import html, re, sys
+d = open(sys.argv[1]).read()
+asc, desc = (html.unescape(re.search(f'data-{w}="([^"]*)"', d).group(1)).split("|") for w in ("asc", "desc"))
+key = [float(re.match(r"\s*(-?[0-9.]+)", v).group(1)) for v in asc]
+assert len(asc) == 3 and key == sorted(key) and desc == asc[::-1], (asc, desc)
+PY
+fi
 [ $fail = 0 ] && echo "ok    html_report (${#pages[@]} pages in $("$CHROME" --version 2>/dev/null | head -1))"
 exit $fail
