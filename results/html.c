@@ -346,7 +346,7 @@ static void svg_title(const char *svg, char *buf, size_t cap)
 
 static const char k_style[] =
     "body{font-family:sans-serif;margin:24px;max-width:1400px;color:#222}h1{font-size:20px}h2{font-size:17px;margin-top:28px;"
-    "border-bottom:1px solid #ddd}.verdict{font-size:16px;background:#eef5ff;border-left:4px solid #1f77b4;padding:10px 14px}"
+    "border-bottom:1px solid #ddd}.verdict{font-size:15px;background:#eef5ff;border-left:4px solid #1f77b4;padding:10px 14px;white-space:pre-wrap}"
     ".warn{background:#fff4e5;border-left:4px solid #e67e22;padding:4px 10px;margin:4px 0}.scroll{overflow-x:auto}"
     "table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;"
     "white-space:nowrap}td.name,th:first-child{text-align:left}th{background:#f3f3f3;cursor:pointer}"
@@ -422,11 +422,11 @@ static void inputs(FILE *f, const cJSON *sum)
 
 int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
 {
-    char *summary = NULL, *table = NULL, *plan = NULL, *repro = NULL, **files = NULL;
+    char *summary = NULL, *table = NULL, *plan = NULL, *repro = NULL, *verdict_md = NULL, **files = NULL;
     int nf = 0, rc = -1;
     cJSON *sum = NULL;
     if (read_opt(dir, "summary.json", &summary, e) || read_opt(dir, "table.md", &table, e) || read_opt(dir, "plan.md", &plan, e) ||
-        read_opt(dir, "report.md", &repro, e) || list_files(dir, &files, &nf, e))
+        read_opt(dir, "report.md", &repro, e) || read_opt(dir, "verdict.md", &verdict_md, e) || list_files(dir, &files, &nf, e))
         goto done;
     if (summary && !(sum = cJSON_Parse(summary))) {
         kv_err(e, "%s/summary.json: not valid JSON (near byte %ld)", dir,
@@ -440,7 +440,23 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
     html_text(f, name);
     fputs("</h1>\n<p id=\"js-errors\" hidden></p>\n", f);
     char verdict[4096];
-    if (summary && html_verdict(summary, verdict, sizeof verdict) == 0) {
+    const char *compact = NULL; /* verdict.md after its verdict block: the compact table */
+    if (verdict_md && strstr(verdict_md, "Verdict")) { /* compare's own verdict: its block, lines kept */
+        const char *a = strstr(verdict_md, "Verdict"), *b = strstr(a, "\n\n");
+        size_t n = b ? (size_t)(b - a) : strlen(a);
+        char *block = strndup(a, n);
+        fputs("<div class=\"verdict\" id=\"verdict\">", f);
+        int first = 1;
+        for (char *save = NULL, *line = block ? strtok_r(block, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+            fputs(first ? "<strong>" : "<br>", f);
+            html_text(f, line);
+            if (first) fputs("</strong>", f);
+            first = 0;
+        }
+        fputs("</div>\n", f);
+        free(block);
+        compact = b ? b + 2 : NULL;
+    } else if (summary && html_verdict(summary, verdict, sizeof verdict) == 0) {
         fputs("<p class=\"verdict\" id=\"verdict\">", f);
         html_text(f, verdict);
         fputs("</p>\n", f);
@@ -473,9 +489,12 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
     }
     static const struct {
         const char *id, *head;
-    } part[] = {{"tables", "Tables (click a column to sort)"}, {"plan", "Plan"}, {"claims", "Published claims"}};
-    const char *text[] = {table, plan, repro};
-    for (int k = 0; k < 3; k++) {
+    } part[] = {{"compact", "Summary table (click a column to sort)"},
+                {"tables", "Tables (click a column to sort)"},
+                {"plan", "Plan"},
+                {"claims", "Published claims"}};
+    const char *text[] = {compact, table, plan, repro};
+    for (int k = 0; k < 4; k++) {
         if (!text[k]) continue;
         fprintf(f, "<h2 id=\"%s\">%s</h2>\n", part[k].id, part[k].head);
         markdown(f, text[k]);
@@ -524,6 +543,7 @@ done:
     free(table);
     free(plan);
     free(repro);
+    free(verdict_md);
     for (int i = 0; i < nf; i++) free(files[i]);
     free(files);
     return rc;

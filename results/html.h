@@ -1,7 +1,8 @@
 /* html.h — report.html: one self-contained page of a result directory, to open in a browser.
  *
- * What it holds, each part where the directory has its file: the verdict (html_verdict: the
- * policy with the lowest TTFT p99 and how it compares, from summary.json), the warnings (overloaded
+ * What it holds, each part where the directory has its file: the verdict (compare's verdict.md:
+ * its verdict block, then its compact table; else html_verdict: the policy with the lowest TTFT p99
+ * and how it compares, from summary.json), the warnings (overloaded
  * policies, table.md's warning/note lines), table.md / plan.md / report.md as HTML (their tables
  * sortable by a click on a column head), every *.svg figure (embedded as a data: image, so nothing
  * in a figure can run as script in the page), the inputs (summary.json's configuration, trace,

@@ -5,8 +5,9 @@
 # of a sweep's figures, of a plan and of a directory whose table.md carries markup; then, for each page:
 #   - the page names no network resource (no http:, https: or // in src/href) and escapes its inputs;
 #   - headless Chromium loads it (--dump-dom): the page's script ran (body data-scripts="ran"), its
-#     error box stayed empty, the verdict is in the DOM and names the policy python finds with the
-#     lowest TTFT p99 among those overloaded in no run (summary.json);
+#     error box stayed empty, the verdict is in the DOM: compare's verdict.md's block with its winner,
+#     or (a run) naming the policy python finds with the lowest TTFT p99 among those overloaded in
+#     no run (summary.json);
 #   - Chromium's log (--enable-logging=stderr) has no console message (errors, uncaught exceptions);
 #   - its screenshot is not blank: the PNG is decoded (zlib, no PIL) and its pixels must vary.
 # Without Chromium the browser checks are reported SKIPPED (never passed silently); the rest runs.
@@ -130,10 +131,14 @@ for p in "${pages[@]}"; do
   grep -q '<p id="js-errors" hidden=""></p>' "$dom" || bad "$p: the page caught a script error: $(grep -o 'id="js-errors"[^<]*' "$dom")"
   grep -q 'data-injected' "$dom" && bad "$p: an input's markup ran as script"
   if grep -q 'CONSOLE' "$log"; then bad "$p: console messages: $(grep CONSOLE "$log" | head -3)"; fi
-  grep -Eq 'id="verdict">([^<]|<p><strong>)' "$dom" || bad "$p: no verdict in the DOM"
+  grep -Eq 'id="verdict">([^<]|<p><strong>|<strong>[^<])' "$dom" || bad "$p: no verdict in the DOM"
   [ "$p" = plan ] && { grep -q 'id="verdict"><p><strong>cheapest meeting every target: n_ssd=1' "$dom" ||
     bad "plan: the verdict is not the plan's answer: $(grep -o 'id="verdict">.\{0,120\}' "$dom")"; }
-  if [ -f "$work/$p/summary.json" ] && [ "$p" != markup ]; then
+  if [ -f "$work/$p/verdict.md" ]; then # compare's own verdict: the page shows it, winner included
+    want=$(grep -o 'winner: [^,]*,' "$work/$p/verdict.md" | head -1)
+    grep -q 'id="verdict"><strong>Verdict on' "$dom" && grep -q "<br>  $want" "$dom" ||
+      bad "$p: the verdict is not verdict.md's ($want): $(grep -o 'id="verdict">.\{0,200\}' "$dom")"
+  elif [ -f "$work/$p/summary.json" ] && [ "$p" != markup ]; then
     want=$(expect "$work/$p/summary.json")
     grep -q "id=\"verdict\">$want has the lowest TTFT p99" "$dom" ||
       bad "$p: the verdict does not name $want: $(grep -o 'id="verdict">[^<]*' "$dom")"
@@ -145,13 +150,13 @@ for p in "${pages[@]}"; do
   fi
 done
 # sorting, clicked in the browser: a copy of the seeds page with a script appended that clicks the
-# head of the first table's first column whose cells are distinct numbers, twice, and records the
+# head of the first column (of the first table that has one) whose cells are distinct numbers, twice, and records the
 # column's order after each click
 if [ -s "$work/seeds/report.html" ]; then
-  click='<script>var t=document.querySelector("table.sortable"),hs=t.tHead.rows[0].cells,k=1;
-function col(){return Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[k].textContent;}).join("|");}
+  click='<script>var ts=document.querySelectorAll("table.sortable"),n=0,t=ts[0],hs=t.tHead.rows[0].cells,k=1;
+function col(){return Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[k]?r.cells[k].textContent:"";}).join("|");}
 function distinct(){var v=col().split("|");return v.every(function(x,i){return /^-?[0-9]/.test(x)&&v.indexOf(x)===i;});}
-while(k<hs.length&&!distinct())k++;
+for(;n<ts.length;n++){t=ts[n];hs=t.tHead.rows[0].cells;for(k=1;k<hs.length&&!distinct();k++);if(k<hs.length)break;}
 hs[k].click();document.body.setAttribute("data-asc",col());hs[k].click();document.body.setAttribute("data-desc",col());</script>'
   python3 - "$work/seeds/report.html" "$work/sort.html" "$click" <<'PY'
 import sys

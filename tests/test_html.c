@@ -106,3 +106,23 @@ TEST(html_report_plan)
     }
     free(s);
 }
+
+/* A compare's directory: verdict.md's block is the verdict (its lines kept, escaped), the rest of
+ * it the summary table. */
+TEST(html_report_compare_verdict_md)
+{
+    const char *dir = test_tmpdir(t);
+    put(dir, "verdict.md", "\nVerdict on TTFT p99 (lower is better):\n  winner: <a>, 10 ms\n  overloaded: none\n\n"
+                           "| policy | TTFT p99 ms |\n|---|---:|\n| <a> | 10 |\n");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    KvErr e;
+    CHECK_MSG(html_report_file(path, dir, NULL, &e) == 0, "%s", e.msg);
+    char *s = slurp(t, path);
+    if (s) {
+        CHECK_CONTAINS(s, "id=\"verdict\"><strong>Verdict on TTFT p99 (lower is better):</strong><br>  winner: &lt;a&gt;, 10 ms<br>  overloaded: none</div>");
+        CHECK_CONTAINS(s, "<h2 id=\"compact\">");
+        CHECK_CONTAINS(s, "<td class=\"name\">&lt;a&gt;</td><td>10</td>");
+    }
+    free(s);
+}
