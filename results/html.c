@@ -223,8 +223,9 @@ static void md_inline(FILE *f, const char *s)
 static int is_warning(const char *line) { return !strncmp(line, "warning:", 8) || !strncmp(line, "note:", 5); }
 
 /* Markdown as the result files write it: tables (a header row, a separator, rows), headings,
- * fenced blocks, text lines. Tables get class "sortable". */
-static void markdown(FILE *f, const char *text)
+ * fenced blocks, text lines. Tables get class "sortable". skip_warnings: leave out the warning and
+ * note lines (the page lists them once, at its top). */
+static void markdown(FILE *f, const char *text, int skip_warnings)
 {
     char *copy = strdup(text);
     if (!copy) return;
@@ -274,6 +275,7 @@ static void markdown(FILE *f, const char *text)
             fprintf(f, "</h%d>\n", lv + 2 > 6 ? 6 : lv + 2);
             continue;
         }
+        if (skip_warnings && is_warning(line)) continue;
         fputs(is_warning(line) ? "<p class=\"warn\">" : "<p>", f);
         md_inline(f, line);
         fputs("</p>\n", f);
@@ -474,13 +476,14 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
         html_text(f, repro ? "Published claims, judged: below." : "No summary.json here (a sweep's figures): the figures and files are below.");
         fputs("</p>\n", f);
     }
-    /* the warnings first, as the table prints them */
+    /* the warnings first, once, as the table prints them */
+    int warned = 0;
     if (table) {
         int any = 0;
         char *copy = strdup(table);
         for (char *save = NULL, *line = copy ? strtok_r(copy, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
             if (!is_warning(line)) continue;
-            if (!any) fputs("<h2 id=\"warnings\">Warnings</h2>\n", f), any = 1;
+            if (!any) fputs("<h2 id=\"warnings\">Warnings</h2>\n", f), any = 1, warned = 1;
             fputs("<p class=\"warn\">", f);
             html_text(f, line);
             fputs("</p>\n", f);
@@ -497,7 +500,7 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
     for (int k = 0; k < 4; k++) {
         if (!text[k]) continue;
         fprintf(f, "<h2 id=\"%s\">%s</h2>\n", part[k].id, part[k].head);
-        markdown(f, text[k]);
+        markdown(f, text[k], warned);
     }
     int figs = 0;
     for (int i = 0; i < nf; i++) {

@@ -72,6 +72,8 @@ TEST(html_report_parts_escaped)
         CHECK_CONTAINS(s, "kvsim report: my &lt;dir&gt;");
         CHECK_CONTAINS(s, "id=\"verdict\">&lt;p&gt; has the lowest TTFT p99: 10 ms");
         CHECK_CONTAINS(s, "<p class=\"warn\">warning: &lt;p&gt;: overloaded</p>");
+        const char *w = strstr(s, "warning: &lt;p&gt;"); /* listed once, at the top */
+        CHECK(w && !strstr(w + 1, "warning: &lt;p&gt;"));
         CHECK_CONTAINS(s, "<table class=\"sortable\">");
         CHECK_CONTAINS(s, "<th title=\"sort\">TTFT p99 ms</th>");
         CHECK_CONTAINS(s, "src=\"data:image/svg+xml;base64,PHN2Zy");
