@@ -5,7 +5,8 @@
 #   make run        install missing packages, build bin/kvsim (no CUDA needed), run the default comparison
 #   make figures    PNG renders of results/default/*.svg (needs rsvg-convert or ImageMagick)
 #   make reproduce  run every published claim (configs/claims/), report in results/reproduce/
-#   make test       the whole suite (unit, golden, end-to-end); GPU tests skip without a device
+#   make test       the whole suite (unit, golden, end-to-end, report.html in headless Chromium); GPU tests
+#                   skip without a device, the browser checks without Chromium (make deps installs it)
 #   make test-fakegpu  the cuda replay (kvcal execute --backend cuda) on a host stand-in of the GPU (part of make test)
 #   make bench      benchmarks (tables on stdout); make check-long: slow tests
 #   make fuzz       every libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS each (default 300; clang)
@@ -36,10 +37,11 @@ CUDA_HOME  ?= /usr/local/cuda
 CUDA_ARCH  ?=
 PKGS       := libcjson gsl sqlite3 libcrypto
 # BUILD_DEBS: what bin/kvsim and bin/kvcal need at the least (PKGS above; the README's CI job installs
-# these and the suite checks it does); DEB_PKGS adds the optional backends, the sanitizer and MPI
+# these and the suite checks it does); DEB_PKGS adds the optional backends, the sanitizer, MPI and
+# the browser the suite opens report.html in (tests/html_report_test.sh)
 BUILD_DEBS := build-essential pkg-config libcjson-dev libgsl-dev libsqlite3-dev libssl-dev
 DEB_PKGS   := $(BUILD_DEBS) sqlite3 libopenblas-dev liburing-dev \
-              clang libclang-rt-dev valgrind libopenmpi-dev openmpi-bin
+              clang libclang-rt-dev valgrind libopenmpi-dev openmpi-bin chromium
 
 # ---- dependency detection (pkg-config, evaluated once) ----
 PKG_OK     := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo yes)
@@ -246,6 +248,7 @@ test-plain: all $(BUILD)/kvtest
 	@bash tests/lint_words_test.sh
 	KVSIM_ROOT=$(CURDIR) $(BUILD)/kvtest $(TEST_ARGS)
 	KVSIM_BIN=$(BIN) bash tests/cli_test.sh
+	KVSIM_BIN=$(BIN) bash tests/html_report_test.sh
 
 test: test-plain
 ifeq ($(SANITIZE),)

@@ -10,13 +10,11 @@
 
 #include "results/plot_svg.h"
 
-#define W 760
 #define H 460
 #define ML 72 /* margins */
-#define MR 180
 #define MT 40
 #define MB 52
-#define PW (W - ML - MR)
+#define PW 508 /* the data area */
 #define PH (H - MT - MB)
 #define CURVE_POINTS 200
 
@@ -54,28 +52,42 @@ static void slo_line(const PlotPanel *p, int64_t slo_ttft_ns, int label_y)
     psvg_refline(p, 1, (double)slo_ttft_ns / 1e6, lab, label_y, NULL);
 }
 
-static void legend(FILE *f, const SimResult *res, int n)
-{
+/* The legend beside the data area, in as many columns as the policies need; the canvas is as wide
+ * as the data area and the legend. */
+typedef struct Legend {
     char names[64][48];
     const char *ptr[64];
+    PlotLegend L;
+    int width; /* the canvas */
+} Legend;
+
+static void legend_fit(Legend *lg, const SimResult *res, int n)
+{
     int m = n < 64 ? n : 64;
     for (int i = 0; i < m; i++) {
-        snprintf(names[i], sizeof names[i], "%s%s", res[i].policy, res[i].ttft.n ? "" : " (no requests)");
-        ptr[i] = names[i];
+        snprintf(lg->names[i], sizeof lg->names[i], "%s%s", res[i].policy, res[i].ttft.n ? "" : " (no requests)");
+        lg->ptr[i] = lg->names[i];
     }
-    psvg_legend(f, ML + PW + 12, MT + 10, m, ptr, 0);
+    psvg_legend_fit(&lg->L, m, lg->ptr, 0, PH - 10);
+    lg->width = ML + PW + 12 + lg->L.w + 8;
 }
+
+static void legend(FILE *f, const Legend *lg) { psvg_legend_draw(f, &lg->L, ML + PW + 12, MT + 10, lg->ptr); }
 
 int plot_ttft_cdf_svg(const char *path, const SimResult *res, int n, const char *title, int64_t slo_ttft_ns, KvErr *e)
 {
     PlotAxis x, y;
     time_axis(&x, res, n, slo_ttft_ns);
     psvg_axis_linear(&y, 0, 1, 4, "fraction of requests with TTFT ≤ x");
+    Legend lg;
+    legend_fit(&lg, res, n);
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) return -1;
     FILE *f = af.f;
+    char full[512];
+    snprintf(full, sizeof full, "TTFT CDF — %s", title);
     PlotPanel p;
-    psvg_begin(f, W, H, title);
+    psvg_begin(f, lg.width, H, full);
     psvg_panel(&p, f, ML, MT, PW, PH, &x, &y);
     psvg_axes(&p);
     slo_line(&p, slo_ttft_ns, MT + PH - 8);
@@ -88,7 +100,7 @@ int plot_ttft_cdf_svg(const char *path, const SimResult *res, int n, const char 
         for (int k = 0; k <= CURVE_POINTS; k++) psvg_point(f, psvg_x(&p, v[k] / 1e6), psvg_y(&p, q[k]));
         psvg_polyline_close(f);
     }
-    legend(f, res, n);
+    legend(f, &lg);
     psvg_end(f);
     return kv_atomic_commit(&af, e);
 }
@@ -105,13 +117,15 @@ int plot_ttft_ccdf_svg(const char *path, const SimResult *res, int n, const char
     if (K < 1) K = 1;
     if (K > 6) K = 6;
     psvg_axis_log(&y, pow(10, -K), 1, 0, "fraction of requests with TTFT > x (log scale)");
+    Legend lg;
+    legend_fit(&lg, res, n);
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) return -1;
     FILE *f = af.f;
     char full[512];
-    snprintf(full, sizeof full, "%s — tail", title);
+    snprintf(full, sizeof full, "TTFT tail (1 − CDF) — %s", title);
     PlotPanel p;
-    psvg_begin(f, W, H, full);
+    psvg_begin(f, lg.width, H, full);
     psvg_panel(&p, f, ML, MT, PW, PH, &x, &y);
     psvg_axes(&p);
     for (int d = 1; d <= K; d++) { /* the percentile each tail share marks: p90, p99, p99.9 */
@@ -140,7 +154,7 @@ int plot_ttft_ccdf_svg(const char *path, const SimResult *res, int n, const char
         psvg_point(f, psvg_x(&p, (double)h->max / 1e6), psvg_y(&p, last));
         psvg_polyline_close(f);
     }
-    legend(f, res, n);
+    legend(f, &lg);
     psvg_end(f);
     return kv_atomic_commit(&af, e);
 }
@@ -153,7 +167,11 @@ int plot_ttft_split_svg(const char *path, const SimResult *res, int n, const cha
         double t = hist_mean(&res[i].queue) + hist_mean(&res[i].restore) + hist_mean(&res[i].prefill);
         if (t / 1e6 > maxv) maxv = t / 1e6;
     }
-    int bar = 22, gap = 10, ml = 150, mt = 48;
+    int bar = 22, gap = 10, ml = 150, mt = 48, pw = 570;
+    for (int i = 0; i < n; i++) { /* room for the longest policy name left of the bars */
+        int w = 16 + (int)ceil(psvg_text_width(res[i].policy, 12)) + 8;
+        if (w > ml) ml = w;
+    }
     int ph = n * (bar + gap) + gap, h = mt + ph + 56;
     PlotAxis x, y;
     psvg_axis_linear(&x, 0, maxv > 0 ? maxv * 1.12 : 1, 5, "mean time to first token (ms): queue + restore + prefill");
@@ -163,10 +181,10 @@ int plot_ttft_split_svg(const char *path, const SimResult *res, int n, const cha
     if (kv_atomic_open(&af, path, e) != 0) return -1;
     FILE *f = af.f;
     char full[512];
-    snprintf(full, sizeof full, "%s — split of the mean", title);
+    snprintf(full, sizeof full, "Mean TTFT split — %s", title);
     PlotPanel p;
-    psvg_begin(f, W, h, full);
-    psvg_panel(&p, f, ml, mt, W - ml - 40, ph, &x, &y);
+    psvg_begin(f, ml + pw + 40, h, full);
+    psvg_panel(&p, f, ml, mt, pw, ph, &x, &y);
     psvg_axes(&p);
     for (int k = 0; k < 3; k++) { /* the legend on one row above the bars */
         psvg_swatch(f, ml + k * 110, 35, psvg_fill(k), parts[k]);

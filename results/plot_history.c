@@ -133,13 +133,15 @@ int plot_history_svg_of(const char *path, const PlotHistSamples *hs, const char 
     PlotAxis x, y;
     psvg_axis_log(&x, pow(2, bmin), pow(2, bmax + 1), 1, "history (tokens, log scale)");
     psvg_axis_log(&y, ymin, ymax, 0.01, "TTFT (ms, log scale)");
-    int W = 900, ml = 76, mr = 170, mt = 56, gap = 40, H = 430, ph = H - mt - 58;
-    int pw = (W - ml - mr - gap) / 2;
+    int ml = 76, mt = 56, gap = 40, H = 430, ph = H - mt - 58, pw = 307;
+    PlotLegend lg; /* beside the two panels, in as many columns as their height needs */
+    psvg_legend_fit(&lg, np, pols, 0, ph - 18);
+    int W = ml + 2 * pw + gap + 12 + lg.w + 8;
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) goto done;
     FILE *f = af.f;
     char full[700];
-    snprintf(full, sizeof full, "%s — TTFT against history", title);
+    snprintf(full, sizeof full, "TTFT against history — %s", title);
     psvg_begin(f, W, H, full);
     char sub[200];
     snprintf(sub, sizeof sub, "bins of a factor of 2 in history tokens, each with at least %d requests; %llu requests without history not shown",
@@ -173,7 +175,7 @@ int plot_history_svg_of(const char *path, const PlotHistSamples *hs, const char 
             if (open) psvg_polyline_close(f);
         }
     }
-    psvg_legend(f, W - mr + 12, mt + 18, np, pols, 0);
+    psvg_legend_draw(f, &lg, ml + 2 * pw + gap + 12, mt + 18, pols);
     psvg_end(f);
     rc = kv_atomic_commit(&af, e);
 done:

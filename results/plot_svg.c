@@ -90,8 +90,25 @@ void psvg_label(FILE *f, double x, double y, const char *anchor, const char *cls
     fputs("</text>\n", f);
 }
 
+double psvg_text_width(const char *s, double px)
+{
+    double em = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        if ((c & 0xC0) == 0x80) continue; /* a continuation byte: the code point is counted once */
+        if (c >= 0x80) em += 0.8;         /* ≤, ±, −, ×, letters with accents: the widest class */
+        else if (strchr("iljtfI.,:;'!|() ", (int)c)) em += 0.34;
+        else if (strchr("mwMW@%", (int)c)) em += 0.92;
+        else if (c >= 'A' && c <= 'Z') em += 0.72;
+        else em += 0.62;
+    }
+    return em * px;
+}
+
 void psvg_begin(FILE *f, int width, int height, const char *title)
 {
+    int need = 16 + (int)ceil(psvg_text_width(title, 14)) + 16;
+    if (need > width) width = need;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
             width, height);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
@@ -299,6 +316,42 @@ void psvg_point(FILE *f, double x, double y)
     fwrite(b, 1, (size_t)(n + m + 2), f);
 }
 void psvg_polyline_close(FILE *f) { fputs("\"/>\n", f); }
+
+void psvg_legend_fit(PlotLegend *L, int n, const char *const *names, int kind, int max_h)
+{
+    double widest = 0;
+    for (int i = 0; i < n; i++) {
+        double w = psvg_text_width(names[i], 12);
+        if (w > widest) widest = w;
+    }
+    L->n = n < 0 ? 0 : n;
+    L->kind = kind;
+    L->style = NULL;
+    L->rows = max_h > 0 ? max_h / 18 : L->n;
+    if (L->rows < 1) L->rows = 1;
+    if (L->rows > L->n) L->rows = L->n > 0 ? L->n : 1;
+    L->cols = L->n > 0 ? (L->n + L->rows - 1) / L->rows : 0;
+    L->rows = L->cols > 0 ? (L->n + L->cols - 1) / L->cols : 0; /* columns filled evenly */
+    L->col_w = (kind == 0 ? 38 : 20) + (int)ceil(widest) + 16;
+    L->w = L->cols * L->col_w;
+    L->h = L->rows * 18;
+}
+
+void psvg_legend_draw(FILE *f, const PlotLegend *L, int x, int y, const char *const *names)
+{
+    for (int i = 0; i < L->n; i++) {
+        int cx = x + (i / L->rows) * L->col_w;
+        double ly = y + (i % L->rows) * 18;
+        if (L->kind == 0) {
+            fprintf(f, "<line class=\"legend\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"", cx, ly, cx + 32, ly);
+            psvg_stroke_attrs(f, L->style ? L->style[i] : i, 2.5);
+            fputs("/>\n", f);
+            psvg_label(f, cx + 38, ly + 4, "start", NULL, "", names[i]);
+        } else {
+            psvg_swatch(f, cx, ly, psvg_fill(i), names[i]);
+        }
+    }
+}
 
 void psvg_legend(FILE *f, int x, int y, int n, const char *const *names, int kind)
 {

@@ -42,7 +42,8 @@ void psvg_axis_linear(PlotAxis *a, double lo, double hi, int ticks, const char *
 /* A log axis over whole decades covering [lo, hi] (lo clamped to >= floor). */
 void psvg_axis_log(PlotAxis *a, double lo, double hi, double floor, const char *label);
 
-/* <svg ...> with a white background and the title at the top left; </svg>. */
+/* <svg ...> with a white background and the title at the top left; </svg>. The canvas is widened
+ * to hold the title when it is longer than width. */
 void psvg_begin(FILE *f, int width, int height, const char *title);
 void psvg_end(FILE *f);
 /* s escaped for XML text and attributes */
@@ -75,6 +76,21 @@ void psvg_point(FILE *f, double x, double y);
  * into buf (≥ 24 bytes) for |x| < 1e14; returns its length, or -1 for any other x (nothing written) */
 int psvg_fmt1(char *buf, double x);
 void psvg_polyline_close(FILE *f);
+/* The width in px that s takes in the figures' sans-serif font at size px: an estimate from the
+ * characters' classes (narrow, wide, capitals, the rest) that errs on the wide side, so that text
+ * laid out by it is never cut by the canvas edge. UTF-8: one character per code point. */
+double psvg_text_width(const char *s, double px);
+
+/* The legend's layout: entries 18 px apart in columns of at most `rows` entries (as many as fit the
+ * height it was given, at least one), every column as wide as the longest entry. w, h: its size. */
+typedef struct PlotLegend {
+    int n, kind, rows, cols, col_w, w, h;
+    const int *style; /* entry i drawn in series style style[i] (NULL: style i); set after psvg_legend_fit */
+} PlotLegend;
+/* Lay out n entries within max_h px of height (<= 0: one column); kind as psvg_legend's. */
+void psvg_legend_fit(PlotLegend *L, int n, const char *const *names, int kind, int max_h);
+/* Draw a laid-out legend with its top-left corner at (x, y). */
+void psvg_legend_draw(FILE *f, const PlotLegend *L, int x, int y, const char *const *names);
 /* The legend: a column at (x, y), one entry per name, 18 px apart; kind 0: a line in the series'
  * style (class "legend"), 1: a filled swatch of psvg_fill(i) (class "legend-swatch"). */
 void psvg_legend(FILE *f, int x, int y, int n, const char *const *names, int kind);

@@ -100,7 +100,7 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
     if (kv_atomic_open(&af, path, e) != 0) goto done;
     FILE *f = af.f;
     char full[600];
-    snprintf(full, sizeof full, "%s — restoration timeline", title);
+    snprintf(full, sizeof full, "Restoration timeline — %s", title);
     psvg_begin(f, W, H, full);
     if (ng == 0) psvg_label(f, ml, mt + 40, "start", NULL, "", "no request restored anything in this run (no timeline)");
     int y = mt;
@@ -108,7 +108,9 @@ int plot_timeline_svg(const char *path, const char *csv, const char *title, KvEr
         Group *gr = &g[k];
         int L = gr->layers > 0 ? gr->layers : 1, rh = heights[k], bh = L * rh;
         char head[300];
-        snprintf(head, sizeof head, "%s: request %s, %s history tokens, %d layers", pcsv_cell(&t, gr->first, c[C_POL]),
+        char seed[64] = ""; /* under replications a timeline per policy and seed: say which */
+        if (cs >= 0) snprintf(seed, sizeof seed, ", seed %s", pcsv_cell(&t, gr->first, cs));
+        snprintf(head, sizeof head, "%s%s: request %s, %s history tokens, %d layers", pcsv_cell(&t, gr->first, c[C_POL]), seed,
                  pcsv_cell(&t, gr->first, c[C_REQ]), pcsv_cell(&t, gr->first, c[C_HIST]), L);
         psvg_label(f, ml, y + 18, "start", "panel", "font-weight=\"bold\"", head);
         y += 28;

@@ -106,22 +106,25 @@ int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e
         row[r].mid = (a + b) / 2;
         row[r].u = u;
     }
-    int ml = 72, mr = 180, mt = 44, ph = 96, gap = 34, W = 760;
+    int ml = 72, pw = 508, mt = 44, ph = 96, gap = 34;
     int H = mt + nr * (ph + gap) + 30;
     if (nr == 0) H = mt + ph + 60;
+    PlotLegend lg; /* beside the panels, in as many columns as their height needs */
+    psvg_legend_fit(&lg, np, pols, 0, H - mt - 40);
+    int W = ml + pw + 12 + lg.w + 8;
     PlotAxis x, y;
     psvg_axis_linear(&x, 0, tmax > 0 ? tmax : 1, 6, NULL);
-    psvg_axis_linear(&y, 0, 1, 2, NULL);
+    psvg_axis_linear(&y, 0, 1, 2, "busy (0–1)");
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) goto done;
     FILE *f = af.f;
     char full[600];
-    snprintf(full, sizeof full, "%s — utilisation over time%s", title, seed0 ? " (first seed)" : "");
+    snprintf(full, sizeof full, "Utilisation over time — %s%s", title, seed0 ? " (first seed)" : "");
     psvg_begin(f, W, H, full);
     for (int k = 0; k < nr; k++) {
         PlotPanel p;
         x.label = k == nr - 1 ? "simulated time (s)" : NULL;
-        psvg_panel(&p, f, ml, mt + k * (ph + gap), W - ml - mr, ph, &x, &y);
+        psvg_panel(&p, f, ml, mt + k * (ph + gap), pw, ph, &x, &y);
         psvg_axes(&p);
         char lab[64];
         snprintf(lab, sizeof lab, "%s busy share", ress[k]);
@@ -142,7 +145,7 @@ int plot_util_svg(const char *path, const char *csv, const char *title, KvErr *e
         }
     }
     if (nr == 0) psvg_label(f, ml, mt + 40, "start", NULL, "", "no resource was recorded");
-    psvg_legend(f, W - mr + 12, mt + 10, np, pols, 0);
+    psvg_legend_draw(f, &lg, ml + pw + 12, mt + 10, pols);
     psvg_end(f);
     rc = kv_atomic_commit(&af, e);
 done:

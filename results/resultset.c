@@ -36,7 +36,7 @@ static const char *const k_result_files[] = {
     "summary.json",    "requests.csv",   "table.md",         "ttft_cdf.svg",   "ttft_ccdf.svg",
     "report.md",       "report.json",    "plan.md",          "plan.json",      "utilisation.csv",
     "utilisation.svg", "ttft_split.svg", "ttft_history.svg", "timeline.csv",   "timeline.svg",
-    "slo_vs_load.svg", "metric_vs_load.svg", "heatmap.svg", "verdict.md"};
+    "slo_vs_load.svg", "metric_vs_load.svg", "heatmap.svg", "verdict.md", "report.html"};
 
 /* name ends in ".tmp.<digits>" (our writers' temporaries) or, with kind, is exactly
  * base + kind + <digits>; *pid receives the digits. */

@@ -13,7 +13,7 @@
  * Invariants: D is replaced only if it is absent, empty, or holds nothing but kvsim result files
  * (summary.json, requests.csv, table.md, ttft_cdf.svg, ttft_ccdf.svg, kvsim reproduce's report.md and
  * report.json, kvsim plan's plan.md and plan.json, the figures' files of results/plot*.h: utilisation.csv/.svg, ttft_split.svg,
- * ttft_history.svg, timeline.csv/.svg, slo_vs_load.svg, metric_vs_load.svg, heatmap.svg, and *.tmp.<pid> leftovers of older builds or of worker jobs, sim/cli/procpool), so --out never wipes a directory of other files; between rs_begin and
+ * ttft_history.svg, timeline.csv/.svg, slo_vs_load.svg, metric_vs_load.svg, heatmap.svg, results/html.h's report.html, and *.tmp.<pid> leftovers of older builds or of worker jobs, sim/cli/procpool), so --out never wipes a directory of other files; between rs_begin and
  * rs_commit/rs_abort, every file of the set lies in D.tmp.<pid>; at most one set per process is
  * in progress (the one rs_cleanup_on_signal removes).
  *

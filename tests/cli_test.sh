@@ -449,8 +449,8 @@ expect 2 "export --out the store by another name is refused" "$B"/kvcal export -
 
 # ---- results are committed as a set ----
 expect 0 "earlier result" "$B"/kvsim compare --policies recompute,kv-offload --requests 100 --quiet --out "$tmp/set"
-(cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg) > "$tmp/set.md5"
-same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 10 ]; }
+(cd "$tmp/set" && md5sum summary.json requests.csv table.md ttft_cdf.svg report.html) > "$tmp/set.md5"
+same_set() { (cd "$tmp/set" && md5sum -c --quiet "$tmp/set.md5" >/dev/null 2>&1) && [ "$(ls "$tmp/set" | wc -l)" = 11 ]; } # (verdict.md, report.html among them)
 no_tmp() { [ -z "$(find "$tmp" -name 'set.tmp.*' -o -name 'set.old.*' -o -path "$tmp/set/*.tmp.*" | head -1)" ]; }
 for n in 0 1 2 3 4; do
   KVSIM_FAULT_AFTER_FILES=$n "$B"/kvsim compare --policies recompute,kv-offload --requests 150 --quiet --out "$tmp/set" >"$tmp/out" 2>&1; rc=$?

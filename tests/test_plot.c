@@ -140,6 +140,19 @@ TEST(plot_recordings_leave_results_unchanged)
         CHECK_EQ_I(count(s, "<rect class=\"compute\""), gpu);
         CHECK_EQ_I(count(s, "<line class=\"event\""), 3); /* admitted, restored, first token */
         CHECK_CONTAINS(s, "time since the request's release (ms)");
+        CHECK(strstr(s, ", seed ") == NULL);
+    }
+    free(s);
+    f = fopen(csv, "w"); /* under replications each group names its seed */
+    plot_timeline_csv_header(f, 1);
+    plot_timeline_csv_rows(f, &tl, "kv-offload", 1, 1);
+    plot_timeline_csv_rows(f, &tl, "kv-offload", 1, 2);
+    fclose(f);
+    CHECK_MSG(plot_timeline_svg(svg, csv, "t", &e) == 0, "%s", e.msg);
+    s = slurp(t, svg);
+    if (s) {
+        CHECK_CONTAINS(s, ">kv-offload, seed 1: request ");
+        CHECK_CONTAINS(s, ">kv-offload, seed 2: request ");
     }
     free(s);
     /* the trace: valid JSON, the tracks named, ts monotone per track */
@@ -455,4 +468,133 @@ TEST(plot_sweep_figures)
     sp.metric = "bogus";
     CHECK(plot_sweep(&sp, written, sizeof written, &e) != 0);
     CHECK_CONTAINS(e.msg, "no metric 'bogus'");
+}
+
+/* the largest x + estimated width of every <text> in s, and the canvas width */
+static void text_extent(const char *s, double *right, int *width)
+{
+    *right = 0;
+    *width = 0;
+    const char *w = strstr(s, "<svg ");
+    if (w && (w = strstr(w, " width=\""))) *width = atoi(w + 8);
+    for (const char *p = s; (p = strstr(p, "<text")); p++) {
+        const char *x = strstr(p, " x=\""), *gt = strchr(p, '>'), *end = gt ? strstr(gt, "</text>") : NULL;
+        if (!x || !gt || !end || x > gt || strstr(p, "text-anchor") < gt) continue; /* start-anchored text only */
+        char buf[512];
+        size_t n = (size_t)(end - gt - 1) < sizeof buf - 1 ? (size_t)(end - gt - 1) : sizeof buf - 1;
+        memcpy(buf, gt + 1, n);
+        buf[n] = '\0';
+        double r = atof(x + 4) + psvg_text_width(buf, 12);
+        if (r > *right) *right = r;
+    }
+}
+
+/* A sweep at the README's grid (3 policies × 4 × 2 settings × 2 seeds): the seeds are averaged into
+ * one line per series with its interval as a band, the legend's 24 entries fit inside the canvas
+ * (in columns), every axis and the colour scale carry a unit. */
+TEST(plot_sweep_seeds_band_legend_fits)
+{
+    const char *dir = test_tmpdir(t);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/sweep.csv", dir);
+    FILE *f = fopen(p, "w");
+    fputs("point,n_ssd,nic,session_rate,seed,policy,metric,value\n", f);
+    static const char *const pol[] = {"recompute", "kv-offload", "hcache"};
+    int pt = 0;
+    for (int s = 1; s <= 8; s *= 2)
+        for (int nic = 0; nic < 2; nic++)
+            for (int r = 1; r <= 4; r *= 2)
+                for (int seed = 1; seed <= 2; seed++) {
+                    pt++;
+                    for (int k = 0; k < 3; k++) {
+                        fprintf(f, "%d,%d,%s,%d,%d,%s,ttft_s.p99,%.3f\n", pt, s, nic ? "40GbE" : "10GbE", r, seed, pol[k],
+                                0.1 * (k + 1) * r / s + 0.01 * seed);
+                        fprintf(f, "%d,%d,%s,%d,%d,%s,slo_attainment,%.3f\n", pt, s, nic ? "40GbE" : "10GbE", r, seed, pol[k],
+                                seed == 1 ? 1.0 : 0.9);
+                    }
+                }
+    fclose(f);
+    PlotSweepSpec sp = {p, dir, "session_rate", "n_ssd", "ttft_p99", "t"};
+    char written[256], svg[4200];
+    KvErr e;
+    CHECK_MSG(plot_sweep(&sp, written, sizeof written, &e) == 0, "%s", e.msg);
+    snprintf(svg, sizeof svg, "%s/metric_vs_load.svg", dir);
+    char *s = slurp(t, svg);
+    if (s) {
+        CHECK_EQ_I(count(s, "<polyline class=\"series\""), 3 * 4 * 2); /* not × 2 seeds */
+        CHECK_EQ_I(count(s, "<polygon class=\"band\""), 3 * 4 * 2);
+        CHECK_EQ_I(count(s, "<line class=\"legend\""), 3 * 4 * 2);
+        CHECK(strstr(s, "seed=") == NULL);
+        CHECK_CONTAINS(s, "mean over 2 seeds");
+        CHECK_CONTAINS(s, "session_rate (sessions/s)");
+        CHECK_CONTAINS(s, "ttft_s.p99 (s)");
+        double right;
+        int width;
+        text_extent(s, &right, &width);
+        CHECK_MSG(width > 0 && right <= width, "text reaches x = %.0f on a canvas %d px wide", right, width);
+        /* a colour per policy (its 8 combinations of n_ssd × nic told apart by dashes), listed by policy */
+        CHECK_EQ_I(count(s, "<polyline class=\"series\" data-series=\"recompute, n_ssd=8, nic=40GbE\" fill=\"none\" stroke=\"#1f77b4\""), 1);
+        CHECK_EQ_I(count(s, "<polyline class=\"series\" data-series=\"kv-offload, n_ssd=8, nic=40GbE\" fill=\"none\" stroke=\"#d62728\""), 1);
+        CHECK_EQ_I(count(s, "stroke=\"#1f77b4\" stroke-width=\"2\""), 8);
+        const char *r8 = strstr(s, "recompute, n_ssd=8, nic=40GbE</text>"), *k1 = strstr(s, "kv-offload, n_ssd=1, nic=10GbE</text>");
+        CHECK(r8 && k1 && r8 < k1);
+    }
+    free(s);
+    snprintf(svg, sizeof svg, "%s/slo_vs_load.svg", dir);
+    s = slurp(t, svg);
+    if (s) { /* bands cut at the metric's range: nothing drawn above 1 */
+        CHECK_EQ_I(count(s, "<polygon class=\"band\""), 3 * 4 * 2);
+        CHECK_CONTAINS(s, "SLO attainment (share of requests within the SLO, 0–1)");
+    }
+    free(s);
+    snprintf(svg, sizeof svg, "%s/heatmap.svg", dir);
+    s = slurp(t, svg);
+    if (s) {
+        CHECK_CONTAINS(s, ">(s)</text>"); /* the colour scale's unit */
+        CHECK_EQ_I(count(s, "class=\"scale-tick\""), 5);
+        CHECK_CONTAINS(s, "n_ssd (SSDs)");
+        CHECK_CONTAINS(s, "mean over the seeds and the other settings");
+    }
+    free(s);
+}
+
+/* The legend's columns: as many entries per column as fit the height, columns as wide as the longest
+ * entry; the title widens the canvas instead of running off it. */
+TEST(plot_legend_layout)
+{
+    const char *names[30];
+    char buf[30][40];
+    for (int i = 0; i < 30; i++) {
+        snprintf(buf[i], sizeof buf[i], i == 7 ? "a much longer name, k=%d" : "p%d", i);
+        names[i] = buf[i];
+    }
+    PlotLegend L;
+    psvg_legend_fit(&L, 30, names, 0, 18 * 12);
+    CHECK_EQ_I(L.cols, 3);
+    CHECK_EQ_I(L.rows, 10);
+    CHECK(L.col_w >= 38 + (int)psvg_text_width(names[7], 12));
+    CHECK_EQ_I(L.w, 3 * L.col_w);
+    psvg_legend_fit(&L, 30, names, 0, 0);
+    CHECK_EQ_I(L.cols, 1);
+    CHECK_EQ_I(L.rows, 30);
+    CHECK(psvg_text_width("mmmm", 12) > psvg_text_width("iiii", 12));
+    CHECK(fabs(psvg_text_width("≤", 12) - 0.8 * 12) < 1e-9); /* one code point, not three bytes */
+    const char *dir = test_tmpdir(t);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/t.svg", dir);
+    FILE *f = fopen(path, "w");
+    char title[300];
+    memset(title, 'x', 200);
+    title[200] = '\0';
+    psvg_begin(f, 100, 100, title);
+    psvg_end(f);
+    fclose(f);
+    char *s = slurp(t, path);
+    if (s) {
+        double right;
+        int width;
+        text_extent(s, &right, &width);
+        CHECK_MSG(right <= width, "title reaches %.0f on a canvas %d px wide", right, width);
+    }
+    free(s);
 }

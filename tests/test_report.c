@@ -116,7 +116,8 @@ TEST(plot_figures_structure)
     CHECK_CONTAINS(cdf, "fraction of requests with TTFT ≤ x");
     CHECK_CONTAINS(cdf, ">0.75</text>");
     /* the tail view: log 1 − F down to one request in 1000, percentile marks */
-    CHECK_CONTAINS(ccdf, "— tail");
+    CHECK_CONTAINS(ccdf, "TTFT tail (1 − CDF) — ");
+    CHECK_CONTAINS(cdf, "TTFT CDF — ");
     CHECK_CONTAINS(ccdf, "fraction of requests with TTFT &gt; x (log scale)");
     CHECK_CONTAINS(ccdf, ">0.001</text>");
     CHECK(strstr(ccdf, ">0.0001</text>") == NULL);

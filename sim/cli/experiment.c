@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "results/html.h"
 #include "results/plot.h"
 #include "results/plot_history.h"
 #include "results/plot_timeline.h"
@@ -400,7 +401,7 @@ typedef struct OutCtx {
     const SimResult *res, *curves;
     const Replications *rep;
     const PlotHistSamples *hist;
-    const char *title;
+    const char *title, *pooled_title;
     const char *util0;  /* replications: the first seed's utilisation rows (all the figure draws) */
     int kind[OUT_N], files[OUT_N]; /* job k's kind; the set's file count when it starts (as if one after another) */
 } OutCtx;
@@ -425,14 +426,15 @@ static int out_run(void *ctx, int k, const char *job_path, KvErr *e)
         return 0;
     case OUT_CURVES:
         if (rs_path(o->rs, "ttft_cdf.svg", path, sizeof path, e) != 0 ||
-            plot_ttft_cdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
+            plot_ttft_cdf_svg(path, o->curves, x->np, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0 ||
             rs_path(o->rs, "ttft_ccdf.svg", path, sizeof path, e) != 0 ||
-            plot_ttft_ccdf_svg(path, o->curves, x->np, o->title, x->cfg->slo_ttft_ns, e) != 0 ||
-            rs_path(o->rs, "ttft_split.svg", path, sizeof path, e) != 0 || plot_ttft_split_svg(path, o->curves, x->np, o->title, e) != 0)
+            plot_ttft_ccdf_svg(path, o->curves, x->np, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0 ||
+            rs_path(o->rs, "ttft_split.svg", path, sizeof path, e) != 0 ||
+            plot_ttft_split_svg(path, o->curves, x->np, o->pooled_title, e) != 0)
             return -1;
         return 0;
     case OUT_HISTORY: /* from the jobs' samples: the figure requests.csv gives */
-        if (rs_path(o->rs, "ttft_history.svg", path, sizeof path, e) != 0 || plot_history_svg_of(path, o->hist, o->title, x->cfg->slo_ttft_ns, e) != 0)
+        if (rs_path(o->rs, "ttft_history.svg", path, sizeof path, e) != 0 || plot_history_svg_of(path, o->hist, o->pooled_title, x->cfg->slo_ttft_ns, e) != 0)
             return -1;
         return 0;
     case OUT_UTIL: /* the figures drawn from the result files just written */
@@ -453,14 +455,14 @@ static int write_outputs(ResultSet *rs, const ExpSpec *x, const SimWorld *w, Sim
                          const Replications *rep, const char *util0, const PlotHistSamples *hist, KvErr *e)
 {
     const SimResult *curves = res;
-    char title[320];
-    snprintf(title, sizeof title, "TTFT: %s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
+    char title[320], pooled_title[360]; /* pooled: the figures drawn from every seed's requests */
+    snprintf(title, sizeof title, "%s on %s, trace %s", w->model->name, w->platform->name, x->cfg->trace);
+    snprintf(pooled_title, sizeof pooled_title, "%s", title);
     if (x->n_seeds) {
         curves = pooled;
-        size_t l = strlen(title);
-        snprintf(title + l, sizeof title - l, ", %d seeds pooled", x->n_seeds);
+        snprintf(pooled_title, sizeof pooled_title, "%s, %d seeds pooled", title, x->n_seeds);
     }
-    OutCtx o = {rs, x, res, curves, rep, hist, title, util0, {0}, {0}};
+    OutCtx o = {rs, x, res, curves, rep, hist, title, pooled_title, util0, {0}, {0}};
     static const int names[OUT_N] = {1, 2, 1, 3, 2}; /* the rs_path calls of each kind */
     int n = 0, files = rs->files;
     if (!x->no_csv) o.kind[n++] = OUT_HISTORY;
@@ -644,10 +646,12 @@ int experiment_run(const ExpSpec *x)
                 rc = 1;
         }
     }
+    /* the page of it all, drawn from the files just written */
+    if (rc == 0 && (rs_path(&rset, "report.html", path, sizeof path, &e) != 0 || html_report_file(path, rset.tmp, x->out, &e) != 0)) rc = 1;
     if (rc == 0 && rs_commit(&rset, &e) != 0) rc = 1;
     if (rc) fprintf(stderr, "kvsim: %s\n", e.msg);
     else if (!x->cfg->quiet)
-        fprintf(stderr, "results in %s/ (summary.json, %stable.md, %sutilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
+        fprintf(stderr, "results in %s/ (report.html, summary.json, %stable.md, %sutilisation.csv, %s%s%s, utilisation.svg%s)%s%s\n", x->out,
                 x->no_csv ? "" : "requests.csv, ", x->compare ? "verdict.md, " : "", x->timeline ? "timeline.csv, " : "", plot_file_list(),
                 x->no_csv ? "" : ", ttft_history.svg", x->timeline ? ", timeline.svg" : "", x->trace_out ? "; trace in " : "",
                 x->trace_out ? x->trace_out : "");

@@ -27,6 +27,7 @@
 #include "sim/cli/check.h"
 #include "sim/cli/plan.h"
 #include "sim/cli/plot_cmd.h"
+#include "sim/cli/report_cmd.h"
 #include "sim/cli/point.h"
 #include "sim/cli/procpool.h"
 #include "sim/cli/sweep.h"
@@ -49,6 +50,7 @@ static void usage(FILE *out)
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "  plot            draw figures again from result files: a run's directory (--in) or a sweep (--sweep)\n"
+            "  report          report.html of a result directory (a run's, a sweep's figures, a plan's): one page to open in a browser\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");
@@ -559,6 +561,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return plot_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce, plot; kvsim --help)\n", cmd);
+    if (!strcmp(cmd, "report")) return report_main(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce, plot, report; kvsim --help)\n", cmd);
     return 2;
 }

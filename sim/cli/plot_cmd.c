@@ -219,7 +219,7 @@ int plot_main(int argc, char **argv)
         if (s && (kv_parse_duration(s, &slo, &e) != 0 || slo <= 0))
             return usage("--slo-ttft %s: expected a positive duration (500ms, 1s)", s);
         if (!s) slo = summary_slo(in);
-        return plot_dir(in, out, slo, title ? title : "TTFT");
+        return plot_dir(in, out, slo, title ? title : in); /* (each figure names what it shows) */
     }
     char csv[4200];
     snprintf(csv, sizeof csv, "%s", sw);
