@@ -110,6 +110,15 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(p["answers"]["kv-offload"], p["plan"]["policies"]["kv-offload"]["answer"])
         self.assertTrue(all("cost" in r for r in p["rows"]))
 
+    def test_max_load_per_configuration(self):
+        p = kvsim.plan("ttft_p99<=500ms", max_load=True, vary={"model": ["Llama-2-13B", "Llama-3.1-8B"]},
+                       policies="kv-offload", seeds=2, max_seeds=2, as_frame=False, **BASE)
+        per = p["plan"]["policies"]["kv-offload"]
+        best = next(c for c in per["configurations"] if c["point"] == per["best"])
+        self.assertEqual(p["answers"]["kv-offload"], {"point": per["best"], "sustainable": best["sustainable"]})
+        self.assertEqual(per["best"], 2)  # the smaller model sustains more
+        self.assertEqual({r["point"] for r in p["rows"]}, {1, 2})
+
     def test_errors_carry_kvsim_message(self):
         with self.assertRaises(kvsim.KvsimError) as cm:
             kvsim.plan("no_such_metric<=1s", max_load=True, requests=40)
