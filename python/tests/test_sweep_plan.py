@@ -132,13 +132,18 @@ class FrameChoiceTest(unittest.TestCase):
         except ImportError:
             pandas = None
         s = kvsim.sweep({"seed": [1]}, policies="recompute", **dict(BASE, requests=40))
+        p = kvsim.plan("ttft_p99<=2s", max_load=True, policies="recompute", seeds=2, max_seeds=2,
+                       **dict(BASE, requests=40))
         if pandas is None:
             self.assertIsInstance(s["rows"], list)
+            self.assertIsInstance(p["rows"], list)
             with self.assertRaises(ImportError):
                 kvsim.sweep({"seed": [1]}, policies="recompute", as_frame=True, **dict(BASE, requests=40))
         else:
             self.assertIsInstance(s["rows"], pandas.DataFrame)
             self.assertIn("overloaded", s["rows"].columns)
+            self.assertIsInstance(p["rows"], pandas.DataFrame)
+            self.assertIn("overloaded", p["rows"].columns)
 
 
 if __name__ == "__main__":
