@@ -73,6 +73,18 @@ class SweepTest(unittest.TestCase):
         self.assertIn("axes=", str(cm.exception))
 
 
+class StderrWarningsTest(unittest.TestCase):
+    def test_warning_lines_once_each_progress_dropped(self):
+        stderr = ("sweep: 2 points, 0 already done; 2 to run in 2 worker processes\n"
+                  "\nkvsim: warning: GPU X has no efficiency row of its own\n"
+                  "sweep: 2/2 points\n"
+                  "kvsim: warning: GPU X has no efficiency row of its own\n"
+                  "kvsim plan: warning: a.tmp could not be removed\n")
+        self.assertEqual(kvsim._stderr_warnings(stderr), ["warning: GPU X has no efficiency row of its own",
+                                                          "warning: a.tmp could not be removed"])
+        self.assertEqual(kvsim._message(stderr).splitlines()[0], "kvsim: warning: GPU X has no efficiency row of its own")
+
+
 class PlanTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
