@@ -550,9 +550,9 @@ if grep -q "header of sim/" "$tmp/out"; then bad "explain does not send the user
 # the Python entry point (python/kvsim): its unit tests against these binaries, and an offline install
 if command -v python3 >/dev/null 2>&1; then
   if KVSIM_BIN="$B" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s python/tests >"$tmp/out" 2>&1; then
-    ok "python: kvsim.run / kvsim.compare unit tests ($(grep -o 'Ran [0-9]* tests' "$tmp/out"))"
+    ok "python: kvsim.run / compare / sweep / plan and docs/python.md examples ($(grep -o 'Ran [0-9]* tests' "$tmp/out"))"
   else
-    bad "python: kvsim.run / kvsim.compare unit tests"; sed 's/^/      /' "$tmp/out" | tail -30 >&2
+    bad "python: kvsim.run / compare / sweep / plan and docs/python.md examples"; sed 's/^/      /' "$tmp/out" | tail -30 >&2
   fi
   if python3 -m pip --version >/dev/null 2>&1; then
     if PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q --no-build-isolation --no-index --target "$tmp/pyinst" ./python >"$tmp/out" 2>&1 &&

@@ -7,7 +7,8 @@ binary's own message; the warnings kvsim writes under its table (overload, trunc
 fallbacks, "no request was measured", "nothing was restored") are raised as KvsimWarning and kept in
 the result, and each policy's overload flag is returned beside its metrics.
 Not responsible for: simulating anything (the binary does) or plotting.
-Standard library only; pandas is used only when as_frame=True.
+Standard library only; results are pandas DataFrames when pandas is importable (as_frame=None, the
+default; as_frame=False: lists of dicts always; True: pandas required).
 
     import kvsim
     r = kvsim.compare(policies=["recompute", "kv-offload"], model="Llama-3.1-8B", requests=200)
@@ -27,7 +28,7 @@ import subprocess
 import tempfile
 import warnings
 
-__all__ = ["run", "compare", "find_binary", "KvsimError", "KvsimWarning"]
+__all__ = ["run", "compare", "sweep", "plan", "find_binary", "KvsimError", "KvsimWarning"]
 __version__ = "0.1.0"
 
 # requests.csv columns that are not numbers; every other column is an integer or, for *_s, a float
@@ -131,12 +132,22 @@ def _read_requests(path):
         return [_typed(r) for r in csv.DictReader(f)]
 
 
-def _frames(result):
+def _pandas(as_frame):
+    """The pandas module when results are to be DataFrames, else None: as_frame=None means "when pandas
+    is importable", True insists on it (ImportError saying so), False never uses it."""
+    if as_frame is False:
+        return None
     try:
-        import pandas as pd
+        import pandas
     except ImportError as exc:
+        if as_frame is None:
+            return None
         raise ImportError("as_frame=True needs pandas (pip install pandas); without it, call with as_frame=False "
                           "for lists of dicts") from exc
+    return pandas
+
+
+def _frames(pd, result):
     result["requests"] = pd.DataFrame(result["requests"])
     rows = []
     for p in result["summary"]["policies"]:
@@ -152,6 +163,7 @@ def _frames(result):
         walk("", p)
         rows.append(flat)
     result["metrics"] = pd.DataFrame(rows).set_index("name")
+    result["metrics"]["overloaded"] = [result["overloaded"].get(n) for n in result["metrics"].index]
     for key in ("intervals", "differences", "ratios"):
         if key in result:
             result[key] = _interval_frame(pd, result[key])
@@ -190,8 +202,50 @@ def _interval_frame(pd, by_policy):
     return frame
 
 
+def _exec(command, args, timeout):
+    """Run a kvsim command line; its stderr, or KvsimError with kvsim's message when it fails."""
+    try:
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                              universal_newlines=True)
+    except subprocess.TimeoutExpired as exc:
+        raise KvsimError("kvsim %s ran longer than %s s" % (command, timeout), cmd=args) from exc
+    if proc.returncode != 0:
+        msg = _message(proc.stderr) or proc.stdout.strip() or "no message"
+        raise KvsimError("kvsim %s failed (exit %d): %s" % (command, proc.returncode, msg), cmd=args,
+                         returncode=proc.returncode, stderr=proc.stderr)
+    return proc.stderr
+
+
+def _message(stderr):
+    """kvsim's own message out of its stderr: without the progress lines ("sweep: ...", "plan: ...")."""
+    lines = [l for l in stderr.strip().splitlines() if not l.startswith(("sweep: ", "plan: "))]
+    return "\n".join(lines).strip()
+
+
+def _stderr_warnings(stderr):
+    """The "warning: ..." lines kvsim wrote on stderr, once each, in order."""
+    out = []
+    for line in stderr.splitlines():
+        i = line.find("warning: ")
+        if i >= 0 and line[i:].strip() not in out:
+            out.append(line[i:].strip())
+    return out
+
+
+def _number(text):
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _run(command, policies, config, scenario, out, as_frame, binary, timeout, csv_rows, settings, seeds=None,
          seed_base=None, baseline=None):
+    pd = _pandas(as_frame)
     exe = find_binary(binary)
     args = [exe, command]
     if seeds is not None:
@@ -227,12 +281,7 @@ def _run(command, policies, config, scenario, out, as_frame, binary, timeout, cs
         out_dir = os.fspath(out)
     args += ["--out", out_dir]
     try:
-        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                              universal_newlines=True)
-        if proc.returncode != 0:
-            msg = proc.stderr.strip() or proc.stdout.strip() or "no message"
-            raise KvsimError("kvsim %s failed (exit %d): %s" % (command, proc.returncode, msg), cmd=args,
-                             returncode=proc.returncode, stderr=proc.stderr)
+        _exec(command, args, timeout)
         with open(os.path.join(out_dir, "summary.json")) as f:
             summary = json.load(f)
         with open(os.path.join(out_dir, "table.md")) as f:
@@ -250,15 +299,13 @@ def _run(command, policies, config, scenario, out, as_frame, binary, timeout, cs
         result.update(_intervals(summary))
         for w in result["warnings"]:
             warnings.warn(w, KvsimWarning, stacklevel=3)
-    except subprocess.TimeoutExpired as exc:
-        raise KvsimError("kvsim %s ran longer than %s s" % (command, timeout), cmd=args) from exc
     finally:
         if scratch:
             scratch.cleanup()
-    return _frames(result) if as_frame else result
+    return _frames(pd, result) if pd else result
 
 
-def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=False, binary=None, timeout=None,
+def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=None, binary=None, timeout=None,
         requests_csv=True, seeds=None, seed_base=None, **settings):
     """Simulate one policy. settings are kvsim settings (`kvsim run --help`): model="Llama-3.1-8B",
     platform="h200", trace="swebench", requests=500, tp=2, slo_ttft="200 ms", evict_each_turn=True, ...
@@ -269,15 +316,16 @@ def run(policy="kv-offload", *, config=None, scenario=None, out=None, as_frame=F
     "table" (table.md text), "dir" (out, or None when a temporary directory was used and removed),
     "command" (the command line run), "warnings" (the warning lines under kvsim's table, each also
     raised as a KvsimWarning), "overloaded" (policy -> bool; with seeds, the number of seeds in which
-    it was overloaded). With as_frame=True "requests" is a pandas DataFrame and
-    "metrics" one with a row per policy (nested keys flattened: "ttft_s.p99").
+    it was overloaded). When pandas is importable (as_frame=None; True insists, False never) "requests"
+    is a pandas DataFrame and "metrics" one with a row per policy (nested keys flattened: "ttft_s.p99"),
+    "overloaded" among its columns.
     seeds=N replicates the run over N seeds, as compare() describes ("intervals").
     Raises KvsimError with kvsim's message when the run fails."""
     return _run("run", policy, config, scenario, out, as_frame, binary, timeout, requests_csv, settings,
                 seeds=seeds, seed_base=seed_base)
 
 
-def compare(policies=None, *, config=None, scenario=None, out=None, as_frame=False, binary=None,
+def compare(policies=None, *, config=None, scenario=None, out=None, as_frame=None, binary=None,
             timeout=None, requests_csv=True, seeds=None, seed_base=None, baseline=None, **settings):
     """Simulate several policies on the same trace and seed (policies: a list, or "all"; None: the
     scenario's, else kvsim's default recompute,kv-offload); returns what run() returns, with every
@@ -288,7 +336,221 @@ def compare(policies=None, *, config=None, scenario=None, out=None, as_frame=Fal
     (0.95) and "intervals" (policy -> metric -> {"mean", "ci95", "n", "per_seed"}); with
     baseline="POLICY" also "differences" (policy − baseline, seed by seed) and "ratios" (baseline ÷
     policy, times only), each metric with "significant" (the interval excludes 0, or 1). "overloaded"
-    then counts the seeds in which each policy was overloaded. With as_frame=True the three are
+    then counts the seeds in which each policy was overloaded. With pandas (as run() says) the three are
     DataFrames indexed by policy with (metric, "mean"/"ci95") columns."""
     return _run("compare", policies, config, scenario, out, as_frame, binary, timeout, requests_csv, settings,
                 seeds=seeds, seed_base=seed_base, baseline=baseline)
+
+
+def _scratch_or(out):
+    """(directory, TemporaryDirectory or None): out itself (created when missing), or a temporary one."""
+    if out is None:
+        scratch = tempfile.TemporaryDirectory(prefix="kvsim-")
+        return scratch.name, scratch
+    os.makedirs(os.fspath(out), exist_ok=True)
+    return os.fspath(out), None
+
+
+def _sweep_rows(path):
+    """sweep's tidy CSV (point, the settings, policy, metric, value) as one row per point and policy:
+    "point", the settings ("true"/"false" as bools; a setting that shares a metric's name, such as
+    requests, as "set.NAME"), "policy", every metric as a column (numbers; None where empty), and
+    "overloaded" (bool, from load.overloaded)."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        records = [dict(zip(header, rec)) for rec in reader if rec] if header else []
+    if not records:
+        return []
+    settings = header[1:header.index("policy")]
+    metric_names = {d["metric"] for d in records}
+    rows, index = [], {}
+    for d in records:
+        key = (d["point"], d["policy"])
+        row = index.get(key)
+        if row is None:
+            row = {"point": int(d["point"])}
+            for k in settings:
+                v = d[k]
+                v = {"true": True, "false": False}.get(v, v if k == "policies" else _number(v))
+                row["set." + k if k in metric_names else k] = v
+            row["policy"] = d["policy"]
+            index[key] = row
+            rows.append(row)
+        row[d["metric"]] = _number(d["value"]) if d["value"] != "" else None
+    for row in rows:
+        flag = row.get("load.overloaded")
+        row["overloaded"] = None if flag is None else bool(flag)
+    return rows
+
+
+def _sweep_failures(db):
+    """point number -> kvsim's message for every failed point of the results database."""
+    import sqlite3
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return {pid: msg for pid, msg in con.execute("SELECT point_id, message FROM failure ORDER BY point_id")}
+    finally:
+        con.close()
+
+
+def sweep(axes=None, *, spec=None, policies=None, scenario=None, out=None, jobs=None, retry_failed=False,
+          as_frame=None, binary=None, timeout=None, **settings):
+    """Run every point of a grid (kvsim sweep): axes maps a setting to its list of values
+    ({"request_rate": [1, 2], "seed": [1, 2]}), settings are the base settings every point shares
+    (as run() takes them; one value each), spec= a sweep JSON file, policies= those every point runs.
+
+    Returns a dict: "rows" (one per point and policy, in the CSV's order: "point", the settings that
+    vary or were given, "policy", every metric of kvsim sweep's CSV as a column — "ttft_s.p99",
+    "slo_attainment", "load.overloaded", … — and "overloaded" (bool); a DataFrame when pandas is
+    importable, as run() says), "db" and "csv" (the paths under out=, or None when a temporary
+    directory was used), "dir", "command", "warnings" (kvsim's warning lines, and one saying how many
+    rows are overloaded; each also raised as a KvsimWarning).
+    With out=DIR the database is DIR/sweep.db: a second call with the same grid resumes it.
+    Raises KvsimError with kvsim's message when the sweep cannot run, and with every failed point's
+    message (as kvsim's database holds them) when any point failed."""
+    pd = _pandas(as_frame)
+    args = [find_binary(binary), "sweep"]
+    if spec:
+        args += ["--spec", os.fspath(spec)]
+    if scenario:
+        args += ["--scenario", scenario]
+    if policies is not None:
+        args += ["--policies", _setting(policies)]
+    for key in sorted(settings):
+        value = settings[key]
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            raise KvsimError("%s=%r: a base setting takes one value; give the values to vary as axes={%r: [...]}"
+                             % (key, value, key))
+        args += ["--set", "%s=%s" % (key, _setting(value))]
+    for key, values in (axes or {}).items():
+        if not isinstance(values, (list, tuple)) or not values:
+            raise KvsimError("axes[%r]=%r: expected a non-empty list of values" % (key, values))
+        args += ["--set", "%s=%s" % (key, _setting(list(values)))]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if retry_failed:
+        args.append("--retry-failed")
+    out_dir, scratch = _scratch_or(out)
+    db, csv_path = os.path.join(out_dir, "sweep.db"), os.path.join(out_dir, "sweep.csv")
+    args += ["--db", db, "--csv", csv_path]
+    try:
+        try:
+            stderr = _exec("sweep", args, timeout)
+        except KvsimError as exc:
+            failed = _sweep_failures(db) if os.path.exists(db) else {}
+            if not failed:
+                raise
+            raise KvsimError("kvsim sweep: %d point(s) failed: %s" % (
+                len(failed), "; ".join("point %d: %s" % kv for kv in failed.items())),
+                cmd=args, returncode=exc.returncode, stderr=exc.stderr) from None
+        rows = _sweep_rows(csv_path)
+    finally:
+        if scratch:
+            scratch.cleanup()
+    found = _stderr_warnings(stderr)
+    over = [r for r in rows if r["overloaded"]]
+    if over:
+        found.append("warning: %d of %d results (point × policy) overloaded: their latencies grow with the run's "
+                     "length, not a steady state (the \"overloaded\" column)" % (len(over), len(rows)))
+    for w in found:
+        warnings.warn(w, KvsimWarning, stacklevel=2)
+    return {"rows": pd.DataFrame(rows) if pd else rows, "db": None if scratch else db,
+            "csv": None if scratch else csv_path, "dir": None if scratch else out_dir, "command": args,
+            "warnings": found}
+
+
+def _plan_rows(plan):
+    """plan.json's evaluated rows as one flat row per policy and load (or point): "policy", the
+    load or "point", "verdict", "seeds", "overloaded_seeds", "overloaded" (overloaded in any seed),
+    each target's "TARGET.mean" and "TARGET.ci95", "why" (and "cost" for a cheapest plan)."""
+    out = []
+    for policy, p in plan["policies"].items():
+        rows = list(p.get("rows", []))
+        for c in p.get("configurations", []):
+            rows += c.get("rows", [])
+        for r in rows:
+            flat = {"policy": policy}
+            for k, v in r.items():
+                if k == "metrics":
+                    for name, m in v.items():
+                        flat[name + ".mean"] = m.get("mean")
+                        flat[name + ".ci95"] = m.get("ci95")
+                elif not isinstance(v, (dict, list)):
+                    flat[k] = v
+            if "overloaded_seeds" in flat:
+                flat["overloaded"] = flat["overloaded_seeds"] > 0
+            out.append(flat)
+    return out
+
+
+def plan(target, *, max_load=False, vary=None, cost=None, policies=None, config=None, scenario=None, seeds=None,
+         max_seeds=None, seed_base=None, load_knob=None, load_start=None, precision=None, prune=True,
+         monotone=None, out=None, jobs=None, as_frame=None, binary=None, timeout=None, **settings):
+    """Capacity planning (kvsim plan), each policy answered on its own with replications deciding:
+    the cheapest configuration of the space vary= ({"n_ssd": [1, 2, 4]}) priced by cost= (a prices
+    JSON file) that meets target ("ttft_p99<=500ms,tbt_p99<=60ms"), or with max_load=True the highest
+    load (load_knob: "session_rate" or "request_rate") that meets it without overload. settings are
+    the base settings (as run() takes them); seeds, max_seeds, seed_base, load_start, precision,
+    monotone (a list of axes; [] for none) and prune=False are kvsim plan's options of those names.
+
+    Returns a dict: "plan" (plan.json as a dict, fields in docs/formats.md), "answers" (policy ->
+    the highest sustainable load for max_load, else the cheapest point's number; None where nothing
+    met the target), "rows" (every evaluated load or point, flat, as _plan_rows says, with
+    "overloaded"; a DataFrame when pandas is importable), "report" (plan.md, the Markdown report),
+    "dir", "command", "warnings" (kvsim's warning lines, each also raised as a KvsimWarning).
+    Raises KvsimError with kvsim's message when the plan cannot run (a bad target, an unknown
+    setting, a knob that cannot express the load)."""
+    pd = _pandas(as_frame)
+    exe = find_binary(binary)
+    args = [exe, "plan", "--target", target]
+    if config:
+        args += ["--config", os.fspath(config)]
+    if scenario:
+        args += ["--scenario", scenario]
+    for key in sorted(settings):
+        if settings[key] is not None:
+            args += ["--set", "%s=%s" % (key, _setting(settings[key]))]
+    for key, values in (vary or {}).items():
+        args += ["--vary", "%s=%s" % (key, _setting(list(values)))]
+    if max_load:
+        args.append("--max-load")
+    options = (("--cost", cost), ("--policies", policies), ("--seeds", seeds), ("--max-seeds", max_seeds),
+               ("--seed-base", seed_base), ("--load-knob", load_knob), ("--load-start", load_start),
+               ("--precision", precision), ("--monotone", monotone), ("--jobs", jobs))
+    for flag, value in options:
+        if value is None:
+            continue
+        if flag == "--monotone" and not value:
+            value = "none"
+        args += [flag, os.fspath(value) if flag == "--cost" else _setting(value)]
+    if not prune:
+        args.append("--no-prune")
+    out_dir, scratch = _scratch_or(out)
+    args += ["--out", out_dir]
+    try:
+        stderr = _exec("plan", args, timeout)
+        with open(os.path.join(out_dir, "plan.json")) as f:
+            plan_json = json.load(f)
+        with open(os.path.join(out_dir, "plan.md")) as f:
+            report = f.read()
+    finally:
+        if scratch:
+            scratch.cleanup()
+    found = _stderr_warnings(stderr)
+    for w in found:
+        warnings.warn(w, KvsimWarning, stacklevel=2)
+    key = "sustainable" if plan_json.get("kind") == "max_load" else "answer"
+    answers = {}
+    for name, p in plan_json["policies"].items():
+        if "best" in p and key == "sustainable":
+            best = p["best"]
+            conf = next((c for c in p.get("configurations", []) if c.get("point") == best), None)
+            answers[name] = {"point": best, "sustainable": conf.get("sustainable") if conf else None}
+        else:
+            answers[name] = p.get(key)
+    rows = _plan_rows(plan_json)
+    return {"plan": plan_json, "answers": answers, "rows": pd.DataFrame(rows) if pd else rows, "report": report,
+            "dir": None if scratch else out_dir, "command": args, "warnings": found}

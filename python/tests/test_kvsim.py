@@ -9,7 +9,9 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import kvsim  # noqa: E402
 
-SMALL = dict(requests=40, seed=3, model="Llama-3.1-8B", platform="cacheflow-h100-10g")
+# as_frame=False: these tests read the lists of dicts, whether or not pandas is importable
+SMALL = dict(requests=40, seed=3, model="Llama-3.1-8B", platform="cacheflow-h100-10g", as_frame=False)
+FRAME = dict(SMALL, as_frame=True)
 
 
 class CompareTest(unittest.TestCase):
@@ -103,20 +105,26 @@ class RunTest(unittest.TestCase):
 
     def test_as_frame(self):
         try:
-            import pandas  # noqa: F401
+            import pandas
         except ImportError:
             with self.assertRaises(ImportError) as cm:
-                kvsim.run("recompute", as_frame=True, **SMALL)
+                kvsim.run("recompute", **FRAME)
             self.assertIn("pandas", str(cm.exception))
+            r = kvsim.run("recompute", **dict(SMALL, as_frame=None))
+            self.assertIsInstance(r["requests"], list)  # the default without pandas
             return
-        r = kvsim.compare(policies=["recompute", "kv-offload"], as_frame=True, **SMALL)
+        r = kvsim.compare(policies=["recompute", "kv-offload"], **FRAME)
         self.assertEqual(len(r["requests"]), 80)
         self.assertIn("ttft_s.p99", r["metrics"].columns)
         self.assertEqual(list(r["metrics"].index), ["recompute", "kv-offload"])
-        r = kvsim.compare(policies=["recompute", "kv-offload"], as_frame=True, seeds=2, baseline="recompute", **SMALL)
+        self.assertEqual(list(r["metrics"]["overloaded"]), [False, False])
+        default = kvsim.compare(policies=["recompute", "kv-offload"], **dict(SMALL, as_frame=None))
+        self.assertIsInstance(default["requests"], pandas.DataFrame)  # the default with pandas
+        r = kvsim.compare(policies=["recompute", "kv-offload"], seeds=2, baseline="recompute", **FRAME)
         self.assertEqual(list(r["intervals"].index), ["recompute", "kv-offload"])
         self.assertIn(("ttft_mean_s", "ci95"), r["intervals"].columns)
         self.assertEqual(list(r["differences"].index), ["kv-offload"])
+        self.assertEqual(list(r["metrics"]["overloaded"]), [0, 0])  # seeds overloaded, out of 2
 
 
 class SeedsTest(unittest.TestCase):
