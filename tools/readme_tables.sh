@@ -7,7 +7,9 @@
 #   <!-- BEGIN policies ... --> / <!-- END policies -->                 `kvsim list policies` as a table;
 #   <!-- BEGIN output: CMD --> / <!-- END output -->                    CMD (a `bin/kvsim compare ...
 #       --out DIR` command, shown above it) run into a scratch directory: what it prints.
-# Everything else in the files is left alone; a changed file is written aside and renamed.
+# Everything else in the files is left alone; a changed file is written aside and renamed. A block of
+# README.md whose output marks an overloaded policy is refused (exit 1): the quick start shows
+# sustainable operating points only.
 # Usage: bash tools/readme_tables.sh [--check] [KVSIM]   (default bin/kvsim)
 #   --check: change nothing; exit 1 naming the files and blocks whose numbers differ from what KVSIM
 #   gives (make test runs it: a page that quotes stale numbers fails the suite)
@@ -85,6 +87,12 @@ for path in files:
                 else policies() if kind == "policies" else output(m.group(2)))
         if body != src[i + 1:j]:
             stale.append("%s line %d: %s" % (path, i + 1, l))
+        # the README is a quick start: what it quotes must run at a sustainable load
+        marks = [b for b in body if (re.match(r"\s*overloaded\b", b) and b.strip() != "overloaded: none")
+                 or re.search(r"warning:.*\boverloaded\b", b)]
+        if path == "README.md" and marks:
+            sys.exit("readme_tables: README.md line %d: %s marks an overloaded policy (%s); a quick-start "
+                     "example must run at a sustainable load" % (i + 1, l, marks[0].strip()))
         out += [l] + body + [end]
         i = j + 1
     new = "\n".join(out)
