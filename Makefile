@@ -216,6 +216,9 @@ $(BUILD)/kvtest: $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CLI_OBJ) $(LIB) $(CUDA_LIB) $(LDLIBS) $(CUDA_LDLIBS)
 
 # ---- the two README commands ----
+# the pages under docs/ whose commands were the README's: tests/readme_examples.sh runs them too
+README_PAGES := docs/reference.md docs/capacity-planning.md docs/findings.md docs/published-setups.md \
+	docs/shared-prefixes.md docs/storage-tiers.md
 run: deps
 	@$(MAKE) --no-print-directory found bin/kvsim bin/kvcal
 	bin/kvsim compare --config configs/default.json --policies $(DEFAULT_POLICIES) --seeds 5 --baseline kv-offload --quiet --out results/default
@@ -252,9 +255,9 @@ test-plain: all $(BUILD)/kvtest
 
 test: test-plain
 ifeq ($(SANITIZE),)
-	@echo "== every command the README shows, from a scratch directory =="
-	bash tests/readme_examples.sh README.md
-	@echo "== every result the README quotes, regenerated and compared =="
+	@echo "== every command the README and the pages moved out of it show, from a scratch directory =="
+	bash tests/readme_examples.sh README.md $(README_PAGES)
+	@echo "== every result the README and docs/*.md quote, regenerated and compared =="
 	bash tools/readme_tables.sh --check $(BIN)/kvsim
 	@echo "== the cuda replay on the host stand-in of the GPU (tests/fakegpu/) =="
 	@$(MAKE) --no-print-directory test-fakegpu

@@ -13,7 +13,7 @@
  *  - under the table: per policy the requests truncated and dropped, sessions whose saved state was
  *    lost, restorations that waited for a save or fell back to recompute, preemptions; a warning naming the
  *    setting behind it when more than 5 % of the requests were truncated, dropped or fell back.
- *  - load (per policy, README "Load"): over the kept requests (after warmup/cooldown trimming), the
+ *  - load (per policy, docs/load-modes.md): over the kept requests (after warmup/cooldown trimming), the
  *    window from the first arrival to the last completion; request throughput = kept / window, token
  *    throughputs = tokens / window (input = history + new: the whole prompt, as vLLM's benchmark
  *    counts it), goodput = kept requests within the SLO / window (vLLM's "request goodput");

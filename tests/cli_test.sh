@@ -571,7 +571,7 @@ fi
 expect 0 "run the shipped leval trace" "$B"/kvsim run --policy recompute --requests 20 --quiet --trace traces/data/leval.csv --out "$tmp/sid"
 if head -2 "$tmp/sid/requests.csv" | grep -q '^policy,request,session,session_id,turn,' &&
    grep -q '^recompute,0,0,leval_coursera_0000,0,' "$tmp/sid/requests.csv"; then ok "requests.csv has the trace's session_id"; else bad "requests.csv has the trace's session_id"; fi
-# ---- load modes (README "Load") ----
+# ---- load modes (docs/load-modes.md) ----
 expect 0 "list scenarios" "$B"/kvsim list scenarios
 contains "list scenarios says what each measures" "measures: HCache's L-Eval result"
 contains "list scenarios shows the L-Eval setup's batch-1 load" "load: concurrency, clients 1"

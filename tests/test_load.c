@@ -1,4 +1,4 @@
-/* test_load.c — the load modes and what is reported about the load (README "Load"):
+/* test_load.c — the load modes and what is reported about the load (docs/load-modes.md):
  * arrivals=trace (the same arrival times for every policy, turns waiting for their previous turn),
  * concurrency=N (never more than N requests in flight; N = 1 is batch 1), request_rate with
  * burstiness (the gamma process's mean rate and dispersion), warm-up / cool-down trimming (counts

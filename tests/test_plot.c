@@ -489,7 +489,7 @@ static void text_extent(const char *s, double *right, int *width)
     }
 }
 
-/* A sweep at the README's grid (3 policies × 4 × 2 settings × 2 seeds): the seeds are averaged into
+/* A sweep at docs/capacity-planning.md's grid (3 policies × 4 × 2 settings × 2 seeds): the seeds are averaged into
  * one line per series with its interval as a band, the legend's 24 entries fit inside the canvas
  * (in columns), every axis and the colour scale carry a unit. */
 TEST(plot_sweep_seeds_band_legend_fits)

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# readme_tables.sh — regenerate every result the README quotes, after an intentional change of
-# numbers (or of the policy registry). Each quoted result sits between marker comments:
+# readme_tables.sh — regenerate every result that README.md and docs/*.md quote, after an intentional
+# change of numbers (or of the policy registry). Each quoted result sits between marker comments:
 #   <!-- BEGIN make-run output ... --> / <!-- END make-run output -->   what `make run` prints: the
 #       verdict and compact table of the 5-seed comparison of configs/default.json against kv-offload;
 #   <!-- BEGIN seed-1 table ... --> / <!-- END seed-1 table -->         one replication, seed 1 (table.md's rows);
 #   <!-- BEGIN policies ... --> / <!-- END policies -->                 `kvsim list policies` as a table;
 #   <!-- BEGIN output: CMD --> / <!-- END output -->                    CMD (a `bin/kvsim compare ...
 #       --out DIR` command, shown above it) run into a scratch directory: what it prints.
-# Everything else in README.md is left alone; the file is written aside and renamed.
+# Everything else in the files is left alone; a changed file is written aside and renamed. A block of
+# README.md whose output marks an overloaded policy is refused (exit 1): the quick start shows
+# sustainable operating points only.
 # Usage: bash tools/readme_tables.sh [--check] [KVSIM]   (default bin/kvsim)
-#   --check: change nothing; exit 1 naming the blocks whose numbers differ from what KVSIM gives
-#   (make test runs it: a README that quotes stale numbers fails the suite)
+#   --check: change nothing; exit 1 naming the files and blocks whose numbers differ from what KVSIM
+#   gives (make test runs it: a page that quotes stale numbers fails the suite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHECK=0
@@ -66,36 +68,45 @@ def output(cmd):
         sys.exit("readme_tables: only 'bin/kvsim compare ...' can be quoted, not: " + cmd)
     return ["```"] + compare(argv[1:]) + ["```"]
 
-src = open("README.md").read().split("\n")
-out, i = [], 0
-while i < len(src):
-    l = src[i]
-    m = re.match(r"<!-- BEGIN (make-run output|seed-1 table|policies|output: (.*)) -->$", l.split(" (tools/")[0] + (" -->" if " (tools/" in l else ""))
-    if not m:
-        out.append(l); i += 1; continue
-    kind = m.group(1)
-    end = "<!-- END " + ("output" if kind.startswith("output:") else kind) + " -->"
-    j = i + 1
-    while j < len(src) and src[j] != end: j += 1
-    if j == len(src): sys.exit("readme_tables: README.md line %d: %s has no %s" % (i + 1, l, end))
-    body = (make_run() if kind == "make-run output" else seed1() if kind == "seed-1 table"
-            else policies() if kind == "policies" else output(m.group(2)))
-    if body != src[i + 1:j]:
-        stale.append("line %d: %s" % (i + 1, l))
-    out += [l] + body + [end]
-    i = j + 1
-new = "\n".join(out)
+import glob
+files = ["README.md"] + sorted(glob.glob("docs/*.md"))
+for path in files:
+    src = open(path).read().split("\n")
+    out, i = [], 0
+    while i < len(src):
+        l = src[i]
+        m = re.match(r"<!-- BEGIN (make-run output|seed-1 table|policies|output: (.*)) -->$", l.split(" (tools/")[0] + (" -->" if " (tools/" in l else ""))
+        if not m:
+            out.append(l); i += 1; continue
+        kind = m.group(1)
+        end = "<!-- END " + ("output" if kind.startswith("output:") else kind) + " -->"
+        j = i + 1
+        while j < len(src) and src[j] != end: j += 1
+        if j == len(src): sys.exit("readme_tables: %s line %d: %s has no %s" % (path, i + 1, l, end))
+        body = (make_run() if kind == "make-run output" else seed1() if kind == "seed-1 table"
+                else policies() if kind == "policies" else output(m.group(2)))
+        if body != src[i + 1:j]:
+            stale.append("%s line %d: %s" % (path, i + 1, l))
+        # the README is a quick start: what it quotes must run at a sustainable load
+        marks = [b for b in body if (re.match(r"\s*overloaded\b", b) and b.strip() != "overloaded: none")
+                 or re.search(r"warning:.*\boverloaded\b", b)]
+        if path == "README.md" and marks:
+            sys.exit("readme_tables: README.md line %d: %s marks an overloaded policy (%s); a quick-start "
+                     "example must run at a sustainable load" % (i + 1, l, marks[0].strip()))
+        out += [l] + body + [end]
+        i = j + 1
+    new = "\n".join(out)
+    if not check and new != "\n".join(src):
+        open(path + ".tmp", "w").write(new)
+        os.replace(path + ".tmp", path)
+        print("readme_tables: %s updated (git diff %s)" % (path, path))
 if check:
     if stale:
-        print("readme_tables: README.md quotes numbers that differ from what %s gives now:" % kvsim)
+        print("readme_tables: these quote numbers that differ from what %s gives now:" % kvsim)
         for x in stale: print("  " + x)
-        print("  (an intended change of numbers: run 'bash tools/readme_tables.sh' and commit README.md)")
+        print("  (an intended change of numbers: run 'bash tools/readme_tables.sh' and commit the files)")
         sys.exit(1)
-    print("readme_tables: every quoted result in README.md is what %s gives" % kvsim)
-elif new == "\n".join(src):
-    print("readme_tables: README.md unchanged")
-else:
-    open("README.md.tmp", "w").write(new)
-    os.replace("README.md.tmp", "README.md")
-    print("readme_tables: README.md updated (git diff README.md)")
+    print("readme_tables: every quoted result in %s is what %s gives" % (", ".join(files), kvsim))
+elif not stale:
+    print("readme_tables: %s unchanged" % ", ".join(files))
 PY

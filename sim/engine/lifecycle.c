@@ -1,8 +1,8 @@
 /* lifecycle.c — a request from the trace to its end.
  *
  * Responsible for: reading the trace ahead up to the next timed arrival (closed-loop turns wait
- * for their session's previous turn plus think time), the load modes (sim_load_mode; README
- * "Load": arrivals=session as just said; arrivals=trace gives a later turn without a timestamp the
+ * for their session's previous turn plus think time), the load modes (sim_load_mode;
+ * docs/load-modes.md: arrivals=session as just said; arrivals=trace gives a later turn without a timestamp the
  * arrival "previous turn's arrival + think", fixed while reading and the same for every policy, and
  * it waits for its previous turn if that is still running; concurrency=N: N clients each take the
  * stream's next session and send its turns one after another, a turn its think time after the

@@ -6,7 +6,7 @@
  * (sim/engine/engine_int.h, one per sim_run call), so runs of several policies over the same config
  * are independent. The engine's modules and the request lifecycle are listed in engine_int.h.
  *
- * Modelling choices that a user must know (README "Model"):
+ * Modelling choices that a user must know (docs/reference.md "What is modelled", docs/model.md):
  *  - A replica has S pipeline stages of T tensor-parallel GPUs. The T GPUs of a stage work in
  *    lockstep (costs are per GPU, each GPU moves its own shard on its own link), so a stage has one
  *    compute server, one H2D and one D2H channel. An iteration walks the layers stage after stage
@@ -37,7 +37,7 @@
  *    think time after that end; with arrivals=trace, its think time after the previous turn's
  *    arrival, fixed before the run; under concurrency=N, N clients each run whole sessions, a turn
  *    its think time after the previous one ended. TTFT counts from the release; the wait between
- *    arrival and release is the session wait (README "Load").
+ *    arrival and release is the session wait (docs/load-modes.md).
  */
 #ifndef KV_SIM_H
 #define KV_SIM_H
@@ -85,7 +85,7 @@ typedef enum SimStore {
 int sim_store_chain(SimStore s, Tier out[SIM_STORE_MAX_TIERS]);
 /* whether store s has tier t */
 int sim_store_has(SimStore s, Tier t);
-/* How later turns of a session are timed (README "Load"): SESSION releases a turn without a
+/* How later turns of a session are timed (docs/load-modes.md): SESSION releases a turn without a
  * timestamp `think` after its session's previous turn ended (each session is a closed loop; the
  * default); TRACE gives it a time fixed in advance (the previous turn's arrival + think), the same
  * for every policy (open loop) */
@@ -99,7 +99,7 @@ typedef struct SimTrim {
 /* the resolved load mode (sim_load_mode) */
 typedef enum SimLoadMode { SIM_LOAD_SESSION = 0, SIM_LOAD_TRACE, SIM_LOAD_CONCURRENCY } SimLoadMode;
 
-/* KV block allocation (README "What is modelled", docs/model.md "KV blocks"): RESERVE takes the whole
+/* KV block allocation (docs/reference.md "What is modelled", docs/model.md "KV blocks"): RESERVE takes the whole
  * turn's blocks (history + new + output) at admission; ONDEMAND takes history + new input (+ the
  * first output token) with a watermark of free blocks kept, grows a request's blocks as its context
  * crosses block boundaries during decode and preempts when the pool runs out (vLLM's block manager) */
@@ -155,7 +155,7 @@ typedef struct SimConfig {
     int evict_each_turn;
     int prefix_cache;       /* an HBM prefix cache of the blocks a trace names (TraceRequest.prefix_blocks) */
     int nic_per_stage;          /* a NIC to the remote store per pipeline stage (default: one per replica) */
-    /* load (README "Load"; the resolved mode: sim_load_mode) */
+    /* load (docs/load-modes.md; the resolved mode: sim_load_mode) */
     SimArrivals arrivals;
     int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
     double request_rate;        /* > 0: every request arrives by a gamma process of this rate (per s) */
@@ -258,7 +258,7 @@ typedef struct SimClassStats {
     uint64_t slo_met;
 } SimClassStats;
 
-/* The load a run saw and what it served (metrics_trim.c; README "Load", docs/formats.md "load"). Every
+/* The load a run saw and what it served (metrics_trim.c; docs/load-modes.md, docs/formats.md "load"). Every
  * request figure is over the kept requests (after warm-up and cool-down trimming). */
 typedef struct SimLoad {
     uint64_t kept, trimmed_warmup, trimmed_cooldown;
