@@ -107,31 +107,15 @@ int report_csv_open(ReqCsv *c, const char *path, KvErr *e) { return report_csv_o
 
 int report_csv_load_columns(const SimConfig *cfg) { return sim_load_mode(cfg) != SIM_LOAD_SESSION; }
 
-/* decimal digits of v at the end of buf (which has room for 20), returns the start */
-static char *put_u64(char *end, uint64_t v)
-{
-    do {
-        *--end = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return end;
-}
 
-static char *app_u64(char *p, uint64_t v)
-{
-    char tmp[24], *b = put_u64(tmp + sizeof tmp, v);
-    size_t n = (size_t)(tmp + sizeof tmp - b);
-    memcpy(p, b, n);
-    return p + n;
-}
 
 static char *app_i64(char *p, int64_t v)
 {
     if (v < 0) {
         *p++ = '-';
-        return app_u64(p, (uint64_t)0 - (uint64_t)v);
+        return kv_app_u64(p, (uint64_t)0 - (uint64_t)v);
     }
-    return app_u64(p, (uint64_t)v);
+    return kv_app_u64(p, (uint64_t)v);
 }
 
 /* ns as seconds with nine decimals: the text "%.9f" prints for (double)ns / 1e9. For 0 <= ns < 8e15
@@ -140,7 +124,7 @@ static char *app_i64(char *p, int64_t v)
 char *report_app_seconds9(char *p, int64_t ns)
 {
     if (ns < 0 || ns >= 8000000000000000LL) return p + sprintf(p, "%.9f", (double)ns / 1e9);
-    p = app_u64(p, (uint64_t)(ns / 1000000000));
+    p = kv_app_u64(p, (uint64_t)(ns / 1000000000));
     *p++ = '.';
     uint64_t frac = (uint64_t)(ns % 1000000000);
     for (int i = 8; i >= 0; i--) {
@@ -150,37 +134,6 @@ char *report_app_seconds9(char *p, int64_t ns)
     return p + 9;
 }
 
-/* d (seconds, a double) with nine decimals: the text "%.9f" prints — d's exact binary value scaled
- * by 10^9 in 128-bit integers and rounded to nearest, ties to even, as glibc's printf rounds.
- * Negative (also -0), non-finite and huge values go through printf. */
-char *report_app_fixed9(char *p, double d)
-{
-    if (!(d >= 0 && d < 1e9) || signbit(d)) return p + sprintf(p, "%.9f", d);
-    int e;
-    double fr = frexp(d, &e);                      /* d = fr · 2^e, fr in [0.5, 1) (or 0) */
-    uint64_t m = (uint64_t)ldexp(fr, 53);          /* exact: d = m · 2^(e − 53) */
-    e -= 53;
-    unsigned __int128 x = (unsigned __int128)m * 1000000000u, q;
-    if (e >= 0) {
-        q = x << e;                                /* d < 1e9: e <= 0 here, kept for clarity */
-    } else if (-e >= 120) {
-        q = 0;                                     /* x < 2^83: below half a unit */
-    } else {
-        int sh = -e;
-        q = x >> sh;
-        unsigned __int128 rem = x - (q << sh), half = (unsigned __int128)1 << (sh - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-    }
-    uint64_t v = (uint64_t)q;
-    p = app_u64(p, v / 1000000000u);
-    *p++ = '.';
-    uint64_t frac = v % 1000000000u;
-    for (int i = 8; i >= 0; i--) {
-        p[i] = (char)('0' + frac % 10);
-        frac /= 10;
-    }
-    return p + 9;
-}
 
 int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
 {
@@ -190,7 +143,7 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
      * text as "%llu" / "%lld" / "%.9f" print; text goes out on its own */
     char buf[2048], *p = buf; /* room for every number column: two %.9f doubles of at most 320 characters each */
     if (c->seed_col) {
-        p = app_u64(p, c->seed);
+        p = kv_app_u64(p, c->seed);
         *p++ = ',';
     }
     int first = 1;
@@ -208,11 +161,11 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
             p = buf;
             kv_csv_field(f, *(const char *const *)at ? *(const char *const *)at : "");
             break;
-        case RC_U64: p = app_u64(p, *(const uint64_t *)at); break;
+        case RC_U64: p = kv_app_u64(p, *(const uint64_t *)at); break;
         case RC_INT: p = app_i64(p, *(const int *)at); break;
         case RC_I64: p = app_i64(p, *(const int64_t *)at); break;
         case RC_NS: p = report_app_seconds9(p, *(const int64_t *)at); break;
-        case RC_NS_DBL: p = report_app_fixed9(p, *(const double *)at / 1e9); break;
+        case RC_NS_DBL: p = kv_app_fixed(p, *(const double *)at / 1e9, 9); break;
         case RC_ARRIVAL: p = report_app_seconds9(p, c->load_columns ? r->offered_ns : r->arrival_ns); break;
         }
         if (text) {

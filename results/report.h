@@ -37,8 +37,6 @@ int report_csv_commit(ReqCsv *c, KvErr *e);
 /* ns as seconds with nine decimals (exactly what "%.9f" prints for (double)ns / 1e9) written at p
  * (room for 32 bytes); returns the end. For requests.csv; exposed for tests. */
 char *report_app_seconds9(char *p, int64_t ns);
-/* a double with nine decimals, exactly what "%.9f" prints (room for 320 bytes) */
-char *report_app_fixed9(char *p, double d);
 void report_csv_abort(ReqCsv *c);
 
 /* The percentiles (in percent) that summary.json's time distributions (ttft_s, tbt_s, e2e_s, ...)

@@ -306,7 +306,7 @@ TEST(report_fixed9_is_printf_text)
             }
         }
         snprintf(want, sizeof want, "%.9f", d);
-        *report_app_fixed9(got, d) = '\0';
+        *kv_app_fixed(got, d, 9) = '\0';
         if (strcmp(want, got) != 0 && bad++ < 5) CHECK_MSG(0, "%.17g: %s vs %s", d, want, got);
     }
     CHECK_EQ_I(bad, 0);

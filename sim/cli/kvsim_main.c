@@ -336,19 +336,8 @@ static int load_scenario(SimConfig *c, const char *name, char *policies, size_t 
  * file nor a generator gets the generators' names. desc: trace_describe's line. */
 static int trace_check(const SimConfig *cfg, const SimWorld *w, char *desc, size_t dlen, KvErr *e)
 {
-    TraceOptions to = {0};
-    to.source = cfg->trace;
-    to.format = sim_trace_format_name(cfg->trace_format);
-    to.seed = cfg->seed;
-    to.session_rate_per_s = cfg->session_rate;
-    to.time_scale = cfg->time_scale > 0 ? cfg->time_scale : 1;
-    to.think_ns = cfg->think_ns;
-    to.max_requests = cfg->requests;
-    to.max_context_tokens = cfg->max_context > 0 ? cfg->max_context : w->model->max_pos;
-    to.request_rate_per_s = cfg->request_rate;
-    to.burstiness = cfg->burstiness;
-    to.system_prompt_tokens = cfg->system_prompt_tokens;
-    to.prompt_groups = cfg->prompt_groups;
+    TraceOptions to;
+    sim_trace_options(cfg, cfg->max_context > 0 ? cfg->max_context : w->model->max_pos, &to);
     TraceSource *ts = trace_open(&to, e);
     if (ts) {
         snprintf(desc, dlen, "%s", trace_describe(ts));

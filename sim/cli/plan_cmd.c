@@ -338,19 +338,8 @@ static int plan_clean_stale(const char *tmp, int quiet)
  * load process offers is not the rate served: --max-load searches the sessions' arrival rate. */
 static int trace_multi_turn(const SimConfig *c, const SimWorld *w, char *why, size_t n, KvErr *e)
 {
-    TraceOptions to = {0};
-    to.source = c->trace;
-    to.format = sim_trace_format_name(c->trace_format);
-    to.seed = c->seed;
-    to.session_rate_per_s = c->session_rate;
-    to.time_scale = c->time_scale > 0 ? c->time_scale : 1;
-    to.think_ns = c->think_ns;
-    to.max_requests = c->requests;
-    to.max_context_tokens = c->max_context > 0 ? c->max_context : w->model->max_pos;
-    to.request_rate_per_s = c->request_rate;
-    to.burstiness = c->burstiness;
-    to.system_prompt_tokens = c->system_prompt_tokens;
-    to.prompt_groups = c->prompt_groups;
+    TraceOptions to;
+    sim_trace_options(c, c->max_context > 0 ? c->max_context : w->model->max_pos, &to);
     TraceSource *ts = trace_open(&to, e);
     if (!ts) return -1;
     TraceRequest r;

@@ -81,6 +81,23 @@ static void dispatch(Sim *sm, const Event *ev)
     }
 }
 
+void sim_trace_options(const SimConfig *c, int64_t max_context, TraceOptions *to)
+{
+    memset(to, 0, sizeof *to);
+    to->source = c->trace;
+    to->format = sim_trace_format_name(c->trace_format);
+    to->seed = c->seed;
+    to->session_rate_per_s = c->session_rate;
+    to->time_scale = c->time_scale > 0 ? c->time_scale : 1;
+    to->think_ns = c->think_ns;
+    to->max_requests = c->requests;
+    to->max_context_tokens = max_context;
+    to->request_rate_per_s = c->request_rate;
+    to->burstiness = c->burstiness;
+    to->system_prompt_tokens = c->system_prompt_tokens;
+    to->prompt_groups = c->prompt_groups;
+}
+
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,
             SimResult *out, KvErr *e)
 {
@@ -142,19 +159,8 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
         kv_err(e, "policy %s saves state but no tier is configured", pol->name);
         goto done;
     }
-    TraceOptions to = {0};
-    to.source = sm->cfg->trace;
-    to.format = sim_trace_format_name(sm->cfg->trace_format);
-    to.seed = sm->cfg->seed;
-    to.session_rate_per_s = sm->cfg->session_rate;
-    to.time_scale = sm->cfg->time_scale > 0 ? sm->cfg->time_scale : 1;
-    to.think_ns = sm->cfg->think_ns;
-    to.max_requests = sm->cfg->requests;
-    to.max_context_tokens = sm->max_ctx;
-    to.request_rate_per_s = sm->cfg->request_rate;
-    to.burstiness = sm->cfg->burstiness;
-    to.system_prompt_tokens = sm->cfg->system_prompt_tokens;
-    to.prompt_groups = sm->cfg->prompt_groups;
+    TraceOptions to;
+    sim_trace_options(sm->cfg, sm->max_ctx, &to);
     if (!(sm->trace = trace_open(&to, e))) goto done;
     if (pull_trace(sm) != 0) goto done;
     double next_prog = t0 + 1.0;

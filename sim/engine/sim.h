@@ -52,6 +52,7 @@
 #include "sim/base/util.h"
 #include "policies/policy.h"
 #include "sim/cost/spec.h"
+#include "traces/trace.h"
 
 #define SIM_MAX_LAYERS KV_MAX_LAYERS
 #define SIM_MAX_STAGES KV_MAX_STAGES
@@ -475,6 +476,10 @@ typedef struct SimEventSink {
     /* name: "queue depth", "restoring", "kv pool tokens" */
     void (*counter)(void *ctx, int replica, const char *name, int64_t t_ns, double value);
 } SimEventSink;
+
+/* The trace reader's options for c's workload, contexts cut at max_context tokens (as the engine
+ * opens it; the CLI's checks open it the same way). */
+void sim_trace_options(const SimConfig *c, int64_t max_context, TraceOptions *to);
 
 typedef struct SimRunOpts {
     SimRowFn row_fn;
