@@ -46,6 +46,7 @@ typedef enum {
     RC_NS,       /* an int64_t of nanoseconds as seconds, nine decimals */
     RC_NS_DBL,   /* a double of nanoseconds as seconds, nine decimals */
     RC_ARRIVAL,  /* arrival_ns, or with load columns the load process's offered_ns */
+    RC_E2E,      /* done_ns − arrival_ns (the release): summary.json's e2e_s per request */
 } ReqColKind;
 
 /* requests.csv's columns, in their order: the header and every row are written from this table */
@@ -74,6 +75,7 @@ static const struct {
     {"restore_s", RC_NS, offsetof(SimRequestRow, restore_ns), 0},
     {"prefill_s", RC_NS, offsetof(SimRequestRow, prefill_ns), 0},
     {"ttft_s", RC_NS, offsetof(SimRequestRow, ttft_ns), 0},
+    {"e2e_s", RC_E2E, 0, 0},
     {"tbt_mean_s", RC_NS_DBL, offsetof(SimRequestRow, tbt_mean_ns), 0},
     {"tbt_max_s", RC_NS, offsetof(SimRequestRow, tbt_max_ns), 0},
     {"done_s", RC_NS, offsetof(SimRequestRow, done_ns), 0},
@@ -167,6 +169,7 @@ int report_csv_row(void *ctx, const SimRequestRow *r, KvErr *e)
         case RC_NS: p = report_app_seconds9(p, *(const int64_t *)at); break;
         case RC_NS_DBL: p = kv_app_fixed(p, *(const double *)at / 1e9, 9); break;
         case RC_ARRIVAL: p = report_app_seconds9(p, c->load_columns ? r->offered_ns : r->arrival_ns); break;
+        case RC_E2E: p = report_app_seconds9(p, r->done_ns - r->arrival_ns); break;
         }
         if (text) {
             size_t len = strlen(text);

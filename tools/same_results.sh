@@ -6,7 +6,8 @@
 # present) with both binaries and compares, per experiment:
 #   - requests.csv byte for byte; when only one of the two files has the session_id column (added
 #     after the baseline: the trace's own session name) or the preemptions column (added with KV
-#     blocks on demand) or the prefix_hit_tokens column (added with the prefix cache), that column is
+#     blocks on demand) or the prefix_hit_tokens column (added with the prefix cache) or the e2e_s
+#     column (added with the E2E latency), that column is
 #     left out of the comparison,
 #   - table.md row by row in its first eleven columns (policy … SLO %) and every line outside the
 #     table, byte for byte: the header row and the two last columns ("saved per token" in binary
@@ -75,7 +76,7 @@ def rows(path, drop):
             r = [row[:k] + row[k + 1:] for row in r]
     return r
 ha, hb = (next(csv.reader(open(p, newline=""))) for p in sys.argv[1:3])
-drop = [c for c in ("session_id", "preemptions", "prefix_hit_tokens") if (c in ha) != (c in hb)]
+drop = [c for c in ("session_id", "preemptions", "prefix_hit_tokens", "e2e_s") if (c in ha) != (c in hb)]
 sys.exit(0 if drop and rows(sys.argv[1], drop) == rows(sys.argv[2], drop) else 1)
 PY
 }
