@@ -357,11 +357,13 @@ static const char k_style[] =
     "#js-errors{color:#b00;white-space:pre}code{font-size:12px}";
 
 /* Sorting: a click on a column head orders the rows by it (numbers by value: "43.8 ± 7.1" by 43.8,
- * "2 of 3" by 2; other text alphabetically; cells without a number last), again to reverse. */
+ * "2 of 3" by 2, "512 KiB" by its bytes, below "1 MiB"; other text alphabetically; cells without a
+ * number last), again to reverse. */
 static const char k_script[] =
     "window.onerror=function(m){var e=document.getElementById('js-errors');e.textContent+=m+'\\n';e.hidden=false;};\n"
-    "function kvKey(t){var m=t.replace(/\\u2212/g,'-').match(/^[\\s+]*(-?[0-9]+(\\.[0-9]+)?(e[-+]?[0-9]+)?)/i);"
-    "return m?parseFloat(m[1]):null;}\n"
+    "var kvUnit={kib:1024,mib:1048576,gib:1073741824,tib:1099511627776,kb:1e3,mb:1e6,gb:1e9,tb:1e12};\n"
+    "function kvKey(t){var m=t.replace(/\\u2212/g,'-').match(/^[\\s+]*(-?[0-9]+(\\.[0-9]+)?(e[-+]?[0-9]+)?)\\s*([KMGT]i?B)?/i);"
+    "return m?parseFloat(m[1])*(m[4]?kvUnit[m[4].toLowerCase()]:1):null;}\n"
     "document.querySelectorAll('table.sortable').forEach(function(tab){var hs=tab.tHead?tab.tHead.rows[0].cells:[];"
     "Array.prototype.forEach.call(hs,function(th,i){th.addEventListener('click',function(){var tb=tab.tBodies[0];"
     "var rows=Array.prototype.slice.call(tb.rows);var asc=th.dataset.dir!=='asc';"

@@ -172,5 +172,23 @@ key = [float(re.match(r"\s*(-?[0-9.]+)", v).group(1)) for v in asc]
 assert len(asc) == 3 and key == sorted(key) and desc == asc[::-1], (asc, desc)
 PY
 fi
+# sizes sort by their bytes: "512 KiB" below "1 MiB" (a page of a table.md with such a column)
+mkdir -p "$work/sizes"
+cp "$work/compare/summary.json" "$work/sizes/"
+printf '| policy | saved per token |\n|---|---:|\n| a | 1 MiB |\n| b | 512 KiB |\n| c | 0 B |\n| d | 2 GiB |\n' >"$work/sizes/table.md"
+if ! "$KVSIM" report "$work/sizes" >/dev/null 2>&1; then
+  bad "kvsim report of a table of sizes failed"
+elif [ -n "${CHROME:-}" ]; then
+  click='<script>var t=document.querySelectorAll("table.sortable")[0];
+Array.prototype.forEach.call(document.querySelectorAll("table.sortable"),function(x){if(/saved per token/.test(x.tHead.rows[0].textContent))t=x;});
+t.tHead.rows[0].cells[1].click();document.body.setAttribute("data-asc",Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[0].textContent;}).join(""));</script>'
+  python3 - "$work/sizes/report.html" "$work/sizes.html" "$click" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+open(sys.argv[2], "w").write(s.replace("</body>", sys.argv[3] + "</body>"))
+PY
+  timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --dump-dom "file://$work/sizes.html" >"$work/sizes.dom" 2>/dev/null
+  grep -q 'data-asc="cbad"' "$work/sizes.dom" || bad "sizes sort by their bytes: $(grep -o 'data-asc="[^"]*"' "$work/sizes.dom")"
+fi
 [ $fail = 0 ] && echo "ok    html_report (${#pages[@]} pages in $("$CHROME" --version 2>/dev/null | head -1))"
 exit $fail
