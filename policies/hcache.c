@@ -260,7 +260,7 @@ static void h_notes(void *state, char *buf, int len)
                      "\"project\": %.4f, \"load_kv\": %.4f, \"load_hidden\": %.4f}, \"estimated_ms\": %.3f}, "
                      "\"plans\": {\"requests\": %llu, \"memo_hits\": %llu, \"none\": %llu, \"io\": %llu, \"compute\": %llu, "
                      "\"split_min\": %d, \"split_max\": %d, \"split_mean\": %.3f}, \"stored_form\": [",
-                     HCACHE_REF_TOKENS, h->ref_tier == TIER_SSD ? "ssd" : h->ref_tier == TIER_REMOTE ? "remote" : "dram",
+                     HCACHE_REF_TOKENS, tier_name(h->ref_tier == TIER_NONE ? TIER_DRAM : h->ref_tier),
                      h->variant == V_NAIVE ? "naive" : lc->t_hid > lc->t_proj ? "io" : "compute", h->ref_k,
                      g_dir_names[h->ref_dir], lc->t_re / 1e6, lc->t_proj / 1e6, lc->t_kv / 1e6, lc->t_hid / 1e6,
                      h->ref_ns / 1e6, (unsigned long long)h->plans, (unsigned long long)h->memo_hits,

@@ -36,7 +36,15 @@ typedef enum LayerMode {
     LM_RECOMPUTE,    /* recompute the layer for these tokens (valid only for a prefix of layers) */
 } LayerMode;
 
-typedef enum Tier { TIER_NONE = 0, TIER_DRAM, TIER_SSD, TIER_REMOTE } Tier;
+/* The places saved state lives below HBM, in the order results list them (restore_from, bytes,
+ * peak occupancy). A tier's engine row is sim/engine/tier.c's tier_table; its name is here so that
+ * policies, the engine and every output spell it the same way. */
+typedef enum Tier { TIER_NONE = 0, TIER_DRAM, TIER_SSD, TIER_REMOTE, TIER_COUNT } Tier;
+static inline const char *tier_name(Tier t)
+{
+    static const char *const names[TIER_COUNT] = {[TIER_NONE] = "none", [TIER_DRAM] = "dram", [TIER_SSD] = "ssd", [TIER_REMOTE] = "remote"};
+    return t >= TIER_NONE && t < TIER_COUNT ? names[t] : "?";
+}
 
 /* What the core tells a policy about a request to restore. */
 typedef struct RestoreQuery {

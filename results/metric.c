@@ -8,6 +8,7 @@
 #include "results/metric.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static double goodput_per_s(const SimResult *r) { return report_per_s((double)r-
 #define DBL(n, u, f) {.name = n, .unit = u, .read = MR_DOUBLE, .off = OFF(f), .outputs = ALL_POINT}
 #define U64(n, u, f) {.name = n, .unit = u, .read = MR_U64, .off = OFF(f), .outputs = ALL_POINT}
 
-static const Metric k_metrics[] = {
+static const Metric k_rows[] = {
     {.name = "requests", .unit = "count", .read = MR_U64, .off = OFF(requests), .show = MS_COUNT,
      .outputs = ALL_POINT | METRIC_TABLE | METRIC_REPL | METRIC_CHECK, .headline = 1, .key = "requests", .header = "requests"},
     COUNT("sessions", sessions, ALL_POINT),
@@ -79,33 +80,27 @@ static const Metric k_metrics[] = {
     U64("restored_tokens", "tokens", restored_tokens),
     U64("saved_state.promoted", "count", promoted),
     SHARE_H("restore_from_share.resident", hits_resident),
-    SHARE_H("restore_from_share.dram", hits_dram),
-    SHARE_H("restore_from_share.ssd", hits_ssd),
-    SHARE_H("restore_from_share.remote", hits_remote),
+    {.name = "restore_from_share.%s", .each = METRIC_EACH_TIER, .unit = "share", .read = MR_SHARE, .off = OFF(hits_tier),
+     .denom = MD_WITH_HISTORY, .outputs = ALL_POINT | METRIC_CHECK, .samples = MN_WITH_HISTORY, .tol_abs = 0.01},
     SHARE_H("restore_from_share.recompute", misses),
-    {.name = "bytes.h2d", .unit = "bytes", .read = MR_DOUBLE, .off = OFF(bytes_h2d), .outputs = ALL_POINT | METRIC_CHECK,
+    {.name = "bytes.h2d", .unit = "bytes", .read = MR_DOUBLE, .off = OFF(ch_bytes[CH_H2D][CH_READ]), .outputs = ALL_POINT | METRIC_CHECK,
      .tol_rel = 0.02, .tol_abs = 1e6},
-    DBL("bytes.d2h", "bytes", bytes_d2h),
-    DBL("bytes.ssd_read", "bytes", bytes_ssd_read),
-    DBL("bytes.ssd_write", "bytes", bytes_ssd_write),
-    DBL("bytes.net_in", "bytes", bytes_net_in),
-    DBL("bytes.net_out", "bytes", bytes_net_out),
+    DBL("bytes.d2h", "bytes", ch_bytes[CH_D2H][CH_READ]),
+    {.name = "bytes.%s", .each = METRIC_EACH_HOST_BYTES, .unit = "bytes", .read = MR_DOUBLE, .off = OFF(ch_bytes), .outputs = ALL_POINT},
     U64("peak_occupancy.hbm_kv_tokens", "tokens", hbm_peak_tokens),
     U64("peak_occupancy.hbm_pool_tokens", "tokens", pool_tokens),
-    U64("peak_occupancy.dram_bytes", "bytes", dram_peak_bytes),
-    U64("peak_occupancy.ssd_bytes", "bytes", ssd_peak_bytes),
-    U64("peak_occupancy.remote_bytes", "bytes", remote_peak_bytes),
+    {.name = "peak_occupancy.%s_bytes", .each = METRIC_EACH_TIER, .unit = "bytes", .read = MR_U64, .off = OFF(tier_peak_bytes),
+     .outputs = ALL_POINT},
     /* absent without an SSD tier; the life also without a rated endurance or without writes */
     {.name = "ssd_wear.drive_writes_per_day", .unit = "1/day", .read = MR_DOUBLE, .off = OFF(ssd_dwpd), .outputs = ALL_POINT,
      .target = "ssd_dwpd"},
     {.name = "ssd_wear.life_years", .higher_better = 1, .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
      .target = "ssd_life_years"},
     DBL("utilisation.gpu_stage0", "busy share", util_gpu[0]),
-    DBL("utilisation.h2d_stage0", "busy share", util_h2d[0]),
-    DBL("utilisation.d2h_stage0", "busy share", util_d2h[0]),
-    DBL("utilisation.ssd", "busy share", util_ssd),
-    DBL("utilisation.nic_in", "busy share", util_nic_in),
-    DBL("utilisation.nic_out", "busy share", util_nic_out),
+    DBL("utilisation.h2d_stage0", "busy share", util_ch[CH_H2D][0]),
+    DBL("utilisation.d2h_stage0", "busy share", util_ch[CH_D2H][0]),
+    {.name = "utilisation.%s", .each = METRIC_EACH_HOST_UTIL, .unit = "busy share", .read = MR_DOUBLE, .off = OFF(util_ch),
+     .outputs = ALL_POINT},
     {T_Q("by_history_class.short.ttft_s.p99", cls[0].ttft, 0.99), .outputs = ALL_POINT},
     {T_Q("by_history_class.medium.ttft_s.p99", cls[1].ttft, 0.99), .outputs = ALL_POINT},
     {T_Q("by_history_class.long.ttft_s.p99", cls[2].ttft, 0.99), .outputs = ALL_POINT},
@@ -146,13 +141,68 @@ static const Metric k_metrics[] = {
     {.name = "load.request_goodput_per_s", .higher_better = 1, .unit = "requests/s", .read = MR_FN, .fn = goodput_per_s,
      .outputs = METRIC_SUMMARY | METRIC_TABLE, .headline = 16, .header = "goodput req/s", .show = MS_RATE3},
 };
-#define N_METRICS ((int)KV_ARRAY_LEN(k_metrics))
 
-int metric_count(void) { return N_METRICS; }
-const Metric *metric_at(int i) { return i >= 0 && i < N_METRICS ? &k_metrics[i] : NULL; }
+/* the table: k_rows with each METRIC_EACH_* row repeated in place */
+#define MAX_METRICS ((int)KV_ARRAY_LEN(k_rows) + 4 * (SIM_TIERS + 2 * CH_COUNT))
+static Metric k_metrics[MAX_METRICS];
+static char k_names[MAX_METRICS][80];
+static int N_METRICS;
+
+static void add_row(const Metric *m, const char *arg, size_t off)
+{
+    Metric *x = &k_metrics[N_METRICS];
+    *x = *m;
+    if (arg) {
+        snprintf(k_names[N_METRICS], sizeof k_names[N_METRICS], m->name, arg);
+        x->name = k_names[N_METRICS];
+        x->off = off;
+        x->each = METRIC_EACH_NONE;
+    }
+    N_METRICS++;
+}
+
+static void expand_rows(void)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(k_rows); i++) {
+        const Metric *m = &k_rows[i];
+        size_t elem = m->read == MR_DOUBLE ? sizeof(double) : sizeof(uint64_t);
+        switch (m->each) {
+        case METRIC_EACH_TIER:
+            for (int t = TIER_DRAM; t < SIM_TIERS; t++) add_row(m, tier_name((Tier)t), m->off + (size_t)t * elem);
+            break;
+        case METRIC_EACH_HOST_BYTES:
+            for (int k = 0; k < CH_COUNT; k++) {
+                if (sim_channel_rows[k].per_stage) continue;
+                add_row(m, sim_channel_rows[k].bytes_key, m->off + (size_t)(2 * k + CH_READ) * elem);
+                if (sim_channel_rows[k].write_key)
+                    add_row(m, sim_channel_rows[k].write_key, m->off + (size_t)(2 * k + CH_WRITE) * elem);
+            }
+            break;
+        case METRIC_EACH_HOST_UTIL:
+            for (int k = 0; k < CH_COUNT; k++)
+                if (!sim_channel_rows[k].per_stage) add_row(m, sim_channel_rows[k].name, m->off + (size_t)k * SIM_MAX_STAGES * elem);
+            break;
+        default: add_row(m, NULL, 0);
+        }
+    }
+}
+
+static void metrics_ready(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, expand_rows);
+}
+
+int metric_count(void)
+{
+    metrics_ready();
+    return N_METRICS;
+}
+const Metric *metric_at(int i) { return i >= 0 && i < metric_count() ? &k_metrics[i] : NULL; }
 
 const Metric *metric_find(const char *name)
 {
+    metrics_ready();
     for (int i = 0; i < N_METRICS; i++)
         if (!strcmp(k_metrics[i].name, name)) return &k_metrics[i];
     return NULL;
@@ -160,6 +210,7 @@ const Metric *metric_find(const char *name)
 
 const Metric *metric_headline(int pos, unsigned outputs)
 {
+    metrics_ready();
     for (int i = 0; i < N_METRICS; i++)
         if (k_metrics[i].headline == pos && (k_metrics[i].outputs & outputs)) return &k_metrics[i];
     return NULL;
@@ -167,6 +218,7 @@ const Metric *metric_headline(int pos, unsigned outputs)
 
 int metric_headline_count(void)
 {
+    metrics_ready();
     int n = 0;
     for (int i = 0; i < N_METRICS; i++)
         if (k_metrics[i].headline > n) n = k_metrics[i].headline;
@@ -175,6 +227,7 @@ int metric_headline_count(void)
 
 const Metric *metric_by_target(const char *target)
 {
+    metrics_ready();
     for (int i = 0; i < N_METRICS; i++)
         if (k_metrics[i].target && !strcmp(k_metrics[i].target, target)) return &k_metrics[i];
     return NULL;

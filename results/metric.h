@@ -18,7 +18,8 @@
  * Invariants: names are unique and are summary.json's paths joined by '.' ("ttft_s.p99"; an array
  * element by its index or class name: "utilisation.gpu_stage0", "by_history_class.long.ttft_s.p99");
  * a metric without a value for a run (no sample) is NAN, never 0; values depend only on the result.
- * Complexity: a value costs its histogram statistic (O(buckets)); lookups are O(metrics).
+ * Complexity: a value costs its histogram statistic (O(buckets)); lookups are O(metrics); the rows are
+ * expanded once per process.
  */
 #ifndef KV_METRIC_H
 #define KV_METRIC_H
@@ -91,7 +92,18 @@ typedef struct Metric {
     const char *target;  /* kvsim plan --target's short name, or NULL */
     double tol_rel, tol_abs; /* METRIC_CHECK: moved when |Δ| > tol_abs + tol_rel × |reference| */
     int higher_better;   /* 1: a larger value is better (attainment, throughput); 0: a smaller one */
+    int each;            /* a row of the table's text that stands for one row per tier or channel (METRIC_EACH_*) */
 } Metric;
+
+/* Rows of the text that the table repeats, in place, once per tier or host channel (so that a tier
+ * or a channel added to sim.h's rows has its metrics without a row here): the name is a format with
+ * one %s, and off points at the first element of the field's array. */
+enum {
+    METRIC_EACH_NONE = 0,
+    METRIC_EACH_TIER,       /* per tier (TIER_DRAM ..): %s its name, off a [SIM_TIERS] array */
+    METRIC_EACH_HOST_BYTES, /* per host channel (not per stage), each direction with a key: %s the key, off ch_bytes */
+    METRIC_EACH_HOST_UTIL,  /* per host channel: %s its name, off a [CH_COUNT][SIM_MAX_STAGES] array */
+};
 
 int metric_count(void);
 const Metric *metric_at(int i);             /* table order; NULL past the end */

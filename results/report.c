@@ -206,6 +206,37 @@ void report_set_percentiles(const double *pct, int n)
         if (pct[i] != 50 && pct[i] != 90 && pct[i] != 99) g_pct[g_n_pct++] = pct[i];
 }
 
+/* busy shares into o: an array per stage for the GPUs and each per-stage channel ("gpu_stage",
+ * "h2d_stage"), then one number per host channel ("ssd"); stages < 0: as many stages as the GPU or
+ * a per-stage link was busy in (at least one). Returns the stages written. */
+static int utilisation_add(cJSON *o, const double *gpu, const double (*ch)[SIM_MAX_STAGES], int stages)
+{
+    if (stages < 0) {
+        stages = 1;
+        for (int s = 1; s < SIM_MAX_STAGES; s++) {
+            int busy = gpu[s] > 0;
+            for (int k = 0; k < CH_COUNT; k++) busy |= sim_channel_rows[k].per_stage && ch[k][s] > 0;
+            if (!busy) break;
+            stages = s + 1;
+        }
+    }
+    cJSON *arr[CH_COUNT + 1];
+    arr[CH_COUNT] = cJSON_AddArrayToObject(o, "gpu_stage");
+    for (int k = 0; k < CH_COUNT; k++) {
+        char key[48];
+        snprintf(key, sizeof key, "%s_stage", sim_channel_rows[k].name);
+        arr[k] = sim_channel_rows[k].per_stage ? cJSON_AddArrayToObject(o, key) : NULL;
+    }
+    for (int s = 0; s < stages; s++) {
+        cJSON_AddItemToArray(arr[CH_COUNT], cJSON_CreateNumber(gpu[s]));
+        for (int k = 0; k < CH_COUNT; k++)
+            if (arr[k]) cJSON_AddItemToArray(arr[k], cJSON_CreateNumber(ch[k][s]));
+    }
+    for (int k = 0; k < CH_COUNT; k++)
+        if (!sim_channel_rows[k].per_stage) cJSON_AddNumberToObject(o, sim_channel_rows[k].name, ch[k][0]);
+    return stages;
+}
+
 static cJSON *dist_s(const Hist *h)
 {
     cJSON *o = cJSON_CreateObject();
@@ -385,9 +416,7 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(lb, "n", (double)r->lb_ratio.n);
     cJSON *hits = cJSON_AddObjectToObject(o, "restore_from");
     cJSON_AddNumberToObject(hits, "resident", (double)r->hits_resident);
-    cJSON_AddNumberToObject(hits, "dram", (double)r->hits_dram);
-    cJSON_AddNumberToObject(hits, "ssd", (double)r->hits_ssd);
-    cJSON_AddNumberToObject(hits, "remote", (double)r->hits_remote);
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) cJSON_AddNumberToObject(hits, tier_name((Tier)t), (double)r->hits_tier[t]);
     cJSON_AddNumberToObject(hits, "mixed", (double)r->hits_mixed);
     cJSON_AddNumberToObject(hits, "recompute", (double)r->misses);
     cJSON_AddNumberToObject(hits, "no_history", (double)r->no_history);
@@ -397,9 +426,11 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     double with_hist = (double)(r->requests - r->no_history);
     cJSON *rate = cJSON_AddObjectToObject(o, "restore_from_share");
     cJSON_AddNumberToObject(rate, "resident", metric_value(metric_find("restore_from_share.resident"), r));
-    cJSON_AddNumberToObject(rate, "dram", metric_value(metric_find("restore_from_share.dram"), r));
-    cJSON_AddNumberToObject(rate, "ssd", metric_value(metric_find("restore_from_share.ssd"), r));
-    cJSON_AddNumberToObject(rate, "remote", metric_value(metric_find("restore_from_share.remote"), r));
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+        char name[64];
+        snprintf(name, sizeof name, "restore_from_share.%s", tier_name((Tier)t));
+        cJSON_AddNumberToObject(rate, tier_name((Tier)t), metric_value(metric_find(name), r));
+    }
     cJSON_AddNumberToObject(rate, "mixed", with_hist > 0 ? (double)r->hits_mixed / with_hist : NAN);
     cJSON_AddNumberToObject(rate, "recompute", metric_value(metric_find("restore_from_share.recompute"), r));
     /* saved state in flight and lost: restorations that waited for a save to cross D2H (and how
@@ -446,46 +477,25 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
     cJSON_AddNumberToObject(pe, "swap_out_bytes", r->swap_out_bytes);
     cJSON_AddNumberToObject(pe, "swap_in_bytes", r->swap_in_bytes);
     cJSON *b = cJSON_AddObjectToObject(o, "bytes");
-    cJSON_AddNumberToObject(b, "h2d", r->bytes_h2d);
-    cJSON_AddNumberToObject(b, "d2h", r->bytes_d2h);
-    cJSON_AddNumberToObject(b, "ssd_read", r->bytes_ssd_read);
-    cJSON_AddNumberToObject(b, "ssd_write", r->bytes_ssd_write);
-    cJSON_AddNumberToObject(b, "net_in", r->bytes_net_in);
-    cJSON_AddNumberToObject(b, "net_out", r->bytes_net_out);
+    for (int k = 0; k < CH_COUNT; k++) {
+        cJSON_AddNumberToObject(b, sim_channel_rows[k].bytes_key, r->ch_bytes[k][CH_READ]);
+        if (sim_channel_rows[k].write_key) cJSON_AddNumberToObject(b, sim_channel_rows[k].write_key, r->ch_bytes[k][CH_WRITE]);
+    }
     cJSON *pk = cJSON_AddObjectToObject(o, "peak_occupancy");
     cJSON_AddNumberToObject(pk, "hbm_kv_tokens", (double)r->hbm_peak_tokens);
     cJSON_AddNumberToObject(pk, "hbm_pool_tokens", (double)r->pool_tokens);
-    cJSON_AddNumberToObject(pk, "dram_bytes", (double)r->dram_peak_bytes);
-    cJSON_AddNumberToObject(pk, "ssd_bytes", (double)r->ssd_peak_bytes);
-    cJSON_AddNumberToObject(pk, "remote_bytes", (double)r->remote_peak_bytes);
-    cJSON *u = cJSON_AddObjectToObject(o, "utilisation");
-    cJSON *ug = cJSON_AddArrayToObject(u, "gpu_stage");
-    cJSON *uh = cJSON_AddArrayToObject(u, "h2d_stage");
-    cJSON *ud = cJSON_AddArrayToObject(u, "d2h_stage");
-    for (int s = 0; s < SIM_MAX_STAGES && (s == 0 || r->util_gpu[s] > 0 || r->util_h2d[s] > 0); s++) {
-        cJSON_AddItemToArray(ug, cJSON_CreateNumber(r->util_gpu[s]));
-        cJSON_AddItemToArray(uh, cJSON_CreateNumber(r->util_h2d[s]));
-        cJSON_AddItemToArray(ud, cJSON_CreateNumber(r->util_d2h[s]));
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+        char key[48];
+        snprintf(key, sizeof key, "%s_bytes", tier_name((Tier)t));
+        cJSON_AddNumberToObject(pk, key, (double)r->tier_peak_bytes[t]);
     }
-    cJSON_AddNumberToObject(u, "ssd", r->util_ssd);
-    cJSON_AddNumberToObject(u, "nic_in", r->util_nic_in);
-    cJSON_AddNumberToObject(u, "nic_out", r->util_nic_out);
+    cJSON *u = cJSON_AddObjectToObject(o, "utilisation");
+    int stages = utilisation_add(u, r->util_gpu, r->util_ch, -1);
     /* the same shares inside restoration windows (>= 1 restoration in progress) */
     cJSON *rw = cJSON_AddObjectToObject(o, "restore_window");
     cJSON_AddNumberToObject(rw, "time_s", r->win_ns / 1e9);
     cJSON_AddNumberToObject(rw, "share_of_time", r->sim_end_ns > 0 ? r->win_ns / (double)r->sim_end_ns : 0);
-    cJSON *wu = cJSON_AddObjectToObject(rw, "utilisation");
-    cJSON *wg = cJSON_AddArrayToObject(wu, "gpu_stage");
-    cJSON *wh = cJSON_AddArrayToObject(wu, "h2d_stage");
-    cJSON *wd = cJSON_AddArrayToObject(wu, "d2h_stage");
-    for (int s = 0; s < cJSON_GetArraySize(ug); s++) {
-        cJSON_AddItemToArray(wg, cJSON_CreateNumber(r->win_util_gpu[s]));
-        cJSON_AddItemToArray(wh, cJSON_CreateNumber(r->win_util_h2d[s]));
-        cJSON_AddItemToArray(wd, cJSON_CreateNumber(r->win_util_d2h[s]));
-    }
-    cJSON_AddNumberToObject(wu, "ssd", r->win_util_ssd);
-    cJSON_AddNumberToObject(wu, "nic_in", r->win_util_nic_in);
-    cJSON_AddNumberToObject(wu, "nic_out", r->win_util_nic_out);
+    utilisation_add(cJSON_AddObjectToObject(rw, "utilisation"), r->win_util_gpu, r->win_util_ch, stages);
     cJSON *cls = cJSON_AddArrayToObject(o, "by_history_class");
     for (int c = 0; c < SIM_CLASSES; c++) {
         cJSON *x = cJSON_CreateObject();

@@ -91,7 +91,7 @@ TEST(channel_serves_loads_first_fifo_with_latency)
         CHECK_EQ_I(b.order[i], want[i]);
         CHECK_EQ_I(b.at[i], at[i]);
     }
-    CHECK_NEAR(b.res.bytes_h2d, 3000, 0, 0);
+    CHECK_NEAR(b.res.ch_bytes[CH_H2D][CH_READ], 3000, 0, 0);
     CHECK_NEAR(c.busy_ns, 3400, 0, 0);
     bench_free(&b);
 }
@@ -125,7 +125,7 @@ TEST(channel_both_ways_rates_and_chains)
     bench_run(&b);
     CHECK_EQ_I(b.n, 3);
     CHECK_EQ_I(b.at[2], 1000 + 400 + 100);
-    CHECK_NEAR(b.res.bytes_ssd_read, 200, 0, 0);
+    CHECK_NEAR(b.res.ch_bytes[CH_SSD][CH_READ], 200, 0, 0);
     bench_free(&b);
 }
 
@@ -200,6 +200,6 @@ TEST(channel_runs_of_layer_loads)
     CHECK_EQ_I(g_req.hi_loads, 0);
     CHECK_EQ_I(r2.hi_loads, 0);
     CHECK_EQ_I(b.sm.hi_loads_in_iter, 0);
-    CHECK_NEAR(b.res.bytes_h2d, 500, 0, 0);
+    CHECK_NEAR(b.res.ch_bytes[CH_H2D][CH_READ], 500, 0, 0);
     bench_free(&b);
 }

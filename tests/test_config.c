@@ -61,7 +61,7 @@ static const struct {
     {"dram", "lots", "dram", "no number"},
     {"evict_each_turn", "maybe", "evict_each_turn", "true or false"},
     {"save_mode", "sometimes", "save_mode", "policy, turn, iteration, direct"},
-    {"store", "tape", "store", "auto, dram, dram+ssd, dram+remote, remote, dram+ssd+remote, dram+remote+ssd, ssd, ssd+remote, remote+ssd"},
+    {"store", "tape", "store", "auto, dram, dram+ssd, dram+ssd+remote, dram+remote, dram+remote+ssd, ssd, ssd+remote, remote, remote+ssd"},
     {"store", "dram,tape", "store", "unknown value 'dram,tape'"},
     {"engine", "tgi", "engine", "vllm, sglang, mii, none"},
     {"trace_format", "parquet", "trace_format", "auto, csv, mooncake, vidur"},
@@ -111,7 +111,7 @@ static void d_tp(SimConfig *c) { c->tp = 0; }
 static void d_pp(SimConfig *c) { c->pp = SIM_MAX_STAGES + 1; }
 static void d_replicas(SimConfig *c) { c->replicas = 0; }
 static void d_requests(SimConfig *c) { c->requests = -1; }
-static void d_store(SimConfig *c) { c->store = SIM_STORE_COUNT; }
+static void d_store(SimConfig *c) { c->store = sim_store_count() + 1; }
 static void d_save(SimConfig *c) { c->save_mode = (SimSaveMode)-1; }
 static void d_bool(SimConfig *c) { c->evict_each_turn = 2; }
 static void d_knob(SimConfig *c) { c->knobs[0][0] = 0; } /* set below to a real knob */
@@ -465,7 +465,7 @@ TEST(config_world_checks_the_platform_and_resolves_derived_values)
     /* auto on the HCache box (4 SSDs, no NIC): DRAM + SSD, resolved */
     sim_config_defaults(&c);
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
-    CHECK(w.cfg->store == SIM_STORE_DRAM_SSD && w.save_tier == TIER_SSD);
+    CHECK(!strcmp(sim_store_name(w.cfg->store), "dram+ssd") && w.save_tier == TIER_SSD);
     CHECK_EQ_I(w.cfg->n_ssd, 4);
     CHECK_STR(w.cfg->nic, "none");
     CHECK(w.nic == NULL);
@@ -486,10 +486,43 @@ TEST(config_world_checks_the_platform_and_resolves_derived_values)
     simtest_set(t, &c, "engine", "none");
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
     if (w.platform->ssd < 0 && w.platform->nic >= 0) {
-        CHECK(w.cfg->store == SIM_STORE_DRAM_REMOTE && w.save_tier == TIER_REMOTE);
+        CHECK(!strcmp(sim_store_name(w.cfg->store), "dram+remote") && w.save_tier == TIER_REMOTE);
         CHECK(w.nic != NULL);
         CHECK_STR(w.cfg->nic, w.hw.nics[w.platform->nic].name);
     }
     CHECK_EQ_I(w.cfg->iter_overhead_ns, 0);
     sim_world_close(&w);
+}
+
+/* The stores are every chain of distinct tiers with DRAM only first, named by the tiers' names: with
+ * the three tiers below HBM, the nine chains; each name parses to its chain and back, with '+' or ','. */
+TEST(config_stores_are_the_chains_of_the_tier_names)
+{
+    CHECK_EQ_I(SIM_TIERS, 4);
+    CHECK_EQ_I(sim_store_count(), 9);
+    const char *want[] = {"dram", "dram+ssd", "dram+ssd+remote", "dram+remote", "dram+remote+ssd",
+                          "ssd", "ssd+remote", "remote", "remote+ssd"};
+    for (int s = 1; s <= sim_store_count(); s++) {
+        CHECK_STR(sim_store_name(s), want[s - 1]);
+        Tier ch[SIM_STORE_MAX_TIERS];
+        int n = sim_store_chain(s, ch);
+        CHECK(n >= 1);
+        CHECK_EQ_I(sim_store_of(ch, n), s);
+        for (int i = 1; i < n; i++) CHECK(ch[i] != TIER_DRAM); /* DRAM only first */
+        SimConfig c;
+        sim_config_defaults(&c);
+        char comma[64];
+        snprintf(comma, sizeof comma, "%s", want[s - 1]);
+        for (char *q = comma; *q; q++)
+            if (*q == '+') *q = ',';
+        simtest_set(t, &c, "store", comma);
+        CHECK_EQ_I(c.store, s);
+    }
+    Tier bad[2] = {TIER_SSD, TIER_DRAM};
+    CHECK_EQ_I(sim_store_of(bad, 2), -1);
+    SimConfig c;
+    sim_config_defaults(&c);
+    KvErr e;
+    CHECK(sim_config_set(&c, "store", "ssd+dram", &e) != 0);
+    CHECK_CONTAINS(e.msg, "store");
 }

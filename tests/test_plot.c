@@ -86,7 +86,7 @@ TEST(plot_recordings_leave_results_unchanged)
     CHECK_EQ_U(a.requests, b.requests);
     CHECK_EQ_U(a.events, b.events);
     CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
-    CHECK(hist_mean(&a.ttft) == hist_mean(&b.ttft) && a.util_gpu[0] == b.util_gpu[0] && a.bytes_h2d == b.bytes_h2d);
+    CHECK(hist_mean(&a.ttft) == hist_mean(&b.ttft) && a.util_gpu[0] == b.util_gpu[0] && a.ch_bytes[CH_H2D][CH_READ] == b.ch_bytes[CH_H2D][CH_READ]);
     /* utilisation windows: in [0, 1], and they add up to the run's utilisation */
     CHECK(u.n_res >= 3 && u.n_windows >= 100 && u.n_windows <= 400);
     CHECK_STR(u.names[0], "gpu");
@@ -98,8 +98,8 @@ TEST(plot_recordings_leave_results_unchanged)
             int64_t len = (k + 1) * u.window_ns < u.end_ns ? u.window_ns : u.end_ns - k * u.window_ns;
             busy += v * (double)len;
         }
-        double want = !strcmp(u.names[r], "gpu") ? b.util_gpu[0] : !strcmp(u.names[r], "h2d") ? b.util_h2d[0]
-                      : !strcmp(u.names[r], "d2h") ? b.util_d2h[0] : !strcmp(u.names[r], "ssd") ? b.util_ssd : -1;
+        double want = !strcmp(u.names[r], "gpu") ? b.util_gpu[0] : !strcmp(u.names[r], "h2d") ? b.util_ch[CH_H2D][0]
+                      : !strcmp(u.names[r], "d2h") ? b.util_ch[CH_D2H][0] : !strcmp(u.names[r], "ssd") ? b.util_ch[CH_SSD][0] : -1;
         if (want >= 0) CHECK_NEAR(busy / (double)u.end_ns, want, 1e-6, 1e-9);
     }
     /* the timeline: the slowest restoration of the run, with IO and GPU spans in order */

@@ -127,7 +127,7 @@ TEST(policy_hcache_compute_bound_loads_kv_for_the_last_layers)
             /* loaded: L − k hidden states and k layers' KV */
             double want = 1501.0 * ((L - k) * (double)model_hidden_bytes_per_token_layer(&w.ly) +
                                     k * (double)model_kv_bytes_per_token_layer(&w.ly));
-            CHECK_NEAR(res.bytes_h2d, want, 1e-9, 0);
+            CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], want, 1e-9, 0);
         }
         if (rows.n == 2) ttft[kv] = (double)rows.rows[1].ttft_ns;
         cJSON_Delete(nt);
@@ -166,7 +166,7 @@ TEST(policy_hcache_noschd_and_naive_hybrid_store_what_they_load)
     if (simtest_run(t, &c, "hcache-noschd", &w, &rows, &res) != 0) return;
     CHECK_NEAR(res.saved_bytes_per_token, (double)model_hidden_bytes_per_token(&w.ly), 1e-12, 0);
     /* every layer's hidden state crossed H2D: N · D · 2 B · L */
-    CHECK_NEAR(res.bytes_h2d, 6001.0 * (double)model_hidden_bytes_per_token(&w.ly), 1e-9, 0);
+    CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], 6001.0 * (double)model_hidden_bytes_per_token(&w.ly), 1e-9, 0);
     sim_result_free(&res);
     Rows rows2;
     memset(&rows2, 0, sizeof rows2);
@@ -179,7 +179,7 @@ TEST(policy_hcache_noschd_and_naive_hybrid_store_what_they_load)
     CHECK(lo > 0 && lo < L);
     /* the KV of every layer is saved (each request chooses its split); the loads are the plan's */
     CHECK_NEAR(res2.saved_bytes_per_token, (double)L * (double)model_kv_bytes_per_token_layer(&w.ly), 1e-12, 0);
-    CHECK_NEAR(res2.bytes_h2d, 6001.0 * (L - lo) * (double)model_kv_bytes_per_token_layer(&w.ly), 1e-9, 0);
+    CHECK_NEAR(res2.ch_bytes[CH_H2D][CH_READ], 6001.0 * (L - lo) * (double)model_kv_bytes_per_token_layer(&w.ly), 1e-9, 0);
     cJSON_Delete(nt);
     sim_result_free(&res2);
     sim_world_close(&w);
@@ -218,7 +218,7 @@ TEST(policy_cacheflow_layerwise_split_and_harmonic_time)
         double Tc = L * t_re, Tio = L * t_kv, Tstar = Tc * Tio / (Tc + Tio);
         double ell_star = L * Tio / (Tc + Tio);
         /* the split: recomputed tokens are reported per token; layer count from the bytes moved */
-        double layers_loaded = res.bytes_net_in / ((double)N * kv_l);
+        double layers_loaded = res.ch_bytes[CH_NIC_IN][CH_READ] / ((double)N * kv_l);
         double ell = L - layers_loaded;
         CHECK_MSG(fabs(ell - ell_star) <= 1.0 + 1e-9, "split %.2f layers vs l* = %.2f", ell, ell_star);
         /* restoration time within one layer (+ the iteration's host overhead) of T* */
@@ -251,7 +251,7 @@ TEST(policy_cacheflow_forced_split_is_an_ablation)
         if (rows.n == 2) {
             L = w.model->layers;
             double kv_l = (double)model_kv_bytes_per_token_layer(&w.ly), N = (double)(n0 + 1);
-            double layers_loaded = res.bytes_net_in / (N * kv_l);
+            double layers_loaded = res.ch_bytes[CH_NIC_IN][CH_READ] / (N * kv_l);
             int64_t restore = rows.rows[1].restore_ns;
             if (K < 0) {
                 planned = restore;
@@ -355,7 +355,7 @@ TEST(policy_ideal_restores_nothing)
         double want = 2e6 + w.model->layers * est_layer(&w, 100, 8001);
         CHECK_NEAR((double)rows.rows[1].ttft_ns, want, 0.01, 0);
     }
-    CHECK_NEAR(res.bytes_h2d + res.bytes_d2h, 0, 0, 0);
+    CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ] + res.ch_bytes[CH_D2H][CH_READ], 0, 0, 0);
     sim_result_free(&res);
     sim_world_close(&w);
 }
@@ -594,7 +594,7 @@ TEST(policy_cacheflow_stage_parallel_t_star_over_s)
             cJSON *nt = cJSON_Parse(res.policy_notes);
             cJSON *pl = nt ? cJSON_GetObjectItem(nt, "plans") : NULL;
             CHECK(pl && cJSON_GetObjectItem(pl, "stage_parallel")->valuedouble == 1);
-            CHECK(res.bytes_h2d >= 20001.0 * (double)model_hidden_bytes_per_token_layer(&w.ly));
+            CHECK(res.ch_bytes[CH_H2D][CH_READ] >= 20001.0 * (double)model_hidden_bytes_per_token_layer(&w.ly));
             cJSON_Delete(nt);
         }
         sim_result_free(&res);
@@ -737,7 +737,7 @@ TEST(policy_kv_quant_isolated_pipeline)
             double pipe = t_io > t_c ? L * t_io + t_c : t_io + L * t_c;
             double start = k * t_io + 2e6 + L * t_c;
             CHECK_NEAR((double)rows.rows[1].ttft_ns, pipe > start ? pipe : start, 0.01, 0);
-            CHECK_NEAR(res.bytes_h2d, (double)H * (double)model_kv_bytes_per_token(&w.ly) * scale, 1e-9, 0);
+            CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], (double)H * (double)model_kv_bytes_per_token(&w.ly) * scale, 1e-9, 0);
         }
         sim_result_free(&res);
         sim_world_close(&w);
@@ -909,7 +909,7 @@ TEST(policy_hcache_quant_stores_and_loads_the_quantized_share)
         CHECK(lo >= 0 && lo < L);
         int64_t N = 8001;
         /* loaded: the quantized hidden states of the L − lo layers not recomputed (float share) */
-        CHECK_NEAR(res.bytes_h2d, (double)N * (L - lo) * hid * (float)share, 1e-6, 0);
+        CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], (double)N * (L - lo) * hid * (float)share, 1e-6, 0);
         /* the walk: hidden layers cost plain + projection + dequantize of D elements per token */
         double cursor = 2e6, arrive = 0;
         for (int l = 0; l < L; l++) {

@@ -185,12 +185,12 @@ static void in_flight_no_dram(TestCtx *t, const char *store, const char *nic, co
                                rows.rows[1].restore_from, want_from);
     if (!strcmp(want_from, "in-flight")) {
         CHECK_EQ_I((long long)res.restore_waits, 1);
-        CHECK(res.bytes_h2d > 0);
-        if (over_nic) CHECK_MSG(res.bytes_net_in == res.bytes_h2d, "net_in %.0f, h2d %.0f", res.bytes_net_in, res.bytes_h2d);
-        else CHECK_MSG(res.bytes_net_in == 0, "net_in %.0f with a DRAM copy", res.bytes_net_in);
+        CHECK(res.ch_bytes[CH_H2D][CH_READ] > 0);
+        if (over_nic) CHECK_MSG(res.ch_bytes[CH_NIC_IN][CH_READ] == res.ch_bytes[CH_H2D][CH_READ], "net_in %.0f, h2d %.0f", res.ch_bytes[CH_NIC_IN][CH_READ], res.ch_bytes[CH_H2D][CH_READ]);
+        else CHECK_MSG(res.ch_bytes[CH_NIC_IN][CH_READ] == 0, "net_in %.0f with a DRAM copy", res.ch_bytes[CH_NIC_IN][CH_READ]);
     } else {
         CHECK_EQ_I((long long)res.fallback_slower, 1); /* the wait to land was estimated slower: counted */
-        CHECK(res.bytes_net_in == 0);
+        CHECK(res.ch_bytes[CH_NIC_IN][CH_READ] == 0);
     }
     sim_result_free(&res);
     sim_world_close(&w);

@@ -130,7 +130,7 @@ TEST(setup_link_rate_probes_are_not_extrapolations)
     CHECK_EQ_U(res.extrapolations, 0);
     for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) CHECK_EQ_U(res.extrapolations_op[links[k]], 0);
     /* the rate is still the curve's slope (extrapolated past 64 MiB): the restoration's loads at it */
-    CHECK(rows.n == 2 && res.bytes_h2d > 0);
+    CHECK(rows.n == 2 && res.ch_bytes[CH_H2D][CH_READ] > 0);
     /* a lookup past the sampled range counts; a probe does not */
     uint64_t before = w.cost.extrapolations[OP_H2D];
     double probe = cost_probe_ns(&w.cost, OP_H2D, 1LL << 30, 0, 0);

@@ -87,14 +87,14 @@ TEST(sim_conservation_every_request_once_bytes_add_up)
     CHECK_EQ_I(tl.negative, 0);
     /* every loaded token crossed H2D once, all layers (tp 1) */
     double want = (double)tl.loaded_tokens * (double)model_kv_bytes_per_token(&w.ly);
-    CHECK_NEAR(res.bytes_h2d, want, 1e-9, 1);
-    CHECK(res.hits_dram > 0);
-    CHECK_EQ_U(res.hits_dram + res.hits_ssd + res.hits_remote + res.hits_resident + res.misses + res.no_history, res.requests);
+    CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], want, 1e-9, 1);
+    CHECK(res.hits_tier[TIER_DRAM] > 0);
+    CHECK_EQ_U(res.hits_tier[TIER_DRAM] + res.hits_tier[TIER_SSD] + res.hits_tier[TIER_REMOTE] + res.hits_resident + res.misses + res.no_history, res.requests);
     /* classes partition the requests */
     CHECK_EQ_U(res.cls[0].n + res.cls[1].n + res.cls[2].n, res.requests);
     CHECK(res.tbt.n > 0 && res.ttft.n == res.requests);
     CHECK(res.util_gpu[0] > 0 && res.util_gpu[0] <= 1.0 + 1e-9);
-    CHECK(res.util_h2d[0] > 0 && res.util_h2d[0] <= 1.0 + 1e-9);
+    CHECK(res.util_ch[CH_H2D][0] > 0 && res.util_ch[CH_H2D][0] <= 1.0 + 1e-9);
     free(tl.seen);
     sim_result_free(&res);
     sim_world_close(&w);
@@ -111,7 +111,7 @@ TEST(sim_recompute_never_moves_state)
     SimWorld w;
     run_tally(t, &c, "recompute", &tl, &res, &w);
     CHECK_EQ_U(tl.n, 500);
-    CHECK_NEAR(res.bytes_h2d + res.bytes_d2h + res.bytes_ssd_read + res.bytes_ssd_write, 0, 0, 0);
+    CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ] + res.ch_bytes[CH_D2H][CH_READ] + res.ch_bytes[CH_SSD][CH_READ] + res.ch_bytes[CH_SSD][CH_WRITE], 0, 0, 0);
     CHECK_EQ_U(tl.loaded_tokens, 0);
     free(tl.seen);
     sim_result_free(&res);
@@ -139,7 +139,7 @@ TEST(sim_multi_replica_tp_pp_runs)
     CHECK(res.util_gpu[0] > 0 && res.util_gpu[1] > 0);
     /* each GPU moves its shard of its stage's layers: per-GPU bytes = tokens · kv/token/layer/gpu · layers */
     double want = (double)tl.loaded_tokens * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) * w.model->layers;
-    CHECK_NEAR(res.bytes_h2d, want, 1e-9, 1);
+    CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], want, 1e-9, 1);
     free(tl.seen);
     sim_result_free(&res);
     sim_world_close(&w);

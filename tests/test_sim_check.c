@@ -287,7 +287,7 @@ TEST(sim_multi_step_decode_matches_single_steps)
         CHECK_EQ_I(a.sim_end_ns, b.sim_end_ns);
         CHECK_MSG(same_hist(&a.tbt, &b.tbt) && same_hist(&a.ttft, &b.ttft), "case %zu: TBT/TTFT histograms differ", i);
         CHECK_MSG(memcmp(a.util_gpu, b.util_gpu, sizeof a.util_gpu) == 0 &&
-                      memcmp(a.win_util_gpu, b.win_util_gpu, sizeof a.win_util_gpu) == 0 && a.bytes_d2h == b.bytes_d2h,
+                      memcmp(a.win_util_gpu, b.win_util_gpu, sizeof a.win_util_gpu) == 0 && a.ch_bytes[CH_D2H][CH_READ] == b.ch_bytes[CH_D2H][CH_READ],
                   "case %zu: utilisation or bytes differ", i);
         CHECK_EQ_U(a.extrapolations, b.extrapolations);
         CHECK_MSG(memcmp(a.extrapolations_op, b.extrapolations_op, sizeof a.extrapolations_op) == 0,
@@ -330,11 +330,11 @@ static void same_outputs(TestCtx *t, size_t i, const SimResult *a, const SimResu
 {
     CHECK_MSG(same_hist(&a->tbt, &b->tbt) && same_hist(&a->ttft, &b->ttft) && same_hist(&a->restore, &b->restore),
               "case %zu: histograms differ", i);
-    CHECK_MSG(a->bytes_h2d == b->bytes_h2d && a->bytes_d2h == b->bytes_d2h && a->bytes_ssd_read == b->bytes_ssd_read &&
-                  a->bytes_ssd_write == b->bytes_ssd_write,
+    CHECK_MSG(a->ch_bytes[CH_H2D][CH_READ] == b->ch_bytes[CH_H2D][CH_READ] && a->ch_bytes[CH_D2H][CH_READ] == b->ch_bytes[CH_D2H][CH_READ] && a->ch_bytes[CH_SSD][CH_READ] == b->ch_bytes[CH_SSD][CH_READ] &&
+                  a->ch_bytes[CH_SSD][CH_WRITE] == b->ch_bytes[CH_SSD][CH_WRITE],
               "case %zu: bytes differ", i);
-    CHECK_MSG(memcmp(a->util_h2d, b->util_h2d, sizeof a->util_h2d) == 0 && memcmp(a->util_d2h, b->util_d2h, sizeof a->util_d2h) == 0 &&
-                  a->util_ssd == b->util_ssd && memcmp(a->win_util_h2d, b->win_util_h2d, sizeof a->win_util_h2d) == 0,
+    CHECK_MSG(memcmp(a->util_ch[CH_H2D], b->util_ch[CH_H2D], sizeof a->util_ch[CH_H2D]) == 0 && memcmp(a->util_ch[CH_D2H], b->util_ch[CH_D2H], sizeof a->util_ch[CH_D2H]) == 0 &&
+                  a->util_ch[CH_SSD][0] == b->util_ch[CH_SSD][0] && memcmp(a->win_util_ch[CH_H2D], b->win_util_ch[CH_H2D], sizeof a->win_util_ch[CH_H2D]) == 0,
               "case %zu: channel utilisation differs", i);
     CHECK_MSG(same_hist(&a->lb_ratio, &b->lb_ratio), "case %zu: restore/lower-bound ratios differ", i);
 }

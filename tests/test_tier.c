@@ -32,7 +32,7 @@ TEST(tier_load_waits_parked_for_a_save_in_flight)
     CHECK_EQ_I((long long)res.fallbacks, 0);
     /* the window covers the restoration; the GPU and H2D were busy in it */
     CHECK(res.win_ns > 0);
-    CHECK(res.win_util_h2d[0] > 0 && res.win_util_h2d[0] <= 1 + 1e-9);
+    CHECK(res.win_util_ch[CH_H2D][0] > 0 && res.win_util_ch[CH_H2D][0] <= 1 + 1e-9);
     CHECK(res.win_util_gpu[0] > 0 && res.win_util_gpu[0] <= 1 + 1e-9);
     sim_result_free(&res);
     sim_world_close(&w);
@@ -139,8 +139,8 @@ TEST(tier_ssd_write_pays_the_write_latency)
         if (k) sd->write_latency_ns += 1000000000;
         SimResult res;
         CHECK_MSG(sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e) == 0, "%s", e.msg);
-        busy[k] = res.util_ssd * (double)res.sim_end_ns;
-        bytes[k] = res.bytes_ssd_write;
+        busy[k] = res.util_ch[CH_SSD][0] * (double)res.sim_end_ns;
+        bytes[k] = res.ch_bytes[CH_SSD][CH_WRITE];
         sim_result_free(&res);
         sim_world_close(&w);
     }
@@ -171,8 +171,8 @@ TEST(tier_ssd_wear_closed_form_and_absent)
         if (k == 2) {
             CHECK(isnan(res.ssd_dwpd) && isnan(res.ssd_life_years));
         } else {
-            double per_day = res.bytes_ssd_write / w.platform->n_ssd * 86400e9 / (double)res.sim_end_ns;
-            CHECK(res.bytes_ssd_write > 0);
+            double per_day = res.ch_bytes[CH_SSD][CH_WRITE] / w.platform->n_ssd * 86400e9 / (double)res.sim_end_ns;
+            CHECK(res.ch_bytes[CH_SSD][CH_WRITE] > 0);
             CHECK_NEAR(res.ssd_dwpd, per_day / (double)sd->capacity_bytes, 1e-12, 0);
             if (k == 0) {
                 CHECK(sd->dwpd > 0 && sd->warranty_years > 0);
@@ -253,9 +253,9 @@ TEST(tier_chain_spill_from_ssd_reads_the_array_and_writes_the_nic)
     Rows rows;
     SimResult res;
     chain_from(t, "dram+ssd+remote", 3, 3, &rows, &res);
-    CHECK(res.bytes_net_out > 0);
-    CHECK(res.bytes_ssd_read >= res.bytes_net_out); /* the spill's read, and the restoration's of the K = 2 session */
-    CHECK(res.bytes_ssd_write > 0);
+    CHECK(res.ch_bytes[CH_NIC_OUT][CH_READ] > 0);
+    CHECK(res.ch_bytes[CH_SSD][CH_READ] >= res.ch_bytes[CH_NIC_OUT][CH_READ]); /* the spill's read, and the restoration's of the K = 2 session */
+    CHECK(res.ch_bytes[CH_SSD][CH_WRITE] > 0);
     sim_result_free(&res);
 }
 

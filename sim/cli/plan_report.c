@@ -528,9 +528,11 @@ void plan_cost_line(FILE *f, cJSON *pj, const PlanCtx *x, const PlanPrices *pr, 
  * points resolve to more than one store */
 void plan_stores_line(FILE *f, const PlanPoint *info, int n)
 {
-    enum { K = SIM_STORE_COUNT - 1 }; /* the resolved stores (every one but auto) */
-    const char *names[K];
-    int count[K] = {0}, kinds = 0;
+    enum { MAX_K = 256 };
+    int K = sim_store_count(); /* the resolved stores (every one but auto) */
+    if (K > MAX_K) K = MAX_K;
+    const char *names[MAX_K];
+    int count[MAX_K] = {0}, kinds = 0;
     for (int k = 0; k < K; k++) names[k] = sim_store_name((SimStore)(k + 1));
     for (int q = 0; q < n; q++)
         for (int k = 0; k < K; k++)

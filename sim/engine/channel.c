@@ -23,6 +23,14 @@
 #include "sim/engine/engine_int.h"
 #include "sim/engine/metrics.h"
 
+const SimChannelRow sim_channel_rows[CH_COUNT] = {
+    [CH_H2D] = {"h2d", 1, "h2d", NULL},
+    [CH_D2H] = {"d2h", 1, "d2h", NULL},
+    [CH_SSD] = {"ssd", 0, "ssd_read", "ssd_write"},
+    [CH_NIC_IN] = {"nic_in", 0, "net_in", NULL},
+    [CH_NIC_OUT] = {"nic_out", 0, "net_out", NULL},
+};
+
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns)
 {
     memset(c, 0, sizeof *c);

@@ -30,13 +30,13 @@
 #include <stdint.h>
 
 #include "sim/engine/evq.h"
+#include "sim/engine/sim.h"
 
 struct Sim;
 struct Request;
 struct Session;
 
-/* channel kinds: a row each in the channel table (channel.c) */
-enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_COUNT };
+/* channel kinds (CH_H2D ... CH_COUNT) and their rows are sim.h's: results name them too */
 /* transfer classes: loads are served before saves and spills */
 enum { U_LOAD, U_LOAD_TOK, U_SAVE, U_SPILL };
 /* a unit's place in its life (checked: served once) */
@@ -85,20 +85,8 @@ struct Channel {
     int64_t busy_since;
 };
 
-/* the channel table: one row per kind (inline, so that every engine module may name a kind) */
-typedef struct ChKind {
-    const char *name;
-    int per_stage; /* one per pipeline stage (each stage's GPUs have their own link) */
-} ChKind;
-static inline const ChKind *ch_kind(int kind)
-{
-    static const ChKind rows[CH_COUNT] = {
-        [CH_H2D] = {"h2d", 1}, [CH_D2H] = {"d2h", 1}, [CH_SSD] = {"ssd", 0}, [CH_NIC_IN] = {"nic_in", 0}, [CH_NIC_OUT] = {"nic_out", 0},
-    };
-    return &rows[kind];
-}
-static inline const char *ch_kind_name(int kind) { return ch_kind(kind)->name; }
-static inline int ch_kind_per_stage(int kind) { return ch_kind(kind)->per_stage; }
+static inline const char *ch_kind_name(int kind) { return sim_channel_rows[kind].name; }
+static inline int ch_kind_per_stage(int kind) { return sim_channel_rows[kind].per_stage; }
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns);
 /* whether u's current hop reads (a load, or a spill's hop out of the tier it leaves) rather than writes */

@@ -90,22 +90,22 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
     for (Session *s = tl->head; s; s = s->t_next, n++) {
         if (s->tier != t || (!tier_table[t].shared && s->replica != replica))
             return sim_fail(sm, "sim_check: tier %s (replica %d): session %llu is listed but is in tier %s of replica %d",
-                            tier_table[t].name, replica, (unsigned long long)s->id, tier_table[s->tier].name, s->replica);
+                            tier_name((Tier)(t)), replica, (unsigned long long)s->id, tier_name((Tier)(s->tier)), s->replica);
         if (!s->t_next && tl->tail != s)
-            return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_table[t].name, replica);
+            return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_name((Tier)(t)), replica);
         sum += s->saved_bytes;
         if (s->spilling) spill += s->spill_bytes;
     }
     if (n != want)
         return sim_fail(sm, "sim_check: tier %s (replica %d): its list holds %zu sessions, %zu sessions are in it",
-                        tier_table[t].name, replica, n, want);
+                        tier_name((Tier)(t)), replica, n, want);
     double tol = 1e-6 * (double)sm->tiers[t].peak_bytes + 1.0;
     if (fabs(tl->used_bytes - sum) > tol)
         return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted in use, its sessions hold %.0f",
-                        tier_table[t].name, replica, tl->used_bytes, sum);
+                        tier_name((Tier)(t)), replica, tl->used_bytes, sum);
     if (fabs(tl->spilling_bytes - spill) > tol)
         return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted spilling, its spilling sessions hold %.0f",
-                        tier_table[t].name, replica, tl->spilling_bytes, spill);
+                        tier_name((Tier)(t)), replica, tl->spilling_bytes, spill);
     return 0;
 }
 

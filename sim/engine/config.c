@@ -18,6 +18,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,28 +34,77 @@
 static const char *const g_engine_names[] = {"vllm", "sglang", "mii", "none", NULL};
 static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
 static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
-/* SimStore order; a chain may also be spelled with commas (dram,ssd,remote) */
-static const char *const g_store_names[] = {"auto", "dram", "dram+ssd", "dram+remote", "remote", "dram+ssd+remote",
-                                            "dram+remote+ssd", "ssd", "ssd+remote", "remote+ssd", NULL};
-static const Tier g_store_chains[SIM_STORE_COUNT][SIM_STORE_MAX_TIERS + 1] = {
-    [SIM_STORE_DRAM] = {TIER_DRAM},
-    [SIM_STORE_DRAM_SSD] = {TIER_DRAM, TIER_SSD},
-    [SIM_STORE_DRAM_REMOTE] = {TIER_DRAM, TIER_REMOTE},
-    [SIM_STORE_REMOTE] = {TIER_REMOTE},
-    [SIM_STORE_DRAM_SSD_REMOTE] = {TIER_DRAM, TIER_SSD, TIER_REMOTE},
-    [SIM_STORE_DRAM_REMOTE_SSD] = {TIER_DRAM, TIER_REMOTE, TIER_SSD},
-    [SIM_STORE_SSD] = {TIER_SSD},
-    [SIM_STORE_SSD_REMOTE] = {TIER_SSD, TIER_REMOTE},
-    [SIM_STORE_REMOTE_SSD] = {TIER_REMOTE, TIER_SSD},
-};
-_Static_assert(KV_ARRAY_LEN(g_store_names) == SIM_STORE_COUNT + 1, "a name per store");
+/* The stores: every chain of distinct tiers with host DRAM, where it is one, first (a chain may also
+ * be spelled with commas: dram,ssd,remote), enumerated once from policy.h's tiers depth first in
+ * tier order, the chains that start with DRAM first; SimStore is the index ("auto" is 0). */
+#define MAX_STORES 128
+static const char *g_store_names[MAX_STORES + 2] = {"auto"};
+static char g_store_text[MAX_STORES + 1][SIM_TIERS * 12];
+static Tier g_store_chains[MAX_STORES + 1][SIM_STORE_MAX_TIERS];
+static int g_store_len[MAX_STORES + 1];
+static int g_n_stores = 1;
+
+static void store_add(const Tier *chain, int n)
+{
+    if (g_n_stores > MAX_STORES) return; /* (more tiers than this table was sized for: the test of the count fails) */
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        g_store_chains[g_n_stores][i] = chain[i];
+        len += (size_t)snprintf(g_store_text[g_n_stores] + len, sizeof g_store_text[0] - len, "%s%s", i ? "+" : "", tier_name(chain[i]));
+    }
+    g_store_len[g_n_stores] = n;
+    g_store_names[g_n_stores] = g_store_text[g_n_stores];
+    g_n_stores++;
+}
+
+/* chain[0..n) so far; every extension by a tier below DRAM not yet in it */
+static void store_extend(Tier *chain, int n)
+{
+    for (int t = TIER_DRAM + 1; t < SIM_TIERS; t++) {
+        int used = 0;
+        for (int i = 0; i < n; i++) used |= chain[i] == (Tier)t;
+        if (used) continue;
+        chain[n] = (Tier)t;
+        store_add(chain, n + 1);
+        store_extend(chain, n + 1);
+    }
+}
+
+static void stores_init(void)
+{
+    Tier chain[SIM_STORE_MAX_TIERS] = {TIER_DRAM};
+    store_add(chain, 1);
+    store_extend(chain, 1);
+    store_extend(chain, 0);
+    g_store_names[g_n_stores] = NULL;
+}
+
+static void stores_ready(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, stores_init);
+}
+
+int sim_store_count(void)
+{
+    stores_ready();
+    return g_n_stores - 1;
+}
 
 int sim_store_chain(SimStore s, Tier out[SIM_STORE_MAX_TIERS])
 {
-    int n = 0;
-    if (s > SIM_STORE_AUTO && s < SIM_STORE_COUNT)
-        while (n < SIM_STORE_MAX_TIERS && g_store_chains[s][n] != TIER_NONE) out[n] = g_store_chains[s][n], n++;
-    return n;
+    stores_ready();
+    if (s <= SIM_STORE_AUTO || s >= g_n_stores) return 0;
+    for (int i = 0; i < g_store_len[s]; i++) out[i] = g_store_chains[s][i];
+    return g_store_len[s];
+}
+
+SimStore sim_store_of(const Tier *chain, int n)
+{
+    stores_ready();
+    for (int s = 1; s < g_n_stores; s++)
+        if (g_store_len[s] == n && !memcmp(g_store_chains[s], chain, (size_t)n * sizeof *chain)) return s;
+    return -1;
 }
 
 int sim_store_has(SimStore s, Tier t)
@@ -99,7 +149,11 @@ const char *sim_trace_format_name(SimTraceFormat f)
     return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
 }
 
-const char *sim_store_name(SimStore s) { return s >= SIM_STORE_AUTO && s < SIM_STORE_COUNT ? g_store_names[s] : "?"; }
+const char *sim_store_name(SimStore s)
+{
+    stores_ready();
+    return s >= SIM_STORE_AUTO && s < g_n_stores ? g_store_names[s] : "?";
+}
 
 const char *sim_save_mode_name(SaveMode m)
 {
@@ -352,6 +406,7 @@ static void fmt_value(char *b, size_t n, const SimConfig *c, const CfgKey *k)
         break;
     }
     case CT_ENUM: {
+        stores_ready(); /* (the store names are made on first use) */
         int v = *(const int *)p, m = 0;
         while (k->names[m]) m++;
         snprintf(b, n, "%s", v >= 0 && v < m ? k->names[v] : "?");
@@ -383,6 +438,7 @@ static int row_check(const SimConfig *c, const CfgKey *k, KvErr *e)
         return 0;
     }
     case CT_ENUM: {
+        stores_ready(); /* (the store names are made on first use) */
         int m = 0, x = *(const int *)p;
         while (k->names[m]) m++;
         if (x < 0 || x >= m) return kv_err(e, "%s: invalid value %d", k->key, x);
@@ -519,7 +575,8 @@ static int row_parse(SimConfig *c, const CfgKey *k, const char *value, KvErr *e)
         if (parse_bool(value, (int *)p) != 0) return kv_err(e, "%s: expected true or false, got '%s'", k->key, value);
         return 0;
     case CT_ENUM: {
-        char list[256] = "", v[64];
+        stores_ready(); /* (the store names are made on first use) */
+        char list[1024] = "", v[64];
         size_t len = 0;
         /* a chain of names may be spelled with commas ("dram,ssd" is "dram+ssd"; no name has a comma) */
         snprintf(v, sizeof v, "%s", value);
@@ -769,8 +826,9 @@ void sim_config_print_keys(FILE *out)
 {
     for (size_t i = 0; i < KV_ARRAY_LEN(g_keys); i++) {
         const CfgKey *k = &g_keys[i];
-        char allowed[256] = "";
+        char allowed[1024] = "";
         if (k->type == CT_ENUM) {
+            stores_ready();
             size_t len = 0;
             for (int j = 0; k->names[j]; j++) len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%s", j ? "|" : "", k->names[j]);
         } else if (k->type == CT_BOOL) {
@@ -869,12 +927,14 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
         if (!(*nic = hw_find_nic(hw, out->nic, e))) return kv_err_prefix(e, "nic: ");
         snprintf(out->nic, sizeof out->nic, "%s", (*nic)->name);
     }
-    if (out->store == SIM_STORE_AUTO)
-        out->store = out->n_ssd > 0 ? SIM_STORE_DRAM_SSD : *nic ? SIM_STORE_DRAM_REMOTE : SIM_STORE_DRAM;
+    if (out->store == SIM_STORE_AUTO) { /* DRAM, then the SSD array if any, else the remote store if any */
+        Tier chain[2] = {TIER_DRAM, out->n_ssd > 0 ? TIER_SSD : TIER_REMOTE};
+        out->store = sim_store_of(chain, out->n_ssd > 0 || *nic ? 2 : 1);
+    }
     if (sim_store_has(out->store, TIER_SSD) && out->n_ssd == 0)
-        return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", g_store_names[out->store], p->name);
+        return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", sim_store_name(out->store), p->name);
     if (sim_store_has(out->store, TIER_REMOTE) && !*nic)
-        return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", g_store_names[out->store], p->name);
+        return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", sim_store_name(out->store), p->name);
     if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
     if (out->max_context == 0) out->max_context = m->max_pos;
     if (!out->cost_device[0]) snprintf(out->cost_device, sizeof out->cost_device, "%s", hw->gpus[p->gpu].name);

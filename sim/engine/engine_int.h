@@ -89,11 +89,13 @@ typedef enum RqState { RQ_ARRIVED = 0, RQ_QUEUED, RQ_RESTORING, RQ_PREFILL, RQ_D
 
 /* why a session's saved state was dropped (Session.lost) */
 enum { LOST_NONE = 0, LOST_TTL, LOST_CAPACITY };
-/* the places a restoration's loads came from (Request.src_mask), in restore_from's order */
-enum { SRC_DRAM = 1, SRC_SSD = 2, SRC_REMOTE = 4, SRC_INFLIGHT = 8, SRC_MASKS = 16 };
+/* the places a restoration's loads came from (Request.src_mask), in restore_from's order: a bit per
+ * tier in tier order, then a save in flight (waited for, then read from DRAM) */
+#define SRC_TIER(t) (1 << ((t) - 1))
+enum { SRC_DRAM = SRC_TIER(TIER_DRAM), SRC_TIERS = (1 << (SIM_TIERS - 1)) - 1, SRC_INFLIGHT = 1 << (SIM_TIERS - 1),
+       SRC_MASKS = 1 << SIM_TIERS };
 
-/* tiers are policy.h's Tier (TIER_NONE, TIER_DRAM, TIER_SSD, TIER_REMOTE); one row each here */
-#define SIM_TIERS (TIER_REMOTE + 1)
+/* tiers are policy.h's Tier; one row each here (SIM_TIERS, sim.h) */
 
 typedef struct Session Session;
 typedef struct Request Request;
@@ -104,7 +106,6 @@ struct StatePart;
 
 /* One row per tier (tier.c): adding a tier is a row here plus its channel and hardware entry. */
 typedef struct TierInfo {
-    const char *name;   /* as in restore_from ("dram") */
     int shared;         /* one store for all replicas (the remote store) or one per replica */
     int in_hop;         /* loads: the channel before H2D (-1: straight H2D) */
     int out_hop;        /* saves and spills into it: the channel after D2H (-1: D2H only) */

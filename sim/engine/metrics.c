@@ -12,12 +12,12 @@
  * Complexity: O(1) per hook; the end of a run O(replicas × stages).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "sim/engine/metrics_int.h"
 
-/* SimResult fields per tier row (hits, peak) and per channel kind (bytes read by loads, written) */
 /* SSD wear: the bytes the saves and spills wrote per drive, as drive writes per simulated day, and
  * the years the drive's rated writes (dwpd × capacity × 365 days × warranty years) last at that
  * rate. T: the simulated time (ns). */
@@ -25,31 +25,17 @@ static void metrics_ssd_wear(const Sim *sm, SimResult *out, double T)
 {
     out->ssd_dwpd = out->ssd_life_years = NAN;
     if (!sm->ssd || !sm->tiers[TIER_SSD].on) return;
-    double per_drive_day = out->bytes_ssd_write / ((double)sm->R * sm->n_ssd) * (86400e9 / T);
+    double per_drive_day = out->ch_bytes[CH_SSD][CH_WRITE] / ((double)sm->R * sm->n_ssd) * (86400e9 / T);
     out->ssd_dwpd = per_drive_day / (double)sm->ssd->capacity_bytes;
     if (sm->ssd->dwpd > 0 && sm->ssd->warranty_years > 0 && out->ssd_dwpd > 0)
         out->ssd_life_years = sm->ssd->warranty_years * sm->ssd->dwpd / out->ssd_dwpd;
 }
 
-static const struct {
-    size_t hits, peak;
-} tier_fields[SIM_TIERS] = {
-    [TIER_DRAM] = {offsetof(SimResult, hits_dram), offsetof(SimResult, dram_peak_bytes)},
-    [TIER_SSD] = {offsetof(SimResult, hits_ssd), offsetof(SimResult, ssd_peak_bytes)},
-    [TIER_REMOTE] = {offsetof(SimResult, hits_remote), offsetof(SimResult, remote_peak_bytes)},
-};
-static const struct {
-    size_t load, other;
-} ch_fields[CH_COUNT] = {
-    [CH_H2D] = {offsetof(SimResult, bytes_h2d), offsetof(SimResult, bytes_h2d)},
-    [CH_D2H] = {offsetof(SimResult, bytes_d2h), offsetof(SimResult, bytes_d2h)},
-    [CH_SSD] = {offsetof(SimResult, bytes_ssd_read), offsetof(SimResult, bytes_ssd_write)},
-    [CH_NIC_IN] = {offsetof(SimResult, bytes_net_in), offsetof(SimResult, bytes_net_in)},
-    [CH_NIC_OUT] = {offsetof(SimResult, bytes_net_out), offsetof(SimResult, bytes_net_out)},
-};
-
-static double *res_double(SimResult *r, size_t off) { return (double *)(void *)((char *)r + off); }
-static uint64_t *res_u64(SimResult *r, size_t off) { return (uint64_t *)(void *)((char *)r + off); }
+/* where a hop's bytes count: a link that writes at its own rate counts its writes apart */
+static double *ch_bytes_at(SimResult *r, int kind, int reads)
+{
+    return &r->ch_bytes[kind][!reads && sim_channel_rows[kind].write_key ? CH_WRITE : CH_READ];
+}
 
 void metrics_on_setup(Sim *sm)
 {
@@ -134,30 +120,44 @@ void metrics_on_state_lost(Sim *sm, int why)
     else sm->res->state_lost_capacity++;
 }
 
-/* restore_from for every combination of places, in the order dram, ssd, remote, in-flight */
-static const char *const g_source_names[SRC_MASKS] = {
-    "recompute", "dram", "ssd", "dram+ssd", "remote", "dram+remote", "ssd+remote", "dram+ssd+remote",
-    "in-flight", "dram+in-flight", "ssd+in-flight", "dram+ssd+in-flight", "remote+in-flight",
-    "dram+remote+in-flight", "ssd+remote+in-flight", "dram+ssd+remote+in-flight",
-};
+/* restore_from for every combination of places: the tiers' names in tier order, then in-flight,
+ * joined by '+' ("recompute" for none); built once from the tier names */
+static char g_source_text[SRC_MASKS][SIM_TIERS * 12];
 
-const char *metrics_source_name(int mask) { return g_source_names[mask & (SRC_MASKS - 1)]; }
+static void source_names_init(void)
+{
+    for (int m = 0; m < SRC_MASKS; m++) {
+        char *b = g_source_text[m];
+        size_t n = 0, cap = sizeof g_source_text[m];
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++)
+            if (m & SRC_TIER(t)) n += (size_t)snprintf(b + n, cap - n, "%s%s", n ? "+" : "", tier_name((Tier)t));
+        if (m & SRC_INFLIGHT) n += (size_t)snprintf(b + n, cap - n, "%sin-flight", n ? "+" : "");
+        if (!n) snprintf(b, cap, "recompute");
+    }
+}
+
+const char *metrics_source_name(int mask)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, source_names_init);
+    return g_source_text[mask & (SRC_MASKS - 1)];
+}
 
 /* bytes of one hop, on the link it crossed: loads read, saves and spills write, a spill out of the
  * SSD array reads there first (SSD counts both) */
 void metrics_on_unit(Sim *sm, const Channel *c, const Unit *u)
 {
     int load = ch_unit_reads(u);
-    *res_double(sm->res, load ? ch_fields[c->kind].load : ch_fields[c->kind].other) += u->bytes[u->hop];
+    *ch_bytes_at(sm->res, c->kind, load) += u->bytes[u->hop];
     metrics_rec_unit(sm, c, u, load);
 }
 
 /* SAVE_DIRECT: the iteration wrote `bytes` over D2H and on to the tier's own link (if any) */
 void metrics_on_direct_save(Sim *sm, Tier t, double bytes)
 {
-    sm->res->bytes_d2h += bytes;
+    sm->res->ch_bytes[CH_D2H][CH_READ] += bytes;
     int hop = tier_table[t].out_hop;
-    if (hop >= 0) *res_double(sm->res, ch_fields[hop].other) += bytes;
+    if (hop >= 0) *ch_bytes_at(sm->res, hop, 0) += bytes;
 }
 
 void metrics_on_admit(Sim *sm, MetricSource src, Tier t)
@@ -218,11 +218,12 @@ void metrics_on_request_done(Sim *sm, Request *r)
     const char *from = r->from;
     if (r->src_mask) { /* loaded: one place (a save's DRAM copy counts as DRAM), or a mix */
         from = metrics_source_name(r->src_mask);
-        int m = r->src_mask & (SRC_DRAM | SRC_SSD | SRC_REMOTE);
+        int m = r->src_mask & SRC_TIERS;
         if (r->src_mask & SRC_INFLIGHT) m |= SRC_DRAM;
-        if (m == SRC_DRAM) sm->tiers[TIER_DRAM].hits++;
-        else if (m == SRC_SSD) sm->tiers[TIER_SSD].hits++;
-        else if (m == SRC_REMOTE) sm->tiers[TIER_REMOTE].hits++;
+        int one = TIER_NONE; /* the one tier it all came from, if one */
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++)
+            if (m == SRC_TIER(t)) one = t;
+        if (one != TIER_NONE) sm->tiers[one].hits++;
         else res->hits_mixed++;
         if (r->src_mask & SRC_INFLIGHT) {
             res->restore_waits++;
@@ -281,32 +282,32 @@ void metrics_on_run_end(Sim *sm)
         out->prefix_evicted += (uint64_t)ps->evicted;
     }
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
-        *res_u64(out, tier_fields[t].hits) = sm->tiers[t].hits;
-        *res_u64(out, tier_fields[t].peak) = sm->tiers[t].peak_bytes;
+        out->hits_tier[t] = sm->tiers[t].hits;
+        out->tier_peak_bytes[t] = sm->tiers[t].peak_bytes;
     }
     double T = (double)(out->sim_end_ns > 0 ? out->sim_end_ns : 1);
     for (int s = 0; s < sm->S; s++) {
-        double g = 0, h = 0, d = 0;
-        for (int i = 0; i < sm->R; i++) {
-            g += sm->rep[i].busy_stage_ns[s];
-            h += sm->rep[i].ch[CH_H2D][s].busy_ns;
-            d += sm->rep[i].ch[CH_D2H][s].busy_ns;
-        }
+        double g = 0;
+        for (int i = 0; i < sm->R; i++) g += sm->rep[i].busy_stage_ns[s];
         out->util_gpu[s] = g / (T * sm->R);
-        out->util_h2d[s] = h / (T * sm->R);
-        out->util_d2h[s] = d / (T * sm->R);
     }
-    for (int i = 0; i < sm->R; i++) {
-        out->util_ssd += sm->rep[i].ch[CH_SSD][0].busy_ns / (T * sm->R);
-        int nn = rep_ch_count(&sm->rep[i], CH_NIC_IN, sm->S); /* per-stage NICs: their mean */
-        for (int st = 0; st < nn; st++) {
-            out->util_nic_in += sm->rep[i].ch[CH_NIC_IN][st].busy_ns / (T * sm->R * nn);
-            out->util_nic_out += sm->rep[i].ch[CH_NIC_OUT][st].busy_ns / (T * sm->R * nn);
+    for (int k = 0; k < CH_COUNT; k++) {
+        if (sim_channel_rows[k].per_stage) { /* each stage's link */
+            for (int s = 0; s < sm->S; s++) {
+                double b = 0;
+                for (int i = 0; i < sm->R; i++) b += sm->rep[i].ch[k][s].busy_ns;
+                out->util_ch[k][s] = b / (T * sm->R);
+            }
+            continue;
+        }
+        for (int i = 0; i < sm->R; i++) {
+            int nn = rep_ch_count(&sm->rep[i], k, sm->S); /* per-stage NICs: their mean */
+            for (int st = 0; st < nn; st++) out->util_ch[k][0] += sm->rep[i].ch[k][st].busy_ns / (T * sm->R * nn);
         }
     }
     metrics_ssd_wear(sm, out, T);
     /* inside restoration windows: busy time in windows / window time, summed over replicas */
-    double win = 0, ssd = 0, nin = 0, nout = 0;
+    double win = 0, host[CH_COUNT] = {0};
     for (int i = 0; i < sm->R; i++) {
         Replica *rp = &sm->rep[i];
         if (rp->n_restoring > 0) { /* (a failed run may end inside one) */
@@ -314,29 +315,30 @@ void metrics_on_run_end(Sim *sm)
             metrics_on_restoring(sm, rp, -1);
         }
         win += rp->win_ns;
-        ssd += rp->win_ch_ns[CH_SSD][0];
-        int nn = rep_ch_count(rp, CH_NIC_IN, sm->S); /* per-stage NICs: their mean */
-        for (int st = 0; st < nn; st++) {
-            nin += rp->win_ch_ns[CH_NIC_IN][st] / nn;
-            nout += rp->win_ch_ns[CH_NIC_OUT][st] / nn;
+        for (int k = 0; k < CH_COUNT; k++) {
+            if (sim_channel_rows[k].per_stage) continue;
+            int nn = rep_ch_count(rp, k, sm->S); /* per-stage NICs: their mean */
+            for (int st = 0; st < nn; st++) host[k] += rp->win_ch_ns[k][st] / nn;
         }
     }
     out->win_ns = win;
     if (win > 0) {
         for (int s = 0; s < sm->S; s++) {
-            double g = 0, h = 0, d = 0;
-            for (int i = 0; i < sm->R; i++) {
-                g += sm->rep[i].win_gpu_ns[s];
-                h += sm->rep[i].win_ch_ns[CH_H2D][s];
-                d += sm->rep[i].win_ch_ns[CH_D2H][s];
-            }
+            double g = 0;
+            for (int i = 0; i < sm->R; i++) g += sm->rep[i].win_gpu_ns[s];
             out->win_util_gpu[s] = g / win;
-            out->win_util_h2d[s] = h / win;
-            out->win_util_d2h[s] = d / win;
         }
-        out->win_util_ssd = ssd / win;
-        out->win_util_nic_in = nin / win;
-        out->win_util_nic_out = nout / win;
+        for (int k = 0; k < CH_COUNT; k++) {
+            if (!sim_channel_rows[k].per_stage) {
+                out->win_util_ch[k][0] = host[k] / win;
+                continue;
+            }
+            for (int s = 0; s < sm->S; s++) {
+                double b = 0;
+                for (int i = 0; i < sm->R; i++) b += sm->rep[i].win_ch_ns[k][s];
+                out->win_util_ch[k][s] = b / win;
+            }
+        }
     }
     metrics_trim_scan(sm, 1);
     metrics_rec_run_end(sm);

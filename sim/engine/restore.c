@@ -93,7 +93,7 @@ static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
 static int src_bit(const StatePart *p)
 {
     if (p->wait) return SRC_INFLIGHT;
-    return p->src == TIER_DRAM ? SRC_DRAM : p->src == TIER_SSD ? SRC_SSD : SRC_REMOTE;
+    return SRC_TIER(p->src);
 }
 
 int restore_is_boundary(const Sim *sm, const Request *r, int l)

@@ -239,7 +239,10 @@ static void unit_line(Sim *sm, const Unit *u, SchedUnit *x)
 {
     SchedOut *so = sm->sched;
     FILE *f = so->f;
-    const char *tier = u->chain[0]->kind == CH_SSD ? "ssd" : u->chain[0]->kind == CH_NIC_IN ? "remote" : "dram";
+    Tier from = TIER_DRAM; /* the tier whose link the load crosses first (H2D alone: DRAM) */
+    for (int t = TIER_DRAM; t < SIM_TIERS; t++)
+        if (tier_table[t].in_hop == u->chain[0]->kind) from = (Tier)t;
+    const char *tier = tier_name(from);
     int64_t tok = x->hi - x->lo;
     int64_t bytes = llround(u->bytes[0]);
     int64_t bpt = tok > 0 ? bytes / tok : 0;

@@ -65,25 +65,36 @@
 /* Enum-like settings, parsed once by sim_config_set (names in config.c's table). */
 typedef enum SimEngine { SIM_ENGINE_VLLM = 0, SIM_ENGINE_SGLANG, SIM_ENGINE_MII, SIM_ENGINE_NONE } SimEngine;
 typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONCAKE, SIM_TRACE_VIDUR } SimTraceFormat;
+/* the tiers a result reports, indexed by policy.h's Tier (TIER_NONE's entry stays 0) */
+#define SIM_TIERS TIER_COUNT
+
+/* Transfer channels, one row each (sim_channel_rows): per-stage links between host and GPUs, and
+ * the host's links to the tiers below DRAM. Results keep their bytes and busy shares per kind. */
+enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_COUNT };
+typedef struct SimChannelRow {
+    const char *name;       /* "h2d", "nic_in": utilisation keys, timelines, traces */
+    int per_stage;          /* one per pipeline stage (each stage's GPUs have their own link) */
+    const char *bytes_key;  /* summary.json bytes.KEY: what it moved ("net_in"; a two-way one's reads: "ssd_read") */
+    const char *write_key;  /* a link that also writes (saves, spills) at its own rate: that direction's key, else NULL */
+} SimChannelRow;
+extern const SimChannelRow sim_channel_rows[CH_COUNT];
+/* SimResult.ch_bytes' second index: a transfer that reads (loads, a spill's hop out of a tier) or
+ * writes (saves, spills into a tier; counted apart only on a channel with a write_key) */
+enum { CH_READ = 0, CH_WRITE = 1 };
+
 /* saved-state tiers: a chain, each tier's LRU victims demoted to the next, the last one's dropped
- * (sim_store_chain); AUTO is resolved by sim_world_open from the platform (never seen by the engine).
- * Host DRAM, where it is a tier, is the first. */
-typedef enum SimStore {
-    SIM_STORE_AUTO = 0,
-    SIM_STORE_DRAM,
-    SIM_STORE_DRAM_SSD,
-    SIM_STORE_DRAM_REMOTE,
-    SIM_STORE_REMOTE,
-    SIM_STORE_DRAM_SSD_REMOTE,
-    SIM_STORE_DRAM_REMOTE_SSD,
-    SIM_STORE_SSD,
-    SIM_STORE_SSD_REMOTE,
-    SIM_STORE_REMOTE_SSD,
-    SIM_STORE_COUNT
-} SimStore;
-#define SIM_STORE_MAX_TIERS 3
+ * (sim_store_chain). Every sequence of distinct tiers with host DRAM, where it is one, first; named
+ * by the tiers' names joined by '+' (sim_store_name; config.c enumerates them from policy.h's tier
+ * names). AUTO (0) is resolved by sim_world_open from the platform (never seen by the engine). */
+typedef int SimStore;
+#define SIM_STORE_AUTO 0
+#define SIM_STORE_MAX_TIERS (SIM_TIERS - 1)
+/* the stores there are (SimStore 1 .. count) */
+int sim_store_count(void);
 /* the tiers of store s in chain order (s resolved: not AUTO); returns their count */
 int sim_store_chain(SimStore s, Tier out[SIM_STORE_MAX_TIERS]);
+/* the store made of the chain's n tiers; -1 when it is not a store */
+SimStore sim_store_of(const Tier *chain, int n);
 /* whether store s has tier t */
 int sim_store_has(SimStore s, Tier t);
 /* How later turns of a session are timed (docs/load-modes.md): SESSION releases a turn without a
@@ -301,7 +312,8 @@ typedef struct SimResult {
     uint64_t slo_met;
     uint64_t restored_tokens;
     double restore_busy_ns;       /* sum over requests of restoration time */
-    uint64_t hits_resident, hits_dram, hits_ssd, hits_remote, misses, no_history;
+    uint64_t hits_resident, misses, no_history;
+    uint64_t hits_tier[SIM_TIERS];    /* restorations that loaded all of the history from that tier */
     uint64_t hits_mixed;          /* restorations that loaded parts of the history from more than one place */
     uint64_t restore_waits;       /* restorations with a load that waited for a save in flight to cross D2H */
     double restore_wait_ns;       /* sum over those of the longest wait of one of their loads */
@@ -323,11 +335,12 @@ typedef struct SimResult {
     /* restoration windows: time with >= 1 restoration in progress (RQ_RESTORING) summed over replicas,
      * and each resource's busy share inside them */
     double win_ns;
-    double win_util_gpu[SIM_MAX_STAGES], win_util_h2d[SIM_MAX_STAGES], win_util_d2h[SIM_MAX_STAGES];
-    double win_util_ssd, win_util_nic_in, win_util_nic_out;
-    double bytes_h2d, bytes_d2h, bytes_ssd_read, bytes_ssd_write, bytes_net_in, bytes_net_out;
+    double win_util_gpu[SIM_MAX_STAGES];
+    double win_util_ch[CH_COUNT][SIM_MAX_STAGES]; /* per stage for per-stage channels; else [0] (per-stage NICs: their mean) */
+    double ch_bytes[CH_COUNT][2];     /* bytes each kind of channel moved, [CH_READ] and [CH_WRITE] (only with a write_key) */
     double saved_bytes_per_token;
-    uint64_t dram_peak_bytes, ssd_peak_bytes, remote_peak_bytes, hbm_peak_tokens;
+    uint64_t tier_peak_bytes[SIM_TIERS]; /* the most saved bytes held at once (summed over places) */
+    uint64_t hbm_peak_tokens;
     /* SSD wear (a store with an SSD tier; else NAN): bytes written per drive per simulated day over
      * the drive's capacity, and the years until the drive's rated endurance (dwpd × warranty years
      * of full-drive writes) is written at that rate (NAN when the catalog rates no endurance or
@@ -335,7 +348,7 @@ typedef struct SimResult {
     double ssd_dwpd, ssd_life_years;
     uint64_t pool_tokens;         /* KV pool capacity per replica */
     double util_gpu[SIM_MAX_STAGES];
-    double util_h2d[SIM_MAX_STAGES], util_d2h[SIM_MAX_STAGES], util_ssd, util_nic_in, util_nic_out;
+    double util_ch[CH_COUNT][SIM_MAX_STAGES]; /* busy shares, laid out as win_util_ch */
     /* alloc=ondemand: decode steps that found no free block preempted a request (blocks.c) */
     uint64_t preemptions;         /* preemptions (a request may be preempted more than once) */
     uint64_t preempted_requests;  /* requests preempted at least once */

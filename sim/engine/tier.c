@@ -26,10 +26,10 @@
 #include "sim/engine/metrics.h"
 
 const TierInfo tier_table[SIM_TIERS] = {
-    [TIER_NONE] = {"none", 0, -1, -1},
-    [TIER_DRAM] = {"dram", 0, -1, -1},
-    [TIER_SSD] = {"ssd", 0, CH_SSD, CH_SSD},
-    [TIER_REMOTE] = {"remote", 1, CH_NIC_IN, CH_NIC_OUT},
+    [TIER_NONE] = {0, -1, -1},
+    [TIER_DRAM] = {0, -1, -1},
+    [TIER_SSD] = {0, CH_SSD, CH_SSD},
+    [TIER_REMOTE] = {1, CH_NIC_IN, CH_NIC_OUT},
 };
 
 TierList *tier_list(Sim *sm, int replica, Tier t)
