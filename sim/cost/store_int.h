@@ -29,6 +29,8 @@ extern const size_t store_schema_count;
     "id, backend, device, host, driver, cuda, git_rev, started_at, finished_at, model, dtype, tp, " \
     "quick, notes, complete"
 #define STORE_POINT_COLS "op, model, dtype, tp, p1, p2, p3, n, median_ns, p10_ns, p90_ns"
+/* a run's backend rank for choosing a run: measured here (cuda, cpu) first, then imports, spec last */
+#define STORE_RANK_SQL(b) "CASE " b " WHEN 'cuda' THEN 0 WHEN 'cpu' THEN 0 WHEN 'spec' THEN 2 ELSE 1 END"
 #define STORE_RUN_NCOLS 15
 #define STORE_POINT_NCOLS 12 /* with run_id first */
 #define STORE_DUMP_MAGIC "-- kvsim cost store dump, schema "
