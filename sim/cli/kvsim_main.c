@@ -25,6 +25,7 @@
 #include "sim/base/opt.h"
 #include "sim/base/units.h"
 #include "sim/cli/check.h"
+#include "sim/cli/map.h"
 #include "sim/cli/plan.h"
 #include "sim/cli/plot_cmd.h"
 #include "sim/cli/report_cmd.h"
@@ -47,6 +48,7 @@ static void usage(FILE *out)
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
             "  plan            the cheapest configuration meeting an SLO, or the highest sustainable load, per policy\n"
+            "  map             which restoration is fastest by history length × one resource, with margins, flip odds, break-evens\n"
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "  plot            draw figures again from result files: a run's directory (--in) or a sweep (--sweep)\n"
@@ -547,10 +549,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);
     if (!strcmp(cmd, "sweep")) return sweep_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan")) return plan_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "map")) return map_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return check_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "reproduce")) return reproduce_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "plot")) return plot_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "report")) return report_main(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, check, reproduce, plot, report; kvsim --help)\n", cmd);
+    fprintf(stderr, "kvsim: unknown command '%s' (list, run, compare, sweep, plan, map, check, reproduce, plot, report; kvsim --help)\n", cmd);
     return 2;
 }

@@ -1,0 +1,1196 @@
+/* map.c — `kvsim map`; the contract is in map.h, the guide in docs/reference.md "Decision maps".
+ *
+ * How: every cell (history × resource value × load) runs `seeds` replications and `draws`
+ * perturbed replications of every policy on its own isolated-request trace (map_trace_text, a CSV
+ * in the pool's directory), each job in a procpool worker writing the per-policy mean TTFT of the
+ * restoring turns as text; one job per resource value scans the grid's histories with one request
+ * and bisects every sign change of the TTFT difference of two families. The parent reads the jobs'
+ * files in job order, so the output does not depend on --jobs.
+ * The flip probability: draw d scales each cost class (compute, host link, NIC, SSD) by a factor
+ * drawn from seed d (the same K factor sets in every cell); the decision flips when draw d's
+ * fastest policy differs from the unperturbed run's at the same seed.
+ * Complexity: see map.h.
+ */
+#include "sim/cli/map.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "results/plot_svg.h"
+#include "sim/base/opt.h"
+#include "sim/base/stats.h"
+#include "sim/cli/point.h"
+#include "sim/cli/procpool.h"
+#include "sim/cost/store.h"
+
+#define MAP_MAX_POL 16
+#define MAP_MAX_H 24
+#define MAP_MAX_V 12
+#define MAP_MAX_L 4
+#define MAP_MAX_BE 64 /* break-even points per resource value */
+
+/* ---------------------------------------------------------------- library */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double unit_draw(uint64_t *s) { return (double)(splitmix(s) >> 11) / 9007199254740992.0; }
+
+char *map_trace_text(int64_t H, int n, int64_t new_tokens, uint64_t seed, double gap_s)
+{
+    size_t cap = 128 + (size_t)n * 160;
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    size_t len = (size_t)snprintf(t, cap, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+    uint64_t st = seed * 0x2545F4914F6CDD1DULL + 1;
+    for (int k = 0; k < n; k++) {
+        int64_t q = new_tokens;
+        if (seed) { /* uniform in [new/2, 3·new/2] */
+            int64_t lo = new_tokens / 2 > 1 ? new_tokens / 2 : 1, span = new_tokens + 1;
+            q = lo + (int64_t)(unit_draw(&st) * (double)span);
+        }
+        char at[48] = "";
+        if (gap_s > 0) snprintf(at, sizeof at, "%.17g", gap_s * k);
+        len += (size_t)snprintf(t + len, cap - len, "m%d,0,%s,%lld,1,0\nm%d,1,,%lld,16,%lld\n", k, at, (long long)(H - 1), k,
+                                (long long)q, (long long)H);
+    }
+    return t;
+}
+
+void map_perturb_world(SimWorld *w, const MapPerturb *p)
+{
+    for (int op = 0; op < OP_COUNT; op++) {
+        CostCurve *cc = &w->cost.c[op];
+        if (!cc->present) continue;
+        double f = 1;
+        if (!cost_op_is_io((CostOp)op)) f = p->compute;
+        else if (op == OP_H2D || op == OP_D2H || op == OP_H2D_BIDIR || op == OP_D2H_BIDIR) f = p->link;
+        else if (op == OP_SSD_READ || op == OP_SSD_WRITE) f = p->ssd;
+        else if (op == OP_NET) f = p->nic;
+        size_t m = 1;
+        for (int d = 0; d < cc->ndim; d++) m *= (size_t)cc->n[d];
+        for (size_t i = 0; i < m; i++) cc->y[i] *= f;
+    }
+    /* the transfers run at the catalog's rates (spec) or the curves' (measured host links): a rate
+     * divided by the time factor */
+    for (int i = 0; i < w->hw.n_links; i++) {
+        LinkSpec *l = &w->hw.links[i];
+        l->h2d_bytes_per_s /= p->link;
+        l->d2h_bytes_per_s /= p->link;
+        l->h2d_bidir_bytes_per_s /= p->link;
+        l->d2h_bidir_bytes_per_s /= p->link;
+    }
+    for (int i = 0; i < w->hw.n_nics; i++) w->hw.nics[i].bytes_per_s /= p->nic;
+    for (int i = 0; i < w->hw.n_ssds; i++) {
+        w->hw.ssds[i].read_bytes_per_s /= p->ssd;
+        w->hw.ssds[i].write_bytes_per_s /= p->ssd;
+    }
+}
+
+typedef struct {
+    double sum;
+    int64_t n;
+} TtftAcc;
+
+static int acc_row(void *ctx, const SimRequestRow *r, KvErr *e)
+{
+    (void)e;
+    TtftAcc *a = ctx;
+    if (r->turn >= 1 && r->ttft_ns >= 0) a->sum += (double)r->ttft_ns / 1e9, a->n++;
+    return 0;
+}
+
+int map_restoring_ttft(const SimConfig *c, const char *policies, const MapPerturb *p, double *ttft, KvErr *e)
+{
+    SimWorld w;
+    if (sim_world_open(&w, c, e) != 0) return -1;
+    if (p) map_perturb_world(&w, p);
+    int rc = 0, i = 0;
+    for (const char *tok = policies; *tok && rc == 0; i++) {
+        size_t len = strcspn(tok, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, tok);
+        SimResult res;
+        memset(&res, 0, sizeof res);
+        TtftAcc a = {0, 0};
+        if (sim_run(&w, name, acc_row, &a, NULL, NULL, &res, e) != 0) rc = kv_err_prefix(e, "%s: ", name);
+        else if (a.n == 0) rc = kv_err(e, "%s: no restoring turn finished (dropped?)", name);
+        else ttft[i] = a.sum / (double)a.n;
+        sim_result_free(&res);
+        tok += len;
+        if (*tok == ',') tok++;
+    }
+    sim_world_close(&w);
+    return rc;
+}
+
+int map_bisect(MapDiffFn f, void *ctx, int64_t lo, double fl, int64_t hi, double fh, double rel_tol, int64_t *at, int *evals,
+               KvErr *e)
+{
+    if (evals) *evals = 0;
+    if (!(lo < hi) || !((fl < 0 && fh > 0) || (fl > 0 && fh < 0)))
+        return kv_err(e, "break-even search: no sign change between %lld (%g) and %lld (%g)", (long long)lo, fl, (long long)hi, fh);
+    while ((double)(hi - lo) > fmax(1, rel_tol * (double)lo)) {
+        int64_t mid = (int64_t)llround(sqrt((double)lo * (double)hi)); /* the log scale's middle */
+        if (mid <= lo) mid = lo + 1;
+        if (mid >= hi) mid = hi - 1;
+        double fm;
+        if (f(ctx, mid, &fm, e) != 0) return -1;
+        if (evals) (*evals)++;
+        if (fm == 0) {
+            *at = mid;
+            return 0;
+        }
+        if ((fm < 0) == (fl < 0)) lo = mid, fl = fm;
+        else hi = mid, fh = fm;
+    }
+    *at = lo + (int64_t)llround((double)(hi - lo) * fl / (fl - fh));
+    return 0;
+}
+
+void map_fmt_tokens(char *buf, size_t n, int64_t t)
+{
+    if (t < 1024) snprintf(buf, n, "%lld", (long long)t);
+    else if (t % 1024 == 0) snprintf(buf, n, "%lldK", (long long)(t / 1024));
+    else if (t < 100 * 1024) snprintf(buf, n, "%.1fK", (double)t / 1024);
+    else snprintf(buf, n, "%.0fK", (double)t / 1024);
+}
+
+static const char *const k_family[MAP_FAMILIES] = {"recompute", "kv-offload", "cake/cacheflow", "hcache"};
+
+int map_family(const char *p)
+{
+    if (!strcmp(p, "recompute")) return 0;
+    if (!strcmp(p, "kv-offload")) return 1;
+    if (!strcmp(p, "cake") || !strcmp(p, "cacheflow")) return 2;
+    if (!strcmp(p, "hcache")) return 3;
+    return -1;
+}
+
+const char *map_family_name(int f) { return f >= 0 && f < MAP_FAMILIES ? k_family[f] : "?"; }
+
+/* ---------------------------------------------------------------- the command's state */
+
+typedef struct MapCtx {
+    cJSON *base;                 /* the user's settings: --scenario, --config's keys, model, platform, --set */
+    char policies[600];
+    char pol[MAP_MAX_POL][32];
+    int np;
+    int64_t hist[MAP_MAX_H];
+    int nh;
+    char axis[64];
+    char val[MAP_MAX_V][96], res[MAP_MAX_V][96]; /* as given; as set (a NIC's catalog name) */
+    int nv;
+    double load[MAP_MAX_L];      /* 0: isolated requests; else sessions per second */
+    int nl;
+    int seeds, draws, requests, requests_load;
+    uint64_t seed_base;
+    double band;
+    int64_t new_tokens;
+    const char *store;           /* the store map sets ("" : the user's or the platform's) */
+    int spread_store;            /* the draws use the store's p10/p90 spread */
+    double spread_lo[2], spread_hi[2]; /* compute, host link: time factors of p10 and p90 */
+    char spread_note[300];
+    char tmpdir[512];
+    int jobs;
+} MapCtx;
+
+static void draw_factors(const MapCtx *x, int d, MapPerturb *p)
+{
+    uint64_t s = (x->seed_base + 1) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(d + 1) * 0xD1B54A32D192ED03ULL;
+    double u[4];
+    for (int i = 0; i < 4; i++) u[i] = unit_draw(&s);
+    if (x->spread_store) {
+        p->compute = x->spread_lo[0] + u[0] * (x->spread_hi[0] - x->spread_lo[0]);
+        p->link = x->spread_lo[1] + u[1] * (x->spread_hi[1] - x->spread_lo[1]);
+        p->nic = p->ssd = 1; /* no measured spread: nominal */
+        return;
+    }
+    double b = x->band;
+    p->compute = 1 - b + 2 * b * u[0];
+    p->link = 1 - b + 2 * b * u[1];
+    p->nic = 1 - b + 2 * b * u[2];
+    p->ssd = 1 - b + 2 * b * u[3];
+}
+
+static void set_key(cJSON *o, const char *key, cJSON *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+    cJSON_AddItemToObject(o, key, v);
+}
+
+/* the settings of one run: the user's, then the map's trace and load, the resource value, the store */
+static cJSON *run_settings(const MapCtx *x, int vi, double load, uint64_t seed, const char *trace)
+{
+    cJSON *o = cJSON_Duplicate(x->base, 1);
+    if (!o) return NULL;
+    set_key(o, "trace", cJSON_CreateString(trace));
+    set_key(o, "trace_format", cJSON_CreateString("csv"));
+    set_key(o, "requests", cJSON_CreateNumber(0));
+    set_key(o, "think", cJSON_CreateString("60 s"));
+    set_key(o, "evict_each_turn", cJSON_CreateBool(1));
+    set_key(o, "arrivals", cJSON_CreateString("session"));
+    set_key(o, "request_rate", cJSON_CreateNumber(0));
+    set_key(o, "concurrency", cJSON_CreateNumber(0));
+    set_key(o, "warmup", cJSON_CreateNumber(0));
+    set_key(o, "cooldown", cJSON_CreateNumber(0));
+    set_key(o, "session_rate", cJSON_CreateNumber(load));
+    set_key(o, "seed", cJSON_CreateNumber((double)seed));
+    if (vi >= 0) set_key(o, x->axis, cJSON_CreateString(x->res[vi]));
+    if (x->store[0]) set_key(o, "store", cJSON_CreateString(x->store));
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "policies");
+    return o;
+}
+
+/* one run of every policy at history H: its trace written beside path, then removed */
+static int run_point(const MapCtx *x, int vi, double load, int64_t H, int n, uint64_t seed, int single, const MapPerturb *p,
+                     const char *path, double *ttft, KvErr *e)
+{
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s.csv", path);
+    /* isolated: sessions 1000 s apart (a restoring turn's think time is 60 s); under load: Poisson */
+    char *text = map_trace_text(H, n, x->new_tokens, single ? 0 : seed, load > 0 ? 0 : 1000);
+    if (!text) return kv_err(e, "out of memory");
+    int rc = kv_write_atomic(trace, text, strlen(text), e);
+    free(text);
+    if (rc != 0) return -1;
+    cJSON *o = run_settings(x, vi, load, seed, trace);
+    SimConfig c;
+    char pol[600];
+    rc = !o ? kv_err(e, "out of memory") : point_config(&c, o, "kvsim map", pol, sizeof pol, e);
+    cJSON_Delete(o);
+    if (rc == 0) rc = map_restoring_ttft(&c, x->policies, p, ttft, e);
+    unlink(trace);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- jobs */
+
+typedef struct BeCtx {
+    const MapCtx *x;
+    int vi, fa, fb;
+    const char *path;
+} BeCtx;
+
+static double family_best(const MapCtx *x, const double *t, int f)
+{
+    double best = INFINITY;
+    for (int i = 0; i < x->np; i++)
+        if (map_family(x->pol[i]) == f && t[i] < best) best = t[i];
+    return best;
+}
+
+static int be_diff(void *ctx, int64_t H, double *diff, KvErr *e)
+{
+    BeCtx *b = ctx;
+    double t[MAP_MAX_POL];
+    if (run_point(b->x, b->vi, 0, H, 1, b->x->seed_base, 1, NULL, b->path, t, e) != 0) return -1;
+    *diff = family_best(b->x, t, b->fa) - family_best(b->x, t, b->fb);
+    return 0;
+}
+
+/* per resource value: the grid's histories with one request, then every sign change bisected;
+ * lines "S\thi\tfamily\tttft" and "B\tfa\tfb\tH\tlower" (lower: the family faster below H) */
+static int be_job(const MapCtx *x, int vi, FILE *out, const char *path, KvErr *e)
+{
+    double t[MAP_MAX_H][MAP_MAX_POL], fam[MAP_MAX_H][MAP_FAMILIES];
+    for (int h = 0; h < x->nh; h++) {
+        if (run_point(x, vi, 0, x->hist[h], 1, x->seed_base, 1, NULL, path, t[h], e) != 0) return -1;
+        for (int f = 0; f < MAP_FAMILIES; f++) {
+            fam[h][f] = family_best(x, t[h], f);
+            if (isfinite(fam[h][f])) fprintf(out, "S\t%d\t%d\t%.17g\n", h, f, fam[h][f]);
+        }
+    }
+    for (int fa = 0; fa < MAP_FAMILIES; fa++)
+        for (int fb = fa + 1; fb < MAP_FAMILIES; fb++) {
+            if (!isfinite(fam[0][fa]) || !isfinite(fam[0][fb])) continue;
+            for (int h = 0; h + 1 < x->nh; h++) {
+                double d0 = fam[h][fa] - fam[h][fb], d1 = fam[h + 1][fa] - fam[h + 1][fb];
+                int64_t at = 0;
+                if (d0 == 0 && d1 == 0) continue;
+                if (d0 == 0) at = x->hist[h];
+                else if ((d0 < 0) == (d1 < 0) || d1 == 0) continue;
+                else {
+                    BeCtx b = {x, vi, fa, fb, path};
+                    if (map_bisect(be_diff, &b, x->hist[h], d0, x->hist[h + 1], d1, 0.002, &at, NULL, e) != 0) return -1;
+                }
+                fprintf(out, "B\t%d\t%d\t%lld\t%d\n", fa, fb, (long long)at, (d0 != 0 ? d0 < 0 : d1 > 0) ? fa : fb);
+            }
+        }
+    return 0;
+}
+
+static int n_cells(const MapCtx *x) { return x->nl * x->nh * x->nv; }
+static int reps(const MapCtx *x) { return x->seeds + x->draws; }
+
+static int map_job(void *ctx, int k, const char *path, KvErr *e)
+{
+    const MapCtx *x = ctx;
+    FILE *f = fopen(path, "wb");
+    if (!f) return kv_err(e, "%s: cannot create the job's file", path);
+    int rc = 0, nc = n_cells(x) * reps(x);
+    if (k < nc) {
+        int cell = k / reps(x), r = k % reps(x);
+        int vi = cell % x->nv, hi = cell / x->nv % x->nh, li = cell / x->nv / x->nh;
+        MapPerturb p;
+        uint64_t seed = x->seed_base + (uint64_t)(r < x->seeds ? r : (r - x->seeds) % x->seeds);
+        if (r >= x->seeds) draw_factors(x, r - x->seeds, &p);
+        double t[MAP_MAX_POL];
+        int n = x->load[li] > 0 ? x->requests_load : x->requests;
+        rc = run_point(x, vi, x->load[li], x->hist[hi], n, seed, 0, r >= x->seeds ? &p : NULL, path, t, e);
+        for (int i = 0; rc == 0 && i < x->np; i++) fprintf(f, "%.17g\n", t[i]);
+    } else {
+        rc = be_job(x, k - nc, f, path, e);
+    }
+    if (fclose(f) != 0 && rc == 0) rc = kv_err(e, "%s: write failed (disk full?)", path);
+    return rc;
+}
+
+static void map_label(void *ctx, int k, char *buf, size_t cap)
+{
+    const MapCtx *x = ctx;
+    int nc = n_cells(x) * reps(x);
+    if (k >= nc) {
+        snprintf(buf, cap, "break-even lines at %s=%s", x->axis, x->val[k - nc]);
+        return;
+    }
+    int cell = k / reps(x), r = k % reps(x);
+    int vi = cell % x->nv, hi = cell / x->nv % x->nh;
+    char h[32];
+    map_fmt_tokens(h, sizeof h, x->hist[hi]);
+    if (r < x->seeds) snprintf(buf, cap, "history %s, %s=%s, seed %llu", h, x->axis, x->val[vi], (unsigned long long)(x->seed_base + (uint64_t)r));
+    else snprintf(buf, cap, "history %s, %s=%s, cost draw %d", h, x->axis, x->val[vi], r - x->seeds + 1);
+}
+
+/* ---------------------------------------------------------------- results */
+
+typedef struct Cell {
+    double mean[MAP_MAX_POL];    /* mean over seeds of the policies' mean restoring TTFT (s) */
+    int win, run;                /* indices into pol */
+    double margin, ci;           /* runner-up − best (s), its 95 % half-width over seeds (NAN: one seed) */
+    double flip;                 /* share of draws whose fastest policy differs (NAN: no draws) */
+} Cell;
+
+typedef struct BePoint {
+    int fa, fb, lower;
+    int64_t at;
+} BePoint;
+
+typedef struct BeLine {
+    BePoint p[MAP_MAX_BE];
+    int n;
+} BeLine;
+
+static int argmin(const double *t, int n, int skip)
+{
+    int b = -1;
+    for (int i = 0; i < n; i++)
+        if (i != skip && (b < 0 || t[i] < t[b])) b = i;
+    return b;
+}
+
+static int read_values(const char *path, double *v, int n, KvErr *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return kv_err(e, "%s: a job's result is missing", path);
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) ok = fscanf(f, "%lf", &v[i]) == 1;
+    fclose(f);
+    return ok ? 0 : kv_err(e, "%s: a job's result is malformed", path);
+}
+
+static int read_be(const char *path, BeLine *b, KvErr *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return kv_err(e, "%s: a job's result is missing", path);
+    char line[256];
+    b->n = 0;
+    while (fgets(line, sizeof line, f)) {
+        BePoint p;
+        long long at;
+        if (line[0] == 'B' && sscanf(line, "B\t%d\t%d\t%lld\t%d", &p.fa, &p.fb, &at, &p.lower) == 4 && b->n < MAP_MAX_BE) {
+            p.at = at;
+            b->p[b->n++] = p;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static void fmt_ms(char *buf, size_t n, double s)
+{
+    double ms = s * 1e3, a = fabs(ms);
+    if (!isfinite(ms)) snprintf(buf, n, "–");
+    else if (a >= 100) snprintf(buf, n, "%.0f", ms);
+    else if (a >= 10) snprintf(buf, n, "%.1f", ms);
+    else snprintf(buf, n, "%.2f", ms);
+}
+
+static void cell_text(const MapCtx *x, const Cell *c, char *buf, size_t n)
+{
+    char m[32], ci[32], fl[32];
+    fmt_ms(m, sizeof m, c->margin);
+    if (isfinite(c->ci)) fmt_ms(ci, sizeof ci, c->ci);
+    else snprintf(ci, sizeof ci, "–");
+    if (isfinite(c->flip)) snprintf(fl, sizeof fl, "%.0f%%", 100 * c->flip);
+    else snprintf(fl, sizeof fl, "–");
+    snprintf(buf, n, "%s > %s +%s±%s ms flip %s", x->pol[c->win], c->run >= 0 ? x->pol[c->run] : "–", m, ci, fl);
+}
+
+static void load_text(double l, char *buf, size_t n)
+{
+    if (l > 0) snprintf(buf, n, "%g sessions/s", l);
+    else snprintf(buf, n, "isolated");
+}
+
+static void print_table(FILE *f, const MapCtx *x, const Cell *cells, int md)
+{
+    for (int li = 0; li < x->nl; li++) {
+        char lt[64];
+        load_text(x->load[li], lt, sizeof lt);
+        if (md) {
+            fprintf(f, "\n### Load: %s\n\n| history |", lt);
+            for (int v = 0; v < x->nv; v++) fprintf(f, " %s=%s |", x->axis, x->val[v]);
+            fprintf(f, "\n|---|");
+            for (int v = 0; v < x->nv; v++) fprintf(f, "---|");
+            fputc('\n', f);
+        } else {
+            fprintf(f, "\nload: %s (cell: fastest > runner-up, margin ± 95%% interval over seeds, flip probability)\n", lt);
+            fprintf(f, "%-8s", "history");
+            for (int v = 0; v < x->nv; v++) {
+                char h[160];
+                snprintf(h, sizeof h, "%s=%s", x->axis, x->val[v]);
+                fprintf(f, "  %-44s", h);
+            }
+            fputc('\n', f);
+        }
+        for (int hi = 0; hi < x->nh; hi++) {
+            char h[32];
+            map_fmt_tokens(h, sizeof h, x->hist[hi]);
+            fprintf(f, md ? "| %s |" : "%-8s", h);
+            for (int v = 0; v < x->nv; v++) {
+                char t[256];
+                cell_text(x, &cells[(li * x->nh + hi) * x->nv + v], t, sizeof t);
+                if (md) fprintf(f, " %s |", t);
+                else fprintf(f, "  %-44s", t);
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
+static void be_text(const MapCtx *x, const BeLine *be, int v, const BePoint *p, char *buf, size_t n)
+{
+    (void)be;
+    char h[32];
+    map_fmt_tokens(h, sizeof h, p->at);
+    snprintf(buf, n, "%s=%s: break-even %s|%s at %s tokens (%s faster below)", x->axis, x->val[v], map_family_name(p->fa),
+             map_family_name(p->fb), h, map_family_name(p->lower));
+}
+
+static void print_be(FILE *f, const MapCtx *x, const BeLine *be, int md)
+{
+    char h0[32], h1[32];
+    map_fmt_tokens(h0, sizeof h0, x->hist[0]);
+    map_fmt_tokens(h1, sizeof h1, x->hist[x->nh - 1]);
+    fprintf(f, md ? "\n### Break-even lines\n\n" : "\n");
+    fprintf(f, "%sbreak-even history lengths between the families (one isolated request, new input %lld tokens, %s..%s):\n",
+            md ? "" : "", (long long)x->new_tokens, h0, h1);
+    if (md) fputc('\n', f);
+    for (int v = 0; v < x->nv; v++) {
+        int any = 0;
+        for (int i = 0; i < be[v].n; i++) {
+            char t[300];
+            be_text(x, &be[v], v, &be[v].p[i], t, sizeof t);
+            fprintf(f, md ? "- %s\n" : "  %s\n", t);
+            any = 1;
+        }
+        if (!any) fprintf(f, md ? "- %s=%s: no break-even in range (the order of the families does not change)\n"
+                                : "  %s=%s: no break-even in range (the order of the families does not change)\n",
+                          x->axis, x->val[v]);
+    }
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int write_json(const char *dir, const MapCtx *x, const Cell *cells, const BeLine *be, const char *model, const char *platform,
+                      const char *spread, KvErr *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", "kvsim map");
+    cJSON_AddStringToObject(o, "model", model);
+    cJSON_AddStringToObject(o, "platform", platform);
+    cJSON_AddStringToObject(o, "store", x->store[0] ? x->store : "as configured");
+    cJSON *ax = cJSON_AddObjectToObject(o, "vary");
+    cJSON_AddStringToObject(ax, "key", x->axis);
+    cJSON *vals = cJSON_AddArrayToObject(ax, "values"), *set = cJSON_AddArrayToObject(ax, "set");
+    for (int v = 0; v < x->nv; v++) {
+        cJSON_AddItemToArray(vals, cJSON_CreateString(x->val[v]));
+        cJSON_AddItemToArray(set, cJSON_CreateString(x->res[v]));
+    }
+    cJSON *hs = cJSON_AddArrayToObject(o, "history_tokens");
+    for (int h = 0; h < x->nh; h++) cJSON_AddItemToArray(hs, cJSON_CreateNumber((double)x->hist[h]));
+    cJSON *ls = cJSON_AddArrayToObject(o, "loads");
+    for (int l = 0; l < x->nl; l++) cJSON_AddItemToArray(ls, cJSON_CreateNumber(x->load[l]));
+    cJSON *ps = cJSON_AddArrayToObject(o, "policies");
+    for (int i = 0; i < x->np; i++) cJSON_AddItemToArray(ps, cJSON_CreateString(x->pol[i]));
+    cJSON_AddNumberToObject(o, "seeds", x->seeds);
+    cJSON_AddNumberToObject(o, "seed", (double)x->seed_base);
+    cJSON_AddNumberToObject(o, "requests", x->requests);
+    cJSON_AddNumberToObject(o, "requests_under_load", x->requests_load);
+    cJSON_AddNumberToObject(o, "new_input_tokens", (double)x->new_tokens);
+    cJSON_AddNumberToObject(o, "draws", x->draws);
+    cJSON_AddNumberToObject(o, "band", x->spread_store ? 0 : x->band);
+    cJSON_AddStringToObject(o, "cost_uncertainty", spread);
+    cJSON *cs = cJSON_AddArrayToObject(o, "cells");
+    for (int li = 0; li < x->nl; li++)
+        for (int hi = 0; hi < x->nh; hi++)
+            for (int v = 0; v < x->nv; v++) {
+                const Cell *c = &cells[(li * x->nh + hi) * x->nv + v];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddNumberToObject(j, "history_tokens", (double)x->hist[hi]);
+                cJSON_AddStringToObject(j, "value", x->val[v]);
+                cJSON_AddNumberToObject(j, "load", x->load[li]);
+                cJSON_AddStringToObject(j, "winner", x->pol[c->win]);
+                if (c->run >= 0) cJSON_AddStringToObject(j, "runner_up", x->pol[c->run]);
+                else cJSON_AddNullToObject(j, "runner_up");
+                if (isfinite(c->margin)) cJSON_AddNumberToObject(j, "margin_s", c->margin);
+                else cJSON_AddNullToObject(j, "margin_s");
+                if (isfinite(c->ci)) cJSON_AddNumberToObject(j, "margin_ci95_s", c->ci);
+                else cJSON_AddNullToObject(j, "margin_ci95_s");
+                if (isfinite(c->flip)) cJSON_AddNumberToObject(j, "flip_probability", c->flip);
+                else cJSON_AddNullToObject(j, "flip_probability");
+                cJSON *t = cJSON_AddObjectToObject(j, "ttft_mean_s");
+                for (int i = 0; i < x->np; i++) cJSON_AddNumberToObject(t, x->pol[i], c->mean[i]);
+                cJSON_AddItemToArray(cs, j);
+            }
+    cJSON *bs = cJSON_AddArrayToObject(o, "break_even");
+    for (int v = 0; v < x->nv; v++)
+        for (int i = 0; i < be[v].n; i++) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "value", x->val[v]);
+            cJSON_AddStringToObject(j, "a", map_family_name(be[v].p[i].fa));
+            cJSON_AddStringToObject(j, "b", map_family_name(be[v].p[i].fb));
+            cJSON_AddNumberToObject(j, "history_tokens", (double)be[v].p[i].at);
+            cJSON_AddStringToObject(j, "faster_below", map_family_name(be[v].p[i].lower));
+            cJSON_AddItemToArray(bs, j);
+        }
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return kv_err(e, "out of memory");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/map.json", dir);
+    size_t len = strlen(text);
+    char *t2 = realloc(text, len + 2);
+    if (!t2) {
+        free(text);
+        return kv_err(e, "out of memory");
+    }
+    t2[len] = '\n';
+    t2[len + 1] = '\0';
+    int rc = kv_write_atomic(path, t2, len + 1, e);
+    free(t2);
+    return rc;
+}
+
+static int write_csv(const char *dir, const MapCtx *x, const Cell *cells, KvErr *e)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/map.csv", dir);
+    KvAtomicFile af;
+    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    FILE *f = af.f;
+    fprintf(f, "history_tokens,value,load,winner,runner_up,margin_s,margin_ci95_s,flip_probability");
+    for (int i = 0; i < x->np; i++) fprintf(f, ",ttft_mean_s.%s", x->pol[i]);
+    fputc('\n', f);
+    for (int li = 0; li < x->nl; li++)
+        for (int hi = 0; hi < x->nh; hi++)
+            for (int v = 0; v < x->nv; v++) {
+                const Cell *c = &cells[(li * x->nh + hi) * x->nv + v];
+                fprintf(f, "%lld,", (long long)x->hist[hi]);
+                kv_csv_field(f, x->val[v]);
+                fprintf(f, ",%.17g,%s,%s,", x->load[li], x->pol[c->win], c->run >= 0 ? x->pol[c->run] : "");
+                if (isfinite(c->margin)) fprintf(f, "%.9f", c->margin);
+                fputc(',', f);
+                if (isfinite(c->ci)) fprintf(f, "%.9f", c->ci);
+                fputc(',', f);
+                if (isfinite(c->flip)) fprintf(f, "%.4f", c->flip);
+                for (int i = 0; i < x->np; i++) fprintf(f, ",%.9f", c->mean[i]);
+                fputc('\n', f);
+            }
+    return kv_atomic_commit(&af, e);
+}
+
+/* the heat map: per load a panel, rows the histories (log scale), columns the resource values, a
+ * cell's colour its fastest policy, its text the margin; the break-even points of each column as
+ * short horizontal lines at their history length, labelled with the two families */
+static int write_svg(const char *dir, const MapCtx *x, const Cell *cells, const BeLine *be, const char *title, KvErr *e)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/map.svg", dir);
+    KvAtomicFile af;
+    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    FILE *f = af.f;
+    const int cw = 150, ch = 34, left = 90, top = 60, legend_w = 190;
+    int pw = cw * x->nv, ph = ch * x->nh;
+    int width = left + pw + legend_w + 20, height = top + x->nl * (ph + 60) + 20;
+    psvg_begin(f, width, height, title);
+    for (int li = 0; li < x->nl; li++) {
+        int y0 = top + li * (ph + 60);
+        char lt[64], head[96];
+        load_text(x->load[li], lt, sizeof lt);
+        snprintf(head, sizeof head, "load: %s", lt);
+        psvg_label(f, left, y0 - 8, "start", NULL, "", head);
+        for (int hi = 0; hi < x->nh; hi++) {
+            double yy = y0 + ph - (hi + 1) * ch; /* the shortest history at the bottom */
+            char h[32];
+            map_fmt_tokens(h, sizeof h, x->hist[hi]);
+            psvg_label(f, left - 6, yy + ch / 2.0 + 4, "end", NULL, "", h);
+            for (int v = 0; v < x->nv; v++) {
+                const Cell *c = &cells[(li * x->nh + hi) * x->nv + v];
+                double xx = left + v * cw;
+                fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#ffffff\"/>\n", (int)xx, yy, cw, ch,
+                        psvg_fill(c->win));
+                char m[32], t[64];
+                fmt_ms(m, sizeof m, c->margin);
+                if (isfinite(c->flip)) snprintf(t, sizeof t, "+%s ms, flip %.0f%%", m, 100 * c->flip);
+                else snprintf(t, sizeof t, "+%s ms", m);
+                psvg_label(f, xx + cw / 2.0, yy + ch / 2.0 + 4, "middle", NULL, "font-size=\"11\"", t);
+            }
+        }
+        for (int v = 0; v < x->nv; v++) {
+            char t[160];
+            snprintf(t, sizeof t, "%s=%s", x->axis, x->val[v]);
+            psvg_label(f, left + v * cw + cw / 2.0, y0 + ph + 16, "middle", NULL, "", t);
+            /* break-even lines: the row position interpolated in log history between grid rows */
+            for (int i = 0; i < be[v].n; i++) {
+                int64_t at = be[v].p[i].at;
+                double pos = 0;
+                for (int hi = 0; hi + 1 < x->nh; hi++)
+                    if (at >= x->hist[hi] && at <= x->hist[hi + 1]) {
+                        pos = hi + log((double)at / (double)x->hist[hi]) / log((double)x->hist[hi + 1] / (double)x->hist[hi]);
+                        break;
+                    }
+                if (at >= x->hist[x->nh - 1]) pos = x->nh - 1;
+                double yy = y0 + ph - (pos + 0.5) * ch, xa = left + v * cw;
+                fprintf(f, "<line class=\"break-even\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" stroke-width=\"2\" "
+                           "stroke-dasharray=\"6 3\"/>\n",
+                        xa, yy, xa + cw, yy);
+                char lb[96];
+                snprintf(lb, sizeof lb, "%s|%s", map_family_name(be[v].p[i].fa), map_family_name(be[v].p[i].fb));
+                psvg_label(f, xa + 3, yy - 3, "start", NULL, "font-size=\"9\"", lb);
+            }
+        }
+    }
+    /* the legend: one swatch per policy that wins somewhere */
+    int ly = top;
+    psvg_label(f, left + pw + 16, ly - 8, "start", NULL, "", "fastest policy");
+    for (int i = 0; i < x->np; i++) {
+        int wins = 0;
+        for (int c = 0; c < n_cells(x); c++) wins += cells[c].win == i;
+        if (!wins) continue;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", left + pw + 16, ly, psvg_fill(i));
+        psvg_label(f, left + pw + 36, ly + 12, "start", NULL, "", x->pol[i]);
+        ly += 20;
+    }
+    psvg_label(f, left + pw + 16, ly + 16, "start", NULL, "font-size=\"10\"", "dashed: break-even history");
+    psvg_end(f);
+    return kv_atomic_commit(&af, e);
+}
+
+static int write_md(const char *dir, const MapCtx *x, const Cell *cells, const BeLine *be, const char *head, KvErr *e)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/map.md", dir);
+    KvAtomicFile af;
+    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    fprintf(af.f, "# Decision map\n\n%s", head);
+    print_table(af.f, x, cells, 1);
+    print_be(af.f, x, be, 1);
+    return kv_atomic_commit(&af, e);
+}
+
+/* ---------------------------------------------------------------- the store's spread */
+
+/* the median over points of p10/median and p90/median of one op class of a store's runs that the
+ * world's curves came from; 0 when the store has no spread there (every p10 = p90 = median) */
+static int class_spread(const char *db, const SimWorld *w, int io, double *lo, double *hi, KvErr *e)
+{
+    CostStore s;
+    if (store_open(&s, db, STORE_OPEN_READONLY, e) != 0) return -1;
+    size_t cap = 0, n = 0;
+    double *a = NULL, *b = NULL;
+    int rc = 0;
+    for (int op = 0; op < OP_COUNT && rc == 0; op++) {
+        const CostCurve *cc = &w->cost.c[op];
+        int is_link = op == OP_H2D || op == OP_D2H || op == OP_H2D_BIDIR || op == OP_D2H_BIDIR;
+        if (!cc->present || cc->run_id <= 0 || (io ? !is_link : cost_op_is_io((CostOp)op))) continue;
+        StorePointList pl = {0};
+        if (store_points_all(&s, cc->run_id, op, &pl, e) != 0) {
+            rc = -1;
+            break;
+        }
+        for (size_t i = 0; i < pl.n; i++) {
+            const StorePoint *p = &pl.v[i];
+            if (!(p->median_ns > 0) || !(p->p10_ns > 0) || !(p->p90_ns > 0)) continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                double *na = realloc(a, cap * sizeof *a), *nb = na ? realloc(b, cap * sizeof *b) : NULL;
+                if (!na || !nb) {
+                    free(na ? na : a);
+                    free(nb ? nb : b);
+                    free(pl.v);
+                    store_close(&s);
+                    return kv_err(e, "out of memory");
+                }
+                a = na, b = nb;
+            }
+            a[n] = p->p10_ns / p->median_ns;
+            b[n] = p->p90_ns / p->median_ns;
+            n++;
+        }
+        free(pl.v);
+    }
+    store_close(&s);
+    if (rc != 0) {
+        free(a), free(b);
+        return -1;
+    }
+    int found = 0;
+    if (n > 0) {
+        /* medians by sorting (n is small: the points of a few curves) */
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && a[j] < a[j - 1]; j--) {
+                double t = a[j];
+                a[j] = a[j - 1], a[j - 1] = t;
+            }
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && b[j] < b[j - 1]; j--) {
+                double t = b[j];
+                b[j] = b[j - 1], b[j - 1] = t;
+            }
+        *lo = a[n / 2];
+        *hi = b[n / 2];
+        found = *lo < 1 || *hi > 1;
+    }
+    free(a), free(b);
+    return found;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static const OptSpec k_map_opts[] = {
+    {"--model", "NAME", 0, "the model (kvsim list models; default: the configuration's)"},
+    {"--platform", "NAME", 0, "the platform (kvsim list platforms; default: the configuration's)"},
+    {"--config", "FILE", 0, "JSON object of settings (as kvsim run --config), applied first"},
+    {"--scenario", "NAME", 0, "a published setup (kvsim list scenarios), applied before --config"},
+    {"--set", "KEY=VALUE", OPT_REPEAT, "a setting for every run, after --config (any key of kvsim run --help)"},
+    {"--vary", "KEY=V1,V2,...", OPT_REQUIRED, "the resource axis: nic, host_link, n_ssd, gpu, dram or any setting (nic also by line rate: 100GbE)"},
+    {"--history", "H1,H2,...", 0, "history lengths in tokens, 1K = 1024 (default 512,1K,2K,4K,8K,16K,32K, capped by the context)"},
+    {"--load", "L1,...", 0, "loads: isolated (one restoring request at a time) or sessions/s (Poisson) (default isolated)"},
+    {"--policies", "a,b,c|all", 0, "the contenders (default: every policy but ideal, the reference)"},
+    {"--seeds", "N", 0, "replications per cell (default 3; 1..100): seeds S..S+N-1"},
+    {"--seed", "S", 0, "the first seed (default 1)"},
+    {"--draws", "K", 0, "cost-model draws per cell for the flip probability (default 16; 0: none)"},
+    {"--band", "B", 0, "spec cost model: each cost class scaled by a factor uniform in [1-B, 1+B] (default 0.15)"},
+    {"--requests", "N", 0, "restoring requests per cell (default 4 isolated, 8x that under load)"},
+    {"--new", "N", 0, "new input tokens of a restoring turn (default 128; drawn in [N/2, 3N/2] per seed)"},
+    {"--out", "DIR", 0, "also write map.json, map.csv, map.md and map.svg to DIR"},
+    {"--jobs", "N", 0, "-j N: simulations at once (default: the online cores); the answer is the same for any N"},
+};
+static const OptCmd k_map = {
+    "kvsim map",
+    "A decision map: for each history length, resource value (--vary) and load, the fastest restoration policy by the "
+    "mean TTFT of the restoring turns, the runner-up, the margin with its 95 % interval over seeds and the probability "
+    "that the decision flips under the cost model's uncertainty; then the break-even history lengths between "
+    "recompute, kv-offload, cake/cacheflow and hcache (docs/reference.md \"Decision maps\").",
+    k_map_opts, (int)KV_ARRAY_LEN(k_map_opts), NULL, 0, 0};
+
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = opt_vusage_error(&k_map, stderr, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int parse_tokens(const char *s, int64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v)) return -1;
+    if (*end == 'K' || *end == 'k') v *= 1024, end++;
+    else if (*end == 'M' || *end == 'm') v *= 1024 * 1024, end++;
+    if (*end || v < 1 || v > 1e9 || v != floor(v)) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* a NIC by its name, or by its line rate ("100GbE", "100G", "100Gbps": the catalog's NIC of that
+ * line rate when exactly one has it) */
+static int resolve_nic(const HwCatalog *hw, const char *v, char *out, size_t n)
+{
+    for (int i = 0; i < hw->n_nics; i++)
+        if (!strcmp(hw->nics[i].name, v)) return snprintf(out, n, "%s", v), 0;
+    char *end;
+    double g = strtod(v, &end);
+    if (end == v || !(g > 0) || (strcmp(end, "GbE") && strcmp(end, "G") && strcmp(end, "Gbps"))) return -1;
+    int found = -1;
+    for (int i = 0; i < hw->n_nics; i++)
+        if (fabs(hw->nics[i].line_bytes_per_s * 8 / 1e9 - g) < 1e-6 * g) {
+            if (found >= 0) return -1;
+            found = i;
+        }
+    if (found < 0) return -1;
+    snprintf(out, n, "%s", hw->nics[found].name);
+    return 0;
+}
+
+static int split_list(const char *s, char (*out)[96], int max)
+{
+    int n = 0;
+    for (const char *t = s;; ) {
+        size_t len = strcspn(t, ",");
+        if (len == 0 || len >= 96 || n == max) return -1;
+        snprintf(out[n++], 96, "%.*s", (int)len, t);
+        t += len;
+        if (!*t) break;
+        t++;
+    }
+    return n;
+}
+
+int map_main(int argc, char **argv)
+{
+    opt_short_jobs(argc, argv);
+    OptArgs a;
+    KvErr e;
+    int begin = opt_begin(&k_map, argc, argv, &a);
+    if (begin >= 0) return begin;
+    static MapCtx x;
+    memset(&x, 0, sizeof x);
+    x.seeds = 3, x.draws = 16, x.band = 0.15, x.new_tokens = 128, x.seed_base = 1, x.requests = 4;
+    x.jobs = procpool_default_procs();
+    int64_t v64;
+    const char *v;
+    if ((v = opt_get(&a, "--seeds")) && opt_int("--seeds", v, 1, 100, &v64, &e) == 0) x.seeds = (int)v64;
+    else if (v) return usage("%s", e.msg);
+    if ((v = opt_get(&a, "--seed")) && opt_int("--seed", v, 0, INT64_MAX / 2, &v64, &e) == 0) x.seed_base = (uint64_t)v64;
+    else if (v) return usage("%s", e.msg);
+    if ((v = opt_get(&a, "--draws")) && opt_int("--draws", v, 0, 1000, &v64, &e) == 0) x.draws = (int)v64;
+    else if (v) return usage("%s", e.msg);
+    if ((v = opt_get(&a, "--requests")) && opt_int("--requests", v, 1, 10000, &v64, &e) == 0) x.requests = (int)v64;
+    else if (v) return usage("%s", e.msg);
+    if ((v = opt_get(&a, "--new")) && opt_int("--new", v, 1, 1 << 20, &v64, &e) == 0) x.new_tokens = v64;
+    else if (v) return usage("%s", e.msg);
+    if ((v = opt_get(&a, "--jobs")) && opt_int("--jobs", v, 1, 1024, &v64, &e) == 0) x.jobs = (int)v64;
+    else if (v) return usage("%s", e.msg);
+    x.requests_load = 8 * x.requests;
+    if ((v = opt_get(&a, "--band")) && (kv_parse_double(v, &x.band, &e) != 0 || !(x.band >= 0) || !(x.band < 1)))
+        return usage("--band: expected a fraction in [0, 1), e.g. 0.15, got '%s'", v);
+
+    /* the user's settings, in the order they apply */
+    x.base = cJSON_CreateObject();
+    if ((v = opt_get(&a, "--scenario"))) cJSON_AddStringToObject(x.base, "scenario", v);
+    int user_store = 0;
+    if ((v = opt_get(&a, "--config"))) {
+        char *text = kv_read_file(v, NULL, &e);
+        if (!text) return fprintf(stderr, "kvsim map: %s\n", e.msg), 2;
+        cJSON *root = cJSON_Parse(text);
+        free(text);
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+        const cJSON *obj = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in, "config")) ? cJSON_GetObjectItemCaseSensitive(in, "config") : root;
+        if (!cJSON_IsObject(obj)) {
+            cJSON_Delete(root);
+            return fprintf(stderr, "kvsim map: %s: expected a JSON object of settings\n", v), 2;
+        }
+        for (const cJSON *it = obj->child; it; it = it->next) {
+            if (!strcmp(it->string, "description") || !strcmp(it->string, "measures")) continue;
+            if (!strcmp(it->string, "store")) user_store = 1;
+            set_key(x.base, it->string, cJSON_Duplicate(it, 1));
+        }
+        cJSON_Delete(root);
+    }
+    if ((v = opt_get(&a, "--model"))) set_key(x.base, "model", cJSON_CreateString(v));
+    if ((v = opt_get(&a, "--platform"))) set_key(x.base, "platform", cJSON_CreateString(v));
+    const char *vary = NULL;
+    for (int i = 0; i < a.n_hits; i++) {
+        const char *o = opt_hit_name(&a, i), *kv = a.hits[i].value;
+        if (!strcmp(o, "--vary")) {
+            if (vary) return usage("--vary: one resource axis per map (got a second: %s)", kv);
+            vary = kv;
+        }
+        if (strcmp(o, "--set")) continue;
+        const char *eq = strchr(kv, '=');
+        if (!eq || eq == kv || eq - kv >= 64) return usage("--set %s: expected KEY=VALUE", kv);
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        static const char *const own[] = {"trace", "trace_format", "requests", "think", "evict_each_turn", "arrivals",
+                                          "request_rate", "concurrency", "session_rate", "seed", "policies"};
+        for (size_t k = 0; k < KV_ARRAY_LEN(own); k++)
+            if (!strcmp(key, own[k]))
+                return usage("--set %s: kvsim map sets it itself (its trace of isolated restoring requests; --load, --seed, --policies)", key);
+        if (!strcmp(key, "store")) user_store = 1;
+        set_key(x.base, key, cJSON_CreateString(eq + 1));
+    }
+    if (cJSON_GetObjectItemCaseSensitive(x.base, "scenario") && !user_store) {
+        char rel[600], origin[700];
+        snprintf(rel, sizeof rel, "configs/scenarios/%s.json", opt_get(&a, "--scenario"));
+        char *text = kv_catalog_text(rel, strchr(opt_get(&a, "--scenario"), '/') ? opt_get(&a, "--scenario") : NULL, origin, sizeof origin, &e);
+        if (text && strstr(text, "\"store\"")) user_store = 1;
+        free(text);
+    }
+
+    /* the base must resolve (names the bad setting; exit 2) */
+    SimConfig c;
+    char pol[600];
+    if (point_config(&c, x.base, "kvsim map", pol, sizeof pol, &e) != 0) {
+        fprintf(stderr, "kvsim map: %s\n", e.msg);
+        cJSON_Delete(x.base);
+        return 2;
+    }
+    SimWorld w;
+    if (sim_world_open(&w, &c, &e) != 0) {
+        fprintf(stderr, "kvsim map: %s\n", e.msg);
+        cJSON_Delete(x.base);
+        return 2;
+    }
+    char model[128], platform[128];
+    snprintf(model, sizeof model, "%s", w.model->name);
+    snprintf(platform, sizeof platform, "%s", w.platform->name);
+    int rc = 0;
+
+    /* the axis */
+    const char *eq = strchr(vary, '=');
+    if (!eq || eq == vary || eq - vary >= (long)sizeof x.axis || !eq[1]) rc = usage("--vary %s: expected KEY=V1,V2,...", vary);
+    if (rc == 0) {
+        snprintf(x.axis, sizeof x.axis, "%.*s", (int)(eq - vary), vary);
+        if (!strcmp(x.axis, "policies") || !strcmp(x.axis, "seed") || !strcmp(x.axis, "trace"))
+            rc = usage("--vary %s: not a resource axis (policies: --policies; seeds: --seeds; the trace is the map's own)", x.axis);
+    }
+    if (rc == 0 && (x.nv = split_list(eq + 1, x.val, MAP_MAX_V)) < 1)
+        rc = usage("--vary %s: expected 1 to %d comma-separated values, none empty", vary, MAP_MAX_V);
+    for (int i = 0; rc == 0 && i < x.nv; i++) {
+        snprintf(x.res[i], sizeof x.res[i], "%s", x.val[i]);
+        if (!strcmp(x.axis, "nic") && resolve_nic(&w.hw, x.val[i], x.res[i], sizeof x.res[i]) != 0) {
+            char known[600] = "";
+            for (int k = 0; k < w.hw.n_nics; k++) kv_catf(known, sizeof known, "%s%s", k ? ", " : "", w.hw.nics[k].name);
+            rc = usage("--vary nic: unknown NIC '%s' (known: %s; or a line rate such as 100GbE)", x.val[i], known);
+            break;
+        }
+        cJSON *o = cJSON_Duplicate(x.base, 1);
+        set_key(o, x.axis, cJSON_CreateString(x.res[i]));
+        SimConfig c2;
+        char where[200];
+        snprintf(where, sizeof where, "--vary %s=%s", x.axis, x.val[i]);
+        if (point_config(&c2, o, where, pol, sizeof pol, &e) != 0) rc = usage("%s", e.msg);
+        cJSON_Delete(o);
+    }
+    /* where the saved state lives: the tier the varied resource serves, unless the user chose */
+    x.store = "";
+    if (!user_store) x.store = !strcmp(x.axis, "nic") ? "remote" : !strcmp(x.axis, "n_ssd") || !strcmp(x.axis, "ssd") ? "ssd" : "";
+
+    /* histories */
+    int64_t maxctx = c.max_context > 0 ? c.max_context : w.model->max_pos;
+    if (rc == 0 && (v = opt_get(&a, "--history"))) {
+        char items[MAP_MAX_H][96];
+        int n = split_list(v, items, MAP_MAX_H);
+        if (n < 1) rc = usage("--history: expected 1 to %d comma-separated lengths, e.g. 1K,4K,16K", MAP_MAX_H);
+        for (int i = 0; rc == 0 && i < n; i++) {
+            if (parse_tokens(items[i], &x.hist[i]) != 0)
+                rc = usage("--history: '%s': expected a token count (512, 4K = 4096, 1M)", items[i]);
+            else if (i && x.hist[i] <= x.hist[i - 1])
+                rc = usage("--history: '%s': expected increasing lengths", items[i]);
+            else if (x.hist[i] < 2 || x.hist[i] + 3 * x.new_tokens / 2 + 16 > maxctx)
+                rc = usage("--history: '%s': expected 2 to %lld tokens (the context of %s is %lld, less the new input and output)", items[i],
+                           (long long)(maxctx - 3 * x.new_tokens / 2 - 16), model, (long long)maxctx);
+        }
+        x.nh = n;
+    } else if (rc == 0) {
+        for (int64_t h = 512; h <= 32768 && h + 3 * x.new_tokens / 2 + 16 <= maxctx; h *= 2) x.hist[x.nh++] = h;
+        if (x.nh == 0) rc = usage("the context of %s (%lld tokens) holds no default history length: give --history", model, (long long)maxctx);
+    }
+    /* loads */
+    x.nl = 1;
+    if (rc == 0 && (v = opt_get(&a, "--load"))) {
+        char items[MAP_MAX_L][96];
+        int n = split_list(v, items, MAP_MAX_L);
+        if (n < 1) rc = usage("--load: expected 1 to %d comma-separated loads (isolated or sessions/s)", MAP_MAX_L);
+        for (int i = 0; rc == 0 && i < n; i++) {
+            if (!strcmp(items[i], "isolated")) x.load[i] = 0;
+            else if (kv_parse_double(items[i], &x.load[i], &e) != 0 || !(x.load[i] > 0) || x.load[i] > 1e6)
+                rc = usage("--load: '%s': expected isolated or a session rate in (0, 1e6] per second", items[i]);
+        }
+        x.nl = n;
+    }
+    /* policies */
+    if (rc == 0) {
+        const char *pv = opt_get(&a, "--policies");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "policies", pv ? pv : "all");
+        SimConfig c3;
+        if (point_config(&c3, o, "--policies", x.policies, sizeof x.policies, &e) != 0) rc = usage("%s", e.msg);
+        cJSON_Delete(o);
+        char keep[600] = "";
+        for (const char *t = x.policies; rc == 0 && *t;) {
+            size_t len = strcspn(t, ",");
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)len, t);
+            if (!(pv == NULL && !strcmp(name, "ideal"))) {
+                for (int i = 0; i < x.np; i++)
+                    if (!strcmp(x.pol[i], name)) rc = usage("--policies: '%s' twice", name);
+                if (rc == 0 && x.np < MAP_MAX_POL) {
+                    snprintf(x.pol[x.np++], 32, "%s", name);
+                    kv_catf(keep, sizeof keep, "%s%s", keep[0] ? "," : "", name);
+                }
+            }
+            t += len;
+            if (*t == ',') t++;
+        }
+        snprintf(x.policies, sizeof x.policies, "%s", keep);
+        if (rc == 0 && x.np < 2) rc = usage("--policies: a map needs at least two contenders");
+    }
+    /* the cost model's uncertainty */
+    char spread[400];
+    if (rc == 0) {
+        if (c.costs[0] && strcmp(c.costs, "spec")) {
+            double lo, hi;
+            int got = class_spread(c.costs, &w, 0, &lo, &hi, &e);
+            if (got < 0) rc = fprintf(stderr, "kvsim map: %s\n", e.msg) ? 1 : 1;
+            else if (got) {
+                x.spread_store = 1;
+                x.spread_lo[0] = lo, x.spread_hi[0] = hi;
+                x.spread_lo[1] = x.spread_hi[1] = 1;
+                double l2, h2;
+                if (class_spread(c.costs, &w, 1, &l2, &h2, &e) == 1) x.spread_lo[1] = l2, x.spread_hi[1] = h2;
+                snprintf(spread, sizeof spread,
+                         "the store's spread: compute ×[%.3f, %.3f], host link ×[%.3f, %.3f] (median p10/p50 and p90/p50 of its points); "
+                         "NIC and SSD at nominal (no measured spread)",
+                         x.spread_lo[0], x.spread_hi[0], x.spread_lo[1], x.spread_hi[1]);
+            } else {
+                snprintf(spread, sizeof spread, "the store records no p10/p90 spread: ±%.0f %% band instead (compute, host link, NIC, SSD)",
+                         100 * x.band);
+            }
+        } else {
+            snprintf(spread, sizeof spread, "spec cost model: compute, host link, NIC and SSD times each × uniform [%.2f, %.2f]",
+                     1 - x.band, 1 + x.band);
+        }
+    }
+    sim_world_close(&w);
+    if (rc != 0) {
+        cJSON_Delete(x.base);
+        return rc;
+    }
+    const char *out = opt_get(&a, "--out");
+    if (out && kv_mkdirs(out, &e) != 0) {
+        fprintf(stderr, "kvsim map: %s\n", e.msg);
+        cJSON_Delete(x.base);
+        return 1;
+    }
+
+    /* run */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(x.tmpdir, sizeof x.tmpdir, "%s/kvsim-map.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(x.tmpdir)) {
+        fprintf(stderr, "kvsim map: %s: cannot create a temporary directory\n", x.tmpdir);
+        cJSON_Delete(x.base);
+        return 1;
+    }
+    int nc = n_cells(&x), nj = nc * reps(&x) + x.nv;
+    ProcPool pool = {nj, x.jobs, x.tmpdir, map_job, map_label, &x, NULL};
+    fflush(stdout);
+    fflush(stderr);
+    rc = procpool_run(&pool, &e);
+    Cell *cells = calloc((size_t)nc, sizeof *cells);
+    BeLine *be = calloc((size_t)x.nv, sizeof *be);
+    double *t = calloc((size_t)reps(&x) * MAP_MAX_POL, sizeof *t);
+    if (rc == 0 && (!cells || !be || !t)) rc = kv_err(&e, "out of memory");
+    for (int k = 0; k < nj; k++) {
+        char path[700];
+        if (procpool_job_path(x.tmpdir, k, path, sizeof path, &e) != 0) break;
+        if (rc == 0) {
+            int cell = k / reps(&x), r = k % reps(&x);
+            if (k < nc * reps(&x)) rc = read_values(path, t + (size_t)r * MAP_MAX_POL, x.np, &e);
+            else rc = read_be(path, &be[k - nc * reps(&x)], &e);
+            if (rc == 0 && k < nc * reps(&x) && r == reps(&x) - 1) {
+                Cell *cc = &cells[cell];
+                for (int i = 0; i < x.np; i++) {
+                    double s = 0;
+                    for (int q = 0; q < x.seeds; q++) s += t[q * MAP_MAX_POL + i];
+                    cc->mean[i] = s / x.seeds;
+                }
+                cc->win = argmin(cc->mean, x.np, -1);
+                cc->run = argmin(cc->mean, x.np, cc->win);
+                double d[100];
+                for (int q = 0; q < x.seeds; q++) d[q] = t[q * MAP_MAX_POL + cc->run] - t[q * MAP_MAX_POL + cc->win];
+                double mean, hw;
+                if (x.seeds >= 2 && stats_mean_ci(d, (size_t)x.seeds, 0.95, &mean, &hw, &e) == 0) cc->margin = mean, cc->ci = hw;
+                else cc->margin = cc->mean[cc->run] - cc->mean[cc->win], cc->ci = NAN;
+                cc->flip = NAN;
+                if (x.draws > 0) {
+                    int flips = 0;
+                    for (int dd = 0; dd < x.draws; dd++) {
+                        int q = dd % x.seeds;
+                        int w0 = argmin(t + (size_t)q * MAP_MAX_POL, x.np, -1);
+                        int w1 = argmin(t + (size_t)(x.seeds + dd) * MAP_MAX_POL, x.np, -1);
+                        flips += w0 != w1;
+                    }
+                    cc->flip = (double)flips / x.draws;
+                }
+            }
+        }
+        unlink(path);
+    }
+    rmdir(x.tmpdir);
+    free(t);
+    if (rc != 0) {
+        fprintf(stderr, "kvsim map: %s\n", e.msg);
+        free(cells), free(be);
+        cJSON_Delete(x.base);
+        return 1;
+    }
+
+    /* report */
+    char head[2000], h0[32], h1[32];
+    map_fmt_tokens(h0, sizeof h0, x.hist[0]);
+    map_fmt_tokens(h1, sizeof h1, x.hist[x.nh - 1]);
+    snprintf(head, sizeof head,
+             "%s on %s, %s=%s; history %s..%s; saved state: %s; policies %s\n"
+             "a cell: the fastest policy by the mean TTFT of %d restoring requests (new input ~%lld tokens), over %d seed%s; "
+             "margin = runner-up − fastest (ms) ± its 95 %% interval; flip = share of %d cost draws (%s) whose fastest policy differs\n",
+             model, platform, x.axis, eq + 1, h0, h1,
+             x.store[0] ? (!strcmp(x.store, "remote") ? "store=remote (the tier the NIC serves; --set store=... to change)"
+                                                      : "store=ssd (the tier the SSDs serve; --set store=... to change)")
+                        : "the configuration's store",
+             x.policies, x.requests, (long long)x.new_tokens, x.seeds, x.seeds == 1 ? "" : "s", x.draws, spread);
+    printf("%s", head);
+    print_table(stdout, &x, cells, 0);
+    print_be(stdout, &x, be, 0);
+    if (out) {
+        char title[300];
+        snprintf(title, sizeof title, "Decision map: %s on %s, fastest restoration by history and %s", model, platform, x.axis);
+        if (write_json(out, &x, cells, be, model, platform, spread, &e) != 0 || write_csv(out, &x, cells, &e) != 0 ||
+            write_md(out, &x, cells, be, head, &e) != 0 || write_svg(out, &x, cells, be, title, &e) != 0) {
+            fprintf(stderr, "kvsim map: %s\n", e.msg);
+            rc = 1;
+        } else {
+            fprintf(stderr, "map in %s/ (map.json, map.csv, map.md, map.svg; kvsim report %s renders it)\n", out, out);
+        }
+    }
+    free(cells), free(be);
+    cJSON_Delete(x.base);
+    return rc;
+}
