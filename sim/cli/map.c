@@ -198,6 +198,7 @@ typedef struct MapCtx {
     uint64_t seed_base;
     double band;
     int64_t new_tokens;
+    int64_t be_max;              /* the break-even scan's longest history */
     const char *store;           /* the store map sets ("" : the user's or the platform's) */
     int spread_store;            /* the draws use the store's p10/p90 spread */
     double spread_lo[2], spread_hi[2]; /* compute, host link: time factors of p10 and p90 */
@@ -262,9 +263,11 @@ static int run_point(const MapCtx *x, int vi, double load, int64_t H, int n, uin
     /* isolated: sessions 1000 s apart (a restoring turn's think time is 60 s); under load: Poisson */
     char *text = map_trace_text(H, n, x->new_tokens, single ? 0 : seed, load > 0 ? 0 : 1000);
     if (!text) return kv_err(e, "out of memory");
-    int rc = kv_write_atomic(trace, text, strlen(text), e);
+    FILE *tf = fopen(trace, "wb");
+    int rc = !tf || fputs(text, tf) < 0 ? -1 : 0;
+    if (tf && fclose(tf) != 0) rc = -1;
     free(text);
-    if (rc != 0) return -1;
+    if (rc != 0) return kv_err(e, "%s: cannot write the map's trace (disk full?)", trace);
     cJSON *o = run_settings(x, vi, load, seed, trace);
     SimConfig c;
     char pol[600];
@@ -300,32 +303,47 @@ static int be_diff(void *ctx, int64_t H, double *diff, KvErr *e)
     return 0;
 }
 
-/* per resource value: the grid's histories with one request, then every sign change bisected;
- * lines "S\thi\tfamily\tttft" and "B\tfa\tfb\tH\tlower" (lower: the family faster below H) */
+/* the histories the break-even search scans: powers of two from 64 tokens to the longest history
+ * the context holds (and that length itself), whatever the grid's histories */
+static int be_grid(const MapCtx *x, int64_t *h, int max)
+{
+    int n = 0;
+    for (int64_t v = 64; v < x->be_max && n < max - 1; v *= 2) h[n++] = v;
+    h[n++] = x->be_max;
+    return n;
+}
+
+/* per resource value: the scan with one request, then every sign change of two families'
+ * difference bisected (a stretch where they tie exactly: its first length); lines
+ * "B\tfa\tfb\tH\tlower" (lower: the family faster below H) */
 static int be_job(const MapCtx *x, int vi, FILE *out, const char *path, KvErr *e)
 {
-    double t[MAP_MAX_H][MAP_MAX_POL], fam[MAP_MAX_H][MAP_FAMILIES];
-    for (int h = 0; h < x->nh; h++) {
-        if (run_point(x, vi, 0, x->hist[h], 1, x->seed_base, 1, NULL, path, t[h], e) != 0) return -1;
-        for (int f = 0; f < MAP_FAMILIES; f++) {
-            fam[h][f] = family_best(x, t[h], f);
-            if (isfinite(fam[h][f])) fprintf(out, "S\t%d\t%d\t%.17g\n", h, f, fam[h][f]);
-        }
+    int64_t hs[40];
+    int nh = be_grid(x, hs, 40);
+    double t[40][MAP_MAX_POL], fam[40][MAP_FAMILIES];
+    for (int h = 0; h < nh; h++) {
+        if (run_point(x, vi, 0, hs[h], 1, x->seed_base, 1, NULL, path, t[h], e) != 0) return -1;
+        for (int f = 0; f < MAP_FAMILIES; f++) fam[h][f] = family_best(x, t[h], f);
     }
     for (int fa = 0; fa < MAP_FAMILIES; fa++)
         for (int fb = fa + 1; fb < MAP_FAMILIES; fb++) {
             if (!isfinite(fam[0][fa]) || !isfinite(fam[0][fb])) continue;
-            for (int h = 0; h + 1 < x->nh; h++) {
-                double d0 = fam[h][fa] - fam[h][fb], d1 = fam[h + 1][fa] - fam[h + 1][fb];
-                int64_t at = 0;
-                if (d0 == 0 && d1 == 0) continue;
-                if (d0 == 0) at = x->hist[h];
-                else if ((d0 < 0) == (d1 < 0) || d1 == 0) continue;
-                else {
-                    BeCtx b = {x, vi, fa, fb, path};
-                    if (map_bisect(be_diff, &b, x->hist[h], d0, x->hist[h + 1], d1, 0.002, &at, NULL, e) != 0) return -1;
+            int prev = -1; /* the last length where they differ */
+            for (int h = 0; h < nh; h++) {
+                double d = fam[h][fa] - fam[h][fb];
+                if (d == 0) continue;
+                if (prev >= 0) {
+                    double dp = fam[prev][fa] - fam[prev][fb];
+                    if ((dp < 0) != (d < 0)) {
+                        int64_t at = hs[prev + 1];
+                        if (prev + 1 == h) {
+                            BeCtx b = {x, vi, fa, fb, path};
+                            if (map_bisect(be_diff, &b, hs[prev], dp, hs[h], d, 0.002, &at, NULL, e) != 0) return -1;
+                        }
+                        fprintf(out, "B\t%d\t%d\t%lld\t%d\n", fa, fb, (long long)at, dp < 0 ? fa : fb);
+                    }
                 }
-                fprintf(out, "B\t%d\t%d\t%lld\t%d\n", fa, fb, (long long)at, (d0 != 0 ? d0 < 0 : d1 > 0) ? fa : fb);
+                prev = h;
             }
         }
     return 0;
@@ -377,7 +395,8 @@ static void map_label(void *ctx, int k, char *buf, size_t cap)
 
 typedef struct Cell {
     double mean[MAP_MAX_POL];    /* mean over seeds of the policies' mean restoring TTFT (s) */
-    int win, run;                /* indices into pol */
+    int win, run;                /* indices into pol: the first fastest, the fastest of the others (-1: none) */
+    int tied[MAP_MAX_POL], ntied; /* every policy at the fastest mean, win first (identical runs) */
     double margin, ci;           /* runner-up − best (s), its 95 % half-width over seeds (NAN: one seed) */
     double flip;                 /* share of draws whose fastest policy differs (NAN: no draws) */
 } Cell;
@@ -445,7 +464,9 @@ static void cell_text(const MapCtx *x, const Cell *c, char *buf, size_t n)
     else snprintf(ci, sizeof ci, "–");
     if (isfinite(c->flip)) snprintf(fl, sizeof fl, "%.0f%%", 100 * c->flip);
     else snprintf(fl, sizeof fl, "–");
-    snprintf(buf, n, "%s > %s +%s±%s ms flip %s", x->pol[c->win], c->run >= 0 ? x->pol[c->run] : "–", m, ci, fl);
+    char w[200] = "";
+    for (int i = 0; i < c->ntied; i++) kv_catf(w, sizeof w, "%s%s", i ? "=" : "", x->pol[c->tied[i]]);
+    snprintf(buf, n, "%s > %s +%s±%s ms flip %s", w, x->pol[c->run], m, ci, fl);
 }
 
 static void load_text(double l, char *buf, size_t n)
@@ -459,6 +480,16 @@ static void print_table(FILE *f, const MapCtx *x, const Cell *cells, int md)
     for (int li = 0; li < x->nl; li++) {
         char lt[64];
         load_text(x->load[li], lt, sizeof lt);
+        int wid[MAP_MAX_V];
+        for (int v = 0; v < x->nv; v++) { /* a column as wide as its widest cell (bytes) */
+            char t[256];
+            snprintf(t, sizeof t, "%s=%s", x->axis, x->val[v]);
+            wid[v] = (int)strlen(t);
+            for (int hi = 0; hi < x->nh; hi++) {
+                cell_text(x, &cells[(li * x->nh + hi) * x->nv + v], t, sizeof t);
+                if ((int)strlen(t) > wid[v]) wid[v] = (int)strlen(t);
+            }
+        }
         if (md) {
             fprintf(f, "\n### Load: %s\n\n| history |", lt);
             for (int v = 0; v < x->nv; v++) fprintf(f, " %s=%s |", x->axis, x->val[v]);
@@ -471,7 +502,8 @@ static void print_table(FILE *f, const MapCtx *x, const Cell *cells, int md)
             for (int v = 0; v < x->nv; v++) {
                 char h[160];
                 snprintf(h, sizeof h, "%s=%s", x->axis, x->val[v]);
-                fprintf(f, "  %-44s", h);
+                if (v + 1 < x->nv) fprintf(f, "  %-*s", wid[v], h);
+                else fprintf(f, "  %s", h);
             }
             fputc('\n', f);
         }
@@ -482,8 +514,10 @@ static void print_table(FILE *f, const MapCtx *x, const Cell *cells, int md)
             for (int v = 0; v < x->nv; v++) {
                 char t[256];
                 cell_text(x, &cells[(li * x->nh + hi) * x->nv + v], t, sizeof t);
+                /* ± is two bytes, one column: the padding counts bytes, so every cell is off by the same one */
                 if (md) fprintf(f, " %s |", t);
-                else fprintf(f, "  %-44s", t);
+                else if (v + 1 < x->nv) fprintf(f, "  %-*s", wid[v], t);
+                else fprintf(f, "  %s", t);
             }
             fputc('\n', f);
         }
@@ -502,11 +536,12 @@ static void be_text(const MapCtx *x, const BeLine *be, int v, const BePoint *p, 
 static void print_be(FILE *f, const MapCtx *x, const BeLine *be, int md)
 {
     char h0[32], h1[32];
-    map_fmt_tokens(h0, sizeof h0, x->hist[0]);
-    map_fmt_tokens(h1, sizeof h1, x->hist[x->nh - 1]);
+    map_fmt_tokens(h0, sizeof h0, 64);
+    map_fmt_tokens(h1, sizeof h1, x->be_max);
     fprintf(f, md ? "\n### Break-even lines\n\n" : "\n");
-    fprintf(f, "%sbreak-even history lengths between the families (one isolated request, new input %lld tokens, %s..%s):\n",
-            md ? "" : "", (long long)x->new_tokens, h0, h1);
+    fprintf(f, "break-even history lengths between the families (the fastest member of each; one isolated request, new input %lld "
+               "tokens, searched over %s..%s):\n",
+            (long long)x->new_tokens, h0, h1);
     if (md) fputc('\n', f);
     for (int v = 0; v < x->nv; v++) {
         int any = 0;
@@ -563,6 +598,8 @@ static int write_json(const char *dir, const MapCtx *x, const Cell *cells, const
                 cJSON_AddStringToObject(j, "value", x->val[v]);
                 cJSON_AddNumberToObject(j, "load", x->load[li]);
                 cJSON_AddStringToObject(j, "winner", x->pol[c->win]);
+                cJSON *tj = cJSON_AddArrayToObject(j, "tied_with_winner");
+                for (int i = 1; i < c->ntied; i++) cJSON_AddItemToArray(tj, cJSON_CreateString(x->pol[c->tied[i]]));
                 if (c->run >= 0) cJSON_AddStringToObject(j, "runner_up", x->pol[c->run]);
                 else cJSON_AddNullToObject(j, "runner_up");
                 if (isfinite(c->margin)) cJSON_AddNumberToObject(j, "margin_s", c->margin);
@@ -1023,6 +1060,7 @@ int map_main(int argc, char **argv)
         for (int64_t h = 512; h <= 32768 && h + 3 * x.new_tokens / 2 + 16 <= maxctx; h *= 2) x.hist[x.nh++] = h;
         if (x.nh == 0) rc = usage("the context of %s (%lld tokens) holds no default history length: give --history", model, (long long)maxctx);
     }
+    x.be_max = maxctx - 16 - x.new_tokens;
     /* loads */
     x.nl = 1;
     if (rc == 0 && (v = opt_get(&a, "--load"))) {
@@ -1133,7 +1171,13 @@ int map_main(int argc, char **argv)
                     cc->mean[i] = s / x.seeds;
                 }
                 cc->win = argmin(cc->mean, x.np, -1);
-                cc->run = argmin(cc->mean, x.np, cc->win);
+                cc->ntied = 0;
+                cc->run = -1;
+                for (int i = 0; i < x.np; i++) {
+                    if (cc->mean[i] == cc->mean[cc->win]) cc->tied[cc->ntied++] = i;
+                    else if (cc->run < 0 || cc->mean[i] < cc->mean[cc->run]) cc->run = i;
+                }
+                if (cc->run < 0) cc->run = cc->tied[1]; /* every policy tied */
                 double d[100];
                 for (int q = 0; q < x.seeds; q++) d[q] = t[q * MAP_MAX_POL + cc->run] - t[q * MAP_MAX_POL + cc->win];
                 double mean, hw;
@@ -1179,6 +1223,7 @@ int map_main(int argc, char **argv)
     printf("%s", head);
     print_table(stdout, &x, cells, 0);
     print_be(stdout, &x, be, 0);
+    fflush(stdout);
     if (out) {
         char title[300];
         snprintf(title, sizeof title, "Decision map: %s on %s, fastest restoration by history and %s", model, platform, x.axis);
