@@ -426,11 +426,12 @@ static void inputs(FILE *f, const cJSON *sum)
 
 int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
 {
-    char *summary = NULL, *table = NULL, *plan = NULL, *repro = NULL, *verdict_md = NULL, **files = NULL;
+    char *summary = NULL, *table = NULL, *plan = NULL, *repro = NULL, *verdict_md = NULL, *map = NULL, **files = NULL;
     int nf = 0, rc = -1;
     cJSON *sum = NULL;
     if (read_opt(dir, "summary.json", &summary, e) || read_opt(dir, "table.md", &table, e) || read_opt(dir, "plan.md", &plan, e) ||
-        read_opt(dir, "report.md", &repro, e) || read_opt(dir, "verdict.md", &verdict_md, e) || list_files(dir, &files, &nf, e))
+        read_opt(dir, "report.md", &repro, e) || read_opt(dir, "verdict.md", &verdict_md, e) || read_opt(dir, "map.md", &map, e) ||
+        list_files(dir, &files, &nf, e))
         goto done;
     if (summary && !(sum = cJSON_Parse(summary))) {
         kv_err(e, "%s/summary.json: not valid JSON (near byte %ld)", dir,
@@ -473,6 +474,9 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
         free(copy);
         if (!any) fputs("A plan: its answer is below.", f);
         fputs("</div>\n", f);
+    } else if (map) { /* kvsim map: its head lines */
+        fputs("<p class=\"verdict\" id=\"verdict\">A decision map (kvsim map): the fastest restoration by history length and resource, "
+              "with margins, flip probabilities and break-even lines; below.</p>\n", f);
     } else {
         fputs("<p class=\"verdict\" id=\"verdict\">", f);
         html_text(f, repro ? "Published claims, judged: below." : "No summary.json here (a sweep's figures): the figures and files are below.");
@@ -497,9 +501,10 @@ int html_report(FILE *f, const char *dir, const char *name, KvErr *e)
     } part[] = {{"compact", "Summary table (click a column to sort)"},
                 {"tables", "Tables (click a column to sort)"},
                 {"plan", "Plan"},
-                {"claims", "Published claims"}};
-    const char *text[] = {compact, table, plan, repro};
-    for (int k = 0; k < 4; k++) {
+                {"claims", "Published claims"},
+                {"map", "Decision map"}};
+    const char *text[] = {compact, table, plan, repro, map};
+    for (int k = 0; k < 5; k++) {
         if (!text[k]) continue;
         fprintf(f, "<h2 id=\"%s\">%s</h2>\n", part[k].id, part[k].head);
         markdown(f, text[k], warned);
@@ -549,6 +554,7 @@ done:
     free(plan);
     free(repro);
     free(verdict_md);
+    free(map);
     for (int i = 0; i < nf; i++) free(files[i]);
     free(files);
     return rc;
