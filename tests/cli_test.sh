@@ -937,6 +937,45 @@ expect 2 "check --requests with the canonical set refused" "$B"/kvsim check --re
 expect 1 "check --config without a reference" "$B"/kvsim check --config configs/default.json --baseline "$tmp/noown"
 contains "check --config: how to write its reference" "no reference for default (kvsim check --update with the same options writes it)"
 # ---- end of capacity planning checks ----
+# ---- kvsim map: decision maps ----
+MP=("$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --history 1K,8K --policies recompute,kv-offload,hcache,cacheflow --seeds 2 --draws 4)
+expect 0 "map: a small grid" "${MP[@]}" --vary nic=10GbE,100GbE -j 1 --out "$tmp/map1"
+contains "map: the NIC by its line rate" "nic=100GbE"
+contains "map: the break-even lines" "break-even"
+cp "$tmp/out" "$tmp/map1.txt"
+expect 0 "map: again with 2 workers" "${MP[@]}" --vary nic=10GbE,100GbE -j 2 --out "$tmp/map2"
+if [ "$(grep -v '^map in' "$tmp/map1.txt")" = "$(grep -v '^map in' "$tmp/out")" ] && cmp -s "$tmp/map1/map.json" "$tmp/map2/map.json" && cmp -s "$tmp/map1/map.csv" "$tmp/map2/map.csv" &&
+   cmp -s "$tmp/map1/map.svg" "$tmp/map2/map.svg"; then ok "map: the same bytes for any -j"; else bad "map: output differs between -j 1 and -j 2"; fi
+if python3 - "$tmp/map1/map.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kind"] == "kvsim map" and d["vary"] == {"key": "nic", "values": ["10GbE", "100GbE"], "set": ["10GbE", "100G"]}
+assert d["history_tokens"] == [1024, 8192] and d["loads"] == [0] and d["store"] == "remote"
+assert len(d["cells"]) == 4
+for c in d["cells"]:
+    assert c["winner"] in d["policies"] and c["runner_up"] in d["policies"] and c["winner"] != c["runner_up"]
+    assert c["margin_s"] >= 0 and 0 <= c["flip_probability"] <= 1 and set(c["ttft_mean_s"]) == set(d["policies"])
+    assert min(c["ttft_mean_s"].values()) == c["ttft_mean_s"][c["winner"]]
+for b in d["break_even"]:
+    assert b["history_tokens"] > 0 and b["faster_below"] in (b["a"], b["b"])
+PY
+then ok "map: map.json's shape"; else bad "map: map.json's shape"; fi
+expect 0 "map: report.html of a map" "$B"/kvsim report "$tmp/map1"
+if grep -q "Decision map" "$tmp/map1/report.html" && grep -q "break-even" "$tmp/map1/report.html"; then ok "map: report.html shows the map"; else bad "map: report.html shows the map"; fi
+expect 2 "map: --vary required" "$B"/kvsim map --model Llama-3.1-8B
+expect 2 "map: an unknown NIC" "${MP[@]}" --vary nic=10GbE,3GbE
+contains "map: the unknown NIC named" "unknown NIC '3GbE'"
+MQ=("$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --vary nic=10GbE)
+expect 2 "map: decreasing histories" "${MQ[@]}" --history 8K,1K
+contains "map: the history named" "'1K': expected increasing lengths"
+expect 2 "map: a history past the context" "${MQ[@]}" --history 1K,1M
+contains "map: the context named" "the context of Llama-3.1-8B is 131072"
+expect 2 "map: a bad load" "${MP[@]}" --vary nic=10GbE --load busy
+expect 2 "map: a bad band" "${MP[@]}" --vary nic=10GbE --band 1.5
+expect 2 "map: its own trace" "${MP[@]}" --vary nic=10GbE --set trace=sharegpt4
+expect 2 "map: one policy" "$B"/kvsim map --vary nic=10GbE --policies recompute
+expect 2 "map: an unknown setting on the axis" "${MP[@]}" --vary nope=1,2
+expect 2 "map: an unknown model" "$B"/kvsim map --model Llama-9 --vary nic=10GbE
 # ---- replications, workers, reproduce, provenance, vLLM spellings ----
 R=(--config configs/default.json --requests 150 --quiet)
 expect 0 "compare --seeds 3 -j 1" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 1 --out "$tmp/rj1"
