@@ -976,6 +976,19 @@ expect 2 "map: its own trace" "${MP[@]}" --vary nic=10GbE --set trace=sharegpt4
 expect 2 "map: one policy" "$B"/kvsim map --vary nic=10GbE --policies recompute
 expect 2 "map: an unknown setting on the axis" "${MP[@]}" --vary nope=1,2
 expect 2 "map: an unknown model" "$B"/kvsim map --model Llama-9 --vary nic=10GbE
+expect 0 "map: a loaded point beside the isolated one" "${MP[@]}" --vary n_ssd=1,2 --load isolated,0.5 --set store=dram+ssd --set "dram=1 MB" --out "$tmp/map3"
+contains "map: the loaded table" "load: 0.5 sessions/s"
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['loads']==[0,0.5] and d['store']=='as configured' and len(d['cells'])==8" "$tmp/map3/map.json"
+then ok "map: a store of --set is kept, two loads"; else bad "map: a store of --set is kept, two loads"; fi
+# interrupted: the workers reaped, the temporary directory removed
+mkdir -p "$tmp/maptmp"
+TMPDIR="$tmp/maptmp" "$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --vary nic=10GbE,25GbE,40GbE,100GbE --seeds 20 --draws 200 -j 2 >/dev/null 2>&1 & mpid=$!
+for i in $(seq 200); do ls "$tmp"/maptmp/kvsim-map.*/job-* >/dev/null 2>&1 && break; sleep 0.05; done
+workers=$(pgrep -P $mpid | tr '\n' ' ')
+kill -INT $mpid; wait $mpid; mrc=$?
+alive=""; for w in $workers; do [ -d /proc/$w ] && alive="$alive $w"; done
+if [ "$mrc" = 130 ] && [ -n "$workers" ] && [ -z "$alive" ] && [ -z "$(ls -A "$tmp/maptmp")" ]; then ok "map interrupted: workers reaped, no temporary file"
+else bad "map interrupted (exit $mrc, workers '$workers', alive '$alive'): left $(ls -A "$tmp/maptmp" | tr '\n' ' ')"; fi
 # ---- replications, workers, reproduce, provenance, vLLM spellings ----
 R=(--config configs/default.json --requests 150 --quiet)
 expect 0 "compare --seeds 3 -j 1" "$B"/kvsim compare "${R[@]}" --policies kv-offload,hcache,ideal --seeds 3 --baseline kv-offload -j 1 --out "$tmp/rj1"

@@ -14,12 +14,15 @@
 #include "sim/cli/map.h"
 
 #include <cJSON.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "results/plot_svg.h"
@@ -271,7 +274,7 @@ static int run_point(const MapCtx *x, int vi, double load, int64_t H, int n, uin
     cJSON *o = run_settings(x, vi, load, seed, trace);
     SimConfig c;
     char pol[600];
-    rc = !o ? kv_err(e, "out of memory") : point_config(&c, o, "kvsim map", pol, sizeof pol, e);
+    rc = !o ? kv_err(e, "out of memory") : point_config(&c, o, "the map's settings", pol, sizeof pol, e);
     cJSON_Delete(o);
     if (rc == 0) rc = map_restoring_ttft(&c, x->policies, p, ttft, e);
     unlink(trace);
@@ -825,6 +828,54 @@ static int class_spread(const char *db, const SimWorld *w, int io, double *lo, d
     return found;
 }
 
+/* ---------------------------------------------------------------- interruption
+ *
+ * The workers' files (results and traces) live in <TMPDIR>/kvsim-map.XXXXXX. SIGINT/SIGTERM/SIGHUP
+ * while the pool runs: stop and reap the workers, remove the directory's files and the directory,
+ * then die of the signal. Async-signal-safe: kill, waitpid, open, getdents64, unlinkat, rmdir. */
+
+static char g_tmpdir[512];
+static volatile sig_atomic_t g_tmpdir_set;
+static pid_t g_owner;
+
+struct map_dirent64 { /* the kernel's linux_dirent64 */
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static void remove_dir_files(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;
+    char buf[4096] __attribute__((aligned(8)));
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            const struct map_dirent64 *d = (const struct map_dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] == '.' && (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0'))) continue;
+            unlinkat(fd, d->d_name, 0);
+        }
+    }
+    close(fd);
+    rmdir(dir);
+}
+
+static void on_map_signal(int sig)
+{
+    if (getpid() == g_owner) { /* not a worker that inherited the handler */
+        procpool_stop_on_signal();
+        if (g_tmpdir_set) remove_dir_files(g_tmpdir);
+        kv_atomic_cleanup_on_signal();
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* ---------------------------------------------------------------- the command */
 
 static const OptSpec k_map_opts[] = {
@@ -991,10 +1042,21 @@ int map_main(int argc, char **argv)
         free(text);
     }
 
-    /* the base must resolve (names the bad setting; exit 2) */
+    /* the base must resolve (names the bad setting; exit 2): with the axis's first value, which may be
+     * what makes it valid (n_ssd for an SSD store); a NIC's value is resolved by the catalog first */
     SimConfig c;
     char pol[600];
-    if (point_config(&c, x.base, "kvsim map", pol, sizeof pol, &e) != 0) {
+    cJSON *probe = cJSON_Duplicate(x.base, 1);
+    const char *veq = strchr(vary, '=');
+    if (veq && veq > vary && veq - vary < 64 && strncmp(vary, "nic=", 4)) {
+        char key[64], first[96];
+        snprintf(key, sizeof key, "%.*s", (int)(veq - vary), vary);
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(veq + 1, ","), veq + 1);
+        if (first[0]) set_key(probe, key, cJSON_CreateString(first));
+    }
+    int bad = point_config(&c, probe, "the settings", pol, sizeof pol, &e) != 0;
+    cJSON_Delete(probe);
+    if (bad) {
         fprintf(stderr, "kvsim map: %s\n", e.msg);
         cJSON_Delete(x.base);
         return 2;
@@ -1147,6 +1209,16 @@ int map_main(int argc, char **argv)
         cJSON_Delete(x.base);
         return 1;
     }
+    snprintf(g_tmpdir, sizeof g_tmpdir, "%s", x.tmpdir);
+    g_owner = getpid();
+    g_tmpdir_set = 1;
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_map_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    if (sigaction(SIGHUP, NULL, &old_hup) == 0 && old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
     int nc = n_cells(&x), nj = nc * reps(&x) + x.nv;
     ProcPool pool = {nj, x.jobs, x.tmpdir, map_job, map_label, &x, NULL};
     fflush(stdout);
@@ -1198,7 +1270,11 @@ int map_main(int argc, char **argv)
         }
         unlink(path);
     }
-    rmdir(x.tmpdir);
+    g_tmpdir_set = 0;
+    remove_dir_files(x.tmpdir); /* the traces of failed jobs too */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     free(t);
     if (rc != 0) {
         fprintf(stderr, "kvsim map: %s\n", e.msg);
