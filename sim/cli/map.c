@@ -8,7 +8,8 @@
  * files in job order, so the output does not depend on --jobs.
  * The flip probability: draw d scales each cost class (compute, host link, NIC, SSD) by a factor
  * drawn from seed d (the same K factor sets in every cell); the decision flips when draw d's
- * fastest policy differs from the unperturbed run's at the same seed.
+ * fastest policy is not among the unperturbed run's fastest at the same seed (policies whose runs
+ * are identical tie).
  * Complexity: see map.h.
  */
 #include "sim/cli/map.h"
@@ -401,7 +402,7 @@ typedef struct Cell {
     int win, run;                /* indices into pol: the first fastest, the fastest of the others (-1: none) */
     int tied[MAP_MAX_POL], ntied; /* every policy at the fastest mean, win first (identical runs) */
     double margin, ci;           /* runner-up − best (s), its 95 % half-width over seeds (NAN: one seed) */
-    double flip;                 /* share of draws whose fastest policy differs (NAN: no draws) */
+    double flip;                 /* share of draws whose fastest is not among the seed's fastest (NAN: no draws) */
 } Cell;
 
 typedef struct BePoint {
@@ -1260,9 +1261,10 @@ int map_main(int argc, char **argv)
                     int flips = 0;
                     for (int dd = 0; dd < x.draws; dd++) {
                         int q = dd % x.seeds;
-                        int w0 = argmin(t + (size_t)q * MAP_MAX_POL, x.np, -1);
+                        const double *t0 = t + (size_t)q * MAP_MAX_POL;
+                        int w0 = argmin(t0, x.np, -1);
                         int w1 = argmin(t + (size_t)(x.seeds + dd) * MAP_MAX_POL, x.np, -1);
-                        flips += w0 != w1;
+                        flips += t0[w1] != t0[w0]; /* not one of that seed's fastest (identical runs tie) */
                     }
                     cc->flip = (double)flips / x.draws;
                 }
