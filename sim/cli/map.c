@@ -683,9 +683,32 @@ static int write_svg(const char *dir, const MapCtx *x, const Cell *cells, const 
     KvAtomicFile af;
     if (kv_atomic_open(&af, path, e) != 0) return -1;
     FILE *f = af.f;
-    const int cw = 150, ch = 34, left = 90, top = 60, legend_w = 190;
+    const int cw = 150, ch = 34, left = 90, top = 60;
     int pw = cw * x->nv, ph = ch * x->nh;
-    int width = left + pw + legend_w + 20, height = top + x->nl * (ph + 60) + 20;
+    /* the legend's entries: a policy that wins somewhere, with those tied with it wherever it wins
+     * (identical runs) */
+    char legend[MAP_MAX_POL][300];
+    double legend_w = 160;
+    for (int i = 0; i < x->np; i++) {
+        legend[i][0] = '\0';
+        int wins = 0;
+        for (int c = 0; c < n_cells(x); c++) wins += cells[c].win == i;
+        if (!wins) continue;
+        snprintf(legend[i], sizeof legend[i], "%s", x->pol[i]);
+        for (int j = 0; j < x->np; j++) {
+            int always = j != i;
+            for (int c = 0; always && c < n_cells(x); c++) {
+                if (cells[c].win != i) continue;
+                int in = 0;
+                for (int k = 0; k < cells[c].ntied; k++) in |= cells[c].tied[k] == j;
+                always = in;
+            }
+            if (always) kv_catf(legend[i], sizeof legend[i], " = %s", x->pol[j]);
+        }
+        double lw = 40 + psvg_text_width(legend[i], 12);
+        if (lw > legend_w) legend_w = lw;
+    }
+    int width = left + pw + (int)legend_w + 20, height = top + x->nl * (ph + 60) + 16 * (x->nv + 1) + 20;
     psvg_begin(f, width, height, title);
     for (int li = 0; li < x->nl; li++) {
         int y0 = top + li * (ph + 60);
@@ -714,16 +737,17 @@ static int write_svg(const char *dir, const MapCtx *x, const Cell *cells, const 
             char t[160];
             snprintf(t, sizeof t, "%s=%s", x->axis, x->val[v]);
             psvg_label(f, left + v * cw + cw / 2.0, y0 + ph + 16, "middle", NULL, "", t);
-            /* break-even lines: the row position interpolated in log history between grid rows */
-            for (int i = 0; i < be[v].n; i++) {
+            /* break-even lines (isolated requests: drawn on the isolated panels), inside the grid's
+             * histories: the row position interpolated in log history between rows */
+            for (int i = 0; x->load[li] == 0 && i < be[v].n; i++) {
                 int64_t at = be[v].p[i].at;
-                double pos = 0;
+                if (at < x->hist[0] || at > x->hist[x->nh - 1]) continue;
+                double pos = x->nh - 1;
                 for (int hi = 0; hi + 1 < x->nh; hi++)
                     if (at >= x->hist[hi] && at <= x->hist[hi + 1]) {
                         pos = hi + log((double)at / (double)x->hist[hi]) / log((double)x->hist[hi + 1] / (double)x->hist[hi]);
                         break;
                     }
-                if (at >= x->hist[x->nh - 1]) pos = x->nh - 1;
                 double yy = y0 + ph - (pos + 0.5) * ch, xa = left + v * cw;
                 fprintf(f, "<line class=\"break-even\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" stroke-width=\"2\" "
                            "stroke-dasharray=\"6 3\"/>\n",
@@ -734,15 +758,27 @@ static int write_svg(const char *dir, const MapCtx *x, const Cell *cells, const 
             }
         }
     }
+    /* every break-even point as text under the panels, those outside the grid's histories too */
+    int ty = top + x->nl * (ph + 60) + 4;
+    psvg_label(f, left, ty, "start", NULL, "font-size=\"11\"", "break-even history lengths (one isolated request):");
+    for (int v = 0; v < x->nv; v++) {
+        char t[1200];
+        snprintf(t, sizeof t, "%s=%s:", x->axis, x->val[v]);
+        for (int i = 0; i < be[v].n; i++) {
+            char h[32];
+            map_fmt_tokens(h, sizeof h, be[v].p[i].at);
+            kv_catf(t, sizeof t, "%s %s|%s at %s", i ? "," : "", map_family_name(be[v].p[i].fa), map_family_name(be[v].p[i].fb), h);
+        }
+        if (!be[v].n) kv_catf(t, sizeof t, " none in range");
+        psvg_label(f, left, ty + 16 * (v + 1), "start", NULL, "font-size=\"11\"", t);
+    }
     /* the legend: one swatch per policy that wins somewhere */
     int ly = top;
     psvg_label(f, left + pw + 16, ly - 8, "start", NULL, "", "fastest policy");
     for (int i = 0; i < x->np; i++) {
-        int wins = 0;
-        for (int c = 0; c < n_cells(x); c++) wins += cells[c].win == i;
-        if (!wins) continue;
+        if (!legend[i][0]) continue;
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", left + pw + 16, ly, psvg_fill(i));
-        psvg_label(f, left + pw + 36, ly + 12, "start", NULL, "", x->pol[i]);
+        psvg_label(f, left + pw + 36, ly + 12, "start", NULL, "", legend[i]);
         ly += 20;
     }
     psvg_label(f, left + pw + 16, ly + 16, "start", NULL, "font-size=\"10\"", "dashed: break-even history");
