@@ -976,6 +976,9 @@ expect 2 "map: its own trace" "${MP[@]}" --vary nic=10GbE --set trace=sharegpt4
 expect 2 "map: one policy" "$B"/kvsim map --vary nic=10GbE --policies recompute
 expect 2 "map: an unknown setting on the axis" "${MP[@]}" --vary nope=1,2
 expect 2 "map: an unknown model" "$B"/kvsim map --model Llama-9 --vary nic=10GbE
+expect 2 "map: a link the catalog lacks" "$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --vary link=pcie4,pcie9
+contains "map: the link named" "--vary link=pcie9: host_link"
+expect 2 "map: an SSD store without SSDs" "$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --vary n_ssd=0,1
 expect 0 "map: a loaded point beside the isolated one" "${MP[@]}" --vary n_ssd=1,2 --load isolated,0.5 --set store=dram+ssd --set "dram=1 MB" --out "$tmp/map3"
 contains "map: the loaded table" "load: 0.5 sessions/s"
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['loads']==[0,0.5] and d['store']=='as configured' and len(d['cells'])==8" "$tmp/map3/map.json"

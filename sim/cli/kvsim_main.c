@@ -52,7 +52,7 @@ static void usage(FILE *out)
             "  check           re-run the canonical scenarios and compare them with results/reference/\n"
             "  reproduce       run the published claims of configs/claims/ and judge them (met / missed / skipped)\n"
             "  plot            draw figures again from result files: a run's directory (--in) or a sweep (--sweep)\n"
-            "  report          report.html of a result directory (a run's, a sweep's figures, a plan's): one page to open in a browser\n"
+            "  report          report.html of a result directory (run, compare, sweep figures, plan, map): one page for a browser\n"
             "\n"
             "kvsim COMMAND --help lists every option of a command (run and compare: also every setting).\n"
             "Exit status: 0 success, 1 failure, 2 usage error (unknown, missing or repeated option, bad value).\n");

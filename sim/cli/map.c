@@ -193,7 +193,7 @@ typedef struct MapCtx {
     int np;
     int64_t hist[MAP_MAX_H];
     int nh;
-    char axis[64];
+    char axis[64], key[64];      /* the axis as given; the setting it sets (link: host_link) */
     char val[MAP_MAX_V][96], res[MAP_MAX_V][96]; /* as given; as set (a NIC's catalog name) */
     int nv;
     double load[MAP_MAX_L];      /* 0: isolated requests; else sessions per second */
@@ -252,7 +252,7 @@ static cJSON *run_settings(const MapCtx *x, int vi, double load, uint64_t seed, 
     set_key(o, "cooldown", cJSON_CreateNumber(0));
     set_key(o, "session_rate", cJSON_CreateNumber(load));
     set_key(o, "seed", cJSON_CreateNumber((double)seed));
-    if (vi >= 0) set_key(o, x->axis, cJSON_CreateString(x->res[vi]));
+    if (vi >= 0) set_key(o, x->key, cJSON_CreateString(x->res[vi]));
     if (x->store[0]) set_key(o, "store", cJSON_CreateString(x->store));
     cJSON_DeleteItemFromObjectCaseSensitive(o, "policies");
     return o;
@@ -921,7 +921,7 @@ static const OptSpec k_map_opts[] = {
     {"--config", "FILE", 0, "JSON object of settings (as kvsim run --config), applied first"},
     {"--scenario", "NAME", 0, "a published setup (kvsim list scenarios), applied before --config"},
     {"--set", "KEY=VALUE", OPT_REPEAT, "a setting for every run, after --config (any key of kvsim run --help)"},
-    {"--vary", "KEY=V1,V2,...", OPT_REQUIRED, "the resource axis: nic, host_link, n_ssd, gpu, dram or any setting (nic also by line rate: 100GbE)"},
+    {"--vary", "KEY=V1,V2,...", OPT_REQUIRED, "the resource axis: nic, host_link (or link), n_ssd, gpu, dram or any setting (nic also by line rate: 100GbE)"},
     {"--history", "H1,H2,...", 0, "history lengths in tokens, 1K = 1024 (default 512,1K,2K,4K,8K,16K,32K, capped by the context)"},
     {"--load", "L1,...", 0, "loads: isolated (one restoring request at a time) or sessions/s (Poisson) (default isolated)"},
     {"--policies", "a,b,c|all", 0, "the contenders (default: every policy but ideal, the reference)"},
@@ -1088,6 +1088,7 @@ int map_main(int argc, char **argv)
     if (veq && veq > vary && veq - vary < 64 && strncmp(vary, "nic=", 4)) {
         char key[64], first[96];
         snprintf(key, sizeof key, "%.*s", (int)(veq - vary), vary);
+        if (!strcmp(key, "link")) snprintf(key, sizeof key, "host_link");
         snprintf(first, sizeof first, "%.*s", (int)strcspn(veq + 1, ","), veq + 1);
         if (first[0]) set_key(probe, key, cJSON_CreateString(first));
     }
@@ -1114,11 +1115,15 @@ int map_main(int argc, char **argv)
     if (!eq || eq == vary || eq - vary >= (long)sizeof x.axis || !eq[1]) rc = usage("--vary %s: expected KEY=V1,V2,...", vary);
     if (rc == 0) {
         snprintf(x.axis, sizeof x.axis, "%.*s", (int)(eq - vary), vary);
+        snprintf(x.key, sizeof x.key, "%s", strcmp(x.axis, "link") ? x.axis : "host_link");
         if (!strcmp(x.axis, "policies") || !strcmp(x.axis, "seed") || !strcmp(x.axis, "trace"))
             rc = usage("--vary %s: not a resource axis (policies: --policies; seeds: --seeds; the trace is the map's own)", x.axis);
     }
     if (rc == 0 && (x.nv = split_list(eq + 1, x.val, MAP_MAX_V)) < 1)
         rc = usage("--vary %s: expected 1 to %d comma-separated values, none empty", vary, MAP_MAX_V);
+    /* where the saved state lives: the tier the varied resource serves, unless the user chose */
+    x.store = "";
+    if (!user_store) x.store = !strcmp(x.axis, "nic") ? "remote" : !strcmp(x.axis, "n_ssd") || !strcmp(x.axis, "ssd") ? "ssd" : "";
     for (int i = 0; rc == 0 && i < x.nv; i++) {
         snprintf(x.res[i], sizeof x.res[i], "%s", x.val[i]);
         if (!strcmp(x.axis, "nic") && resolve_nic(&w.hw, x.val[i], x.res[i], sizeof x.res[i]) != 0) {
@@ -1127,17 +1132,16 @@ int map_main(int argc, char **argv)
             rc = usage("--vary nic: unknown NIC '%s' (known: %s; or a line rate such as 100GbE)", x.val[i], known);
             break;
         }
-        cJSON *o = cJSON_Duplicate(x.base, 1);
-        set_key(o, x.axis, cJSON_CreateString(x.res[i]));
+        cJSON *o = run_settings(&x, i, 0, x.seed_base, "map.csv"); /* as the runs set it (the trace is theirs) */
         SimConfig c2;
         char where[200];
         snprintf(where, sizeof where, "--vary %s=%s", x.axis, x.val[i]);
+        SimWorld w2;
         if (point_config(&c2, o, where, pol, sizeof pol, &e) != 0) rc = usage("%s", e.msg);
+        else if (sim_world_open(&w2, &c2, &e) != 0) rc = usage("%s: %s", where, e.msg); /* catalog names resolve here */
+        else sim_world_close(&w2);
         cJSON_Delete(o);
     }
-    /* where the saved state lives: the tier the varied resource serves, unless the user chose */
-    x.store = "";
-    if (!user_store) x.store = !strcmp(x.axis, "nic") ? "remote" : !strcmp(x.axis, "n_ssd") || !strcmp(x.axis, "ssd") ? "ssd" : "";
 
     /* histories */
     int64_t maxctx = c.max_context > 0 ? c.max_context : w.model->max_pos;

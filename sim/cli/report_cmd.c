@@ -24,7 +24,7 @@ int report_main(int argc, char **argv)
     const char *dir = a.pos[0], *out = opt_get(&a, "--out");
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "kvsim report: %s: not a directory (expected a result directory: kvsim run/compare/plan --out, "
+        fprintf(stderr, "kvsim report: %s: not a directory (expected a result directory: kvsim run/compare/plan/map --out, "
                         "kvsim plot --sweep --out)\n", dir);
         return 1;
     }
