@@ -961,7 +961,7 @@ for b in d["break_even"]:
 PY
 then ok "map: map.json's shape"; else bad "map: map.json's shape"; fi
 expect 0 "map: report.html of a map" "$B"/kvsim report "$tmp/map1"
-if grep -q "Decision map" "$tmp/map1/report.html" && grep -q "break-even" "$tmp/map1/report.html"; then ok "map: report.html shows the map"; else bad "map: report.html shows the map"; fi
+if grep -q "Decision map" "$tmp/map1/report.html" && grep -q "Load: isolated" "$tmp/map1/report.html"; then ok "map: report.html shows the map"; else bad "map: report.html shows the map"; fi
 expect 2 "map: --vary required" "$B"/kvsim map --model Llama-3.1-8B
 expect 2 "map: an unknown NIC" "${MP[@]}" --vary nic=10GbE,3GbE
 contains "map: the unknown NIC named" "unknown NIC '3GbE'"
