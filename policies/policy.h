@@ -39,10 +39,10 @@ typedef enum LayerMode {
 /* The places saved state lives below HBM, in the order results list them (restore_from, bytes,
  * peak occupancy). A tier's engine row is sim/engine/tier.c's tier_table; its name is here so that
  * policies, the engine and every output spell it the same way. */
-typedef enum Tier { TIER_NONE = 0, TIER_DRAM, TIER_SSD, TIER_REMOTE, TIER_COUNT } Tier;
+typedef enum Tier { TIER_NONE = 0, TIER_DRAM, TIER_CXL, TIER_SSD, TIER_REMOTE, TIER_COUNT } Tier;
 static inline const char *tier_name(Tier t)
 {
-    static const char *const names[TIER_COUNT] = {[TIER_NONE] = "none", [TIER_DRAM] = "dram", [TIER_SSD] = "ssd", [TIER_REMOTE] = "remote"};
+    static const char *const names[TIER_COUNT] = {[TIER_NONE] = "none", [TIER_DRAM] = "dram", [TIER_CXL] = "cxl", [TIER_SSD] = "ssd", [TIER_REMOTE] = "remote"};
     return t >= TIER_NONE && t < TIER_COUNT ? names[t] : "?";
 }
 

@@ -61,7 +61,7 @@ static const struct {
     {"dram", "lots", "dram", "no number"},
     {"evict_each_turn", "maybe", "evict_each_turn", "true or false"},
     {"save_mode", "sometimes", "save_mode", "policy, turn, iteration, direct"},
-    {"store", "tape", "store", "auto, dram, dram+ssd, dram+ssd+remote, dram+remote, dram+remote+ssd, ssd, ssd+remote, remote, remote+ssd"},
+    {"store", "tape", "store", "auto, dram, dram+cxl, dram+cxl+ssd, dram+cxl+ssd+remote, dram+cxl+remote"},
     {"store", "dram,tape", "store", "unknown value 'dram,tape'"},
     {"engine", "tgi", "engine", "vllm, sglang, mii, none"},
     {"trace_format", "parquet", "trace_format", "auto, csv, mooncake, vidur"},
@@ -495,15 +495,21 @@ TEST(config_world_checks_the_platform_and_resolves_derived_values)
 }
 
 /* The stores are every chain of distinct tiers with DRAM only first, named by the tiers' names: with
- * the three tiers below HBM, the nine chains; each name parses to its chain and back, with '+' or ','. */
+ * the four tiers below HBM (DRAM, CXL memory, the SSD array, the remote store), 16 orders of the
+ * three below DRAM (none, 3 of one, 6 of two, 6 of three), each with DRAM first or without it (but
+ * not empty): 31. Each name parses to its chain and back, with '+' or ','. */
 TEST(config_stores_are_the_chains_of_the_tier_names)
 {
-    CHECK_EQ_I(SIM_TIERS, 4);
-    CHECK_EQ_I(sim_store_count(), 9);
-    const char *want[] = {"dram", "dram+ssd", "dram+ssd+remote", "dram+remote", "dram+remote+ssd",
-                          "ssd", "ssd+remote", "remote", "remote+ssd"};
+    CHECK_EQ_I(SIM_TIERS, 5);
+    CHECK_EQ_I(sim_store_count(), 31);
+    const char *want[] = {"dram", "dram+ssd", "dram+ssd+remote", "dram+remote", "dram+remote+ssd", "ssd", "ssd+remote",
+                          "remote", "remote+ssd", "dram+cxl+ssd+remote", "cxl", "remote+cxl+ssd"};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int found = 0;
+        for (int s = 1; s <= sim_store_count(); s++) found += !strcmp(sim_store_name(s), want[k]);
+        CHECK_MSG(found == 1, "store %s found %d times", want[k], found);
+    }
     for (int s = 1; s <= sim_store_count(); s++) {
-        CHECK_STR(sim_store_name(s), want[s - 1]);
         Tier ch[SIM_STORE_MAX_TIERS];
         int n = sim_store_chain(s, ch);
         CHECK(n >= 1);
@@ -512,7 +518,7 @@ TEST(config_stores_are_the_chains_of_the_tier_names)
         SimConfig c;
         sim_config_defaults(&c);
         char comma[64];
-        snprintf(comma, sizeof comma, "%s", want[s - 1]);
+        snprintf(comma, sizeof comma, "%s", sim_store_name(s));
         for (char *q = comma; *q; q++)
             if (*q == '+') *q = ',';
         simtest_set(t, &c, "store", comma);

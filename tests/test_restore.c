@@ -20,7 +20,8 @@ static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platfo
     SimConfig c;
     iso_config(t, &c, n0, n1, platform, model);
     simtest_set(t, &c, "store", store);
-    if (!strcmp(want_from, "ssd")) c.dram_bytes = 1; /* every save spills to the SSD array */
+    if (!strcmp(want_from, "ssd") || !strcmp(want_from, "cxl")) c.dram_bytes = 1; /* every save spills down */
+    if (!strcmp(want_from, "cxl")) simtest_set(t, &c, "n_cxl", "2");
     SimWorld w;
     KvErr e;
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
@@ -43,6 +44,12 @@ static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platfo
             double t_ssd = (double)sd->read_latency_ns + per_layer / (sd->read_bytes_per_s * w.platform->n_ssd) * 1e9;
             t_io = t_ssd > t_h2d ? t_ssd : t_h2d;
             other = t_ssd > t_h2d ? t_h2d : t_ssd;
+        }
+        if (!strcmp(want_from, "cxl")) { /* likewise over the CXL link, the modules interleaved */
+            const CxlSpec *x = &w.hw.cxls[0];
+            double t_cxl = (double)x->latency_ns + per_layer / (x->read_bytes_per_s * 2) * 1e9;
+            t_io = t_cxl > t_h2d ? t_cxl : t_h2d;
+            other = t_cxl > t_h2d ? t_h2d : t_cxl;
         }
         double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
         double O = 2e6;
@@ -77,6 +84,11 @@ TEST(restore_layer_wise_from_ssd_closed_form)
     check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram+ssd", "ssd");
 }
 
+TEST(restore_layer_wise_from_cxl_closed_form)
+{
+    check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram,cxl,ssd", "cxl");
+}
+
 /* Whole-request onboarding (kv-offload.layerwise=false): the history is loaded in chunk_size-token
  * chunks of every layer, two in flight, before the new input is prefilled. Isolated, with K equal
  * chunks over two hops (tier, then H2D) the slower hop sets the pace: K·max + min; then the
@@ -89,7 +101,8 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
         SimConfig c;
         iso_config(t, &c, n0, n1, "hcache-a100", "Llama-2-7B");
         simtest_set(t, &c, "store", store);
-        if (!strcmp(want_from, "ssd")) c.dram_bytes = 1;
+        if (!strcmp(want_from, "ssd") || !strcmp(want_from, "cxl")) c.dram_bytes = 1;
+        if (!strcmp(want_from, "cxl")) simtest_set(t, &c, "n_cxl", "1");
         if (whole) {
             simtest_set(t, &c, "kv-offload.layerwise", "false");
             char b[32];
@@ -122,6 +135,11 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
                     double s = (double)sd->read_latency_ns + bytes / (sd->read_bytes_per_s * w.platform->n_ssd) * 1e9;
                     load = s > h ? K * s + h : s + K * h;
                 }
+                if (!strcmp(want_from, "cxl")) {
+                    const CxlSpec *x = &w.hw.cxls[0];
+                    double s = (double)x->latency_ns + bytes / x->read_bytes_per_s * 1e9;
+                    load = s > h ? K * s + h : s + K * h;
+                }
                 double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
                 double want = load + 2e6 + L * t_c;
                 CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
@@ -142,6 +160,11 @@ TEST(restore_whole_request_from_dram_closed_form)
 TEST(restore_whole_request_from_ssd_closed_form)
 {
     check_whole(t, "dram+ssd", "ssd", 256);
+}
+
+TEST(restore_whole_request_from_cxl_closed_form)
+{
+    check_whole(t, "dram+cxl", "cxl", 256);
 }
 
 TEST(restore_whole_request_one_chunk_of_everything)

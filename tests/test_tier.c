@@ -189,8 +189,9 @@ TEST(tier_ssd_wear_closed_form_and_absent)
 /* A chain of tiers: K sessions saved one after another, each tier holding one session's state,
  * then each comes back in the same order (a cyclic pattern under LRU). With K = 1 the state is
  * still in DRAM; with K = 2 it was demoted once (SSD, or the remote store when that comes second);
- * K = 3 reaches the third tier; K = 4 passes the end of the chain and is recomputed (dropped for
- * capacity). A two-tier chain drops where the third tier would have held it. */
+ * K = 3 reaches the third tier, K = 4 a fourth (CXL memory, the SSD array and the remote store
+ * below DRAM); past the end of the chain it is recomputed (dropped for capacity). A shorter chain
+ * drops where the next tier would have held it. */
 static const char *chain_run(TestCtx *t, const char *store, int K, int row, int promote, Rows *out_rows, SimResult *out)
 {
     char text[1024];
@@ -204,12 +205,14 @@ static const char *chain_run(TestCtx *t, const char *store, int K, int row, int 
     simtest_set(t, &c, "store", store);
     c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
     c.n_ssd = 1;
+    c.n_cxl = 1;
     c.state_ttl_ns = 0;
     c.promote = promote;
     SimWorld w;
     KvErr e;
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
     w.hw.ssds[w.platform->ssd].capacity_bytes = 6000000000ULL; /* likewise */
+    w.hw.cxls[0].capacity_bytes = 6000000000ULL;
     w.hw.platforms[w.platform - w.hw.platforms].remote_bytes = 6000000000ULL; /* and the remote store */
     memset(out_rows, 0, sizeof *out_rows);
     CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, out_rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
@@ -226,14 +229,16 @@ TEST(tier_chain_cyclic_sessions_reach_down_the_chain)
 {
     static const struct {
         const char *store;
-        const char *want[4];
+        const char *want[5];
     } cases[] = {
-        {"dram,ssd,remote", {"dram", "ssd", "remote", "recompute"}},
-        {"dram+remote+ssd", {"dram", "remote", "ssd", "recompute"}},
-        {"dram+ssd", {"dram", "ssd", "recompute", "recompute"}},
+        {"dram,cxl,ssd,remote", {"dram", "cxl", "ssd", "remote", "recompute"}},
+        {"dram+ssd+cxl", {"dram", "ssd", "cxl", "recompute", "recompute"}},
+        {"dram,ssd,remote", {"dram", "ssd", "remote", "recompute", "recompute"}},
+        {"dram+remote+ssd", {"dram", "remote", "ssd", "recompute", "recompute"}},
+        {"dram+ssd", {"dram", "ssd", "recompute", "recompute", "recompute"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int K = 1; K <= 4; K++) {
+        for (int K = 1; K <= 5; K++) {
             Rows rows;
             SimResult res;
             /* the first session's second turn: row K (rows in order of completion: the K first turns first) */

@@ -61,6 +61,7 @@ typedef struct PlatformRefs {
     char link[64];
     char ssd[64];
     char nic[64];
+    char cxl[64];
 } PlatformRefs;
 
 #define STR_FIELD(T, k, member, fl) {k, F_STR, offsetof(T, member), sizeof(((T *)0)->member), fl, 0, 0}
@@ -149,6 +150,20 @@ static const FieldDef NIC_FIELDS[] = {
     STR_FIELD(NicSpec, "note", note, 0),
 };
 
+#define R_CXL_BW 1e8, 1e12       /* 100 MB/s .. 1 TB/s per module */
+#define R_CXL_CAP 1e8, 1e14      /* 100 MB .. 100 TB per module */
+static const FieldDef CXL_FIELDS[] = {
+    STR_FIELD(CxlSpec, "name", name, REQ),
+    STR_FIELD(CxlSpec, "full_name", full_name, 0),
+    NUM_FIELD(CxlSpec, "read", F_RATE, read_bytes_per_s, REQ, R_CXL_BW),
+    NUM_FIELD(CxlSpec, "write", F_RATE, write_bytes_per_s, REQ, R_CXL_BW),
+    NUM_FIELD(CxlSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK, R_LATENCY),
+    NUM_FIELD(CxlSpec, "capacity", F_SIZE, capacity_bytes, REQ, R_CXL_CAP),
+    STR_FIELD(CxlSpec, "basis", basis, REQ),
+    STR_FIELD(CxlSpec, "source", source, REQ),
+    STR_FIELD(CxlSpec, "note", note, 0),
+};
+
 static const FieldDef PLATFORM_FIELDS[] = {
     STR_FIELD(PlatformSpec, "name", name, REQ),
     STR_FIELD(PlatformSpec, "description", description, REQ),
@@ -162,6 +177,8 @@ static const FieldDef PLATFORM_FIELDS[] = {
     NUM_FIELD(PlatformSpec, "dram_bw", F_RATE, dram_bytes_per_s, ZERO_OK, R_DRAM_BW),
     REF_FIELD("nic", nic, 0),
     NUM_FIELD(PlatformSpec, "remote", F_SIZE, remote_bytes, ZERO_OK, R_REMOTE),
+    REF_FIELD("cxl", cxl, 0),
+    NUM_FIELD(PlatformSpec, "n_cxl", F_INT, n_cxl, 0, R_COUNT),
     STR_FIELD(PlatformSpec, "source", source, REQ),
     STR_FIELD(PlatformSpec, "note", note, 0),
 };
@@ -195,11 +212,13 @@ static const Section SEC_GPUS = {"gpus", "GPU", "GPUs", GPU_FIELDS, (int)KV_ARRA
 static const Section SEC_LINKS = {"links", "link", "links", LINK_FIELDS, (int)KV_ARRAY_LEN(LINK_FIELDS), sizeof(LinkSpec)};
 static const Section SEC_SSDS = {"ssds", "SSD", "SSDs", SSD_FIELDS, (int)KV_ARRAY_LEN(SSD_FIELDS), sizeof(SsdSpec)};
 static const Section SEC_NICS = {"nics", "NIC", "NICs", NIC_FIELDS, (int)KV_ARRAY_LEN(NIC_FIELDS), sizeof(NicSpec)};
+static const Section SEC_CXLS = {"cxl", "CXL memory module", "CXL memory modules", CXL_FIELDS, (int)KV_ARRAY_LEN(CXL_FIELDS),
+                                 sizeof(CxlSpec)};
 static const Section SEC_PLATFORMS = {"platforms", "platform", "platforms", PLATFORM_FIELDS,
                                       (int)KV_ARRAY_LEN(PLATFORM_FIELDS), sizeof(PlatformSpec)};
 
 _Static_assert(offsetof(GpuSpec, name) == 0 && offsetof(LinkSpec, name) == 0 && offsetof(SsdSpec, name) == 0 &&
-                   offsetof(NicSpec, name) == 0 && offsetof(PlatformSpec, name) == 0,
+                   offsetof(NicSpec, name) == 0 && offsetof(CxlSpec, name) == 0 && offsetof(PlatformSpec, name) == 0,
                "every spec struct starts with its name");
 
 /* Comma-separated names of n entries (name at the start of each stride-sized record); shortened
@@ -422,7 +441,7 @@ static int resolve_ref(const Ctx *cx, int pi, const char *pname, const char *key
 
 /* the merged catalog's names per section a platform refers to (parse_layer) */
 typedef struct RefIdx {
-    KvNameIdx gpus, links, ssds, nics;
+    KvNameIdx gpus, links, ssds, nics, cxls;
 } RefIdx;
 
 static int check_platform(const Ctx *cx, const HwCatalog *c, const RefIdx *ix, int i, PlatformSpec *p,
@@ -449,6 +468,18 @@ static int check_platform(const Ctx *cx, const HwCatalog *c, const RefIdx *ix, i
         if (has_n_ssd || has_chunk)
             return kv_err(cx->e, "%s: platforms[%d].%s: given, but platform \"%s\" has no \"ssd\"", cx->origin, i,
                           has_n_ssd ? "n_ssd" : "stripe_chunk", p->name);
+    }
+    const cJSON *n_cxl = cJSON_GetObjectItemCaseSensitive(obj, "n_cxl");
+    int has_n_cxl = n_cxl && !cJSON_IsNull(n_cxl);
+    if (r->cxl[0]) {
+        if (resolve_ref(cx, i, p->name, "cxl", r->cxl, &SEC_CXLS, c->cxls, c->n_cxls, &ix->cxls, &p->cxl)) return -1;
+        if (!has_n_cxl)
+            return kv_err(cx->e, "%s: platforms[%d].n_cxl: missing (platform \"%s\" has cxl memory; expected the number of modules)",
+                          cx->origin, i, p->name);
+    } else {
+        p->cxl = -1;
+        if (has_n_cxl)
+            return kv_err(cx->e, "%s: platforms[%d].n_cxl: given, but platform \"%s\" has no \"cxl\"", cx->origin, i, p->name);
     }
     if (r->nic[0]) {
         if (resolve_ref(cx, i, p->name, "nic", r->nic, &SEC_NICS, c->nics, c->n_nics, &ix->nics, &p->nic)) return -1;
@@ -477,7 +508,8 @@ static int ref_idx_build(RefIdx *ix, const HwCatalog *c)
     return names_index(&ix->gpus, c->gpus, c->n_gpus, sizeof(GpuSpec)) ||
                    names_index(&ix->links, c->links, c->n_links, sizeof(LinkSpec)) ||
                    names_index(&ix->ssds, c->ssds, c->n_ssds, sizeof(SsdSpec)) ||
-                   names_index(&ix->nics, c->nics, c->n_nics, sizeof(NicSpec))
+                   names_index(&ix->nics, c->nics, c->n_nics, sizeof(NicSpec)) ||
+                   names_index(&ix->cxls, c->cxls, c->n_cxls, sizeof(CxlSpec))
                ? -1
                : 0;
 }
@@ -585,17 +617,17 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
     if (!root) return kv_json_syntax_error(e, cx.origin, json_text, end ? end : cJSON_GetErrorPtr());
     if (!cJSON_IsObject(root)) {
-        kv_err(e, "%s: expected a JSON object with \"gpus\", \"links\", \"ssds\", \"nics\" and \"platforms\" arrays, got %s",
+        kv_err(e, "%s: expected a JSON object with \"gpus\", \"links\", \"ssds\", \"nics\", \"cxl\" and \"platforms\" arrays, got %s",
                cx.origin, kv_json_describe(root, got, sizeof got));
         cJSON_Delete(root);
         return -1;
     }
-    static const char *const top_keys[] = {"about", "gpus", "links", "ssds", "nics", "platforms"};
+    static const char *const top_keys[] = {"about", "gpus", "links", "ssds", "nics", "cxl", "platforms"};
     for (const cJSON *it = root->child; it; it = it->next) {
         int known = 0;
         for (size_t i = 0; i < KV_ARRAY_LEN(top_keys); i++) known |= strcmp(top_keys[i], it->string) == 0;
         if (!known) {
-            kv_err(e, "%s: unknown top-level key \"%s\" (known keys: about, gpus, links, ssds, nics, platforms)", cx.origin,
+            kv_err(e, "%s: unknown top-level key \"%s\" (known keys: about, gpus, links, ssds, nics, cxl, platforms)", cx.origin,
                    it->string);
             cJSON_Delete(root);
             return -1;
@@ -609,14 +641,15 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     }
 
     PlatformRefs *refs = NULL;
-    void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *plats = NULL;
-    int ng = 0, nl = 0, ns = 0, nn = 0, np = 0;
+    void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *cxls = NULL, *plats = NULL;
+    int ng = 0, nl = 0, ns = 0, nn = 0, nx = 0, np = 0;
     int *map = NULL; /* per section: overlay index -> merged index (identity without a base) */
     RefIdx ix;       /* the merged sections' names, for the references */
     memset(&ix, 0, sizeof ix);
     int rc = -1;
     if (read_section(&cx, root, &SEC_GPUS, &gpus, &ng, NULL) || read_section(&cx, root, &SEC_LINKS, &links, &nl, NULL) ||
         read_section(&cx, root, &SEC_SSDS, &ssds, &ns, NULL) || read_section(&cx, root, &SEC_NICS, &nics, &nn, NULL) ||
+        read_section(&cx, root, &SEC_CXLS, &cxls, &nx, NULL) ||
         read_section(&cx, root, &SEC_PLATFORMS, &plats, &np, &refs))
         goto done;
     for (int i = 0; i < nl; i++)
@@ -624,7 +657,7 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     for (int i = 0; i < nn; i++)
         if (check_nic(&cx, i, &((NicSpec *)nics)[i])) goto done;
     int nmax = ng;
-    const int counts[] = {nl, ns, nn, np};
+    const int counts[] = {nl, ns, nn, nx, np};
     for (size_t i = 0; i < KV_ARRAY_LEN(counts); i++)
         if (counts[i] > nmax) nmax = counts[i];
     map = calloc((size_t)nmax + 1, sizeof *map);
@@ -636,8 +669,9 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
         c->links = merge_section(base->links, base->n_links, links, nl, sizeof(LinkSpec), &c->n_links, map);
         c->ssds = merge_section(base->ssds, base->n_ssds, ssds, ns, sizeof(SsdSpec), &c->n_ssds, map);
         c->nics = merge_section(base->nics, base->n_nics, nics, nn, sizeof(NicSpec), &c->n_nics, map);
+        c->cxls = merge_section(base->cxls, base->n_cxls, cxls, nx, sizeof(CxlSpec), &c->n_cxls, map);
         c->gpus = merge_section(base->gpus, base->n_gpus, gpus, ng, sizeof(GpuSpec), &c->n_gpus, map);
-        if (!c->links || !c->ssds || !c->nics || !c->gpus) {
+        if (!c->links || !c->ssds || !c->nics || !c->cxls || !c->gpus) {
             kv_err(e, "%s: out of memory", cx.origin);
             goto done;
         }
@@ -646,11 +680,13 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
         c->links = links;
         c->ssds = ssds;
         c->nics = nics;
+        c->cxls = cxls;
+        c->n_cxls = nx;
         c->n_gpus = ng;
         c->n_links = nl;
         c->n_ssds = ns;
         c->n_nics = nn;
-        gpus = links = ssds = nics = NULL;
+        gpus = links = ssds = nics = cxls = NULL;
         for (int i = 0; i < ng; i++) map[i] = i;
     }
     if (ref_idx_build(&ix, c) != 0) {
@@ -693,11 +729,13 @@ done:
     kv_nameidx_free(&ix.links);
     kv_nameidx_free(&ix.ssds);
     kv_nameidx_free(&ix.nics);
+    kv_nameidx_free(&ix.cxls);
     free(map);
     free(refs);
     free(gpus);
     free(links);
     free(ssds);
+    free(cxls);
     free(nics);
     free(plats);
     cJSON_Delete(root);
@@ -746,6 +784,7 @@ void hw_catalog_free(HwCatalog *c)
     free(c->links);
     free(c->ssds);
     free(c->nics);
+    free(c->cxls);
     free(c->platforms);
     char origin[sizeof c->origin];
     memcpy(origin, c->origin, sizeof origin);
@@ -784,6 +823,11 @@ const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e)
 const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e)
 {
     return find_or_fail(c, c->nics, c->n_nics, &SEC_NICS, name, e);
+}
+
+const CxlSpec *hw_find_cxl(const HwCatalog *c, const char *name, KvErr *e)
+{
+    return find_or_fail(c, c->cxls, c->n_cxls, &SEC_CXLS, name, e);
 }
 
 const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e)

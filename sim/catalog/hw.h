@@ -7,13 +7,13 @@
  * every number inside its plausible range (hw.c: R_* — e.g. host links 10 MB/s..10 TB/s, latencies
  * 0..1 s, FLOP/s 100 G..100 P), refused otherwise with the key, the value and the range.
  * Exceptions, all meaning "none": GpuSpec.fp8_flops, gpu_link_bytes_per_s and sm_count may be 0;
- * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic -1 = absent
- * (then n_ssd = 0 and stripe_chunk_bytes = 0). Names are unique per section, compared without
+ * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic/cxl -1 = absent
+ * (then n_ssd = 0 and stripe_chunk_bytes = 0; n_cxl = 0). Names are unique per section, compared without
  * case; GpuSpec.pcie holds the canonical name of an existing link. Every entry has a source, and
  * every GPU, link, SSD and NIC a basis (which numbers are vendor_spec/measured/derived/estimate).
  *
  * File format (configs/hardware.json), one object: {"about": "...", "gpus": [...], "links": [...],
- * "ssds": [...], "nics": [...], "platforms": [...]}; a missing section is empty; unknown or
+ * "ssds": [...], "nics": [...], "cxl": [...], "platforms": [...]}; a missing section is empty; unknown or
  * repeated keys are refused. Quantities are strings with units; a few are plain numbers.
  *  gpus:  name, full_name, fp16, fp8?, fp32 (FLOP/s), mem (size), mem_bw, gpu_link? (rate),
  *         sm_count? (integer), pcie (link name), basis, source, note?
@@ -22,8 +22,10 @@
  *  ssds:  name, full_name?, read, write (rates), read_latency, write_latency (durations),
  *         capacity (size), read_iops? (number), basis, source, note?
  *  nics:  name, line, effective (rates, effective <= line), latency (duration), basis, source, note?
+ *  cxl:   name, full_name?, read, write (rates, one module), latency (duration), capacity (size,
+ *         one module), basis, source, note?
  *  platforms: name, description, gpu, gpus_per_node, link, ssd?, n_ssd?, stripe_chunk?, dram,
- *         dram_bw?, nic?, remote?, source, note?   (? = optional; null counts as absent)
+ *         dram_bw?, nic?, remote?, cxl?, n_cxl?, source, note?   (? = optional; null counts as absent)
  */
 #ifndef KV_HW_H
 #define KV_HW_H
@@ -78,6 +80,20 @@ typedef struct SsdSpec {
     char full_name[128];       /* e.g. "Samsung PM9A3 U.2 7.68 TB"; "" when not given */
 } SsdSpec;
 
+/* A CXL memory expander (CXL 2.0 Type 3): host-attached memory behind its own link, a tier
+ * between host DRAM and the SSD array. */
+typedef struct CxlSpec {
+    char name[64];
+    double read_bytes_per_s;   /* one module */
+    double write_bytes_per_s;
+    int64_t latency_ns;        /* per transfer, reads and writes */
+    uint64_t capacity_bytes;   /* one module */
+    char source[512];
+    char basis[512];
+    char note[512];
+    char full_name[128];
+} CxlSpec;
+
 typedef struct NicSpec {
     char name[64];             /* e.g. "10GbE", "100G-IB" */
     double line_bytes_per_s;
@@ -101,6 +117,8 @@ typedef struct PlatformSpec {
     double dram_bytes_per_s;   /* host memory copy bandwidth (0: not limiting) */
     int nic;                   /* index into nics, -1 when no remote store */
     uint64_t remote_bytes;     /* remote store capacity (0: unlimited when nic >= 0) */
+    int cxl;                   /* index into cxls, -1 when no CXL memory */
+    int n_cxl;                 /* modules (0 without) */
     char source[512];          /* which paper/setup it reproduces */
     char note[512];            /* "" when none */
 } PlatformSpec;
@@ -114,6 +132,8 @@ typedef struct HwCatalog {
     int n_ssds;
     NicSpec *nics;
     int n_nics;
+    CxlSpec *cxls;
+    int n_cxls;
     PlatformSpec *platforms;
     int n_platforms;
     char origin[512];
@@ -140,6 +160,7 @@ const GpuSpec *hw_find_gpu(const HwCatalog *c, const char *name, KvErr *e);
 const LinkSpec *hw_find_link(const HwCatalog *c, const char *name, KvErr *e);
 const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e);
 const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e);
+const CxlSpec *hw_find_cxl(const HwCatalog *c, const char *name, KvErr *e);
 const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e);
 
 #endif

@@ -43,7 +43,7 @@ static void usage(FILE *out)
             "usage: kvsim COMMAND [options]\n"
             "\n"
             "commands:\n"
-            "  list CATALOG    show a catalog: policies, models, platforms, gpus, ssds, nics, links, traces, scenarios\n"
+            "  list CATALOG    show a catalog: policies, models, platforms, gpus, ssds, cxl, nics, links, traces, scenarios\n"
             "  run             simulate one policy (--policy P --out DIR; --dry-run: only the resolved configuration)\n"
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
@@ -98,11 +98,11 @@ static const OptCmd k_compare = {"kvsim compare",
                                  "them to DIR and print one table.",
                                  k_compare_opts, (int)KV_ARRAY_LEN(k_compare_opts), NULL, 0, 0};
 static const OptSpec k_list_opts[] = {
-    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (platforms, gpus, ssds, nics, links)"},
+    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (platforms, gpus, ssds, cxl, nics, links)"},
     {"--models", "FILE", 0, "models overlay laid over the catalog (models)"}};
-static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, ssds, nics, links, traces or scenarios.",
+static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, ssds, cxl, nics, links, traces or scenarios.",
                               k_list_opts, (int)KV_ARRAY_LEN(k_list_opts),
-                              "{policies|models|platforms|gpus|ssds|nics|links|traces|scenarios}", 1, 1};
+                              "{policies|models|platforms|gpus|ssds|cxl|nics|links|traces|scenarios}", 1, 1};
 
 static void fill_policy_help(void)
 {
@@ -188,7 +188,7 @@ static int cmd_list(int argc, char **argv)
     ModelCatalog mc;
     HwCatalog hw;
     if (!strcmp(what, "models") || !strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") ||
-        !strcmp(what, "nics") || !strcmp(what, "links")) {
+        !strcmp(what, "cxl") || !strcmp(what, "nics") || !strcmp(what, "links")) {
         if (sim_catalogs_open(&ovc, &mc, &hw, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             return 1;
@@ -211,8 +211,8 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    if (!strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") || !strcmp(what, "nics") ||
-        !strcmp(what, "links")) {
+    if (!strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") || !strcmp(what, "cxl") ||
+        !strcmp(what, "nics") || !strcmp(what, "links")) {
         model_catalog_free(&mc);
         if (!strcmp(what, "gpus")) {
             for (int i = 0; i < hw.n_gpus; i++) {
@@ -235,7 +235,7 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, ssds, nics, links, traces, scenarios)",
+    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, ssds, cxl, nics, links, traces, scenarios)",
                        what);
 }
 

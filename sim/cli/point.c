@@ -287,6 +287,12 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies)
     } else {
         fprintf(out, "  ssd          none\n");
     }
+    if (c->n_cxl > 0) {
+        const CxlSpec *x = &hw->cxls[p->cxl >= 0 ? p->cxl : 0];
+        kv_fmt_rate(a, sizeof a, x->read_bytes_per_s * c->n_cxl);
+        kv_fmt_size(b, sizeof b, (double)x->capacity_bytes * c->n_cxl);
+        fprintf(out, "  cxl          %d × %s: read %s, %s in all\n", c->n_cxl, x->name, a, b);
+    }
     if (w->nic) {
         kv_fmt_rate(a, sizeof a, w->nic->bytes_per_s);
         fprintf(out, "  nic          %s: %s effective\n", w->nic->name, a);
@@ -334,6 +340,16 @@ void point_list_parts(FILE *out, const HwCatalog *hw, const char *what)
             kv_fmt_size(d, sizeof d, (double)s->capacity_bytes);
             fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", s->name, a, b, c, d,
                     s->full_name[0] ? s->full_name : s->source);
+        }
+    } else if (!strcmp(what, "cxl")) {
+        for (int i = 0; i < hw->n_cxls; i++) {
+            const CxlSpec *x = &hw->cxls[i];
+            kv_fmt_rate(a, sizeof a, x->read_bytes_per_s);
+            kv_fmt_rate(b, sizeof b, x->write_bytes_per_s);
+            kv_fmt_duration(c, sizeof c, (double)x->latency_ns);
+            kv_fmt_size(d, sizeof d, (double)x->capacity_bytes);
+            fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", x->name, a, b, c, d,
+                    x->full_name[0] ? x->full_name : x->source);
         }
     } else if (!strcmp(what, "nics")) {
         for (int i = 0; i < hw->n_nics; i++) {

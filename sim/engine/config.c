@@ -298,6 +298,9 @@ static const CfgKey g_keys[] = {
          "the remote store's capacity, shared by the replicas, e.g. 100 GB (0: the platform's; unlimited when it gives none)"),
     STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
+    STRK("cxl", cxl, "platform", 0, "platform", "CXL memory module (kvsim list cxl; 'platform': the platform's)"),
+    NUMK("n_cxl", CT_INT, n_cxl, "platform", 0, 1024, 0, "platform",
+         "CXL memory modules per host, the cxl tier of a store ('platform': the platform's; 0: none)"),
     STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
     NUMK("nic_per_stage", CT_BOOL, nic_per_stage, "false", 0, 1, 0, NULL,
          "a NIC to the remote store per pipeline stage (each stage's GPUs on their own node) instead of one shared by the stages"),
@@ -919,6 +922,12 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     /* the drive the engine uses: the platform's, else the catalog's first (sim_setup) */
     if (!out->ssd[0] && out->n_ssd > 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd >= 0 ? p->ssd : 0].name);
     if (!out->ssd[0] && p->ssd >= 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd].name);
+    if (out->n_cxl < 0) out->n_cxl = p->cxl >= 0 ? p->n_cxl : 0;
+    if (out->n_cxl > 0 && p->cxl < 0 && hw->n_cxls == 0)
+        return kv_err(e, "n_cxl: %d modules, but the hardware catalog has no CXL memory", out->n_cxl);
+    /* the module the engine uses: the platform's, else the catalog's first (sim_setup) */
+    if (!out->cxl[0] && out->n_cxl > 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl >= 0 ? p->cxl : 0].name);
+    if (!out->cxl[0] && p->cxl >= 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl].name);
     if (!out->nic[0]) {
         if (p->nic >= 0) snprintf(out->nic, sizeof out->nic, "%s", hw->nics[p->nic].name);
         else snprintf(out->nic, sizeof out->nic, "none");
@@ -933,6 +942,9 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     }
     if (sim_store_has(out->store, TIER_SSD) && out->n_ssd == 0)
         return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", sim_store_name(out->store), p->name);
+    if (sim_store_has(out->store, TIER_CXL) && out->n_cxl == 0)
+        return kv_err(e, "store: %s, but platform %s has no CXL memory (set n_cxl, and cxl for a module other than the catalog's first)",
+                      sim_store_name(out->store), p->name);
     if (sim_store_has(out->store, TIER_REMOTE) && !*nic)
         return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", sim_store_name(out->store), p->name);
     if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
@@ -976,6 +988,13 @@ int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec
         if (q->ssd < 0 && c->n_ssd < 0)
             return kv_err(e, "ssd: %s, but platform %s has no SSD array to take its place (set n_ssd too)", d->name, q->name);
         q->ssd = (int)(d - hw->ssds);
+    }
+    if (c->cxl[0]) {
+        const CxlSpec *x = hw_find_cxl(hw, c->cxl, e);
+        if (!x) return kv_err_prefix(e, "cxl: ");
+        if (q->cxl < 0 && c->n_cxl < 0)
+            return kv_err(e, "cxl: %s, but platform %s has no CXL memory to take its place (set n_cxl too)", x->name, q->name);
+        q->cxl = (int)(x - hw->cxls);
     }
     return 0;
 }

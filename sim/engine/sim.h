@@ -70,7 +70,7 @@ typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONC
 
 /* Transfer channels, one row each (sim_channel_rows): per-stage links between host and GPUs, and
  * the host's links to the tiers below DRAM. Results keep their bytes and busy shares per kind. */
-enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_COUNT };
+enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_CXL, CH_COUNT };
 typedef struct SimChannelRow {
     const char *name;       /* "h2d", "nic_in": utilisation keys, timelines, traces */
     int per_stage;          /* one per pipeline stage (each stage's GPUs have their own link) */
@@ -140,6 +140,7 @@ typedef struct SimConfig {
     char gpu[64];
     char host_link[64];
     char ssd[64];
+    char cxl[64];
     /* catalog overlays laid over the built-in catalogs ("" = none; --hardware, --models) */
     char hardware_overlay[4096];
     char models_overlay[4096];
@@ -181,6 +182,7 @@ typedef struct SimConfig {
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
     int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
     int n_ssd;                  /* derived: -1 = the platform's */
+    int n_cxl;                  /* CXL memory modules per host; derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
     int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
     SimSaveMode save_mode;
@@ -260,7 +262,7 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
  * them (hw_catalog_overlay, model_catalog_overlay); both or neither are open afterwards. */
 int sim_catalogs_open(const SimConfig *c, ModelCatalog *mc, HwCatalog *hw, KvErr *e);
 /* Replace the parts of platform p (an entry of hw, which is changed) named by c's gpu, host_link
- * and ssd settings with those catalog entries; before sim_config_resolve. Messages name the key,
+ * ssd and cxl settings with those catalog entries; before sim_config_resolve. Messages name the key,
  * the value and the known names. */
 int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec *p, KvErr *e);
 
