@@ -1,8 +1,8 @@
 /* config.c — the one table of simulator settings and everything generated from it: the defaults,
  * the key=value parser behind --set and config files, --help, sim_config_check, the JSON record
  * in summary.json; the policies' knobs (their tables live in the policies, their values here); the
- * resolution of derived settings against the catalogs (sim_config_resolve, called by
- * sim_world_open); the engine profiles.
+ * stores (every chain of tier names); the engine profiles. The resolution of derived settings
+ * against the catalogs (sim_config_resolve, called by sim_world_open) is config_resolve.c's.
  *
  * Not responsible for: the catalogs' own validation (hw.c, model.c), whether the model fits in
  * HBM (the engine's setup, which knows the KV pool), what a trace file contains (traces/).
@@ -898,103 +898,4 @@ cJSON *sim_config_json(const SimConfig *c)
         }
     }
     return o;
-}
-
-/* ------------------------------------------------------------------ resolution */
-
-int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw, const PlatformSpec *p,
-                       const ModelSpec *m, const NicSpec **nic, KvErr *e)
-{
-    if (out != in) memcpy(out, in, sizeof *out);
-    *nic = NULL;
-    /* a replica is one host (DESIGN §4: DRAM, SSD array and NIC per replica): its GPUs are one node's */
-    int64_t gpus = (int64_t)in->tp * in->pp;
-    if (gpus > p->gpus_per_node)
-        return kv_err(e, "tp %d × pp %d = %lld GPUs per replica, but platform %s has %d GPUs per node "
-                      "(allowed tp × pp <= %d; a replica runs on one node, each replica on its own)",
-                      in->tp, in->pp, (long long)gpus, p->name, p->gpus_per_node, p->gpus_per_node);
-    if (!out->gpu[0]) snprintf(out->gpu, sizeof out->gpu, "%s", hw->gpus[p->gpu].name);
-    if (!out->host_link[0]) snprintf(out->host_link, sizeof out->host_link, "%s", hw->links[p->link].name);
-    if (out->iter_overhead_ns < 0) out->iter_overhead_ns = sim_engine_overhead_ns(out->engine);
-    if (out->n_ssd < 0) out->n_ssd = p->ssd >= 0 ? p->n_ssd : 0;
-    if (out->n_ssd > 0 && p->ssd < 0 && hw->n_ssds == 0)
-        return kv_err(e, "n_ssd: %d SSDs, but the hardware catalog has no SSD", out->n_ssd);
-    /* the drive the engine uses: the platform's, else the catalog's first (sim_setup) */
-    if (!out->ssd[0] && out->n_ssd > 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd >= 0 ? p->ssd : 0].name);
-    if (!out->ssd[0] && p->ssd >= 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd].name);
-    if (out->n_cxl < 0) out->n_cxl = p->cxl >= 0 ? p->n_cxl : 0;
-    if (out->n_cxl > 0 && p->cxl < 0 && hw->n_cxls == 0)
-        return kv_err(e, "n_cxl: %d modules, but the hardware catalog has no CXL memory", out->n_cxl);
-    /* the module the engine uses: the platform's, else the catalog's first (sim_setup) */
-    if (!out->cxl[0] && out->n_cxl > 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl >= 0 ? p->cxl : 0].name);
-    if (!out->cxl[0] && p->cxl >= 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl].name);
-    if (!out->nic[0]) {
-        if (p->nic >= 0) snprintf(out->nic, sizeof out->nic, "%s", hw->nics[p->nic].name);
-        else snprintf(out->nic, sizeof out->nic, "none");
-    }
-    if (strcmp(out->nic, "none") != 0) {
-        if (!(*nic = hw_find_nic(hw, out->nic, e))) return kv_err_prefix(e, "nic: ");
-        snprintf(out->nic, sizeof out->nic, "%s", (*nic)->name);
-    }
-    if (out->store == SIM_STORE_AUTO) { /* DRAM, then the SSD array if any, else the remote store if any */
-        Tier chain[2] = {TIER_DRAM, out->n_ssd > 0 ? TIER_SSD : TIER_REMOTE};
-        out->store = sim_store_of(chain, out->n_ssd > 0 || *nic ? 2 : 1);
-    }
-    if (sim_store_has(out->store, TIER_SSD) && out->n_ssd == 0)
-        return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", sim_store_name(out->store), p->name);
-    if (sim_store_has(out->store, TIER_CXL) && out->n_cxl == 0)
-        return kv_err(e, "store: %s, but platform %s has no CXL memory (set n_cxl, and cxl for a module other than the catalog's first)",
-                      sim_store_name(out->store), p->name);
-    if (sim_store_has(out->store, TIER_REMOTE) && !*nic)
-        return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", sim_store_name(out->store), p->name);
-    if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
-    if (out->max_context == 0) out->max_context = m->max_pos;
-    if (!out->cost_device[0]) snprintf(out->cost_device, sizeof out->cost_device, "%s", hw->gpus[p->gpu].name);
-    if (spec_stack_check(&hw->gpus[p->gpu], out->stack, e) != 0) return -1;
-    out->stack = spec_stack_resolve(&hw->gpus[p->gpu], out->stack);
-    return 0;
-}
-
-int sim_catalogs_open(const SimConfig *c, ModelCatalog *mc, HwCatalog *hw, KvErr *e)
-{
-    memset(hw, 0, sizeof *hw);
-    if (model_catalog_load(mc, NULL, e) != 0) return -1;
-    if ((c->models_overlay[0] && model_catalog_overlay_file(mc, c->models_overlay, e) != 0) ||
-        hw_catalog_load(hw, NULL, e) != 0 ||
-        (c->hardware_overlay[0] && hw_catalog_overlay_file(hw, c->hardware_overlay, e) != 0)) {
-        model_catalog_free(mc);
-        hw_catalog_free(hw);
-        return -1;
-    }
-    return 0;
-}
-
-int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec *p, KvErr *e)
-{
-    PlatformSpec *q = &hw->platforms[p - hw->platforms];
-    if (c->gpu[0]) {
-        const GpuSpec *g = hw_find_gpu(hw, c->gpu, e);
-        if (!g) return kv_err_prefix(e, "gpu: ");
-        q->gpu = (int)(g - hw->gpus);
-    }
-    if (c->host_link[0]) {
-        const LinkSpec *l = hw_find_link(hw, c->host_link, e);
-        if (!l) return kv_err_prefix(e, "host_link: ");
-        q->link = (int)(l - hw->links);
-    }
-    if (c->ssd[0]) {
-        const SsdSpec *d = hw_find_ssd(hw, c->ssd, e);
-        if (!d) return kv_err_prefix(e, "ssd: ");
-        if (q->ssd < 0 && c->n_ssd < 0)
-            return kv_err(e, "ssd: %s, but platform %s has no SSD array to take its place (set n_ssd too)", d->name, q->name);
-        q->ssd = (int)(d - hw->ssds);
-    }
-    if (c->cxl[0]) {
-        const CxlSpec *x = hw_find_cxl(hw, c->cxl, e);
-        if (!x) return kv_err_prefix(e, "cxl: ");
-        if (q->cxl < 0 && c->n_cxl < 0)
-            return kv_err(e, "cxl: %s, but platform %s has no CXL memory to take its place (set n_cxl too)", x->name, q->name);
-        q->cxl = (int)(x - hw->cxls);
-    }
-    return 0;
 }

@@ -9,7 +9,8 @@
  *   core.c        the run's error, pushing events, the lifecycle table
  *   batch.c       the batching rule: what joins the next iteration (batch.h; kvcal execute --race too)
  *   engine_int.h  the structs, the request lifecycle, SIM_CHECK, event helpers (inline)
- *   config.c      the settings table, --set parsing, resolution against the catalogs
+ *   config.c      the settings table, --set parsing, the stores, the JSON record
+ *   config_resolve.c  a configuration resolved against the catalogs (parts, store, NIC, derived values)
  *   sweepspec.c   a sweep's grid of settings (sweepspec.h)
  *   prefix.c      a content-addressed block store (prefix.h): the HBM prefix cache, the names of turns not admitted
  *   metrics_rec.c   the recordings asked for through SimRunOpts: utilisation, timeline, trace events
