@@ -299,7 +299,13 @@ static int be_job(const MapCtx *x, int vi, FILE *out, const char *path, KvErr *e
     int nh = be_grid(x, hs, 40);
     double t[40][MAP_MAX_POL], fam[40][MAP_FAMILIES];
     for (int h = 0; h < nh; h++) {
-        if (run_point(x, vi, 0, hs[h], 1, x->seed_base, 1, NULL, path, t[h], e) != 0) return -1;
+        if (run_point(x, vi, 0, hs[h], 1, x->seed_base, 1, NULL, path, t[h], e) != 0) {
+            /* a history longer than the KV pool holds is dropped: the scan ends at the last that fits */
+            if (h == 0 || !strstr(e->msg, "no restoring turn finished")) return -1;
+            fprintf(out, "R\t%lld\n", (long long)hs[h - 1]);
+            nh = h;
+            break;
+        }
         for (int f = 0; f < MAP_FAMILIES; f++) fam[h][f] = family_best(x, t[h], f);
     }
     for (int fa = 0; fa < MAP_FAMILIES; fa++)
@@ -395,9 +401,11 @@ static int read_be(const char *path, BeLine *b, KvErr *e)
     if (!f) return kv_err(e, "%s: a job's result is missing", path);
     char line[256];
     b->n = 0;
+    b->reach = 0;
     while (fgets(line, sizeof line, f)) {
         BePoint p;
         long long at;
+        if (line[0] == 'R' && sscanf(line, "R\t%lld", &at) == 1) b->reach = at;
         if (line[0] == 'B' && sscanf(line, "B\t%d\t%d\t%lld\t%d", &p.fa, &p.fb, &at, &p.lower) == 4 && b->n < MAP_MAX_BE) {
             p.at = at;
             b->p[b->n++] = p;

@@ -56,6 +56,7 @@ typedef struct BePoint {
 typedef struct BeLine {
     BePoint p[MAP_MAX_BE];
     int n;
+    int64_t reach;               /* > 0: the scan stopped there, a longer history's request does not fit */
 } BeLine;
 
 static inline int n_cells(const MapCtx *x) { return x->nl * x->nh * x->nv; }

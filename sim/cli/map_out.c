@@ -118,6 +118,13 @@ void map_print_be(FILE *f, const MapCtx *x, const BeLine *be, int md)
         if (!any) fprintf(f, md ? "- %s=%s: no break-even in range (the order of the families does not change)\n"
                                 : "  %s=%s: no break-even in range (the order of the families does not change)\n",
                           x->axis, x->val[v]);
+        if (be[v].reach > 0) {
+            char r[32];
+            map_fmt_tokens(r, sizeof r, be[v].reach);
+            fprintf(f, md ? "- %s=%s: searched up to %s only: a longer history does not fit the KV pool (its request is dropped)\n"
+                          : "  %s=%s: searched up to %s only: a longer history does not fit the KV pool (its request is dropped)\n",
+                    x->axis, x->val[v], r);
+        }
     }
 }
 
@@ -187,6 +194,8 @@ int map_write_json(const char *dir, const MapCtx *x, const Cell *cells, const Be
             cJSON_AddStringToObject(j, "faster_below", map_family_name(be[v].p[i].lower));
             cJSON_AddItemToArray(bs, j);
         }
+    cJSON *reach = cJSON_AddObjectToObject(o, "break_even_searched_up_to");
+    for (int v = 0; v < x->nv; v++) cJSON_AddNumberToObject(reach, x->val[v], (double)(be[v].reach > 0 ? be[v].reach : x->be_max));
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return kv_err(e, "out of memory");
