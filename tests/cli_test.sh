@@ -969,6 +969,13 @@ then ok "map: map.json's shape"; else bad "map: map.json's shape"; fi
 expect 0 "map: report.html of a map" "$B"/kvsim report "$tmp/map1"
 if grep -q "Decision map" "$tmp/map1/report.html" && grep -q "Load: isolated" "$tmp/map1/report.html"; then ok "map: report.html shows the map"; else bad "map: report.html shows the map"; fi
 expect 2 "map: --vary required" "$B"/kvsim map --model Llama-3.1-8B
+expect 0 "map: the histories end at what the KV pool holds" "$B"/kvsim map --platform cacheflow-l40s-10g --model Llama-3.1-70B --vary nic=10GbE --set tp=4 --seeds 1 --draws 0 --history 1K --policies recompute,kv-offload --out "$tmp/map-pool"
+contains "map: the search runs to the pool, not the context" "searched over 64..94.3K"
+expect 2 "map: a history past the KV pool is refused" "$B"/kvsim map --platform cacheflow-l40s-10g --model Llama-3.1-70B --vary nic=10GbE --set tp=4 --history 100K
+contains "map: the refusal names the pool" "the KV pool of Llama-3.1-70B is"
+expect 0 "map: a resource value whose pool is smaller ends its search there" "$B"/kvsim map --platform h200 --model Llama-3.1-70B --vary gpu=H200,H100-SXM --set tp=2 --seeds 1 --draws 0 --history 1K --policies recompute,kv-offload --out "$tmp/map-reach"
+contains "map: the search's end is said" "gpu=H100-SXM: searched up to 8K only: a longer history does not fit the KV pool"
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['break_even_searched_up_to']; sys.exit(0 if r['H100-SXM'] == 8192 and r['H200'] > 100000 else 1)" "$tmp/map-reach/map.json"; then ok "map.json records how far the search ran"; else bad "map.json records how far the search ran"; fi
 expect 2 "map: an unknown NIC" "${MP[@]}" --vary nic=10GbE,3GbE
 contains "map: the unknown NIC named" "unknown NIC '3GbE'"
 MQ=("$B"/kvsim map --model Llama-3.1-8B --platform cacheflow-h100-10g --vary nic=10GbE)

@@ -16,7 +16,7 @@ out=${FINDINGS_DIR:-build/findings}
 here=$(cd "$(dirname "$0")" && pwd)
 tables="python3 $here/findings_tables.py"
 rm -rf "$out"
-mkdir -p "$out"/models "$out"/quant "$out"/fair "$out"/scale "$out"/cgen
+mkdir -p "$out"/models "$out"/quant "$out"/fair "$out"/scale "$out"/cgen "$out"/maps
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 cmds=()
@@ -101,6 +101,26 @@ for box in cacheflow-h100-10g cacheflow-h100-80g; do
   done
 done
 n4=${#cmds[@]}
+
+# -------- 7. decision maps: the fastest restoration by history length and resource, the papers' boxes
+# and two current ones (kvsim map, isolated requests, --seeds seeds, 16 cost draws)
+m7=()
+mcmds=()
+pol7=recompute,kv-offload,hcache,hcache-noschd,naive-hybrid,cake,cacheflow,adaptive,hcache-cf # lossless: section 2 has the quantized forms
+for spec in "hcache-a100 Llama-3.1-8B 1 n_ssd=1,2,4" "hcache-a100 Qwen3-30B-A3B 2 n_ssd=1,2,4" \
+            "cake-a100 Llama-3.1-8B 1 nic=10GbE,32Gbps,100G" "cake-a100 Qwen3-30B-A3B 1 nic=10GbE,32Gbps,100G" \
+            "cacheflow-h100-10g Llama-3.1-8B 1 nic=10GbE,40GbE,100G" "cacheflow-h100-10g Llama-3.1-70B 4 nic=10GbE,40GbE,100G" \
+            "cacheflow-h100-10g Qwen3-30B-A3B 1 nic=10GbE,40GbE,100G" \
+            "h200 Llama-3.1-8B 1 nic=100G,200G,400G" "h200 Llama-3.1-70B 2 nic=100G,200G,400G" "h200 Qwen3-30B-A3B 1 nic=100G,200G,400G" \
+            "cacheflow-l40s-10g Llama-3.1-8B 1 nic=10GbE,25GbE,40GbE" "cacheflow-l40s-10g Llama-3.1-70B 4 nic=10GbE,25GbE,40GbE" \
+            "cacheflow-l40s-10g Qwen3-30B-A3B 2 nic=10GbE,25GbE,40GbE"; do
+  set -- $spec
+  d="$out/maps/$1__$2"
+  mcmds+=("kvsim map --platform $1 --model $2 --set tp=$3 --vary $4 --policies $pol7 --seeds $seeds --jobs $jobs --out $d")
+  "$kvsim" map --platform "$1" --model "$2" --set tp="$3" --vary "$4" --policies "$pol7" --seeds "$seeds" --jobs "$jobs" --out "$d" \
+    >/dev/null 2>>"$out/stderr.log"
+  m7+=("$d")
+done
 
 "$kvsim" list models >"$tmp"
 # the fairness figure: per-class TTFT p99 per IO order (kvsim plot --bars over a tidy CSV)
@@ -288,6 +308,45 @@ half the layers at 4 bit for a third off; on the Gen5 box it keeps nearly every 
 changes little. It costs 1.5× the storage of one 8-bit copy, and the layers it moves to 4 bit carry
 4-bit accuracy (an input, not simulated): read the 4-bit share as the share of the context served at
 the lower quality.
+
+## 7. When each restoration pays: decision maps
+
+\`kvsim map\` (docs/reference.md "Decision maps") on the papers' boxes (HCache's A100 box with its
+SSDs, Cake's A100 with its remote store, CacheFlow's H100 node over 10 GbE) and two current ones (an
+H200 Gen5 node with a 100–400 Gb/s remote store; an L40S cloud node over 10–40 GbE), for
+Llama-3.1-8B (GQA-4), Llama-3.1-70B (GQA-8, where it fits) and Qwen3-30B-A3B (MoE): per history
+length and resource value, the fastest of the lossless contenders (every policy but \`ideal\` and the
+quantized \`kv-quant\` and \`hcache-quant\`, whose accuracy is an input kvsim does not simulate:
+section 2 compares them) by the mean
+TTFT of isolated restoring requests over $seeds seeds, with its margin over the runner-up, the
+largest probability over the histories that the decision flips when each cost class (compute, host
+link, NIC, SSD) is off by up to ±15 %, and the history lengths where the fastest member of one
+family (recompute, kv-offload, cake/cacheflow, hcache) overtakes another's. Saved state sits where
+the resource serves it (the SSD array for \`n_ssd\`, the remote store for \`nic\`). Llama-3.1-70B is left
+out of the A100 boxes: on HCache's four A100-40GB (tp 4) its weights leave 8,800 tokens of KV, less
+than most histories mapped, and Cake's box has one GPU.
+
+\`\`\`sh
+$(printf '%s\n' "${mcmds[@]}")
+\`\`\`
+
+$($tables maps "${m7[@]}")
+
+**For a reader deciding what to deploy:** on every box, model and bandwidth mapped, a split between
+recomputing and loading (\`naive-hybrid\`, \`cacheflow\`; \`adaptive\` picks the same) is the fastest
+lossless restoration from 4K tokens of history up, by a few ms to a few hundred ms at 32K over 10
+GbE; at 512 tokens plain \`kv-offload\` ties with it on the faster links (for Llama-3.1-8B from 25
+Gb/s on the L40S node, 100 Gb/s on the A100 and H100 nodes, 200 Gb/s on the H200 node). Between the
+pure families the crossings are: over 10 GbE recomputing beats loading the KV from a few hundred
+tokens (264 on Cake's A100, 559 on the L40S node, 681 for Qwen3-30B-A3B on the H100 node; 66 for
+Llama-3.1-70B on the H100 node) until attention's quadratic cost turns it back at 23–32K tokens (not
+within 128K for the 70B model); loading hidden states beats loading KV over 10–40 Gb/s links from a
+few hundred or a few thousand tokens on, up to 19–119K tokens (where the order turns back) or to
+the longest history searched; on the H200 node's 100–400 Gb/s
+store, and wherever a row says none, the order of the families does not change. Most decisions
+survive a ±15 % error in every cost class (flip 0 %); where the largest flip reaches 40–60 % the two
+leaders are within a few ms of each other and either will do. These are isolated requests: \`--load\`
+maps a loaded point, where queueing can reorder them.
 EOF
 } >"$report"
 echo "findings: wrote $report (${#cmds[@]} runs, outputs in $out)"

@@ -13,6 +13,7 @@ Usage:
   findings_tables.py scale DIR...                cacheflow restore time at S stages vs S = 1 (speed-up, efficiency)
   findings_tables.py boundary MODELS_LIST        boundary activations' bytes against the KV per model
   findings_tables.py onetier DIR...              hcache-cf against hcache + cacheflow kept both
+  findings_tables.py maps DIR...                 kvsim map outputs: winners by history, flip probability, break-even lines
 Deterministic output (inputs are deterministic); standard library only.
 """
 import json
@@ -294,13 +295,45 @@ def cmd_onetier(args):
               f"{fmt(*mean_ci(both))} | {fmt(*mean_ci(t['hcache-cf']))} | {qm:.2f} ± {qh:.2f} | {'yes' if ok else 'NO'} |")
 
 
+def short_tokens(t):
+    return f"{t // 1024}K" if t >= 1024 and t % 1024 == 0 else (f"{t / 1024:.1f}K" if t >= 1024 else str(t))
+
+
+def cmd_maps(args):
+    """one row per map and resource value: the fastest policy (ties joined by '=') at the shortest,
+    a middle and the longest history, the largest flip probability over the histories, the break-even
+    lines between the families and how far their search ran"""
+    print("| box | model | resource | fastest at short history | middle | long | largest flip | break-even (families) |")
+    print("|---|---|---|---|---|---|---:|---|")
+    for d in args:
+        m = json.load(open(os.path.join(d, "map.json")))
+        hs = m["history_tokens"]
+        picks = [hs[0], hs[len(hs) // 2], hs[-1]]
+        for v in m["vary"]["values"]:
+            cells = {c["history_tokens"]: c for c in m["cells"] if c["value"] == v and c["load"] == 0}
+            win = []
+            for h in picks:
+                c = cells[h]
+                name = "=".join([c["winner"]] + c.get("tied_with_winner", []))
+                win.append(f"{name} ({short_tokens(h)}, +{c['margin_s'] * 1e3:.1f} ms)")
+            flips = [c["flip_probability"] for c in cells.values() if c["flip_probability"] is not None]
+            flip = f"{100 * max(flips):.0f} %" if flips else "–"
+            be = [f"{b['a']}\u2194{b['b']} at {short_tokens(int(b['history_tokens']))} ({b['faster_below']} below)"
+                  for b in m["break_even"] if b["value"] == v]
+            reach = m.get("break_even_searched_up_to", {}).get(v)
+            txt = "; ".join(be) if be else "none"
+            if reach is not None:
+                txt += f" (searched to {short_tokens(int(reach))})"
+            print(f"| {m['platform']} | {m['model']} | {m['vary']['key']}={v} | {win[0]} | {win[1]} | {win[2]} | {flip} | {txt} |")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.stderr.write(__doc__)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
     {"models": cmd_models, "quant": cmd_quant, "fair": cmd_fair, "fair_csv": cmd_fair_csv, "cgen": cmd_cgen, "scale": cmd_scale,
-     "boundary": cmd_boundary, "onetier": cmd_onetier}[cmd](args)
+     "boundary": cmd_boundary, "onetier": cmd_onetier, "maps": cmd_maps}[cmd](args)
     return 0
 
 

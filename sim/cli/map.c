@@ -539,7 +539,7 @@ static const OptSpec k_map_opts[] = {
     {"--scenario", "NAME", 0, "a published setup (kvsim list scenarios), applied before --config"},
     {"--set", "KEY=VALUE", OPT_REPEAT, "a setting for every run, after --config (any key of kvsim run --help)"},
     {"--vary", "KEY=V1,V2,...", OPT_REQUIRED, "the resource axis: nic, host_link (or link), n_ssd, gpu, dram or any setting (nic also by line rate: 100GbE)"},
-    {"--history", "H1,H2,...", 0, "history lengths in tokens, 1K = 1024 (default 512,1K,2K,4K,8K,16K,32K, capped by the context)"},
+    {"--history", "H1,H2,...", 0, "history lengths in tokens, 1K = 1024 (default 512,1K,2K,4K,8K,16K,32K, capped by the context and the KV pool)"},
     {"--load", "L1,...", 0, "loads: isolated (one restoring request at a time) or sessions/s (Poisson) (default isolated)"},
     {"--policies", "a,b,c|all", 0, "the contenders (default: every policy but ideal, the reference)"},
     {"--seeds", "N", 0, "replications per cell (default 3; 1..100): seeds S..S+N-1"},
@@ -762,6 +762,11 @@ int map_main(int argc, char **argv)
 
     /* histories */
     int64_t maxctx = c.max_context > 0 ? c.max_context : w.model->max_pos;
+    /* a restoring request holds its history and new input in the KV pool: a longer one is dropped */
+    SimCapacity cap;
+    sim_world_capacity(&w, &cap);
+    const char *limit = "context";
+    if (cap.pool_tokens > 0 && cap.pool_tokens < maxctx) maxctx = cap.pool_tokens, limit = "KV pool";
     if (rc == 0 && (v = opt_get(&a, "--history"))) {
         char items[MAP_MAX_H][96];
         int n = split_list(v, items, MAP_MAX_H);
@@ -772,13 +777,13 @@ int map_main(int argc, char **argv)
             else if (i && x.hist[i] <= x.hist[i - 1])
                 rc = usage("--history: '%s': expected increasing lengths", items[i]);
             else if (x.hist[i] < 2 || x.hist[i] + 3 * x.new_tokens / 2 + 16 > maxctx)
-                rc = usage("--history: '%s': expected 2 to %lld tokens (the context of %s is %lld, less the new input and output)", items[i],
-                           (long long)(maxctx - 3 * x.new_tokens / 2 - 16), model, (long long)maxctx);
+                rc = usage("--history: '%s': expected 2 to %lld tokens (the %s of %s is %lld tokens, less the new input and output)", items[i],
+                           (long long)(maxctx - 3 * x.new_tokens / 2 - 16), limit, model, (long long)maxctx);
         }
         x.nh = n;
     } else if (rc == 0) {
         for (int64_t h = 512; h <= 32768 && h + 3 * x.new_tokens / 2 + 16 <= maxctx; h *= 2) x.hist[x.nh++] = h;
-        if (x.nh == 0) rc = usage("the context of %s (%lld tokens) holds no default history length: give --history", model, (long long)maxctx);
+        if (x.nh == 0) rc = usage("the %s of %s (%lld tokens) holds no default history length: give --history", limit, model, (long long)maxctx);
     }
     x.be_max = maxctx - 16 - x.new_tokens;
     /* loads */
