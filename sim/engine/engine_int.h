@@ -33,6 +33,7 @@
  *   setup.c       sim_world_open/close, sim_setup/teardown (channels, tiers, pool from the catalogs)
  *   schedule_out.c  the schedule written as the run goes: an observer (Sim.observer, SimObserver)
  *   engine.c      sim_run: the event loop
+ *   oracle.c      the trace-level oracle bound on TTFT (sim_oracle): the requests' costs alone, the keep LP
  * What happens below reaches a module above only through a pointer that module set: a unit's done
  * callback (channel.c), the run's observer (Sim.observer), Sim.state_dropped (tier.c's drops, waitq.c's).
  *
@@ -779,6 +780,9 @@ void restore_tw_issue(Sim *sm, Request *r);
 void restore_tw_check_done(Sim *sm, Request *r);
 /* after r's restoration work changed: RQ_RESTORING ends once nothing of it is left */
 void restore_progress(Sim *sm, Request *r);
+/* the restoration lower bound (restore/bound's denominator) of N tokens whose state is in `fastest`
+ * (TIER_NONE: nothing saved, recompute only); the cost lookups it makes are not counted */
+double restore_bound_ns(Sim *sm, int64_t N, Tier fastest);
 
 /* ------------------------------------------------------------------ lifecycle.c */
 
