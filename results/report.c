@@ -253,6 +253,7 @@ static cJSON *oracle_json(const SimOracle *o)
     cJSON_AddNumberToObject(x, "ttft_p99_s", o->ttft_p99_s);
     cJSON_AddNumberToObject(x, "requests", (double)o->requests);
     cJSON_AddNumberToObject(x, "dropped", (double)o->dropped);
+    cJSON_AddNumberToObject(x, "keep_candidates", (double)o->candidates);
     cJSON_AddNumberToObject(x, "kept", (double)o->kept);
     cJSON_AddStringToObject(x, "basis", o->basis);
     return x;

@@ -402,22 +402,30 @@ static int oracle_compute(Sim *sm, SimOracle *out)
         /* the earliest end: the first token, then one decode step per further token, each at least the
          * overhead and one token's linear cost in every layer */
         int64_t done = t_add(first, (int64_t)((double)(nout - 1) * ((double)sm->overhead_ns + (double)sm->L * est_linear_ns(sm, 1))));
+        /* the GPU computes the new input and whatever of the history is recomputed (k tokens), at
+         * best kappa per token; the links bring the rest (tau per token), then one layer of the new
+         * input is left: TTFT >= max((n + k)·kappa, (m − k)·tau + t1) for m tokens missing, whose
+         * least over k is rho·(m + n) + t1·kappa/(kappa + tau) (rho·m + ... falls by rho per token
+         * kept), and TTFT >= P, >= n·kappa whatever is missing */
+        int64_t n_eff = nnew - new_done > 0 ? nnew - new_done : 0;
+        double floor_ns = P > kappa * (double)n_eff ? P : kappa * (double)n_eff;
+        double t1_share = isfinite(tau) ? t1 * kappa / (kappa + tau) : 0;
         if (Np == 0) {
-            o->base = o->best = P;
+            o->base = o->best = floor_ns;
         } else {
             /* prefetch: the tokens the link brings in the gap (at its rate alone; HBM not charged) */
             int64_t z = 0;
             if (has_prev && gap > 0 && isfinite(tau)) z = (double)gap / tau >= (double)Np ? Np : (int64_t)((double)gap / tau);
             int keep = has_prev && !cfg->evict_each_turn;
-            if (z == 0 && !keep) { /* no choice to make: the engine's own restoration bound */
-                double lb = restore_bound_ns(sm, Np, fastest);
-                o->base = o->best = P > lb + t1 ? P : lb + t1;
+            double miss = rho * (double)(Np - z + n_eff) + t1_share; /* nothing of the rest kept */
+            double after = floor_ns > miss ? floor_ns : miss;
+            if (z == 0 && !keep) { /* no choice to make: the engine's own restoration bound too */
+                double lb = restore_bound_ns(sm, Np, fastest) + t1;
+                o->base = o->best = after > lb ? after : lb;
             } else {
-                double after = P > rho * (double)(Np - z) + t1 ? P : rho * (double)(Np - z) + t1;
-                o->base = after;
-                o->save = after - (P > t1 ? P : t1);
-                if (o->save < 0) o->save = 0;
-                o->best = after;
+                double all = rho * (double)n_eff + t1_share; /* the rest all kept */
+                o->base = o->best = after;
+                o->save = after - (floor_ns > all ? floor_ns : all);
                 if (keep && o->save > 0) {
                     int64_t y = Np - z; /* what keeping can add */
                     int64_t need = (int64_t)ceil(o->save / rho); /* tokens that still save */
@@ -427,6 +435,8 @@ static int oracle_compute(Sim *sm, SimOracle *out)
                     int64_t solo = o->keep_cap < pool_total ? o->keep_cap : pool_total;
                     double sv = rho * (double)solo;
                     o->best = after - (sv < o->save ? sv : o->save);
+                } else {
+                    o->save = 0;
                 }
             }
         }
@@ -469,6 +479,7 @@ static int oracle_compute(Sim *sm, SimOracle *out)
             free(iv), free(x), free(idx);
             if (lrc != 0) goto fail;
         }
+        out->candidates = nk;
         out->ttft_mean_s = n ? (sum - gain) / (double)n / 1e9 : NAN;
         if (out->ttft_mean_s < 0) out->ttft_mean_s = 0;
         /* p99: each request's own minimum, through the histogram the engine reports TTFT with, so a

@@ -527,7 +527,8 @@ int sim_schedule_set_path(const char *path);
 typedef struct SimOracle {
     uint64_t requests;        /* requests the TTFT figures count (every policy drops the same ones) */
     uint64_t dropped;         /* turns no KV pool can hold */
-    uint64_t kept;            /* requests the LP keeps (part of) resident across their gap */
+    uint64_t candidates;      /* requests that keeping their history resident across their gap would speed up */
+    uint64_t kept;            /* of those, the ones the LP keeps (part of) resident: fewer when the KV pools bind */
     double ttft_mean_s, ttft_p99_s;
     char basis[256];
 } SimOracle;
