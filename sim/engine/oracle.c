@@ -128,6 +128,37 @@ int sim_oracle_keep_lp(const SimOracleInterval *iv, size_t n, int64_t pool, int6
     int m = 0;
     for (int i = 0; i < nt; i++)
         if (m == 0 || t[i] != t[m - 1]) t[m++] = t[i];
+    /* an interval whose every point carries at most `pool` even with every interval taken whole
+     * meets no binding constraint: taken whole, without the flow (most of a trace whose pool holds
+     * its kept histories) */
+    int64_t *over = calloc((size_t)m + 1, sizeof *over);
+    if (!over) {
+        free(t);
+        return kv_err(e, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].cap > 0 && iv[i].w > 0 && iv[i].t1 > iv[i].t0) {
+            over[node_of(t, m, iv[i].t0)] += iv[i].cap;
+            over[node_of(t, m, iv[i].t1)] -= iv[i].cap;
+        }
+    int64_t load = 0, nover = 0;
+    for (int j = 0; j < m; j++) { /* over[j] becomes the count of overloaded segments before node j */
+        load += over[j];
+        over[j] = nover;
+        if (load > pool) nover++;
+    }
+    over[m] = nover;
+    size_t bound_n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].cap > 0 && iv[i].w > 0 && iv[i].t1 > iv[i].t0) {
+            if (over[node_of(t, m, iv[i].t1)] == over[node_of(t, m, iv[i].t0)]) x[i] = iv[i].cap;
+            else bound_n++;
+        }
+    if (bound_n == 0) {
+        free(over);
+        free(t);
+        return 0;
+    }
     size_t max_e = 2 * ((size_t)m + n);
     Flow f = {0};
     f.e = malloc(max_e * sizeof *f.e);
@@ -149,6 +180,7 @@ int sim_oracle_keep_lp(const SimOracleInterval *iv, size_t n, int64_t pool, int6
     for (size_t i = 0; i < n; i++) {
         edge_of[i] = -1;
         if (iv[i].cap <= 0 || iv[i].w <= 0 || iv[i].t1 <= iv[i].t0) continue;
+        if (over[node_of(t, m, iv[i].t1)] == over[node_of(t, m, iv[i].t0)]) continue; /* taken whole above */
         edge_of[i] = flow_add(&f, node_of(t, m, iv[i].t0), node_of(t, m, iv[i].t1), iv[i].cap, -iv[i].w);
     }
     /* potentials: shortest distances from node 0 in the DAG (every edge runs forward in time) */
@@ -198,6 +230,7 @@ int sim_oracle_keep_lp(const SimOracleInterval *iv, size_t n, int64_t pool, int6
     for (size_t i = 0; i < n; i++)
         if (edge_of[i] >= 0) x[i] = f.e[edge_of[i] ^ 1].cap; /* the flow on it: its reverse residual */
 done:
+    free(over);
     free(t);
     free(f.e);
     free(f.next);
