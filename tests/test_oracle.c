@@ -3,6 +3,7 @@
  * against the ideal policy, and no policy below the bound on fuzzed small traces. */
 #include <stdlib.h>
 
+#include "sim/engine/engine_int.h"
 #include "tests/simtest.h"
 
 /* ---- the keep LP ---- */
@@ -322,4 +323,86 @@ TEST(oracle_no_policy_beats_the_bound_fuzzed)
         if (no_policy_beats(t, &c, &o, what) != 0) return;
     }
     CHECK_MSG(kept > 0, "no fuzzed trace kept a history across a gap: the keep LP was not exercised");
+}
+
+/* traces of at most 6 requests: every keep/evict decision (whole histories, on the same nominal
+ * timeline and pools, with the same per-request costs) gives a total at least the oracle's */
+TEST(oracle_exhaustive_keep_evict_on_small_traces)
+{
+    uint64_t s = 4242;
+    int binding = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        char text[1024];
+        size_t len = (size_t)snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+        int sessions = rep % 2 ? 3 : 1 + (int)(rng_next(&s) % 3);
+        int64_t hist[3], common = 2000 + (int64_t)(rng_next(&s) % 1500);
+        for (int k = 0; k < sessions; k++) {
+            hist[k] = rep % 2 ? common : 1 + (int64_t)(rng_next(&s) % 3500); /* alike: gaps that overlap */
+            len += (size_t)snprintf(text + len, sizeof text - len, "s%d,0,0.00%d,%lld,%d,0\n", k, k, (long long)hist[k] - 1, 1);
+        }
+        for (int k = 0; k < sessions; k++)
+            len += (size_t)snprintf(text + len, sizeof text - len, "s%d,1,,%d,3,%lld\n", k, 1 + (int)(rng_next(&s) % 300),
+                                    (long long)hist[k]);
+        SimConfig c;
+        sim_config_defaults(&c);
+        c.quiet = 1;
+        snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "small.csv", text));
+        snprintf(c.platform, sizeof c.platform, "cacheflow-h100-10g");
+        snprintf(c.model, sizeof c.model, "Llama-3.1-8B");
+        simtest_set(t, &c, "store", "remote");
+        simtest_set(t, &c, "mem_util", rep % 2 ? "0.21" : "0.3");
+        simtest_set(t, &c, "think", rep % 3 ? "10 ms" : "40 ms");
+        SimWorld w;
+        KvErr e;
+        if (sim_world_open(&w, &c, &e) != 0) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        SimOracle o;
+        OracleRow *r = NULL;
+        CHECK(oracle_rows(&w, &o, &r, &e) == 0);
+        sim_world_close(&w);
+        if (!r) return;
+        int n = (int)o.requests, cand[6], nc = 0;
+        CHECK(n <= 6);
+        double base = 0;
+        for (int i = 0; i < n && i < 6; i++) {
+            base += r[i].base;
+            if (r[i].keep_cap > 0) cand[nc++] = i;
+        }
+        double best = INFINITY;
+        int refused = 0;
+        for (unsigned mask = 0; mask < 1u << nc; mask++) {
+            int ok = 1;
+            for (int a = 0; a < nc && ok; a++) { /* the pool at each kept interval's start */
+                if (!(mask >> a & 1)) continue;
+                const OracleRow *x = &r[cand[a]];
+                if (x->keep_t1 <= x->keep_t0) continue;
+                int64_t used = 0;
+                for (int b = 0; b < nc; b++) {
+                    const OracleRow *y = &r[cand[b]];
+                    if ((mask >> b & 1) && y->keep_t0 <= x->keep_t0 && x->keep_t0 < y->keep_t1) used += y->keep_tokens;
+                }
+                if (used > (int64_t)o.pool_tokens) ok = 0;
+            }
+            if (!ok) {
+                refused = 1;
+                continue;
+            }
+            double total = base;
+            for (int a = 0; a < nc; a++)
+                if (mask >> a & 1) {
+                    const OracleRow *x = &r[cand[a]];
+                    double g = x->rho * (double)x->keep_tokens;
+                    total -= g < x->save ? g : x->save;
+                }
+            if (total < best) best = total;
+        }
+        binding += refused;
+        double lp = o.ttft_mean_s * 1e9 * (double)n;
+        CHECK_MSG(lp <= best * (1 + 1e-12), "trace %d (%d candidates, pool %llu): oracle total %.3f ns, best keep/evict %.3f ns", rep,
+                  nc, (unsigned long long)o.pool_tokens, lp, best);
+        free(r);
+    }
+    CHECK_MSG(binding > 0, "no small trace had its pool refuse a whole history: the search was not exercised");
 }

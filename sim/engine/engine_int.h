@@ -827,4 +827,17 @@ void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
 enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8, SIM_REF_NO_RUNS = 16 };
 void sim_test_set_reference(unsigned flags);
 
+/* ------------------------------------------------------------------ oracle.c */
+
+/* one request as the oracle bound counts it (for the tests' exhaustive search): its bound with
+ * nothing kept (base, ns; after its prefetch), what keeping its history can still save (save, ns),
+ * at rho ns per token kept, up to keep_cap tokens over [keep_t0, keep_t1) on the nominal timeline
+ * (0: no keeping); keeping the rest of its history whole occupies keep_tokens */
+typedef struct OracleRow {
+    double base, save, rho;
+    int64_t keep_t0, keep_t1, keep_cap, keep_tokens;
+} OracleRow;
+/* sim_oracle, and its requests in trace order (*rows: out->requests of them, malloc'd; NULL: none) */
+int oracle_rows(SimWorld *w, SimOracle *out, OracleRow **rows, KvErr *e);
+
 #endif

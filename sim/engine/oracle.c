@@ -294,6 +294,7 @@ typedef struct OReq {
     double rho;     /* ns per history token restored (the fluid rate) */
     double best;    /* its own minimum: everything it may keep or prefetch (ns) */
     int64_t keep_t0, keep_t1, keep_cap; /* its keep interval and tokens (cap 0: none) */
+    int64_t keep_tokens; /* what keeping the rest of its history whole occupies */
 } OReq;
 
 typedef struct OSess {
@@ -333,7 +334,7 @@ static double prefill_alone_ns(Sim *sm, int64_t n, int64_t ctx, double *t1)
     return (double)total;
 }
 
-static int oracle_compute(Sim *sm, SimOracle *out)
+static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out)
 {
     const SimConfig *cfg = sm->cfg;
     KvErr *e = sm->e;
@@ -351,6 +352,7 @@ static int oracle_compute(Sim *sm, SimOracle *out)
         if (io < best_io) best_io = io, fastest = chain[i];
     }
     int64_t pool_cap = sm->rep[0].pool_cap, pool_total = pool_cap * sm->R;
+    out->pool_tokens = (uint64_t)pool_total;
     TraceOptions to;
     sim_trace_options(cfg, sm->max_ctx, &to);
     TraceSource *src = trace_open(&to, e);
@@ -463,6 +465,7 @@ static int oracle_compute(Sim *sm, SimOracle *out)
                     int64_t y = Np - z; /* what keeping can add */
                     int64_t need = (int64_t)ceil(o->save / rho); /* tokens that still save */
                     o->keep_cap = need < y ? need : y;
+                    o->keep_tokens = y;
                     o->keep_t0 = s->done_ns;
                     o->keep_t1 = rel;
                     int64_t solo = o->keep_cap < pool_total ? o->keep_cap : pool_total;
@@ -522,6 +525,11 @@ static int oracle_compute(Sim *sm, SimOracle *out)
         out->ttft_p99_s = n ? hist_percentile(&h, 0.99) / 1e9 : NAN;
         hist_free(&h);
     }
+    if (rows_out) {
+        if (!(*rows_out = malloc((n ? n : 1) * sizeof **rows_out))) goto oom;
+        for (size_t i = 0; i < n; i++)
+            (*rows_out)[i] = (OracleRow){rq[i].base, rq[i].save, rq[i].rho, rq[i].keep_t0, rq[i].keep_t1, rq[i].keep_cap, rq[i].keep_tokens};
+    }
     rc = 0;
     goto fail;
 oom:
@@ -534,8 +542,9 @@ fail:
     return rc;
 }
 
-int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e)
+int oracle_rows(SimWorld *w, SimOracle *out, OracleRow **rows, KvErr *e)
 {
+    if (rows) *rows = NULL;
     memset(out, 0, sizeof *out);
     out->ttft_mean_s = out->ttft_p99_s = NAN;
     const SimConfig *cfg = w->cfg;
@@ -558,7 +567,7 @@ int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e)
     memcpy(ex, cm->extrapolations, sizeof ex);
     int rc = -1;
     if (evq_init(&sm->q, e) != 0) return -1;
-    if (sim_setup(sm) == 0 && oracle_compute(sm, out) == 0) rc = 0;
+    if (sim_setup(sm) == 0 && oracle_compute(sm, out, rows) == 0) rc = 0;
     sim_teardown(sm);
     sim_result_free(&res);
     memcpy(cm->lookups, lk, sizeof lk);
@@ -570,3 +579,5 @@ int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e)
                  cfg->evict_each_turn ? "nothing kept across a gap (evict_each_turn)" : "keeping histories across gaps under the KV pools (LP)");
     return rc;
 }
+
+int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e) { return oracle_rows(w, out, NULL, e); }

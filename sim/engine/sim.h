@@ -529,6 +529,7 @@ typedef struct SimOracle {
     uint64_t dropped;         /* turns no KV pool can hold */
     uint64_t candidates;      /* requests that keeping their history resident across their gap would speed up */
     uint64_t kept;            /* of those, the ones the LP keeps (part of) resident: fewer when the KV pools bind */
+    uint64_t pool_tokens;     /* the KV pools of all replicas, what kept histories may occupy at once */
     double ttft_mean_s, ttft_p99_s;
     char basis[256];
 } SimOracle;
