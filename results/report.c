@@ -255,6 +255,9 @@ static cJSON *oracle_json(const SimOracle *o)
     cJSON_AddNumberToObject(x, "dropped", (double)o->dropped);
     cJSON_AddNumberToObject(x, "keep_candidates", (double)o->candidates);
     cJSON_AddNumberToObject(x, "kept", (double)o->kept);
+    cJSON *np = cJSON_AddObjectToObject(x, "without_prefetch");
+    cJSON_AddNumberToObject(np, "ttft_mean_s", o->noprefetch_mean_s);
+    cJSON_AddNumberToObject(np, "ttft_p99_s", o->noprefetch_p99_s);
     cJSON_AddStringToObject(x, "basis", o->basis);
     return x;
 }

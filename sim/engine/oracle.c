@@ -334,7 +334,8 @@ static double prefill_alone_ns(Sim *sm, int64_t n, int64_t ctx, double *t1)
     return (double)total;
 }
 
-static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out)
+/* prefetch 0: the class without prefetch (every built-in policy: a restoration starts at admission) */
+static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out, int prefetch)
 {
     const SimConfig *cfg = sm->cfg;
     KvErr *e = sm->e;
@@ -450,7 +451,7 @@ static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out)
         } else {
             /* prefetch: the tokens the link brings in the gap (at its rate alone; HBM not charged) */
             int64_t z = 0;
-            if (has_prev && gap > 0 && isfinite(tau)) z = (double)gap / tau >= (double)Np ? Np : (int64_t)((double)gap / tau);
+            if (prefetch && has_prev && gap > 0 && isfinite(tau)) z = (double)gap / tau >= (double)Np ? Np : (int64_t)((double)gap / tau);
             int keep = has_prev && !cfg->evict_each_turn;
             double miss = rho * (double)(Np - z + n_eff) + t1_share; /* nothing of the rest kept */
             double after = floor_ns > miss ? floor_ns : miss;
@@ -567,7 +568,13 @@ int oracle_rows(SimWorld *w, SimOracle *out, OracleRow **rows, KvErr *e)
     memcpy(ex, cm->extrapolations, sizeof ex);
     int rc = -1;
     if (evq_init(&sm->q, e) != 0) return -1;
-    if (sim_setup(sm) == 0 && oracle_compute(sm, out, rows) == 0) rc = 0;
+    SimOracle plain;
+    memset(&plain, 0, sizeof plain);
+    if (sim_setup(sm) == 0 && oracle_compute(sm, out, rows, 1) == 0 && oracle_compute(sm, &plain, NULL, 0) == 0) {
+        out->noprefetch_mean_s = plain.ttft_mean_s;
+        out->noprefetch_p99_s = plain.ttft_p99_s;
+        rc = 0;
+    }
     sim_teardown(sm);
     sim_result_free(&res);
     memcpy(cm->lookups, lk, sizeof lk);

@@ -531,6 +531,9 @@ typedef struct SimOracle {
     uint64_t kept;            /* of those, the ones the LP keeps (part of) resident: fewer when the KV pools bind */
     uint64_t pool_tokens;     /* the KV pools of all replicas, what kept histories may occupy at once */
     double ttft_mean_s, ttft_p99_s;
+    /* the same bound for the class without prefetch (every built-in policy: a restoration starts
+     * at admission), at least the one above */
+    double noprefetch_mean_s, noprefetch_p99_s;
     char basis[256];
 } SimOracle;
 int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e);
