@@ -346,12 +346,6 @@ static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out, int pre
     if (m_max < sm->max_ctx) m_max = sm->max_ctx;
     double kappa = recompute_ns_per_token(sm, m_max), tau = load_ns_per_token(sm, chain, n_chain);
     double rho = isfinite(tau) ? kappa * tau / (kappa + tau) : kappa;
-    Tier fastest = TIER_NONE;
-    double best_io = INFINITY;
-    for (int i = 0; i < n_chain; i++) {
-        double io = est_load_layer_ns(sm, chain[i], 1 << 16, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
-        if (io < best_io) best_io = io, fastest = chain[i];
-    }
     int64_t pool_cap = sm->rep[0].pool_cap, pool_total = pool_cap * sm->R;
     out->pool_tokens = (uint64_t)pool_total;
     TraceOptions to;
@@ -456,7 +450,13 @@ static int oracle_compute(Sim *sm, SimOracle *out, OracleRow **rows_out, int pre
             double miss = rho * (double)(Np - z + n_eff) + t1_share; /* nothing of the rest kept */
             double after = floor_ns > miss ? floor_ns : miss;
             if (z == 0 && !keep) { /* no choice to make: the engine's own restoration bound too */
-                double lb = restore_bound_ns(sm, Np, fastest) + t1;
+                /* the state may be in any tier of the chain: the least of their bounds */
+                double lb = n_chain ? INFINITY : restore_bound_ns(sm, Np, TIER_NONE);
+                for (int i = 0; i < n_chain; i++) {
+                    double b = restore_bound_ns(sm, Np, chain[i]);
+                    if (b < lb) lb = b;
+                }
+                lb += t1;
                 o->base = o->best = after > lb ? after : lb;
             } else {
                 double all = rho * (double)n_eff + t1_share; /* the rest all kept */
