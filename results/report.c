@@ -237,6 +237,31 @@ static int utilisation_add(cJSON *o, const double *gpu, const double (*ch)[SIM_M
     return stages;
 }
 
+static SimOracle g_oracle;
+static int g_have_oracle;
+
+void report_set_oracle(const SimOracle *o)
+{
+    g_have_oracle = o && isfinite(o->ttft_mean_s) && isfinite(o->ttft_p99_s);
+    if (g_have_oracle) g_oracle = *o;
+}
+
+static cJSON *oracle_json(const SimOracle *o)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "ttft_mean_s", o->ttft_mean_s);
+    cJSON_AddNumberToObject(x, "ttft_p99_s", o->ttft_p99_s);
+    cJSON_AddNumberToObject(x, "requests", (double)o->requests);
+    cJSON_AddNumberToObject(x, "dropped", (double)o->dropped);
+    cJSON_AddNumberToObject(x, "keep_candidates", (double)o->candidates);
+    cJSON_AddNumberToObject(x, "kept", (double)o->kept);
+    cJSON *np = cJSON_AddObjectToObject(x, "without_prefetch");
+    cJSON_AddNumberToObject(np, "ttft_mean_s", o->noprefetch_mean_s);
+    cJSON_AddNumberToObject(np, "ttft_p99_s", o->noprefetch_p99_s);
+    cJSON_AddStringToObject(x, "basis", o->basis);
+    return x;
+}
+
 static cJSON *dist_s(const Hist *h)
 {
     cJSON *o = cJSON_CreateObject();
@@ -725,6 +750,7 @@ int report_summary_json_repl(const char *path, const SimWorld *w, const char *tr
     cJSON_AddItemToObject(in, "sha256", hashes);
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, policy_json(w->cfg, &res[i]));
+    if (g_have_oracle) cJSON_AddItemToObject(root, "oracle", oracle_json(&g_oracle));
     if (rep) {
         cJSON *rj = repl_json(rep, e);
         if (!rj) {

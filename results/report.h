@@ -42,7 +42,10 @@ void report_csv_abort(ReqCsv *c);
 /* The percentiles (in percent) that summary.json's time distributions (ttft_s, tbt_s, e2e_s, ...)
  * carry besides p50, p90 and p99, keyed "p95", "p99_9" (compare --percentiles; none by default). */
 void report_set_percentiles(const double *pct, int n);
-/* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...]}. inputs.sha256 holds the
+/* The oracle bound (sim_oracle) that summary.json's "oracle" object carries, the same for every
+ * policy of the file; NULL or one not computed (NAN figures): no "oracle" key. Kept until the next call. */
+void report_set_oracle(const SimOracle *o);
+/* summary.json: {"kvsim": {...}, "inputs": {...}, "policies": [...], "oracle": {...}}. inputs.sha256 holds the
  * SHA-256 of the trace file, both catalogs (the file read, or the embedded bytes) and the cost
  * store (null for a generator / the spec model). */
 int report_summary_json(const char *path, const SimWorld *w, const char *trace_desc, const SimResult *res, int n,

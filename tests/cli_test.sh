@@ -1656,5 +1656,29 @@ kill -INT $kpid; wait $kpid; krc=$?
 if [ "$krc" = 130 ] && [ -z "$(ls -A "$tmp/kscr")" ]; then ok "kvcal run interrupted: its scratch files removed"
 else bad "kvcal run interrupted (exit $krc): left $(ls -A "$tmp/kscr" | tr '\n' ' ')"; fi
 
+# the oracle bound: on a 200-request prefix of every shipped scenario, no policy (ideal, which ignores
+# the KV pool's capacity, excepted) has a mean or p99 TTFT below summary.json's oracle; compare prints it
+for s in $("$B"/kvsim list scenarios | awk '/^[a-z]/ {print $1}'); do
+  if ! "$B"/kvsim compare --scenario "$s" --requests 200 --policies all --quiet --no-csv -j 2 --out "$tmp/orc-$s" >"$tmp/orc-$s.out" 2>&1; then
+    bad "oracle: compare --scenario $s failed"; sed 's/^/      /' "$tmp/orc-$s.out" | head -5 >&2; continue
+  fi
+  if msg=$(python3 - "$tmp/orc-$s/summary.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+o = d.get("oracle")
+if not o:
+    sys.exit("no oracle object")
+# no built-in policy prefetches: the bound without prefetch holds for each of them too
+low = ["%s %s %s %.9g < %.9g" % (p["name"], what, k, p["ttft_s"][k], b["ttft_%s_s" % k])
+       for p in d["policies"] if p["name"] != "ideal"
+       for what, b in (("oracle", o), ("oracle without prefetch", o["without_prefetch"]))
+       for k in ("mean", "p99") if p["ttft_s"][k] < b["ttft_%s_s" % k]]
+if low:
+    sys.exit("; ".join(low))
+PY
+  ); then ok "oracle: no policy below the bound on $s"; else bad "oracle: $s: $msg"; fi
+  grep -q "^oracle bound: mean .* ms, p99 .* ms (without prefetch: .* ms, .* ms); policy ÷ oracle (mean TTFT): " "$tmp/orc-$s.out" || bad "oracle: compare --scenario $s prints no oracle line"
+done
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -18,7 +18,9 @@
 #   - the figures (*.svg) and utilisation.csv / timeline.csv byte for byte (SAME_FIGURES=0: not;
 #     for a baseline from before a figure changed on purpose).
 # summary.json's "kvsim" and "inputs" blocks are not compared: they record the code revision and the
-# configuration, whose spelling a refactor may change on purpose. Nor is each policy entry's
+# configuration, whose spelling a refactor may change on purpose. Nor is its top-level "oracle"
+# object (the trace's oracle bound, added after the baseline: a function of the trace and the
+# settings, not of any run). Nor is each policy entry's
 # "knobs" object (the save mode and knob values the policy ran with; added after the baseline), nor
 # its "preemption" object (KV blocks on demand; added after the baseline), nor
 # its "load" object (throughput, goodput, trimming, the steady-state test; added after the baseline),

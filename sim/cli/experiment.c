@@ -9,6 +9,7 @@
 #include "sim/cli/experiment.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,8 +489,31 @@ static int write_table(FILE *out, const ExpSpec *x, const SimWorld *w, const Sim
     return repl_markdown(out, w, rep, e);
 }
 
+/* the run's oracle bound (sim_oracle), computed once before the runs; NAN figures: none */
+static SimOracle g_orc;
+
+/* one or two lines under compare's table: the oracle bound and each policy's mean TTFT over it
+ * (the first seed's runs under replications, the seed the bound was computed for); ideal ignores
+ * the KV pool's capacity, so it may fall below the bound, and says so */
+static void oracle_lines(FILE *out, const ExpSpec *x, const SimResult *res)
+{
+    if (!isfinite(g_orc.ttft_mean_s)) return;
+    fprintf(out, "\noracle bound%s: mean %.1f ms, p99 %.1f ms (without prefetch: %.1f ms, %.1f ms); policy ÷ oracle (mean TTFT):",
+            x->n_seeds ? " (first seed)" : "", g_orc.ttft_mean_s * 1e3, g_orc.ttft_p99_s * 1e3, g_orc.noprefetch_mean_s * 1e3,
+            g_orc.noprefetch_p99_s * 1e3);
+    for (int p = 0; p < x->np; p++) {
+        double m = hist_mean(&res[p].ttft) / 1e9;
+        if (!isfinite(m)) continue;
+        fprintf(out, "%s %s ", p ? "," : "", res[p].policy);
+        if (g_orc.ttft_mean_s > 0) fprintf(out, "%.2f×", m / g_orc.ttft_mean_s);
+        else fputs("–", out);
+        if (!strcmp(res[p].policy, "ideal")) fputs(" (ignores HBM capacity)", out);
+    }
+    fputc('\n', out);
+}
+
 /* compare's answer: the verdict, then the compact table and the warnings under it (verdict.md), or
- * with full the full tables with theirs (table.md) */
+ * with full the full tables with theirs (table.md); then the oracle bound */
 static int write_verdict(FILE *out, const ExpSpec *x, const SimWorld *w, const SimResult *res, const Replications *rep, int full,
                          KvErr *e)
 {
@@ -497,10 +521,15 @@ static int write_verdict(FILE *out, const ExpSpec *x, const SimWorld *w, const S
                  rep ? rep->runs : NULL};
     memcpy(v.pct, x->pct, sizeof v.pct);
     if (verdict_write(out, w, &v, e) != 0) return -1;
-    if (full) return write_table(out, x, w, res, rep, e);
+    if (full) {
+        if (write_table(out, x, w, res, rep, e) != 0) return -1;
+        oracle_lines(out, x, res);
+        return 0;
+    }
     if (verdict_table(out, w, &v, e) != 0) return -1;
     if (rep) repl_footer(out, rep);
     else report_markdown_footer(out, w, res, x->np);
+    oracle_lines(out, x, res);
     return 0;
 }
 
@@ -522,6 +551,15 @@ int experiment_run(const ExpSpec *x)
         return 1;
     }
     report_set_percentiles(x->pct, x->n_pct);
+    if (sim_oracle(x->w, &g_orc, &e) != 0) {
+        fprintf(stderr, "kvsim: oracle bound: %s\n", e.msg);
+        free(res);
+        free(pooled);
+        free(runs);
+        free(seeds);
+        return 1;
+    }
+    report_set_oracle(&g_orc);
     /* every file of the result is written into a set beside --out and swapped in at the end */
     ResultSet rset;
     if (rs_begin(&rset, x->out, &e) != 0) {

@@ -33,6 +33,7 @@
  *   setup.c       sim_world_open/close, sim_setup/teardown (channels, tiers, pool from the catalogs)
  *   schedule_out.c  the schedule written as the run goes: an observer (Sim.observer, SimObserver)
  *   engine.c      sim_run: the event loop
+ *   oracle.c      the trace-level oracle bound on TTFT (sim_oracle): the requests' costs alone, the keep LP
  * What happens below reaches a module above only through a pointer that module set: a unit's done
  * callback (channel.c), the run's observer (Sim.observer), Sim.state_dropped (tier.c's drops, waitq.c's).
  *
@@ -779,6 +780,9 @@ void restore_tw_issue(Sim *sm, Request *r);
 void restore_tw_check_done(Sim *sm, Request *r);
 /* after r's restoration work changed: RQ_RESTORING ends once nothing of it is left */
 void restore_progress(Sim *sm, Request *r);
+/* the restoration lower bound (restore/bound's denominator) of N tokens whose state is in `fastest`
+ * (TIER_NONE: nothing saved, recompute only); the cost lookups it makes are not counted */
+double restore_bound_ns(Sim *sm, int64_t N, Tier fastest);
 
 /* ------------------------------------------------------------------ lifecycle.c */
 
@@ -822,5 +826,18 @@ void sim_test_set_hook(SimTestHook fn, void *ctx, int check);
  * queue entry, no run (restore.c, ch_extend_run). Not thread-safe. */
 enum { SIM_REF_LAZY_REARM = 1, SIM_REF_NO_TEMPLATES = 2, SIM_REF_NO_LB_MEMO = 4, SIM_REF_CHECK_PHASES = 8, SIM_REF_NO_RUNS = 16 };
 void sim_test_set_reference(unsigned flags);
+
+/* ------------------------------------------------------------------ oracle.c */
+
+/* one request as the oracle bound counts it (for the tests' exhaustive search): its bound with
+ * nothing kept (base, ns; after its prefetch), what keeping its history can still save (save, ns),
+ * at rho ns per token kept, up to keep_cap tokens over [keep_t0, keep_t1) on the nominal timeline
+ * (0: no keeping); keeping the rest of its history whole occupies keep_tokens */
+typedef struct OracleRow {
+    double base, save, rho;
+    int64_t keep_t0, keep_t1, keep_cap, keep_tokens;
+} OracleRow;
+/* sim_oracle, and its requests in trace order (*rows: out->requests of them, malloc'd; NULL: none) */
+int oracle_rows(SimWorld *w, SimOracle *out, OracleRow **rows, KvErr *e);
 
 #endif

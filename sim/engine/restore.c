@@ -450,6 +450,18 @@ static double lower_bound_ns(Sim *sm, int64_t N, Tier fastest, double t_comp_mod
     return best;
 }
 
+double restore_bound_ns(Sim *sm, int64_t N, Tier fastest)
+{
+    CostModel *cm = &sm->w->cost;
+    uint64_t lk[OP_COUNT], ex[OP_COUNT];
+    memcpy(lk, cm->lookups, sizeof lk);
+    memcpy(ex, cm->extrapolations, sizeof ex);
+    double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
+    memcpy(cm->lookups, lk, sizeof lk);
+    memcpy(cm->extrapolations, ex, sizeof ex);
+    return lower_bound_ns(sm, N, fastest, t_comp);
+}
+
 /* on channel c, the bytes ahead of (and including) s's last save unit, and the bytes of s's save
  * units on c that go on over a next hop afterwards (*onward) */
 static double save_mark_bytes(const Channel *c, const Session *s, int64_t now, double *onward)

@@ -519,4 +519,33 @@ int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, Sim
  * default). Process-wide, like sim_test_set_hook: set it before sim_run, from one thread. Returns 0. */
 int sim_schedule_set_path(const char *path);
 
+/* The trace-level oracle bound (sim/engine/oracle.c; docs/model.md "Oracle bound"): a lower bound on
+ * the mean and the p99 TTFT of the world's trace that no policy of the engine's class beats on its
+ * platform, computed offline with the whole trace known. Depends on the trace and the settings, not
+ * on a policy. NAN figures (and the reason in basis) when it is not computed: warmup/cooldown trim
+ * requests out of the figures it would bound. */
+typedef struct SimOracle {
+    uint64_t requests;        /* requests the TTFT figures count (every policy drops the same ones) */
+    uint64_t dropped;         /* turns no KV pool can hold */
+    uint64_t candidates;      /* requests that keeping their history resident across their gap would speed up */
+    uint64_t kept;            /* of those, the ones the LP keeps (part of) resident: fewer when the KV pools bind */
+    uint64_t pool_tokens;     /* the KV pools of all replicas, what kept histories may occupy at once */
+    double ttft_mean_s, ttft_p99_s;
+    /* the same bound for the class without prefetch (every built-in policy: a restoration starts
+     * at admission), at least the one above */
+    double noprefetch_mean_s, noprefetch_p99_s;
+    char basis[256];
+} SimOracle;
+int sim_oracle(SimWorld *w, SimOracle *out, KvErr *e);
+
+/* The oracle's keep LP, exactly: maximise Σ w_i·x_i over integers 0 <= x_i <= cap_i with, at every
+ * time t, Σ of x_i over the intervals with t0_i <= t < t1_i at most pool (an interval with t1 <= t0
+ * constrains nothing and is taken whole; w_i <= 0 or cap_i <= 0: x_i = 0). A min-cost flow on the
+ * timeline (successive shortest paths); the constraint matrix has consecutive ones, so the integral
+ * optimum is the LP's. x: n values out. 0, or -1 (out of memory). */
+typedef struct SimOracleInterval {
+    int64_t t0, t1, cap, w;
+} SimOracleInterval;
+int sim_oracle_keep_lp(const SimOracleInterval *iv, size_t n, int64_t pool, int64_t *x, KvErr *e);
+
 #endif
