@@ -14,6 +14,7 @@ Usage:
   findings_tables.py boundary MODELS_LIST        boundary activations' bytes against the KV per model
   findings_tables.py onetier DIR...              hcache-cf against hcache + cacheflow kept both
   findings_tables.py maps DIR...                 kvsim map outputs: winners by history, flip probability, break-even lines
+  findings_tables.py oracle SEEDS DIR...         each policy's mean TTFT over the trace's oracle bound, per seed run DIR/seed-K
 Deterministic output (inputs are deterministic); standard library only.
 """
 import json
@@ -327,13 +328,48 @@ def cmd_maps(args):
             print(f"| {m['platform']} | {m['model']} | {m['vary']['key']}={v} | {win[0]} | {win[1]} | {win[2]} | {flip} | {txt} |")
 
 
+def cmd_oracle(args):
+    """rows: scenarios (DIR/seed-K/summary.json, one single-seed compare per seed); the oracle bound's
+    mean TTFT, then every policy's mean TTFT ÷ that seed's bound, mean ± 95 % half-width over seeds;
+    ⚠N: N of the policy's seeds were overloaded (summary.json load.overloaded)"""
+    seeds = int(args[0])
+    dirs = args[1:]
+    pols = []
+    rows = []
+    for d in dirs:
+        runs = [load(os.path.join(d, f"seed-{k}")) for k in range(1, seeds + 1)]
+        bound = [r["oracle"]["ttft_mean_s"] for r in runs]
+        gap = {}
+        over = {}
+        for r, b in zip(runs, bound):
+            for p in r["policies"]:
+                if p["name"] not in pols:
+                    pols.append(p["name"])
+                gap.setdefault(p["name"], []).append(p["ttft_s"]["mean"] / b)
+                over.setdefault(p["name"], 0)
+                over[p["name"]] += 1 if p.get("load", {}).get("overloaded") else 0
+        rows.append((os.path.basename(d), bound, gap, over))
+    print("| scenario | oracle mean ms | " + " | ".join(pols) + " |")
+    print("|---|---:|" + "---:|" * len(pols))
+    for name, bound, gap, over in rows:
+        m, h = mean_ci(bound)
+        cells = []
+        for p in pols:
+            if p in gap and len(gap[p]) == seeds:
+                gm, gh = mean_ci(gap[p])
+                cells.append(f"{gm:.2f} ± {gh:.2f}" + (f" ⚠{over[p]}" if over.get(p) else ""))
+            else:
+                cells.append("–")
+        print(f"| {name} | {fmt(m, h)} | " + " | ".join(cells) + " |")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.stderr.write(__doc__)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
     {"models": cmd_models, "quant": cmd_quant, "fair": cmd_fair, "fair_csv": cmd_fair_csv, "cgen": cmd_cgen, "scale": cmd_scale,
-     "boundary": cmd_boundary, "onetier": cmd_onetier, "maps": cmd_maps}[cmd](args)
+     "boundary": cmd_boundary, "onetier": cmd_onetier, "maps": cmd_maps, "oracle": cmd_oracle}[cmd](args)
     return 0
 
 
