@@ -542,28 +542,17 @@ int experiment_run(const ExpSpec *x)
     SimResult *pooled = x->n_seeds ? calloc((size_t)x->np, sizeof *pooled) : NULL;
     ReplRun *runs = x->n_seeds ? calloc((size_t)n_jobs, sizeof *runs) : NULL;
     uint64_t *seeds = calloc((size_t)(x->n_seeds ? x->n_seeds : 1), sizeof *seeds);
-    if (!res || !seeds || (x->n_seeds && (!pooled || !runs))) {
-        fprintf(stderr, "kvsim: out of memory for %d runs\n", n_jobs);
-        free(res);
-        free(pooled);
-        free(runs);
-        free(seeds);
-        return 1;
-    }
-    report_set_percentiles(x->pct, x->n_pct);
-    if (sim_oracle(x->w, &g_orc, &e) != 0) {
-        fprintf(stderr, "kvsim: oracle bound: %s\n", e.msg);
-        free(res);
-        free(pooled);
-        free(runs);
-        free(seeds);
-        return 1;
-    }
-    report_set_oracle(&g_orc);
-    /* every file of the result is written into a set beside --out and swapped in at the end */
     ResultSet rset;
-    if (rs_begin(&rset, x->out, &e) != 0) {
-        fprintf(stderr, "kvsim: %s\n", e.msg);
+    const char *fail = NULL; /* what stopped it before the runs */
+    if (!res || !seeds || (x->n_seeds && (!pooled || !runs))) fail = "out of memory for the runs";
+    report_set_percentiles(x->pct, x->n_pct);
+    if (!fail && sim_oracle(x->w, &g_orc, &e) != 0) fail = "oracle bound";
+    if (!fail) report_set_oracle(&g_orc);
+    /* every file of the result is written into a set beside --out and swapped in at the end */
+    if (!fail && rs_begin(&rset, x->out, &e) != 0) fail = "";
+    if (fail) {
+        if (!strcmp(fail, "out of memory for the runs")) fprintf(stderr, "kvsim: out of memory for %d runs\n", n_jobs);
+        else fprintf(stderr, "kvsim: %s%s%s\n", fail, *fail ? ": " : "", e.msg);
         free(res);
         free(pooled);
         free(runs);

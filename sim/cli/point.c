@@ -328,28 +328,31 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies)
     return cap.fits;
 }
 
+/* one storage part of kvsim list (an SSD, a CXL memory module): rates, latency, capacity, its name */
+static void part_line(FILE *out, const char *name, double read, double write, int64_t latency_ns, uint64_t capacity,
+                      const char *full_name, const char *source)
+{
+    char a[48], b[48], c[48], d[48];
+    kv_fmt_rate(a, sizeof a, read);
+    kv_fmt_rate(b, sizeof b, write);
+    kv_fmt_duration(c, sizeof c, (double)latency_ns);
+    kv_fmt_size(d, sizeof d, (double)capacity);
+    fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", name, a, b, c, d, full_name[0] ? full_name : source);
+}
+
 void point_list_parts(FILE *out, const HwCatalog *hw, const char *what)
 {
     char a[48], b[48], c[48], d[48];
     if (!strcmp(what, "ssds")) {
         for (int i = 0; i < hw->n_ssds; i++) {
             const SsdSpec *s = &hw->ssds[i];
-            kv_fmt_rate(a, sizeof a, s->read_bytes_per_s);
-            kv_fmt_rate(b, sizeof b, s->write_bytes_per_s);
-            kv_fmt_duration(c, sizeof c, (double)s->read_latency_ns);
-            kv_fmt_size(d, sizeof d, (double)s->capacity_bytes);
-            fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", s->name, a, b, c, d,
-                    s->full_name[0] ? s->full_name : s->source);
+            part_line(out, s->name, s->read_bytes_per_s, s->write_bytes_per_s, s->read_latency_ns, s->capacity_bytes, s->full_name,
+                      s->source);
         }
     } else if (!strcmp(what, "cxl")) {
         for (int i = 0; i < hw->n_cxls; i++) {
             const CxlSpec *x = &hw->cxls[i];
-            kv_fmt_rate(a, sizeof a, x->read_bytes_per_s);
-            kv_fmt_rate(b, sizeof b, x->write_bytes_per_s);
-            kv_fmt_duration(c, sizeof c, (double)x->latency_ns);
-            kv_fmt_size(d, sizeof d, (double)x->capacity_bytes);
-            fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", x->name, a, b, c, d,
-                    x->full_name[0] ? x->full_name : x->source);
+            part_line(out, x->name, x->read_bytes_per_s, x->write_bytes_per_s, x->latency_ns, x->capacity_bytes, x->full_name, x->source);
         }
     } else if (!strcmp(what, "nics")) {
         for (int i = 0; i < hw->n_nics; i++) {
