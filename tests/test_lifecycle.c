@@ -141,6 +141,15 @@ static int fit_row(void *ctx, const SimRequestRow *r, KvErr *e)
     return 0;
 }
 
+/* at every iteration boundary: a run still going after an hour of simulated time (these traces end
+ * within seconds) is failed, so a request preempted and re-admitted forever fails the test instead of
+ * hanging it */
+static void fit_hook(Sim *sm, void *ctx)
+{
+    (void)ctx;
+    if (sim_now(sm) > 3600 * 1000000000LL) sim_fail(sm, "still running after an hour of simulated time");
+}
+
 /* run policy on trace with the walker at every boundary: rows + dropped = turns, nothing dropped,
  * every TTFT split exact; 0 when it ran */
 static int fit_run(TestCtx *t, SimConfig *c, const char *policy, uint64_t turns, FitRows *a, const char *what)
@@ -152,7 +161,7 @@ static int fit_run(TestCtx *t, SimConfig *c, const char *policy, uint64_t turns,
         CHECK_MSG(0, "%s: %s", what, e.msg);
         return -1;
     }
-    sim_test_set_hook(NULL, NULL, 1);
+    sim_test_set_hook(fit_hook, NULL, 1);
     int rc = sim_run(&w, policy, fit_row, a, NULL, NULL, &res, &e);
     sim_test_set_hook(NULL, NULL, 0);
     sim_world_close(&w);
@@ -210,13 +219,13 @@ static uint64_t fit_rand(uint64_t *x)
 /* Seeded small traces (3-8 sessions of 1-4 turns, arrivals 0-0.3 s apart, contexts up to the pool
  * of 4,800 tokens less a block) on a pool that holds about one long turn: whatever the policy, the KV
  * allocation, the preemption mode and the think time, every turn fits the pool on its own, so every
- * run completes with every turn delivered (a run that stalls ends in the engine's deadlock error; one
- * that preempts the same request forever does not end, which the harness's time limit catches). */
+ * run completes with every turn delivered (a run that stalls ends in the engine's deadlock error, one
+ * that preempts the same request forever in fit_hook's). */
 TEST(lifecycle_turns_that_fit_the_pool_never_stall)
 {
     const char *policies[] = {"recompute", "kv-offload", "hcache", "cacheflow"};
     const int64_t P = 4800, maxctx = P - 16;
-    for (uint64_t seed = 1; seed <= 240; seed++) {
+    for (uint64_t seed = 1; seed <= 1000; seed++) {
         uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
         char buf[8192], name[32], what[64];
         char *p = buf;
