@@ -10,8 +10,9 @@
  *  - decode growth (blocks_grow, before a batch is formed, in admission order as vLLM schedules its
  *    running queue): a decoding request whose next token crosses a block boundary takes a block; when
  *    the pool has none, idle sessions' resident KV goes first (LRU, like vLLM's evictable prefix-cache
- *    blocks), then the most recently admitted decoding request is preempted (vLLM's victim: the tail
- *    of the running queue; possibly the request itself). Requests still restoring or prefilling
+ *    blocks), then — when the request is the only one admitted — the KV kept for queued turns
+ *    (newest first, as admission takes it), then the most recently admitted decoding request is
+ *    preempted (vLLM's victim: the tail of the running queue; possibly the request itself). Requests still restoring or prefilling
  *    keep the blocks admission gave them (they need no more until their first token);
  *  - preemption: the victim leaves the batch for the head of the admission queue (RQ_DECODE →
  *    RQ_QUEUED). preempt=recompute frees its blocks; re-admitted, it re-prefills its whole context
@@ -171,7 +172,11 @@ int blocks_grow(Sim *sm, Replica *rp)
             continue;
         }
         int64_t need = blocks_private(sm, r->hist + r->nnew + r->out_done + 1, r->held) - r->reserved_tokens;
-        while (need > 0 && rp->pool_used + need > rp->pool_cap && hbm_evict_one(sm, rp)) {
+        /* the KV kept for queued turns only when r is the sole admitted request: no other can free
+         * room, and preempting r would just swap it back into the same room (or, recomputing, take
+         * that KV at re-admission anyway) */
+        while (need > 0 && rp->pool_used + need > rp->pool_cap &&
+               (hbm_evict_one(sm, rp) || (rp->n_active == 1 && hbm_evict_queued(sm, rp, r->s)))) {
         }
         if (need <= 0 || rp->pool_used + need <= rp->pool_cap) {
             if (need > 0) {

@@ -7,7 +7,9 @@
  *    hold) plus the prefix cache's blocks; the cache's own invariants (prefix_check) and its
  *    reference counts = the blocks held by resident sessions and admitted requests; the HBM LRU holds exactly the
  *    sessions marked in_hbm_lru, each with resident KV, none with a turn queued or admitted (a
- *    session whose next turn waits for its release time stays evictable, by design); active_count = queued + admitted;
+ *    session whose next turn waits for its release time stays evictable, by design); the qkv list
+ *    holds exactly the sessions marked in_qkv, each resident with a turn queued, and every queued
+ *    turn's resident session is in it (so admission can always reach that KV); active_count = queued + admitted;
  *    the FIFO's count = its turns in memory + the entries in its spill file (those are not walked);
  *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED; a
  *    decoding one has no resume, restoration compute (tw, recompute) or new input left;
@@ -79,6 +81,7 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
 typedef struct {
     int64_t idle_resident_tokens; /* blocks of sessions with resident KV and no admitted turn */
     size_t in_lru;                /* sessions marked in_hbm_lru */
+    size_t in_qkv;                /* sessions marked in_qkv */
     size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
     int64_t pfx_refs;             /* prefix-cache blocks held by sessions with resident KV */
 } Agg;
@@ -137,6 +140,9 @@ static int check_requests(Sim *sm, Replica *rp, int64_t loads[2])
         if (r->s->in_hbm_lru)
             return sim_fail(sm, "sim_check: session %llu has a turn queued and is evictable (in the HBM LRU)",
                             (unsigned long long)r->s->id);
+        if (r->s->resident_tokens > 0 && !r->s->in_qkv) /* KV no admission could ever evict */
+            return sim_fail(sm, "sim_check: session %llu has a turn queued and %lld resident tokens outside the qkv list",
+                            (unsigned long long)r->s->id, (long long)r->s->resident_tokens);
     }
     for (int k = 0; k < rp->pre_n; k++) {
         Request *r = rp->pre[k];
@@ -167,9 +173,11 @@ static int check_sessions(Sim *sm, Agg *agg)
         if (s->loading != s->chk_loading)
             return sim_fail(sm, "sim_check: session %llu: loading %d, but %d admitted requests read its saved state",
                             (unsigned long long)s->id, s->loading, s->chk_loading);
-        if (s->chk_active && s->in_hbm_lru)
-            return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the HBM LRU)",
-                            (unsigned long long)s->id);
+        if (s->chk_active && (s->in_hbm_lru || s->in_qkv))
+            return sim_fail(sm, "sim_check: session %llu has an admitted turn and is evictable (in the %s)",
+                            (unsigned long long)s->id, s->in_hbm_lru ? "HBM LRU" : "qkv list");
+        if (s->in_hbm_lru && s->in_qkv)
+            return sim_fail(sm, "sim_check: session %llu is in both the HBM LRU and the qkv list", (unsigned long long)s->id);
         Agg *a = &agg[s->replica];
         if (!s->chk_active && s->resident_tokens > 0) a->idle_resident_tokens += blocks_private(sm, s->resident_tokens, s->pfx_n);
         if ((s->pfx_n > 0) != (s->pfx_names != NULL) || (s->pfx_n > 0 && s->resident_tokens < s->pfx_n * sm->pfx_B))
@@ -177,6 +185,7 @@ static int check_sessions(Sim *sm, Agg *agg)
                             s->pfx_n, (long long)s->resident_tokens);
         a->pfx_refs += s->pfx_n;
         if (s->in_hbm_lru) a->in_lru++;
+        if (s->in_qkv) a->in_qkv++;
         if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
     }
     return 0;
@@ -203,6 +212,13 @@ static int check_replica(Sim *sm, Replica *rp, const Agg *a)
                             (unsigned long long)s->id);
     if (n != a->in_lru)
         return sim_fail(sm, "sim_check: replica %d: HBM LRU holds %zu sessions, %zu are marked in it", i, n, a->in_lru);
+    n = 0;
+    for (Session *s = rp->qkv_head; s; s = s->hbm_next, n++)
+        if (!s->in_qkv || s->replica != i || s->resident_tokens <= 0 || !s->busy || (!s->hbm_next && rp->qkv_tail != s))
+            return sim_fail(sm, "sim_check: replica %d: qkv list entry session %llu is not a resident session with a turn queued", i,
+                            (unsigned long long)s->id);
+    if (n != a->in_qkv)
+        return sim_fail(sm, "sim_check: replica %d: the qkv list holds %zu sessions, %zu are marked in it", i, n, a->in_qkv);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++)
         if (!tier_table[t].shared && check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t]) != 0) return -1;
     return 0;

@@ -41,7 +41,8 @@
  *
  *   RQ_ARRIVED   read from the trace, waiting for its release time or its session's previous turn
  *      └ release_request ───────────────▶ RQ_QUEUED
- *   RQ_QUEUED    in its replica's admission FIFO
+ *   RQ_QUEUED    in its replica's admission FIFO; its session's resident KV (if any) in the qkv
+ *                list, kept for it unless the head of the queue finds nothing admitted and no room
  *                (until admission a turn is a compact Turn, ≤ 64 bytes; its Request is made at
  *                admission, in RQ_QUEUED)
  *      ├ restore_admit (history to restore) ─────▶ RQ_RESTORING
@@ -133,7 +134,8 @@ struct Session {
     Turn *pend_head, *pend_tail;  /* its later turns read from the trace, not released yet, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
     int in_hbm_lru;
-    Session *hbm_prev, *hbm_next;
+    int in_qkv;                /* in its replica's qkv list: resident KV kept for its queued turn */
+    Session *hbm_prev, *hbm_next; /* the HBM LRU's links, or the qkv list's */
     Tier tier;
     int64_t saved_tokens;      /* context positions [0, saved_tokens) whose state is in `tier` (linked) */
     double saved_bytes;
@@ -320,6 +322,7 @@ struct Replica {
     Request **active;                     /* admitted, admission order */
     int n_active, cap_active;
     Session *lru_head, *lru_tail;         /* idle resident sessions, least recent at head */
+    Session *qkv_head, *qkv_tail;         /* sessions with a turn queued and resident KV, in release order */
     int form_pending;
     /* iteration */
     int iterating;
@@ -662,9 +665,15 @@ void turn_free(Sim *sm, Turn *t);
 void hbm_lru_remove(Replica *rp, Session *s);
 void hbm_lru_add(Replica *rp, Session *s);
 int hbm_evict_one(Sim *sm, Replica *rp);
+/* s's turn joins the queue: s leaves the HBM LRU, its resident KV (if any) is kept for the turn in
+ * the qkv list; qkv_remove: the turn is admitted */
+void qkv_add(Replica *rp, Session *s);
+void qkv_remove(Replica *rp, Session *s);
+/* evict the resident KV of the qkv list's newest session other than keep; 0 when there is none */
+int hbm_evict_queued(Sim *sm, Replica *rp, const Session *keep);
 void pool_reserve(Sim *sm, Replica *rp, int64_t tokens);
 void pool_release(Sim *sm, Replica *rp, int64_t tokens);
-/* drop a session's resident KV (not in use) from the pool */
+/* drop a session's resident KV (not in use) from the pool (and s from the qkv list) */
 void sess_drop_resident(Sim *sm, Replica *rp, Session *s);
 /* s->name = a copy of name (counted in sm->sess_bytes); -1 when out of memory */
 int sess_set_name(Sim *sm, Session *s, const char *name);

@@ -9,8 +9,9 @@
  * previous one ended, reading the stream on as far as their sessions need), arrivals, release (a turn joins its session's
  * replica's admission FIFO; a new session is routed to the replica with the fewest requests in
  * flight), the admission queue (FIFO, as soon as the KV pool — evicting idle sessions' KV in LRU
- * order — and a batch slot allow, also while an iteration runs so that restoration IO starts at
- * admission; a turn that can never fit the pool is dropped), and request done (the reservation
+ * order, and when nothing is admitted the KV kept for queued turns, newest first — and a batch slot
+ * allow, also while an iteration runs so that restoration IO starts at admission; a turn that can
+ * never fit the pool is dropped), and request done (the reservation
  * becomes the session's resident KV, the rest of the turn's state is saved, the session's next
  * turn is released). Moves RQ_ARRIVED → RQ_QUEUED, RQ_QUEUED → RQ_DONE (dropped), RQ_DECODE →
  * RQ_DONE.
@@ -147,7 +148,7 @@ void release_request(Sim *sm, Turn *r)
     r->queued = 1;
     rp->active_count++;
     s->busy = 1;
-    hbm_lru_remove(rp, s); /* its KV (if any) is about to be used */
+    qkv_add(rp, s); /* its KV (if any) is kept for this turn */
     if (waitq_push(sm, rp, r) == 0) sim_kick(sm, rp);
 }
 
@@ -485,7 +486,9 @@ void admit_queue(Sim *sm, Replica *rp)
         int64_t need = pre ? blocks_admit_need(sm, pre) : blocks_turn_need(sm, q->hist, q->nnew, q->nout, (int64_t)held);
         int64_t have = resident_ok ? blocks_private(sm, s->resident_tokens, s->pfx_n) : 0;
         int64_t extra = need - have, cap = rp->pool_cap - blocks_admit_headroom(sm, rp);
-        while (rp->pool_used + extra > cap && hbm_evict_one(sm, rp)) {
+        /* idle sessions' KV first; the KV kept for queued turns only when nothing admitted is left to
+         * free room (else the head could wait forever for KV held by turns queued behind it) */
+        while (rp->pool_used + extra > cap && (hbm_evict_one(sm, rp) || (rp->n_active == 0 && hbm_evict_queued(sm, rp, s)))) {
         }
         if (rp->pool_used + extra > cap) {
             prefix_release(&rp->pfx, nm, held);
@@ -497,6 +500,7 @@ void admit_queue(Sim *sm, Replica *rp)
             r = pre;
         } else {
             waitq_pop(rp);
+            qkv_remove(rp, s); /* its resident KV (if any) is the request's from here on */
         }
         pool_reserve(sm, rp, extra);
         if (!pre && !(r = request_from_turn(sm, q))) return;

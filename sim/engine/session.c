@@ -3,7 +3,9 @@
  * Responsible for: the session map (open addressing keyed by session id, grown at half load,
  * backward-shift deletion so probe chains stay intact), freeing a session once nothing refers to
  * it, the LRU of idle resident sessions per replica (the eviction order when admission needs
- * space), and the KV pool's accounting in tokens (reserve, release, evict).
+ * space), the qkv list of resident sessions whose turn is queued (release order; evicted newest
+ * first, only by an admission that finds nothing admitted), and the KV pool's accounting in tokens
+ * (reserve, release, evict).
  * Also the turns read and not admitted (turn_free: their memory, their reference on the session).
  * Not responsible for: saved state (tier.c), when a session's turns run (lifecycle.c).
  * Invariants (SIM_CHECK, always on): 0 <= pool_used <= pool_cap after every reserve and release;
@@ -111,7 +113,7 @@ int sess_is_cold(const Sim *sm, const Session *s, size_t *pending)
     *pending = n;
     /* nothing but its own turns refers to it, and none of its pointers but its name and pending list is set */
     return s->busy && s->refs == (int)n + (int)s->pend_side_n + 1 && (!s->name || strlen(s->name) <= WR_NAME) && s->resident_tokens == 0 &&
-           !s->in_hbm_lru && !s->hbm_prev && !s->hbm_next && s->tier == TIER_NONE && !s->t_prev && !s->t_next &&
+           !s->in_hbm_lru && !s->in_qkv && !s->hbm_prev && !s->hbm_next && s->tier == TIER_NONE && !s->t_prev && !s->t_next &&
            !s->saving && !s->spilling && !s->loading && !s->d2h_inflight && !s->parked && !s->conc_next;
 }
 
@@ -245,6 +247,31 @@ void hbm_lru_add(Replica *rp, Session *s)
     s->in_hbm_lru = 1;
 }
 
+void qkv_add(Replica *rp, Session *s)
+{
+    hbm_lru_remove(rp, s);
+    if (s->in_qkv || s->resident_tokens <= 0) return;
+    LRU_APPEND(rp->qkv_head, rp->qkv_tail, s, hbm_prev, hbm_next);
+    s->in_qkv = 1;
+}
+
+void qkv_remove(Replica *rp, Session *s)
+{
+    if (!s->in_qkv) return;
+    LRU_UNLINK(rp->qkv_head, rp->qkv_tail, s, hbm_prev, hbm_next);
+    s->in_qkv = 0;
+}
+
+/* the turn released last waits the longest: its KV goes first */
+int hbm_evict_queued(Sim *sm, Replica *rp, const Session *keep)
+{
+    Session *s = rp->qkv_tail;
+    if (s && s == keep) s = s->hbm_prev;
+    if (!s) return 0;
+    sess_drop_resident(sm, rp, s);
+    return 1;
+}
+
 void pool_reserve(Sim *sm, Replica *rp, int64_t tokens)
 {
     rp->pool_used += tokens;
@@ -259,6 +286,7 @@ void pool_release(Sim *sm, Replica *rp, int64_t tokens)
 
 void sess_drop_resident(Sim *sm, Replica *rp, Session *s)
 {
+    qkv_remove(rp, s);
     pool_release(sm, rp, blocks_private(sm, s->resident_tokens, s->pfx_n));
     s->resident_tokens = 0;
     if (s->pfx_names) { /* its named blocks stay cached, unreferenced, until the pool needs the room */
