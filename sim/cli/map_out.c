@@ -214,12 +214,18 @@ int map_write_json(const char *dir, const MapCtx *x, const Cell *cells, const Be
     return rc;
 }
 
-int map_write_csv(const char *dir, const MapCtx *x, const Cell *cells, KvErr *e)
+/* DIR/NAME opened aside (kv_atomic_open), renamed into place by kv_atomic_commit */
+static int open_aside(KvAtomicFile *af, const char *dir, const char *name, KvErr *e)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/map.csv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return kv_atomic_open(af, path, e);
+}
+
+int map_write_csv(const char *dir, const MapCtx *x, const Cell *cells, KvErr *e)
+{
     KvAtomicFile af;
-    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    if (open_aside(&af, dir, "map.csv", e) != 0) return -1;
     FILE *f = af.f;
     fprintf(f, "history_tokens,value,load,winner,runner_up,margin_s,margin_ci95_s,flip_probability");
     for (int i = 0; i < x->np; i++) fprintf(f, ",ttft_mean_s.%s", x->pol[i]);
@@ -247,10 +253,8 @@ int map_write_csv(const char *dir, const MapCtx *x, const Cell *cells, KvErr *e)
  * short horizontal lines at their history length, labelled with the two families */
 int map_write_svg(const char *dir, const MapCtx *x, const Cell *cells, const BeLine *be, const char *title, KvErr *e)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/map.svg", dir);
     KvAtomicFile af;
-    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    if (open_aside(&af, dir, "map.svg", e) != 0) return -1;
     FILE *f = af.f;
     const int cw = 150, ch = 34, left = 90, top = 60;
     int pw = cw * x->nv, ph = ch * x->nh;
@@ -357,10 +361,8 @@ int map_write_svg(const char *dir, const MapCtx *x, const Cell *cells, const BeL
 
 int map_write_md(const char *dir, const MapCtx *x, const Cell *cells, const BeLine *be, const char *head, KvErr *e)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/map.md", dir);
     KvAtomicFile af;
-    if (kv_atomic_open(&af, path, e) != 0) return -1;
+    if (open_aside(&af, dir, "map.md", e) != 0) return -1;
     fprintf(af.f, "# Decision map\n\n%s", head);
     map_print_table(af.f, x, cells, 1);
     map_print_be(af.f, x, be, 1);
