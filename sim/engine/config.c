@@ -298,9 +298,11 @@ static const CfgKey g_keys[] = {
          "the remote store's capacity, shared by the replicas, e.g. 100 GB (0: the platform's; unlimited when it gives none)"),
     STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
-    STRK("cxl", cxl, "platform", 0, "platform", "CXL memory module (kvsim list cxl; 'platform': the platform's)"),
-    NUMK("n_cxl", CT_INT, n_cxl, "platform", 0, 1024, 0, "platform",
-         "CXL memory modules per host, the cxl tier of a store ('platform': the platform's; 0: none)"),
+#define MEMDEV_KEYS_(ID, KEY, WHAT, WHATS)                                                                                 \
+    STRK(KEY, memdev[MEMDEV_##ID], "platform", 0, "platform", WHAT " (kvsim list " KEY "; 'platform': the platform's)"),      \
+        NUMK("n_" KEY, CT_INT, n_memdev[MEMDEV_##ID], "platform", 0, 1024, 0, "platform",                                   \
+             WHATS " per host, the " KEY " tier of a store ('platform': the platform's; 0: none)"),
+    KV_MEMDEV_ROWS(MEMDEV_KEYS_)
     STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
     NUMK("nic_per_stage", CT_BOOL, nic_per_stage, "false", 0, 1, 0, NULL,
          "a NIC to the remote store per pipeline stage (each stage's GPUs on their own node) instead of one shared by the stages"),

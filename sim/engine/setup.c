@@ -165,11 +165,14 @@ int sim_setup(Sim *sm)
     sm->hop_lat[CH_SSD] = n_ssd > 0 ? ssd->read_latency_ns : 0;
     sm->hop_rate[CH_NIC_IN] = nic ? nic->bytes_per_s / 1e9 : 0;
     sm->hop_lat[CH_NIC_IN] = nic ? nic->latency_ns : 0;
-    int n_cxl = cfg->n_cxl;
-    const CxlSpec *cxl = p->cxl >= 0 ? &hw->cxls[p->cxl] : (hw->n_cxls ? &hw->cxls[0] : NULL);
-    if (n_cxl > 0 && !cxl) return kv_err(sm->e, "n_cxl %d but the catalog has no CXL memory", n_cxl);
-    sm->hop_rate[CH_CXL] = n_cxl > 0 ? cxl->read_bytes_per_s * n_cxl / 1e9 : 0; /* modules interleaved */
-    sm->hop_lat[CH_CXL] = n_cxl > 0 ? cxl->latency_ns : 0;
+    const MemdevSpec *md[KV_MEMDEVS]; /* each memory device's module (n_memdev of them, interleaved) */
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        int n = cfg->n_memdev[m];
+        md[m] = p->memdev[m] >= 0 ? &hw->memdevs[m][p->memdev[m]] : (hw->n_memdevs[m] ? &hw->memdevs[m][0] : NULL);
+        if (n > 0 && !md[m]) return kv_err(sm->e, "n_%s %d but the catalog has no %s", kv_memdev_row(m)->key, n, kv_memdev_row(m)->whats);
+        sm->hop_rate[CH_MEMDEV(m)] = n > 0 ? md[m]->read_bytes_per_s * n / 1e9 : 0;
+        sm->hop_lat[CH_MEMDEV(m)] = n > 0 ? md[m]->latency_ns : 0;
+    }
     sm->rate_ssd_w = n_ssd > 0 ? ssd->write_bytes_per_s * n_ssd / 1e9 : 0;
     sm->lat_ssd_w = n_ssd > 0 ? ssd->write_latency_ns : 0;
     sm->n_ssd = n_ssd;
@@ -187,7 +190,8 @@ int sim_setup(Sim *sm)
         tr->on = 1;
         tr->spill_to = i + 1 < n_chain ? chain[i + 1] : TIER_NONE;
         if (chain[i] == TIER_DRAM) tr->capped = 1, tr->cap_bytes = (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes);
-        if (chain[i] == TIER_CXL) tr->capped = 1, tr->cap_bytes = (double)n_cxl * (double)cxl->capacity_bytes;
+        const int m = tier_memdev(chain[i]);
+        if (m >= 0) tr->capped = 1, tr->cap_bytes = (double)cfg->n_memdev[m] * (double)md[m]->capacity_bytes;
         if (chain[i] == TIER_SSD) tr->capped = 1, tr->cap_bytes = (double)n_ssd * (double)ssd->capacity_bytes;
     }
     sm->save_first = chain[0];
@@ -229,12 +233,14 @@ int sim_setup(Sim *sm)
             c->stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ch[CH_SSD] = 1;
         }
-        if (n_cxl > 0) { /* the host's CXL link: reads and writes take turns at their own rates */
-            Channel *c = &rp->ch[CH_CXL][0];
-            ch_init(c, CH_CXL, 0, cxl->read_bytes_per_s * n_cxl, 0, cxl->latency_ns);
-            c->rate_write = cxl->write_bytes_per_s * n_cxl / 1e9;
-            c->latency_write_ns = cxl->latency_ns;
-            rp->has_ch[CH_CXL] = 1;
+        for (int m = 0; m < KV_MEMDEVS; m++) { /* the host's link to a memory device: reads and writes take turns at their own rates */
+            const int n = cfg->n_memdev[m], k = CH_MEMDEV(m);
+            if (n <= 0) continue;
+            Channel *c = &rp->ch[k][0];
+            ch_init(c, k, 0, md[m]->read_bytes_per_s * n, 0, md[m]->latency_ns);
+            c->rate_write = md[m]->write_bytes_per_s * n / 1e9;
+            c->latency_write_ns = md[m]->latency_ns;
+            rp->has_ch[k] = 1;
         }
         for (int k = 0; k < CH_COUNT; k++) rp->ch_per_stage[k] = (uint8_t)ch_kind_per_stage(k);
         if (nic) { /* one per replica, or one per stage (nic_per_stage: each stage's node has its own) */

@@ -69,8 +69,13 @@ typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONC
 #define SIM_TIERS TIER_COUNT
 
 /* Transfer channels, one row each (sim_channel_rows): per-stage links between host and GPUs, and
- * the host's links to the tiers below DRAM. Results keep their bytes and busy shares per kind. */
-enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_CXL, CH_COUNT };
+ * the host's links to the tiers below DRAM (a memory device's: CH_ID, one per sim/base/memdev.h
+ * row, after the others). Results keep their bytes and busy shares per kind. */
+#define CH_MEMDEV_ENUM_(ID, KEY, WHAT, WHATS) CH_##ID,
+enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, KV_MEMDEV_ROWS(CH_MEMDEV_ENUM_) CH_COUNT };
+/* the channel of memory device m */
+#define CH_MEMDEV(m) (CH_NIC_OUT + 1 + (m))
+_Static_assert(CH_COUNT == CH_NIC_OUT + 1 + KV_MEMDEVS, "a memory device's channel is CH_MEMDEV(its index)");
 typedef struct SimChannelRow {
     const char *name;       /* "h2d", "nic_in": utilisation keys, timelines, traces */
     int per_stage;          /* one per pipeline stage (each stage's GPUs have their own link) */
@@ -140,7 +145,7 @@ typedef struct SimConfig {
     char gpu[64];
     char host_link[64];
     char ssd[64];
-    char cxl[64];
+    char memdev[KV_MEMDEVS][64]; /* per memory device (sim/base/memdev.h): its module, setting KEY */
     /* catalog overlays laid over the built-in catalogs ("" = none; --hardware, --models) */
     char hardware_overlay[4096];
     char models_overlay[4096];
@@ -182,7 +187,7 @@ typedef struct SimConfig {
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
     int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
     int n_ssd;                  /* derived: -1 = the platform's */
-    int n_cxl;                  /* CXL memory modules per host; derived: -1 = the platform's */
+    int n_memdev[KV_MEMDEVS];   /* per memory device: modules per host, setting n_KEY; derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
     int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
     SimSaveMode save_mode;

@@ -28,7 +28,8 @@
 const TierInfo tier_table[SIM_TIERS] = {
     [TIER_NONE] = {0, -1, -1},
     [TIER_DRAM] = {0, -1, -1},
-    [TIER_CXL] = {0, CH_CXL, CH_CXL},
+#define TIER_MEMDEV_ROW_(ID, KEY, WHAT, WHATS) [TIER_##ID] = {0, CH_##ID, CH_##ID},
+    KV_MEMDEV_ROWS(TIER_MEMDEV_ROW_)
     [TIER_SSD] = {0, CH_SSD, CH_SSD},
     [TIER_REMOTE] = {1, CH_NIC_IN, CH_NIC_OUT},
 };
