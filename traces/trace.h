@@ -136,6 +136,10 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e);
 int trace_next(TraceSource *s, TraceRequest *out, KvErr *e);
 /* Close and free; NULL is allowed. */
 void trace_close(TraceSource *s);
+/* The format names TraceOptions.format takes ("auto" first, then the file formats; NULL-ended): the
+ * trace_format setting's values, by index. */
+extern const char *const trace_format_names[];
+
 /* One line: source, format, parameters, seed (valid until trace_close). */
 const char *trace_describe(const TraceSource *s);
 /* Rows of a file that carry their own arrival time (0 for a generator): a load mode that replaces

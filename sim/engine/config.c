@@ -33,7 +33,6 @@
  * --set iter_overhead=..., and reported in the TTFT split (it is part of prefill and queueing). */
 static const char *const g_engine_names[] = {"vllm", "sglang", "mii", "none", NULL};
 static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
-static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
 /* The stores: every chain of distinct tiers with host DRAM, where it is one, first (a chain may also
  * be spelled with commas: dram,ssd,remote), enumerated once from policy.h's tiers depth first in
  * tier order, the chains that start with DRAM first; SimStore is the index ("auto" is 0). */
@@ -146,7 +145,9 @@ int64_t sim_engine_overhead_ns(SimEngine engine)
 
 const char *sim_trace_format_name(SimTraceFormat f)
 {
-    return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
+    for (int i = 0; trace_format_names[i]; i++)
+        if (i == (int)f) return trace_format_names[i];
+    return "auto";
 }
 
 const char *sim_store_name(SimStore s)
@@ -253,7 +254,7 @@ static const CfgKey g_keys[] = {
          "alloc=ondemand: share of the KV pool's blocks left free when admitting (vLLM's watermark, 0.01)"),
     /* workload */
     STRK("trace", trace, "sharegpt4", KF_NONEMPTY, NULL, "generator name (kvsim list traces) or trace file"),
-    ENUMK("trace_format", trace_format, "auto", g_format_names, "trace file format (generators: auto)"),
+    ENUMK("trace_format", trace_format, "auto", trace_format_names, "trace file format (generators: auto)"),
     NUMK("seed", CT_U64, seed, "1", 0, 18446744073709551615.0, 0, NULL, "random seed"),
     NUMK("requests", CT_I64, requests, "0", 0, 1e12, 0, NULL, "stop after this many requests (0: all / 1000 for generators)"),
     NUMK("session_rate", CT_REAL, session_rate, "0", 0, 1e6, 0, NULL,
