@@ -53,6 +53,7 @@
 #include "policies/policy.h"
 #include "sim/cost/spec.h"
 #include "traces/trace.h"
+#include "sim/engine/settings.h"
 
 #define SIM_MAX_LAYERS KV_MAX_LAYERS
 #define SIM_MAX_STAGES KV_MAX_STAGES
@@ -135,70 +136,17 @@ typedef enum SimSaveMode { SIM_SAVE_POLICY = 0, SIM_SAVE_TURN, SIM_SAVE_ITERATIO
  * default, range, help) and generates the defaults, the parser, --help, sim_config_check and the
  * JSON record; a new setting is a field here plus a row there. Values marked "derived" hold a
  * sentinel until sim_world_open resolves them (SimWorld.cfg points at the resolved copy). */
+/* Each setting's field, from its row in settings.h. */
+#define SIM_FIELD_(KIND, ...) SIM_FIELD_##KIND(__VA_ARGS__)
+#define SIM_FIELD_STR(key, field, size, ...) char field[size];
+#define SIM_FIELD_NUM(key, ct, type, field, ...) type field;
+#define SIM_FIELD_ENUM(key, type, field, ...) type field;
+#define SIM_FIELD_NUM_AT(...)
+#define SIM_FIELD_DECL(type, decl) type decl;
+#define SIM_FIELD_MEMDEVS(size) char memdev[KV_MEMDEVS][size]; int n_memdev[KV_MEMDEVS];
 typedef struct SimConfig {
-    /* the system */
-    char model[64];
-    char platform[64];
-    char dtype[8];
-    int tp, pp, replicas;
-    /* the platform's parts replaced by catalog entries of that name (derived: "" = the platform's) */
-    char gpu[64];
-    char host_link[64];
-    char ssd[64];
-    char memdev[KV_MEMDEVS][64]; /* per memory device (sim/base/memdev.h): its module, setting KEY */
-    /* catalog overlays laid over the built-in catalogs ("" = none; --hardware, --models) */
-    char hardware_overlay[4096];
-    char models_overlay[4096];
-    /* engine */
-    SimEngine engine;           /* profile: fixed host overhead per iteration */
-    int64_t iter_overhead_ns;   /* per-iteration host overhead; derived: -1 = the engine profile's */
-    int64_t token_budget;       /* tokens per iteration (decode + prefill + restoration compute) */
-    double restore_share;       /* at most this share of the budget for restoration compute (1: no cap) */
-    int max_batch;
-    double mem_util;            /* share of HBM the engine may use (weights + KV pool) */
-    int block_tokens;
-    SimAlloc alloc;             /* KV block allocation: on demand with preemption, or whole-turn reservation */
-    SimRouter router;           /* a new session's replica */
-    SimPreempt preempt;         /* alloc=ondemand: what a preempted request's KV becomes */
-    double block_watermark;     /* alloc=ondemand: share of the pool's blocks kept free at admission */
-    /* workload */
-    char trace[4096];           /* generator name or path */
-    SimTraceFormat trace_format;
-    uint64_t seed;
-    int64_t requests;           /* max requests (0: whole trace; generators: 1000) */
-    double session_rate;        /* sessions per second where the trace has no timestamps */
-    double time_scale;          /* > 0 */
-    int64_t think_ns;
-    int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
-    int evict_each_turn;
-    int prefix_cache;       /* an HBM prefix cache of the blocks a trace names (TraceRequest.prefix_blocks) */
-    int nic_per_stage;          /* a NIC to the remote store per pipeline stage (default: one per replica) */
-    /* load (docs/load-modes.md; the resolved mode: sim_load_mode) */
-    SimArrivals arrivals;
-    int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
-    double request_rate;        /* > 0: every request arrives by a gamma process of this rate (per s) */
-    int64_t system_prompt_tokens; /* the shared-prefix generator: tokens of each group's system prompt (0: its default) */
-    int prompt_groups;          /* the shared-prefix generator: distinct system prompts (0: its default) */
-    double burstiness;          /* the gamma shape of request_rate (1: Poisson) */
-    SimTrim warmup, cooldown;   /* requests left out of the reported request metrics */
-    /* storage */
-    SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
-    uint64_t dram_bytes;        /* derived: 0 = the platform's */
-    uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
-    int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
-    int n_ssd;                  /* derived: -1 = the platform's */
-    int n_memdev[KV_MEMDEVS];   /* per memory device: modules per host, setting n_KEY; derived: -1 = the platform's */
-    char nic[64];               /* derived: "" = the platform's; "none": no remote store */
-    int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
-    SimSaveMode save_mode;
-    /* SLOs and classes */
-    int64_t slo_ttft_ns;
-    int64_t slo_tbt_ns;
-    int64_t class_edges[SIM_CLASSES - 1]; /* history tokens: short < e0 <= medium < e1 <= long */
-    /* cost model */
-    char costs[4096];           /* "spec": in-memory spec model; else a store path */
-    char cost_device[128];      /* derived: "" = the platform's GPU (device name in the store) */
-    SpecStack stack;            /* the spec model's attention kernels; derived: AUTO resolved per GPU */
+    /* the settings (settings.h: what each means, its default; derived ones resolved by sim_world_open) */
+    SIM_SETTING_ROWS(SIM_FIELD_)
     /* policies' knobs, by registry index (policy_at) and knob-table order; defaults unless set */
     double knobs[POLICY_MAX_REGISTERED][POLICY_MAX_KNOBS];
     /* run options, not settings of the experiment (not in the table) */
