@@ -41,7 +41,7 @@ expect 2 "list unknown catalog" "$B"/kvsim list nonsense
 expect 0 "list cxl" "$B"/kvsim list cxl
 contains "list cxl has Micron's CZ120" "CZ120"
 expect 1 "a store with CXL memory on a platform without it" "$B"/kvsim run --policy kv-offload --requests 20 --set store=dram,cxl --quiet --out "$tmp/cxl0"
-contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory (set n_cxl"
+contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory modules (set n_cxl"
 expect 0 "a store with CXL memory" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,cxl,ssd --set n_cxl=1 --set "dram=1 GB" --set evict_each_turn=true --quiet --out "$tmp/cxl1"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['restore_from']['cxl'] > 0 and p['bytes']['cxl_read'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/cxl1/summary.json"; then ok "restorations read the CXL memory, none the SSD behind it"; else bad "restorations read the CXL memory, none the SSD behind it"; fi
 

@@ -54,6 +54,7 @@
 #include "sim/cost/spec.h"
 #include "traces/trace.h"
 #include "sim/engine/settings.h"
+#include "sim/engine/counters.h"
 
 #define SIM_MAX_LAYERS KV_MAX_LAYERS
 #define SIM_MAX_STAGES KV_MAX_STAGES
@@ -276,7 +277,9 @@ typedef struct SimResult {
     uint64_t fallback_uncovered;  /* of those: no saved state, or less than the history (see lost) */
     uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
     uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
-    uint64_t promoted;            /* promote=true: sessions' states moved up to the first tier after a restoration read them */
+    /* the counts of counters.h's rows */
+#define SIM_COUNTER_FIELD_(field, path, help) uint64_t field;
+    SIM_COUNTER_ROWS(SIM_COUNTER_FIELD_)
     /* the HBM prefix cache (prefix_cache=true and a trace that names blocks; else all 0 and
      * prefix_named 0): requests whose context named blocks, restorations whose whole history was
      * found there (hits_prefix), requests that took a cached prefix and the context tokens they did not
