@@ -169,7 +169,7 @@ $(BUILD)/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(CONFIG_STAMP)
+$(BUILD)/%.cu.o: %.cu $(wildcard kernels/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
