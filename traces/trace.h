@@ -98,7 +98,7 @@ typedef struct TraceOptions {
     double burstiness;         /* the gamma shape of request_rate's gaps (vLLM's --burstiness): 1 =
                                   Poisson, < 1 burstier, > 1 more regular (CV = 1/sqrt(burstiness));
                                   0 = 1 */
-    int64_t system_prompt_tokens; /* the shared-prefix generator: each group's system prompt (0: 2048) */
+    int64_t system_prompt_tokens; /* shared-prefix: each group's system prompt (0: 2048); swebench: the shared one (0: 129) */
     int prompt_groups;         /* the shared-prefix generator: distinct system prompts (0: 64) */
 } TraceOptions;
 

@@ -703,10 +703,12 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->concurrency > 0 && c->request_rate > 0)
         return kv_err(e, "concurrency: %d clients send when their previous request ends, but request_rate %g times every "
                       "request in advance (allowed: one of them)", c->concurrency, c->request_rate);
-    if ((c->system_prompt_tokens || c->prompt_groups) && strcmp(c->trace, "shared-prefix") != 0)
-        return kv_err(e, "%s: %lld applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
-                      "trace=shared-prefix)", c->system_prompt_tokens ? "system_prompt_tokens" : "prompt_groups",
-                      c->system_prompt_tokens ? (long long)c->system_prompt_tokens : (long long)c->prompt_groups, c->trace);
+    if (c->system_prompt_tokens && strcmp(c->trace, "shared-prefix") != 0 && strcmp(c->trace, "swebench") != 0)
+        return kv_err(e, "system_prompt_tokens: %lld applies to the shared-prefix and swebench generators only, not to the "
+                      "trace '%s' (allowed: 0, or trace=shared-prefix or swebench)", (long long)c->system_prompt_tokens, c->trace);
+    if (c->prompt_groups && strcmp(c->trace, "shared-prefix") != 0)
+        return kv_err(e, "prompt_groups: %d applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
+                      "trace=shared-prefix)", c->prompt_groups, c->trace);
     if (c->burstiness != 1 && c->request_rate == 0)
         return kv_err(e, "burstiness: %g applies to request_rate, which is 0 (allowed: burstiness 1, or set request_rate)",
                       c->burstiness);

@@ -95,7 +95,8 @@
       "requests per second: every request (any turn) arrives by a gamma process, replacing the trace's "                       \
       "times (vLLM --request-rate; 0: off)")                                                                                   \
     X(NUM, "system_prompt_tokens", CT_I64, int64_t, system_prompt_tokens, "0", 0, 1 << 20, 0, NULL,                            \
-      "the shared-prefix generator: tokens of each group's system prompt (0: SGLang's default, 2048)")                         \
+      "the shared-prefix and swebench generators: tokens of each group's system prompt (0: the generator's "                   \
+      "default: shared-prefix SGLang's 2048, swebench its harness's 129)")                                                     \
     X(NUM, "prompt_groups", CT_INT, int, prompt_groups, "0", 0, 1 << 20, 0, NULL,                                              \
       "the shared-prefix generator: distinct system prompts, one per group of requests (0: SGLang's "                          \
       "default, 64)")                                                                                                          \
