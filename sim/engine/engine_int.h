@@ -320,9 +320,10 @@ typedef struct RunBlocks {
  * statistics are applied when the run ends: run_settle); the step in flight starts at t. */
 typedef struct DecodeRun {
     int on;
-    int stop;              /* the step in flight is the run's last: a completion or a save at its end, or no free block for the next */
+    int stop;              /* the step in flight is the run's last: RUN_STOP_STEPS (kmax), RUN_STOP_BLOCKS (no free block for the next) */
     int64_t B;             /* the batch (its items, all decoding) */
     int64_t kmax;          /* the run's steps at most (its first completion or save) */
+    int64_t kdone;         /* the step that completes a request (≥ kmax) */
     int64_t n;             /* steps taken before the one in flight (not yet applied to the items) */
     int64_t t0, t;         /* the first step's start; the step in flight's */
     int64_t dctx;          /* Σ of the items' contexts at the step in flight */
@@ -340,6 +341,7 @@ typedef struct DecodeRun {
     int *rb_next, *rb_head;
     int64_t rb_cap_items, rb_cap_phases;
 } DecodeRun;
+enum { RUN_STOP_STEPS = 1, RUN_STOP_BLOCKS };
 
 struct Replica {
     int id;

@@ -436,7 +436,7 @@ static int64_t run_steps(Sim *sm, Replica *rp, DecodeRun *dr, int64_t t_stop)
     const double lay0 = sm->stage_layers[0];
     for (;;) {
         if (n + 1 >= kmax) { /* its last token or a save ends the run: it is the step in flight */
-            dr->stop = 1;
+            dr->stop = RUN_STOP_STEPS;
             break;
         }
         int64_t d = round_ns(base); /* = iter_advance's rounding */
@@ -445,13 +445,13 @@ static int64_t run_steps(Sim *sm, Replica *rp, DecodeRun *dr, int64_t t_stop)
         if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
             if (need < 0) need = run_need(sm, rp, n);
             if (need > 0 && rp->pool_used + need > rp->pool_cap) { /* (need > 0 whenever the exact slack is ≤ 0) */
-                dr->stop = 1;
+                dr->stop = RUN_STOP_BLOCKS;
                 break;
             }
         }
         if (n >= cap) {
             if (run_gaps_room(sm, dr, n) != 0) {
-                dr->stop = 1;
+                dr->stop = RUN_STOP_BLOCKS;
                 break;
             }
             gaps = dr->gaps;
@@ -531,6 +531,28 @@ static void run_report(Sim *sm, Replica *rp, int64_t k, int64_t m, int64_t start
     rp->n_lw = 0;
 }
 
+/* the run's step limits from its items as they stand n = dr->n steps into it: dr->kdone, the step
+ * whose token is some request's last, and dr->kmax, that or (save_mode=iteration) the first step
+ * at whose end iter_done saves (64 positions past a session's issued_pos). O(items) */
+static void run_limits(Sim *sm, Replica *rp, DecodeRun *dr)
+{
+    int64_t n = dr->n, kdone = INT64_MAX, kmax;
+    for (int i = 0; i < rp->n_items; i++) {
+        const Request *r = rp->items[i].r;
+        if (r->nout - r->out_done - n < kdone) kdone = r->nout - r->out_done - n; /* its last token ends the run */
+    }
+    kmax = kdone;
+    if (sm->save_mode == SAVE_PER_ITERATION)
+        for (int i = 0; i < rp->n_items; i++) {
+            /* after step j its KV covers ctx + j − 1 positions (ctx: the item's context at the
+             * step in flight); iter_done saves at 64 past issued_pos */
+            int64_t js = 65 + rp->items[i].r->s->issued_pos - (rp->items[i].ctx + n);
+            if (js < kmax) kmax = js < 1 ? 1 : js;
+        }
+    dr->kdone = n + kdone;
+    dr->kmax = n + kmax;
+}
+
 /* Form a decode run (decode_run_ok): its step in flight and the steps before it that end before
  * the next event (run_steps). The run goes on past that event when its replica's next formation
  * would form it again (run_go_on); else — or where a run may not go on (run_may_go_on) — it ends
@@ -539,23 +561,13 @@ static int64_t decode_run(Sim *sm, Replica *rp)
 {
     DecodeRun *dr = &rp->dr;
     const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
-    int64_t B = rp->n_items, kmax = INT64_MAX, dctx = 0;
-    for (int i = 0; i < rp->n_items; i++) {
-        IterItem *it = &rp->items[i];
-        Request *r = it->r;
-        if (r->nout - r->out_done < kmax) kmax = r->nout - r->out_done; /* its last token ends the run */
-        if (sm->save_mode == SAVE_PER_ITERATION) {
-            /* after step j its KV covers it->ctx + j − 1 positions; iter_done saves at 64 past issued_pos */
-            int64_t js = 65 + r->s->issued_pos - it->ctx;
-            if (js < kmax) kmax = js < 1 ? 1 : js;
-        }
-        dctx += it->ctx;
-    }
+    int64_t B = rp->n_items, dctx = 0;
+    for (int i = 0; i < rp->n_items; i++) dctx += rp->items[i].ctx;
     dr->on = 1;
     dr->stop = 0;
     dr->B = B;
-    dr->kmax = kmax;
     dr->n = 0;
+    run_limits(sm, rp, dr);
     dr->t0 = dr->t = sim_now(sm);
     dr->dctx = dctx;
     dr->slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
@@ -582,9 +594,11 @@ static int64_t decode_run(Sim *sm, Replica *rp)
  * old formation then only re-reads what the run already holds. So at that end (iter_done) the run
  * goes on instead, when its replica's formation would form the same batch and take only free
  * blocks:
- *   - the step that ended is no completion and no save (the run did not stop: dr->stop), and no
- *     saved state was dropped since the run was formed (a drop resets a session's issued_pos, from
- *     which save_mode=iteration's saves count);
+ *   - the step that ended is no request's last (request_done) and the run did not stop for want of
+ *     a free block; where save_mode=iteration saves at that step (the run stopped for it), or a
+ *     saved state was dropped since the last look (a drop resets a session's issued_pos, from which
+ *     those saves count), the items' saves are made as iter_done makes them, in item order, and the
+ *     run's limits are taken again (run_limits);
  *   - every admitted request is in the batch (nothing was admitted meanwhile; no restoration), and
  *     admission would admit nothing (no turn queued and no preempted request, or no batch slot);
  *   - the blocks of the next step are free (else that formation evicts or preempts).
@@ -600,21 +614,25 @@ static int64_t decode_run(Sim *sm, Replica *rp)
  * every replica's items at any boundary, nor with the timeline or a trace sink, which read the
  * items at each iteration's end; KVSIM_DECODE_RUNS_GO_ON=0 turns it off, for comparisons.) */
 
-/* the step in flight of rp's run ended (now): take it as run_steps would have taken it (its GPU
- * time is on the stages already: iter_advance added it) — 0 — or -1 when the next formation's
- * blocks are not free (nothing taken) */
+/* whether the blocks the formation after rp's step in flight takes are free (run_steps' test:
+ * else that formation must evict or preempt) */
+static int run_next_blocks_free(Sim *sm, Replica *rp, DecodeRun *dr)
+{
+    if (sm->cfg->alloc != SIM_ALLOC_ONDEMAND || dr->slack > 0) return 1;
+    if (dr->need < 0) dr->need = run_need(sm, rp, dr->n);
+    return !(dr->need > 0 && rp->pool_used + dr->need > rp->pool_cap);
+}
+
+/* the step in flight of rp's run ended (now), its next formation's blocks free
+ * (run_next_blocks_free): take it as run_steps would have taken it (its GPU time is on the stages
+ * already: iter_advance added it); -1 out of memory */
 static int run_take_inflight(Sim *sm, Replica *rp, DecodeRun *dr)
 {
-    const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
     int64_t n = dr->n, end = sim_now(sm);
-    if (ondemand && dr->slack <= 0) {
-        if (dr->need < 0) dr->need = run_need(sm, rp, n);
-        if (dr->need > 0 && rp->pool_used + dr->need > rp->pool_cap) return -1;
-    }
     if (run_gaps_room(sm, dr, n) != 0) return -1;
     SIM_CHECK(sm, end == t_add(t_add(dr->t, sm->overhead_ns), t_mul(round_ns(dr->base), sm->L)));
     dr->gaps[n] = (uint64_t)(end - dr->t);
-    if (ondemand && dr->slack <= 0) {
+    if (sm->cfg->alloc == SIM_ALLOC_ONDEMAND && dr->slack <= 0) {
         if (dr->rb.on) {
             run_take_phase(sm, rp, &dr->rb, n + 1, &dr->need);
         } else {
@@ -643,18 +661,31 @@ static int run_take_inflight(Sim *sm, Replica *rp, DecodeRun *dr)
 static int run_go_on(Sim *sm, Replica *rp)
 {
     DecodeRun *dr = &rp->dr;
-    if (dr->stop || rp->n_active != rp->n_items || rp->n_restoring > 0 ||
-        ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) ||
-        (sm->save_mode == SAVE_PER_ITERATION && sm->state_drops != dr->drops))
+    /* save_mode=iteration: the saves iter_done makes at this step, where the run stopped for one or
+     * a dropped state may have reset a session's issued_pos */
+    int saves = sm->save_mode == SAVE_PER_ITERATION && (dr->stop == RUN_STOP_STEPS || sm->state_drops != dr->drops);
+    if (dr->stop == RUN_STOP_BLOCKS || dr->n + 1 >= dr->kdone || (dr->stop && !saves) || rp->n_active != rp->n_items ||
+        rp->n_restoring > 0 || ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) || !run_next_blocks_free(sm, rp, dr))
         return 0;
     int64_t now = sim_now(sm), k = dr->n, last = k > 0 ? dr->t : -1; /* the items' last tokens before this step */
-    if (run_take_inflight(sm, rp, dr) != 0) return 0;
-    /* iter_done's reports */
+    /* iter_done's reports and saves */
     metrics_on_iteration_done(sm, rp);
     metrics_on_iteration_span(sm, rp, rp->run_start_ns, now, (int)rp->run_steps);
     metrics_on_step_tokens(sm, rp, last);
+    if (saves)
+        for (int i = 0; i < rp->n_items; i++) {
+            Request *r = rp->items[i].r;
+            int64_t pos = r->hist + r->new_done + r->out_done + k; /* (its out_done k + 1 steps behind) */
+            if (pos - r->s->issued_pos >= 64) tier_save_range(sm, r->s, pos);
+        }
     /* form_iteration's */
     rp->form_pending = 0;
+    if (run_take_inflight(sm, rp, dr) != 0) return 1; /* (failed: the run ends) */
+    if (saves) {
+        run_limits(sm, rp, dr);
+        dr->stop = 0;
+        dr->drops = sm->state_drops;
+    }
     rp->run_start_ns = now;
     for (int st = 0; st < sm->S; st++) rp->run_busy0[st] = rp->busy_stage_ns[st];
     int64_t m = run_steps(sm, rp, dr, run_stop_time(sm));
