@@ -1680,5 +1680,13 @@ PY
   grep -q "^oracle bound: mean .* ms, p99 .* ms (without prefetch: .* ms, .* ms); policy ÷ oracle (mean TTFT): " "$tmp/orc-$s.out" || bad "oracle: compare --scenario $s prints no oracle line"
 done
 
+# decode runs that go on across other replicas' events (iteration.c, run_go_on) against every run
+# ending at the next event of any replica (KVSIM_DECODE_RUNS_GO_ON=0): the same results on 8 replicas
+if SAME_REPLICAS_REQUESTS=300 bash tools/same_results_replicas.sh "$B"/kvsim - "$tmp/srr" >"$tmp/out" 2>&1; then
+  ok "decode runs across replicas' events: results identical (tools/same_results_replicas.sh)"
+else
+  bad "decode runs across replicas' events change results"; grep DIFF "$tmp/out" | head -5 >&2
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -275,6 +275,10 @@ void sim_teardown(Sim *sm)
             free(rp->active);
             free(rp->items);
             free(rp->lw_idx);
+            free(rp->dr.gaps);
+            free(rp->dr.rb_c);
+            free(rp->dr.rb_next);
+            free(rp->dr.rb_head);
             free(rp->layer_ns);
             prefix_free(&rp->pfx);
             for (int k = 0; k < CH_COUNT; k++)
@@ -300,13 +304,6 @@ void sim_teardown(Sim *sm)
     }
     evq_free(&sm->q);
     ctab_free(sm);
-    free(sm->run_gaps);
-    sm->run_gaps = NULL;
-    free(sm->rb_c);
-    free(sm->rb_next);
-    free(sm->rb_head);
-    sm->rb_c = NULL;
-    sm->rb_next = sm->rb_head = NULL;
     free(sm->lb_layer_ns);
     sm->lb_layer_ns = NULL;
     free(sm->batch_rq);

@@ -127,6 +127,7 @@ static void tier_drop(Sim *sm, Session *s, int why)
     s->issued_pos = 0;
     for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = 0;
     s->lost = why;
+    sm->state_drops++;
     metrics_on_state_lost(sm, why);
     if (sm->state_dropped) sm->state_dropped(sm, s); /* the admission queue's: it may spill s whole now */
     else sess_maybe_free(sm, s);
