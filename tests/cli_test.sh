@@ -368,6 +368,14 @@ contains "an unknown name is refused with the names" "costs 'measured:nope': no 
 expect 1 "a committed store of another GPU and model is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --costs measured:rtxpro6000-Llama-3.1-8B --out "$tmp/cm5"
 contains "the refusal names the run's GPU and model" "measured:rtxpro6000-Llama-3.1-8B: no cost curves for device 'A100-40GB', model 'Llama-2-7B', fp16, tp 1"
 contains "the refusal names the store's GPU and model" "run 1: RTXPRO6000 Llama-3.1-8B bf16 tp1 (measured)"
+# the KV pool given as a block count (vLLM's num_gpu_blocks): it replaces the pool from memory, and must fit there
+expect 0 "num_gpu_blocks sets the KV pool" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=1000 --set block_tokens=32 --out "$tmp/ngb1"
+if grep -q '"hbm_pool_tokens":[[:space:]]*32000,' "$tmp/ngb1/summary.json"; then ok "num_gpu_blocks × block_tokens is the pool"; else bad "num_gpu_blocks × block_tokens is the pool"; fi
+expect 1 "num_gpu_blocks beyond the memory beside the weights" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=200000 --out "$tmp/ngb2"
+contains "the refusal names the pool, the memory and the weights" "num_gpu_blocks 200000 (× block_tokens 16 = 3200000 tokens, 1677.72 GB of KV per GPU) does not fit on A100-40GB beside Llama-2-7B's weights: 40.0 GB × mem_util 0.90 − weights 13.48 GB leaves 22.52 GB"
+expect 1 "num_gpu_blocks that fits at mem_util 0.9 but not at 0.5 (mem_util bounds it)" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=2000 --set mem_util=0.5 --out "$tmp/ngb3"
+contains "mem_util's bound is named" "× mem_util 0.50"
+expect 0 "the same num_gpu_blocks at mem_util 0.9" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=2000 --out "$tmp/ngb4"
 mkdir -p "$tmp/ipbad"; printf 'layer,tokens,time_us\nqkv_proj,1,35\nqkv_proj,2,x\n' > "$tmp/ipbad/dense.csv"
 sed 's/"files": \[.*\]/"files": ["dense.csv"]/' tests/fixtures/profiles/lss/profile.json > "$tmp/ipbad/profile.json"
 expect 1 "kvcal import-profile refuses a bad value" "$B"/kvcal import-profile --db "$tmp/ipbad.db" "$tmp/ipbad/profile.json"
