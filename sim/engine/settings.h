@@ -57,6 +57,9 @@
       "share of HBM used for weights + KV pool")                                                                               \
     X(NUM, "block_tokens", CT_INT, int, block_tokens, "16", 1, 1 << 16, 0, NULL,                                               \
       "KV block size in tokens")                                                                                               \
+    X(NUM, "num_gpu_blocks", CT_I64, int64_t, num_gpu_blocks, "0", 0, 1e12, 0, NULL,                                           \
+      "KV pool per replica in blocks of block_tokens (vLLM's num_gpu_blocks), replacing the pool from HBM × mem_util "         \
+      "− weights; must fit there (mem_util still bounds it); 0: the pool from memory")                                         \
     X(ENUM, "alloc", SimAlloc, alloc, "ondemand", g_alloc_names,                                                               \
       "KV blocks: ondemand (vLLM: history + new input at admission, a block per block_tokens of decode, "                      \
       "preemption when the pool runs out) or reserve (the whole turn, output included, at admission; never "                   \

@@ -118,6 +118,12 @@ void sim_world_capacity(const SimWorld *w, SimCapacity *out)
     }
     double per_tok = (double)model_kv_bytes_per_token_layer_gpu(&w->ly) * max_stage_layers;
     out->kv_bytes_per_token_gpu = per_tok;
+    if (cfg->num_gpu_blocks > 0) { /* the pool as given, which must fit beside the weights */
+        double tokens = (double)cfg->num_gpu_blocks * cfg->block_tokens;
+        out->fits = out->usable_bytes >= 0 && !(out->usable_bytes < per_tok * tokens) && tokens < (double)INT64_MAX / 2;
+        if (out->fits) out->pool_tokens = cfg->num_gpu_blocks * cfg->block_tokens;
+        return;
+    }
     out->fits = !(out->usable_bytes < per_tok * 1024);
     if (out->fits) out->pool_tokens = (int64_t)(out->usable_bytes / per_tok) / cfg->block_tokens * cfg->block_tokens;
 }
@@ -205,6 +211,13 @@ int sim_setup(Sim *sm)
             return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.1f GB per GPU, more than %.1f GB × mem_util %.2f = %.2f GB",
                           w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
                           (double)gpu->mem_bytes / 1e9, cfg->mem_util, budget / 1e9);
+        if (cfg->num_gpu_blocks > 0)
+            return kv_err(sm->e, "num_gpu_blocks %lld (× block_tokens %d = %.0f tokens, %.2f GB of KV per GPU) does not fit on %s beside "
+                                 "%s's weights: %.1f GB × mem_util %.2f − weights %.2f GB leaves %.2f GB; lower num_gpu_blocks or raise mem_util",
+                          (long long)cfg->num_gpu_blocks, cfg->block_tokens, (double)cfg->num_gpu_blocks * cfg->block_tokens,
+                          cap.kv_bytes_per_token_gpu * (double)cfg->num_gpu_blocks * cfg->block_tokens / 1e9, gpu->name,
+                          w->model->name, (double)gpu->mem_bytes / 1e9, cfg->mem_util, (double)cap.weight_bytes_per_gpu / 1e9,
+                          cap.usable_bytes / 1e9);
         return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.2f GB per GPU leave %.2f GB of %.1f GB × mem_util %.2f "
                              "for the KV cache, less than 1024 tokens (%.2f GB); raise mem_util or split the model over more GPUs (tp, pp)",
                       w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,

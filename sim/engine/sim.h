@@ -353,7 +353,8 @@ int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e);
 void sim_world_close(SimWorld *w);
 
 /* What one GPU of a replica holds (the rule sim_setup applies): weights of the stage with the most,
- * usable = HBM × mem_util − weights, the KV pool in whole blocks of the stage with the most layers. */
+ * usable = HBM × mem_util − weights, the KV pool in whole blocks of the stage with the most layers, or
+ * num_gpu_blocks × block_tokens when that is set (fits: when its KV fits in usable). */
 typedef struct SimCapacity {
     uint64_t hbm_bytes;             /* per GPU */
     uint64_t weight_bytes_per_gpu;
