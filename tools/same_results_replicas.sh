@@ -33,6 +33,8 @@ add "$R --set save_mode=iteration --set store=dram+remote --set session_rate=2"
 add "$R --set alloc=reserve --set session_rate=2"
 add "$R --trace sharegpt4 --set session_rate=4 --set mem_util=0.3 --set preempt=swap"
 add "$R --trace sharegpt4 --set session_rate=4 --set mem_util=0.3 --set preempt=recompute --set router=prefix"
+# a trace that names blocks (the HBM prefix cache): 3000 requests whatever N, where the runs once differed
+add "--trace $(dirname "$0")/../traces/data/mooncake_conversation.csv --requests 3000 --model Llama-3.1-8B --platform cacheflow-h100-40g --replicas 4 --set store=dram --set dram=2TB --set evict_each_turn=true --policies kv-offload,cacheflow"
 
 policies() {
   python3 - "$1" <<'PY'

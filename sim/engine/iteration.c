@@ -584,7 +584,7 @@ static int64_t decode_run(Sim *sm, Replica *rp)
     run_report(sm, rp, 0, n, dr->t0, -1);
     for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
     int64_t t = dr->t;
-    if (!sm->run_on || sm->check || metrics_rec_reads_items(sm)) run_settle(sm, rp); /* (run_may_go_on) */
+    if (!sm->run_on || sm->check || metrics_rec_reads_items(sm) || sm->pfx_B) run_settle(sm, rp); /* (run_may_go_on) */
     return t;
 }
 
@@ -612,7 +612,8 @@ static int64_t decode_run(Sim *sm, Replica *rp)
  * until the run ends (run_settle). What the run skips per boundary: the items' updates, blocks_grow,
  * admission, the batch, the cost setup. (run_may_go_on: not with the accounting walker, which reads
  * every replica's items at any boundary, nor with the timeline or a trace sink, which read the
- * items at each iteration's end; KVSIM_DECODE_RUNS_GO_ON=0 turns it off, for comparisons.) */
+ * items at each iteration's end, nor once a trace has named blocks for the prefix cache;
+ * KVSIM_DECODE_RUNS_GO_ON=0 turns it off, for comparisons.) */
 
 /* whether the blocks the formation after rp's step in flight takes are free (run_steps' test:
  * else that formation must evict or preempt) */
@@ -663,6 +664,10 @@ static int run_go_on(Sim *sm, Replica *rp)
     DecodeRun *dr = &rp->dr;
     /* save_mode=iteration: the saves iter_done makes at this step, where the run stopped for one or
      * a dropped state may have reset a session's issued_pos */
+    /* not once a trace has named blocks (sm->pfx_B): the runs that went on across other replicas'
+     * events gave other results with the HBM prefix cache (the Mooncake replay on 4 replicas), so
+     * those runs end at every boundary, as before */
+    if (sm->pfx_B) return 0;
     int saves = sm->save_mode == SAVE_PER_ITERATION && (dr->stop == RUN_STOP_STEPS || sm->state_drops != dr->drops);
     if (dr->stop == RUN_STOP_BLOCKS || dr->n + 1 >= dr->kdone || (dr->stop && !saves) || rp->n_active != rp->n_items ||
         rp->n_restoring > 0 || ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) || !run_next_blocks_free(sm, rp, dr))
