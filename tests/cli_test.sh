@@ -44,6 +44,10 @@ expect 1 "a store with CXL memory on a platform without it" "$B"/kvsim run --pol
 contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory (set n_cxl"
 expect 0 "a store with CXL memory" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,cxl,ssd --set n_cxl=1 --set "dram=1 GB" --set evict_each_turn=true --quiet --out "$tmp/cxl1"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['restore_from']['cxl'] > 0 and p['bytes']['cxl_read'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/cxl1/summary.json"; then ok "restorations read the CXL memory, none the SSD behind it"; else bad "restorations read the CXL memory, none the SSD behind it"; fi
+expect 2 "write_through takes true or false" "$B"/kvsim run --dry-run --policy kv-offload --set write_through=maybe
+contains "the refusal names write_through and the value" "write_through: expected true or false, got 'maybe'"
+expect 0 "write-through over dram,ssd" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,ssd --set "dram=1 GB" --set write_through=true --quiet --out "$tmp/wt1"
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; t=p['tiers']; sys.exit(0 if t['saved_bytes'] > 0 and t['written_bytes']['ssd'] >= t['saved_bytes'] and t['write_amplification']['ssd'] >= 1 and t['write_amplification']['cxl'] is None else 1)" "$tmp/wt1/summary.json"; then ok "write-through: every save copied to the SSD (amplification >= 1), no CXL entry"; else bad "write-through: every save copied to the SSD (amplification >= 1), no CXL entry"; fi
 
 # one run, then the same run again: identical bytes
 expect 0 "run kv-offload" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"

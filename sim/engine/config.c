@@ -287,6 +287,9 @@ static const CfgKey g_keys[] = {
     NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
     NUMK("promote", CT_BOOL, promote, "false", 0, 1, 0, NULL,
          "a restoration that read a session's state from a lower tier moves it to the first (HiCache's copy up to host memory)"),
+    NUMK("write_through", CT_BOOL, write_through, "false", 0, 1, 0, NULL,
+         "a save that lands in a tier is copied in the background to every tier below it, so a demotion writes nothing "
+         "(false: write-back, a tier's state is written to the next one when it is demoted)"),
     NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
     NUMK("prefix_cache", CT_BOOL, prefix_cache, "true", 0, 1, 0, NULL,
          "keep the KV blocks a trace names (Mooncake hash_ids) in an HBM prefix cache shared by sessions: a request takes "

@@ -120,7 +120,19 @@ typedef struct TierList {
     Session *head, *tail;   /* least recently used at the head */
     double used_bytes;      /* sum of the sessions' saved_bytes */
     double spilling_bytes;  /* of those, the ones being spilled to the next tier */
+    Session *chead, *ctail; /* write_through=true: sessions with a whole copy here (held above), LRU first */
+    double copy_bytes;      /* the sum of those copies' bytes */
 } TierList;
+
+/* write_through=true: the copies of a session's state in the tiers below the one that holds it
+ * (allocated with its first copy, freed when its state is dropped) */
+typedef struct SessCopies {
+    Session *prev[SIM_TIERS], *next[SIM_TIERS]; /* each tier's copy list (TierList.chead) */
+    double bytes[SIM_TIERS];  /* landed in each tier (0: no copy there, and not listed) */
+    double issued[SIM_TIERS]; /* issued to each tier, landed or not: equal to saved_bytes while the copy keeps up */
+    int inflight;             /* copy units not landed yet (the session's state stays where it is meanwhile) */
+    int chk_inflight;         /* sim_check's scratch: copy units found */
+} SessCopies;
 
 /* A cold session (sess_is_cold) spilled by waitq.c is copied byte for byte: a new pointer field must
  * be NULL whenever sess_is_cold holds (add it to that test). */
@@ -137,6 +149,7 @@ struct Session {
     int in_qkv;                /* in its replica's qkv list: resident KV kept for its queued turn */
     Session *hbm_prev, *hbm_next; /* the HBM LRU's links, or the qkv list's */
     Tier tier;
+    int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
     int64_t saved_tokens;      /* context positions [0, saved_tokens) whose state is in `tier` (linked) */
     double saved_bytes;
     int saving, spilling, loading;
@@ -146,12 +159,12 @@ struct Session {
     Tier save_dest;            /* where the saves in flight go (constant while saving > 0) */
     int d2h_inflight;          /* save units still in their D2H hop */
     Unit *parked;              /* restoration loads waiting for a save of this session to cross D2H */
-    int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
     /* the named blocks of its resident KV that it holds in its replica's prefix cache: pfx_names[0, pfx_n)
      * (owned; NULL whenever resident_tokens is 0), the context's first pfx_n × Sim.pfx_B tokens */
     uint64_t *pfx_names;
     int32_t pfx_n;
     Session *t_prev, *t_next;  /* tier LRU */
+    SessCopies *cp;            /* write_through=true: its copies below `tier` (NULL: none; always NULL when tier is TIER_NONE) */
     int64_t last_use_ns;
     int chk_saving;             /* sim_check's scratch: save units, an admitted turn, requests reading its state */
     int16_t chk_active, chk_loading;

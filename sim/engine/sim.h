@@ -181,6 +181,7 @@ typedef struct SimConfig {
     uint64_t dram_bytes;        /* derived: 0 = the platform's */
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
     int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
+    int write_through;          /* a save is copied down to every tier below the one it lands in (background) */
     int n_ssd;                  /* derived: -1 = the platform's */
     int n_cxl;                  /* CXL memory modules per host; derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
@@ -348,6 +349,12 @@ typedef struct SimResult {
      * of full-drive writes) is written at that rate (NAN when the catalog rates no endurance or
      * nothing was written) */
     double ssd_dwpd, ssd_life_years;
+    /* bytes written into each tier (saves, demotions, write-through copies, promotions; NAN for a tier
+     * that is off), the bytes the policy saved (saves and direct saves), and each tier's write
+     * amplification: written ÷ saved (NAN where off or nothing was saved) */
+    double tier_written_bytes[SIM_TIERS];
+    double policy_saved_bytes;
+    double write_amp[SIM_TIERS];
     uint64_t pool_tokens;         /* KV pool capacity per replica */
     double util_gpu[SIM_MAX_STAGES];
     double util_ch[CH_COUNT][SIM_MAX_STAGES]; /* busy shares, laid out as win_util_ch */
