@@ -79,6 +79,7 @@ static const Metric k_rows[] = {
      .show = MS_COUNT, .samples = MN_RESTORED, .target = "restore_throughput"},
     U64("restored_tokens", "tokens", restored_tokens),
     U64("saved_state.promoted", "count", promoted),
+    U64("saved_state.prefetched", "count", prefetched),
     SHARE_H("restore_from_share.resident", hits_resident),
     {.name = "restore_from_share.%s", .each = METRIC_EACH_TIER, .unit = "share", .read = MR_SHARE, .off = OFF(hits_tier),
      .denom = MD_WITH_HISTORY, .outputs = ALL_POINT | METRIC_CHECK, .samples = MN_WITH_HISTORY, .tol_abs = 0.01},
@@ -96,7 +97,7 @@ static const Metric k_rows[] = {
      .target = "ssd_dwpd"},
     {.name = "ssd_wear.life_years", .higher_better = 1, .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
      .target = "ssd_life_years"},
-    /* bytes written into each tier (saves, demotions, write-through copies, promotions) and each over the
+    /* bytes written into each tier (saves, demotions, write-through copies, promotions, prefetches) and each over the
      * bytes the policy saved (write amplification); absent for a tier that is off, the ratio also
      * when nothing was saved */
     DBL("tiers.saved_bytes", "bytes", policy_saved_bytes),

@@ -18,6 +18,7 @@ typedef struct {
     int done;
     int evict_each_turn; /* the run's evict_each_turn */
     int write_through;   /* the run's write_through */
+    int prefetch;        /* the run's prefetch */
 } Hook;
 
 enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY };
@@ -84,6 +85,7 @@ static int run_hooked(TestCtx *t, const char *policy, Hook *h, int check, KvErr 
     check_config(&c);
     c.evict_each_turn = h->evict_each_turn;
     c.write_through = h->write_through;
+    c.prefetch = h->prefetch;
     SimWorld w;
     if (sim_world_open(&w, &c, e) != 0) {
         CHECK_MSG(0, "%s", e->msg);
@@ -110,16 +112,19 @@ TEST(sim_check_walker_finds_nothing_in_real_runs)
     }
 }
 
-/* write-through copies in the SSD tier below DRAM, demotions onto them */
-TEST(sim_check_walker_finds_nothing_in_write_through_runs)
+/* write-through copies in the SSD tier below DRAM, demotions onto them; prefetches up to DRAM (alone
+ * and with write-through: the state left below stays as a copy) */
+TEST(sim_check_walker_finds_nothing_in_write_through_and_prefetch_runs)
 {
     static const char *pols[] = {"kv-offload", "hcache", "cake", "cacheflow", "kv-quant"};
-    for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
-        Hook h = {.write_through = 1};
+    for (size_t i = 0; i < 3 * sizeof pols / sizeof pols[0]; i++) {
+        int k = (int)(i / (sizeof pols / sizeof pols[0]));
+        Hook h = {.write_through = k != 1, .prefetch = k >= 1};
         KvErr e = {{0}};
-        int rc = run_hooked(t, pols[i], &h, 1, &e);
-        CHECK_MSG(rc == 0, "%s: %s", pols[i], e.msg);
-        CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pols[i], h.boundaries);
+        const char *pol = pols[i % (sizeof pols / sizeof pols[0])];
+        int rc = run_hooked(t, pol, &h, 1, &e);
+        CHECK_MSG(rc == 0, "%s (write_through %d, prefetch %d): %s", pol, h.write_through, h.prefetch, e.msg);
+        CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pol, h.boundaries);
     }
 }
 

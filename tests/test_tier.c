@@ -4,6 +4,7 @@
  * and counted (capacity); SAVE_DIRECT's small writes on the critical path cost the TBT the HCache
  * paper reports. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/engine/engine_int.h"
@@ -387,4 +388,88 @@ TEST(tier_write_amplification_absent_without_saves)
     CHECK_NEAR(res.tier_written_bytes[TIER_DRAM], 0, 0, 0);
     sim_result_free(&res);
     sim_world_close(&w);
+}
+
+/* prefetch: s0's state goes to the SSD when s1's turn (30 s) fills DRAM; s0's second turn comes
+ * `gap_s` after s1's. With big_dram nothing is demoted (the DRAM-read reference). The SSD's read
+ * rate (bytes per ns, one drive) and latency come back in rate_r, lat_r. */
+static void pf_run(TestCtx *t, int gap_s, int prefetch, int64_t lead_ns, int big_dram, Rows *rows, SimResult *out, double *rate_r,
+                   double *lat_r)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+             "s0,0,0,8000,1,0\ns1,0,30,8000,1,0\ns0,1,%d,32,1,8001\n",
+             30 + gap_s);
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
+    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "pf.csv", text));
+    simtest_set(t, &c, "store", "dram,ssd");
+    c.prefetch = prefetch;
+    c.prefetch_lead_ns = lead_ns;
+    c.dram_bytes = big_dram ? 60000000000ULL : 6000000000ULL; /* 6 GB: one session's state (4.2 GB), not two */
+    c.n_ssd = 1;
+    c.state_ttl_ns = 0;
+    SimWorld w;
+    KvErr e;
+    memset(out, 0, sizeof *out);
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+    *rate_r = (double)sd->read_bytes_per_s / 1e9;
+    *lat_r = (double)sd->read_latency_ns;
+    memset(rows, 0, sizeof *rows);
+    sim_test_set_hook(NULL, NULL, 1);
+    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
+    sim_test_set_hook(NULL, NULL, 0);
+    sim_world_close(&w);
+}
+
+static int64_t pf_ttft(const Rows *rows, const char **from)
+{
+    for (int i = 0; i < rows->n; i++)
+        if (rows->rows[i].turn == 1) {
+            *from = rows->rows[i].restore_from;
+            return rows->rows[i].ttft_ns;
+        }
+    *from = "?";
+    return -1;
+}
+
+/* A state on the SSD and a think time longer than its read: prefetched during the think time, the
+ * restoration reads DRAM (the TTFT of a state never demoted). A lead shorter than the read: the
+ * restoration waits for the rest of the move (read time − lead) and then reads DRAM: a TTFT between
+ * that and the SSD read's. Without prefetch it reads the SSD. */
+TEST(tier_prefetch_during_think_time_closed_form)
+{
+    Rows rows;
+    SimResult res;
+    double rate_r, lat_r;
+    const char *from;
+    pf_run(t, 30, 0, 0, 1, &rows, &res, &rate_r, &lat_r); /* the DRAM reference */
+    int64_t dram = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    sim_result_free(&res);
+    pf_run(t, 30, 0, 0, 0, &rows, &res, &rate_r, &lat_r); /* demoted, no prefetch */
+    int64_t ssd = pf_ttft(&rows, &from);
+    CHECK_STR(from, "ssd");
+    CHECK_EQ_I((long long)res.prefetched, 0);
+    sim_result_free(&res);
+    pf_run(t, 30, 1, 0, 0, &rows, &res, &rate_r, &lat_r); /* prefetched in time (lead: the read's own time) */
+    int64_t early = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    CHECK_EQ_I((long long)res.prefetched, 1);
+    CHECK_EQ_I((long long)early, (long long)dram);
+    double moved = res.ch_bytes[CH_SSD][CH_READ]; /* the prefetch's read, the only one */
+    CHECK(moved > 4e9);
+    int64_t t_read = (int64_t)ceil(moved / rate_r + lat_r - 1e-9);
+    sim_result_free(&res);
+    int64_t lead = t_read / 4;
+    pf_run(t, 30, 1, lead, 0, &rows, &res, &rate_r, &lat_r); /* a quarter of the read overlaps the think time */
+    int64_t late = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    CHECK_EQ_I((long long)res.prefetched, 1);
+    CHECK_MSG(dram < late && late < ssd, "TTFT %lld ns, between %lld (DRAM) and %lld (SSD)", (long long)late, (long long)dram, (long long)ssd);
+    CHECK_MSG(llabs(late - (t_read - lead + dram)) <= 1000, "TTFT %lld ns, the read's rest %lld + DRAM's %lld", (long long)late,
+              (long long)(t_read - lead), (long long)dram);
+    sim_result_free(&res);
 }

@@ -287,6 +287,11 @@ static const CfgKey g_keys[] = {
     NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
     NUMK("promote", CT_BOOL, promote, "false", 0, 1, 0, NULL,
          "a restoration that read a session's state from a lower tier moves it to the first (HiCache's copy up to host memory)"),
+    NUMK("prefetch", CT_BOOL, prefetch, "false", 0, 1, 0, NULL,
+         "a session's state below the first tier is moved up to it ahead of its next turn's known arrival "
+         "(AttentionStore's scheduler-aware fetching)"),
+    NUMK("prefetch_lead", CT_DUR, prefetch_lead_ns, "0 s", 0, MAX_DUR, 0, NULL,
+         "prefetch: start this long before the arrival (0: the move's own time at its tier's read rate)"),
     NUMK("write_through", CT_BOOL, write_through, "false", 0, 1, 0, NULL,
          "a save that lands in a tier is copied in the background to every tier below it, so a demotion writes nothing "
          "(false: write-back, a tier's state is written to the next one when it is demoted)"),

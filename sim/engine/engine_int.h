@@ -84,7 +84,7 @@
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
 
-enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
+enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM, EV_PREFETCH };
 /* the kinds of an iteration's items (IT_DECODE, IT_RECOMP, IT_NEW, IT_RESUME) are batch.h's */
 
 /* the request lifecycle (see the table above) */
@@ -153,6 +153,7 @@ struct Session {
     int64_t saved_tokens;      /* context positions [0, saved_tokens) whose state is in `tier` (linked) */
     double saved_bytes;
     int saving, spilling, loading;
+    int prefetching;           /* prefetch=true: its state is being moved up to the first tier (loads wait for it) */
     double save_acc;           /* bytes of the save in flight, summed over its units */
     double spill_bytes;        /* bytes counted in its list's spilling_bytes while spilling */
     int64_t issued_pos;        /* context positions whose save has been issued */
@@ -757,6 +758,12 @@ void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
 TierList *tier_list(Sim *sm, int replica, Tier t);
 void tier_touch(Sim *sm, Session *s);
 void tier_promote(Sim *sm, Session *s);
+/* prefetch=true: s's next turn arrives at t_ns (known now): its state, if below the first tier then,
+ * starts moving up prefetch_lead before (EV_PREFETCH, the session's id) */
+void tier_prefetch_plan(Sim *sm, Session *s, int64_t t_ns);
+void tier_prefetch_fire(Sim *sm, uint64_t session_id);
+/* a restoration's load parked until s's prefetch has landed (tier_park's third kind) */
+#define TIER_WAIT_PREFETCH 2
 void tier_enforce_capacity(Sim *sm, Replica *rp);
 /* drop s's saved state if it was unused for state_ttl (counted as lost) */
 void tier_expire_session(Sim *sm, Session *s);

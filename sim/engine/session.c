@@ -221,6 +221,7 @@ void sess_free_all(Sim *sm)
             s->parked = nx;
         }
         free(s->pfx_names);
+        free(s->cp);
         free(s->name);
         free(s);
     }

@@ -182,6 +182,8 @@ typedef struct SimConfig {
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
     int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
     int write_through;          /* a save is copied down to every tier below the one it lands in (background) */
+    int prefetch;               /* a session's state below the first tier moves up to it before its next turn arrives */
+    int64_t prefetch_lead_ns;   /* prefetch: that long before the arrival (0: the move's own time at its tier's read rate) */
     int n_ssd;                  /* derived: -1 = the platform's */
     int n_cxl;                  /* CXL memory modules per host; derived: -1 = the platform's */
     char nic[64];               /* derived: "" = the platform's; "none": no remote store */
@@ -325,6 +327,7 @@ typedef struct SimResult {
     uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
     uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
     uint64_t promoted;            /* promote=true: sessions' states moved up to the first tier after a restoration read them */
+    uint64_t prefetched;          /* prefetch=true: sessions' states moved up to the first tier ahead of their next turn */
     /* the HBM prefix cache (prefix_cache=true and a trace that names blocks; else all 0 and
      * prefix_named 0): requests whose context named blocks, restorations whose whole history was
      * found there (hits_prefix), requests that took a cached prefix and the context tokens they did not
@@ -349,7 +352,7 @@ typedef struct SimResult {
      * of full-drive writes) is written at that rate (NAN when the catalog rates no endurance or
      * nothing was written) */
     double ssd_dwpd, ssd_life_years;
-    /* bytes written into each tier (saves, demotions, write-through copies, promotions; NAN for a tier
+    /* bytes written into each tier (saves, demotions, write-through copies, promotions, prefetches; NAN for a tier
      * that is off), the bytes the policy saved (saves and direct saves), and each tier's write
      * amplification: written ÷ saved (NAN where off or nothing was saved) */
     double tier_written_bytes[SIM_TIERS];

@@ -61,7 +61,7 @@ static void tier_link(Sim *sm, Session *s, Tier t)
 }
 
 /* a save, spill, load or write-through copy of s is in flight: its state stays where it is */
-static int tier_busy(const Session *s) { return s->spilling || s->loading || s->saving || (s->cp && s->cp->inflight); }
+static int tier_busy(const Session *s) { return s->spilling || s->loading || s->saving || s->prefetching || (s->cp && s->cp->inflight); }
 
 /* ---- write_through=true: whole copies of a session's state in the tiers below the one holding it ---- */
 
@@ -166,7 +166,7 @@ static void tier_unpark(Sim *sm, Session *s, int st)
     int64_t now = sim_now(sm);
     for (Unit **pp = &s->parked; *pp;) {
         Unit *u = *pp;
-        if (u->stage != st || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
+        if (u->stage != st || u->wait_land == TIER_WAIT_PREFETCH || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
             pp = &u->next;
             continue;
         }
@@ -179,6 +179,25 @@ static void tier_unpark(Sim *sm, Session *s, int st)
     }
 }
 
+/* s's state moves up from its tier to `to` (a promotion, a prefetch): written there; with
+ * write_through the state left below stays as a whole copy */
+static void tier_move_up(Sim *sm, Session *s, Tier to)
+{
+    Tier from = s->tier;
+    tier_unlink(sm, s);
+    tier_link(sm, s, to);
+    metrics_on_tier_written(sm, to, s->saved_bytes);
+    if (!sm->cfg->write_through || s->saved_bytes <= 0) return;
+    if (!s->cp && !(s->cp = sim_zalloc(sizeof *s->cp))) {
+        sim_fail(sm, "out of memory");
+        return;
+    }
+    TierList *tl = tier_list(sm, s->replica, from);
+    s->cp->bytes[from] = s->cp->issued[from] = s->saved_bytes;
+    tl->copy_bytes += s->saved_bytes;
+    LRU_APPEND(tl->chead, tl->ctail, s, cp->prev[from], cp->next[from]);
+}
+
 /* promote=true: the last load of a restoration from s's state has arrived; a state below the first
  * tier moves up to it (its bytes crossed host memory on their way to the GPU: no transfer of its
  * own), the first tier's LRU sessions going down the chain as a save would send them */
@@ -186,22 +205,81 @@ void tier_promote(Sim *sm, Session *s)
 {
     Tier first = sm->save_first;
     if (!sm->cfg->promote || s->tier == TIER_NONE || s->tier == first || tier_busy(s)) return;
-    Tier from = s->tier;
-    tier_unlink(sm, s);
-    tier_link(sm, s, first);
+    tier_move_up(sm, s, first);
     sm->res->promoted++;
-    metrics_on_tier_written(sm, first, s->saved_bytes);
-    if (sm->cfg->write_through && s->saved_bytes > 0) { /* the state left below is a whole copy now */
-        if (!s->cp && !(s->cp = sim_zalloc(sizeof *s->cp))) {
-            sim_fail(sm, "out of memory");
-            return;
-        }
-        TierList *tl = tier_list(sm, s->replica, from);
-        s->cp->bytes[from] = s->cp->issued[from] = s->saved_bytes;
-        tl->copy_bytes += s->saved_bytes;
-        LRU_APPEND(tl->chead, tl->ctail, s, cp->prev[from], cp->next[from]);
-    }
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* ---- prefetch=true: a state moved up to the first tier ahead of its session's next turn ---- */
+
+void tier_prefetch_plan(Sim *sm, Session *s, int64_t t_ns)
+{
+    Tier first = sm->save_first;
+    if (!sm->cfg->prefetch || sm->tiers[first].spill_to == TIER_NONE) return;
+    int64_t lead = sm->cfg->prefetch_lead_ns;
+    if (lead <= 0) { /* the move's own time: its bytes (its saves in flight included) at the read rate of
+                      * the tier holding them, or of the second tier while they are still in the first */
+        Tier src = s->tier != TIER_NONE && s->tier != first ? s->tier : sm->tiers[first].spill_to;
+        int in = tier_table[src].in_hop;
+        double bytes = (double)s->issued_pos * sm->save_bpt;
+        lead = in >= 0 && sm->hop_rate[in] > 0 ? (int64_t)ceil(bytes / sm->hop_rate[in]) + sm->hop_lat[in] : 0;
+    }
+    int64_t at = t_ns - lead;
+    sim_push(sm, at > sim_now(sm) ? at : sim_now(sm), EV_PREFETCH, NULL, (int64_t)s->id);
+}
+
+/* the parked loads of a restoration admitted while s's state was on its way up: sent (from the first tier) */
+static void tier_unpark_prefetch(Sim *sm, Session *s)
+{
+    for (Unit **pp = &s->parked; *pp;) {
+        Unit *u = *pp;
+        if (u->wait_land != TIER_WAIT_PREFETCH) {
+            pp = &u->next;
+            continue;
+        }
+        *pp = u->next;
+        u->next = NULL;
+        u->r->parked_units--;
+        ch_enqueue(sm, u);
+    }
+}
+
+static void prefetch_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    unit_free(sm, u);
+    s->prefetching = 0;
+    tier_move_up(sm, s, sm->save_first);
+    sm->res->prefetched++;
+    if (s->parked) tier_unpark_prefetch(sm, s);
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* the time planned for a session's prefetch: its state, if still below the first tier, idle (no save,
+ * load, demotion or copy of it in flight) and not resident in HBM, is read out of its tier over that
+ * tier's link and written into the first (a background transfer, queued as a demotion is) */
+void tier_prefetch_fire(Sim *sm, uint64_t session_id)
+{
+    Session *s = sess_peek(sm, session_id);
+    Tier first = sm->save_first;
+    if (!s || s->tier == TIER_NONE || s->tier == first || tier_busy(s) || s->resident_tokens >= s->saved_tokens) return;
+    int in = tier_table[s->tier].in_hop, out = tier_table[first].out_hop;
+    if (in < 0) return; /* (below the first tier every row has a link) */
+    Unit *u = unit_new(sm);
+    if (!u) return;
+    Replica *vr = &sm->rep[s->replica];
+    u->s = s;
+    u->kind = U_SPILL;
+    u->done = prefetch_done;
+    u->tier = first;
+    u->tier_from = s->tier;
+    int h = 0;
+    u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = s->saved_bytes;
+    u->read_hops = h;
+    if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = s->saved_bytes;
+    u->nhops = h;
+    s->prefetching = 1;
+    ch_enqueue(sm, u);
 }
 
 /* the session's saved state is gone (why: LOST_TTL or LOST_CAPACITY); never called while a save,
