@@ -306,6 +306,9 @@ static const CfgKey g_keys[] = {
          "the remote store's capacity, shared by the replicas, e.g. 100 GB (0: the platform's; unlimited when it gives none)"),
     STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
     NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
+    NUMK("ssd_capacity", CT_SIZE, ssd_bytes, "0 B", 0, 1e18, 0, NULL,
+         "the SSD tier's capacity per host, e.g. 100 GB (a cache on the array, as KVBM's DYN_KVBM_DISK_CACHE_GB; "
+         "0: the drives' whole capacity)"),
     STRK("cxl", cxl, "platform", 0, "platform", "CXL memory module (kvsim list cxl; 'platform': the platform's)"),
     NUMK("n_cxl", CT_INT, n_cxl, "platform", 0, 1024, 0, "platform",
          "CXL memory modules per host, the cxl tier of a store ('platform': the platform's; 0: none)"),

@@ -180,6 +180,7 @@ typedef struct SimConfig {
     SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
     uint64_t dram_bytes;        /* derived: 0 = the platform's */
     uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
+    uint64_t ssd_bytes;         /* the SSD tier's capacity per host; 0: the drives' (n_ssd × capacity) */
     int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
     int write_through;          /* a save is copied down to every tier below the one it lands in (background) */
     int prefetch;               /* a session's state below the first tier moves up to it before its next turn arrives */
