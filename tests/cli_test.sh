@@ -52,7 +52,7 @@ expect 2 "prefetch takes true or false" "$B"/kvsim run --dry-run --policy kv-off
 contains "the refusal names prefetch and the value" "prefetch: expected true or false, got 'often'"
 expect 2 "prefetch_lead refuses a negative time" "$B"/kvsim run --dry-run --policy kv-offload --set prefetch_lead=-2s
 contains "the refusal names prefetch_lead and why" "prefetch_lead: expected a duration with a unit such as \"5 us\", got \"-2s\" (negative values are not allowed"
-expect 0 "prefetch over dram,ssd" "$B"/kvsim run --policy kv-offload --requests 300 --platform h200 --set store=dram,ssd --set "dram=8 GB" --set n_ssd=1 --set prefetch=true --quiet --out "$tmp/pf1"
+expect 0 "prefetch over dram,ssd" "$B"/kvsim run --config configs/default.json --policy kv-offload --requests 300 --platform h200 --set store=dram,ssd --set "dram=8 GB" --set n_ssd=1 --set prefetch=true --quiet --out "$tmp/pf1"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['saved_state']['prefetched'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/pf1/summary.json"; then ok "prefetch: states moved up ahead of their turns, none read from the SSD"; else bad "prefetch: states moved up ahead of their turns, none read from the SSD"; fi
 expect 1 "ssd_capacity larger than the array is refused" "$B"/kvsim run --policy kv-offload --requests 20 --platform h200 --set store=dram,ssd --set n_ssd=1 --set "ssd_capacity=100 TB" --quiet --out "$tmp/ssdcap"
 contains "the refusal names ssd_capacity and the array" "ssd_capacity 100000 GB: more than the array holds (1 × CM7 of 7680 GB)"

@@ -215,7 +215,7 @@ void tier_promote(Sim *sm, Session *s)
 void tier_prefetch_plan(Sim *sm, Session *s, int64_t t_ns)
 {
     Tier first = sm->save_first;
-    if (!sm->cfg->prefetch || sm->tiers[first].spill_to == TIER_NONE) return;
+    if (!sm->cfg->prefetch || sm->tiers[first].spill_to == TIER_NONE || (s->tier == TIER_NONE && s->issued_pos == 0)) return;
     int64_t lead = sm->cfg->prefetch_lead_ns;
     if (lead <= 0) { /* the move's own time: its bytes (its saves in flight included) at the read rate of
                       * the tier holding them, or of the second tier while they are still in the first */
@@ -256,13 +256,13 @@ static void prefetch_done(Sim *sm, Unit *u)
 }
 
 /* the time planned for a session's prefetch: its state, if still below the first tier, idle (no save,
- * load, demotion or copy of it in flight) and not resident in HBM, is read out of its tier over that
+ * load, demotion or copy of it in flight) and without KV in HBM (that would serve the turn), is read out of its tier over that
  * tier's link and written into the first (a background transfer, queued as a demotion is) */
 void tier_prefetch_fire(Sim *sm, uint64_t session_id)
 {
     Session *s = sess_peek(sm, session_id);
     Tier first = sm->save_first;
-    if (!s || s->tier == TIER_NONE || s->tier == first || tier_busy(s) || s->resident_tokens >= s->saved_tokens) return;
+    if (!s || s->tier == TIER_NONE || s->tier == first || tier_busy(s) || s->resident_tokens > 0) return;
     int in = tier_table[s->tier].in_hop, out = tier_table[first].out_hop;
     if (in < 0) return; /* (below the first tier every row has a link) */
     Unit *u = unit_new(sm);
