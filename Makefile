@@ -133,7 +133,7 @@ LIB       := $(BUILD)/libkvsim.a
 # in the simulator would fail to link instead of pulling CUDA in)
 CUDA_LIB  := $(if $(CU_OBJ),$(BUILD)/libkvcuda.a,)
 EMBEDDED  := configs/models.json configs/hardware.json $(sort $(wildcard configs/scenarios/*.json)) \
-             $(sort $(wildcard configs/claims/*.json))
+             $(sort $(wildcard configs/claims/*.json)) $(sort $(wildcard results/costmodels/*.sql))
 DEFAULT_POLICIES ?= all
 
 #   (make reproduce: every published claim of configs/claims/, report in results/reproduce/)
@@ -169,7 +169,7 @@ $(BUILD)/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(CONFIG_STAMP)
+$(BUILD)/%.cu.o: %.cu $(wildcard kernels/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -184,7 +184,7 @@ $(BUILD)/gen/gitrev.c: FORCE
 FORCE:
 
 # Catalogs are compiled into the binaries so they run from anywhere; --models/--hardware override.
-$(BUILD)/gen/embedded.c: $(EMBEDDED) tools/embed.sh
+$(BUILD)/gen/embedded.c: $(EMBEDDED) tools/embed.sh Makefile
 	@mkdir -p $(dir $@)
 	bash tools/embed.sh $@ $(EMBEDDED)
 

@@ -26,6 +26,7 @@
 #include "sim/catalog/hw.h"
 #include "sim/catalog/model.h"
 #include "sim/base/limits.h"
+#include "sim/base/memdev.h"
 #include "sim/base/util.h"
 
 /* How the state of one layer of the (non-token-recomputed part of the) history comes back. */
@@ -37,12 +38,21 @@ typedef enum LayerMode {
 } LayerMode;
 
 /* The places saved state lives below HBM, in the order results list them (restore_from, bytes,
- * peak occupancy). A tier's engine row is sim/engine/tier.c's tier_table; its name is here so that
+ * peak occupancy): host DRAM, the memory devices (sim/base/memdev.h's rows), the SSD array, the
+ * remote store. A tier's engine row is sim/engine/tier.c's tier_table; its name is here so that
  * policies, the engine and every output spell it the same way. */
-typedef enum Tier { TIER_NONE = 0, TIER_DRAM, TIER_CXL, TIER_SSD, TIER_REMOTE, TIER_COUNT } Tier;
+#define TIER_MEMDEV_ENUM_(ID, KEY, WHAT, WHATS) TIER_##ID,
+typedef enum Tier { TIER_NONE = 0, TIER_DRAM, KV_MEMDEV_ROWS(TIER_MEMDEV_ENUM_) TIER_SSD, TIER_REMOTE, TIER_COUNT } Tier;
+/* the memory device of tier t (its MEMDEV_ index), -1 for another tier */
+static inline int tier_memdev(Tier t)
+{
+    return t > TIER_DRAM && t < TIER_DRAM + 1 + KV_MEMDEVS ? (int)t - (TIER_DRAM + 1) : -1;
+}
+static inline Tier tier_of_memdev(int m) { return (Tier)(TIER_DRAM + 1 + m); }
 static inline const char *tier_name(Tier t)
 {
-    static const char *const names[TIER_COUNT] = {[TIER_NONE] = "none", [TIER_DRAM] = "dram", [TIER_CXL] = "cxl", [TIER_SSD] = "ssd", [TIER_REMOTE] = "remote"};
+    static const char *const names[TIER_COUNT] = {[TIER_NONE] = "none", [TIER_DRAM] = "dram", [TIER_SSD] = "ssd", [TIER_REMOTE] = "remote"};
+    if (tier_memdev(t) >= 0) return kv_memdev_row(tier_memdev(t))->key;
     return t >= TIER_NONE && t < TIER_COUNT ? names[t] : "?";
 }
 

@@ -78,8 +78,8 @@ static const Metric k_rows[] = {
      .outputs = ALL_POINT | METRIC_REPL, .headline = 13, .key = "restore_throughput_tokens_per_s", .header = "restore tokens/s",
      .show = MS_COUNT, .samples = MN_RESTORED, .target = "restore_throughput"},
     U64("restored_tokens", "tokens", restored_tokens),
-    U64("saved_state.promoted", "count", promoted),
-    U64("saved_state.prefetched", "count", prefetched),
+#define COUNTER_ROW_(field, path, help) U64(path, "count", field),
+    SIM_COUNTER_ROWS(COUNTER_ROW_)
     SHARE_H("restore_from_share.resident", hits_resident),
     {.name = "restore_from_share.%s", .each = METRIC_EACH_TIER, .unit = "share", .read = MR_SHARE, .off = OFF(hits_tier),
      .denom = MD_WITH_HISTORY, .outputs = ALL_POINT | METRIC_CHECK, .samples = MN_WITH_HISTORY, .tol_abs = 0.01},

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "results/digest.h"
+#include "sim/cost/store.h"
 #include "results/metric.h"
 #include "results/replications.h"
 
@@ -435,10 +436,10 @@ static int catalog_hash(const char *name, const char *origin, char hex[DIGEST_HE
     }
     size_t ol = strlen(origin), sl = strlen(" (embedded)");
     if (ol > sl && !strcmp(origin + ol - sl, " (embedded)")) {
-        size_t len = 0;
-        const char *emb = kv_embedded(name, &len);
-        if (!emb) return kv_err(e, "%s: no embedded copy to hash", name);
-        return digest_sha256_hex(emb, len, hex, e);
+        const char *sum = kv_embedded_sha256(name); /* (hashed when the binary was built) */
+        if (!sum) return kv_err(e, "%s: no embedded copy to hash", name);
+        snprintf(hex, DIGEST_HEX_LEN, "%s", sum);
+        return 0;
     }
     return digest_sha256_file_hex(origin, hex, e);
 }
@@ -465,7 +466,13 @@ cJSON *report_input_hashes(const SimWorld *w, KvErr *e)
     cJSON_AddStringToObject(o, "model_catalog", hex);
     if (catalog_hash("configs/hardware.json", w->hw.origin, hex, e) != 0) goto fail;
     cJSON_AddStringToObject(o, "hardware_catalog", hex);
-    if (strcmp(c->costs, "spec") != 0) {
+    char dump[512];
+    size_t dump_len = 0;
+    const char *dump_text = store_committed_dump(c->costs, dump, sizeof dump, &dump_len);
+    if (dump_text) { /* a committed store: the dump it was loaded from */
+        if (digest_sha256_hex(dump_text, dump_len, hex, e) != 0) goto fail;
+        cJSON_AddStringToObject(o, "cost_store", hex);
+    } else if (strcmp(c->costs, "spec") != 0) {
         if (digest_sha256_file_hex(c->costs, hex, e) != 0) goto fail;
         cJSON_AddStringToObject(o, "cost_store", hex);
     } else {

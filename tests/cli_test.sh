@@ -41,7 +41,7 @@ expect 2 "list unknown catalog" "$B"/kvsim list nonsense
 expect 0 "list cxl" "$B"/kvsim list cxl
 contains "list cxl has Micron's CZ120" "CZ120"
 expect 1 "a store with CXL memory on a platform without it" "$B"/kvsim run --policy kv-offload --requests 20 --set store=dram,cxl --quiet --out "$tmp/cxl0"
-contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory (set n_cxl"
+contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory modules (set n_cxl"
 expect 0 "a store with CXL memory" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,cxl,ssd --set n_cxl=1 --set "dram=1 GB" --set evict_each_turn=true --quiet --out "$tmp/cxl1"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['restore_from']['cxl'] > 0 and p['bytes']['cxl_read'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/cxl1/summary.json"; then ok "restorations read the CXL memory, none the SSD behind it"; else bad "restorations read the CXL memory, none the SSD behind it"; fi
 expect 2 "write_through takes true or false" "$B"/kvsim run --dry-run --policy kv-offload --set write_through=maybe
@@ -359,6 +359,35 @@ contains "import-profile says what it read" "run 1: 24 measured points (RTX4090,
 expect 0 "kvcal import-profile of the same bundle again" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json
 contains "import-profile twice adds nothing" "already in $tmp/ip.db as run 1; nothing added"
 expect 0 "kvsim reads an imported measured store" "$B"/kvsim run --policy recompute --costs "$tmp/ip.db" --platform rtx4090 --model Llama-3.1-8B --dtype bf16 --requests 5 --quiet --out "$tmp/ip-run"
+# the committed stores by name: listed, loaded into memory, the same run as on an imported copy
+expect 0 "list costmodels" "$B"/kvsim list costmodels
+contains "list costmodels names the RTX PRO 6000 store" "measured:rtxpro6000-Llama-3.1-8B"
+contains "list costmodels gives its GPU, model and TP degrees" "gpu RTXPRO6000; model Llama-3.1-8B bf16; tp 1,2"
+contains "list costmodels gives the source and licence" "casys-kaist/LLMServingSim@5daddb21a545 (licence MIT)"
+contains "list costmodels says what comes from the catalog" "from the catalog (spec roofline, not measured): gemm_kv_proj h2d"
+contains "list costmodels lists the spec dumps" "spec:hcache-a100-Llama-2-7B-tp1"
+pro=(--policy recompute --hardware data/profiles/hardware-rtxpro6000.json --platform rtxpro6000 --model Llama-3.1-8B --dtype bf16 --requests 20 --quiet)
+expect 0 "--costs measured:NAME runs on the committed store" "$B"/kvsim run "${pro[@]}" --costs measured:rtxpro6000-Llama-3.1-8B --out "$tmp/cm1"
+"$B"/kvcal import --db "$tmp/cm.db" results/costmodels/measured-rtxpro6000-Llama-3.1-8B.sql >/dev/null 2>&1
+expect 0 "the same run on an imported copy of the dump" "$B"/kvsim run "${pro[@]}" --costs "$tmp/cm.db" --out "$tmp/cm2"
+if [ -s "$tmp/cm1/requests.csv" ] && cmp -s "$tmp/cm1/requests.csv" "$tmp/cm2/requests.csv"; then ok "measured:NAME and its imported copy give the same requests"; else bad "measured:NAME and its imported copy give the same requests"; fi
+if grep -q '"cost_model":.*"measured:rtxpro6000-Llama-3.1-8B (runs 1, 2, 4)"' "$tmp/cm1/summary.json" &&
+   grep -q "\"cost_store\":.*\"$(sha256sum < results/costmodels/measured-rtxpro6000-Llama-3.1-8B.sql | cut -c1-64)\"" "$tmp/cm1/summary.json"; then
+  ok "summary names the committed store and hashes its dump"; else bad "summary names the committed store and hashes its dump"; fi
+expect 0 "--costs spec:NAME runs on a committed spec dump" "$B"/kvsim run --policy recompute --requests 20 --quiet --costs spec:hcache-a100-Llama-2-7B-tp1 --out "$tmp/cm3"
+expect 1 "--costs measured: with an unknown name" "$B"/kvsim run --policy recompute --requests 20 --quiet --costs measured:nope --out "$tmp/cm4"
+contains "an unknown name is refused with the names" "costs 'measured:nope': no committed cost store of that name (the committed ones: measured:a100-Llama-2-7B,"
+expect 1 "a committed store of another GPU and model is refused" "$B"/kvsim run --policy recompute --requests 20 --quiet --costs measured:rtxpro6000-Llama-3.1-8B --out "$tmp/cm5"
+contains "the refusal names the run's GPU and model" "measured:rtxpro6000-Llama-3.1-8B: no cost curves for device 'A100-40GB', model 'Llama-2-7B', fp16, tp 1"
+contains "the refusal names the store's GPU and model" "run 1: RTXPRO6000 Llama-3.1-8B bf16 tp1 (measured)"
+# the KV pool given as a block count (vLLM's num_gpu_blocks): it replaces the pool from memory, and must fit there
+expect 0 "num_gpu_blocks sets the KV pool" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=1000 --set block_tokens=32 --out "$tmp/ngb1"
+if grep -q '"hbm_pool_tokens":[[:space:]]*32000,' "$tmp/ngb1/summary.json"; then ok "num_gpu_blocks × block_tokens is the pool"; else bad "num_gpu_blocks × block_tokens is the pool"; fi
+expect 1 "num_gpu_blocks beyond the memory beside the weights" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=200000 --out "$tmp/ngb2"
+contains "the refusal names the pool, the memory and the weights" "num_gpu_blocks 200000 (× block_tokens 16 = 3200000 tokens, 1677.72 GB of KV per GPU) does not fit on A100-40GB beside Llama-2-7B's weights: 40.0 GB × mem_util 0.90 − weights 13.48 GB leaves 22.52 GB"
+expect 1 "num_gpu_blocks that fits at mem_util 0.9 but not at 0.5 (mem_util bounds it)" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=2000 --set mem_util=0.5 --out "$tmp/ngb3"
+contains "mem_util's bound is named" "× mem_util 0.50"
+expect 0 "the same num_gpu_blocks at mem_util 0.9" "$B"/kvsim run --policy recompute --requests 20 --quiet --set num_gpu_blocks=2000 --out "$tmp/ngb4"
 mkdir -p "$tmp/ipbad"; printf 'layer,tokens,time_us\nqkv_proj,1,35\nqkv_proj,2,x\n' > "$tmp/ipbad/dense.csv"
 sed 's/"files": \[.*\]/"files": ["dense.csv"]/' tests/fixtures/profiles/lss/profile.json > "$tmp/ipbad/profile.json"
 expect 1 "kvcal import-profile refuses a bad value" "$B"/kvcal import-profile --db "$tmp/ipbad.db" "$tmp/ipbad/profile.json"
@@ -1691,6 +1720,14 @@ PY
   ); then ok "oracle: no policy below the bound on $s"; else bad "oracle: $s: $msg"; fi
   grep -q "^oracle bound: mean .* ms, p99 .* ms (without prefetch: .* ms, .* ms); policy ÷ oracle (mean TTFT): " "$tmp/orc-$s.out" || bad "oracle: compare --scenario $s prints no oracle line"
 done
+
+# decode runs that go on across other replicas' events (iteration.c, run_go_on) against every run
+# ending at the next event of any replica (KVSIM_DECODE_RUNS_GO_ON=0): the same results on 8 replicas
+if SAME_REPLICAS_REQUESTS=300 bash tools/same_results_replicas.sh "$B"/kvsim - "$tmp/srr" >"$tmp/out" 2>&1; then
+  ok "decode runs across replicas' events: results identical (tools/same_results_replicas.sh)"
+else
+  bad "decode runs across replicas' events change results"; grep DIFF "$tmp/out" | head -5 >&2
+fi
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -435,6 +435,24 @@ TEST(procpool_workers_and_a_dying_job)
     CHECK_MSG(distinct >= 1 && distinct <= 3, "%d processes ran 9 jobs in a pool of 3", distinct);
 }
 
+TEST(embedded_sha256_is_the_embedded_bytes_digest)
+{
+    char hex[DIGEST_HEX_LEN];
+    KvErr e;
+    int n = kv_embedded_count();
+    CHECK(n > 0);
+    for (int i = 0; i < n; i++) {
+        const char *name = kv_embedded_name(i), *sum = kv_embedded_sha256(name);
+        size_t len = 0;
+        const char *bytes = kv_embedded(name, &len);
+        CHECK_MSG(bytes && sum, "%s: embedded without its digest", name);
+        if (!bytes || !sum) continue;
+        CHECK(digest_sha256_hex(bytes, len, hex, &e) == 0);
+        CHECK_MSG(!strcmp(hex, sum), "%s: digest %s, built-in %s", name, hex, sum);
+    }
+    CHECK(kv_embedded_sha256("configs/none.json") == NULL);
+}
+
 TEST(digest_sha256_known_values)
 {
     char hex[DIGEST_HEX_LEN];

@@ -46,7 +46,7 @@ static void check_offload(TestCtx *t, int64_t n0, int64_t n1, const char *platfo
             other = t_ssd > t_h2d ? t_h2d : t_ssd;
         }
         if (!strcmp(want_from, "cxl")) { /* likewise over the CXL link, the modules interleaved */
-            const CxlSpec *x = &w.hw.cxls[0];
+            const MemdevSpec *x = &w.hw.memdevs[MEMDEV_CXL][0];
             double t_cxl = (double)x->latency_ns + per_layer / (x->read_bytes_per_s * 2) * 1e9;
             t_io = t_cxl > t_h2d ? t_cxl : t_h2d;
             other = t_cxl > t_h2d ? t_h2d : t_cxl;
@@ -136,7 +136,7 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
                     load = s > h ? K * s + h : s + K * h;
                 }
                 if (!strcmp(want_from, "cxl")) {
-                    const CxlSpec *x = &w.hw.cxls[0];
+                    const MemdevSpec *x = &w.hw.memdevs[MEMDEV_CXL][0];
                     double s = (double)x->latency_ns + bytes / x->read_bytes_per_s * 1e9;
                     load = s > h ? K * s + h : s + K * h;
                 }

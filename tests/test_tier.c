@@ -207,14 +207,14 @@ static const char *chain_run(TestCtx *t, const char *store, int K, int row, int 
     simtest_set(t, &c, "store", store);
     c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
     c.n_ssd = 1;
-    c.n_cxl = 1;
+    c.n_memdev[MEMDEV_CXL] = 1;
     c.state_ttl_ns = 0;
     c.promote = promote;
     SimWorld w;
     KvErr e;
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
     w.hw.ssds[w.platform->ssd].capacity_bytes = 6000000000ULL; /* likewise */
-    w.hw.cxls[0].capacity_bytes = 6000000000ULL;
+    w.hw.memdevs[MEMDEV_CXL][0].capacity_bytes = 6000000000ULL;
     w.hw.platforms[w.platform - w.hw.platforms].remote_bytes = 6000000000ULL; /* and the remote store */
     memset(out_rows, 0, sizeof *out_rows);
     CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, out_rows, NULL, NULL, out, &e) == 0, "%s", e.msg);

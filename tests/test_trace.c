@@ -1450,3 +1450,43 @@ TEST(trace_multiturn_rounds_grow_the_history)
     }
     free(a.r);
 }
+
+/* swebench: every call's context starts with the harness's system prompt, the same for every
+ * session: its whole 16-token blocks (129 tokens: 8; a larger prompt: more, up to what the context
+ * holds) named alike on every request; the token counts are those of the generator without names */
+TEST(trace_swebench_names_one_shared_system_prompt)
+{
+    static const struct {
+        int64_t prompt;
+        int want_blocks;
+    } cases[] = {{0, 8}, {1000, 62}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        TraceOptions o = topts("swebench");
+        o.max_requests = 400;
+        o.system_prompt_tokens = cases[k].prompt;
+        KvErr e;
+        TraceSource *ts = trace_open(&o, &e);
+        if (!ts) {
+            CHECK_MSG(0, "%s", e.msg);
+            return;
+        }
+        uint64_t first[64] = {0};
+        int n = 0, sessions = 0, fewer = 0;
+        TraceRequest r;
+        while (trace_next(ts, &r, &e) == 1) {
+            int64_t ctx = r.history_tokens + r.new_input_tokens;
+            int want = (int)((ctx < (cases[k].prompt ? cases[k].prompt : 129) ? ctx : (cases[k].prompt ? cases[k].prompt : 129)) / 16);
+            CHECK_EQ_I(r.n_prefix_blocks, want);
+            CHECK_EQ_I(r.prefix_block_tokens, 16);
+            fewer += want < cases[k].want_blocks;
+            if (n == 0) memcpy(first, r.prefix_blocks, (size_t)r.n_prefix_blocks * sizeof *first);
+            else if (r.n_prefix_blocks > 0) CHECK(memcmp(first, r.prefix_blocks, (size_t)r.n_prefix_blocks * sizeof *first) == 0);
+            sessions += r.turn == 0;
+            n++;
+        }
+        CHECK_EQ_I(n, 400);
+        CHECK_MSG(sessions > 5, "%d sessions", sessions);
+        CHECK_MSG(fewer < n / 10, "%d of %d requests with fewer than %d blocks", fewer, n, cases[k].want_blocks);
+        trace_close(ts);
+    }
+}

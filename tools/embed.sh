@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # embed.sh OUT.c FILE... — turn text files into C byte arrays (NUL-terminated) with a lookup table,
-# so the binaries carry their default catalogs. Uses od (coreutils) only.
+# so the binaries carry their default catalogs, with each file's SHA-256 (summary.json's input
+# hashes: computed here once rather than by every run). Uses od and sha256sum (coreutils) only.
 set -euo pipefail
 out=$1; shift
 tmp=$(mktemp "$out.XXXXXX")
@@ -22,6 +23,12 @@ tmp=$(mktemp "$out.XXXXXX")
     i=$((i+1))
   done
   echo "  if (len) *len = 0;"
+  echo "  return NULL;"
+  echo "}"
+  echo "const char *kv_embedded_sha256(const char *name) {"
+  for f in "$@"; do
+    echo "  if (strcmp(name, \"$f\") == 0) return \"$(sha256sum "$f" | cut -c1-64)\";"
+  done
   echo "  return NULL;"
   echo "}"
   echo "static const char *const emb_names[] = {"

@@ -53,6 +53,17 @@ def summary(vals):
             "p99": nearest_rank(s, 0.99)}
 
 
+def pool_blocks(meta):
+    """The real KV pool in blocks (vLLM's num_gpu_blocks, or the override it was given), None when the
+    metadata do not record it."""
+    kw = meta.get("engine_kwargs", {})
+    for where in (meta, kw):
+        for key in ("num_gpu_blocks", "num_gpu_blocks_override"):
+            if where.get(key) is not None:
+                return where[key]
+    return None
+
+
 def read_real(folder):
     """The real run: meta.json's settings and each request's metrics, keyed by its line index."""
     meta_path = os.path.join(folder, "meta.json")
@@ -68,6 +79,9 @@ def read_real(folder):
     for key in ("max_num_batched_tokens", "max_num_seqs", "tensor_parallel_size", "dtype"):
         if key not in kw:
             raise ReplayError(f"{meta_path}: engine_kwargs.{key}: missing")
+    blocks = pool_blocks(meta)
+    if blocks is not None and (not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 1):
+        raise ReplayError(f"{meta_path}: num_gpu_blocks: expected an integer >= 1, got {blocks!r}")
     reqs = []
     try:
         f = open(req_path)
@@ -131,6 +145,9 @@ def replay(spec, kvsim, kvcal, work):
            "--platform", spec["platform"], "--model", spec["model"], "--dtype", dtype,
            "--tp", str(kw["tensor_parallel_size"]), "--set", f"max_num_batched_tokens={kw['max_num_batched_tokens']}",
            "--set", f"max_num_seqs={kw['max_num_seqs']}"]
+    blocks = pool_blocks(meta)
+    if blocks is not None:  # the real run's KV pool; else kvsim sizes it from mem_util (vLLM's 0.9 default)
+        cmd += ["--set", f"num_gpu_blocks={blocks}", "--set", f"block_tokens={kw.get('block_size') or 16}"]
     if spec.get("hardware"):
         cmd += ["--hardware", spec["hardware"]]
     if spec.get("models"):
@@ -138,7 +155,7 @@ def replay(spec, kvsim, kvcal, work):
     res = {"name": spec["name"], "requests": len(reqs), "model": spec["model"], "platform": spec["platform"],
            "costs": spec["costs"], "settings": {"max_num_batched_tokens": kw["max_num_batched_tokens"],
                                                 "max_num_seqs": kw["max_num_seqs"], "tp": kw["tensor_parallel_size"],
-                                                "dtype": dtype}}
+                                                "dtype": dtype, "num_gpu_blocks": blocks}}
     per_request = []
     for label, extra in (("measured", ["--costs", db]), ("spec", [])):
         out = os.path.join(work, f"{spec['name']}-{label}")
@@ -205,7 +222,9 @@ def markdown(results):
         s = r["settings"]
         lines += [f"## {r['name']}", "",
                   f"{r['requests']} requests; {r['model']} ({s['dtype']}, tp {s['tp']}) on {r['platform']}; "
-                  f"max_num_batched_tokens {s['max_num_batched_tokens']}, max_num_seqs {s['max_num_seqs']}.",
+                  f"max_num_batched_tokens {s['max_num_batched_tokens']}, max_num_seqs {s['max_num_seqs']}; "
+                  + (f"KV pool num_gpu_blocks {s['num_gpu_blocks']} (the run's metadata)." if s.get("num_gpu_blocks") is not None
+                     else "KV pool from mem_util 0.9 (the run's metadata give no num_gpu_blocks)."),
                   f"Measured: {r['cost_model_measured']} ({r['costs']}). Spec: {r['cost_model_spec']}.", "",
                   "| metric | stat | real | sim, measured store | diff | sim, spec | diff |", "|---|---|---|---|---|---|---|"]
         for m in ("ttft", "tpot", "e2e"):

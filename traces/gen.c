@@ -42,7 +42,8 @@ static const GenSpec gen_specs[GEN_COUNT] = {
               "back to back, short answers with a per-document (task) scale",
      0.1, 0},
     {"swebench", "SWE-bench agent sessions fitted to swebench.csv: ~40 calls per session, history grows by each call's "
-                 "input and output, think time lognormal (median 4 s, p90 13 s)",
+                 "input and output, think time lognormal (median 4 s, p90 13 s); every call's context starts with the "
+                 "harness's 129-token system prompt, shared by all sessions (system_prompt_tokens)",
      0.080225, -1},
     {"shared-prefix", "SGLang's generated-shared-prefix benchmark: 64 groups, each with its own 2,048-token system "
                       "prompt (system_prompt_tokens, prompt_groups), a 128-token question and 256 output tokens per "
@@ -113,6 +114,14 @@ static const GenSpec gen_specs[GEN_COUNT] = {
 #define SW_THINK_MU 1.386294
 #define SW_THINK_SIGMA 0.919709
 #define SW_THINK_MAX_S 600.0
+/* swebench: the prefix every session's first call starts with, hence every call's context: the harness's
+ * system message (542 characters, the same in every trajectory) and the user message's opening
+ * "<pr_description>\n" (17) — mini-swe-agent's SWE-bench template, read from the 60 first trajectories
+ * of the source of swebench.csv (traces/data/README.md) — at the file's own 4.35 characters per token
+ * (the median over those sessions' first calls of characters ÷ new_input_tokens): 559 / 4.35 = 129.
+ * The rest of the first call (the task, then the template's instructions) differs per session. */
+#define SW_SYSTEM_PROMPT_TOKENS 129
+#define SW_NAME_SPACE 0x5357454245484e43ull /* keeps these names apart from other generators' and traces' */
 
 typedef struct Gen {
     TraceSource *src;
@@ -128,8 +137,8 @@ typedef struct Gen {
     int history_cut;        /* the history of the next turn was capped */
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
-    int64_t prompt_tokens;  /* shared-prefix: the system prompt's tokens, its groups, the group of the */
-    int groups, group;      /* current request and its prompt's block names */
+    int64_t prompt_tokens;  /* shared-prefix, swebench: the system prompt's tokens; shared-prefix: its */
+    int groups, group;      /* groups, the group of the current request; the prompt's block names */
     uint64_t *names;
     char session_id[48];    /* "NAME-N" of the current session, handed out with each of its turns */
     uint64_t id_of;         /* the session session_id names, plus 1 (0: none yet): formatted once per session */
@@ -189,11 +198,12 @@ static int gen_begin_session(Gen *g, KvErr *e)
     return 0;
 }
 
-/* the block names of group's system prompt, chained: equal within a group, none shared across groups */
-static void shared_names(Gen *g, TraceRequest *out)
+/* the block names of group's system prompt, chained: equal within a group, none shared across groups;
+ * the whole blocks of the prompt that fit in a context of ctx tokens */
+static void shared_names(Gen *g, TraceRequest *out, uint64_t space, int64_t ctx)
 {
-    int64_t n = g->prompt_tokens / SHARED_BLOCK_TOKENS;
-    uint64_t h = kv_block_hash(SHARED_NAME_SPACE, (uint64_t)g->group);
+    int64_t n = (g->prompt_tokens < ctx ? g->prompt_tokens : ctx) / SHARED_BLOCK_TOKENS;
+    uint64_t h = kv_block_hash(space, (uint64_t)g->group);
     for (int64_t i = 0; i < n; i++) g->names[i] = h = kv_block_hash(h, (uint64_t)i);
     out->prefix_blocks = n ? g->names : NULL;
     out->n_prefix_blocks = (int32_t)n;
@@ -223,7 +233,7 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
     case GEN_SHARED:
         new_tokens = g->prompt_tokens + SHARED_QUESTION_TOKENS;
         out_tokens = SHARED_OUTPUT_TOKENS;
-        shared_names(g, out);
+        shared_names(g, out, SHARED_NAME_SPACE, new_tokens);
         break;
     default:
         if (k == 0)
@@ -242,6 +252,7 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
                               gen_specs[g->kind].name, (unsigned long long)g->session, k, s);
         }
         out_tokens = gen_ln(g, k == 0 ? SW_OUT0_MU : SW_OUT_MU, k == 0 ? SW_OUT0_SIGMA : SW_OUT_SIGMA, 65536);
+        shared_names(g, out, SW_NAME_SPACE, g->history + new_tokens);
         break;
     }
     if (k > 0 && g->think_const_ns >= 0) think_ns = g->think_const_ns;
@@ -298,6 +309,12 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         return kv_err(e, "generator %s: think time %g s × time_scale %g is out of range [0, %g] s", sp->name,
                       (double)think / 1e9, o->time_scale, TRACE_MAX_THINK_NS / 1e9);
     if (s->max_requests == 0) s->max_requests = TRACE_DEFAULT_GEN_REQUESTS;
+    if (gen_index == GEN_SWEBENCH) { /* one system prompt for every session (group 0) */
+        g->prompt_tokens = o->system_prompt_tokens > 0 ? o->system_prompt_tokens : SW_SYSTEM_PROMPT_TOKENS;
+        g->groups = 1;
+        g->names = malloc((size_t)(g->prompt_tokens / SHARED_BLOCK_TOKENS + 1) * sizeof *g->names);
+        if (!g->names) return kv_err(e, "generator %s: out of memory", sp->name);
+    }
     if (gen_index == GEN_SHARED) {
         g->prompt_tokens = o->system_prompt_tokens > 0 ? o->system_prompt_tokens : SHARED_PROMPT_TOKENS;
         g->groups = o->prompt_groups > 0 ? o->prompt_groups : SHARED_GROUPS;
@@ -315,8 +332,10 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);
     else
         snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
+    char prompt_s[64] = "";
+    if (gen_index == GEN_SWEBENCH) snprintf(prompt_s, sizeof prompt_s, ", a %lld-token system prompt shared", (long long)g->prompt_tokens);
     snprintf(s->describe, sizeof s->describe,
-             "generator %s: seed %llu, sessions Poisson %g/s, %s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
-             sp->name, (unsigned long long)o->seed, rate, think_s, (long long)s->max_requests, o->time_scale);
+             "generator %s: seed %llu, sessions Poisson %g/s, %s%s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
+             sp->name, (unsigned long long)o->seed, rate, think_s, prompt_s, (long long)s->max_requests, o->time_scale);
     return 0;
 }

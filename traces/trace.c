@@ -35,21 +35,30 @@ static int mooncake_by_line(const char *line)
 }
 static int vidur_by_line(const char *line) { return strstr(line, "num_prefill_tokens") || strstr(line, "arrived_at"); }
 
-/* The file formats, one row each: a new format is its reader (NAME.c, its open function in
- * trace_int.h) plus one row here. Detection ("auto"): the first row whose by_path claims the file's
- * name, else the first whose by_line claims its first line, else the last row (the canonical CSV). */
+/* The file formats, one row each: a new format is its reader (NAME.c, defining trace_NAME_open)
+ * plus one row here; the trace_format setting's names (trace_format_names) come from the rows.
+ * X(NAME, BY_PATH, BY_LINE): BY_PATH claims a file by its name, BY_LINE by its first line (NULL:
+ * not recognisable that way). Detection ("auto"): the first row whose BY_PATH claims the file's
+ * name, else the first whose BY_LINE claims its first line, else the canonical CSV. */
+#define TRACE_FORMAT_ROWS(X)                                                                                           \
+    X(csv, NULL, NULL)                                                                                                 \
+    X(mooncake, mooncake_by_path, mooncake_by_line)                                                                    \
+    X(vidur, NULL, vidur_by_line)
+#define TRACE_FALLBACK_FORMAT 0 /* csv */
+
+#define TRACE_FORMAT_OPEN_(N, P, L) int trace_##N##_open(TraceSource *s, KvErr *e);
+TRACE_FORMAT_ROWS(TRACE_FORMAT_OPEN_)
 typedef struct TraceFormat {
     const char *name;
     int (*open)(TraceSource *s, KvErr *e);
     int (*by_path)(const char *path);  /* NULL: not recognisable by name */
     int (*by_line)(const char *line);  /* NULL: not recognisable by its first line */
 } TraceFormat;
-static const TraceFormat k_formats[] = {
-    {"mooncake", trace_mooncake_open, mooncake_by_path, mooncake_by_line},
-    {"vidur", trace_vidur_open, NULL, vidur_by_line},
-    {"csv", trace_csv_open, NULL, NULL}, /* last: the fallback of detection */
-};
+#define TRACE_FORMAT_ROW_(N, P, L) {#N, trace_##N##_open, P, L},
+static const TraceFormat k_formats[] = {TRACE_FORMAT_ROWS(TRACE_FORMAT_ROW_)};
 #define N_FORMATS ((int)KV_ARRAY_LEN(k_formats))
+#define TRACE_FORMAT_NAME_(N, P, L) #N,
+const char *const trace_format_names[] = {"auto", TRACE_FORMAT_ROWS(TRACE_FORMAT_NAME_) NULL};
 
 static const TraceFormat *trace_format_find(const char *name)
 {
@@ -58,12 +67,12 @@ static const TraceFormat *trace_format_find(const char *name)
     return NULL;
 }
 
-/* "auto, csv, mooncake or vidur" for messages (the names in the table, sorted as listed here) */
-static void trace_format_names(char *buf, size_t cap)
+/* "auto, csv, mooncake or vidur" for messages */
+static void trace_format_list(char *buf, size_t cap)
 {
     size_t n = (size_t)snprintf(buf, cap, "auto");
-    for (int i = N_FORMATS - 1; i >= 0 && n < cap; i--)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? " or " : ", ", k_formats[i].name);
+    for (int i = 0; i < N_FORMATS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == N_FORMATS - 1 ? " or " : ", ", k_formats[i].name);
 }
 
 /* The format of a file: from its name, else from its first line (see k_formats). */
@@ -86,7 +95,7 @@ static int trace_detect_format(const char *path, const char **format, KvErr *e)
         trace_lines_close(&l);
         return kv_err(e, "%s: line 1: empty file, expected a header row or a JSON object", path);
     }
-    *format = k_formats[N_FORMATS - 1].name;
+    *format = k_formats[TRACE_FALLBACK_FORMAT].name;
     for (int i = 0; i < N_FORMATS; i++)
         if (k_formats[i].by_line && k_formats[i].by_line(line)) {
             *format = k_formats[i].name;
@@ -134,7 +143,7 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e)
     const char *format = o->format && *o->format ? o->format : "auto";
     if (strcmp(format, "auto") && !trace_format_find(format)) {
         char names[128];
-        trace_format_names(names, sizeof names);
+        trace_format_list(names, sizeof names);
         kv_err(e, "trace: unknown format \"%s\" (expected %s)", format, names);
         return NULL;
     }

@@ -98,7 +98,7 @@ typedef struct TraceOptions {
     double burstiness;         /* the gamma shape of request_rate's gaps (vLLM's --burstiness): 1 =
                                   Poisson, < 1 burstier, > 1 more regular (CV = 1/sqrt(burstiness));
                                   0 = 1 */
-    int64_t system_prompt_tokens; /* the shared-prefix generator: each group's system prompt (0: 2048) */
+    int64_t system_prompt_tokens; /* shared-prefix: each group's system prompt (0: 2048); swebench: the shared one (0: 129) */
     int prompt_groups;         /* the shared-prefix generator: distinct system prompts (0: 64) */
 } TraceOptions;
 
@@ -136,6 +136,10 @@ TraceSource *trace_open(const TraceOptions *o, KvErr *e);
 int trace_next(TraceSource *s, TraceRequest *out, KvErr *e);
 /* Close and free; NULL is allowed. */
 void trace_close(TraceSource *s);
+/* The format names TraceOptions.format takes ("auto" first, then the file formats; NULL-ended): the
+ * trace_format setting's values, by index. */
+extern const char *const trace_format_names[];
+
 /* One line: source, format, parameters, seed (valid until trace_close). */
 const char *trace_describe(const TraceSource *s);
 /* Rows of a file that carry their own arrival time (0 for a generator): a load mode that replaces

@@ -97,10 +97,8 @@ struct TraceSource {
     KvErr err;
 };
 
-/* Backend constructors: fill s->be, s->impl and s->describe; -1 + message on failure. */
-int trace_csv_open(TraceSource *s, KvErr *e);
-int trace_vidur_open(TraceSource *s, KvErr *e);
-int trace_mooncake_open(TraceSource *s, KvErr *e);
+/* Backend constructors: fill s->be, s->impl and s->describe; -1 + message on failure (the file
+ * formats' trace_NAME_open are declared by their rows in trace.c). */
 int trace_gen_open(TraceSource *s, int gen_index, KvErr *e);
 int trace_gen_find(const char *name); /* index or -1 */
 

@@ -1,5 +1,5 @@
 /* emu.hpp — a host-side emulation of just enough of the CUDA execution model to run
- * kernels/gpu.cu's kernels and launchers on a machine without a GPU (see emu_test.cpp).
+ * kernels/gpu_kernels.cuh's kernels and launchers on a machine without a GPU (see emu_test.cpp).
  *
  * Responsible for: one std::thread per CUDA thread of a block (blocks run one after another),
  * __syncthreads as a block barrier, __shfl_sync/__shfl_xor_sync as a per-warp exchange between
@@ -10,7 +10,7 @@
  * Not responsible for: timing, memory spaces (device pointers are host pointers), warp
  * divergence semantics beyond "every lane reaches every shuffle" (a lane that skips one
  * deadlocks, as a real full-mask shuffle would misbehave), tensor-core or other intrinsics.
- * Invariant: must be included before gpu.cu, which is compiled with KGPU_KERNELS_ONLY.
+ * Invariant: must be included before gpu_kernels.cuh, which is compiled with KGPU_KERNELS_ONLY.
  */
 #pragma once
 #include <cuda_fp16.h>

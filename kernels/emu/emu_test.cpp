@@ -1,4 +1,4 @@
-/* emu_test.cpp — runs kernels/gpu.cu's kernels through their launchers on the CPU (emu.hpp)
+/* emu_test.cpp — runs kernels/gpu_kernels.cuh's kernels through their launchers on the CPU (emu.hpp)
  * and compares every output with the C twins of ref.c, for fp16 and bf16, with the same bounds as
  * tests/test_kernels.c (fp16 rtol 1e-2 atol 2e-3, bf16 rtol 2e-2 atol 1e-2; quantized codes and
  * scales must be identical). A check of the kernels' indexing, masking, split/combine logic and
@@ -16,7 +16,7 @@
  */
 #include "emu.hpp"
 #define KGPU_KERNELS_ONLY
-#include "../gpu.cu"
+#include "../gpu_kernels.cuh"
 #include <string>
 
 static uint64_t g_seed = 1;

@@ -54,6 +54,42 @@ class ValidateRealSmoke(unittest.TestCase):
         self.assertTrue(root.tag.endswith("svg"))
         self.assertEqual(len([e for e in root.iter() if e.tag.endswith("circle")]), 24)
 
+    def _runs_with_meta(self, **extra):
+        d = tempfile.mkdtemp(dir=self.tmp)
+        shutil.copy(os.path.join(ROOT, "tests/fixtures/real/vllm/requests.jsonl"), d)
+        with open(os.path.join(ROOT, "tests/fixtures/real/vllm/meta.json")) as f:
+            meta = json.load(f)
+        meta.update(extra)
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        runs = os.path.join(d, "runs.json")
+        with open(os.path.join(ROOT, "tests/fixtures/real/runs.json")) as f:
+            spec = json.load(f)
+        spec[0]["dir"] = d
+        with open(runs, "w") as f:
+            json.dump(spec, f)
+        return runs
+
+    def test_pool_from_num_gpu_blocks(self):
+        # the real run's KV pool, when its metadata give it, is the replay's (kvsim's num_gpu_blocks)
+        p = run_tool(os.path.join(self.tmp, "out"), self._runs_with_meta(num_gpu_blocks=30000))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "out", "report.json")) as f:
+            self.assertEqual(json.load(f)["runs"][0]["settings"]["num_gpu_blocks"], 30000)
+        with open(os.path.join(self.tmp, "out", "report.md")) as f:
+            self.assertIn("KV pool num_gpu_blocks 30000 (the run's metadata)", f.read())
+        # a pool the GPU cannot hold beside the weights: kvsim's refusal, so the setting reached it
+        p = run_tool(os.path.join(self.tmp, "out2"), self._runs_with_meta(num_gpu_blocks=10 ** 7))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("num_gpu_blocks 10000000", p.stderr)
+        self.assertIn("does not fit on RTXPRO6000", p.stderr)
+
+    def test_pool_without_num_gpu_blocks_said(self):
+        p = run_tool(self.tmp, "tests/fixtures/real/runs.json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "report.md")) as f:
+            self.assertIn("KV pool from mem_util 0.9 (the run's metadata give no num_gpu_blocks)", f.read())
+
     def test_bad_request_named(self):
         d = os.path.join(self.tmp, "run")
         os.makedirs(d)

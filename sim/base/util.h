@@ -109,6 +109,11 @@ char *kv_catalog_text(const char *name, const char *override, char *origin, size
 /* Files compiled into the binary (catalogs, scenarios): count and names ("configs/..."). */
 int kv_embedded_count(void);
 const char *kv_embedded_name(int i);
+/* the embedded copy of name (NUL-terminated; *len its bytes without the NUL), NULL when not embedded */
+const char *kv_embedded(const char *name, size_t *len);
+/* the SHA-256 (64 hex digits) of the embedded copy of name (kv_embedded's bytes), computed at build
+ * time; NULL when name is not embedded */
+const char *kv_embedded_sha256(const char *name);
 
 /* The build's git revision (or "unknown"). */
 const char *kv_git_rev(void);

@@ -61,7 +61,7 @@ typedef struct PlatformRefs {
     char link[64];
     char ssd[64];
     char nic[64];
-    char cxl[64];
+    char memdev[KV_MEMDEVS][64];
 } PlatformRefs;
 
 #define STR_FIELD(T, k, member, fl) {k, F_STR, offsetof(T, member), sizeof(((T *)0)->member), fl, 0, 0}
@@ -150,18 +150,18 @@ static const FieldDef NIC_FIELDS[] = {
     STR_FIELD(NicSpec, "note", note, 0),
 };
 
-#define R_CXL_BW 1e8, 1e12       /* 100 MB/s .. 1 TB/s per module */
-#define R_CXL_CAP 1e8, 1e14      /* 100 MB .. 100 TB per module */
-static const FieldDef CXL_FIELDS[] = {
-    STR_FIELD(CxlSpec, "name", name, REQ),
-    STR_FIELD(CxlSpec, "full_name", full_name, 0),
-    NUM_FIELD(CxlSpec, "read", F_RATE, read_bytes_per_s, REQ, R_CXL_BW),
-    NUM_FIELD(CxlSpec, "write", F_RATE, write_bytes_per_s, REQ, R_CXL_BW),
-    NUM_FIELD(CxlSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK, R_LATENCY),
-    NUM_FIELD(CxlSpec, "capacity", F_SIZE, capacity_bytes, REQ, R_CXL_CAP),
-    STR_FIELD(CxlSpec, "basis", basis, REQ),
-    STR_FIELD(CxlSpec, "source", source, REQ),
-    STR_FIELD(CxlSpec, "note", note, 0),
+#define R_MEMDEV_BW 1e8, 1e12     /* 100 MB/s .. 1 TB/s per module */
+#define R_MEMDEV_CAP 1e8, 1e14    /* 100 MB .. 100 TB per module */
+static const FieldDef MEMDEV_FIELDS[] = {
+    STR_FIELD(MemdevSpec, "name", name, REQ),
+    STR_FIELD(MemdevSpec, "full_name", full_name, 0),
+    NUM_FIELD(MemdevSpec, "read", F_RATE, read_bytes_per_s, REQ, R_MEMDEV_BW),
+    NUM_FIELD(MemdevSpec, "write", F_RATE, write_bytes_per_s, REQ, R_MEMDEV_BW),
+    NUM_FIELD(MemdevSpec, "latency", F_DURATION, latency_ns, REQ | ZERO_OK, R_LATENCY),
+    NUM_FIELD(MemdevSpec, "capacity", F_SIZE, capacity_bytes, REQ, R_MEMDEV_CAP),
+    STR_FIELD(MemdevSpec, "basis", basis, REQ),
+    STR_FIELD(MemdevSpec, "source", source, REQ),
+    STR_FIELD(MemdevSpec, "note", note, 0),
 };
 
 static const FieldDef PLATFORM_FIELDS[] = {
@@ -177,8 +177,9 @@ static const FieldDef PLATFORM_FIELDS[] = {
     NUM_FIELD(PlatformSpec, "dram_bw", F_RATE, dram_bytes_per_s, ZERO_OK, R_DRAM_BW),
     REF_FIELD("nic", nic, 0),
     NUM_FIELD(PlatformSpec, "remote", F_SIZE, remote_bytes, ZERO_OK, R_REMOTE),
-    REF_FIELD("cxl", cxl, 0),
-    NUM_FIELD(PlatformSpec, "n_cxl", F_INT, n_cxl, 0, R_COUNT),
+#define PLATFORM_MEMDEV_FIELDS_(ID, KEY, WHAT, WHATS)                                                                   \
+    REF_FIELD(KEY, memdev[MEMDEV_##ID], 0), NUM_FIELD(PlatformSpec, "n_" KEY, F_INT, n_memdev[MEMDEV_##ID], 0, R_COUNT),
+    KV_MEMDEV_ROWS(PLATFORM_MEMDEV_FIELDS_)
     STR_FIELD(PlatformSpec, "source", source, REQ),
     STR_FIELD(PlatformSpec, "note", note, 0),
 };
@@ -212,13 +213,13 @@ static const Section SEC_GPUS = {"gpus", "GPU", "GPUs", GPU_FIELDS, (int)KV_ARRA
 static const Section SEC_LINKS = {"links", "link", "links", LINK_FIELDS, (int)KV_ARRAY_LEN(LINK_FIELDS), sizeof(LinkSpec)};
 static const Section SEC_SSDS = {"ssds", "SSD", "SSDs", SSD_FIELDS, (int)KV_ARRAY_LEN(SSD_FIELDS), sizeof(SsdSpec)};
 static const Section SEC_NICS = {"nics", "NIC", "NICs", NIC_FIELDS, (int)KV_ARRAY_LEN(NIC_FIELDS), sizeof(NicSpec)};
-static const Section SEC_CXLS = {"cxl", "CXL memory module", "CXL memory modules", CXL_FIELDS, (int)KV_ARRAY_LEN(CXL_FIELDS),
-                                 sizeof(CxlSpec)};
+#define SEC_MEMDEV_(ID, KEY, WHAT, WHATS) [MEMDEV_##ID] = {KEY, WHAT, WHATS, MEMDEV_FIELDS, (int)KV_ARRAY_LEN(MEMDEV_FIELDS), sizeof(MemdevSpec)},
+static const Section SEC_MEMDEVS[KV_MEMDEVS] = {KV_MEMDEV_ROWS(SEC_MEMDEV_)};
 static const Section SEC_PLATFORMS = {"platforms", "platform", "platforms", PLATFORM_FIELDS,
                                       (int)KV_ARRAY_LEN(PLATFORM_FIELDS), sizeof(PlatformSpec)};
 
 _Static_assert(offsetof(GpuSpec, name) == 0 && offsetof(LinkSpec, name) == 0 && offsetof(SsdSpec, name) == 0 &&
-                   offsetof(NicSpec, name) == 0 && offsetof(CxlSpec, name) == 0 && offsetof(PlatformSpec, name) == 0,
+                   offsetof(NicSpec, name) == 0 && offsetof(MemdevSpec, name) == 0 && offsetof(PlatformSpec, name) == 0,
                "every spec struct starts with its name");
 
 /* Comma-separated names of n entries (name at the start of each stride-sized record); shortened
@@ -441,7 +442,7 @@ static int resolve_ref(const Ctx *cx, int pi, const char *pname, const char *key
 
 /* the merged catalog's names per section a platform refers to (parse_layer) */
 typedef struct RefIdx {
-    KvNameIdx gpus, links, ssds, nics, cxls;
+    KvNameIdx gpus, links, ssds, nics, memdevs[KV_MEMDEVS];
 } RefIdx;
 
 static int check_platform(const Ctx *cx, const HwCatalog *c, const RefIdx *ix, int i, PlatformSpec *p,
@@ -469,17 +470,25 @@ static int check_platform(const Ctx *cx, const HwCatalog *c, const RefIdx *ix, i
             return kv_err(cx->e, "%s: platforms[%d].%s: given, but platform \"%s\" has no \"ssd\"", cx->origin, i,
                           has_n_ssd ? "n_ssd" : "stripe_chunk", p->name);
     }
-    const cJSON *n_cxl = cJSON_GetObjectItemCaseSensitive(obj, "n_cxl");
-    int has_n_cxl = n_cxl && !cJSON_IsNull(n_cxl);
-    if (r->cxl[0]) {
-        if (resolve_ref(cx, i, p->name, "cxl", r->cxl, &SEC_CXLS, c->cxls, c->n_cxls, &ix->cxls, &p->cxl)) return -1;
-        if (!has_n_cxl)
-            return kv_err(cx->e, "%s: platforms[%d].n_cxl: missing (platform \"%s\" has cxl memory; expected the number of modules)",
-                          cx->origin, i, p->name);
-    } else {
-        p->cxl = -1;
-        if (has_n_cxl)
-            return kv_err(cx->e, "%s: platforms[%d].n_cxl: given, but platform \"%s\" has no \"cxl\"", cx->origin, i, p->name);
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        const char *key = kv_memdev_row(m)->key;
+        char n_key[80];
+        snprintf(n_key, sizeof n_key, "n_%s", key);
+        const cJSON *n_md = cJSON_GetObjectItemCaseSensitive(obj, n_key);
+        int has_n = n_md && !cJSON_IsNull(n_md);
+        if (r->memdev[m][0]) {
+            if (resolve_ref(cx, i, p->name, key, r->memdev[m], &SEC_MEMDEVS[m], c->memdevs[m], c->n_memdevs[m], &ix->memdevs[m],
+                            &p->memdev[m]))
+                return -1;
+            if (!has_n)
+                return kv_err(cx->e, "%s: platforms[%d].%s: missing (platform \"%s\" has %s memory; expected the number of modules)",
+                              cx->origin, i, n_key, p->name, key);
+        } else {
+            p->memdev[m] = -1;
+            if (has_n)
+                return kv_err(cx->e, "%s: platforms[%d].%s: given, but platform \"%s\" has no \"%s\"", cx->origin, i, n_key, p->name,
+                              key);
+        }
     }
     if (r->nic[0]) {
         if (resolve_ref(cx, i, p->name, "nic", r->nic, &SEC_NICS, c->nics, c->n_nics, &ix->nics, &p->nic)) return -1;
@@ -505,13 +514,24 @@ static int names_index(KvNameIdx *x, const void *base, int n, size_t stride)
 
 static int ref_idx_build(RefIdx *ix, const HwCatalog *c)
 {
-    return names_index(&ix->gpus, c->gpus, c->n_gpus, sizeof(GpuSpec)) ||
-                   names_index(&ix->links, c->links, c->n_links, sizeof(LinkSpec)) ||
-                   names_index(&ix->ssds, c->ssds, c->n_ssds, sizeof(SsdSpec)) ||
-                   names_index(&ix->nics, c->nics, c->n_nics, sizeof(NicSpec)) ||
-                   names_index(&ix->cxls, c->cxls, c->n_cxls, sizeof(CxlSpec))
-               ? -1
-               : 0;
+    if (names_index(&ix->gpus, c->gpus, c->n_gpus, sizeof(GpuSpec)) ||
+        names_index(&ix->links, c->links, c->n_links, sizeof(LinkSpec)) ||
+        names_index(&ix->ssds, c->ssds, c->n_ssds, sizeof(SsdSpec)) || names_index(&ix->nics, c->nics, c->n_nics, sizeof(NicSpec)))
+        return -1;
+    for (int m = 0; m < KV_MEMDEVS; m++)
+        if (names_index(&ix->memdevs[m], c->memdevs[m], c->n_memdevs[m], sizeof(MemdevSpec))) return -1;
+    return 0;
+}
+
+/* the catalog's top-level keys, in the order messages list them */
+static int top_key_list(const char **keys)
+{
+    int n = 0;
+    static const char *const fixed[] = {"about", "gpus", "links", "ssds", "nics"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(fixed); i++) keys[n++] = fixed[i];
+    for (int m = 0; m < KV_MEMDEVS; m++) keys[n++] = kv_memdev_row(m)->key;
+    keys[n++] = "platforms";
+    return n;
 }
 
 static int read_section(const Ctx *cx, const cJSON *root, const Section *s, void **out, int *n_out,
@@ -616,19 +636,23 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
     if (!root) return kv_json_syntax_error(e, cx.origin, json_text, end ? end : cJSON_GetErrorPtr());
+    const char *top_keys[8 + KV_MEMDEVS];
+    const int n_top = top_key_list(top_keys);
+    char key_list[256] = "", arrays[256] = ""; /* "about, gpus, ...", "\"gpus\", ... and \"platforms\"" */
+    for (int i = 0, ka = 0, kb = 0; i < n_top; i++) {
+        ka += snprintf(key_list + ka, sizeof key_list - (size_t)ka, "%s%s", i ? ", " : "", top_keys[i]);
+        if (i) kb += snprintf(arrays + kb, sizeof arrays - (size_t)kb, "%s\"%s\"", i == 1 ? "" : i + 1 == n_top ? " and " : ", ", top_keys[i]);
+    }
     if (!cJSON_IsObject(root)) {
-        kv_err(e, "%s: expected a JSON object with \"gpus\", \"links\", \"ssds\", \"nics\", \"cxl\" and \"platforms\" arrays, got %s",
-               cx.origin, kv_json_describe(root, got, sizeof got));
+        kv_err(e, "%s: expected a JSON object with %s arrays, got %s", cx.origin, arrays, kv_json_describe(root, got, sizeof got));
         cJSON_Delete(root);
         return -1;
     }
-    static const char *const top_keys[] = {"about", "gpus", "links", "ssds", "nics", "cxl", "platforms"};
     for (const cJSON *it = root->child; it; it = it->next) {
         int known = 0;
-        for (size_t i = 0; i < KV_ARRAY_LEN(top_keys); i++) known |= strcmp(top_keys[i], it->string) == 0;
+        for (int i = 0; i < n_top; i++) known |= strcmp(top_keys[i], it->string) == 0;
         if (!known) {
-            kv_err(e, "%s: unknown top-level key \"%s\" (known keys: about, gpus, links, ssds, nics, cxl, platforms)", cx.origin,
-                   it->string);
+            kv_err(e, "%s: unknown top-level key \"%s\" (known keys: %s)", cx.origin, it->string, key_list);
             cJSON_Delete(root);
             return -1;
         }
@@ -641,25 +665,28 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
     }
 
     PlatformRefs *refs = NULL;
-    void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *cxls = NULL, *plats = NULL;
-    int ng = 0, nl = 0, ns = 0, nn = 0, nx = 0, np = 0;
+    void *gpus = NULL, *links = NULL, *ssds = NULL, *nics = NULL, *mds[KV_MEMDEVS] = {0}, *plats = NULL;
+    int ng = 0, nl = 0, ns = 0, nn = 0, nmd[KV_MEMDEVS] = {0}, np = 0;
     int *map = NULL; /* per section: overlay index -> merged index (identity without a base) */
     RefIdx ix;       /* the merged sections' names, for the references */
     memset(&ix, 0, sizeof ix);
     int rc = -1;
     if (read_section(&cx, root, &SEC_GPUS, &gpus, &ng, NULL) || read_section(&cx, root, &SEC_LINKS, &links, &nl, NULL) ||
-        read_section(&cx, root, &SEC_SSDS, &ssds, &ns, NULL) || read_section(&cx, root, &SEC_NICS, &nics, &nn, NULL) ||
-        read_section(&cx, root, &SEC_CXLS, &cxls, &nx, NULL) ||
-        read_section(&cx, root, &SEC_PLATFORMS, &plats, &np, &refs))
+        read_section(&cx, root, &SEC_SSDS, &ssds, &ns, NULL) || read_section(&cx, root, &SEC_NICS, &nics, &nn, NULL))
         goto done;
+    for (int m = 0; m < KV_MEMDEVS; m++)
+        if (read_section(&cx, root, &SEC_MEMDEVS[m], &mds[m], &nmd[m], NULL)) goto done;
+    if (read_section(&cx, root, &SEC_PLATFORMS, &plats, &np, &refs)) goto done;
     for (int i = 0; i < nl; i++)
         if (check_link(&cx, i, &((LinkSpec *)links)[i])) goto done;
     for (int i = 0; i < nn; i++)
         if (check_nic(&cx, i, &((NicSpec *)nics)[i])) goto done;
     int nmax = ng;
-    const int counts[] = {nl, ns, nn, nx, np};
+    const int counts[] = {nl, ns, nn, np};
     for (size_t i = 0; i < KV_ARRAY_LEN(counts); i++)
         if (counts[i] > nmax) nmax = counts[i];
+    for (int m = 0; m < KV_MEMDEVS; m++)
+        if (nmd[m] > nmax) nmax = nmd[m];
     map = calloc((size_t)nmax + 1, sizeof *map);
     if (!map) {
         kv_err(e, "%s: out of memory", cx.origin);
@@ -669,9 +696,13 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
         c->links = merge_section(base->links, base->n_links, links, nl, sizeof(LinkSpec), &c->n_links, map);
         c->ssds = merge_section(base->ssds, base->n_ssds, ssds, ns, sizeof(SsdSpec), &c->n_ssds, map);
         c->nics = merge_section(base->nics, base->n_nics, nics, nn, sizeof(NicSpec), &c->n_nics, map);
-        c->cxls = merge_section(base->cxls, base->n_cxls, cxls, nx, sizeof(CxlSpec), &c->n_cxls, map);
+        int md_ok = 1;
+        for (int m = 0; m < KV_MEMDEVS; m++) {
+            c->memdevs[m] = merge_section(base->memdevs[m], base->n_memdevs[m], mds[m], nmd[m], sizeof(MemdevSpec), &c->n_memdevs[m], map);
+            md_ok &= c->memdevs[m] != NULL;
+        }
         c->gpus = merge_section(base->gpus, base->n_gpus, gpus, ng, sizeof(GpuSpec), &c->n_gpus, map);
-        if (!c->links || !c->ssds || !c->nics || !c->cxls || !c->gpus) {
+        if (!c->links || !c->ssds || !c->nics || !md_ok || !c->gpus) {
             kv_err(e, "%s: out of memory", cx.origin);
             goto done;
         }
@@ -680,13 +711,16 @@ static int parse_layer(HwCatalog *c, const char *json_text, const char *origin, 
         c->links = links;
         c->ssds = ssds;
         c->nics = nics;
-        c->cxls = cxls;
-        c->n_cxls = nx;
+        for (int m = 0; m < KV_MEMDEVS; m++) {
+            c->memdevs[m] = mds[m];
+            c->n_memdevs[m] = nmd[m];
+            mds[m] = NULL;
+        }
         c->n_gpus = ng;
         c->n_links = nl;
         c->n_ssds = ns;
         c->n_nics = nn;
-        gpus = links = ssds = nics = cxls = NULL;
+        gpus = links = ssds = nics = NULL;
         for (int i = 0; i < ng; i++) map[i] = i;
     }
     if (ref_idx_build(&ix, c) != 0) {
@@ -729,13 +763,15 @@ done:
     kv_nameidx_free(&ix.links);
     kv_nameidx_free(&ix.ssds);
     kv_nameidx_free(&ix.nics);
-    kv_nameidx_free(&ix.cxls);
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        kv_nameidx_free(&ix.memdevs[m]);
+        free(mds[m]);
+    }
     free(map);
     free(refs);
     free(gpus);
     free(links);
     free(ssds);
-    free(cxls);
     free(nics);
     free(plats);
     cJSON_Delete(root);
@@ -784,7 +820,7 @@ void hw_catalog_free(HwCatalog *c)
     free(c->links);
     free(c->ssds);
     free(c->nics);
-    free(c->cxls);
+    for (int m = 0; m < KV_MEMDEVS; m++) free(c->memdevs[m]);
     free(c->platforms);
     char origin[sizeof c->origin];
     memcpy(origin, c->origin, sizeof origin);
@@ -825,9 +861,9 @@ const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e)
     return find_or_fail(c, c->nics, c->n_nics, &SEC_NICS, name, e);
 }
 
-const CxlSpec *hw_find_cxl(const HwCatalog *c, const char *name, KvErr *e)
+const MemdevSpec *hw_find_memdev(const HwCatalog *c, int m, const char *name, KvErr *e)
 {
-    return find_or_fail(c, c->cxls, c->n_cxls, &SEC_CXLS, name, e);
+    return find_or_fail(c, c->memdevs[m], c->n_memdevs[m], &SEC_MEMDEVS[m], name, e);
 }
 
 const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e)

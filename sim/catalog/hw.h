@@ -7,8 +7,8 @@
  * every number inside its plausible range (hw.c: R_* — e.g. host links 10 MB/s..10 TB/s, latencies
  * 0..1 s, FLOP/s 100 G..100 P), refused otherwise with the key, the value and the range.
  * Exceptions, all meaning "none": GpuSpec.fp8_flops, gpu_link_bytes_per_s and sm_count may be 0;
- * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic/cxl -1 = absent
- * (then n_ssd = 0 and stripe_chunk_bytes = 0; n_cxl = 0). Names are unique per section, compared without
+ * PlatformSpec.dram_bytes 0 = no DRAM tier, remote_bytes 0 = unlimited, ssd/nic/memdev[m] -1 = absent
+ * (then n_ssd = 0 and stripe_chunk_bytes = 0; n_memdev[m] = 0). Names are unique per section, compared without
  * case; GpuSpec.pcie holds the canonical name of an existing link. Every entry has a source, and
  * every GPU, link, SSD and NIC a basis (which numbers are vendor_spec/measured/derived/estimate).
  *
@@ -22,16 +22,18 @@
  *  ssds:  name, full_name?, read, write (rates), read_latency, write_latency (durations),
  *         capacity (size), read_iops? (number), basis, source, note?
  *  nics:  name, line, effective (rates, effective <= line), latency (duration), basis, source, note?
- *  cxl:   name, full_name?, read, write (rates, one module), latency (duration), capacity (size,
- *         one module), basis, source, note?
+ *  cxl:   (one section per memory device, sim/base/memdev.h: its KEY) name, full_name?, read,
+ *         write (rates, one module), latency (duration), capacity (size, one module), basis, source, note?
  *  platforms: name, description, gpu, gpus_per_node, link, ssd?, n_ssd?, stripe_chunk?, dram,
- *         dram_bw?, nic?, remote?, cxl?, n_cxl?, source, note?   (? = optional; null counts as absent)
+ *         dram_bw?, nic?, remote?, cxl?, n_cxl? (per memory device: KEY?, n_KEY?), source, note?
+ *         (? = optional; null counts as absent)
  */
 #ifndef KV_HW_H
 #define KV_HW_H
 
 #include <stdint.h>
 
+#include "sim/base/memdev.h"
 #include "sim/base/util.h"
 
 typedef struct GpuSpec {
@@ -80,9 +82,9 @@ typedef struct SsdSpec {
     char full_name[128];       /* e.g. "Samsung PM9A3 U.2 7.68 TB"; "" when not given */
 } SsdSpec;
 
-/* A CXL memory expander (CXL 2.0 Type 3): host-attached memory behind its own link, a tier
- * between host DRAM and the SSD array. */
-typedef struct CxlSpec {
+/* A module of a memory device (sim/base/memdev.h: a CXL 2.0 Type 3 expander): host-attached memory
+ * behind its own link, a tier between host DRAM and the SSD array. */
+typedef struct MemdevSpec {
     char name[64];
     double read_bytes_per_s;   /* one module */
     double write_bytes_per_s;
@@ -92,7 +94,7 @@ typedef struct CxlSpec {
     char basis[512];
     char note[512];
     char full_name[128];
-} CxlSpec;
+} MemdevSpec;
 
 typedef struct NicSpec {
     char name[64];             /* e.g. "10GbE", "100G-IB" */
@@ -117,8 +119,8 @@ typedef struct PlatformSpec {
     double dram_bytes_per_s;   /* host memory copy bandwidth (0: not limiting) */
     int nic;                   /* index into nics, -1 when no remote store */
     uint64_t remote_bytes;     /* remote store capacity (0: unlimited when nic >= 0) */
-    int cxl;                   /* index into cxls, -1 when no CXL memory */
-    int n_cxl;                 /* modules (0 without) */
+    int memdev[KV_MEMDEVS];    /* per memory device: index into memdevs[m], -1 when none */
+    int n_memdev[KV_MEMDEVS];  /* its modules (0 without) */
     char source[512];          /* which paper/setup it reproduces */
     char note[512];            /* "" when none */
 } PlatformSpec;
@@ -132,8 +134,8 @@ typedef struct HwCatalog {
     int n_ssds;
     NicSpec *nics;
     int n_nics;
-    CxlSpec *cxls;
-    int n_cxls;
+    MemdevSpec *memdevs[KV_MEMDEVS]; /* per memory device (sim/base/memdev.h), its section of modules */
+    int n_memdevs[KV_MEMDEVS];
     PlatformSpec *platforms;
     int n_platforms;
     char origin[512];
@@ -160,7 +162,7 @@ const GpuSpec *hw_find_gpu(const HwCatalog *c, const char *name, KvErr *e);
 const LinkSpec *hw_find_link(const HwCatalog *c, const char *name, KvErr *e);
 const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e);
 const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e);
-const CxlSpec *hw_find_cxl(const HwCatalog *c, const char *name, KvErr *e);
+const MemdevSpec *hw_find_memdev(const HwCatalog *c, int m, const char *name, KvErr *e);
 const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e);
 
 #endif

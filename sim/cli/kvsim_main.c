@@ -25,6 +25,7 @@
 #include "sim/base/opt.h"
 #include "sim/base/units.h"
 #include "sim/cli/check.h"
+#include "sim/cli/costmodels.h"
 #include "sim/cli/map.h"
 #include "sim/cli/plan.h"
 #include "sim/cli/plot_cmd.h"
@@ -37,13 +38,19 @@ const char *kv_embedded(const char *name, size_t *len);
 static int apply_config_json(SimConfig *c, const char *text, const char *origin, char *policies, size_t plen,
                              char *desc, size_t dlen, KvErr *e);
 
+/* the catalogs `kvsim list` shows, the memory devices' sections (sim/base/memdev.h) among them */
+#define MEMDEV_KEY_COMMA_(ID, KEY, WHAT, WHATS) KEY ", "
+#define MEMDEV_KEY_BAR_(ID, KEY, WHAT, WHATS) KEY "|"
+#define HW_PARTS "platforms, gpus, ssds, " KV_MEMDEV_ROWS(MEMDEV_KEY_COMMA_) "nics, links"
+#define LIST_CATALOGS "policies, models, " HW_PARTS ", traces, scenarios, costmodels"
+
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: kvsim COMMAND [options]\n"
             "\n"
             "commands:\n"
-            "  list CATALOG    show a catalog: policies, models, platforms, gpus, ssds, cxl, nics, links, traces, scenarios\n"
+            "  list CATALOG    show a catalog: " LIST_CATALOGS "\n"
             "  run             simulate one policy (--policy P --out DIR; --dry-run: only the resolved configuration)\n"
             "  compare         simulate several policies on the same trace and seed (--out DIR)\n"
             "  sweep           run a grid of settings in parallel into one SQLite results database (--db FILE)\n"
@@ -75,7 +82,7 @@ static char g_policies_help[1200];
         {"--seed", "S", 0, "random seed (default 1)"}, {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},        \
         {"--pp", "N", 0, "pipeline stages (default 1)"}, {"--replicas", "N", 0, "model replicas (default 1)"},      \
         {"--dtype", "D", 0, "weights/KV dtype: fp16, bf16, fp8, ... (default fp16)"},                              \
-        {"--costs", "FILE", 0, "cost store (default: spec, the roofline backend)"},                                 \
+        {"--costs", "FILE", 0, "cost store file, or measured:NAME / spec:NAME for a committed one (kvsim list costmodels; default: spec, the roofline backend)"},                                 \
         {"--scenario", "NAME", 0, "a published setup (kvsim list scenarios), applied first"},                       \
         {"--config", "FILE", 0, "JSON object of settings, applied after --scenario, before the other options"},     \
         {"--set", "KEY=VALUE", OPT_REPEAT, "any setting (listed below); options apply in command-line order"},      \
@@ -98,11 +105,11 @@ static const OptCmd k_compare = {"kvsim compare",
                                  "them to DIR and print one table.",
                                  k_compare_opts, (int)KV_ARRAY_LEN(k_compare_opts), NULL, 0, 0};
 static const OptSpec k_list_opts[] = {
-    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (platforms, gpus, ssds, cxl, nics, links)"},
+    {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (" HW_PARTS ")"},
     {"--models", "FILE", 0, "models overlay laid over the catalog (models)"}};
-static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, platforms, gpus, ssds, cxl, nics, links, traces or scenarios.",
+static const OptCmd k_list = {"kvsim list", "Show a catalog: policies, models, " HW_PARTS ", traces, scenarios or costmodels (the committed cost stores, for --costs measured:NAME or spec:NAME).",
                               k_list_opts, (int)KV_ARRAY_LEN(k_list_opts),
-                              "{policies|models|platforms|gpus|ssds|cxl|nics|links|traces|scenarios}", 1, 1};
+                              "{policies|models|platforms|gpus|ssds|" KV_MEMDEV_ROWS(MEMDEV_KEY_BAR_) "nics|links|traces|scenarios|costmodels}", 1, 1};
 
 static void fill_policy_help(void)
 {
@@ -174,6 +181,13 @@ static int cmd_list(int argc, char **argv)
         }
         return 0;
     }
+    if (!strcmp(what, "costmodels")) {
+        if (costmodels_list(stdout, &e) != 0) {
+            fprintf(stderr, "kvsim: %s\n", e.msg);
+            return 1;
+        }
+        return 0;
+    }
     if (!strcmp(what, "traces")) {
         for (int i = 0; i < trace_generator_count(); i++)
             printf("%-12s %s\n", trace_generator_name(i), trace_generator_summary(i));
@@ -188,7 +202,7 @@ static int cmd_list(int argc, char **argv)
     ModelCatalog mc;
     HwCatalog hw;
     if (!strcmp(what, "models") || !strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") ||
-        !strcmp(what, "cxl") || !strcmp(what, "nics") || !strcmp(what, "links")) {
+        point_memdev_key(what) >= 0 || !strcmp(what, "nics") || !strcmp(what, "links")) {
         if (sim_catalogs_open(&ovc, &mc, &hw, &e) != 0) {
             fprintf(stderr, "kvsim: %s\n", e.msg);
             return 1;
@@ -211,7 +225,7 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    if (!strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") || !strcmp(what, "cxl") ||
+    if (!strcmp(what, "platforms") || !strcmp(what, "gpus") || !strcmp(what, "ssds") || point_memdev_key(what) >= 0 ||
         !strcmp(what, "nics") || !strcmp(what, "links")) {
         model_catalog_free(&mc);
         if (!strcmp(what, "gpus")) {
@@ -235,8 +249,7 @@ static int cmd_list(int argc, char **argv)
         hw_catalog_free(&hw);
         return 0;
     }
-    return usage_error(&k_list, "unknown catalog '%s' (policies, models, platforms, gpus, ssds, cxl, nics, links, traces, scenarios)",
-                       what);
+    return usage_error(&k_list, "unknown catalog '%s' (" LIST_CATALOGS ")", what);
 }
 
 /* Apply a JSON object of settings (a --config file or a scenario). "policies" and "description"
@@ -544,6 +557,7 @@ int main(int argc, char **argv)
     }
     fill_policy_help();
     kv_install_stop_handlers(on_stop_signal); /* for every command: none leaves a temp file when interrupted */
+    costmodels_install();
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "compare")) return cmd_run(argc - 1, argv + 1, 1);

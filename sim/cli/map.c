@@ -422,7 +422,7 @@ static int read_be(const char *path, BeLine *b, KvErr *e)
 static int class_spread(const char *db, const SimWorld *w, int io, double *lo, double *hi, KvErr *e)
 {
     CostStore s;
-    if (store_open(&s, db, STORE_OPEN_READONLY, e) != 0) return -1;
+    if (store_open_costs(&s, db, e) != 0) return -1;
     size_t cap = 0, n = 0;
     double *a = NULL, *b = NULL;
     int rc = 0;

@@ -287,11 +287,12 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies)
     } else {
         fprintf(out, "  ssd          none\n");
     }
-    if (c->n_cxl > 0) {
-        const CxlSpec *x = &hw->cxls[p->cxl >= 0 ? p->cxl : 0];
-        kv_fmt_rate(a, sizeof a, x->read_bytes_per_s * c->n_cxl);
-        kv_fmt_size(b, sizeof b, (double)x->capacity_bytes * c->n_cxl);
-        fprintf(out, "  cxl          %d × %s: read %s, %s in all\n", c->n_cxl, x->name, a, b);
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        if (c->n_memdev[m] <= 0) continue;
+        const MemdevSpec *x = &hw->memdevs[m][p->memdev[m] >= 0 ? p->memdev[m] : 0];
+        kv_fmt_rate(a, sizeof a, x->read_bytes_per_s * c->n_memdev[m]);
+        kv_fmt_size(b, sizeof b, (double)x->capacity_bytes * c->n_memdev[m]);
+        fprintf(out, "  %-12s %d × %s: read %s, %s in all\n", kv_memdev_row(m)->key, c->n_memdev[m], x->name, a, b);
     }
     if (w->nic) {
         kv_fmt_rate(a, sizeof a, w->nic->bytes_per_s);
@@ -328,7 +329,7 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies)
     return cap.fits;
 }
 
-/* one storage part of kvsim list (an SSD, a CXL memory module): rates, latency, capacity, its name */
+/* one storage part of kvsim list (an SSD, a memory device's module): rates, latency, capacity, its name */
 static void part_line(FILE *out, const char *name, double read, double write, int64_t latency_ns, uint64_t capacity,
                       const char *full_name, const char *source)
 {
@@ -340,6 +341,13 @@ static void part_line(FILE *out, const char *name, double read, double write, in
     fprintf(out, "%-12s read %-12s write %-12s latency %-8s %-10s  %s\n", name, a, b, c, d, full_name[0] ? full_name : source);
 }
 
+int point_memdev_key(const char *what)
+{
+    for (int m = 0; m < KV_MEMDEVS; m++)
+        if (!strcmp(what, kv_memdev_row(m)->key)) return m;
+    return -1;
+}
+
 void point_list_parts(FILE *out, const HwCatalog *hw, const char *what)
 {
     char a[48], b[48], c[48], d[48];
@@ -349,9 +357,10 @@ void point_list_parts(FILE *out, const HwCatalog *hw, const char *what)
             part_line(out, s->name, s->read_bytes_per_s, s->write_bytes_per_s, s->read_latency_ns, s->capacity_bytes, s->full_name,
                       s->source);
         }
-    } else if (!strcmp(what, "cxl")) {
-        for (int i = 0; i < hw->n_cxls; i++) {
-            const CxlSpec *x = &hw->cxls[i];
+    } else if (point_memdev_key(what) >= 0) {
+        const int m = point_memdev_key(what);
+        for (int i = 0; i < hw->n_memdevs[m]; i++) {
+            const MemdevSpec *x = &hw->memdevs[m][i];
             part_line(out, x->name, x->read_bytes_per_s, x->write_bytes_per_s, x->latency_ns, x->capacity_bytes, x->full_name, x->source);
         }
     } else if (!strcmp(what, "nics")) {

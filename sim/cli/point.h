@@ -70,5 +70,7 @@ int point_dry_run(FILE *out, const SimWorld *w, const char *policies);
 
 /* `kvsim list ssds|nics|links`: one line per entry of that section of hw. */
 void point_list_parts(FILE *out, const HwCatalog *hw, const char *what);
+/* the memory device whose catalog section is `what` (sim/base/memdev.h), -1 for another name */
+int point_memdev_key(const char *what);
 
 #endif

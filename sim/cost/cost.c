@@ -450,7 +450,7 @@ int cost_model_load_db(CostModel *cm, const char *db_path, const char *device, c
 {
     cost_model_init(cm, device, model, dtype, tp);
     CostStore st;
-    if (store_open(&st, db_path, STORE_OPEN_READONLY, e) != 0) return -1;
+    if (store_open_costs(&st, db_path, e) != 0) return -1;
     int found = 0;
     int64_t runs[OP_COUNT];
     int nruns = 0;

@@ -441,6 +441,62 @@ fail:
     return -1;
 }
 
+/* A private store in memory, named `label` in messages: the schema created, read-write. */
+int store_open_memory(CostStore *s, const char *label, KvErr *e)
+{
+    memset(s, 0, sizeof *s);
+    if (!label || !*label) return kv_err(e, "cost store: empty name");
+    if (strlen(label) >= sizeof s->path) return kv_err(e, "%.200s...: name too long", label);
+    snprintf(s->path, sizeof s->path, "%s", label);
+    s->guard = calloc(1, sizeof *s->guard);
+    if (!s->guard) return kv_err(e, "%s: out of memory", label);
+    int rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        kv_err(e, "%s: cannot open an in-memory store: %s", label, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    if (store_guard_install(s->db, s->guard, STORE_CALL_BUDGET, label, e) != 0 ||
+        store_schema_check(s->db, label, 1, 0, e) != 0 ||
+        store_exec(s->db, label, "PRAGMA foreign_keys = ON", "enabling foreign keys", e) != 0)
+        goto fail;
+    return 0;
+fail:
+    sqlite3_close(s->db);
+    s->db = NULL;
+    free(s->guard);
+    s->guard = NULL;
+    return -1;
+}
+
+const char *kv_embedded(const char *name, size_t *len); /* build/gen/embedded.c */
+
+int store_committed_kind(const char *costs)
+{
+    return !strncmp(costs, "measured:", 9) || !strncmp(costs, "spec:", 5);
+}
+
+const char *store_committed_dump(const char *costs, char *path, size_t cap, size_t *len)
+{
+    const char *colon = strchr(costs, ':');
+    if (!store_committed_kind(costs) || !colon[1] || strchr(colon + 1, '/')) return NULL;
+    int k = snprintf(path, cap, STORE_COMMITTED_DIR "%.*s-%s.sql", (int)(colon - costs), costs, colon + 1);
+    if (k < 0 || (size_t)k >= cap) return NULL;
+    return kv_embedded(path, len);
+}
+
+static StoreNamedOpener g_named_opener;
+
+void store_set_named_opener(StoreNamedOpener fn) { g_named_opener = fn; }
+
+int store_open_costs(CostStore *s, const char *costs, KvErr *e)
+{
+    if (g_named_opener) {
+        int rc = g_named_opener(costs, s, e);
+        if (rc <= 0) return rc;
+    }
+    return store_open(s, costs, STORE_OPEN_READONLY, e);
+}
+
 void store_close(CostStore *s)
 {
     if (!s) return;

@@ -83,6 +83,21 @@ typedef struct StorePoint {
 enum { STORE_OPEN_EXISTING = 0, STORE_OPEN_CREATE = 1, STORE_OPEN_READONLY = 2 };
 int store_open(CostStore *s, const char *path, int mode, KvErr *e);
 void store_close(CostStore *s);
+/* A private read-write store in memory (nothing on disk), named `label` in its messages. */
+int store_open_memory(CostStore *s, const char *label, KvErr *e);
+/* A `--costs` value: a name the program registered an opener for (kvsim: "measured:NAME" and
+ * "spec:NAME", the committed dumps of results/costmodels/, loaded into memory), else a store file
+ * opened read-only. The opener returns 0 with *s open, -1 with e set, or 1 when `costs` is not one
+ * of its names (then the file is opened). */
+#define STORE_COMMITTED_DIR "results/costmodels/"
+/* 1 when `costs` names a committed store ("measured:NAME" or "spec:NAME"), known or not */
+int store_committed_kind(const char *costs);
+/* The committed dump behind "measured:NAME" (results/costmodels/measured-NAME.sql, compiled into
+ * the program; its path in `path`) and its length, or NULL when there is none. */
+const char *store_committed_dump(const char *costs, char *path, size_t cap, size_t *len);
+typedef int (*StoreNamedOpener)(const char *costs, CostStore *s, KvErr *e);
+void store_set_named_opener(StoreNamedOpener fn);
+int store_open_costs(CostStore *s, const char *costs, KvErr *e);
 
 /* Writing a run: begin (BEGIN IMMEDIATE, insert run row, id returned), add points, end
  * (commit != 0: mark complete and COMMIT; 0: ROLLBACK). begin_run fills an empty started_at with

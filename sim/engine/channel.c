@@ -29,7 +29,8 @@ const SimChannelRow sim_channel_rows[CH_COUNT] = {
     [CH_SSD] = {"ssd", 0, "ssd_read", "ssd_write"},
     [CH_NIC_IN] = {"nic_in", 0, "net_in", NULL},
     [CH_NIC_OUT] = {"nic_out", 0, "net_out", NULL},
-    [CH_CXL] = {"cxl", 0, "cxl_read", "cxl_write"},
+#define CH_MEMDEV_ROW_(ID, KEY, WHAT, WHATS) [CH_##ID] = {KEY, 0, KEY "_read", KEY "_write"},
+    KV_MEMDEV_ROWS(CH_MEMDEV_ROW_)
 };
 
 void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bidir_bytes_per_s, int64_t latency_ns)

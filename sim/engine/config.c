@@ -33,7 +33,6 @@
  * --set iter_overhead=..., and reported in the TTFT split (it is part of prefill and queueing). */
 static const char *const g_engine_names[] = {"vllm", "sglang", "mii", "none", NULL};
 static const int64_t g_engine_overhead_ns[] = {2000000, 800000, 1200000, 0};
-static const char *const g_format_names[] = {"auto", "csv", "mooncake", "vidur", NULL};
 /* The stores: every chain of distinct tiers with host DRAM, where it is one, first (a chain may also
  * be spelled with commas: dram,ssd,remote), enumerated once from policy.h's tiers depth first in
  * tier order, the chains that start with DRAM first; SimStore is the index ("auto" is 0). */
@@ -146,7 +145,9 @@ int64_t sim_engine_overhead_ns(SimEngine engine)
 
 const char *sim_trace_format_name(SimTraceFormat f)
 {
-    return f >= 0 && (size_t)f < KV_ARRAY_LEN(g_format_names) - 1 ? g_format_names[f] : "auto";
+    for (int i = 0; trace_format_names[i]; i++)
+        if (i == (int)f) return trace_format_names[i];
+    return "auto";
 }
 
 const char *sim_store_name(SimStore s)
@@ -215,120 +216,19 @@ typedef struct CfgKey {
 #define NUMK(k, t, f, d, lo, hi, fl, aw, h) {k, t, F(f), d, lo, hi, fl, aw, NULL, h}
 #define ENUMK(k, f, d, names, h) {k, CT_ENUM, F(f), d, 0, 0, 0, NULL, names, h}
 
-static const CfgKey g_keys[] = {
-    /* the system */
-    STRK("model", model, "Llama-2-7B", KF_NONEMPTY, NULL, "model name from the catalog (kvsim list models)"),
-    STRK("platform", platform, "hcache-a100", KF_NONEMPTY, NULL, "platform name from the catalog (kvsim list platforms)"),
-    STRK("dtype", dtype, "fp16", KF_NONEMPTY, NULL, "weights/KV dtype: fp16, bf16, fp8, ..."),
-    NUMK("tp", CT_INT, tp, "1", 1, 1024, 0, NULL, "tensor-parallel GPUs per stage (tp × pp <= the platform's GPUs per node)"),
-    NUMK("pp", CT_INT, pp, "1", 1, SIM_MAX_STAGES, 0, NULL, "pipeline stages per replica"),
-    NUMK("replicas", CT_INT, replicas, "1", 1, 64, 0, NULL, "model replicas, one node each (sessions pinned to one)"),
-    ENUMK("router", router, "least-loaded", g_router_names,
-          "a new session's replica (it stays there): least-loaded (the fewest requests) or prefix (the longest prefix of its "
-          "first request in the replica's prefix cache, ties to the fewest requests; vLLM production-stack and llm-d style)"),
-    STRK("gpu", gpu, "platform", 0, "platform", "GPU replacing the platform's (kvsim list gpus; 'platform': the platform's)"),
-    STRK("host_link", host_link, "platform", 0, "platform",
-         "host link replacing the platform's GPU<->host link (kvsim list links; 'platform': the platform's)"),
-    STRK("hardware_overlay", hardware_overlay, "none", 0, "none",
-         "hardware catalog overlay: a JSON file of GPUs, links, SSDs, NICs, platforms added or replaced by name (--hardware)"),
-    STRK("models_overlay", models_overlay, "none", 0, "none",
-         "model catalog overlay: a JSON file of models added or replaced by name (--models)"),
-    /* engine */
-    ENUMK("engine", engine, "vllm", g_engine_names, "engine profile (sets the default iteration overhead)"),
-    NUMK("iter_overhead", CT_DUR, iter_overhead_ns, "profile", 0, MAX_DUR, 0, "profile",
-         "host overhead per iteration, e.g. 2 ms ('profile': the engine profile's)"),
-    NUMK("token_budget", CT_I64, token_budget, "512", 1, 1 << 20, 0, NULL, "tokens per iteration (chunked prefill)"),
-    NUMK("max_batch", CT_INT, max_batch, "256", 1, 1 << 20, 0, NULL, "max requests in an iteration"),
-    NUMK("restore_share", CT_REAL, restore_share, "1", 0, 1, KF_MIN_OPEN, NULL,
-         "share of the token budget restoration compute may use, >= 1/token_budget (Cake's GPU availability)"),
-    NUMK("mem_util", CT_REAL, mem_util, "0.9", 0, 1, KF_MIN_OPEN, NULL, "share of HBM used for weights + KV pool"),
-    NUMK("block_tokens", CT_INT, block_tokens, "16", 1, 1 << 16, 0, NULL, "KV block size in tokens"),
-    ENUMK("alloc", alloc, "ondemand", g_alloc_names,
-          "KV blocks: ondemand (vLLM: history + new input at admission, a block per block_tokens of decode, preemption "
-          "when the pool runs out) or reserve (the whole turn, output included, at admission; never preempts)"),
-    ENUMK("preempt", preempt, "recompute", g_preempt_names,
-          "alloc=ondemand: a preempted request's KV is freed and recomputed on re-admission (recompute, vLLM v1) or "
-          "copied to host DRAM and back (swap, vLLM v0's option)"),
-    NUMK("block_watermark", CT_REAL, block_watermark, "0.01", 0, 0.5, 0, NULL,
-         "alloc=ondemand: share of the KV pool's blocks left free when admitting (vLLM's watermark, 0.01)"),
-    /* workload */
-    STRK("trace", trace, "sharegpt4", KF_NONEMPTY, NULL, "generator name (kvsim list traces) or trace file"),
-    ENUMK("trace_format", trace_format, "auto", g_format_names, "trace file format (generators: auto)"),
-    NUMK("seed", CT_U64, seed, "1", 0, 18446744073709551615.0, 0, NULL, "random seed"),
-    NUMK("requests", CT_I64, requests, "0", 0, 1e12, 0, NULL, "stop after this many requests (0: all / 1000 for generators)"),
-    NUMK("session_rate", CT_REAL, session_rate, "0", 0, 1e6, 0, NULL,
-         "sessions per second (Poisson) where the trace has no timestamps (0: the trace's default: sharegpt4 0.5, "
-         "leval 0.1, swebench 0.080225, files 1)"),
-    NUMK("time_scale", CT_REAL, time_scale, "1", 0, 1e6, KF_MIN_OPEN, NULL,
-         "multiply trace timestamps and think times (> 0; 0 is refused, not 'unscaled')"),
-    NUMK("think", CT_DUR, think_ns, "0 s", 0, MAX_DUR, 0, NULL,
-         "think time between turns without timestamps (0: trace default: sharegpt4 30 s, leval 0, swebench lognormal)"),
-    ENUMK("arrivals", arrivals, "session", g_arrival_names,
-          "later turns without timestamps: session (closed loop per session: think after the previous turn ended) or "
-          "trace (open loop: think after the previous turn's arrival, the same times for every policy; a turn "
-          "arriving before its previous one ended waits: session_wait)"),
-    NUMK("concurrency", CT_INT, concurrency, "0", 0, 1000000, 0, NULL,
-         "closed loop of N clients, each running whole sessions: the next turn think after the previous one ended, "
-         "the next session at once; trace timestamps and session_rate unused (0: off; 1: batch-1 harness)"),
-    NUMK("request_rate", CT_REAL, request_rate, "0", 0, 1e6, 0, NULL,
-         "requests per second: every request (any turn) arrives by a gamma process, replacing the trace's times "
-         "(vLLM --request-rate; 0: off)"),
-    NUMK("system_prompt_tokens", CT_I64, system_prompt_tokens, "0", 0, 1 << 20, 0, NULL,
-         "the shared-prefix generator: tokens of each group's system prompt (0: SGLang's default, 2048)"),
-    NUMK("prompt_groups", CT_INT, prompt_groups, "0", 0, 1 << 20, 0, NULL,
-         "the shared-prefix generator: distinct system prompts, one per group of requests (0: SGLang's default, 64)"),
-    NUMK("burstiness", CT_REAL, burstiness, "1", 0, 1e6, KF_MIN_OPEN, NULL,
-         "gamma shape of request_rate's gaps (vLLM --burstiness): 1 Poisson, < 1 burstier, > 1 more regular"),
-    NUMK("warmup", CT_TRIM, warmup, "0", 0, 1e12, 0, NULL,
-         "leave the first N requests (e.g. 200) or the requests arriving in the first T (e.g. '300 s') out of the "
-         "request metrics (0: none)"),
-    NUMK("cooldown", CT_TRIM, cooldown, "0", 0, 1e12, 0, NULL,
-         "leave the last N requests or those arriving in the last T of the arrivals out of the request metrics (0: none)"),
-    NUMK("max_context", CT_I64, max_context, "0", 0, 1 << 24, 0, NULL, "truncate history+new to this many tokens (0: model max)"),
-    NUMK("promote", CT_BOOL, promote, "false", 0, 1, 0, NULL,
-         "a restoration that read a session's state from a lower tier moves it to the first (HiCache's copy up to host memory)"),
-    NUMK("prefetch", CT_BOOL, prefetch, "false", 0, 1, 0, NULL,
-         "a session's state below the first tier is moved up to it ahead of its next turn's known arrival "
-         "(AttentionStore's scheduler-aware fetching)"),
-    NUMK("prefetch_lead", CT_DUR, prefetch_lead_ns, "0 s", 0, MAX_DUR, 0, NULL,
-         "prefetch: start this long before the arrival (0: the move's own time at its tier's read rate)"),
-    NUMK("write_through", CT_BOOL, write_through, "false", 0, 1, 0, NULL,
-         "a save that lands in a tier is copied in the background to every tier below it, so a demotion writes nothing "
-         "(false: write-back, a tier's state is written to the next one when it is demoted)"),
-    NUMK("evict_each_turn", CT_BOOL, evict_each_turn, "false", 0, 1, 0, NULL, "drop every session's KV from HBM when its turn ends"),
-    NUMK("prefix_cache", CT_BOOL, prefix_cache, "true", 0, 1, 0, NULL,
-         "keep the KV blocks a trace names (Mooncake hash_ids) in an HBM prefix cache shared by sessions: a request takes "
-         "its longest cached prefix instead of computing it (vLLM's automatic prefix caching)"),
-    /* storage */
-    ENUMK("store", store, "auto", g_store_names, "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)"),
-    NUMK("dram", CT_SIZE, dram_bytes, "0 B", 0, 1e18, 0, NULL, "host DRAM for saved state, e.g. 256 GB (0: the platform's)"),
-    NUMK("remote_capacity", CT_SIZE, remote_bytes, "0 B", 0, 1e18, 0, NULL,
-         "the remote store's capacity, shared by the replicas, e.g. 100 GB (0: the platform's; unlimited when it gives none)"),
-    STRK("ssd", ssd, "platform", 0, "platform", "SSD model of the array (kvsim list ssds; 'platform': the platform's)"),
-    NUMK("n_ssd", CT_INT, n_ssd, "platform", 0, 1024, 0, "platform", "SSDs in the array ('platform': the platform's)"),
-    NUMK("ssd_capacity", CT_SIZE, ssd_bytes, "0 B", 0, 1e18, 0, NULL,
-         "the SSD tier's capacity per host, e.g. 100 GB (a cache on the array, as KVBM's DYN_KVBM_DISK_CACHE_GB; "
-         "0: the drives' whole capacity)"),
-    STRK("cxl", cxl, "platform", 0, "platform", "CXL memory module (kvsim list cxl; 'platform': the platform's)"),
-    NUMK("n_cxl", CT_INT, n_cxl, "platform", 0, 1024, 0, "platform",
-         "CXL memory modules per host, the cxl tier of a store ('platform': the platform's; 0: none)"),
-    STRK("nic", nic, "platform", 0, "platform", "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)"),
-    NUMK("nic_per_stage", CT_BOOL, nic_per_stage, "false", 0, 1, 0, NULL,
-         "a NIC to the remote store per pipeline stage (each stage's GPUs on their own node) instead of one shared by the stages"),
-    NUMK("state_ttl", CT_DUR, state_ttl_ns, "1 h", 0, MAX_DUR, 0, NULL, "drop saved state unused this long (0: never)"),
-    ENUMK("save_mode", save_mode, "policy", g_save_names,
-          "how state is saved: policy (each policy's own), turn, iteration (two-stage), direct"),
-    /* SLOs and classes */
-    NUMK("slo_ttft", CT_DUR, slo_ttft_ns, "1 s", 0, MAX_DUR, 0, NULL, "TTFT objective, e.g. 200 ms"),
-    NUMK("slo_tbt", CT_DUR, slo_tbt_ns, "100 ms", 0, MAX_DUR, 0, NULL, "mean TBT objective per request"),
-    NUMK("class_short", CT_I64, class_edges[0], "2048", 0, 1 << 30, 0, NULL, "history tokens below which a request is 'short'"),
-    NUMK("class_long", CT_I64, class_edges[1], "16384", 0, 1 << 30, 0, NULL,
-         "history tokens from which a request is 'long' (>= class_short)"),
-    /* cost model */
-    STRK("costs", costs, "spec", KF_NONEMPTY, NULL, "cost model: 'spec' (roofline from the catalog) or a cost store file"),
-    STRK("cost_device", cost_device, "platform", 0, "platform", "device name in the cost store ('platform': the platform's GPU)"),
-    ENUMK("stack", stack, "auto", g_stack_names,
-          "serving stack of the spec model's attention: fa2 (vLLM 0.6, FlashAttention-2), fa3 (Hopper only), auto (fa3 on Hopper, else fa2)"),
+#define MEMDEV_KEYS_(ID, KEY, WHAT, WHATS)                                                                                 \
+    STRK(KEY, memdev[MEMDEV_##ID], "platform", 0, "platform", WHAT " (kvsim list " KEY "; 'platform': the platform's)"),      \
+        NUMK("n_" KEY, CT_INT, n_memdev[MEMDEV_##ID], "platform", 0, 1024, 0, "platform",                                   \
+             WHATS " per host, the " KEY " tier of a store ('platform': the platform's; 0: none)"),
+/* settings.h's rows */
+#define CFG_ROW_(KIND, ...) CFG_ROW_##KIND(__VA_ARGS__)
+#define CFG_ROW_STR(k, f, size, d, fl, aw, h) STRK(k, f, d, fl, aw, h),
+#define CFG_ROW_NUM(k, t, type, f, d, lo, hi, fl, aw, h) NUMK(k, t, f, d, lo, hi, fl, aw, h),
+#define CFG_ROW_ENUM(k, type, f, d, names, h) ENUMK(k, f, d, names, h),
+#define CFG_ROW_NUM_AT(k, t, f, d, lo, hi, fl, aw, h) NUMK(k, t, f, d, lo, hi, fl, aw, h),
+#define CFG_ROW_DECL(type, decl)
+#define CFG_ROW_MEMDEVS(size) KV_MEMDEV_ROWS(MEMDEV_KEYS_)
+static const CfgKey g_keys[] = {SIM_SETTING_ROWS(CFG_ROW_)
 };
 
 /* Other spellings of a setting (vLLM's engine arguments; docs/vllm-lmcache.md): accepted by
@@ -803,10 +703,12 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->concurrency > 0 && c->request_rate > 0)
         return kv_err(e, "concurrency: %d clients send when their previous request ends, but request_rate %g times every "
                       "request in advance (allowed: one of them)", c->concurrency, c->request_rate);
-    if ((c->system_prompt_tokens || c->prompt_groups) && strcmp(c->trace, "shared-prefix") != 0)
-        return kv_err(e, "%s: %lld applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
-                      "trace=shared-prefix)", c->system_prompt_tokens ? "system_prompt_tokens" : "prompt_groups",
-                      c->system_prompt_tokens ? (long long)c->system_prompt_tokens : (long long)c->prompt_groups, c->trace);
+    if (c->system_prompt_tokens && strcmp(c->trace, "shared-prefix") != 0 && strcmp(c->trace, "swebench") != 0)
+        return kv_err(e, "system_prompt_tokens: %lld applies to the shared-prefix and swebench generators only, not to the "
+                      "trace '%s' (allowed: 0, or trace=shared-prefix or swebench)", (long long)c->system_prompt_tokens, c->trace);
+    if (c->prompt_groups && strcmp(c->trace, "shared-prefix") != 0)
+        return kv_err(e, "prompt_groups: %d applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
+                      "trace=shared-prefix)", c->prompt_groups, c->trace);
     if (c->burstiness != 1 && c->request_rate == 0)
         return kv_err(e, "burstiness: %g applies to request_rate, which is 0 (allowed: burstiness 1, or set request_rate)",
                       c->burstiness);

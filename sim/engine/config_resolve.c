@@ -27,12 +27,17 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     /* the drive the engine uses: the platform's, else the catalog's first (sim_setup) */
     if (!out->ssd[0] && out->n_ssd > 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd >= 0 ? p->ssd : 0].name);
     if (!out->ssd[0] && p->ssd >= 0) snprintf(out->ssd, sizeof out->ssd, "%s", hw->ssds[p->ssd].name);
-    if (out->n_cxl < 0) out->n_cxl = p->cxl >= 0 ? p->n_cxl : 0;
-    if (out->n_cxl > 0 && p->cxl < 0 && hw->n_cxls == 0)
-        return kv_err(e, "n_cxl: %d modules, but the hardware catalog has no CXL memory", out->n_cxl);
-    /* the module the engine uses: the platform's, else the catalog's first (sim_setup) */
-    if (!out->cxl[0] && out->n_cxl > 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl >= 0 ? p->cxl : 0].name);
-    if (!out->cxl[0] && p->cxl >= 0) snprintf(out->cxl, sizeof out->cxl, "%s", hw->cxls[p->cxl].name);
+    for (int d = 0; d < KV_MEMDEVS; d++) {
+        const KvMemdevRow *row = kv_memdev_row(d);
+        int *n = &out->n_memdev[d];
+        char *name = out->memdev[d];
+        if (*n < 0) *n = p->memdev[d] >= 0 ? p->n_memdev[d] : 0;
+        if (*n > 0 && p->memdev[d] < 0 && hw->n_memdevs[d] == 0)
+            return kv_err(e, "n_%s: %d modules, but the hardware catalog has no %s", row->key, *n, row->whats);
+        /* the module the engine uses: the platform's, else the catalog's first (sim_setup) */
+        if (!name[0] && *n > 0) snprintf(name, sizeof out->memdev[d], "%s", hw->memdevs[d][p->memdev[d] >= 0 ? p->memdev[d] : 0].name);
+        if (!name[0] && p->memdev[d] >= 0) snprintf(name, sizeof out->memdev[d], "%s", hw->memdevs[d][p->memdev[d]].name);
+    }
     if (!out->nic[0]) {
         if (p->nic >= 0) snprintf(out->nic, sizeof out->nic, "%s", hw->nics[p->nic].name);
         else snprintf(out->nic, sizeof out->nic, "none");
@@ -47,9 +52,10 @@ int sim_config_resolve(SimConfig *out, const SimConfig *in, const HwCatalog *hw,
     }
     if (sim_store_has(out->store, TIER_SSD) && out->n_ssd == 0)
         return kv_err(e, "store: %s, but platform %s has no SSD (set n_ssd)", sim_store_name(out->store), p->name);
-    if (sim_store_has(out->store, TIER_CXL) && out->n_cxl == 0)
-        return kv_err(e, "store: %s, but platform %s has no CXL memory (set n_cxl, and cxl for a module other than the catalog's first)",
-                      sim_store_name(out->store), p->name);
+    for (int d = 0; d < KV_MEMDEVS; d++)
+        if (sim_store_has(out->store, tier_of_memdev(d)) && out->n_memdev[d] == 0)
+            return kv_err(e, "store: %s, but platform %s has no %s (set n_%s, and %s for a module other than the catalog's first)",
+                          sim_store_name(out->store), p->name, kv_memdev_row(d)->whats, kv_memdev_row(d)->key, kv_memdev_row(d)->key);
     if (sim_store_has(out->store, TIER_REMOTE) && !*nic)
         return kv_err(e, "store: %s, but platform %s has no NIC to a remote store (set nic)", sim_store_name(out->store), p->name);
     if (out->dram_bytes == 0) out->dram_bytes = p->dram_bytes;
@@ -94,12 +100,15 @@ int sim_config_apply_parts(const SimConfig *c, HwCatalog *hw, const PlatformSpec
             return kv_err(e, "ssd: %s, but platform %s has no SSD array to take its place (set n_ssd too)", d->name, q->name);
         q->ssd = (int)(d - hw->ssds);
     }
-    if (c->cxl[0]) {
-        const CxlSpec *x = hw_find_cxl(hw, c->cxl, e);
-        if (!x) return kv_err_prefix(e, "cxl: ");
-        if (q->cxl < 0 && c->n_cxl < 0)
-            return kv_err(e, "cxl: %s, but platform %s has no CXL memory to take its place (set n_cxl too)", x->name, q->name);
-        q->cxl = (int)(x - hw->cxls);
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        if (!c->memdev[m][0]) continue;
+        const char *key = kv_memdev_row(m)->key;
+        const MemdevSpec *x = hw_find_memdev(hw, m, c->memdev[m], e);
+        if (!x) return kv_err_prefix(e, "%s: ", key);
+        if (q->memdev[m] < 0 && c->n_memdev[m] < 0)
+            return kv_err(e, "%s: %s, but platform %s has no %s to take its place (set n_%s too)", key, x->name, q->name,
+                          kv_memdev_row(m)->whats, key);
+        q->memdev[m] = (int)(x - hw->memdevs[m]);
     }
     return 0;
 }

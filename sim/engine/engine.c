@@ -53,6 +53,15 @@ static int check_period(void)
 #endif
 }
 
+/* whether decode runs go on past their replica's iteration boundaries when nothing happened to it
+ * (iteration.c, run_go_on): yes unless KVSIM_DECODE_RUNS_GO_ON=0 in the environment (the same
+ * results either way; tools/same_results_replicas.sh compares the two) */
+static int runs_go_on(void)
+{
+    const char *v = getenv("KVSIM_DECODE_RUNS_GO_ON");
+    return !(v && strcmp(v, "0") == 0);
+}
+
 static void dispatch(Sim *sm, const Event *ev)
 {
     switch (ev->kind) {
@@ -137,6 +146,7 @@ int sim_run_ex(SimWorld *w, const char *policy, const SimRunOpts *opts, SimResul
     sm->prog_ctx = prog_ctx;
     sm->opts = opts; /* the recordings asked for (metrics_rec.c) */
     sm->check = check_period();
+    sm->run_on = runs_go_on();
     sm->test_hook = g_hook;
     sm->test_ctx = g_hook_ctx;
     sm->ref_off = g_ref_off;

@@ -321,6 +321,42 @@ typedef struct IterItem {
     int64_t tokens, ctx;
 } IterItem;
 
+/* iteration.c: a decode run's on-demand blocks by phase (see run_take_phase) */
+typedef struct RunBlocks {
+    int on;          /* the phases are built */
+    int64_t b;       /* block_tokens */
+    int64_t ph;      /* (adv − 1) mod b of the next call: the caller calls at every later step, in order */
+    int cross_next;  /* requests may take a block at the next call (the last one found them needing one) */
+} RunBlocks;
+
+/* iteration.c: the decode run a replica's iteration in flight is the last step of (decode_run).
+ * While `on`, the run's items lag behind it by n steps (their tokens, contexts and own TBT
+ * statistics are applied when the run ends: run_settle); the step in flight starts at t. */
+typedef struct DecodeRun {
+    int on;
+    int stop;              /* the step in flight is the run's last: RUN_STOP_STEPS (kmax), RUN_STOP_BLOCKS (no free block for the next) */
+    int64_t B;             /* the batch (its items, all decoding) */
+    int64_t kmax;          /* the run's steps at most (its first completion or save) */
+    int64_t kdone;         /* the step that completes a request (≥ kmax) */
+    int64_t n;             /* steps taken before the one in flight (not yet applied to the items) */
+    int64_t t0, t;         /* the first step's start; the step in flight's */
+    int64_t dctx;          /* Σ of the items' contexts at the step in flight */
+    int64_t slack, need;   /* on-demand blocks: steps with no block to take; run_need(n), or -1 */
+    uint64_t drops;        /* Sim.state_drops when the run was formed */
+    double lin, base;      /* the batch's linear cost; the step in flight's per-layer time */
+    CostLine line;         /* the decode attention after the first step */
+    int line_on;
+    RunBlocks rb;
+    uint64_t *gaps;        /* the n steps' durations */
+    int64_t cap_gaps;
+    /* run_take_phase's phases: per item its threshold and the next item of its phase; per phase
+     * its first item (-1: none); kept between runs */
+    int64_t *rb_c;
+    int *rb_next, *rb_head;
+    int64_t rb_cap_items, rb_cap_phases;
+} DecodeRun;
+enum { RUN_STOP_STEPS = 1, RUN_STOP_BLOCKS };
+
 struct Replica {
     int id;
     Channel ch[CH_COUNT][SIM_MAX_STAGES]; /* [kind][stage]; kinds not per stage use [kind][0] */
@@ -350,6 +386,7 @@ struct Replica {
      * iteration) that started at run_start_ns; the earlier steps were accounted when it was formed */
     int64_t run_start_ns, run_steps;
     double run_busy0[SIM_MAX_STAGES];     /* busy_stage_ns when the run (or iteration) was formed */
+    DecodeRun dr;                         /* iteration.c: the decode run of the iteration in flight */
     uint64_t iter_seq;
     Request *wait_r;
     int wait_layer;
@@ -495,15 +532,10 @@ struct Sim {
     const SimRunOpts *opts;               /* metrics_rec.c: the recordings asked for (sim_run_ex) */
     struct MetricsObs *obs;               /* metrics_rec.c: utilisation windows, timeline, trace sink */
     CostTab ctab;                         /* costtab.c */
-    uint64_t *run_gaps;                   /* iteration.c: a decode run's step durations (scratch) */
-    /* iteration.c: a decode run's on-demand blocks by phase (RunBlocks: per item its threshold and
-     * the next item of its phase; per phase the first item, -1: none; scratch, kept between runs) */
-    int64_t *rb_c;
-    int *rb_next, *rb_head;
-    int64_t rb_cap_items, rb_cap_phases;
+    int run_on;                           /* iteration.c: decode runs go on across their boundaries (run_go_on) */
+    uint64_t state_drops;                 /* tier.c: saved states dropped so far (tier_drop) */
     int64_t hi_loads_in_iter;             /* Σ hi_loads of the requests in_iter: 0 ⇒ no queued load stalls an iteration */
     uint64_t load_runs;                   /* layer loads queued inside a run (ch_extend_run) */
-    int64_t cap_run_gaps;
     unsigned ref_off;                     /* tests: SIM_REF_* shortcuts off (sim_test_set_reference) */
     double *lb_layer_ns;                  /* restore.c: est_layer_ns(k, 0) for the lower bound (NaN: not yet) */
     int64_t lb_layer_n;

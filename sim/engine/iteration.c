@@ -219,7 +219,8 @@ static void layer_costs(Sim *sm, Replica *rp)
  * between its steps either: admission waits for memory or a batch slot, and only a completion or
  * an event frees them (whatever makes admission depend on the step — KV growing per step — must
  * end the run at that step here). So its steps whose ends come before the next event in the queue
- * run at once, when the batch is formed; only the last is an iteration in flight. */
+ * run at once, when the batch is formed; only the last is an iteration in flight. At that step's
+ * end the run goes on when nothing happened to its replica meanwhile (run_go_on, below). */
 
 static int decode_run_ok(const Sim *sm, const Replica *rp)
 {
@@ -285,45 +286,40 @@ static int64_t run_take(Sim *sm, Replica *rp, int64_t adv, int64_t *next_need)
  * Made by the first run_take of a run (the full pass, which establishes c_i ≥ adv); the caller
  * then calls run_take_phase at every step (its slack is 0: the bound is no longer tracked) and
  * checks the pool only when the next step needs blocks, as before (slack ≤ 0 ⇔ need > 0). */
-typedef struct RunBlocks {
-    int on;          /* the phases are built */
-    int64_t b;       /* block_tokens */
-    int64_t ph;      /* (adv − 1) mod b of the next call: the caller calls at every later step, in order */
-    int cross_next;  /* requests may take a block at the next call (the last one found them needing one) */
-} RunBlocks;
+/* (RunBlocks: engine_int.h; its scratch is the replica's DecodeRun) */
 
 /* the phases of the run's requests, after a full run_take(adv): 0, or -1 (out of memory: the caller
  * keeps the full passes) */
 static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv)
 {
     int64_t b = sm->cfg->block_tokens > 0 ? sm->cfg->block_tokens : 16, n = rp->n_items;
-    if (n > sm->rb_cap_items) {
+    if (n > rp->dr.rb_cap_items) {
         int64_t nc = n < 64 ? 64 : 2 * n;
-        int64_t *c = realloc(sm->rb_c, (size_t)nc * sizeof *c);
+        int64_t *c = realloc(rp->dr.rb_c, (size_t)nc * sizeof *c);
         if (!c) return -1;
-        sm->rb_c = c;
-        int *nx = realloc(sm->rb_next, (size_t)nc * sizeof *nx);
+        rp->dr.rb_c = c;
+        int *nx = realloc(rp->dr.rb_next, (size_t)nc * sizeof *nx);
         if (!nx) return -1;
-        sm->rb_next = nx;
-        sm->rb_cap_items = nc;
+        rp->dr.rb_next = nx;
+        rp->dr.rb_cap_items = nc;
     }
-    if (b > sm->rb_cap_phases) {
-        int *h = realloc(sm->rb_head, (size_t)b * sizeof *h);
+    if (b > rp->dr.rb_cap_phases) {
+        int *h = realloc(rp->dr.rb_head, (size_t)b * sizeof *h);
         if (!h) return -1;
-        for (int64_t p = sm->rb_cap_phases; p < b; p++) h[p] = -1;
-        sm->rb_head = h;
-        sm->rb_cap_phases = b;
+        for (int64_t p = rp->dr.rb_cap_phases; p < b; p++) h[p] = -1;
+        rp->dr.rb_head = h;
+        rp->dr.rb_cap_phases = b;
     }
     for (int64_t i = 0; i < n; i++) {
         const Request *r = rp->items[i].r;
-        sm->rb_c[i] = r->reserved_tokens / b * b - (r->hist + r->nnew + r->out_done + 1);
-        if (sm->rb_c[i] < 0) return -1; /* (cannot be after a full run_take: c_i ≥ adv ≥ 1) */
+        rp->dr.rb_c[i] = r->reserved_tokens / b * b - (r->hist + r->nnew + r->out_done + 1);
+        if (rp->dr.rb_c[i] < 0) return -1; /* (cannot be after a full run_take: c_i ≥ adv ≥ 1) */
     }
     /* append in item order: walk backwards, pushing at the head */
     for (int64_t i = n - 1; i >= 0; i--) {
-        int64_t p = sm->rb_c[i] % b;
-        sm->rb_next[i] = sm->rb_head[p];
-        sm->rb_head[p] = (int)i;
+        int64_t p = rp->dr.rb_c[i] % b;
+        rp->dr.rb_next[i] = rp->dr.rb_head[p];
+        rp->dr.rb_head[p] = (int)i;
     }
     rb->on = 1;
     rb->b = b;
@@ -336,7 +332,7 @@ static int run_phases_build(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv)
 static void run_phases_clear(Sim *sm, const Replica *rp, RunBlocks *rb)
 {
     if (!rb->on) return;
-    for (int i = 0; i < rp->n_items; i++) sm->rb_head[sm->rb_c[i] % rb->b] = -1;
+    for (int i = 0; i < rp->n_items; i++) rp->dr.rb_head[rp->dr.rb_c[i] % rb->b] = -1;
     rb->on = 0;
 }
 
@@ -350,21 +346,21 @@ static void run_take_phase(Sim *sm, Replica *rp, RunBlocks *rb, int64_t adv, int
      * blocks_tokens(x) = q_i + b (q_i a multiple of b): its need is x − 1 + b − reserved_i. The
      * requests that take a block now are those the last call found needing one (none: no walk) */
     if (rb->cross_next)
-        for (int i = sm->rb_head[ph]; i >= 0; i = sm->rb_next[i]) {
-            if (sm->rb_c[i] != adv - 1) continue; /* the same phase, a later block */
+        for (int i = rp->dr.rb_head[ph]; i >= 0; i = rp->dr.rb_next[i]) {
+            if (rp->dr.rb_c[i] != adv - 1) continue; /* the same phase, a later block */
             Request *r = rp->items[i].r;
             int64_t x = r->hist + r->nnew + r->out_done + adv + 1;
             int64_t need = x - 1 + b - r->reserved_tokens; /* = blocks_tokens(x) − reserved */
             pool_reserve(sm, rp, need);
             r->reserved_tokens += need;
             metrics_on_pool(sm, rp);
-            sm->rb_c[i] += b;
+            rp->dr.rb_c[i] += b;
         }
     rb->ph = ph1;
     int64_t total = 0;
     int found = 0;
-    for (int i = sm->rb_head[ph1]; i >= 0; i = sm->rb_next[i]) {
-        if (sm->rb_c[i] != adv) continue;
+    for (int i = rp->dr.rb_head[ph1]; i >= 0; i = rp->dr.rb_next[i]) {
+        if (rp->dr.rb_c[i] != adv) continue;
         const Request *r = rp->items[i].r;
         /* x + 1 = base_i + adv + 1 = q_i + 1: blocks_tokens(x + 1) − reserved = x + b − reserved */
         total += r->hist + r->nnew + r->out_done + adv + 1 + b - r->reserved_tokens;
@@ -394,90 +390,82 @@ static int64_t growth_slack(const Sim *sm, const Replica *rp)
     return slack;
 }
 
-/* room for the durations of steps 0..j of a run in sm->run_gaps; -1 out of memory */
-static int run_gaps_room(Sim *sm, int64_t j)
+/* room for the durations of steps 0..j of a run in dr->gaps; -1 out of memory */
+static int run_gaps_room(Sim *sm, DecodeRun *dr, int64_t j)
 {
-    if (j < sm->cap_run_gaps) return 0;
-    int64_t nc = sm->cap_run_gaps ? 2 * sm->cap_run_gaps : 1024;
+    if (j < dr->cap_gaps) return 0;
+    int64_t nc = dr->cap_gaps ? 2 * dr->cap_gaps : 1024;
     while (nc <= j) nc *= 2;
-    uint64_t *ng = realloc(sm->run_gaps, (size_t)nc * sizeof *ng);
+    uint64_t *ng = realloc(dr->gaps, (size_t)nc * sizeof *ng);
     if (!ng) return sim_fail(sm, "out of memory");
-    sm->run_gaps = ng;
-    sm->cap_run_gaps = nc;
+    dr->gaps = ng;
+    dr->cap_gaps = nc;
     return 0;
 }
 
-/* Run the steps of a decode run before its last and prepare the last as layer_costs would have:
- * step j (from 1) costs what its own formation would (each request's context j − 1 larger: the
- * same lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the
- * stages; steps end the run at the first completion or save, or at the first whose end is not
- * before the next event (that step is the one in flight). What does not decide the next step is
- * applied when the run's steps are known, in one pass: the steps' tokens (metrics_on_decode_steps,
- * from their durations), each request's tokens and context (out_done, ctx, t_last_tok: read inside
- * the run only by run_need and run_take, which are given the steps taken), and the counts of
- * the lookups. What is the same at every step is computed once: the linear cost of the batch (a
- * memo of a pure function of B; its repeated hits counted by ctab_linear_count) and the decode
- * attention's bracket on the batch axis (CostLine: the same arithmetic as the lookup, per step one
- * division while the context stays in one segment of the grid). Returns the start of the last step.
- * O(1) per step, plus O(items) per run (and per step where on-demand blocks may grow). */
-static int64_t decode_run(Sim *sm, Replica *rp)
+/* the time a run's steps must end before: the next event's, or just past the clock's limit (the
+ * step that passes it is pushed: refused) */
+static int64_t run_stop_time(const Sim *sm)
+{
+    int64_t t = evq_next_time(&sm->q);
+    return t <= SIM_TIME_MAX_NS ? t : SIM_TIME_MAX_NS + 1;
+}
+
+/* Take the steps of rp's run that end before t_stop, from the step in flight (dr->t, dr->base):
+ * step j costs what its own formation would (each request's context one larger per step: the same
+ * lookups, sums and rounding as layer_costs and iter_advance), its GPU time is added to the stages.
+ * The run stops (dr->stop) at its kmax-th step and before a step after which the next formation's
+ * blocks are not free (that formation must evict or preempt). What decides the next step is
+ * computed per step: the decode attention along the line (per step one division while the context
+ * stays in one segment of the grid), on-demand blocks (run_take, then by phases); the linear cost
+ * of the batch is the same at every step (dr->lin). The first step not taken is the one in flight.
+ * Returns the steps taken. O(1) per step (O(items) on a step where on-demand blocks may grow). */
+static int64_t run_steps(Sim *sm, Replica *rp, DecodeRun *dr, int64_t t_stop)
 {
     const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
-    int64_t B = rp->n_items, kmax = INT64_MAX, dctx = 0;
-    for (int i = 0; i < rp->n_items; i++) {
-        IterItem *it = &rp->items[i];
-        Request *r = it->r;
-        if (r->nout - r->out_done < kmax) kmax = r->nout - r->out_done; /* its last token ends the run */
-        if (sm->save_mode == SAVE_PER_ITERATION) {
-            /* after step j its KV covers it->ctx + j − 1 positions; iter_done saves at 64 past issued_pos */
-            int64_t js = 65 + r->s->issued_pos - it->ctx;
-            if (js < kmax) kmax = js < 1 ? 1 : js;
-        }
-        dctx += it->ctx;
-    }
-    const int64_t t0 = sim_now(sm), oh = sm->overhead_ns, L = sm->L;
-    /* the next event's time, or just past the clock's limit (the step that passes it is pushed: refused) */
-    const int64_t t_stop = evq_next_time(&sm->q) <= SIM_TIME_MAX_NS ? evq_next_time(&sm->q) : SIM_TIME_MAX_NS + 1;
+    const int64_t oh = sm->overhead_ns, L = sm->L, B = dr->B, kmax = dr->kmax, n0 = dr->n;
     const int S = sm->S;
-    int64_t t = t0, n = 0;
-    int64_t slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
-    int64_t need = -1; /* run_need(n) when the last run_take gave it, else -1 */
-    RunBlocks rb = {0, 0, 0, 0};
-    const double lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted below */
-    double attn = 0;
-    attn += ctab_attn_decode_ns(sm, B, dctx);
-    double base = lin + attn; /* step n + 1's per-layer time (its formation's layer_costs) */
-    CostLine line;            /* the later steps' decode attention (a one-step run needs none) */
-    int line_on = 0;
-    uint64_t *restrict gaps = sm->run_gaps; /* (restrict: its stores touch nothing else the loop reads) */
-    int64_t cap = gaps ? sm->cap_run_gaps : 0;
+    const double lin = dr->lin;
+    int64_t t = dr->t, n = dr->n, slack = dr->slack, need = dr->need, dctx = dr->dctx;
+    double base = dr->base;
+    uint64_t *restrict gaps = dr->gaps; /* (restrict: its stores touch nothing else the loop reads) */
+    int64_t cap = gaps ? dr->cap_gaps : 0;
     /* stage 0's busy time in a register: the same additions in the same order (nothing reads it
-     * before the run ends) */
+     * before the loop ends) */
     double busy0 = rp->busy_stage_ns[0];
     const double lay0 = sm->stage_layers[0];
     for (;;) {
-        if (n + 1 >= kmax) break;
+        if (n + 1 >= kmax) { /* its last token or a save ends the run: it is the step in flight */
+            dr->stop = RUN_STOP_STEPS;
+            break;
+        }
         int64_t d = round_ns(base); /* = iter_advance's rounding */
         int64_t end = t_add(t_add(t, oh), t_mul(d, L));
         if (end >= t_stop) break; /* something happens before it ends (or it passes the clock's limit): it is the step in flight */
         if (ondemand && slack <= 0) { /* the next step's blocks: free, or its formation must evict or preempt */
             if (need < 0) need = run_need(sm, rp, n);
-            if (need > 0 && rp->pool_used + need > rp->pool_cap) break; /* (need > 0 whenever the exact slack is ≤ 0) */
+            if (need > 0 && rp->pool_used + need > rp->pool_cap) { /* (need > 0 whenever the exact slack is ≤ 0) */
+                dr->stop = RUN_STOP_BLOCKS;
+                break;
+            }
         }
         if (n >= cap) {
-            if (run_gaps_room(sm, n) != 0) break;
-            gaps = sm->run_gaps;
-            cap = sm->cap_run_gaps;
+            if (run_gaps_room(sm, dr, n) != 0) {
+                dr->stop = RUN_STOP_BLOCKS;
+                break;
+            }
+            gaps = dr->gaps;
+            cap = dr->cap_gaps;
         }
         busy0 += (double)d * lay0;
         for (int st = 1; st < S; st++) rp->busy_stage_ns[st] += (double)d * sm->stage_layers[st];
         gaps[n] = (uint64_t)(end - t);
         if (ondemand && slack <= 0) { /* what blocks_grow takes at the next step's formation */
-            if (rb.on) {
-                run_take_phase(sm, rp, &rb, n + 1, &need);
+            if (dr->rb.on) {
+                run_take_phase(sm, rp, &dr->rb, n + 1, &need);
             } else {
                 slack = run_take(sm, rp, n + 1, &need);
-                if (run_phases_build(sm, rp, &rb, n + 1) == 0) slack = 0; /* every later step by its phases */
+                if (run_phases_build(sm, rp, &dr->rb, n + 1) == 0) slack = 0; /* every later step by its phases */
             }
         } else {
             slack--;
@@ -486,34 +474,230 @@ static int64_t decode_run(Sim *sm, Replica *rp)
         t = end;
         dctx += B;
         n++;
-        if (!line_on) {
-            ctab_attn_decode_line(sm, &line, B);
-            line_on = 1;
+        if (!dr->line_on) {
+            ctab_attn_decode_line(sm, &dr->line, B);
+            dr->line_on = 1;
         }
-        attn = 0;
-        attn += cost_line_ns(&line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
+        double attn = 0;
+        attn += cost_line_ns(&dr->line, dctx); /* = ctab_attn_decode_ns(sm, B, dctx) */
         base = lin + attn;
     }
     rp->busy_stage_ns[0] = busy0;
-    run_phases_clear(sm, rp, &rb);
-    if (line_on) cost_line_end(&line);
-    ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
-    if (n > 0) {
-        metrics_on_decode_steps(sm, rp, t0, sm->run_gaps, n);
-        for (int i = 0; i < rp->n_items; i++) {
-            IterItem *it = &rp->items[i];
-            it->r->t_last_tok = t;
-            it->r->out_done += n;
-            it->ctx += n;
-        }
+    dr->t = t;
+    dr->n = n;
+    dr->slack = slack;
+    dr->need = need;
+    dr->dctx = dctx;
+    dr->base = base;
+    return n - n0;
+}
+
+/* The run of rp ends: what its n steps taken did to its items is applied — each request's own
+ * TBT statistics (metrics_on_decode_tokens, from the steps' durations), its tokens and context
+ * (out_done, ctx, t_last_tok: read inside the run only by run_need and run_take, which are given the
+ * steps taken) — and the counts of the run's lookups. O(items) (+ O(n) per request on the inexact
+ * path of its TBT sum). */
+static void run_settle(Sim *sm, Replica *rp)
+{
+    DecodeRun *dr = &rp->dr;
+    if (!dr->on) return;
+    dr->on = 0;
+    run_phases_clear(sm, rp, &dr->rb);
+    if (dr->line_on) cost_line_end(&dr->line);
+    dr->line_on = 0;
+    int64_t n = dr->n;
+    if (n <= 0) return;
+    metrics_on_decode_tokens(sm, rp, dr->t0, dr->gaps, n);
+    for (int i = 0; i < rp->n_items; i++) {
+        IterItem *it = &rp->items[i];
+        it->r->t_last_tok = dr->t;
+        it->r->out_done += n;
+        it->ctx += n;
     }
-    rp->run_steps = n + 1;
+    dr->n = 0;
+}
+
+/* the reports of a run's m steps just taken from index k (they started at start_ns, the items'
+ * last tokens at last_tok_ns, -1: their own) and of its step in flight, and that step's per-layer
+ * time for the walk: what the formations and iteration ends of those steps would have reported */
+static void run_report(Sim *sm, Replica *rp, int64_t k, int64_t m, int64_t start_ns, int64_t last_tok_ns)
+{
+    DecodeRun *dr = &rp->dr;
+    if (m > 0) metrics_on_decode_steps(sm, rp, start_ns, last_tok_ns, dr->gaps + k, m);
+    rp->run_steps = m + 1;
     metrics_on_iteration(sm, rp);
-    rp->layer_ns[0] = base; /* a uniform iteration's walk reads layer 0's only (no schedule_out here) */
-    for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
+    rp->layer_ns[0] = dr->base; /* a uniform iteration's walk reads layer 0's only (no schedule_out here) */
     rp->any_lw = 0;
     rp->n_lw = 0;
+}
+
+/* the run's step limits from its items as they stand n = dr->n steps into it: dr->kdone, the step
+ * whose token is some request's last, and dr->kmax, that or (save_mode=iteration) the first step
+ * at whose end iter_done saves (64 positions past a session's issued_pos). O(items) */
+static void run_limits(Sim *sm, Replica *rp, DecodeRun *dr)
+{
+    int64_t n = dr->n, kdone = INT64_MAX, kmax;
+    for (int i = 0; i < rp->n_items; i++) {
+        const Request *r = rp->items[i].r;
+        if (r->nout - r->out_done - n < kdone) kdone = r->nout - r->out_done - n; /* its last token ends the run */
+    }
+    kmax = kdone;
+    if (sm->save_mode == SAVE_PER_ITERATION)
+        for (int i = 0; i < rp->n_items; i++) {
+            /* after step j its KV covers ctx + j − 1 positions (ctx: the item's context at the
+             * step in flight); iter_done saves at 64 past issued_pos */
+            int64_t js = 65 + rp->items[i].r->s->issued_pos - (rp->items[i].ctx + n);
+            if (js < kmax) kmax = js < 1 ? 1 : js;
+        }
+    dr->kdone = n + kdone;
+    dr->kmax = n + kmax;
+}
+
+/* Form a decode run (decode_run_ok): its step in flight and the steps before it that end before
+ * the next event (run_steps). The run goes on past that event when its replica's next formation
+ * would form it again (run_go_on); else — or where a run may not go on (run_may_go_on) — it ends
+ * with its step in flight. Returns the start of the step in flight. O(items) plus run_steps'. */
+static int64_t decode_run(Sim *sm, Replica *rp)
+{
+    DecodeRun *dr = &rp->dr;
+    const int ondemand = sm->cfg->alloc == SIM_ALLOC_ONDEMAND;
+    int64_t B = rp->n_items, dctx = 0;
+    for (int i = 0; i < rp->n_items; i++) dctx += rp->items[i].ctx;
+    dr->on = 1;
+    dr->stop = 0;
+    dr->B = B;
+    dr->n = 0;
+    run_limits(sm, rp, dr);
+    dr->t0 = dr->t = sim_now(sm);
+    dr->dctx = dctx;
+    dr->slack = ondemand ? growth_slack(sm, rp) : INT64_MAX; /* no block to take while > 0 */
+    dr->need = -1; /* run_need(n) when the last run_take gave it, else -1 */
+    dr->drops = sm->state_drops;
+    dr->rb.on = 0;
+    dr->line_on = 0;
+    dr->lin = est_linear_ns(sm, B); /* every step's: the others' lookups counted by ctab_linear_count */
+    double attn = 0;
+    attn += ctab_attn_decode_ns(sm, B, dctx);
+    dr->base = dr->lin + attn; /* the step in flight's per-layer time (its formation's layer_costs) */
+    int64_t n = run_steps(sm, rp, dr, run_stop_time(sm));
+    ctab_linear_count(sm, B, (uint64_t)n); /* the n + 1 steps' linear costs, one looked up above */
+    run_report(sm, rp, 0, n, dr->t0, -1);
+    for (int i = 0; i < rp->n_items; i++) rq_set_in_iter(sm, rp->items[i].r, 1);
+    int64_t t = dr->t;
+    if (!sm->run_on || sm->check || metrics_rec_reads_items(sm)) run_settle(sm, rp); /* (run_may_go_on) */
     return t;
+}
+
+/* Decode runs across other events. A run formed with its steps before the next event in the
+ * queue — which, with several replicas, is mostly another replica's — would be formed again at the
+ * end of its step in flight, with the same batch, unless something happened to its replica: the
+ * old formation then only re-reads what the run already holds. So at that end (iter_done) the run
+ * goes on instead, when its replica's formation would form the same batch and take only free
+ * blocks:
+ *   - the step that ended is no request's last (request_done) and the run did not stop for want of
+ *     a free block; where save_mode=iteration saves at that step (the run stopped for it), or a
+ *     saved state was dropped since the last look (a drop resets a session's issued_pos, from which
+ *     those saves count), the items' saves are made as iter_done makes them, in item order, and the
+ *     run's limits are taken again (run_limits);
+ *   - every admitted request is in the batch (nothing was admitted meanwhile; no restoration), and
+ *     admission would admit nothing (no turn queued and no preempted request, or no batch slot);
+ *   - the blocks of the next step are free (else that formation evicts or preempts).
+ * Each boundary reports what the old iteration end and formation reported, at the same event and in
+ * the same order — the GPU's utilisation span of the steps since the last boundary (utilisation
+ * windows are shared by the replicas and summed in event order), the TBT histogram's adds (its
+ * running sum is a double, summed in event order), the iteration counters — and the new steps end
+ * before the next event in the queue, as before: the same iteration-end events at the same times,
+ * so every other replica's runs and every output are those of one formation per boundary. What is
+ * the replica's own — its items' tokens, contexts and TBT statistics, the lookup counts — waits
+ * until the run ends (run_settle). What the run skips per boundary: the items' updates, blocks_grow,
+ * admission, the batch, the cost setup. (run_may_go_on: not with the accounting walker, which reads
+ * every replica's items at any boundary, nor with the timeline or a trace sink, which read the
+ * items at each iteration's end; KVSIM_DECODE_RUNS_GO_ON=0 turns it off, for comparisons.) */
+
+/* whether the blocks the formation after rp's step in flight takes are free (run_steps' test:
+ * else that formation must evict or preempt) */
+static int run_next_blocks_free(Sim *sm, Replica *rp, DecodeRun *dr)
+{
+    if (sm->cfg->alloc != SIM_ALLOC_ONDEMAND || dr->slack > 0) return 1;
+    if (dr->need < 0) dr->need = run_need(sm, rp, dr->n);
+    return !(dr->need > 0 && rp->pool_used + dr->need > rp->pool_cap);
+}
+
+/* the step in flight of rp's run ended (now), its next formation's blocks free
+ * (run_next_blocks_free): take it as run_steps would have taken it (its GPU time is on the stages
+ * already: iter_advance added it); -1 out of memory */
+static int run_take_inflight(Sim *sm, Replica *rp, DecodeRun *dr)
+{
+    int64_t n = dr->n, end = sim_now(sm);
+    if (run_gaps_room(sm, dr, n) != 0) return -1;
+    SIM_CHECK(sm, end == t_add(t_add(dr->t, sm->overhead_ns), t_mul(round_ns(dr->base), sm->L)));
+    dr->gaps[n] = (uint64_t)(end - dr->t);
+    if (sm->cfg->alloc == SIM_ALLOC_ONDEMAND && dr->slack <= 0) {
+        if (dr->rb.on) {
+            run_take_phase(sm, rp, &dr->rb, n + 1, &dr->need);
+        } else {
+            dr->slack = run_take(sm, rp, n + 1, &dr->need);
+            if (run_phases_build(sm, rp, &dr->rb, n + 1) == 0) dr->slack = 0;
+        }
+    } else {
+        dr->slack--;
+        dr->need = -1;
+    }
+    dr->t = end;
+    dr->dctx += dr->B;
+    dr->n = n + 1;
+    if (!dr->line_on) {
+        ctab_attn_decode_line(sm, &dr->line, dr->B);
+        dr->line_on = 1;
+    }
+    double attn = 0;
+    attn += cost_line_ns(&dr->line, dr->dctx);
+    dr->base = dr->lin + attn;
+    return 0;
+}
+
+/* at the end of rp's step in flight (iter_done): 1 when its run went on (see above), 0 when the
+ * iteration ends as any other */
+static int run_go_on(Sim *sm, Replica *rp)
+{
+    DecodeRun *dr = &rp->dr;
+    /* save_mode=iteration: the saves iter_done makes at this step, where the run stopped for one or
+     * a dropped state may have reset a session's issued_pos */
+    int saves = sm->save_mode == SAVE_PER_ITERATION && (dr->stop == RUN_STOP_STEPS || sm->state_drops != dr->drops);
+    if (dr->stop == RUN_STOP_BLOCKS || dr->n + 1 >= dr->kdone || (dr->stop && !saves) || rp->n_active != rp->n_items ||
+        rp->n_restoring > 0 || ((rp->q_len || rp->pre_n) && rp->n_active < sm->cfg->max_batch) || !run_next_blocks_free(sm, rp, dr))
+        return 0;
+    int64_t now = sim_now(sm), k = dr->n, last = k > 0 ? dr->t : -1; /* the items' last tokens before this step */
+    /* iter_done's reports and saves */
+    metrics_on_iteration_done(sm, rp);
+    metrics_on_iteration_span(sm, rp, rp->run_start_ns, now, (int)rp->run_steps);
+    metrics_on_step_tokens(sm, rp, last);
+    if (saves)
+        for (int i = 0; i < rp->n_items; i++) {
+            Request *r = rp->items[i].r;
+            int64_t pos = r->hist + r->new_done + r->out_done + k; /* (its out_done k + 1 steps behind) */
+            if (pos - r->s->issued_pos >= 64) tier_save_range(sm, r->s, pos);
+        }
+    /* form_iteration's */
+    rp->form_pending = 0;
+    if (run_take_inflight(sm, rp, dr) != 0) return 1; /* (failed: the run ends) */
+    if (saves) {
+        run_limits(sm, rp, dr);
+        dr->stop = 0;
+        dr->drops = sm->state_drops;
+    }
+    rp->run_start_ns = now;
+    for (int st = 0; st < sm->S; st++) rp->run_busy0[st] = rp->busy_stage_ns[st];
+    int64_t m = run_steps(sm, rp, dr, run_stop_time(sm));
+    ctab_linear_count(sm, dr->B, (uint64_t)m + 1);
+    run_report(sm, rp, k + 1, m, now, now);
+    rp->direct_save_ns = 0;
+    rp->iter_start_ns = dr->t;
+    rp->cursor_ns = t_add(rp->iter_start_ns, sm->overhead_ns);
+    rp->layer = 0;
+    rp->wait_r = NULL;
+    iter_advance(sm, rp);
+    return 1;
 }
 
 void form_iteration(Sim *sm, Replica *rp)
@@ -562,6 +746,10 @@ static void boundary(Sim *sm)
 
 void iter_done(Sim *sm, Replica *rp)
 {
+    if (rp->dr.on) {
+        if (run_go_on(sm, rp)) return;
+        run_settle(sm, rp);
+    }
     int64_t now = sim_now(sm);
     if (sm->observer) sm->observer->iter_done(sm, rp);
     metrics_on_iteration_done(sm, rp);

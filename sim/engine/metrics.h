@@ -32,12 +32,20 @@ void metrics_on_event(Sim *sm);
  * rp->run_start_ns, the last one from rp->iter_start_ns to now — is reported whole (one call each). */
 void metrics_on_iteration(Sim *sm, Replica *rp);
 void metrics_on_iteration_done(Sim *sm, Replica *rp);
-/* a decode run's n steps before its last, reported when the run is formed (nothing else happens
- * until they end; the items' t_last_tok still that of before the run): step 1 ends at
- * start_ns + gaps[0], step j + 1 gaps[j] after step j. The iterations, their end events and every
- * item's tokens, exactly as metrics_on_iteration + metrics_on_token per item and step would have
- * counted them */
-void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n);
+/* a decode run's n steps before its last, when they are taken (nothing else happens until they
+ * end): step 1 ends at start_ns + gaps[0], step j + 1 gaps[j] after step j; the items' last
+ * tokens came at last_tok_ns (-1: each item's t_last_tok). The iterations, their end events and
+ * the TBT histogram's share of every item's tokens, exactly as metrics_on_iteration +
+ * metrics_on_token per item and step would have counted them */
+void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, int64_t last_tok_ns, const uint64_t *gaps, int64_t n);
+/* the TBT histogram's share of metrics_on_token for a decode step of rp's batch ending now (the
+ * items' last tokens at last_tok_ns; -1: each item's t_last_tok) */
+void metrics_on_step_tokens(Sim *sm, Replica *rp, int64_t last_tok_ns);
+/* whether a recording reads an iteration's items when it ends (the timeline, a trace sink) */
+int metrics_rec_reads_items(const Sim *sm);
+/* each request's own share of metrics_on_token for n steps of a decode run (the items' t_last_tok
+ * still that of before them), applied when the run ends */
+void metrics_on_decode_tokens(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n);
 /* THE hook of an iteration's span (iteration.c, right after metrics_on_iteration_done): rp ran
  * from t0 to t1 standing for `steps` decode steps; feeds the GPU's utilisation windows, the
  * timeline's compute spans and the trace's iteration events (SimRunOpts) */

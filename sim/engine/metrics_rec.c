@@ -386,6 +386,12 @@ void metrics_rec_request_done(Sim *sm, Request *r, int64_t restore_ns, int64_t r
 
 int metrics_rec_traced(const Sim *sm) { return obs_of(sm)->sink != NULL; }
 
+int metrics_rec_reads_items(const Sim *sm)
+{
+    const MetricsObs *o = obs_of(sm);
+    return o->tl_on || o->sink != NULL;
+}
+
 void metrics_rec_run_end(Sim *sm)
 {
     if (obs_of(sm)->util_on) util_export(sm, sm->opts->util);

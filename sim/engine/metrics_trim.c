@@ -77,32 +77,29 @@ static void request_gaps(Sim *sm, Request *r, int64_t first, const uint64_t *lat
     if (n > 1 && later_max > r->tbt_max) r->tbt_max = later_max;
 }
 
-/* The n steps of a decode run before its last, when the run is formed (every item of rp's batch
+/* The n steps of a decode run before its last, when they are taken (every item of rp's batch
  * IT_DECODE; nothing else happens until they end): step 1 ends at start_ns + gaps[0], step j + 1
- * gaps[j] after step j; each item's first token comes end_1 − its t_last_tok after its previous one,
- * its later ones gaps[1..n-1] after each other. The same updates as their own iterations and
- * iteration-end events would have made — the counters, and metrics_on_token per item and step: the
- * TBT histogram gets step 1's gaps in item order (consecutive equal ones as one weighted add), then
- * each later step's gap once per item (hist_add_each_n: exactly those adds, in step order); each
- * request's own statistics get its gaps in step order (request_gaps), requests taken one after the
- * other (what one request's statistics hold does not depend on another's). O(n + items). */
-void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n)
+ * gaps[j] after step j; each item's first token comes end_1 − its last token's time after its
+ * previous one (last_tok_ns, or when it is -1 each item's t_last_tok), its later ones gaps[1..n-1]
+ * after each other. The run-wide updates their own iterations and iteration-end events would have
+ * made — the counters, and the TBT histogram's share of metrics_on_token per item and step: step
+ * 1's gaps in item order (consecutive equal ones as one weighted add), then each later step's gap
+ * once per item (hist_add_each_n: exactly those adds, in step order). Each request's own
+ * statistics: metrics_on_decode_tokens. O(n + items). */
+void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, int64_t last_tok_ns, const uint64_t *gaps, int64_t n)
 {
     sm->res->iterations += (uint64_t)n;
     sm->res->events += (uint64_t)n; /* the iteration-end events these steps stand for */
     sm->res->decode_steps += (uint64_t)n;
-    int trim = trim_on(sm);
-    int64_t end1 = start_ns + (int64_t)gaps[0], later_sum = 0, later_max = 0;
-    for (int64_t j = 1; j < n; j++) {
-        later_sum += (int64_t)gaps[j]; /* (≤ the run's span: no overflow) */
-        if ((int64_t)gaps[j] > later_max) later_max = (int64_t)gaps[j];
-    }
-    int64_t run_gap = 0;
-    uint64_t run_n = 0;
-    for (int i = 0; i < rp->n_items; i++) {
-        Request *r = rp->items[i].r;
-        int64_t gap = end1 - r->t_last_tok;
-        if (!trim) {
+    if (trim_on(sm)) return;
+    int64_t end1 = start_ns + (int64_t)gaps[0];
+    if (last_tok_ns >= 0) {
+        hist_add_n(&sm->res->tbt, (uint64_t)(end1 - last_tok_ns), (uint64_t)rp->n_items);
+    } else {
+        int64_t run_gap = 0;
+        uint64_t run_n = 0;
+        for (int i = 0; i < rp->n_items; i++) {
+            int64_t gap = end1 - rp->items[i].r->t_last_tok;
             if (run_n && gap != run_gap) {
                 hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
                 run_n = 0;
@@ -110,10 +107,42 @@ void metrics_on_decode_steps(Sim *sm, Replica *rp, int64_t start_ns, const uint6
             run_gap = gap;
             run_n++;
         }
+        if (run_n) hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
+    }
+    hist_add_each_n(&sm->res->tbt, gaps + 1, (size_t)(n - 1), (uint64_t)rp->n_items);
+}
+
+/* The TBT histogram's share of metrics_on_token for the tokens of a step of rp's decode batch that
+ * ends now: each item's gap since its last token (last_tok_ns, or when it is -1 each item's
+ * t_last_tok), in item order; one weighted add when they are all the same. O(1) or O(items). */
+void metrics_on_step_tokens(Sim *sm, Replica *rp, int64_t last_tok_ns)
+{
+    if (trim_on(sm)) return;
+    int64_t now = sim_now(sm);
+    if (last_tok_ns >= 0) {
+        hist_add_n(&sm->res->tbt, (uint64_t)(now - last_tok_ns), (uint64_t)rp->n_items);
+        return;
+    }
+    for (int i = 0; i < rp->n_items; i++) hist_add(&sm->res->tbt, (uint64_t)(now - rp->items[i].r->t_last_tok));
+}
+
+/* Each request's own share of metrics_on_token for n steps of a decode run (as
+ * metrics_on_decode_steps describes them; the items' t_last_tok still that of before the steps):
+ * its gaps in step order (request_gaps), requests taken one after the other (what one request's
+ * statistics hold does not depend on another's). O(items), O(n) per request on the inexact path. */
+void metrics_on_decode_tokens(Sim *sm, Replica *rp, int64_t start_ns, const uint64_t *gaps, int64_t n)
+{
+    int trim = trim_on(sm);
+    int64_t end1 = start_ns + (int64_t)gaps[0], later_sum = 0, later_max = 0;
+    for (int64_t j = 1; j < n; j++) {
+        later_sum += (int64_t)gaps[j]; /* (≤ the run's span: no overflow) */
+        if ((int64_t)gaps[j] > later_max) later_max = (int64_t)gaps[j];
+    }
+    for (int i = 0; i < rp->n_items; i++) {
+        Request *r = rp->items[i].r;
+        int64_t gap = end1 - r->t_last_tok;
         request_gaps(sm, r, gap, gaps + 1, n, gap + later_sum, later_max, trim);
     }
-    if (run_n) hist_add_n(&sm->res->tbt, (uint64_t)run_gap, run_n);
-    if (!trim) hist_add_each_n(&sm->res->tbt, gaps + 1, (size_t)(n - 1), (uint64_t)rp->n_items);
 }
 
 void metrics_on_exogenous(Sim *sm, int64_t t_ns)

@@ -118,6 +118,12 @@ void sim_world_capacity(const SimWorld *w, SimCapacity *out)
     }
     double per_tok = (double)model_kv_bytes_per_token_layer_gpu(&w->ly) * max_stage_layers;
     out->kv_bytes_per_token_gpu = per_tok;
+    if (cfg->num_gpu_blocks > 0) { /* the pool as given, which must fit beside the weights */
+        double tokens = (double)cfg->num_gpu_blocks * cfg->block_tokens;
+        out->fits = out->usable_bytes >= 0 && !(out->usable_bytes < per_tok * tokens) && tokens < (double)INT64_MAX / 2;
+        if (out->fits) out->pool_tokens = cfg->num_gpu_blocks * cfg->block_tokens;
+        return;
+    }
     out->fits = !(out->usable_bytes < per_tok * 1024);
     if (out->fits) out->pool_tokens = (int64_t)(out->usable_bytes / per_tok) / cfg->block_tokens * cfg->block_tokens;
 }
@@ -165,11 +171,14 @@ int sim_setup(Sim *sm)
     sm->hop_lat[CH_SSD] = n_ssd > 0 ? ssd->read_latency_ns : 0;
     sm->hop_rate[CH_NIC_IN] = nic ? nic->bytes_per_s / 1e9 : 0;
     sm->hop_lat[CH_NIC_IN] = nic ? nic->latency_ns : 0;
-    int n_cxl = cfg->n_cxl;
-    const CxlSpec *cxl = p->cxl >= 0 ? &hw->cxls[p->cxl] : (hw->n_cxls ? &hw->cxls[0] : NULL);
-    if (n_cxl > 0 && !cxl) return kv_err(sm->e, "n_cxl %d but the catalog has no CXL memory", n_cxl);
-    sm->hop_rate[CH_CXL] = n_cxl > 0 ? cxl->read_bytes_per_s * n_cxl / 1e9 : 0; /* modules interleaved */
-    sm->hop_lat[CH_CXL] = n_cxl > 0 ? cxl->latency_ns : 0;
+    const MemdevSpec *md[KV_MEMDEVS]; /* each memory device's module (n_memdev of them, interleaved) */
+    for (int m = 0; m < KV_MEMDEVS; m++) {
+        int n = cfg->n_memdev[m];
+        md[m] = p->memdev[m] >= 0 ? &hw->memdevs[m][p->memdev[m]] : (hw->n_memdevs[m] ? &hw->memdevs[m][0] : NULL);
+        if (n > 0 && !md[m]) return kv_err(sm->e, "n_%s %d but the catalog has no %s", kv_memdev_row(m)->key, n, kv_memdev_row(m)->whats);
+        sm->hop_rate[CH_MEMDEV(m)] = n > 0 ? md[m]->read_bytes_per_s * n / 1e9 : 0;
+        sm->hop_lat[CH_MEMDEV(m)] = n > 0 ? md[m]->latency_ns : 0;
+    }
     sm->rate_ssd_w = n_ssd > 0 ? ssd->write_bytes_per_s * n_ssd / 1e9 : 0;
     sm->lat_ssd_w = n_ssd > 0 ? ssd->write_latency_ns : 0;
     sm->n_ssd = n_ssd;
@@ -187,7 +196,8 @@ int sim_setup(Sim *sm)
         tr->on = 1;
         tr->spill_to = i + 1 < n_chain ? chain[i + 1] : TIER_NONE;
         if (chain[i] == TIER_DRAM) tr->capped = 1, tr->cap_bytes = (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes);
-        if (chain[i] == TIER_CXL) tr->capped = 1, tr->cap_bytes = (double)n_cxl * (double)cxl->capacity_bytes;
+        const int m = tier_memdev(chain[i]);
+        if (m >= 0) tr->capped = 1, tr->cap_bytes = (double)cfg->n_memdev[m] * (double)md[m]->capacity_bytes;
         if (chain[i] == TIER_SSD)
             tr->capped = 1, tr->cap_bytes = cfg->ssd_bytes ? (double)cfg->ssd_bytes : (double)n_ssd * (double)ssd->capacity_bytes;
     }
@@ -205,6 +215,13 @@ int sim_setup(Sim *sm)
             return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.1f GB per GPU, more than %.1f GB × mem_util %.2f = %.2f GB",
                           w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
                           (double)gpu->mem_bytes / 1e9, cfg->mem_util, budget / 1e9);
+        if (cfg->num_gpu_blocks > 0)
+            return kv_err(sm->e, "num_gpu_blocks %lld (× block_tokens %d = %.0f tokens, %.2f GB of KV per GPU) does not fit on %s beside "
+                                 "%s's weights: %.1f GB × mem_util %.2f − weights %.2f GB leaves %.2f GB; lower num_gpu_blocks or raise mem_util",
+                          (long long)cfg->num_gpu_blocks, cfg->block_tokens, (double)cfg->num_gpu_blocks * cfg->block_tokens,
+                          cap.kv_bytes_per_token_gpu * (double)cfg->num_gpu_blocks * cfg->block_tokens / 1e9, gpu->name,
+                          w->model->name, (double)gpu->mem_bytes / 1e9, cfg->mem_util, (double)cap.weight_bytes_per_gpu / 1e9,
+                          cap.usable_bytes / 1e9);
         return kv_err(sm->e, "%s (%s, tp %d, pp %d) does not fit on %s: weights %.2f GB per GPU leave %.2f GB of %.1f GB × mem_util %.2f "
                              "for the KV cache, less than 1024 tokens (%.2f GB); raise mem_util or split the model over more GPUs (tp, pp)",
                       w->model->name, cfg->dtype, sm->T, sm->S, gpu->name, (double)cap.weight_bytes_per_gpu / 1e9,
@@ -233,12 +250,14 @@ int sim_setup(Sim *sm)
             c->stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ch[CH_SSD] = 1;
         }
-        if (n_cxl > 0) { /* the host's CXL link: reads and writes take turns at their own rates */
-            Channel *c = &rp->ch[CH_CXL][0];
-            ch_init(c, CH_CXL, 0, cxl->read_bytes_per_s * n_cxl, 0, cxl->latency_ns);
-            c->rate_write = cxl->write_bytes_per_s * n_cxl / 1e9;
-            c->latency_write_ns = cxl->latency_ns;
-            rp->has_ch[CH_CXL] = 1;
+        for (int m = 0; m < KV_MEMDEVS; m++) { /* the host's link to a memory device: reads and writes take turns at their own rates */
+            const int n = cfg->n_memdev[m], k = CH_MEMDEV(m);
+            if (n <= 0) continue;
+            Channel *c = &rp->ch[k][0];
+            ch_init(c, k, 0, md[m]->read_bytes_per_s * n, 0, md[m]->latency_ns);
+            c->rate_write = md[m]->write_bytes_per_s * n / 1e9;
+            c->latency_write_ns = md[m]->latency_ns;
+            rp->has_ch[k] = 1;
         }
         for (int k = 0; k < CH_COUNT; k++) rp->ch_per_stage[k] = (uint8_t)ch_kind_per_stage(k);
         if (nic) { /* one per replica, or one per stage (nic_per_stage: each stage's node has its own) */
@@ -273,6 +292,10 @@ void sim_teardown(Sim *sm)
             free(rp->active);
             free(rp->items);
             free(rp->lw_idx);
+            free(rp->dr.gaps);
+            free(rp->dr.rb_c);
+            free(rp->dr.rb_next);
+            free(rp->dr.rb_head);
             free(rp->layer_ns);
             prefix_free(&rp->pfx);
             for (int k = 0; k < CH_COUNT; k++)
@@ -298,13 +321,6 @@ void sim_teardown(Sim *sm)
     }
     evq_free(&sm->q);
     ctab_free(sm);
-    free(sm->run_gaps);
-    sm->run_gaps = NULL;
-    free(sm->rb_c);
-    free(sm->rb_next);
-    free(sm->rb_head);
-    sm->rb_c = NULL;
-    sm->rb_next = sm->rb_head = NULL;
     free(sm->lb_layer_ns);
     sm->lb_layer_ns = NULL;
     free(sm->batch_rq);

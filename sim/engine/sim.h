@@ -53,6 +53,8 @@
 #include "policies/policy.h"
 #include "sim/cost/spec.h"
 #include "traces/trace.h"
+#include "sim/engine/settings.h"
+#include "sim/engine/counters.h"
 
 #define SIM_MAX_LAYERS KV_MAX_LAYERS
 #define SIM_MAX_STAGES KV_MAX_STAGES
@@ -69,8 +71,13 @@ typedef enum SimTraceFormat { SIM_TRACE_AUTO = 0, SIM_TRACE_CSV, SIM_TRACE_MOONC
 #define SIM_TIERS TIER_COUNT
 
 /* Transfer channels, one row each (sim_channel_rows): per-stage links between host and GPUs, and
- * the host's links to the tiers below DRAM. Results keep their bytes and busy shares per kind. */
-enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, CH_CXL, CH_COUNT };
+ * the host's links to the tiers below DRAM (a memory device's: CH_ID, one per sim/base/memdev.h
+ * row, after the others). Results keep their bytes and busy shares per kind. */
+#define CH_MEMDEV_ENUM_(ID, KEY, WHAT, WHATS) CH_##ID,
+enum { CH_H2D, CH_D2H, CH_SSD, CH_NIC_IN, CH_NIC_OUT, KV_MEMDEV_ROWS(CH_MEMDEV_ENUM_) CH_COUNT };
+/* the channel of memory device m */
+#define CH_MEMDEV(m) (CH_NIC_OUT + 1 + (m))
+_Static_assert(CH_COUNT == CH_NIC_OUT + 1 + KV_MEMDEVS, "a memory device's channel is CH_MEMDEV(its index)");
 typedef struct SimChannelRow {
     const char *name;       /* "h2d", "nic_in": utilisation keys, timelines, traces */
     int per_stage;          /* one per pipeline stage (each stage's GPUs have their own link) */
@@ -130,74 +137,17 @@ typedef enum SimSaveMode { SIM_SAVE_POLICY = 0, SIM_SAVE_TURN, SIM_SAVE_ITERATIO
  * default, range, help) and generates the defaults, the parser, --help, sim_config_check and the
  * JSON record; a new setting is a field here plus a row there. Values marked "derived" hold a
  * sentinel until sim_world_open resolves them (SimWorld.cfg points at the resolved copy). */
+/* Each setting's field, from its row in settings.h. */
+#define SIM_FIELD_(KIND, ...) SIM_FIELD_##KIND(__VA_ARGS__)
+#define SIM_FIELD_STR(key, field, size, ...) char field[size];
+#define SIM_FIELD_NUM(key, ct, type, field, ...) type field;
+#define SIM_FIELD_ENUM(key, type, field, ...) type field;
+#define SIM_FIELD_NUM_AT(...)
+#define SIM_FIELD_DECL(type, decl) type decl;
+#define SIM_FIELD_MEMDEVS(size) char memdev[KV_MEMDEVS][size]; int n_memdev[KV_MEMDEVS];
 typedef struct SimConfig {
-    /* the system */
-    char model[64];
-    char platform[64];
-    char dtype[8];
-    int tp, pp, replicas;
-    /* the platform's parts replaced by catalog entries of that name (derived: "" = the platform's) */
-    char gpu[64];
-    char host_link[64];
-    char ssd[64];
-    char cxl[64];
-    /* catalog overlays laid over the built-in catalogs ("" = none; --hardware, --models) */
-    char hardware_overlay[4096];
-    char models_overlay[4096];
-    /* engine */
-    SimEngine engine;           /* profile: fixed host overhead per iteration */
-    int64_t iter_overhead_ns;   /* per-iteration host overhead; derived: -1 = the engine profile's */
-    int64_t token_budget;       /* tokens per iteration (decode + prefill + restoration compute) */
-    double restore_share;       /* at most this share of the budget for restoration compute (1: no cap) */
-    int max_batch;
-    double mem_util;            /* share of HBM the engine may use (weights + KV pool) */
-    int block_tokens;
-    SimAlloc alloc;             /* KV block allocation: on demand with preemption, or whole-turn reservation */
-    SimRouter router;           /* a new session's replica */
-    SimPreempt preempt;         /* alloc=ondemand: what a preempted request's KV becomes */
-    double block_watermark;     /* alloc=ondemand: share of the pool's blocks kept free at admission */
-    /* workload */
-    char trace[4096];           /* generator name or path */
-    SimTraceFormat trace_format;
-    uint64_t seed;
-    int64_t requests;           /* max requests (0: whole trace; generators: 1000) */
-    double session_rate;        /* sessions per second where the trace has no timestamps */
-    double time_scale;          /* > 0 */
-    int64_t think_ns;
-    int64_t max_context;        /* derived: 0 = the model's max_position_embeddings */
-    int evict_each_turn;
-    int prefix_cache;       /* an HBM prefix cache of the blocks a trace names (TraceRequest.prefix_blocks) */
-    int nic_per_stage;          /* a NIC to the remote store per pipeline stage (default: one per replica) */
-    /* load (docs/load-modes.md; the resolved mode: sim_load_mode) */
-    SimArrivals arrivals;
-    int concurrency;            /* > 0: closed loop of this many clients, each running whole sessions */
-    double request_rate;        /* > 0: every request arrives by a gamma process of this rate (per s) */
-    int64_t system_prompt_tokens; /* the shared-prefix generator: tokens of each group's system prompt (0: its default) */
-    int prompt_groups;          /* the shared-prefix generator: distinct system prompts (0: its default) */
-    double burstiness;          /* the gamma shape of request_rate (1: Poisson) */
-    SimTrim warmup, cooldown;   /* requests left out of the reported request metrics */
-    /* storage */
-    SimStore store;             /* derived: AUTO = from the platform's SSDs and NIC */
-    uint64_t dram_bytes;        /* derived: 0 = the platform's */
-    uint64_t remote_bytes;      /* the remote store's capacity; 0: the platform's (0 there: unlimited) */
-    uint64_t ssd_bytes;         /* the SSD tier's capacity per host; 0: the drives' (n_ssd × capacity) */
-    int promote;                /* a restoration from a lower tier moves the session's state to the first tier */
-    int write_through;          /* a save is copied down to every tier below the one it lands in (background) */
-    int prefetch;               /* a session's state below the first tier moves up to it before its next turn arrives */
-    int64_t prefetch_lead_ns;   /* prefetch: that long before the arrival (0: the move's own time at its tier's read rate) */
-    int n_ssd;                  /* derived: -1 = the platform's */
-    int n_cxl;                  /* CXL memory modules per host; derived: -1 = the platform's */
-    char nic[64];               /* derived: "" = the platform's; "none": no remote store */
-    int64_t state_ttl_ns;       /* saved state unused this long is dropped (AttentionStore: 1 h); 0: never */
-    SimSaveMode save_mode;
-    /* SLOs and classes */
-    int64_t slo_ttft_ns;
-    int64_t slo_tbt_ns;
-    int64_t class_edges[SIM_CLASSES - 1]; /* history tokens: short < e0 <= medium < e1 <= long */
-    /* cost model */
-    char costs[4096];           /* "spec": in-memory spec model; else a store path */
-    char cost_device[128];      /* derived: "" = the platform's GPU (device name in the store) */
-    SpecStack stack;            /* the spec model's attention kernels; derived: AUTO resolved per GPU */
+    /* the settings (settings.h: what each means, its default; derived ones resolved by sim_world_open) */
+    SIM_SETTING_ROWS(SIM_FIELD_)
     /* policies' knobs, by registry index (policy_at) and knob-table order; defaults unless set */
     double knobs[POLICY_MAX_REGISTERED][POLICY_MAX_KNOBS];
     /* run options, not settings of the experiment (not in the table) */
@@ -327,8 +277,9 @@ typedef struct SimResult {
     uint64_t fallback_uncovered;  /* of those: no saved state, or less than the history (see lost) */
     uint64_t fallback_slower;     /* of those: waiting for the save in flight was estimated slower */
     uint64_t state_lost_ttl, state_lost_capacity; /* sessions whose saved state was dropped (state_ttl; full tiers) */
-    uint64_t promoted;            /* promote=true: sessions' states moved up to the first tier after a restoration read them */
-    uint64_t prefetched;          /* prefetch=true: sessions' states moved up to the first tier ahead of their next turn */
+    /* the counts of counters.h's rows */
+#define SIM_COUNTER_FIELD_(field, path, help) uint64_t field;
+    SIM_COUNTER_ROWS(SIM_COUNTER_FIELD_)
     /* the HBM prefix cache (prefix_cache=true and a trace that names blocks; else all 0 and
      * prefix_named 0): requests whose context named blocks, restorations whose whole history was
      * found there (hits_prefix), requests that took a cached prefix and the context tokens they did not
@@ -408,7 +359,8 @@ int sim_world_open(SimWorld *w, const SimConfig *cfg, KvErr *e);
 void sim_world_close(SimWorld *w);
 
 /* What one GPU of a replica holds (the rule sim_setup applies): weights of the stage with the most,
- * usable = HBM × mem_util − weights, the KV pool in whole blocks of the stage with the most layers. */
+ * usable = HBM × mem_util − weights, the KV pool in whole blocks of the stage with the most layers, or
+ * num_gpu_blocks × block_tokens when that is set (fits: when its KV fits in usable). */
 typedef struct SimCapacity {
     uint64_t hbm_bytes;             /* per GPU */
     uint64_t weight_bytes_per_gpu;

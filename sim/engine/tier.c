@@ -31,7 +31,8 @@
 const TierInfo tier_table[SIM_TIERS] = {
     [TIER_NONE] = {0, -1, -1},
     [TIER_DRAM] = {0, -1, -1},
-    [TIER_CXL] = {0, CH_CXL, CH_CXL},
+#define TIER_MEMDEV_ROW_(ID, KEY, WHAT, WHATS) [TIER_##ID] = {0, CH_##ID, CH_##ID},
+    KV_MEMDEV_ROWS(TIER_MEMDEV_ROW_)
     [TIER_SSD] = {0, CH_SSD, CH_SSD},
     [TIER_REMOTE] = {1, CH_NIC_IN, CH_NIC_OUT},
 };
@@ -298,6 +299,7 @@ static void tier_drop(Sim *sm, Session *s, int why)
     s->issued_pos = 0;
     for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = 0;
     s->lost = why;
+    sm->state_drops++;
     metrics_on_state_lost(sm, why);
     if (sm->state_dropped) sm->state_dropped(sm, s); /* the admission queue's: it may spill s whole now */
     else sess_maybe_free(sm, s);
