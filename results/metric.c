@@ -97,6 +97,14 @@ static const Metric k_rows[] = {
      .target = "ssd_dwpd"},
     {.name = "ssd_wear.life_years", .higher_better = 1, .unit = "years", .read = MR_DOUBLE, .off = OFF(ssd_life_years), .outputs = ALL_POINT,
      .target = "ssd_life_years"},
+    /* bytes written into each tier (saves, demotions, write-through copies, promotions, prefetches) and each over the
+     * bytes the policy saved (write amplification); absent for a tier that is off, the ratio also
+     * when nothing was saved */
+    DBL("tiers.saved_bytes", "bytes", policy_saved_bytes),
+    {.name = "tiers.written_bytes.%s", .each = METRIC_EACH_TIER, .unit = "bytes", .read = MR_DOUBLE, .off = OFF(tier_written_bytes),
+     .outputs = ALL_POINT},
+    {.name = "tiers.write_amplification.%s", .each = METRIC_EACH_TIER, .unit = "ratio", .read = MR_DOUBLE, .off = OFF(write_amp),
+     .outputs = ALL_POINT},
     DBL("utilisation.gpu_stage0", "busy share", util_gpu[0]),
     DBL("utilisation.h2d_stage0", "busy share", util_ch[CH_H2D][0]),
     DBL("utilisation.d2h_stage0", "busy share", util_ch[CH_D2H][0]),

@@ -20,6 +20,8 @@
 #   every policy (kvsim list policies) on ShareGPT4 (Llama-2-13B, hcache-a100, BENCH_REQUESTS,
 #     default 20000) at a sustainable load (session_rate 0.005/s), overloaded (the generator's
 #     0.5 sessions/s) and on 8 replicas (tp 2 × pp 2, 2 sessions/s), --no-csv;
+#   two tiers: kv-offload with store=dram+ssd and 8 GB of DRAM (the SSD array takes what DRAM
+#     demotes) on the same ShareGPT4 setup, sustainable and overloaded;
 #   the peer workload: Poisson 2 req/s, prompts 500–2000, outputs 200–400 tokens, Llama-2-7B on
 #     cake-a100, recompute, 512-token chunks, 2,000 and 10,000 requests (requests.csv written);
 #   memory: ShareGPT4 overloaded (kv-offload) at 10^4, 10^5, 10^6 requests (BENCH_MAX caps it), and
@@ -147,6 +149,13 @@ for p in ${POLS//,/ }; do
   prow "$p, overloaded (0.5 sessions/s)" "$REPEAT" run --policy "$p" $SG --requests "$N" --no-csv
   prow "$p, 8 replicas tp2×pp2 (2 sessions/s)" "$REPEAT" run --policy "$p" $SG --requests "$N" --no-csv --replicas 8 --tp 2 --pp 2 --set session_rate=2
 done
+echo
+echo "### Two tiers: kv-offload, store=dram+ssd, 8 GB of DRAM, ShareGPT4, Llama-2-13B on hcache-a100, $N requests, --no-csv (least CPU of $REPEAT)"
+echo
+header
+TT=(--policy kv-offload $SG --requests "$N" --no-csv --set store=dram+ssd --set "dram=8 GB")
+prow "kv-offload dram+ssd, sustainable (0.005 sessions/s)" "$REPEAT" run "${TT[@]}" --set session_rate=0.005
+prow "kv-offload dram+ssd, overloaded (0.5 sessions/s)" "$REPEAT" run "${TT[@]}"
 echo
 echo "### The peer workload (Poisson 2/s, Llama-2-7B on cake-a100, recompute, requests.csv written)"
 echo

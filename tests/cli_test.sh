@@ -44,6 +44,18 @@ expect 1 "a store with CXL memory on a platform without it" "$B"/kvsim run --pol
 contains "the refusal names the store and how to add it" "store: dram+cxl, but platform hcache-a100 has no CXL memory modules (set n_cxl"
 expect 0 "a store with CXL memory" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,cxl,ssd --set n_cxl=1 --set "dram=1 GB" --set evict_each_turn=true --quiet --out "$tmp/cxl1"
 if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['restore_from']['cxl'] > 0 and p['bytes']['cxl_read'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/cxl1/summary.json"; then ok "restorations read the CXL memory, none the SSD behind it"; else bad "restorations read the CXL memory, none the SSD behind it"; fi
+expect 2 "write_through takes true or false" "$B"/kvsim run --dry-run --policy kv-offload --set write_through=maybe
+contains "the refusal names write_through and the value" "write_through: expected true or false, got 'maybe'"
+expect 0 "write-through over dram,ssd" "$B"/kvsim run --policy kv-offload --requests 200 --set store=dram,ssd --set "dram=1 GB" --set write_through=true --quiet --out "$tmp/wt1"
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; t=p['tiers']; sys.exit(0 if t['saved_bytes'] > 0 and t['written_bytes']['ssd'] >= t['saved_bytes'] and t['write_amplification']['ssd'] >= 1 and t['write_amplification']['cxl'] is None else 1)" "$tmp/wt1/summary.json"; then ok "write-through: every save copied to the SSD (amplification >= 1), no CXL entry"; else bad "write-through: every save copied to the SSD (amplification >= 1), no CXL entry"; fi
+expect 2 "prefetch takes true or false" "$B"/kvsim run --dry-run --policy kv-offload --set prefetch=often
+contains "the refusal names prefetch and the value" "prefetch: expected true or false, got 'often'"
+expect 2 "prefetch_lead refuses a negative time" "$B"/kvsim run --dry-run --policy kv-offload --set prefetch_lead=-2s
+contains "the refusal names prefetch_lead and why" "prefetch_lead: expected a duration with a unit such as \"5 us\", got \"-2s\" (negative values are not allowed"
+expect 0 "prefetch over dram,ssd" "$B"/kvsim run --config configs/default.json --policy kv-offload --requests 300 --platform h200 --set store=dram,ssd --set "dram=8 GB" --set n_ssd=1 --set prefetch=true --quiet --out "$tmp/pf1"
+if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; sys.exit(0 if p['saved_state']['prefetched'] > 0 and p['restore_from']['ssd'] == 0 else 1)" "$tmp/pf1/summary.json"; then ok "prefetch: states moved up ahead of their turns, none read from the SSD"; else bad "prefetch: states moved up ahead of their turns, none read from the SSD"; fi
+expect 1 "ssd_capacity larger than the array is refused" "$B"/kvsim run --policy kv-offload --requests 20 --platform h200 --set store=dram,ssd --set n_ssd=1 --set "ssd_capacity=100 TB" --quiet --out "$tmp/ssdcap"
+contains "the refusal names ssd_capacity and the array" "ssd_capacity 100000 GB: more than the array holds (1 × CM7 of 7680 GB)"
 
 # one run, then the same run again: identical bytes
 expect 0 "run kv-offload" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"

@@ -17,9 +17,11 @@ typedef struct {
     int what;          /* which counter */
     int done;
     int evict_each_turn; /* the run's evict_each_turn */
+    int write_through;   /* the run's write_through */
+    int prefetch;        /* the run's prefetch */
 } Hook;
 
-enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS };
+enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY };
 
 static void hook(Sim *sm, void *ctx)
 {
@@ -36,6 +38,12 @@ static void hook(Sim *sm, void *ctx)
         }
         break;
     case C_CHANNEL: rp->ch[CH_H2D][0].nhi++; h->done = 1; break;
+    case C_COPY: /* a write-through copy's bytes miscounted */
+        if (rp->tier[TIER_SSD].chead) {
+            rp->tier[TIER_SSD].copy_bytes += 1e6;
+            h->done = 1;
+        }
+        break;
     case C_POOL_ZERO:
         if (rp->n_active) {
             rp->pool_used = 0;
@@ -76,6 +84,8 @@ static int run_hooked(TestCtx *t, const char *policy, Hook *h, int check, KvErr 
     SimConfig c;
     check_config(&c);
     c.evict_each_turn = h->evict_each_turn;
+    c.write_through = h->write_through;
+    c.prefetch = h->prefetch;
     SimWorld w;
     if (sim_world_open(&w, &c, e) != 0) {
         CHECK_MSG(0, "%s", e->msg);
@@ -100,6 +110,32 @@ TEST(sim_check_walker_finds_nothing_in_real_runs)
         CHECK_MSG(rc == 0, "%s: %s", pols[i], e.msg);
         CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pols[i], h.boundaries);
     }
+}
+
+/* write-through copies in the SSD tier below DRAM, demotions onto them; prefetches up to DRAM (alone
+ * and with write-through: the state left below stays as a copy) */
+TEST(sim_check_walker_finds_nothing_in_write_through_and_prefetch_runs)
+{
+    static const char *pols[] = {"kv-offload", "hcache", "cake", "cacheflow", "kv-quant"};
+    for (size_t i = 0; i < 3 * sizeof pols / sizeof pols[0]; i++) {
+        int k = (int)(i / (sizeof pols / sizeof pols[0]));
+        Hook h = {.write_through = k != 1, .prefetch = k >= 1};
+        KvErr e = {{0}};
+        const char *pol = pols[i % (sizeof pols / sizeof pols[0])];
+        int rc = run_hooked(t, pol, &h, 1, &e);
+        CHECK_MSG(rc == 0, "%s (write_through %d, prefetch %d): %s", pol, h.write_through, h.prefetch, e.msg);
+        CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pol, h.boundaries);
+    }
+}
+
+TEST(sim_check_walker_reports_corrupted_copy_bytes)
+{
+    Hook h = {.at = 1, .what = C_COPY, .write_through = 1};
+    KvErr e = {{0}};
+    CHECK_EQ_I(run_hooked(t, "kv-offload", &h, 1, &e), -1);
+    CHECK(h.done);
+    CHECK_CONTAINS(e.msg, "sim_check: tier ssd (replica 0)");
+    CHECK_CONTAINS(e.msg, "bytes of copies counted");
 }
 
 TEST(sim_check_walker_reports_a_corrupted_pool)

@@ -4,8 +4,10 @@
  * and counted (capacity); SAVE_DIRECT's small writes on the critical path cost the TBT the HCache
  * paper reports. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "sim/engine/engine_int.h"
 #include "sim/engine/sim.h"
 #include "tests/harness.h"
 #include "tests/simtest.h"
@@ -280,4 +282,194 @@ TEST(tier_chain_promotion_moves_a_restored_state_up)
         CHECK_EQ_I((long long)res.state_lost_capacity, 0);
         sim_result_free(&res);
     }
+}
+
+/* K sessions of one 8,000-token turn, 30 s apart (then, with again, each one's second turn in the
+ * same order), chain `store`, DRAM and the SSD each holding one session's state; write_through as
+ * given. The SSD's write rate and per-IO latency (one drive) come back in rate_w, lat_w. */
+static void wt_run(TestCtx *t, const char *store, int K, int again, int write_through, Rows *rows, SimResult *out, double *rate_w,
+                   double *lat_w)
+{
+    char text[1024];
+    int len = snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+    for (int k = 0; k < K; k++) len += snprintf(text + len, sizeof text - (size_t)len, "s%d,0,%d,8000,1,0\n", k, 30 * k);
+    for (int k = 0; k < K && again; k++)
+        len += snprintf(text + len, sizeof text - (size_t)len, "s%d,1,%d,32,1,8001\n", k, 30 * (K + k));
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
+    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "wt.csv", text));
+    simtest_set(t, &c, "store", store);
+    simtest_set(t, &c, "write_through", write_through ? "true" : "false");
+    c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
+    c.n_ssd = 1;
+    c.state_ttl_ns = 0;
+    SimWorld w;
+    KvErr e;
+    memset(out, 0, sizeof *out);
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+    sd->capacity_bytes = 6000000000ULL;
+    *rate_w = (double)sd->write_bytes_per_s / 1e9;
+    *lat_w = (double)sd->write_latency_ns;
+    memset(rows, 0, sizeof *rows);
+    sim_test_set_hook(NULL, NULL, 1); /* the walker at every iteration boundary */
+    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
+    sim_test_set_hook(NULL, NULL, 0);
+    sim_world_close(&w);
+}
+
+/* write_through=true on dram,ssd: the one session's save lands in DRAM and is copied to the SSD at
+ * once (the run ends when the copy lands: bytes ÷ the drive's write rate + its write latency after
+ * the write-back run's end, which is the save's landing); write-back writes nothing to the SSD while
+ * DRAM has room. */
+TEST(tier_write_through_copies_a_save_down_at_save_time)
+{
+    Rows rows;
+    SimResult wb, wt;
+    double rate_w, lat_w;
+    wt_run(t, "dram,ssd", 1, 0, 0, &rows, &wb, &rate_w, &lat_w);
+    wt_run(t, "dram,ssd", 1, 0, 1, &rows, &wt, &rate_w, &lat_w);
+    double bytes = wt.policy_saved_bytes;
+    CHECK(bytes > 4e9);
+    CHECK_NEAR(wb.policy_saved_bytes, bytes, 0, 0);
+    CHECK_NEAR(wb.ch_bytes[CH_SSD][CH_WRITE], 0, 0, 0);
+    CHECK_NEAR(wt.ch_bytes[CH_SSD][CH_WRITE], bytes, 0, 0);
+    CHECK_EQ_I((long long)(wt.sim_end_ns - wb.sim_end_ns), (long long)ceil(bytes / rate_w + lat_w - 1e-9));
+    CHECK_NEAR(wb.tier_written_bytes[TIER_DRAM], bytes, 0, 0);
+    CHECK_NEAR(wb.tier_written_bytes[TIER_SSD], 0, 0, 0);
+    CHECK_NEAR(wt.tier_written_bytes[TIER_SSD], bytes, 0, 0);
+    CHECK(isnan(wt.tier_written_bytes[TIER_REMOTE]) && isnan(wt.write_amp[TIER_CXL]));
+    sim_result_free(&wb);
+    sim_result_free(&wt);
+}
+
+/* Two sessions, DRAM holding one: the second's save demotes the first to the SSD. Write-back writes
+ * the first's state there then: one state of the two saved, SSD amplification 1/2 (DRAM's 1);
+ * write-through wrote both at save time and the demotion writes nothing more: amplification 1 on
+ * both. With the sessions' second turns, the first reads the SSD and the second DRAM either way. */
+TEST(tier_write_through_demotion_writes_nothing_and_write_amplification)
+{
+    for (int wtk = 0; wtk < 2; wtk++) {
+        Rows rows;
+        SimResult res;
+        double rate_w, lat_w;
+        wt_run(t, "dram,ssd", 2, 0, wtk, &rows, &res, &rate_w, &lat_w);
+        double saved = res.policy_saved_bytes, one = saved / 2;
+        CHECK(one > 4e9);
+        CHECK_NEAR(res.tier_written_bytes[TIER_DRAM], saved, 0, 0);
+        CHECK_NEAR(res.ch_bytes[CH_SSD][CH_WRITE], wtk ? saved : one, 1e-12, 0);
+        CHECK_NEAR(res.tier_written_bytes[TIER_SSD], wtk ? saved : one, 1e-12, 0);
+        CHECK_NEAR(res.write_amp[TIER_DRAM], 1, 0, 0);
+        CHECK_NEAR(res.write_amp[TIER_SSD], wtk ? 1 : 0.5, 1e-12, 0);
+        CHECK_EQ_I((long long)res.state_lost_capacity, 0);
+        sim_result_free(&res);
+        wt_run(t, "dram,ssd", 2, 1, wtk, &rows, &res, &rate_w, &lat_w);
+        CHECK_EQ_I(rows.n, 4);
+        if (rows.n == 4) {
+            CHECK_STR(rows.rows[2].restore_from, "ssd");
+            CHECK_STR(rows.rows[3].restore_from, "dram");
+        }
+        sim_result_free(&res);
+    }
+}
+
+/* nothing saved (recompute saves nothing): no write amplification, not a 0 */
+TEST(tier_write_amplification_absent_without_saves)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, 2047, 32, "h200", "Llama-2-7B");
+    simtest_set(t, &c, "store", "dram,ssd");
+    SimWorld w;
+    Rows rows;
+    SimResult res;
+    if (simtest_run(t, &c, "recompute", &w, &rows, &res) != 0) return;
+    CHECK_NEAR(res.policy_saved_bytes, 0, 0, 0);
+    CHECK(isnan(res.write_amp[TIER_DRAM]) && isnan(res.write_amp[TIER_SSD]));
+    CHECK_NEAR(res.tier_written_bytes[TIER_DRAM], 0, 0, 0);
+    sim_result_free(&res);
+    sim_world_close(&w);
+}
+
+/* prefetch: s0's state goes to the SSD when s1's turn (30 s) fills DRAM; s0's second turn comes
+ * `gap_s` after s1's. With big_dram nothing is demoted (the DRAM-read reference). The SSD's read
+ * rate (bytes per ns, one drive) and latency come back in rate_r, lat_r. */
+static void pf_run(TestCtx *t, int gap_s, int prefetch, int64_t lead_ns, int big_dram, Rows *rows, SimResult *out, double *rate_r,
+                   double *lat_r)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+             "s0,0,0,8000,1,0\ns1,0,30,8000,1,0\ns0,1,%d,32,1,8001\n",
+             30 + gap_s);
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
+    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "pf.csv", text));
+    simtest_set(t, &c, "store", "dram,ssd");
+    c.prefetch = prefetch;
+    c.prefetch_lead_ns = lead_ns;
+    c.dram_bytes = big_dram ? 60000000000ULL : 6000000000ULL; /* 6 GB: one session's state (4.2 GB), not two */
+    c.n_ssd = 1;
+    c.state_ttl_ns = 0;
+    SimWorld w;
+    KvErr e;
+    memset(out, 0, sizeof *out);
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
+    *rate_r = (double)sd->read_bytes_per_s / 1e9;
+    *lat_r = (double)sd->read_latency_ns;
+    memset(rows, 0, sizeof *rows);
+    sim_test_set_hook(NULL, NULL, 1);
+    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
+    sim_test_set_hook(NULL, NULL, 0);
+    sim_world_close(&w);
+}
+
+static int64_t pf_ttft(const Rows *rows, const char **from)
+{
+    for (int i = 0; i < rows->n; i++)
+        if (rows->rows[i].turn == 1) {
+            *from = rows->rows[i].restore_from;
+            return rows->rows[i].ttft_ns;
+        }
+    *from = "?";
+    return -1;
+}
+
+/* A state on the SSD and a think time longer than its read: prefetched during the think time, the
+ * restoration reads DRAM (the TTFT of a state never demoted). A lead shorter than the read: the
+ * restoration waits for the rest of the move (read time − lead) and then reads DRAM: a TTFT between
+ * that and the SSD read's. Without prefetch it reads the SSD. */
+TEST(tier_prefetch_during_think_time_closed_form)
+{
+    Rows rows;
+    SimResult res;
+    double rate_r, lat_r;
+    const char *from;
+    pf_run(t, 30, 0, 0, 1, &rows, &res, &rate_r, &lat_r); /* the DRAM reference */
+    int64_t dram = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    sim_result_free(&res);
+    pf_run(t, 30, 0, 0, 0, &rows, &res, &rate_r, &lat_r); /* demoted, no prefetch */
+    int64_t ssd = pf_ttft(&rows, &from);
+    CHECK_STR(from, "ssd");
+    CHECK_EQ_I((long long)res.prefetched, 0);
+    sim_result_free(&res);
+    pf_run(t, 30, 1, 0, 0, &rows, &res, &rate_r, &lat_r); /* prefetched in time (lead: the read's own time) */
+    int64_t early = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    CHECK_EQ_I((long long)res.prefetched, 1);
+    CHECK_EQ_I((long long)early, (long long)dram);
+    double moved = res.ch_bytes[CH_SSD][CH_READ]; /* the prefetch's read, the only one */
+    CHECK(moved > 4e9);
+    int64_t t_read = (int64_t)ceil(moved / rate_r + lat_r - 1e-9);
+    sim_result_free(&res);
+    int64_t lead = t_read / 4;
+    pf_run(t, 30, 1, lead, 0, &rows, &res, &rate_r, &lat_r); /* a quarter of the read overlaps the think time */
+    int64_t late = pf_ttft(&rows, &from);
+    CHECK_STR(from, "dram");
+    CHECK_EQ_I((long long)res.prefetched, 1);
+    CHECK_MSG(dram < late && late < ssd, "TTFT %lld ns, between %lld (DRAM) and %lld (SSD)", (long long)late, (long long)dram, (long long)ssd);
+    CHECK_MSG(llabs(late - (t_read - lead + dram)) <= 1000, "TTFT %lld ns, the read's rest %lld + DRAM's %lld", (long long)late,
+              (long long)(t_read - lead), (long long)dram);
+    sim_result_free(&res);
 }

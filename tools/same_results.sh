@@ -26,7 +26,8 @@
 # its "load" object (throughput, goodput, trimming, the steady-state test; added after the baseline),
 # nor its "nothing_restored" flag or "ssd_wear" object (added after the baseline), nor its "e2e_s"
 # distribution (added after the baseline; requests.csv's done_s and arrival_s, which are compared,
-# determine it), nor its saved_state.promoted count (added after the baseline), nor, when only one of
+# determine it), nor its saved_state.promoted and saved_state.prefetched counts (added after the baseline), nor its "tiers"
+# object (bytes written per tier and write amplification; added after the baseline), nor, when only one of
 # the two has them, the CXL memory tier's keys (restore_from.cxl, bytes.cxl_read, utilisation.cxl, ...),
 # nor, when only one of the two has them, the engine's event split (queue_events, decode_steps,
 # cancelled_timers; their sum must then equal events),
@@ -98,9 +99,10 @@ def drop_cxl(o):  # the CXL memory tier's keys (added after the baseline)
         for v in o.values():
             drop_cxl(v)
 for x in p:
-    for k in ("knobs", "load", "preemption", "nothing_restored", "ssd_wear", "e2e_s"):
+    for k in ("knobs", "load", "preemption", "nothing_restored", "ssd_wear", "e2e_s", "tiers"):
         x.pop(k, None)
     x.get("saved_state", {}).pop("promoted", None)
+    x.get("saved_state", {}).pop("prefetched", None)
     if q and "cxl" not in q[0].get("restore_from", {}):
         drop_cxl(x)
     if q and not all(k in q[0] for k in split) and all(k in x for k in split):

@@ -15,7 +15,10 @@
  *    decoding one has no resume, restoration compute (tw, recompute) or new input left;
  *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
- *    session in that tier at that place, and as many listed as the session map has there;
+ *    session in that tier at that place, and as many listed as the session map has there; likewise
+ *    its write-through copies: copy_bytes = the sum of the copies in its copy list (each session's
+ *    copy counted once per tier), each copy strictly below the tier holding its state and no larger;
+ *    per session, its copies in flight = its copy units;
  *  - per channel: nhi / nlo = the lengths of its two queues, the tails are the last units, queued
  *    units wait at this channel for their current hop (a run: layer loads at their first hop, counted
  *    as the units it stands for), the unit in service is this channel's; over
@@ -63,6 +66,7 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
             return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its save queue is not a save or spill waiting there",
                             replica, c->name, c->stage);
         if (u->kind == U_SAVE) u->s->chk_saving++;
+        if (u->kind == U_SPILL && u->tier_from == TIER_NONE) u->s->cp->chk_inflight++; /* a write-through copy */
     }
     if (n != c->nlo || c->lo_tail != last)
         return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d, its list holds %d%s", replica,
@@ -73,6 +77,7 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
             return sim_fail(sm, "sim_check: replica %d channel %s/%d: the unit in service is not this channel's", replica,
                             c->name, c->stage);
         if (u->kind == U_SAVE) u->s->chk_saving++;
+        if (u->kind == U_SPILL && u->tier_from == TIER_NONE) u->s->cp->chk_inflight++;
     }
     return 0;
 }
@@ -83,8 +88,34 @@ typedef struct {
     size_t in_lru;                /* sessions marked in_hbm_lru */
     size_t in_qkv;                /* sessions marked in_qkv */
     size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
+    size_t in_copy[SIM_TIERS];    /* sessions with a write-through copy in each tier at this place */
     int64_t pfx_refs;             /* prefix-cache blocks held by sessions with resident KV */
 } Agg;
+
+/* a tier's list of write-through copies: each a landed copy of a session held in a tier above, of that
+ * place; copy_bytes their sum, as many as the session map has there */
+static int check_copy_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want)
+{
+    double sum = 0;
+    size_t n = 0;
+    for (Session *s = tl->chead; s; n++) {
+        if (!s->cp || s->cp->bytes[t] <= 0 || (!tier_table[t].shared && s->replica != replica))
+            return sim_fail(sm, "sim_check: tier %s (replica %d): session %llu is in its copy list without a copy there",
+                            tier_name(t), replica, (unsigned long long)s->id);
+        if (!s->cp->next[t] && tl->ctail != s)
+            return sim_fail(sm, "sim_check: tier %s (replica %d): the copy list's tail is not its last session", tier_name(t), replica);
+        sum += s->cp->bytes[t];
+        s = s->cp->next[t];
+    }
+    if (n != want)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): its copy list holds %zu sessions, %zu sessions have a copy there",
+                        tier_name(t), replica, n, want);
+    double tol = 1e-6 * (double)sm->tiers[t].peak_bytes + 1.0;
+    if (fabs(tl->copy_bytes - sum) > tol)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes of copies counted, its copies hold %.0f", tier_name(t), replica,
+                        tl->copy_bytes, sum);
+    return 0;
+}
 
 static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want)
 {
@@ -187,6 +218,23 @@ static int check_sessions(Sim *sm, Agg *agg)
         if (s->in_hbm_lru) a->in_lru++;
         if (s->in_qkv) a->in_qkv++;
         if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
+        if (s->cp && s->cp->inflight != s->cp->chk_inflight)
+            return sim_fail(sm, "sim_check: session %llu: %d write-through copies counted in flight, %d copy units found",
+                            (unsigned long long)s->id, s->cp->inflight, s->cp->chk_inflight);
+        if (s->cp && s->tier == TIER_NONE)
+            return sim_fail(sm, "sim_check: session %llu holds write-through copies and no state", (unsigned long long)s->id);
+        if (!s->cp) continue;
+        /* copies lie strictly below the tier holding the state, none larger than it */
+        int below[SIM_TIERS] = {0};
+        for (Tier t = sm->tiers[s->tier].spill_to; t != TIER_NONE; t = sm->tiers[t].spill_to) below[t] = 1;
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+            if (s->cp->bytes[t] <= 0) continue;
+            if (!below[t] || s->cp->bytes[t] > s->saved_bytes || s->cp->bytes[t] > s->cp->issued[t])
+                return sim_fail(sm, "sim_check: session %llu: a copy of %.0f bytes (%.0f issued) in tier %s, its state of %.0f bytes in tier %s",
+                                (unsigned long long)s->id, s->cp->bytes[t], s->cp->issued[t], tier_name((Tier)t), s->saved_bytes,
+                                tier_name(s->tier));
+            (tier_table[t].shared ? &agg[sm->R] : a)->in_copy[t]++;
+        }
     }
     return 0;
 }
@@ -220,14 +268,19 @@ static int check_replica(Sim *sm, Replica *rp, const Agg *a)
     if (n != a->in_qkv)
         return sim_fail(sm, "sim_check: replica %d: the qkv list holds %zu sessions, %zu are marked in it", i, n, a->in_qkv);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++)
-        if (!tier_table[t].shared && check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t]) != 0) return -1;
+        if (!tier_table[t].shared && (check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t]) != 0 ||
+                                      check_copy_list(sm, (Tier)t, i, &rp->tier[t], a->in_copy[t]) != 0))
+            return -1;
     return 0;
 }
 
 int sim_check(Sim *sm)
 {
     for (size_t k = 0; k < sm->tab_cap; k++)
-        if (sm->tab[k]) sm->tab[k]->chk_saving = sm->tab[k]->chk_active = sm->tab[k]->chk_loading = 0;
+        if (sm->tab[k]) {
+            sm->tab[k]->chk_saving = sm->tab[k]->chk_active = sm->tab[k]->chk_loading = 0;
+            if (sm->tab[k]->cp) sm->tab[k]->cp->chk_inflight = 0;
+        }
     Agg *agg = calloc((size_t)sm->R + 1, sizeof *agg);
     if (!agg) return sim_fail(sm, "out of memory");
     int rc = 0;
@@ -244,7 +297,8 @@ int sim_check(Sim *sm)
     if (rc == 0) rc = check_sessions(sm, agg);
     for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i], &agg[i]);
     for (int t = TIER_DRAM; t < SIM_TIERS && rc == 0; t++)
-        if (tier_table[t].shared) rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_tier[t]);
+        if (tier_table[t].shared && (rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_tier[t])) == 0)
+            rc = check_copy_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_copy[t]);
     free(agg);
     return rc;
 }

@@ -13,7 +13,7 @@
 #include "sim/engine/engine_int.h"
 
 /* same-instant order: completions, then iteration progress, then arrivals, then scheduling */
-const uint32_t sim_ev_rank[] = {0, 0, 1, 2, 3, 3, 4};
+const uint32_t sim_ev_rank[] = {0, 0, 1, 2, 3, 3, 4, 3};
 
 int sim_fail(Sim *sm, const char *fmt, ...)
 {

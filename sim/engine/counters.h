@@ -11,6 +11,8 @@
 
 #define SIM_COUNTER_ROWS(X)                                                                                            \
     X(promoted, "saved_state.promoted",                                                                                \
-      "promote=true: sessions' states moved up to the first tier after a restoration read them")
+      "promote=true: sessions' states moved up to the first tier after a restoration read them")                      \
+    X(prefetched, "saved_state.prefetched",                                                                            \
+      "prefetch=true: sessions' states moved up to the first tier ahead of their session's next turn")
 
 #endif

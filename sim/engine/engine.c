@@ -87,6 +87,9 @@ static void dispatch(Sim *sm, const Event *ev)
     case EV_FORM:
         form_iteration(sm, ev->obj);
         break;
+    case EV_PREFETCH:
+        tier_prefetch_fire(sm, (uint64_t)ev->arg);
+        break;
     }
 }
 

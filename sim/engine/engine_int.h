@@ -84,7 +84,7 @@
 #include "sim/engine/sim.h"
 #include "traces/trace.h"
 
-enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM };
+enum { EV_UNIT_DONE = 1, EV_ITER_RESUME, EV_ITER_DONE, EV_ARRIVAL, EV_RELEASE, EV_FORM, EV_PREFETCH };
 /* the kinds of an iteration's items (IT_DECODE, IT_RECOMP, IT_NEW, IT_RESUME) are batch.h's */
 
 /* the request lifecycle (see the table above) */
@@ -120,7 +120,19 @@ typedef struct TierList {
     Session *head, *tail;   /* least recently used at the head */
     double used_bytes;      /* sum of the sessions' saved_bytes */
     double spilling_bytes;  /* of those, the ones being spilled to the next tier */
+    Session *chead, *ctail; /* write_through=true: sessions with a whole copy here (held above), LRU first */
+    double copy_bytes;      /* the sum of those copies' bytes */
 } TierList;
+
+/* write_through=true: the copies of a session's state in the tiers below the one that holds it
+ * (allocated with its first copy, freed when its state is dropped) */
+typedef struct SessCopies {
+    Session *prev[SIM_TIERS], *next[SIM_TIERS]; /* each tier's copy list (TierList.chead) */
+    double bytes[SIM_TIERS];  /* landed in each tier (0: no copy there, and not listed) */
+    double issued[SIM_TIERS]; /* issued to each tier, landed or not: equal to saved_bytes while the copy keeps up */
+    int inflight;             /* copy units not landed yet (the session's state stays where it is meanwhile) */
+    int chk_inflight;         /* sim_check's scratch: copy units found */
+} SessCopies;
 
 /* A cold session (sess_is_cold) spilled by waitq.c is copied byte for byte: a new pointer field must
  * be NULL whenever sess_is_cold holds (add it to that test). */
@@ -137,21 +149,23 @@ struct Session {
     int in_qkv;                /* in its replica's qkv list: resident KV kept for its queued turn */
     Session *hbm_prev, *hbm_next; /* the HBM LRU's links, or the qkv list's */
     Tier tier;
+    int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
     int64_t saved_tokens;      /* context positions [0, saved_tokens) whose state is in `tier` (linked) */
     double saved_bytes;
     int saving, spilling, loading;
+    int prefetching;           /* prefetch=true: its state is being moved up to the first tier (loads wait for it) */
     double save_acc;           /* bytes of the save in flight, summed over its units */
     double spill_bytes;        /* bytes counted in its list's spilling_bytes while spilling */
     int64_t issued_pos;        /* context positions whose save has been issued */
     Tier save_dest;            /* where the saves in flight go (constant while saving > 0) */
     int d2h_inflight;          /* save units still in their D2H hop */
     Unit *parked;              /* restoration loads waiting for a save of this session to cross D2H */
-    int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
     /* the named blocks of its resident KV that it holds in its replica's prefix cache: pfx_names[0, pfx_n)
      * (owned; NULL whenever resident_tokens is 0), the context's first pfx_n × Sim.pfx_B tokens */
     uint64_t *pfx_names;
     int32_t pfx_n;
     Session *t_prev, *t_next;  /* tier LRU */
+    SessCopies *cp;            /* write_through=true: its copies below `tier` (NULL: none; always NULL when tier is TIER_NONE) */
     int64_t last_use_ns;
     int chk_saving;             /* sim_check's scratch: save units, an admitted turn, requests reading its state */
     int16_t chk_active, chk_loading;
@@ -776,6 +790,12 @@ void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
 TierList *tier_list(Sim *sm, int replica, Tier t);
 void tier_touch(Sim *sm, Session *s);
 void tier_promote(Sim *sm, Session *s);
+/* prefetch=true: s's next turn arrives at t_ns (known now): its state, if below the first tier then,
+ * starts moving up prefetch_lead before (EV_PREFETCH, the session's id) */
+void tier_prefetch_plan(Sim *sm, Session *s, int64_t t_ns);
+void tier_prefetch_fire(Sim *sm, uint64_t session_id);
+/* a restoration's load parked until s's prefetch has landed (tier_park's third kind) */
+#define TIER_WAIT_PREFETCH 2
 void tier_enforce_capacity(Sim *sm, Replica *rp);
 /* drop s's saved state if it was unused for state_ttl (counted as lost) */
 void tier_expire_session(Sim *sm, Session *s);

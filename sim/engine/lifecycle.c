@@ -118,6 +118,7 @@ void request_done(Sim *sm, Replica *rp, Request *r)
             int64_t t = nx->when_ns >= 0 ? kv_max_i64(nx->when_ns, now) : t_add(now, nx->think_ns);
             s->busy = 1;
             sim_push(sm, t, EV_RELEASE, nx, 0);
+            tier_prefetch_plan(sm, s, t);
         }
     }
     request_free(r);
@@ -297,7 +298,9 @@ static void conc_release_next(Sim *sm, Session *s, int first)
 {
     Turn *nx = pend_pop(s);
     s->busy = 1;
-    sim_push(sm, t_add(sim_now(sm), first ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+    int64_t t = t_add(sim_now(sm), first ? 0 : nx->think_ns);
+    sim_push(sm, t, EV_RELEASE, nx, 0);
+    tier_prefetch_plan(sm, s, t);
 }
 
 /* give every idle client the next session of the stream */
@@ -369,6 +372,7 @@ int pull_trace(Sim *sm)
             metrics_on_exogenous(sm, t);
             if (last) *last = t;
             sim_push(sm, t, EV_ARRIVAL, r, 0);
+            tier_prefetch_plan(sm, s, t);
             return 0; /* read more when this one arrives */
         }
         if (mode == SIM_LOAD_TRACE) { /* open loop: a time fixed by the trace and the think times alone */
@@ -377,12 +381,14 @@ int pull_trace(Sim *sm)
             *last = t;
             r->offered_ns = r->when_ns = t;
             sim_push(sm, t, EV_ARRIVAL, r, 0);
+            tier_prefetch_plan(sm, s, t);
             continue;
         }
         /* closed loop: after the session's previous turn */
         if (!s->busy && !s->pend_head) {
             s->busy = 1;
             sim_push(sm, t_add(sim_now(sm), r->think_ns), EV_RELEASE, r, 0);
+            tier_prefetch_plan(sm, s, t_add(sim_now(sm), r->think_ns));
         } else {
             pend_append(sm, s, r);
         }
@@ -415,7 +421,9 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
         if (s->pend_head) {
             Turn *nx = pend_pop(s);
             s->busy = 1;
-            sim_push(sm, t_add(sim_now(sm), nx->when_ns >= 0 ? 0 : nx->think_ns), EV_RELEASE, nx, 0);
+            int64_t t = t_add(sim_now(sm), nx->when_ns >= 0 ? 0 : nx->think_ns);
+            sim_push(sm, t, EV_RELEASE, nx, 0);
+            tier_prefetch_plan(sm, s, t);
         }
     }
     turn_free(sm, r);

@@ -198,6 +198,20 @@ void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes)
     if (used_bytes > (double)tr->peak_bytes) tr->peak_bytes = (uint64_t)used_bytes;
 }
 
+void metrics_on_tier_written(Sim *sm, Tier t, double bytes) { sm->res->tier_written_bytes[t] += bytes; }
+void metrics_on_policy_saved(Sim *sm, double bytes) { sm->res->policy_saved_bytes += bytes; }
+
+/* written ÷ saved per tier that is on; NAN (absent) for a tier that is off or when nothing was saved
+ * (never a 0 from nothing) */
+static void metrics_write_amp(const Sim *sm, SimResult *out)
+{
+    for (int t = 0; t < SIM_TIERS; t++) {
+        int on = t != TIER_NONE && sm->tiers[t].on;
+        if (!on) out->tier_written_bytes[t] = NAN;
+        out->write_amp[t] = on && out->policy_saved_bytes > 0 ? out->tier_written_bytes[t] / out->policy_saved_bytes : NAN;
+    }
+}
+
 void metrics_on_drop(Sim *sm) { sm->res->dropped++; }
 
 /* TTFT = first token − release; queue = admission − release; restore = restored − admission
@@ -306,6 +320,7 @@ void metrics_on_run_end(Sim *sm)
         }
     }
     metrics_ssd_wear(sm, out, T);
+    metrics_write_amp(sm, out);
     /* inside restoration windows: busy time in windows / window time, summed over replicas */
     double win = 0, host[CH_COUNT] = {0};
     for (int i = 0; i < sm->R; i++) {

@@ -68,6 +68,10 @@ void metrics_on_admit(Sim *sm, MetricSource src, Tier t);
 void metrics_on_pool(Sim *sm, const Replica *rp);
 void metrics_on_prefix(Sim *sm, const Request *r);
 void metrics_on_tier_bytes(Sim *sm, Tier t, double used_bytes);
+/* bytes written into tier t (a save or direct save landed, a demotion, a write-through copy, a prefetch, a
+ * promotion) / bytes the policy saved (a save or direct save): write amplification at the end */
+void metrics_on_tier_written(Sim *sm, Tier t, double bytes);
+void metrics_on_policy_saved(Sim *sm, double bytes);
 void metrics_on_drop(Sim *sm);
 void metrics_on_token(Sim *sm, Request *r, int64_t gap_ns);
 void metrics_on_request_done(Sim *sm, Request *r);

@@ -41,12 +41,13 @@
 typedef struct StatePart {
     int64_t lo, hi;
     Tier src;  /* the tier to read from (TIER_DRAM for a save's staging copy) */
-    int wait;  /* PW_D2H: still crossing D2H, read from DRAM once it has; PW_LAND: read from src once the save has landed there */
+    int wait;  /* PW_D2H: still crossing D2H, read from DRAM once it has; PW_LAND: read from src once the save has landed there;
+                * PW_PREFETCH: on its way up to the first tier (src), read from there once it has arrived */
 } StatePart;
 
 static StatePart *stage_parts(Request *r, int st) { return r->parts + (size_t)st * RESTORE_MAX_PARTS; }
 
-enum { PW_D2H = 1, PW_LAND = 2 }; /* StatePart.wait */
+enum { PW_D2H = 1, PW_LAND = 2, PW_PREFETCH = 4 }; /* StatePart.wait */
 
 static void part_add(Request *r, int st, int64_t lo, int64_t hi, int64_t N, Tier src, int wait)
 {
@@ -75,7 +76,8 @@ static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
     if (s->tier == TIER_NONE && !s->saving) return 0;
     int64_t c = s->tier != TIER_NONE ? s->saved_tokens : 0;
     for (int st = 0; st < sm->S; st++) {
-        part_add(r, st, 0, c, N, s->tier, 0);
+        if (s->prefetching) part_add(r, st, 0, c, N, sm->save_first, PW_PREFETCH);
+        else part_add(r, st, 0, c, N, s->tier, 0);
         if (!s->saving) continue;
         int64_t land = kv_max_i64(c, sess_land(sm, s)[st]), d2h = kv_max_i64(land, sess_d2h(s)[st]);
         Tier dest = s->save_dest;
@@ -92,7 +94,7 @@ static int64_t restore_parts(Sim *sm, Request *r, int64_t N)
 
 static int src_bit(const StatePart *p)
 {
-    if (p->wait) return SRC_INFLIGHT;
+    if (p->wait & (PW_D2H | PW_LAND)) return SRC_INFLIGHT;
     return SRC_TIER(p->src);
 }
 
@@ -128,6 +130,7 @@ static void send_or_park(Sim *sm, Request *r, Unit *u, const StatePart *p)
 {
     if (p->wait == PW_D2H && sess_d2h(rq_src(r))[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 0);
     else if (p->wait == PW_LAND && sess_land(sm, rq_src(r))[u->stage] < p->hi) tier_park(sm, r, u, p->hi, 1);
+    else if (p->wait == PW_PREFETCH && rq_src(r)->prefetching) tier_park(sm, r, u, 0, TIER_WAIT_PREFETCH);
     else ch_enqueue(sm, u);
 }
 
@@ -586,7 +589,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     }
     double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
     int usable = covered >= N && dom != TIER_NONE, slower = 0;
-    if (usable && waits) { /* wait for the save in flight only when that beats recomputing */
+    if (usable && (waits & (PW_D2H | PW_LAND))) { /* wait for the save in flight only when that beats recomputing */
         int land = (waits & PW_LAND) != 0; /* no host copy: wait for it to land, read it from there */
         double t_load = (double)sm->L * est_load_layer_ns(sm, land ? s->save_dest : TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
         if (save_wait_ns(sm, s, land) + t_load >= t_comp) usable = 0, slower = 1;

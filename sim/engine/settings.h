@@ -116,6 +116,14 @@
     X(NUM, "promote", CT_BOOL, int, promote, "false", 0, 1, 0, NULL,                                                           \
       "a restoration that read a session's state from a lower tier moves it to the first (HiCache's copy "                     \
       "up to host memory)")                                                                                                    \
+    X(NUM, "prefetch", CT_BOOL, int, prefetch, "false", 0, 1, 0, NULL,                                                         \
+      "a session's state below the first tier is moved up to it ahead of its next turn's known arrival "                       \
+      "(AttentionStore's scheduler-aware fetching)")                                                                           \
+    X(NUM, "prefetch_lead", CT_DUR, int64_t, prefetch_lead_ns, "0 s", 0, MAX_DUR, 0, NULL,                                     \
+      "prefetch: start this long before the arrival (0: the move's own time at its tier's read rate)")                         \
+    X(NUM, "write_through", CT_BOOL, int, write_through, "false", 0, 1, 0, NULL,                                               \
+      "a save that lands in a tier is copied in the background to every tier below it, so a demotion "                         \
+      "writes nothing (false: write-back, a tier's state is written to the next one when it is demoted)")                      \
     X(NUM, "evict_each_turn", CT_BOOL, int, evict_each_turn, "false", 0, 1, 0, NULL,                                           \
       "drop every session's KV from HBM when its turn ends")                                                                   \
     X(NUM, "prefix_cache", CT_BOOL, int, prefix_cache, "true", 0, 1, 0, NULL,                                                  \
@@ -133,6 +141,9 @@
       "SSD model of the array (kvsim list ssds; 'platform': the platform's)")                                                  \
     X(NUM, "n_ssd", CT_INT, int, n_ssd, "platform", 0, 1024, 0, "platform",                                                    \
       "SSDs in the array ('platform': the platform's)")                                                                        \
+    X(NUM, "ssd_capacity", CT_SIZE, uint64_t, ssd_bytes, "0 B", 0, 1e18, 0, NULL,                                              \
+      "the SSD tier's capacity per host, e.g. 100 GB (a cache on the array, as KVBM's DYN_KVBM_DISK_CACHE_GB; "                \
+      "0: the drives' whole capacity)")                                                                                        \
     X(MEMDEVS, 64)                                                                                                             \
     X(STR, "nic", nic, 64, "platform", 0, "platform",                                                                          \
       "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)")                                                \

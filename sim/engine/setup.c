@@ -198,8 +198,12 @@ int sim_setup(Sim *sm)
         if (chain[i] == TIER_DRAM) tr->capped = 1, tr->cap_bytes = (double)(cfg->dram_bytes ? cfg->dram_bytes : p->dram_bytes);
         const int m = tier_memdev(chain[i]);
         if (m >= 0) tr->capped = 1, tr->cap_bytes = (double)cfg->n_memdev[m] * (double)md[m]->capacity_bytes;
-        if (chain[i] == TIER_SSD) tr->capped = 1, tr->cap_bytes = (double)n_ssd * (double)ssd->capacity_bytes;
+        if (chain[i] == TIER_SSD)
+            tr->capped = 1, tr->cap_bytes = cfg->ssd_bytes ? (double)cfg->ssd_bytes : (double)n_ssd * (double)ssd->capacity_bytes;
     }
+    if (sm->tiers[TIER_SSD].on && cfg->ssd_bytes > (double)n_ssd * (double)ssd->capacity_bytes)
+        return kv_err(sm->e, "ssd_capacity %.0f GB: more than the array holds (%d × %s of %.0f GB)", (double)cfg->ssd_bytes / 1e9, n_ssd,
+                      ssd->name, (double)ssd->capacity_bytes / 1e9);
     sm->save_first = chain[0];
     sm->direct_first = sm->tiers[TIER_SSD].on ? TIER_SSD : chain[0];
     /* KV pool */

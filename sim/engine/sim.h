@@ -304,6 +304,12 @@ typedef struct SimResult {
      * of full-drive writes) is written at that rate (NAN when the catalog rates no endurance or
      * nothing was written) */
     double ssd_dwpd, ssd_life_years;
+    /* bytes written into each tier (saves, demotions, write-through copies, promotions, prefetches; NAN for a tier
+     * that is off), the bytes the policy saved (saves and direct saves), and each tier's write
+     * amplification: written ÷ saved (NAN where off or nothing was saved) */
+    double tier_written_bytes[SIM_TIERS];
+    double policy_saved_bytes;
+    double write_amp[SIM_TIERS];
     uint64_t pool_tokens;         /* KV pool capacity per replica */
     double util_gpu[SIM_MAX_STAGES];
     double util_ch[CH_COUNT][SIM_MAX_STAGES]; /* busy shares, laid out as win_util_ch */

@@ -8,11 +8,14 @@
  * counted as state lost and marked on the session; Sim.state_dropped is told), where a save in
  * flight has got to (per stage: crossed D2H, landed), the restoration loads parked on a session
  * until its save has crossed D2H (or landed) far enough (tier_park; sent as the save progresses), and
- * the load chain of a tier (which channels a restoration's load crosses).
+ * the load chain of a tier (which channels a restoration's load crosses), write_through's copies
+ * down the chain and demotions onto them.
  * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
  * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
- * shared one); a save in flight is one unit per stage, first over D2H (then its bytes are in host
+ * shared one); with write_through, also in the copy list of each tier below s->tier that holds a
+ * whole copy of its state (s->cp; a list's copy_bytes the sum of its copies, counted in its
+ * capacity; none while s->tier is TIER_NONE); a save in flight is one unit per stage, first over D2H (then its bytes are in host
  * DRAM: d2h_pos, sess_d2h) and on over the tier's link (then in the tier: land_pos, sess_land), so per stage
  * saved_tokens <= land_pos <= d2h_pos <= issued_pos; a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
  * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
@@ -55,7 +58,81 @@ static void tier_link(Sim *sm, Session *s, Tier t)
     TierList *tl = tier_list(sm, s->replica, t);
     LRU_APPEND(tl->head, tl->tail, s, t_prev, t_next);
     tl->used_bytes += s->saved_bytes;
-    metrics_on_tier_bytes(sm, t, tl->used_bytes);
+    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->copy_bytes);
+}
+
+/* a save, spill, load or write-through copy of s is in flight: its state stays where it is */
+static int tier_busy(const Session *s) { return s->spilling || s->loading || s->saving || s->prefetching || (s->cp && s->cp->inflight); }
+
+/* ---- write_through=true: whole copies of a session's state in the tiers below the one holding it ---- */
+
+/* s's copy in tier t leaves that tier's copy list (no-op without one); it will get no more copies
+ * there (issued: 0 while the state has bytes) until the state itself is demoted there */
+static void copy_unlink(Sim *sm, Session *s, Tier t)
+{
+    SessCopies *cp = s->cp;
+    if (!cp) return;
+    if (cp->bytes[t] > 0) {
+        TierList *tl = tier_list(sm, s->replica, t);
+        LRU_UNLINK(tl->chead, tl->ctail, s, cp->prev[t], cp->next[t]);
+        tl->copy_bytes -= cp->bytes[t];
+    }
+    cp->bytes[t] = cp->issued[t] = 0;
+}
+
+/* s's copy in tier t is whole: t takes the state from the tier above at no transfer */
+static int copy_whole(const Session *s, Tier t)
+{
+    return s->cp && s->saved_bytes > 0 && s->cp->bytes[t] == s->saved_bytes && s->cp->issued[t] == s->saved_bytes;
+}
+
+/* a copy unit landed: its bytes join s's copy in its tier (the most recently used of that list) */
+static void copy_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    Tier t = (Tier)u->tier;
+    double bytes = u->bytes[0];
+    unit_free(sm, u);
+    SessCopies *cp = s->cp;
+    cp->inflight--;
+    TierList *tl = tier_list(sm, s->replica, t);
+    if (cp->bytes[t] > 0) LRU_UNLINK(tl->chead, tl->ctail, s, cp->prev[t], cp->next[t]);
+    cp->bytes[t] += bytes;
+    tl->copy_bytes += bytes;
+    LRU_APPEND(tl->chead, tl->ctail, s, cp->prev[t], cp->next[t]);
+    metrics_on_tier_written(sm, t, bytes);
+    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->copy_bytes);
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* write_through=true: `bytes` more of s's state landed in its tier (`old` bytes before them). Each
+ * tier below it in the chain whose copy keeps up (or that has none yet and the state is new) is
+ * written them too, in the background over that tier's own link, from the host memory the save
+ * crossed on its way. A tier whose copy was dropped gets no partial one. */
+static void copy_down(Sim *sm, Session *s, double old, double bytes)
+{
+    if (!sm->cfg->write_through || bytes <= 0 || s->tier == TIER_NONE) return;
+    for (Tier t = sm->tiers[s->tier].spill_to; t != TIER_NONE; t = sm->tiers[t].spill_to) {
+        int out = tier_table[t].out_hop;
+        if ((s->cp ? s->cp->issued[t] : 0) != old || out < 0) continue; /* (below the first tier every row has a link) */
+        if (!s->cp && !(s->cp = sim_zalloc(sizeof *s->cp))) {
+            sim_fail(sm, "out of memory");
+            return;
+        }
+        Unit *u = unit_new(sm);
+        if (!u) return;
+        u->s = s;
+        u->kind = U_SPILL; /* a background write, queued as a spill is */
+        u->done = copy_done;
+        u->tier = t;
+        u->tier_from = TIER_NONE;
+        u->chain[0] = rep_channel(&sm->rep[s->replica], out, 0);
+        u->bytes[0] = bytes;
+        u->nhops = 1;
+        s->cp->issued[t] += bytes;
+        s->cp->inflight++;
+        ch_enqueue(sm, u);
+    }
 }
 
 void tier_touch(Sim *sm, Session *s)
@@ -90,7 +167,7 @@ static void tier_unpark(Sim *sm, Session *s, int st)
     int64_t now = sim_now(sm);
     for (Unit **pp = &s->parked; *pp;) {
         Unit *u = *pp;
-        if (u->stage != st || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
+        if (u->stage != st || u->wait_land == TIER_WAIT_PREFETCH || u->wait_pos > (u->wait_land ? sess_land(sm, s) : sess_d2h(s))[st]) {
             pp = &u->next;
             continue;
         }
@@ -103,17 +180,107 @@ static void tier_unpark(Sim *sm, Session *s, int st)
     }
 }
 
+/* s's state moves up from its tier to `to` (a promotion, a prefetch): written there; with
+ * write_through the state left below stays as a whole copy */
+static void tier_move_up(Sim *sm, Session *s, Tier to)
+{
+    Tier from = s->tier;
+    tier_unlink(sm, s);
+    tier_link(sm, s, to);
+    metrics_on_tier_written(sm, to, s->saved_bytes);
+    if (!sm->cfg->write_through || s->saved_bytes <= 0) return;
+    if (!s->cp && !(s->cp = sim_zalloc(sizeof *s->cp))) {
+        sim_fail(sm, "out of memory");
+        return;
+    }
+    TierList *tl = tier_list(sm, s->replica, from);
+    s->cp->bytes[from] = s->cp->issued[from] = s->saved_bytes;
+    tl->copy_bytes += s->saved_bytes;
+    LRU_APPEND(tl->chead, tl->ctail, s, cp->prev[from], cp->next[from]);
+}
+
 /* promote=true: the last load of a restoration from s's state has arrived; a state below the first
  * tier moves up to it (its bytes crossed host memory on their way to the GPU: no transfer of its
  * own), the first tier's LRU sessions going down the chain as a save would send them */
 void tier_promote(Sim *sm, Session *s)
 {
     Tier first = sm->save_first;
-    if (!sm->cfg->promote || s->tier == TIER_NONE || s->tier == first || s->loading || s->saving || s->spilling) return;
-    tier_unlink(sm, s);
-    tier_link(sm, s, first);
+    if (!sm->cfg->promote || s->tier == TIER_NONE || s->tier == first || tier_busy(s)) return;
+    tier_move_up(sm, s, first);
     sm->res->promoted++;
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* ---- prefetch=true: a state moved up to the first tier ahead of its session's next turn ---- */
+
+void tier_prefetch_plan(Sim *sm, Session *s, int64_t t_ns)
+{
+    Tier first = sm->save_first;
+    if (!sm->cfg->prefetch || sm->tiers[first].spill_to == TIER_NONE || (s->tier == TIER_NONE && s->issued_pos == 0)) return;
+    int64_t lead = sm->cfg->prefetch_lead_ns;
+    if (lead <= 0) { /* the move's own time: its bytes (its saves in flight included) at the read rate of
+                      * the tier holding them, or of the second tier while they are still in the first */
+        Tier src = s->tier != TIER_NONE && s->tier != first ? s->tier : sm->tiers[first].spill_to;
+        int in = tier_table[src].in_hop;
+        double bytes = (double)s->issued_pos * sm->save_bpt;
+        lead = in >= 0 && sm->hop_rate[in] > 0 ? (int64_t)ceil(bytes / sm->hop_rate[in]) + sm->hop_lat[in] : 0;
+    }
+    int64_t at = t_ns - lead;
+    sim_push(sm, at > sim_now(sm) ? at : sim_now(sm), EV_PREFETCH, NULL, (int64_t)s->id);
+}
+
+/* the parked loads of a restoration admitted while s's state was on its way up: sent (from the first tier) */
+static void tier_unpark_prefetch(Sim *sm, Session *s)
+{
+    for (Unit **pp = &s->parked; *pp;) {
+        Unit *u = *pp;
+        if (u->wait_land != TIER_WAIT_PREFETCH) {
+            pp = &u->next;
+            continue;
+        }
+        *pp = u->next;
+        u->next = NULL;
+        u->r->parked_units--;
+        ch_enqueue(sm, u);
+    }
+}
+
+static void prefetch_done(Sim *sm, Unit *u)
+{
+    Session *s = u->s;
+    unit_free(sm, u);
+    s->prefetching = 0;
+    tier_move_up(sm, s, sm->save_first);
+    sm->res->prefetched++;
+    if (s->parked) tier_unpark_prefetch(sm, s);
+    tier_enforce_capacity(sm, &sm->rep[s->replica]);
+}
+
+/* the time planned for a session's prefetch: its state, if still below the first tier, idle (no save,
+ * load, demotion or copy of it in flight) and without KV in HBM (that would serve the turn), is read out of its tier over that
+ * tier's link and written into the first (a background transfer, queued as a demotion is) */
+void tier_prefetch_fire(Sim *sm, uint64_t session_id)
+{
+    Session *s = sess_peek(sm, session_id);
+    Tier first = sm->save_first;
+    if (!s || s->tier == TIER_NONE || s->tier == first || tier_busy(s) || s->resident_tokens > 0) return;
+    int in = tier_table[s->tier].in_hop, out = tier_table[first].out_hop;
+    if (in < 0) return; /* (below the first tier every row has a link) */
+    Unit *u = unit_new(sm);
+    if (!u) return;
+    Replica *vr = &sm->rep[s->replica];
+    u->s = s;
+    u->kind = U_SPILL;
+    u->done = prefetch_done;
+    u->tier = first;
+    u->tier_from = s->tier;
+    int h = 0;
+    u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = s->saved_bytes;
+    u->read_hops = h;
+    if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = s->saved_bytes;
+    u->nhops = h;
+    s->prefetching = 1;
+    ch_enqueue(sm, u);
 }
 
 /* the session's saved state is gone (why: LOST_TTL or LOST_CAPACITY); never called while a save,
@@ -121,6 +288,11 @@ void tier_promote(Sim *sm, Session *s)
 static void tier_drop(Sim *sm, Session *s, int why)
 {
     tier_unlink(sm, s);
+    if (s->cp) {
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++) copy_unlink(sm, s, (Tier)t);
+        free(s->cp);
+        s->cp = NULL;
+    }
     s->tier = TIER_NONE;
     s->saved_tokens = 0;
     s->saved_bytes = 0;
@@ -141,11 +313,13 @@ static void spill_done(Sim *sm, Unit *u)
     s->spilling = 0;
     /* the bytes counted when it started (a save may have grown the session meanwhile) */
     tier_list(sm, s->replica, from)->spilling_bytes -= s->spill_bytes;
+    metrics_on_tier_written(sm, to, s->spill_bytes);
     s->spill_bytes = 0;
     if (s->tier != from) { /* dropped meanwhile */
         sess_maybe_free(sm, s);
     } else {
         tier_unlink(sm, s);
+        copy_unlink(sm, s, to);
         tier_link(sm, s, to);
         tier_enforce_capacity(sm, &sm->rep[s->replica]);
     }
@@ -172,8 +346,12 @@ static void save_done(Sim *sm, Unit *u)
     Tier t = s->tier;
     if (t == TIER_NONE) t = sm->save_first;
     tier_unlink(sm, s);
+    double old = s->saved_bytes;
     s->saved_bytes += bytes;
     tier_link(sm, s, t);
+    metrics_on_policy_saved(sm, bytes);
+    metrics_on_tier_written(sm, t, bytes);
+    copy_down(sm, s, old, bytes);
     /* may drop (and free) s itself when the tiers are full: s is not touched after this */
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
@@ -204,7 +382,7 @@ static void expire_list(Sim *sm, Session *head, int64_t cutoff)
 {
     for (Session *v = head; v && v->last_use_ns < cutoff;) {
         Session *nx = v->t_next;
-        if (!v->spilling && !v->loading && !v->saving) tier_drop(sm, v, LOST_TTL);
+        if (!tier_busy(v)) tier_drop(sm, v, LOST_TTL);
         v = nx;
     }
 }
@@ -213,50 +391,70 @@ static void expire_list(Sim *sm, Session *head, int64_t cutoff)
  * lists' expiry runs only when a tier changes) */
 void tier_expire_session(Sim *sm, Session *s)
 {
-    if (sm->cfg->state_ttl_ns <= 0 || s->tier == TIER_NONE || s->spilling || s->loading || s->saving) return;
+    if (sm->cfg->state_ttl_ns <= 0 || s->tier == TIER_NONE || tier_busy(s)) return;
     if (s->last_use_ns < sim_now(sm) - sm->cfg->state_ttl_ns) tier_drop(sm, s, LOST_TTL);
 }
 
-/* Keep every tier under its capacity, tier after tier in table order: a tier with a spill target
- * moves its LRU sessions there (a spill unit over the target's channel), the others drop theirs. */
+/* Keep every tier under its capacity, tier after tier in table order: write-through copies held
+ * there are dropped first (least recently written first), then a tier with a spill target moves its
+ * LRU sessions there (a spill unit over the target's channel; none where the target holds a whole
+ * copy: the session moves at once), the others drop theirs. */
 void tier_enforce_capacity(Sim *sm, Replica *rp)
 {
     if (sm->cfg->state_ttl_ns > 0) {
         int64_t cutoff = sim_now(sm) - sm->cfg->state_ttl_ns;
         for (int t = TIER_DRAM; t < SIM_TIERS; t++) expire_list(sm, tier_list(sm, rp->id, (Tier)t)->head, cutoff);
     }
-    for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
-        TierList *tl = tier_list(sm, rp->id, (Tier)t);
-        const TierRun *tr = &sm->tiers[t];
-        while (tr->capped && tl->used_bytes - tl->spilling_bytes > tr->cap_bytes) {
-            Session *v = tl->head;
-            while (v && (v->spilling || v->loading || v->saving)) v = v->t_next;
-            if (!v) break;
-            if (tr->spill_to == TIER_NONE) {
-                tier_drop(sm, v, LOST_CAPACITY);
-                continue;
+    int again; /* a demotion onto a whole copy moved a session at once: its tier is checked again */
+    do {
+        again = 0;
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+            TierList *tl = tier_list(sm, rp->id, (Tier)t);
+            const TierRun *tr = &sm->tiers[t];
+            while (tr->capped && tl->used_bytes + tl->copy_bytes - tl->spilling_bytes > tr->cap_bytes) {
+                /* write-through copies go first: the states they copy are still held above */
+                Session *c = tl->chead;
+                while (c && c->cp->inflight) c = c->cp->next[t];
+                if (c) {
+                    copy_unlink(sm, c, (Tier)t);
+                    continue;
+                }
+                Session *v = tl->head;
+                while (v && tier_busy(v)) v = v->t_next;
+                if (!v) break;
+                if (tr->spill_to == TIER_NONE) {
+                    tier_drop(sm, v, LOST_CAPACITY);
+                    continue;
+                }
+                if (copy_whole(v, tr->spill_to)) { /* write-through: the next tier has it already */
+                    tier_unlink(sm, v);
+                    copy_unlink(sm, v, tr->spill_to);
+                    tier_link(sm, v, tr->spill_to);
+                    again = 1;
+                    continue;
+                }
+                Unit *u = unit_new(sm);
+                if (!u) return;
+                u->s = v;
+                u->kind = U_SPILL;
+                u->done = spill_done;
+                u->tier = tr->spill_to;
+                u->tier_from = t;
+                /* read out of the tier it leaves over that tier's own link (the SSD array, the NIC), then
+                 * written over the target's; the channels of v's replica (a shared tier holds others') */
+                Replica *vr = &sm->rep[v->replica];
+                int h = 0, in = tier_table[t].in_hop, out = tier_table[tr->spill_to].out_hop;
+                if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = v->saved_bytes;
+                u->read_hops = h;
+                if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = v->saved_bytes;
+                u->nhops = h;
+                v->spilling = 1;
+                v->spill_bytes = v->saved_bytes;
+                tl->spilling_bytes += v->saved_bytes;
+                ch_enqueue(sm, u);
             }
-            Unit *u = unit_new(sm);
-            if (!u) return;
-            u->s = v;
-            u->kind = U_SPILL;
-            u->done = spill_done;
-            u->tier = tr->spill_to;
-            u->tier_from = t;
-            /* read out of the tier it leaves over that tier's own link (the SSD array, the NIC), then
-             * written over the target's; the channels of v's replica (a shared tier holds others') */
-            Replica *vr = &sm->rep[v->replica];
-            int h = 0, in = tier_table[t].in_hop, out = tier_table[tr->spill_to].out_hop;
-            if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = v->saved_bytes;
-            u->read_hops = h;
-            if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = v->saved_bytes;
-            u->nhops = h;
-            v->spilling = 1;
-            v->spill_bytes = v->saved_bytes;
-            tl->spilling_bytes += v->saved_bytes;
-            ch_enqueue(sm, u);
         }
-    }
+    } while (again);
 }
 
 /* write the state of context positions [issued_pos, upto) out: D2H per stage (each GPU its shard),
@@ -302,8 +500,12 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
     s->saved_tokens = upto;
     for (int st = 0; st < sm->S; st++) sess_d2h(s)[st] = sess_land(sm, s)[st] = upto;
     s->lost = LOST_NONE;
+    double old = s->saved_bytes;
     s->saved_bytes += bytes;
     tier_link(sm, s, t);
+    metrics_on_policy_saved(sm, bytes);
+    metrics_on_tier_written(sm, t, bytes);
+    copy_down(sm, s, old, bytes);
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
 
