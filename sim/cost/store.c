@@ -285,6 +285,16 @@ fail:
     return -1;
 }
 
+/* an open that failed: the connection and the guard released, -1 */
+static int open_failed(CostStore *s)
+{
+    sqlite3_close(s->db);
+    s->db = NULL;
+    free(s->guard);
+    s->guard = NULL;
+    return -1;
+}
+
 /* sqlite_master must list exactly k_objects, each with our SQL text (and the statistics tables
  * ANALYZE may add, which only steer the planner). Nothing the file defines is run before this. */
 static int check_objects(sqlite3 *db, const char *name, KvErr *e)
@@ -434,11 +444,7 @@ int store_open(CostStore *s, const char *path, int mode, KvErr *e)
     if (!s->readonly && store_exec(s->db, path, "PRAGMA foreign_keys = ON", "enabling foreign keys", e) != 0) goto fail;
     return 0;
 fail:
-    sqlite3_close(s->db);
-    s->db = NULL;
-    free(s->guard);
-    s->guard = NULL;
-    return -1;
+    return open_failed(s);
 }
 
 /* A private store in memory, named `label` in messages: the schema created, read-write. */
@@ -461,11 +467,7 @@ int store_open_memory(CostStore *s, const char *label, KvErr *e)
         goto fail;
     return 0;
 fail:
-    sqlite3_close(s->db);
-    s->db = NULL;
-    free(s->guard);
-    s->guard = NULL;
-    return -1;
+    return open_failed(s);
 }
 
 const char *kv_embedded(const char *name, size_t *len); /* build/gen/embedded.c */
