@@ -679,6 +679,10 @@ expect 0 "dry run with a part replaced" "$B"/kvsim run --dry-run --policy recomp
 contains "the GPU replaced" "gpu          H100-SXM"
 contains "the SSDs replaced" "ssd          8 × CM7"
 contains "the NIC replaced" "nic          40GbE"
+expect 0 "a NIC by its line rate" "$B"/kvsim run --dry-run --policy kv-offload --set nic=100GbE --set store=dram+remote
+contains "a NIC by its line rate names the catalog's NIC" "nic          100G: "
+expect 1 "a line rate no NIC has is refused" "$B"/kvsim run --dry-run --policy kv-offload --set nic=99GbE
+contains "a line rate no NIC has is refused, with the NICs" 'unknown NIC "99GbE"; known NICs: 7Gbps'
 expect 1 "unknown GPU in gpu=" "$B"/kvsim run --dry-run --policy recompute --set gpu=H900
 contains "gpu= names the key and the known GPUs" "gpu: "
 contains "gpu= lists the GPUs" "A100-40GB"

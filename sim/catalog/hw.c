@@ -856,8 +856,28 @@ const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e)
     return find_or_fail(c, c->ssds, c->n_ssds, &SEC_SSDS, name, e);
 }
 
+/* the one NIC whose line rate `v` gives ("100GbE", "100G", "100Gbps"), else -1 (none, several, or
+ * not a line rate) */
+static int nic_by_line_rate(const HwCatalog *c, const char *v)
+{
+    char *end;
+    double g = v ? strtod(v, &end) : 0;
+    if (!v || end == v || !(g > 0) || (strcmp(end, "GbE") && strcmp(end, "G") && strcmp(end, "Gbps"))) return -1;
+    int found = -1;
+    for (int i = 0; i < c->n_nics; i++)
+        if (fabs(c->nics[i].line_bytes_per_s * 8 / 1e9 - g) < 1e-6 * g) {
+            if (found >= 0) return -1;
+            found = i;
+        }
+    return found;
+}
+
 const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e)
 {
+    if (find_index(c->nics, c->n_nics, sizeof(NicSpec), name) < 0) {
+        int k = nic_by_line_rate(c, name);
+        if (k >= 0) return &c->nics[k];
+    }
     return find_or_fail(c, c->nics, c->n_nics, &SEC_NICS, name, e);
 }
 

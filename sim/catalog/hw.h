@@ -161,6 +161,7 @@ void hw_catalog_free(HwCatalog *c);
 const GpuSpec *hw_find_gpu(const HwCatalog *c, const char *name, KvErr *e);
 const LinkSpec *hw_find_link(const HwCatalog *c, const char *name, KvErr *e);
 const SsdSpec *hw_find_ssd(const HwCatalog *c, const char *name, KvErr *e);
+/* a NIC also by its line rate ("100GbE", "100G", "100Gbps": the catalog's one NIC of that rate) */
 const NicSpec *hw_find_nic(const HwCatalog *c, const char *name, KvErr *e);
 const MemdevSpec *hw_find_memdev(const HwCatalog *c, int m, const char *name, KvErr *e);
 const PlatformSpec *hw_find_platform(const HwCatalog *c, const char *name, KvErr *e);

@@ -581,26 +581,6 @@ static int parse_tokens(const char *s, int64_t *out)
     return 0;
 }
 
-/* a NIC by its name, or by its line rate ("100GbE", "100G", "100Gbps": the catalog's NIC of that
- * line rate when exactly one has it) */
-static int resolve_nic(const HwCatalog *hw, const char *v, char *out, size_t n)
-{
-    for (int i = 0; i < hw->n_nics; i++)
-        if (!strcmp(hw->nics[i].name, v)) return snprintf(out, n, "%s", v), 0;
-    char *end;
-    double g = strtod(v, &end);
-    if (end == v || !(g > 0) || (strcmp(end, "GbE") && strcmp(end, "G") && strcmp(end, "Gbps"))) return -1;
-    int found = -1;
-    for (int i = 0; i < hw->n_nics; i++)
-        if (fabs(hw->nics[i].line_bytes_per_s * 8 / 1e9 - g) < 1e-6 * g) {
-            if (found >= 0) return -1;
-            found = i;
-        }
-    if (found < 0) return -1;
-    snprintf(out, n, "%s", hw->nics[found].name);
-    return 0;
-}
-
 static int split_list(const char *s, char (*out)[96], int max)
 {
     int n = 0;
@@ -743,7 +723,9 @@ int map_main(int argc, char **argv)
     if (!user_store) x.store = !strcmp(x.axis, "nic") ? "remote" : !strcmp(x.axis, "n_ssd") || !strcmp(x.axis, "ssd") ? "ssd" : "";
     for (int i = 0; rc == 0 && i < x.nv; i++) {
         snprintf(x.res[i], sizeof x.res[i], "%s", x.val[i]);
-        if (!strcmp(x.axis, "nic") && resolve_nic(&w.hw, x.val[i], x.res[i], sizeof x.res[i]) != 0) {
+        const NicSpec *nic = !strcmp(x.axis, "nic") ? hw_find_nic(&w.hw, x.val[i], &e) : NULL;
+        if (nic) snprintf(x.res[i], sizeof x.res[i], "%s", nic->name);
+        if (!strcmp(x.axis, "nic") && !nic) {
             char known[600] = "";
             for (int k = 0; k < w.hw.n_nics; k++) kv_catf(known, sizeof known, "%s%s", k ? ", " : "", w.hw.nics[k].name);
             rc = usage("--vary nic: unknown NIC '%s' (known: %s; or a line rate such as 100GbE)", x.val[i], known);

@@ -146,7 +146,8 @@
       "0: the drives' whole capacity)")                                                                                        \
     X(MEMDEVS, 64)                                                                                                             \
     X(STR, "nic", nic, 64, "platform", 0, "platform",                                                                          \
-      "NIC to the remote store, e.g. 10GbE ('platform': the platform's; none)")                                                \
+      "NIC to the remote store (kvsim list nics), by name or line rate, e.g. 10GbE or 100GbE ('platform': "                    \
+      "the platform's; none)")                                                                                                 \
     X(NUM, "nic_per_stage", CT_BOOL, int, nic_per_stage, "false", 0, 1, 0, NULL,                                               \
       "a NIC to the remote store per pipeline stage (each stage's GPUs on their own node) instead of one "                     \
       "shared by the stages")                                                                                                  \
