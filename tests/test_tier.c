@@ -284,6 +284,17 @@ TEST(tier_chain_promotion_moves_a_restored_state_up)
     }
 }
 
+/* kv-offload on an open world with the walker at every iteration boundary; the world closed */
+static void kv_offload_walked(TestCtx *t, SimWorld *w, Rows *rows, SimResult *out)
+{
+    KvErr e;
+    memset(rows, 0, sizeof *rows);
+    sim_test_set_hook(NULL, NULL, 1);
+    CHECK_MSG(sim_run(w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
+    sim_test_set_hook(NULL, NULL, 0);
+    sim_world_close(w);
+}
+
 /* K sessions of one 8,000-token turn, 30 s apart (then, with again, each one's second turn in the
  * same order), chain `store`, DRAM and the SSD each holding one session's state; write_through as
  * given. The SSD's write rate and per-IO latency (one drive) come back in rate_w, lat_w. */
@@ -311,11 +322,7 @@ static void wt_run(TestCtx *t, const char *store, int K, int again, int write_th
     sd->capacity_bytes = 6000000000ULL;
     *rate_w = (double)sd->write_bytes_per_s / 1e9;
     *lat_w = (double)sd->write_latency_ns;
-    memset(rows, 0, sizeof *rows);
-    sim_test_set_hook(NULL, NULL, 1); /* the walker at every iteration boundary */
-    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
-    sim_test_set_hook(NULL, NULL, 0);
-    sim_world_close(&w);
+    kv_offload_walked(t, &w, rows, out);
 }
 
 /* write_through=true on dram,ssd: the one session's save lands in DRAM and is copied to the SSD at
@@ -417,11 +424,7 @@ static void pf_run(TestCtx *t, int gap_s, int prefetch, int64_t lead_ns, int big
     SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
     *rate_r = (double)sd->read_bytes_per_s / 1e9;
     *lat_r = (double)sd->read_latency_ns;
-    memset(rows, 0, sizeof *rows);
-    sim_test_set_hook(NULL, NULL, 1);
-    CHECK_MSG(sim_run(&w, "kv-offload", simtest_keep_row, rows, NULL, NULL, out, &e) == 0, "%s", e.msg);
-    sim_test_set_hook(NULL, NULL, 0);
-    sim_world_close(&w);
+    kv_offload_walked(t, &w, rows, out);
 }
 
 static int64_t pf_ttft(const Rows *rows, const char **from)
