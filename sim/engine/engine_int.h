@@ -289,6 +289,7 @@ struct Request {
     double kv_scale;           /* compressed KV: bytes scale (1 plain) */
     float *lscale;             /* per layer: the plan's layer_bytes_scale (NULL: none set) */
     int64_t tw_comp, tw_comp_inflight, tw_io_issued, tw_landed, tw_io_chunk, tw_comp_chunk;
+    int64_t tw_base; /* where the compute pointer started: the history's tokens in the prefix cache */
     /* IO chunks in flight (TW_DEPTH at most, so that one always waits at the channel and the IO order
      * among requests is a real choice): tokens and units left per slot */
     int64_t tw_ck_tokens[TW_DEPTH];

@@ -162,7 +162,7 @@ static void layer_costs(Sim *sm, Replica *rp)
         for (int st = 0; st < sm->S; st++) r->lane_ns[st] = 0;
         for (int l = 0; l < sm->L; l++) {
             if (r->mode[l] != LM_RECOMPUTE) continue;
-            double x = est_layer_ns(sm, r->lw_tokens, r->recompute_total);
+            double x = est_layer_ns(sm, r->lw_tokens, r->hist - r->lw_tokens);
             if (restore_is_boundary(sm, r, l) && sm->T > 1 && cost_has(cm, OP_ALLGATHER))
                 x += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);
             r->lane_ns[sm->stage_of[l]] += x;
@@ -185,7 +185,7 @@ static void layer_costs(Sim *sm, Replica *rp)
             if (r->mode[l] == LM_RECOMPUTE && r->stage_par) continue; /* done in its stage's lane */
             if (r->mode[l] == LM_RECOMPUTE) {
                 R += r->lw_tokens;
-                extra += cost_lookup_ns(cm, OP_ATTN_PREFILL, r->lw_tokens, r->recompute_total, 0);
+                extra += cost_lookup_ns(cm, OP_ATTN_PREFILL, r->lw_tokens, r->hist - r->lw_tokens, 0);
             } else if (r->mode[l] == LM_LOAD_HIDDEN) {
                 double x = cost_lookup_ns(cm, OP_GEMM_KV_PROJ, r->lw_tokens, 0, 0);
                 if (sm->T > 1 && cost_has(cm, OP_ALLGATHER)) x += cost_lookup_ns(cm, OP_ALLGATHER, r->lw_tokens, 0, 0);

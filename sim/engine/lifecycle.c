@@ -432,11 +432,11 @@ static void drop_head(Sim *sm, Replica *rp, Turn *r)
 
 /* How many leading blocks of q's names (nm[0, nn)) it takes from the prefix cache: those its session
  * holds when its history is resident, else the cache's longest match — never the block of its
- * context's last token (that token is computed: its output comes from it, as in vLLM). A history
- * the cache covers only in part is restored whole instead (a restoration plan covers a whole
- * history) when its session has a saved copy, or when another session saved the same blocks in a
- * tier this replica reads (*donor: that session). The cache's match, `found` of `asked` blocks, is
- * counted by the caller once the turn is admitted (asked 0: none made) */
+ * context's last token (that token is computed: its output comes from it, as in vLLM). The rest of
+ * a history the cache covers only in part is restored after it: loaded from the session's saved
+ * copy, or from another session's copy of the same blocks in a tier this replica reads (*donor: that
+ * session), or recomputed. The cache's match, `found` of `asked` blocks, is counted by the caller
+ * once the turn is admitted (asked 0: none made) */
 static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q, const uint64_t *nm, uint32_t nn,
                           int resident_ok, Session **donor, size_t *found, size_t *asked)
 {
@@ -449,8 +449,7 @@ static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q,
     }
     k = *found = prefix_longest(&rp->pfx, nm, n);
     *asked = n;
-    if ((int64_t)k * B >= q->hist) return k;
-    if (s->tier != TIER_NONE || s->saving) return 0;
+    if ((int64_t)k * B >= q->hist || s->tier != TIER_NONE || s->saving) return k;
     uint64_t id;
     int64_t last = (int64_t)q->hist / B - 1; /* the block that ends the history */
     if (sm->save_bpt <= 0 || q->hist % B != 0 || last >= (int64_t)nn || !powners_get(&sm->owners, nm[last], &id)) return k;
@@ -459,7 +458,7 @@ static size_t prefix_take(Sim *sm, Replica *rp, const Session *s, const Turn *q,
         (!tier_table[d->tier].shared && d->replica != s->replica))
         return k;
     *donor = d;
-    return 0;
+    return k;
 }
 
 /* Admission, FIFO, as soon as memory and a batch slot allow — also while an iteration runs, so that

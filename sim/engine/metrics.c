@@ -254,7 +254,7 @@ void metrics_on_request_done(Sim *sm, Request *r)
     if (sm->row_fn) {
         /* recomputed: token-wise prefix + whole-model recompute + layer-wise recompute (counted once per
          * token even if only some layers were recomputed); loaded: tokens whose state came from a tier */
-        int64_t recomputed = r->tw_comp + r->recompute_total, loaded = r->tw_landed;
+        int64_t recomputed = r->tw_comp - r->tw_base + r->recompute_total, loaded = r->tw_landed;
         if (r->mode && r->mode[0] == LM_RECOMPUTE) recomputed += r->lw_tokens;
         if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,

@@ -562,21 +562,26 @@ static int start_layerwise(Sim *sm, Request *r, const RestorePlan *plan)
 }
 
 /* r's history of N tokens is not resident: find where its bytes are, plan its restoration and
- * start it. *ideal: the plan said the state is on the GPU already (the Ideal reference). */
+ * start it. Its first H tokens may be in the prefix cache (r->held blocks): the restoration covers
+ * [H, N) — the policy plans that remainder, recomputing from H (after the cached prefix) and loading
+ * the rest. *ideal: the plan said the state is on the GPU already (the Ideal reference). */
 static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *ideal)
 {
     Session *s = rq_src(r); /* its own saved state, or the copy of another session that saved the same blocks */
+    int64_t H = (int64_t)r->held * sm->pfx_B, R = N - H; /* H < N: the admission's case otherwise */
     r->parts = malloc((size_t)sm->S * RESTORE_MAX_PARTS * sizeof *r->parts);
     if (!r->parts) return sim_fail(sm, "out of memory");
     tier_expire_session(sm, s);
     int64_t covered = restore_parts(sm, r, N);
-    /* tokens × layers per place (a wait reads from DRAM, or from where the save lands); the fastest place for the bound */
+    /* tokens × layers per place of [H, N) (a wait reads from DRAM, or from where the save lands); the fastest place for the bound */
     double at[SIM_TIERS] = {0};
     int waits = 0;
     for (int st = 0; st < sm->S; st++)
         for (int k = 0; k < r->nparts[st]; k++) {
             const StatePart *p = &stage_parts(r, st)[k];
-            at[p->src] += (double)(p->hi - p->lo) * sm->stage_layers[st];
+            int64_t lo = kv_max_i64(p->lo, H);
+            if (p->hi <= lo) continue;
+            at[p->src] += (double)(p->hi - lo) * sm->stage_layers[st];
             waits |= p->wait;
         }
     Tier dom = TIER_NONE, fastest = TIER_NONE;
@@ -584,17 +589,17 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
         if (at[t] <= 0) continue;
         if (dom == TIER_NONE || at[t] >= at[dom]) dom = (Tier)t; /* ties: the later (slower) tier */
-        double io = est_load_layer_ns(sm, (Tier)t, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+        double io = est_load_layer_ns(sm, (Tier)t, R, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
         if (fastest == TIER_NONE || io < best_io) fastest = (Tier)t, best_io = io;
     }
-    double t_comp = (double)sm->L * est_layer_ns(sm, N, 0);
+    double t_comp = (double)sm->L * est_layer_ns(sm, R, 0);
     int usable = covered >= N && dom != TIER_NONE, slower = 0;
     if (usable && (waits & (PW_D2H | PW_LAND))) { /* wait for the save in flight only when that beats recomputing */
         int land = (waits & PW_LAND) != 0; /* no host copy: wait for it to land, read it from there */
-        double t_load = (double)sm->L * est_load_layer_ns(sm, land ? s->save_dest : TIER_DRAM, N, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
+        double t_load = (double)sm->L * est_load_layer_ns(sm, land ? s->save_dest : TIER_DRAM, R, sm->kv_tok_layer, sm->kv_tok_layer_gpu);
         if (save_wait_ns(sm, s, land) + t_load >= t_comp) usable = 0, slower = 1;
     }
-    RestoreQuery q = {N, r->nnew, usable ? dom : TIER_NONE, usable ? N : 0, r->id, 0};
+    RestoreQuery q = {R, r->nnew, usable ? dom : TIER_NONE, usable ? R : 0, r->id, 0};
     /* the batch the request joins: restorations admitted before it and still in progress (O(active),
      * at admission only) */
     for (int i = 0; i < rp->n_active; i++)
@@ -609,20 +614,16 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         r->lb_ns = 0;
         return 0;
     }
-    /* the history's first H tokens are in the prefix cache (taken at admission only when there is no
-     * saved copy to restore: then they are not recomputed) */
-    int64_t H = (int64_t)r->held * sm->pfx_B;
-    SIM_CHECK(sm, !(usable && H > 0)); /* admission takes no cached prefix of a history it can load */
-    r->lb_ns = H > 0 && !usable ? lower_bound_ns(sm, N - H, TIER_NONE, (double)sm->L * est_layer_ns(sm, N - H, 0))
-                                : lower_bound_ns(sm, N, usable ? fastest : TIER_NONE, t_comp);
+    r->lb_ns = lower_bound_ns(sm, R, usable ? fastest : TIER_NONE, t_comp);
     if (!usable) { /* nothing to load: recompute, whatever the policy said */
         int64_t chunk = plan.recompute_chunk_tokens; /* in the policy's chunks */
         memset(&plan, 0, sizeof plan);
-        plan.recompute_tokens = N - H;
+        plan.recompute_tokens = R;
         plan.recompute_chunk_tokens = chunk;
         for (int st = 0; st < sm->S; st++) r->nparts[st] = 0;
         if (sm->save_bpt > 0) metrics_on_fallback(sm, slower);
     }
+    if (H > 0) r->pfx_hit = H;
     r->low_prio = plan.low_priority;
     r->chunk_tokens = plan.chunk_tokens > 0 ? plan.chunk_tokens : 0;
     r->kv_scale = plan.kv_bytes_scale > 0 && plan.kv_bytes_scale < 1 ? plan.kv_bytes_scale : 1;
@@ -631,6 +632,7 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         if (plan.io_chunk_tokens < 1) return sim_fail(sm, "policy %s: token-wise plan without an IO chunk size", sm->pol->name);
         r->tw = 1;
         r->tw_whole = plan.whole;
+        r->tw_comp = r->tw_base = H; /* the compute pointer starts after the cached prefix */
         r->tw_io_issued = N;
         r->tw_io_chunk = plan.io_chunk_tokens;
         r->tw_comp_chunk = plan.comp_chunk_tokens;
@@ -640,16 +642,12 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         restore_tw_issue(sm, r);
     } else {
         if (plan.whole) return sim_fail(sm, "policy %s: a whole-request load must be a token-wise plan", sm->pol->name);
-        if (plan.recompute_tokens < 0 || plan.recompute_tokens > N)
+        if (plan.recompute_tokens < 0 || plan.recompute_tokens > R)
             return sim_fail(sm, "policy %s: recompute_tokens out of range", sm->pol->name);
         r->recompute_left = r->recompute_total = plan.recompute_tokens;
         r->recompute_chunk = plan.recompute_chunk_tokens;
-        r->lw_tokens = N - plan.recompute_tokens;
-        if (!usable && H > 0) { /* recompute after the cached prefix */
-            r->recompute_done = H;
-            r->lw_tokens = 0;
-            r->pfx_hit = H;
-        }
+        r->recompute_done = H; /* recomputed after the cached prefix */
+        r->lw_tokens = R - plan.recompute_tokens;
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }
     if (r->loads_left) {
