@@ -819,7 +819,7 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
         named = 1;
         fprintf(out,
                 "%s: prefix cache: %llu of %llu requests took a cached prefix (%llu tokens not computed; %.1f%% of the %llu "
-                "blocks looked up were cached), %llu blocks inserted, %llu restored or computed again although cached (kept once: the block of a prompt's last token, a history loaded whole from a saved copy, or requests that overlapped), %llu evicted; "
+                "blocks looked up were cached), %llu blocks inserted, %llu restored or computed again although cached (kept once: the block of a prompt's last token, or blocks another request cached while this one restored or computed them), %llu evicted; "
                 "%llu histories restored from another session's saved copy\n",
                 r->policy, (unsigned long long)r->prefix_hit_requests, (unsigned long long)r->prefix_named,
                 (unsigned long long)r->prefix_hit_tokens, r->prefix_lookups ? 100.0 * (double)r->prefix_hits / (double)r->prefix_lookups : 0,
