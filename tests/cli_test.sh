@@ -772,6 +772,14 @@ if [ -s "$tmp/plan/plan.md" ] && [ -s "$tmp/plan/plan.json" ] && python3 -c 'imp
   ok "plan --out writes plan.md and plan.json (answer: point 1)"; else bad "plan --out writes plan.md and plan.json"; fi
 if grep -qF "kvsim plan: the cheapest configuration" "$tmp/plan/plan.md" && ! grep -q "^plan:" "$tmp/plan/plan.md"; then
   ok "plan.md holds the report, not the progress"; else bad "plan.md holds the report, not the progress"; fi
+# README's hierarchy plan: DRAM, SSDs and the NIC against a TTFT target and SSD life; its answer is quoted there
+expect 0 "plan sizes DRAM, SSDs and the NIC for TTFT p99 and SSD life (README)" "$B"/kvsim plan --config configs/default.json \
+  --set store=dram,ssd,remote --set requests=200 --vary "dram=4 GB,16 GB" --vary n_ssd=1,2 --vary nic=10GbE,100G \
+  --target "ttft_p99<=500ms,ssd_life_years>=5" --cost configs/examples/prices.json --policies kv-offload --seeds 2 --quiet
+contains "the hierarchy plan's answer is README's" "cheapest meeting every target: dram=4 GB, n_ssd=2, nic=10GbE — 25,366 USD"
+contains "the hierarchy plan prices each part" "SSD 2× PM9A3 1,500 + DRAM 4.00 GB 16 + NIC 1× 10GbE 150 + remote store 3,700"
+if grep -qF "4 GB of DRAM, two SSDs and a 10GbE NIC: 25,366 USD" README.md; then ok "README quotes the hierarchy plan's answer"
+else bad "README quotes the hierarchy plan's answer"; fi
 expect 0 "plan: a target nothing meets" "${PL[@]}" --target "ttft_p99<=1ms" --vary n_ssd=1,2 --policies kv-offload --seeds 1 --max-seeds 1
 contains "plan says when no point meets the targets" "no point of the space meets every target"
 contains "plan shows why a point failed" "ms > 1.00 ms"
