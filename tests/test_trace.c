@@ -1451,6 +1451,28 @@ TEST(trace_multiturn_rounds_grow_the_history)
     free(a.r);
 }
 
+/* multiturn with its shape set (rounds, round_tokens, round_output_tokens): Mooncake's SSD offload
+ * benchmark's 4,096 new tokens and 1 output token per round, here 4 rounds per session */
+TEST(trace_multiturn_shape_settings)
+{
+    TraceOptions o = topts("multiturn");
+    o.max_requests = 12;
+    o.rounds = 4;
+    o.round_tokens = 4096;
+    o.round_output_tokens = 1;
+    Reqs a = load(t, &o);
+    CHECK_EQ_U(a.n, 12);
+    for (size_t i = 0; i < a.n; i++) {
+        const TraceRequest *r = &a.r[i];
+        CHECK_EQ_I(r->turn, (int)(i % 4));
+        CHECK_EQ_U(r->session, i / 4);
+        CHECK_EQ_I(r->new_input_tokens, 4096);
+        CHECK_EQ_I(r->output_tokens, 1);
+        CHECK_EQ_I(r->history_tokens, (int64_t)r->turn * (4096 + 1));
+    }
+    free(a.r);
+}
+
 /* swebench: every call's context starts with the harness's system prompt, the same for every
  * session: its whole 16-token blocks (129 tokens: 8; a larger prompt: more, up to what the context
  * holds) named alike on every request; the token counts are those of the generator without names */

@@ -52,13 +52,15 @@ static const GenSpec gen_specs[GEN_COUNT] = {
     {"multiturn", "SGLang's HiCache multi-turn benchmark (bench_multiturn.py as Mooncake's HiCache benchmark runs it): "
                   "each client a session of 10 rounds, each round 2,048 new tokens after the whole conversation so far "
                   "and 16 output tokens; clients start by a Poisson process at 20/s and send each round as the last "
-                  "one ends (think 0; its --max-parallel 4 is the engine's max_batch)",
+                  "one ends (think 0; its --max-parallel 4 is the engine's max_batch); rounds, round_tokens and "
+                  "round_output_tokens set the shape",
      20.0, 0},
 };
 
 /* multiturn: the A10 cluster command of Mooncake's "SGLang HiCache with Mooncake Backend
  * Benchmark" (--num-clients 20 --num-rounds 10 --request-length 2048 --output-length 16
- * --request-rate 20 --max-parallel 4); the clients are the sessions (requests / rounds of them) */
+ * --request-rate 20 --max-parallel 4); the clients are the sessions (requests / rounds of them);
+ * the settings rounds, round_tokens and round_output_tokens replace the three */
 #define MT_ROUNDS 10
 #define MT_REQUEST_TOKENS 2048
 #define MT_OUTPUT_TOKENS 16
@@ -184,7 +186,7 @@ static int gen_begin_session(Gen *g, KvErr *e)
         break;
     }
     case GEN_MULTITURN:
-        g->nturns = MT_ROUNDS;
+        g->nturns = g->src->opt.rounds > 0 ? g->src->opt.rounds : MT_ROUNDS;
         break;
     case GEN_SHARED:
         g->nturns = 1;
@@ -227,8 +229,8 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
         out_tokens = gen_ln(g, g->le_out_mu, LE_OUT_SIGMA_TURN, 4096);
         break;
     case GEN_MULTITURN:
-        new_tokens = MT_REQUEST_TOKENS;
-        out_tokens = MT_OUTPUT_TOKENS;
+        new_tokens = g->src->opt.round_tokens > 0 ? g->src->opt.round_tokens : MT_REQUEST_TOKENS;
+        out_tokens = g->src->opt.round_output_tokens > 0 ? g->src->opt.round_output_tokens : MT_OUTPUT_TOKENS;
         break;
     case GEN_SHARED:
         new_tokens = g->prompt_tokens + SHARED_QUESTION_TOKENS;
@@ -334,6 +336,10 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
     char prompt_s[64] = "";
     if (gen_index == GEN_SWEBENCH) snprintf(prompt_s, sizeof prompt_s, ", a %lld-token system prompt shared", (long long)g->prompt_tokens);
+    if (gen_index == GEN_MULTITURN)
+        snprintf(prompt_s, sizeof prompt_s, ", %d rounds of %lld new + %lld output tokens", o->rounds > 0 ? o->rounds : MT_ROUNDS,
+                 (long long)(o->round_tokens > 0 ? o->round_tokens : MT_REQUEST_TOKENS),
+                 (long long)(o->round_output_tokens > 0 ? o->round_output_tokens : MT_OUTPUT_TOKENS));
     snprintf(s->describe, sizeof s->describe,
              "generator %s: seed %llu, sessions Poisson %g/s, %s%s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
              sp->name, (unsigned long long)o->seed, rate, think_s, prompt_s, (long long)s->max_requests, o->time_scale);

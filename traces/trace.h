@@ -100,6 +100,9 @@ typedef struct TraceOptions {
                                   0 = 1 */
     int64_t system_prompt_tokens; /* shared-prefix: each group's system prompt (0: 2048); swebench: the shared one (0: 129) */
     int prompt_groups;         /* the shared-prefix generator: distinct system prompts (0: 64) */
+    int rounds;                /* the multiturn generator: rounds per session (0: 10) */
+    int64_t round_tokens;      /* the multiturn generator: new input tokens per round (0: 2048) */
+    int64_t round_output_tokens; /* the multiturn generator: output tokens per round (0: 16) */
 } TraceOptions;
 
 /* Limits on what a trace may carry, checked where each value enters (the file's line and column in

@@ -709,6 +709,13 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->prompt_groups && strcmp(c->trace, "shared-prefix") != 0)
         return kv_err(e, "prompt_groups: %d applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
                       "trace=shared-prefix)", c->prompt_groups, c->trace);
+    if (strcmp(c->trace, "multiturn") != 0) {
+        const char *key = c->rounds ? "rounds" : c->round_tokens ? "round_tokens" : c->round_output_tokens ? "round_output_tokens" : NULL;
+        long long v = c->rounds ? c->rounds : c->round_tokens ? c->round_tokens : c->round_output_tokens;
+        if (key)
+            return kv_err(e, "%s: %lld applies to the multiturn generator only, not to the trace '%s' (allowed: 0, or "
+                          "trace=multiturn)", key, v, c->trace);
+    }
     if (c->burstiness != 1 && c->request_rate == 0)
         return kv_err(e, "burstiness: %g applies to request_rate, which is 0 (allowed: burstiness 1, or set request_rate)",
                       c->burstiness);

@@ -108,6 +108,9 @@ void sim_trace_options(const SimConfig *c, int64_t max_context, TraceOptions *to
     to->burstiness = c->burstiness;
     to->system_prompt_tokens = c->system_prompt_tokens;
     to->prompt_groups = c->prompt_groups;
+    to->rounds = c->rounds;
+    to->round_tokens = c->round_tokens;
+    to->round_output_tokens = c->round_output_tokens;
 }
 
 int sim_run(SimWorld *w, const char *policy, SimRowFn row_fn, void *row_ctx, SimProgressFn prog, void *prog_ctx,

@@ -103,6 +103,14 @@
     X(NUM, "prompt_groups", CT_INT, int, prompt_groups, "0", 0, 1 << 20, 0, NULL,                                              \
       "the shared-prefix generator: distinct system prompts, one per group of requests (0: SGLang's "                          \
       "default, 64)")                                                                                                          \
+    X(NUM, "rounds", CT_INT, int, rounds, "0", 0, 1 << 16, 0, NULL,                                                            \
+      "the multiturn generator: rounds per client session (0: its default, 10, as Mooncake's HiCache "                         \
+      "benchmark runs bench_multiturn.py)")                                                                                    \
+    X(NUM, "round_tokens", CT_I64, int64_t, round_tokens, "0", 0, 1 << 20, 0, NULL,                                            \
+      "the multiturn generator: new input tokens per round, after the whole conversation so far (0: its "                      \
+      "default, 2048)")                                                                                                        \
+    X(NUM, "round_output_tokens", CT_I64, int64_t, round_output_tokens, "0", 0, 1 << 20, 0, NULL,                              \
+      "the multiturn generator: output tokens per round (0: its default, 16)")                                                 \
     X(NUM, "burstiness", CT_REAL, double, burstiness, "1", 0, 1e6, KF_MIN_OPEN, NULL,                                          \
       "gamma shape of request_rate's gaps (vLLM --burstiness): 1 Poisson, < 1 burstier, > 1 more regular")                     \
     X(NUM, "warmup", CT_TRIM, SimTrim, warmup, "0", 0, 1e12, 0, NULL,                                                          \
