@@ -57,6 +57,29 @@ if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['policies'][0]; s
 expect 1 "ssd_capacity larger than the array is refused" "$B"/kvsim run --policy kv-offload --requests 20 --platform h200 --set store=dram,ssd --set n_ssd=1 --set "ssd_capacity=100 TB" --quiet --out "$tmp/ssdcap"
 contains "the refusal names ssd_capacity and the array" "ssd_capacity 100000 GB: more than the array holds (1 × CM7 of 7680 GB)"
 
+# the multiturn generator's shape: refused on the other traces; Mooncake's SSD offload benchmark on it
+expect 2 "round_tokens on a trace other than multiturn is refused" "$B"/kvsim run --dry-run --policy recompute --set round_tokens=4096
+contains "the refusal names round_tokens, the value and the trace" "round_tokens: 4096 applies to the multiturn generator only, not to the trace 'sharegpt4' (allowed: 0, or trace=multiturn)"
+expect 0 "mooncake-ssd-offload: GPU only and + remote pool" "$B"/kvsim compare --scenario mooncake-ssd-offload-qwen3-8b-a100 --set store=dram,remote --quiet --no-csv --out "$tmp/mcr"
+expect 0 "mooncake-ssd-offload: + remote pool + SSD" "$B"/kvsim run --scenario mooncake-ssd-offload-qwen3-8b-a100 --policy kv-offload --quiet --no-csv --out "$tmp/mcs"
+if msg=$(python3 - "$tmp/mcr/summary.json" "$tmp/mcs/summary.json" <<'PY'
+import json, sys
+r = {p["name"]: p for p in json.load(open(sys.argv[1]))["policies"]}
+s = json.load(open(sys.argv[2]))["policies"][0]
+gpu, remote, ssd = r["recompute"]["ttft_s"]["mean"], r["kv-offload"]["ttft_s"]["mean"], s["ttft_s"]["mean"]
+why = []
+if not gpu > remote > ssd:
+    why.append("mean TTFT GPU only %.3f s, + remote %.3f s, + remote + SSD %.3f s: not in falling order" % (gpu, remote, ssd))
+if r["kv-offload"]["restore_from"]["recompute"] == 0:
+    why.append("the remote pool never overflowed (no restoration recomputed)")
+if s["restore_from"]["ssd"] == 0:
+    why.append("no restoration read the SSD")
+print("; ".join(why))
+sys.exit(1 if why else 0)
+PY
+); then ok "mooncake-ssd-offload: mean TTFT GPU only > + remote pool (overflowing) > + remote pool + SSD"
+else bad "mooncake-ssd-offload: $msg"; fi
+
 # one run, then the same run again: identical bytes
 expect 0 "run kv-offload" "$B"/kvsim run --policy kv-offload --requests 200 --quiet --out "$tmp/a"
 for f in summary.json requests.csv table.md ttft_cdf.svg; do

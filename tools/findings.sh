@@ -391,7 +391,8 @@ the distance is restoration a better policy could still win back. The worst poli
 bound's prefetch assumes the link is free during every gap; none of the built-in policies prefetch,
 so \`oracle.without_prefetch\` in summary.json is the closer bound for them. Keeping histories across
 gaps is proven only where turns evict their state (\`evict_each_turn\`, every shipped scenario but
-hicache-multiturn, whose row is therefore an estimate of the bound, not a proven one).
+hicache-multiturn, kvbm-sharegpt4 and mooncake-ssd-offload, whose rows are therefore estimates of the
+bound, not proven ones).
 EOF
 } >"$report"
 echo "findings: wrote $report (${#cmds[@]} runs, outputs in $out)"
