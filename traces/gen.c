@@ -18,7 +18,8 @@
  * Not responsible for: max_context_tokens or max_requests (trace.c applies them).
  * Determinism: independent random streams per seed (tokens, think times, session arrivals, and the
  * sessions' system-prompt groups; trace_rng.c, identical on every machine), so changing the rate, the
- * think time or the groups never changes the token counts. Samples: x = exp(mu + sigma·N(0,1)) rounded to the nearest integer and clamped.
+ * think time or the groups never changes the token counts. Samples: x = exp(mu + sigma·N(0,1))
+ * rounded to the nearest integer and clamped.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -127,7 +128,8 @@ static const GenSpec gen_specs[GEN_COUNT] = {
 /* sharegpt4, multiturn with system_prompt_tokens: as inference-perf's shared_prefix data with
  * enable_multi_turn_chat (the load of llm-d-benchmark's shared-prefix profiles), a session's context
  * starts with its group's system prompt, sent in front of the first question: the prompt's tokens are
- * added to the first turn's new input and are part of every later turn's history */
+ * added to the first turn's new input and are part of every later turn's history; the names' space
+ * keeps them apart from other generators' and traces' */
 #define CHAT_NAME_SPACE 0x4348415450524f4dull
 
 typedef struct Gen {
@@ -145,7 +147,7 @@ typedef struct Gen {
     int history_cut;        /* the history of the next turn was capped */
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
-    int64_t prompt_tokens;  /* shared-prefix, swebench: the system prompt's tokens; shared-prefix: its */
+    int64_t prompt_tokens;  /* shared-prefix, swebench, chat_prompt: the system prompt's tokens; its */
     int groups, group;      /* groups, the group of the current request; the prompt's block names */
     int chat_prompt;        /* sharegpt4, multiturn: a system prompt (prompt_tokens > 0) opens each session */
     uint64_t *names;
