@@ -359,11 +359,13 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);
     else
         snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
-    char prompt_s[96] = "";
+    char prompt_s[192] = "";
     if (gen_index == GEN_SWEBENCH) snprintf(prompt_s, sizeof prompt_s, ", a %lld-token system prompt shared", (long long)g->prompt_tokens);
-    if (g->chat_prompt)
-        snprintf(prompt_s, sizeof prompt_s, ", a %lld-token system prompt opening each session (%d group%s)",
+    if (g->chat_prompt) { /* appended to any text before it */
+        size_t u = strlen(prompt_s);
+        snprintf(prompt_s + u, sizeof prompt_s - u, ", a %lld-token system prompt opening each session (%d group%s)",
                  (long long)g->prompt_tokens, g->groups, g->groups == 1 ? "" : "s");
+    }
     snprintf(s->describe, sizeof s->describe,
              "generator %s: seed %llu, sessions Poisson %g/s, %s%s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
              sp->name, (unsigned long long)o->seed, rate, think_s, prompt_s, (long long)s->max_requests, o->time_scale);
