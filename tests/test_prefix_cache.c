@@ -16,7 +16,10 @@
  *  - a trace that names no blocks is unaffected by the setting;
  *  - a history whose leading blocks are cached and whose session has a saved copy: the cached prefix
  *    is taken, only the rest is loaded (its bytes over H2D exactly), nothing recomputed, and no
- *    policy is slower for it than with the cache off nor faster than the history resident.
+ *    policy is slower for it than with the cache off nor faster than the history resident;
+ *  - a chat generator's shared system prompt: the first session computes it, the first turn of every
+ *    later session takes it from the cache (TTFT of its question alone over a resident prompt); the
+ *    settings' rules (which generators take system_prompt_tokens, prompt_groups).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -393,5 +396,96 @@ TEST(prefix_cache_cached_prefix_then_the_rest_loaded)
     next:
         sim_result_free(&ron);
         sim_result_free(&roff);
+    }
+}
+
+/* A chat generator's shared system prompt (multiturn, system_prompt_tokens=P, one group), sessions
+ * far apart, pool large: the first session's first turn computes P + its question; the first turn of
+ * every later session takes the P tokens from the prefix cache and its TTFT is that of its question
+ * over a resident history of P tokens (the ideal policy, cache off), below the TTFT without the cache */
+TEST(prefix_cache_chat_system_prompt_closed_form)
+{
+    const int64_t P = 512;
+    SimConfig c;
+    Rows on, off, ref;
+    SimResult ron, roff, rref;
+    for (int cache = 1; cache >= 0; cache--) {
+        chain_config(t, &c, "multiturn", cache ? "true" : "false", NULL);
+        simtest_set(t, &c, "requests", "50");
+        simtest_set(t, &c, "session_rate", "0.001");
+        simtest_set(t, &c, "system_prompt_tokens", "512");
+        if (run_checked(t, &c, "recompute", cache ? &on : &off, cache ? &ron : &roff) != 0) return;
+    }
+    CHECK_EQ_I(on.n, 50);
+    CHECK_EQ_I(off.n, on.n);
+    /* the first turns, in order; each session ends before the next begins */
+    int first[64], nf = 0;
+    int64_t last_done = -1;
+    for (int i = 0; i < on.n; i++) {
+        if (on.rows[i].turn == 0) {
+            CHECK_MSG(on.rows[i].arrival_ns > last_done, "session %llu arrives at %lld ns, before %lld ns: the sessions overlap",
+                      (unsigned long long)on.rows[i].session, (long long)on.rows[i].arrival_ns, (long long)last_done);
+            first[nf++] = i;
+        }
+        if (on.rows[i].done_ns > last_done) last_done = on.rows[i].done_ns;
+        CHECK(on.rows[i].session == off.rows[i].session && on.rows[i].turn == off.rows[i].turn);
+    }
+    CHECK_MSG(nf >= 3, "%d sessions", nf);
+    char text[4096];
+    size_t o = (size_t)snprintf(text, sizeof text, "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n");
+    for (int j = 0; j < nf; j++) {
+        const SimRequestRow *r = &on.rows[first[j]];
+        CHECK(r->new_tokens > P);
+        o += (size_t)snprintf(text + o, sizeof text - o, "s%d,0,%lld.%09lld,%lld,%lld,%lld\n", j, (long long)(r->arrival_ns / 1000000000),
+                              (long long)(r->arrival_ns % 1000000000), (long long)(r->new_tokens - P), (long long)r->output_tokens,
+                              (long long)P);
+    }
+    chain_config(t, &c, test_write_file(t, "sysprompt_ref.csv", text), "false", NULL);
+    if (run_checked(t, &c, "ideal", &ref, &rref) != 0) return;
+    CHECK_EQ_I(ref.n, nf);
+    const SimRequestRow *s0 = &on.rows[first[0]];
+    CHECK_EQ_I(s0->prefix_hit_tokens, 0);
+    CHECK_EQ_I(s0->ttft_ns, off.rows[first[0]].ttft_ns);
+    for (int j = 1; j < nf && j < ref.n; j++) {
+        const SimRequestRow *r = &on.rows[first[j]];
+        CHECK_EQ_I(r->prefix_hit_tokens, P);
+        CHECK_EQ_I(r->recomputed_tokens, 0);
+        CHECK_MSG(r->ttft_ns == ref.rows[j].ttft_ns, "session %d: TTFT %lld ns, its question over a resident prompt %lld ns", j,
+                  (long long)r->ttft_ns, (long long)ref.rows[j].ttft_ns);
+        CHECK(r->ttft_ns < off.rows[first[j]].ttft_ns);
+    }
+    CHECK_EQ_U(roff.prefix_named, 0);
+    sim_result_free(&ron);
+    sim_result_free(&roff);
+    sim_result_free(&rref);
+}
+
+/* system_prompt_tokens and prompt_groups: on the generators that build a system prompt; a chat
+ * generator's groups need a prompt (it has none by default) */
+TEST(prefix_cache_system_prompt_settings_rules)
+{
+    static const struct {
+        const char *trace, *tokens, *groups, *err; /* err NULL: accepted */
+    } cases[] = {{"sharegpt4", "256", "8", NULL},         {"multiturn", "256", "0", NULL},
+                 {"shared-prefix", "0", "8", NULL},       {"swebench", "200", "0", NULL},
+                 {"sharegpt4", "0", "8", "prompt_groups"}, {"leval", "256", "0", "system_prompt_tokens"},
+                 {"swebench", "200", "4", "prompt_groups"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        SimConfig c;
+        KvErr e;
+        sim_config_defaults(&c);
+        snprintf(c.trace, sizeof c.trace, "%s", cases[k].trace);
+        simtest_set(t, &c, "system_prompt_tokens", cases[k].tokens);
+        simtest_set(t, &c, "prompt_groups", cases[k].groups);
+        int rc = sim_config_check(&c, &e);
+        if (!cases[k].err) {
+            CHECK_MSG(rc == 0, "%s: %s", cases[k].trace, e.msg);
+        } else {
+            CHECK_MSG(rc != 0, "%s accepted system_prompt_tokens=%s prompt_groups=%s", cases[k].trace, cases[k].tokens, cases[k].groups);
+            if (rc != 0) {
+                CHECK_CONTAINS(e.msg, cases[k].err);
+                CHECK_CONTAINS(e.msg, cases[k].trace);
+            }
+        }
     }
 }

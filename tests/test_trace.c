@@ -1512,3 +1512,78 @@ TEST(trace_swebench_names_one_shared_system_prompt)
         trace_close(ts);
     }
 }
+
+/* sharegpt4 and multiturn with a system prompt of P tokens in G groups, read in step with the same
+ * generator without one (same seed): every request is the same but for the prompt: the first turn's
+ * new input is P tokens longer, a later turn's history holds them (sharegpt4: up to its 16K cap,
+ * past which the history is cut and names nothing); every turn names the prompt's P / 16 whole
+ * blocks, equal for the sessions of a group and on every turn of a session, none shared across
+ * groups; every group is drawn; without the prompt nothing is named */
+TEST(trace_chat_generators_system_prompt_per_group)
+{
+    static const struct {
+        const char *gen;
+        int64_t prompt;
+        int groups, want_groups;
+    } cases[] = {{"sharegpt4", 100, 3, 3}, {"sharegpt4", 1000, 0, 1}, {"multiturn", 100, 3, 3}, {"multiturn", 4000, 2, 2}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        TraceOptions oo = topts(cases[k].gen), on = topts(cases[k].gen);
+        oo.max_requests = on.max_requests = 400;
+        on.system_prompt_tokens = cases[k].prompt;
+        on.prompt_groups = cases[k].groups;
+        KvErr e;
+        TraceSource *so = trace_open(&oo, &e), *sn = so ? trace_open(&on, &e) : NULL;
+        if (!sn) {
+            CHECK_MSG(0, "%s", e.msg);
+            trace_close(so);
+            return;
+        }
+        const int64_t P = cases[k].prompt, cap = strcmp(cases[k].gen, "sharegpt4") == 0 ? 16384 : INT64_MAX;
+        const int nb = (int)(P / 16);
+        uint64_t *group_names = calloc(3 * (size_t)nb, sizeof *group_names), *sess_names = calloc((size_t)nb, sizeof *sess_names);
+        int groups_seen = 0, n = 0, named = 0;
+        int64_t sum = 0; /* the session's context so far, uncapped */
+        TraceRequest ro, rn;
+        while (group_names && sess_names && trace_next(so, &ro, &e) == 1) {
+            if (trace_next(sn, &rn, &e) != 1) {
+                CHECK_MSG(0, "%s: the trace with a system prompt ends first (%s)", cases[k].gen, e.msg);
+                break;
+            }
+            n++;
+            CHECK(ro.session == rn.session && ro.turn == rn.turn && ro.arrival_ns == rn.arrival_ns && ro.think_ns == rn.think_ns);
+            CHECK_EQ_I(rn.output_tokens, ro.output_tokens);
+            CHECK_EQ_I(rn.new_input_tokens, ro.new_input_tokens + (rn.turn == 0 ? P : 0));
+            CHECK_EQ_I(ro.n_prefix_blocks, 0);
+            if (rn.turn == 0) sum = 0;
+            CHECK_EQ_I(rn.history_tokens, sum < cap ? sum : cap);
+            int want = sum <= cap ? nb : 0;
+            sum += rn.new_input_tokens + rn.output_tokens;
+            CHECK_EQ_I(rn.n_prefix_blocks, want);
+            if (rn.n_prefix_blocks != want || want == 0) continue;
+            named++;
+            CHECK_EQ_I(rn.prefix_block_tokens, 16);
+            if (rn.turn == 0) memcpy(sess_names, rn.prefix_blocks, (size_t)nb * sizeof *sess_names);
+            else CHECK(memcmp(sess_names, rn.prefix_blocks, (size_t)nb * sizeof *sess_names) == 0);
+            int g = 0;
+            while (g < groups_seen && group_names[(size_t)g * (size_t)nb] != rn.prefix_blocks[0]) g++;
+            if (g == groups_seen) {
+                CHECK(groups_seen < cases[k].want_groups);
+                if (groups_seen >= cases[k].want_groups) break;
+                memcpy(group_names + (size_t)g * (size_t)nb, rn.prefix_blocks, (size_t)nb * sizeof *group_names);
+                groups_seen++;
+            }
+            CHECK(memcmp(group_names + (size_t)g * (size_t)nb, rn.prefix_blocks, (size_t)nb * sizeof *group_names) == 0);
+            for (int j = 0; j < groups_seen; j++)
+                if (j != g)
+                    for (int b = 0; b < nb; b++) CHECK(group_names[(size_t)j * (size_t)nb + (size_t)b] != rn.prefix_blocks[b]);
+        }
+        CHECK_EQ_I(n, 400);
+        CHECK(trace_next(sn, &rn, &e) == 0);
+        CHECK_EQ_I(groups_seen, cases[k].want_groups);
+        CHECK_MSG(named > n / 2, "%s: %d of %d requests name the prompt", cases[k].gen, named, n);
+        free(group_names);
+        free(sess_names);
+        trace_close(so);
+        trace_close(sn);
+    }
+}

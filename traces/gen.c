@@ -7,6 +7,8 @@
  * tokens; lengths exact, range ratio 1): one request per session, its group drawn uniformly (SGLang
  * shuffles the groups' prompts), its context naming the group's system prompt block by block
  * (SHARED_BLOCK_TOKENS, vLLM's default block size) so that requests of a group share them.
+ * sharegpt4 and multiturn take an optional system prompt (system_prompt_tokens, prompt_groups; off by
+ * default): it opens each session's first turn and its blocks are named the same way (CHAT_NAME_SPACE).
  *
  * Responsible for: sessions arriving by a Poisson process; each session's turns emitted back to back
  * (turn 0 at its arrival, later turns closed loop with the think time), so memory is O(1); the token
@@ -14,9 +16,10 @@
  * saved context is always a prefix of what the previous turn ended with — with sharegpt4's own 16K
  * cap (counted as a truncation).
  * Not responsible for: max_context_tokens or max_requests (trace.c applies them).
- * Determinism: three independent random streams per seed (tokens, think times, session arrivals;
- * trace_rng.c, identical on every machine), so changing the rate or the think time never changes the
- * token counts. Samples: x = exp(mu + sigma·N(0,1)) rounded to the nearest integer and clamped.
+ * Determinism: independent random streams per seed (tokens, think times, session arrivals, and the
+ * sessions' system-prompt groups; trace_rng.c, identical on every machine), so changing the rate, the
+ * think time or the groups never changes the token counts. Samples: x = exp(mu + sigma·N(0,1))
+ * rounded to the nearest integer and clamped.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -124,11 +127,18 @@ static const GenSpec gen_specs[GEN_COUNT] = {
  * The rest of the first call (the task, then the template's instructions) differs per session. */
 #define SW_SYSTEM_PROMPT_TOKENS 129
 #define SW_NAME_SPACE 0x5357454245484e43ull /* keeps these names apart from other generators' and traces' */
+/* sharegpt4, multiturn with system_prompt_tokens: as inference-perf's shared_prefix data with
+ * enable_multi_turn_chat (the load of llm-d-benchmark's shared-prefix profiles), a session's context
+ * starts with its group's system prompt, sent in front of the first question: the prompt's tokens are
+ * added to the first turn's new input and are part of every later turn's history; the names' space
+ * keeps them apart from other generators' and traces' */
+#define CHAT_NAME_SPACE 0x4348415450524f4dull
 
 typedef struct Gen {
     TraceSource *src;
     int kind;
     TraceRng tok, think;
+    TraceRng grp;           /* chat_prompt: each session's group, apart from the other draws */
     TracePoisson arrivals;
     int64_t think_const_ns; /* scaled; -1 = sample per turn */
     int started;
@@ -139,8 +149,9 @@ typedef struct Gen {
     int history_cut;        /* the history of the next turn was capped */
     double le_out_mu, le_q_mu;
     int64_t le_doc_tokens;
-    int64_t prompt_tokens;  /* shared-prefix, swebench: the system prompt's tokens; shared-prefix: its */
+    int64_t prompt_tokens;  /* shared-prefix, swebench, chat_prompt: the system prompt's tokens; its */
     int groups, group;      /* groups, the group of the current request; the prompt's block names */
+    int chat_prompt;        /* sharegpt4, multiturn: a system prompt (prompt_tokens > 0) opens each session */
     uint64_t *names;
     char session_id[48];    /* "NAME-N" of the current session, handed out with each of its turns */
     uint64_t id_of;         /* the session session_id names, plus 1 (0: none yet): formatted once per session */
@@ -196,6 +207,10 @@ static int gen_begin_session(Gen *g, KvErr *e)
     default:
         g->nturns = (int32_t)gen_ln(g, SW_CALLS_MU, SW_CALLS_SIGMA, 1000);
         break;
+    }
+    if (g->chat_prompt) {
+        g->group = (int)(trace_rng_uniform(&g->grp) * g->groups);
+        if (g->group >= g->groups) g->group = g->groups - 1;
     }
     return 0;
 }
@@ -257,6 +272,10 @@ static int gen_next(void *impl, TraceRequest *out, KvErr *e)
         shared_names(g, out, SW_NAME_SPACE, g->history + new_tokens);
         break;
     }
+    if (g->chat_prompt) {
+        if (k == 0) new_tokens += g->prompt_tokens;
+        shared_names(g, out, CHAT_NAME_SPACE, g->history + new_tokens);
+    }
     if (k > 0 && g->think_const_ns >= 0) think_ns = g->think_const_ns;
     out->session = g->session;
     if (g->id_of != g->session + 1) { /* a session's turns share its name: one snprintf per session */
@@ -317,6 +336,14 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         g->names = malloc((size_t)(g->prompt_tokens / SHARED_BLOCK_TOKENS + 1) * sizeof *g->names);
         if (!g->names) return kv_err(e, "generator %s: out of memory", sp->name);
     }
+    if ((gen_index == GEN_SHAREGPT4 || gen_index == GEN_MULTITURN) && o->system_prompt_tokens > 0) {
+        g->chat_prompt = 1;
+        g->prompt_tokens = o->system_prompt_tokens;
+        g->groups = o->prompt_groups > 0 ? o->prompt_groups : 1;
+        trace_rng_seed(&g->grp, o->seed, 3);
+        g->names = malloc((size_t)(g->prompt_tokens / SHARED_BLOCK_TOKENS + 1) * sizeof *g->names);
+        if (!g->names) return kv_err(e, "generator %s: out of memory", sp->name);
+    }
     if (gen_index == GEN_SHARED) {
         g->prompt_tokens = o->system_prompt_tokens > 0 ? o->system_prompt_tokens : SHARED_PROMPT_TOKENS;
         g->groups = o->prompt_groups > 0 ? o->prompt_groups : SHARED_GROUPS;
@@ -334,12 +361,17 @@ int trace_gen_open(TraceSource *s, int gen_index, KvErr *e)
         snprintf(think_s, sizeof think_s, "think %g s", (double)think / 1e9);
     else
         snprintf(think_s, sizeof think_s, "think lognormal(%g, %g) s", SW_THINK_MU, SW_THINK_SIGMA);
-    char prompt_s[64] = "";
+    char prompt_s[192] = "";
     if (gen_index == GEN_SWEBENCH) snprintf(prompt_s, sizeof prompt_s, ", a %lld-token system prompt shared", (long long)g->prompt_tokens);
     if (gen_index == GEN_MULTITURN)
         snprintf(prompt_s, sizeof prompt_s, ", %d rounds of %lld new + %lld output tokens", o->rounds > 0 ? o->rounds : MT_ROUNDS,
                  (long long)(o->round_tokens > 0 ? o->round_tokens : MT_REQUEST_TOKENS),
                  (long long)(o->round_output_tokens > 0 ? o->round_output_tokens : MT_OUTPUT_TOKENS));
+    if (g->chat_prompt) { /* appended to any text before it */
+        size_t u = strlen(prompt_s);
+        snprintf(prompt_s + u, sizeof prompt_s - u, ", a %lld-token system prompt opening each session (%d group%s)",
+                 (long long)g->prompt_tokens, g->groups, g->groups == 1 ? "" : "s");
+    }
     snprintf(s->describe, sizeof s->describe,
              "generator %s: seed %llu, sessions Poisson %g/s, %s%s, %lld requests, time_scale %g (parameters: traces/FITS.md)",
              sp->name, (unsigned long long)o->seed, rate, think_s, prompt_s, (long long)s->max_requests, o->time_scale);

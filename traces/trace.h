@@ -98,8 +98,9 @@ typedef struct TraceOptions {
     double burstiness;         /* the gamma shape of request_rate's gaps (vLLM's --burstiness): 1 =
                                   Poisson, < 1 burstier, > 1 more regular (CV = 1/sqrt(burstiness));
                                   0 = 1 */
-    int64_t system_prompt_tokens; /* shared-prefix: each group's system prompt (0: 2048); swebench: the shared one (0: 129) */
-    int prompt_groups;         /* the shared-prefix generator: distinct system prompts (0: 64) */
+    int64_t system_prompt_tokens; /* shared-prefix: each group's system prompt (0: 2048); swebench: the shared one (0: 129);
+                                     sharegpt4, multiturn: each session's group's, added to its first turn (0: none) */
+    int prompt_groups;         /* distinct system prompts: shared-prefix (0: 64); sharegpt4, multiturn (0: 1) */
     int rounds;                /* the multiturn generator: rounds per session (0: 10) */
     int64_t round_tokens;      /* the multiturn generator: new input tokens per round (0: 2048) */
     int64_t round_output_tokens; /* the multiturn generator: output tokens per round (0: 16) */

@@ -703,12 +703,16 @@ int sim_config_check(const SimConfig *c, KvErr *e)
     if (c->concurrency > 0 && c->request_rate > 0)
         return kv_err(e, "concurrency: %d clients send when their previous request ends, but request_rate %g times every "
                       "request in advance (allowed: one of them)", c->concurrency, c->request_rate);
-    if (c->system_prompt_tokens && strcmp(c->trace, "shared-prefix") != 0 && strcmp(c->trace, "swebench") != 0)
-        return kv_err(e, "system_prompt_tokens: %lld applies to the shared-prefix and swebench generators only, not to the "
-                      "trace '%s' (allowed: 0, or trace=shared-prefix or swebench)", (long long)c->system_prompt_tokens, c->trace);
-    if (c->prompt_groups && strcmp(c->trace, "shared-prefix") != 0)
-        return kv_err(e, "prompt_groups: %d applies to the shared-prefix generator only, not to the trace '%s' (allowed: 0, or "
-                      "trace=shared-prefix)", c->prompt_groups, c->trace);
+    int chat = strcmp(c->trace, "sharegpt4") == 0 || strcmp(c->trace, "multiturn") == 0;
+    if (c->system_prompt_tokens && !chat && strcmp(c->trace, "shared-prefix") != 0 && strcmp(c->trace, "swebench") != 0)
+        return kv_err(e, "system_prompt_tokens: %lld applies to the shared-prefix, swebench, sharegpt4 and multiturn generators "
+                      "only, not to the trace '%s' (allowed: 0, or one of those traces)", (long long)c->system_prompt_tokens, c->trace);
+    if (c->prompt_groups && !chat && strcmp(c->trace, "shared-prefix") != 0)
+        return kv_err(e, "prompt_groups: %d applies to the shared-prefix, sharegpt4 and multiturn generators only, not to the "
+                      "trace '%s' (allowed: 0, or one of those traces)", c->prompt_groups, c->trace);
+    if (c->prompt_groups && chat && c->system_prompt_tokens == 0)
+        return kv_err(e, "prompt_groups: %d groups of a system prompt, but the %s generator has none by default (allowed: 0, or "
+                      "set system_prompt_tokens > 0)", c->prompt_groups, c->trace);
     if (strcmp(c->trace, "multiturn") != 0) {
         const char *key = c->rounds ? "rounds" : c->round_tokens ? "round_tokens" : c->round_output_tokens ? "round_output_tokens" : NULL;
         long long v = c->rounds ? c->rounds : c->round_tokens ? c->round_tokens : c->round_output_tokens;

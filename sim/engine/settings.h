@@ -98,11 +98,11 @@
       "requests per second: every request (any turn) arrives by a gamma process, replacing the trace's "                       \
       "times (vLLM --request-rate; 0: off)")                                                                                   \
     X(NUM, "system_prompt_tokens", CT_I64, int64_t, system_prompt_tokens, "0", 0, 1 << 20, 0, NULL,                            \
-      "the shared-prefix and swebench generators: tokens of each group's system prompt (0: the generator's "                   \
-      "default: shared-prefix SGLang's 2048, swebench its harness's 129)")                                                     \
+      "tokens of each group's system prompt: shared-prefix (0: SGLang's 2048), swebench (0: its harness's 129), "              \
+      "sharegpt4 and multiturn (0: none; else added to each session's first turn, its blocks shared by the group)")            \
     X(NUM, "prompt_groups", CT_INT, int, prompt_groups, "0", 0, 1 << 20, 0, NULL,                                              \
-      "the shared-prefix generator: distinct system prompts, one per group of requests (0: SGLang's "                          \
-      "default, 64)")                                                                                                          \
+      "distinct system prompts, one per group of sessions, each session's group drawn uniformly: shared-prefix (0: "           \
+      "SGLang's 64), sharegpt4 and multiturn with system_prompt_tokens (0: 1, shared by all)")                                 \
     X(NUM, "rounds", CT_INT, int, rounds, "0", 0, 1 << 16, 0, NULL,                                                            \
       "the multiturn generator: rounds per client session (0: its default, 10, as Mooncake's HiCache "                         \
       "benchmark runs bench_multiturn.py)")                                                                                    \
