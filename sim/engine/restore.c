@@ -359,7 +359,7 @@ static int whole_dequant(Sim *sm, Request *r)
     memset(r->arrived, 1, (size_t)sm->L);
     r->arrived_prefix = sm->L;
     r->early_layers = 0;
-    r->lw_tokens = r->hist;
+    r->lw_tokens = r->tw_landed; /* the history after a cached prefix */
     r->lw_pending = 1;
     return 0;
 }
