@@ -12,14 +12,13 @@
  * chunk_size tokens of every layer, before its new input is prefilled — what vLLM's
  * OffloadingConnector and LMCache (use_layerwise false, chunk_size 256) do. An isolated
  * restoration then finishes at load + prefill: N·L bytes at the bottleneck hop plus one transfer
- * latency per chunk, then the iteration of the new tokens. */
+ * latency per chunk, then the iteration of the new tokens. kv-quant loads its quantized KV the same
+ * two ways (kv_load.h). */
 #include <math.h>
 #include <stdlib.h>
 
-#include "policies/policy.h"
+#include "policies/kv_load.h"
 
-/* the layer-wise plan with the early start, for KV stored at `scale` of its fp16 size (1: plain) */
-int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale);
 int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale)
 {
     int L = env->ly->m->layers;
@@ -39,21 +38,33 @@ int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestoreP
     return 0;
 }
 
-typedef struct OffloadState {
-    int layerwise;
-    int64_t chunk;
-} OffloadState;
+int kv_load_init(const PolicyEnv *env, const char *policy, KvLoad *ld, KvErr *e)
+{
+    ld->layerwise = policy_knob(env, "layerwise") != 0;
+    ld->chunk = (int64_t)policy_knob(env, "chunk_size");
+    if (ld->layerwise && ld->chunk != 256)
+        return kv_err(e, "%s.chunk_size=%lld: the chunk of whole-request loading; set %s.layerwise=false with it", policy,
+                      (long long)ld->chunk, policy);
+    return 0;
+}
+
+int kv_load_plan(const KvLoad *ld, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale)
+{
+    if (ld->layerwise) return kv_offload_plan_scaled(env, q, plan, scale);
+    plan->tokenwise = 1;
+    plan->whole = 1;
+    plan->io_chunk_tokens = ld->chunk;
+    plan->kv_bytes_scale = scale;
+    return 0;
+}
 
 static int offload_init(const PolicyEnv *env, void **state, KvErr *e)
 {
-    OffloadState *o = malloc(sizeof *o);
+    KvLoad *o = malloc(sizeof *o);
     if (!o) return kv_err(e, "kv-offload: out of memory");
-    o->layerwise = policy_knob(env, "layerwise") != 0;
-    o->chunk = (int64_t)policy_knob(env, "chunk_size");
-    if (o->layerwise && o->chunk != 256) {
-        long long chunk = (long long)o->chunk;
+    if (kv_load_init(env, "kv-offload", o, e) != 0) {
         free(o);
-        return kv_err(e, "kv-offload.chunk_size=%lld: the chunk of whole-request loading; set kv-offload.layerwise=false with it", chunk);
+        return -1;
     }
     *state = o;
     return 0;
@@ -63,12 +74,7 @@ static void offload_fini(void *state) { free(state); }
 
 static int offload_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, KvErr *e)
 {
-    const OffloadState *o = state;
-    if (o->layerwise) return kv_offload_plan_scaled(env, q, plan, 1.0);
-    plan->tokenwise = 1;
-    plan->whole = 1;
-    plan->io_chunk_tokens = o->chunk;
-    return 0;
+    return kv_load_plan(state, env, q, plan, 1.0);
 }
 
 static double offload_saved(void *state, const PolicyEnv *env)
@@ -76,12 +82,7 @@ static double offload_saved(void *state, const PolicyEnv *env)
     return (double)model_kv_bytes_per_token(env->ly);
 }
 
-static const PolicyKnob g_offload_knobs[] = {
-    {.name = "layerwise", .type = KNOB_BOOL, .def = 1, .min = 0, .max = 1,
-     .help = "load layer by layer, pipelined with the prefill (false: the whole history first, then the prefill)"},
-    {.name = "chunk_size", .type = KNOB_INT, .def = 256, .min = 16, .max = 1 << 20,
-     .help = "layerwise=false: tokens per load of every layer (LMCache's chunk_size)"},
-};
+static const PolicyKnob g_offload_knobs[] = {KV_LOAD_KNOBS};
 
 const KvPolicyOps policy_kv_offload = {
     .name = "kv-offload",

@@ -5,6 +5,15 @@
  * iteration (the cost model's `dequant` op). The quantization at save time runs off the critical
  * path and is not charged. Lossy: the simulator models its cost, not its accuracy.
  *
+ * kv-quant.layerwise=false (kv-offload's whole-request onboarding, kv_load.h): the quantized history
+ * is loaded completely, in chunk_size-token chunks of every layer, before the new input is
+ * prefilled; its dequantize then rides in that prefill's iteration, at the head of every layer (as
+ * the layer-wise load's), the state already in place. This is LMCache's CacheGen path: its serde
+ * encodes and decodes a chunk of all layers at once (naive_serde/cachegen_encoder.py takes the
+ * KV_2LTD format, [2, layers, tokens, hidden]), so its loads are whole chunks, not layers. An
+ * isolated request's TTFT is the load of its bytes × (bits/16 + 1/d_h) + the iteration with L
+ * dequantizes of its history.
+ *
  * kv-quant.adaptive (default off: the fixed level above, numbers unchanged): CacheGen's per-chunk
  * choice of level, with a chunk = one layer of the history (the engine restores layer by layer).
  * Both levels are stored (8 bit and the coarser 4 bit; with bits = 4 only 4 bit), so the saved
@@ -17,20 +26,23 @@
  * walk finishes first wins (ties: fewer recomputed layers). On an isolated request a coarser layer
  * only moves every later arrival earlier, so the plan is never slower than the fixed level (k = 0,
  * all layers at `bits`) as the walk estimates it.
+ * Adaptive needs layer-wise loading: a whole-request load has one deadline for every chunk, the end
+ * of its last one, which the coarser level always brings sooner, so the choice would be 4 bit
+ * throughout (kv-quant.bits=4); the combination is refused.
  * Complexity: O(L · 9) walk steps and a handful of cost lookups per plan.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/kv_load.h"
 #include "policies/split.h"
-
-int kv_offload_plan_scaled(const PolicyEnv *env, const RestoreQuery *q, RestorePlan *plan, double scale);
 
 #define KVQ_MAXL 256
 
 typedef struct KvqState {
     int adaptive, bits, L;
+    KvLoad ld;
     double share_fine, share_coarse;
     int stage_of[KVQ_MAXL];
     uint64_t plans, layers_fine, layers_coarse, layers_rec; /* notes (adaptive) */
@@ -49,6 +61,16 @@ static int kvq_init(const PolicyEnv *env, void **state, KvErr *e)
     k->adaptive = policy_knob(env, "adaptive") != 0;
     k->bits = (int)policy_knob(env, "bits");
     k->L = env->ly->m->layers;
+    if (kv_load_init(env, "kv-quant", &k->ld, e) != 0) {
+        free(k);
+        return -1;
+    }
+    if (k->adaptive && !k->ld.layerwise) {
+        free(k);
+        return kv_err(e, "kv-quant.adaptive=true with kv-quant.layerwise=false: the adaptive level is chosen per layer against "
+                         "the moment the layer walk needs it; a whole-request load has one such moment, the end of its last "
+                         "chunk, which the coarser level always brings sooner (that is kv-quant.bits=4): drop one of the two");
+    }
     if (k->adaptive && k->L > KVQ_MAXL) {
         free(k);
         return kv_err(e, "kv-quant: %d layers (at most %d with adaptive)", env->ly->m->layers, KVQ_MAXL);
@@ -144,7 +166,7 @@ static int kvq_plan(void *state, const PolicyEnv *env, const RestoreQuery *q, Re
         kvq_adaptive_plan(k, env, q, plan);
         return 0;
     }
-    return kv_offload_plan_scaled(env, q, plan, kvq_scale(env));
+    return kv_load_plan(&k->ld, env, q, plan, kvq_scale(env));
 }
 
 static double kvq_saved(void *state, const PolicyEnv *env)
@@ -175,7 +197,8 @@ static const PolicyKnob g_kvq_knobs[] = {
     {.name = "bits", .type = KNOB_INT, .def = 8, .min = 4, .max = 8, .n_choices = 2, .choices = {4, 8}, .alias = "quant_bits",
      .help = "bits per stored KV element"},
     {.name = "adaptive", .type = KNOB_BOOL, .def = 0, .min = 0, .max = 1,
-     .help = "CacheGen's per-chunk level: a layer falls back to 4 bit (both stored) or a prefix to recompute when its deadline is missed at the current bandwidth"},
+     .help = "CacheGen's per-chunk level: a layer falls back to 4 bit (both stored) or a prefix to recompute when its deadline is missed at the current bandwidth (layer-wise loading only)"},
+    KV_LOAD_KNOBS,
 };
 
 const KvPolicyOps policy_kv_quant = {

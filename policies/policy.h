@@ -80,7 +80,8 @@ typedef struct RestorePlan {
     int64_t io_chunk_tokens;
     /* with tokenwise: no compute pointer — the whole history is loaded in io_chunk_tokens chunks
      * (all layers each) before the request's new input is prefilled (whole-request onboarding: vLLM's
-     * OffloadingConnector, LMCache with use_layerwise false) */
+     * OffloadingConnector, LMCache with use_layerwise false); with kv_bytes_scale in (0, 1) the
+     * loaded KV is dequantized in the iteration that prefills the new input, at every layer */
     int whole;
     int64_t comp_chunk_tokens; /* 0: whatever the token budget leaves */
     /* token-prefix recompute (recompute_tokens): tokens per iteration; 0: the engine's token budget,

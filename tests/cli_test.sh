@@ -167,6 +167,10 @@ expect 2 "unknown save_mode refused" "$B"/kvsim run --policy recompute --set sav
 contains "save_mode lists the modes" "policy, turn, iteration, direct"
 expect 2 "kv-quant.bits=5 refused" "$B"/kvsim run --policy recompute --set kv-quant.bits=5 --out "$tmp/x" --quiet
 contains "kv-quant.bits lists 4, 8" "allowed: 4, 8"
+expect 1 "kv-quant.chunk_size without layerwise=false refused" "$B"/kvsim run --policy kv-quant --set kv-quant.chunk_size=512 --requests 10 --out "$tmp/x" --quiet
+contains "the refusal names the knob it needs" "set kv-quant.layerwise=false with it"
+expect 1 "kv-quant.adaptive with whole-request loading refused" "$B"/kvsim run --policy kv-quant --set kv-quant.adaptive=true --set kv-quant.layerwise=false --requests 10 --out "$tmp/x" --quiet
+contains "the refusal names both knobs" "kv-quant.adaptive=true with kv-quant.layerwise=false"
 expect 1 "tp 16 on a 4-GPU platform refused" "$B"/kvsim run --policy recompute --tp 16 --out "$tmp/x" --quiet
 contains "tp 16 names the platform's GPUs" "platform hcache-a100 has 4 GPUs per node"
 if [ -e "$tmp/x/summary.json" ]; then bad "refused settings write nothing"; else ok "refused settings write nothing"; fi

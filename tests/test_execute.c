@@ -134,6 +134,55 @@ TEST(execute_emit_load_replay_kv_offload)
     schedule_free(&s);
 }
 
+/* kv-quant.layerwise=false: the whole quantized history in one 256-token chunk from the SSD, then the
+ * iteration of the new input dequantizes it at the head of every layer, after the chunk landed; the
+ * schedule reads back and replays */
+TEST(execute_kv_quant_whole_request_replay)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvq-whole.jsonl", test_tmpdir(t));
+    SimConfig c;
+    simtest_iso_config(t, &c, 255, 16, "hcache-a100", "Tiny-Llama-V");
+    simtest_set(t, &c, "store", "dram+ssd");
+    c.dram_bytes = 1; /* the history spills to the SSD tier */
+    simtest_set(t, &c, "kv-quant.layerwise", "false");
+    Schedule s;
+    if (emit_config_load(t, &c, "kv-quant", path, &s) != 0) return;
+    KvErr e;
+    CHECK_EQ_I(s.n_reqs, 2);
+    CHECK_STR(s.reqs[1].restore, "whole");
+    CHECK_EQ_I(s.n_units, 1);
+    if (s.n_units == 1) {
+        CHECK_MSG(s.units[0].tokwise && s.units[0].tier == SCH_TIER_SSD, "unit: tokwise %d, tier %d, %lld bytes", s.units[0].tokwise, s.units[0].tier, (long long)s.units[0].bytes);
+        CHECK_EQ_I(s.units[0].tok_hi - s.units[0].tok_lo, 256);
+    }
+    int seen = 0;
+    for (int k = 0; k < s.n_iters && s.n_units == 1; k++) {
+        const SchIter *it = &s.iters[k];
+        if (it->items[0].req != s.reqs[1].id || !it->items[0].lw) continue;
+        seen++;
+        CHECK(it->start_ns >= s.units[0].hop[s.units[0].nhops - 1].end_ns);
+        for (int l = 0; l < s.layers; l++) {
+            CHECK_EQ_I(it->layers[l].nwork, 1);
+            CHECK_EQ_I(it->layers[l].nwaits, 0);
+            if (it->layers[l].nwork == 1) {
+                CHECK_EQ_I(it->layers[l].work[0].op, SCH_WORK_DEQUANT);
+                CHECK_EQ_I(it->layers[l].work[0].tokens, 256);
+            }
+        }
+    }
+    CHECK_EQ_I(seen, 1);
+    ExecOptions o = {"cpu", test_tmpdir(t), 1, 0, EXEC_STAT_MEDIAN, EXEC_WAIT_AUTO, 0, 0, 0, 0};
+    ExecResult r;
+    CHECK_MSG(exec_run(&s, &o, &r, &e) == 0, "%s", e.msg);
+    if (!t->failures) {
+        CHECK(r.deps_ok);
+        CHECK(r.n_reqs == 1 && r.reqs[0].ttft_ns > 0);
+        exec_result_free(&r);
+    }
+    schedule_free(&s);
+}
+
 TEST(execute_recompute_and_hcache_replay)
 {
     const char *pols[] = {"recompute", "hcache"};

@@ -17,6 +17,7 @@
  *  - a history whose leading blocks are cached and whose session has a saved copy: the cached prefix
  *    is taken, only the rest is loaded (its bytes over H2D exactly), nothing recomputed, and no
  *    policy is slower for it than with the cache off nor faster than the history resident;
+ *    loaded whole and quantized (kv-quant.layerwise=false), only that rest is dequantized;
  *  - a chat generator's shared system prompt: the first session computes it, the first turn of every
  *    later session takes it from the cache (TTFT of its question alone over a resident prompt); the
  *    settings' rules (which generators take system_prompt_tokens, prompt_groups).
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/schedule.h"
 #include "policies/policy.h"
 #include "tests/simtest.h"
 
@@ -306,6 +308,54 @@ TEST(prefix_cache_history_loaded_from_another_sessions_copy)
     }
     sim_result_free(&rkv);
     sim_result_free(&rrc);
+}
+
+/* kv-quant.layerwise=false on the same A B A B: the second A and B take their cached prefix and load
+ * the rest whole; the iteration of their new input dequantizes exactly the tokens loaded (the
+ * schedule's dequantize work, at every layer), not the cached prefix */
+TEST(prefix_cache_whole_request_dequantizes_only_the_rest)
+{
+    SimConfig c;
+    int k = one_chain_blocks(t);
+    if (k < 0) return;
+    const char *tr = chain_trace(t, "abab_whole.csv", "ABAB", k, k, 30);
+    chain_config(t, &c, tr, "true", "0.45");
+    simtest_set(t, &c, "kv-quant.layerwise", "false");
+    char path[600];
+    snprintf(path, sizeof path, "%s/whole.jsonl", test_tmpdir(t));
+    Rows rows;
+    SimResult res;
+    SimWorld w;
+    sim_schedule_set_path(path);
+    int rc = simtest_run(t, &c, "kv-quant", &w, &rows, &res);
+    sim_schedule_set_path(NULL);
+    if (rc != 0) return;
+    sim_world_close(&w);
+    sim_result_free(&res);
+    Schedule s;
+    KvErr e;
+    if (schedule_load(&s, path, &e) != 0) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    CHECK_EQ_I(rows.n, 4);
+    for (int i = 2; i < 4 && i < rows.n; i++) {
+        const SimRequestRow *r = &rows.rows[i];
+        CHECK(r->prefix_hit_tokens > 0 && r->loaded_tokens > 0);
+        CHECK_EQ_I(r->loaded_tokens + r->prefix_hit_tokens, (int64_t)k * PB);
+        int layers = 0;
+        for (int j = 0; j < s.n_iters; j++)
+            for (int l = 0; l < s.layers; l++)
+                for (int x = 0; x < s.iters[j].layers[l].nwork; x++) {
+                    const SchWork *wk = &s.iters[j].layers[l].work[x];
+                    if (wk->req != r->id || wk->op != SCH_WORK_DEQUANT) continue;
+                    layers++;
+                    CHECK_MSG(wk->tokens == r->loaded_tokens, "request %llu: %lld tokens dequantized, %lld loaded",
+                              (unsigned long long)r->id, (long long)wk->tokens, (long long)r->loaded_tokens);
+                }
+        CHECK_EQ_I(layers, s.layers);
+    }
+    schedule_free(&s);
 }
 
 /* a resident session whose next turn's names were cut with its context (max_context): the session's

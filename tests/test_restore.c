@@ -89,13 +89,17 @@ TEST(restore_layer_wise_from_cxl_closed_form)
     check_offload(t, 8000, 200, "hcache-a100", "Llama-2-7B", "dram,cxl,ssd", "cxl");
 }
 
-/* Whole-request onboarding (kv-offload.layerwise=false): the history is loaded in chunk_size-token
- * chunks of every layer, two in flight, before the new input is prefilled. Isolated, with K equal
- * chunks over two hops (tier, then H2D) the slower hop sets the pace: K·max + min; then the
- * iteration: TTFT = load + O + L·t_c. The same request loaded layer by layer is never slower. */
-static void check_whole(TestCtx *t, const char *store, const char *want_from, int64_t chunk)
+/* Whole-request onboarding (kv-offload.layerwise=false, likewise kv-quant's): the history is loaded
+ * in chunk_size-token chunks of every layer, two in flight, before the new input is prefilled.
+ * Isolated, with K equal chunks over two hops (tier, then H2D) the slower hop sets the pace:
+ * K·max + min, each hop's bytes those of the stored form (kv-quant: × bits/16 + 1/d_h); then the
+ * iteration: TTFT = load + O + L·(t_c + t_dq), t_dq the dequantize of the history per layer
+ * (kv-quant only), which ends the restoration at the head of the last layer. The same request
+ * loaded layer by layer is never slower. bits 0: kv-offload. */
+static void check_whole(TestCtx *t, const char *store, const char *want_from, int64_t chunk, int bits)
 {
     const int64_t n0 = 8191, n1 = 200, H = n0 + 1; /* H = 32 chunks of 256 */
+    const char *pol = bits ? "kv-quant" : "kv-offload";
     double ttft[2] = {0, 0};
     for (int whole = 0; whole < 2; whole++) {
         SimConfig c;
@@ -103,18 +107,24 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
         simtest_set(t, &c, "store", store);
         if (!strcmp(want_from, "ssd") || !strcmp(want_from, "cxl")) c.dram_bytes = 1;
         if (!strcmp(want_from, "cxl")) simtest_set(t, &c, "n_cxl", "1");
+        char key[64], b[32];
+        if (bits) {
+            snprintf(b, sizeof b, "%d", bits);
+            simtest_set(t, &c, "kv-quant.bits", b);
+        }
         if (whole) {
-            simtest_set(t, &c, "kv-offload.layerwise", "false");
-            char b[32];
+            snprintf(key, sizeof key, "%s.layerwise", pol);
+            simtest_set(t, &c, key, "false");
+            snprintf(key, sizeof key, "%s.chunk_size", pol);
             snprintf(b, sizeof b, "%lld", (long long)chunk);
-            simtest_set(t, &c, "kv-offload.chunk_size", b);
+            simtest_set(t, &c, key, b);
         }
         SimWorld w;
         KvErr e;
         CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
         Rows rows = {0};
         SimResult res;
-        CHECK_MSG(sim_run(&w, "kv-offload", keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
+        CHECK_MSG(sim_run(&w, pol, keep_row, &rows, NULL, NULL, &res, &e) == 0, "%s", e.msg);
         CHECK_EQ_I(rows.n, 2);
         if (rows.n == 2) {
             SimRequestRow *r = &rows.rows[1];
@@ -126,9 +136,10 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
             ttft[whole] = (double)r->ttft_ns;
             if (whole) {
                 double L = w.model->layers, K = (double)(H / chunk);
+                double scale = bits ? bits / 16.0 + 1.0 / w.model->head_dim : 1;
                 const LinkSpec *link = &w.hw.links[w.platform->link];
-                double bytes_gpu = (double)chunk * L * (double)model_kv_bytes_per_token_layer_gpu(&w.ly);
-                double bytes = (double)chunk * L * (double)model_kv_bytes_per_token_layer(&w.ly);
+                double bytes_gpu = (double)chunk * L * (double)model_kv_bytes_per_token_layer_gpu(&w.ly) * scale;
+                double bytes = (double)chunk * L * (double)model_kv_bytes_per_token_layer(&w.ly) * scale;
                 double h = (double)link->latency_ns + bytes_gpu / link->h2d_bytes_per_s * 1e9, load = K * h;
                 if (!strcmp(want_from, "ssd")) {
                     const SsdSpec *sd = &w.hw.ssds[w.platform->ssd];
@@ -140,51 +151,120 @@ static void check_whole(TestCtx *t, const char *store, const char *want_from, in
                     double s = (double)x->latency_ns + bytes / x->read_bytes_per_s * 1e9;
                     load = s > h ? K * s + h : s + K * h;
                 }
-                double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0);
-                double want = load + 2e6 + L * t_c;
-                CHECK_NEAR((double)r->ttft_ns, want, 0.01, 0);
-                CHECK_NEAR((double)r->restore_ns, load, 0.01, 0);
+                double t_c = lin(&w, n1) + cost_lookup_ns(&w.cost, OP_ATTN_PREFILL, n1, H, 0), dq = 0;
+                if (bits) {
+                    CHECK(cost_has(&w.cost, OP_DEQUANT));
+                    dq = cost_lookup_ns(&w.cost, OP_DEQUANT, H, 0, 0);
+                }
+                double want = load + 2e6 + L * (t_c + dq);
+                /* within 1 us: the channels' whole-nanosecond events and the walk's per-layer rounding */
+                CHECK_NEAR((double)r->ttft_ns, want, 0, 1000);
+                CHECK_NEAR((double)r->restore_ns, bits ? load + 2e6 + (L - 1) * (t_c + dq) + dq : load, 0, 1000);
+                CHECK_NEAR(res.ch_bytes[CH_H2D][CH_READ], (double)H * (double)model_kv_bytes_per_token(&w.ly) * scale, 1e-9, 0);
             }
         }
         sim_result_free(&res);
         sim_world_close(&w);
     }
-    CHECK(ttft[0] <= ttft[1]);
+    CHECK_MSG(ttft[0] <= ttft[1], "%s from %s: layer-wise %.6f ms, whole %.6f ms", pol, want_from, ttft[0] / 1e6, ttft[1] / 1e6);
 }
 
 TEST(restore_whole_request_from_dram_closed_form)
 {
-    check_whole(t, "dram", "dram", 256);
+    check_whole(t, "dram", "dram", 256, 0);
 }
 
 TEST(restore_whole_request_from_ssd_closed_form)
 {
-    check_whole(t, "dram+ssd", "ssd", 256);
+    check_whole(t, "dram+ssd", "ssd", 256, 0);
 }
 
 TEST(restore_whole_request_from_cxl_closed_form)
 {
-    check_whole(t, "dram+cxl", "cxl", 256);
+    check_whole(t, "dram+cxl", "cxl", 256, 0);
 }
 
 TEST(restore_whole_request_one_chunk_of_everything)
 {
-    check_whole(t, "dram", "dram", 8192);
+    check_whole(t, "dram", "dram", 8192, 0);
 }
 
-/* chunk_size belongs to whole-request loading: set alone it is refused, naming the knob it needs */
-TEST(restore_whole_request_chunk_size_needs_layerwise_false)
+/* kv-quant.layerwise=false: the quantized bytes in chunks, then the prefill with its dequantizes */
+TEST(restore_whole_request_quantized_closed_form)
+{
+    for (int bits = 4; bits <= 8; bits += 4) {
+        check_whole(t, "dram", "dram", 256, bits);
+        check_whole(t, "dram+ssd", "ssd", 512, bits);
+        check_whole(t, "dram", "dram", 8192, bits);
+    }
+}
+
+/* Layer-wise never slower than whole-request for kv-quant, on a grid of histories (short, where the
+ * early start and per-chunk latencies dominate, to long) and bandwidths (DRAM over PCIe, the SSD
+ * array, a remote store over 10 and 100 GbE) */
+TEST(restore_whole_request_quantized_never_faster_than_layer_wise)
+{
+    static const struct {
+        const char *store, *nic, *from;
+    } bw[] = {{"dram", NULL, "dram"}, {"dram+ssd", NULL, "ssd"}, {"dram+remote", "10GbE", "remote"}, {"dram+remote", "100GbE", "remote"}};
+    static const int64_t hist[] = {300, 2999, 12000};
+    int runs = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(bw); i++)
+        for (size_t j = 0; j < KV_ARRAY_LEN(hist); j++)
+            for (int bits = 4; bits <= 8; bits += 4) {
+                int64_t ttft[2] = {0, 0};
+                for (int whole = 0; whole < 2; whole++) {
+                    SimConfig c;
+                    iso_config(t, &c, hist[j], 300, "hcache-a100", "Llama-3.1-8B");
+                    simtest_set(t, &c, "store", bw[i].store);
+                    if (bw[i].nic) simtest_set(t, &c, "nic", bw[i].nic);
+                    if (strcmp(bw[i].from, "dram")) c.dram_bytes = 1; /* every save spills down */
+                    simtest_set(t, &c, "kv-quant.bits", bits == 4 ? "4" : "8");
+                    if (whole) simtest_set(t, &c, "kv-quant.layerwise", "false");
+                    SimWorld w;
+                    Rows rows;
+                    SimResult res;
+                    if (simtest_run(t, &c, "kv-quant", &w, &rows, &res) != 0) return;
+                    CHECK_EQ_I(rows.n, 2);
+                    if (rows.n == 2) {
+                        CHECK_STR(rows.rows[1].restore_from, bw[i].from);
+                        CHECK_EQ_I(rows.rows[1].loaded_tokens, hist[j] + 1);
+                        ttft[whole] = rows.rows[1].ttft_ns;
+                        runs++;
+                    }
+                    sim_result_free(&res);
+                    sim_world_close(&w);
+                }
+                CHECK_MSG(ttft[0] <= ttft[1], "%s %s, %lld tokens, %d bit: layer-wise %.6f ms, whole %.6f ms", bw[i].store,
+                          bw[i].nic ? bw[i].nic : "", (long long)hist[j] + 1, bits, ttft[0] / 1e6, ttft[1] / 1e6);
+            }
+    CHECK_EQ_I(runs, 2 * 2 * (int)(KV_ARRAY_LEN(bw) * KV_ARRAY_LEN(hist)));
+}
+
+/* chunk_size belongs to whole-request loading: set alone it is refused, naming the knob it needs
+ * (kv-offload's and kv-quant's alike); kv-quant.adaptive, whose level is chosen per layer, is
+ * refused with whole-request loading */
+static void check_refused(TestCtx *t, const char *policy, const char *const *kv, const char *want)
 {
     SimConfig c;
     iso_config(t, &c, 1000, 100, "hcache-a100", "Llama-2-7B");
-    simtest_set(t, &c, "kv-offload.chunk_size", "512");
+    for (int i = 0; kv[i]; i += 2) simtest_set(t, &c, kv[i], kv[i + 1]);
     SimWorld w;
     KvErr e;
     CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
     SimResult res;
-    CHECK(sim_run(&w, "kv-offload", NULL, NULL, NULL, NULL, &res, &e) != 0);
-    CHECK(strstr(e.msg, "kv-offload.layerwise=false") != NULL);
+    CHECK(sim_run(&w, policy, NULL, NULL, NULL, NULL, &res, &e) != 0);
+    CHECK_MSG(strstr(e.msg, want) != NULL, "%s: %s", policy, e.msg);
     sim_world_close(&w);
+}
+
+TEST(restore_whole_request_chunk_size_needs_layerwise_false)
+{
+    const char *off[] = {"kv-offload.chunk_size", "512", NULL}, *q[] = {"kv-quant.chunk_size", "512", NULL};
+    check_refused(t, "kv-offload", off, "kv-offload.layerwise=false");
+    check_refused(t, "kv-quant", q, "kv-quant.layerwise=false");
+    const char *qa[] = {"kv-quant.adaptive", "true", "kv-quant.layerwise", "false", NULL};
+    check_refused(t, "kv-quant", qa, "kv-quant.adaptive=true with kv-quant.layerwise=false");
 }
 
 /* A store without a DRAM tier (store=remote) has no host copy a restoration may read: the host

@@ -19,6 +19,8 @@ typedef struct {
     int evict_each_turn; /* the run's evict_each_turn */
     int write_through;   /* the run's write_through */
     int prefetch;        /* the run's prefetch */
+    int whole;           /* whole-request loading: the policy's layerwise=false */
+    uint64_t requests, restored; /* requests the run finished, history tokens restored (set by run_hooked) */
 } Hook;
 
 enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY };
@@ -86,6 +88,11 @@ static int run_hooked(TestCtx *t, const char *policy, Hook *h, int check, KvErr 
     c.evict_each_turn = h->evict_each_turn;
     c.write_through = h->write_through;
     c.prefetch = h->prefetch;
+    if (h->whole) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.layerwise", policy);
+        simtest_set(t, &c, key, "false");
+    }
     SimWorld w;
     if (sim_world_open(&w, &c, e) != 0) {
         CHECK_MSG(0, "%s", e->msg);
@@ -95,6 +102,7 @@ static int run_hooked(TestCtx *t, const char *policy, Hook *h, int check, KvErr 
     sim_test_set_hook(hook, h, check);
     int rc = sim_run(&w, policy, NULL, NULL, NULL, NULL, &res, e);
     sim_test_set_hook(NULL, NULL, 0);
+    if (rc == 0) h->requests = res.requests, h->restored = res.restored_tokens;
     sim_result_free(&res);
     sim_world_close(&w);
     return rc;
@@ -125,6 +133,22 @@ TEST(sim_check_walker_finds_nothing_in_write_through_and_prefetch_runs)
         int rc = run_hooked(t, pol, &h, 1, &e);
         CHECK_MSG(rc == 0, "%s (write_through %d, prefetch %d): %s", pol, h.write_through, h.prefetch, e.msg);
         CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pol, h.boundaries);
+    }
+}
+
+/* whole-request loading (kv-offload's and kv-quant's layerwise=false): the loads without a compute
+ * pointer, quantized KV's dequantize in the prefill's iteration, over DRAM spilling to the SSDs */
+TEST(sim_check_walker_finds_nothing_in_whole_request_runs)
+{
+    static const char *pols[] = {"kv-offload", "kv-quant"};
+    for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+        Hook h = {.whole = 1, .evict_each_turn = 1}; /* every later turn loads its history */
+        KvErr e = {{0}};
+        int rc = run_hooked(t, pols[i], &h, 1, &e);
+        CHECK_MSG(rc == 0, "%s (layerwise=false): %s", pols[i], e.msg);
+        CHECK_MSG(h.requests == 120, "%s (layerwise=false): %llu requests finished of 120", pols[i], (unsigned long long)h.requests);
+        CHECK_MSG(h.restored > 0, "%s (layerwise=false): nothing restored", pols[i]);
+        CHECK_MSG(h.boundaries > 10, "%s: %d iteration boundaries", pols[i], h.boundaries);
     }
 }
 

@@ -256,7 +256,7 @@ void metrics_on_request_done(Sim *sm, Request *r)
          * token even if only some layers were recomputed); loaded: tokens whose state came from a tier */
         int64_t recomputed = r->tw_comp - r->tw_base + r->recompute_total, loaded = r->tw_landed;
         if (r->mode && r->mode[0] == LM_RECOMPUTE) recomputed += r->lw_tokens;
-        if (r->mode && r->src != TIER_NONE) loaded += r->lw_tokens;
+        if (r->mode && r->src != TIER_NONE && !r->tw_whole) loaded += r->lw_tokens; /* (whole: in tw_landed) */
         SimRequestRow row = {r->id, r->s->id, r->turn, r->replica, r->arrival_ns, r->hist, r->nnew, r->nout,
                              from, recomputed, loaded, queue, restore, prefill, ttft, r->t_last_tok,
                              tbt_mean, r->tbt_max, r->lb_ns, r->s->name ? r->s->name : "", offered,

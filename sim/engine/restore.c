@@ -10,7 +10,9 @@
  * stage's arrival time kept for its recompute lane) with the arrival bookkeeping that lets an
  * iteration's layer walk continue, and the token-wise two
  * pointers (compute forward from token 0 in the iterations, load backward from the end in
- * io_chunk_tokens chunks, at most TW_DEPTH chunks in flight, until they meet). A load of bytes still
+ * io_chunk_tokens chunks, at most TW_DEPTH chunks in flight, until they meet; a whole-request load is
+ * the loads alone, and quantized KV loaded so is dequantized in its prefill's iteration, per layer,
+ * as a layer-wise load's). A load of bytes still
  * crossing D2H is parked on the session (tier_park) and sent (from DRAM) once that save's D2H lands —
  * when the wait is estimated shorter than recomputing the history; else the history is recomputed
  * (counted).
@@ -345,11 +347,29 @@ void restore_tw_issue(Sim *sm, Request *r)
     }
 }
 
+/* a whole-request load of quantized KV has landed: its dequantize is GPU work, done in the iteration
+ * that prefills the new input as a layer-wise load's is (every layer's state in place: KV to
+ * dequantize at the head of each layer), which ends the restoration */
+static int whole_dequant(Sim *sm, Request *r)
+{
+    r->mode = malloc((size_t)sm->L);
+    r->arrived = malloc((size_t)sm->L);
+    if (!r->mode || !r->arrived) return sim_fail(sm, "out of memory");
+    memset(r->mode, LM_LOAD_KV, (size_t)sm->L);
+    memset(r->arrived, 1, (size_t)sm->L);
+    r->arrived_prefix = sm->L;
+    r->early_layers = 0;
+    r->lw_tokens = r->tw_landed; /* the history after a cached prefix */
+    r->lw_pending = 1;
+    return 0;
+}
+
 void restore_tw_check_done(Sim *sm, Request *r)
 {
     if (!r->tw || r->tw_ck_n || r->tw_comp_inflight) return;
     if (r->tw_comp + r->tw_landed < r->hist) return;
     r->tw = 0;
+    if (r->tw_whole && r->kv_scale < 1 && cost_has(&sm->w->cost, OP_DEQUANT) && whole_dequant(sm, r) != 0) return;
     int64_t now = sim_now(sm);
     if (now > r->t_restored) r->t_restored = now;
     if (r->loads_left) {
