@@ -75,7 +75,7 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
         return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d, its list holds %d%s", replica,
                         c->name, c->stage, c->nlo, n, c->lo_tail != last ? " (and the tail is not the last unit)" : "");
     if (nread != c->nlo_read)
-        return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d units that read, its list holds %d",
+        return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d reading units, its list holds %d",
                         replica, c->name, c->stage, c->nlo_read, nread);
     if (c->cur) {
         Unit *u = c->cur;
