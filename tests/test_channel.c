@@ -1,7 +1,8 @@
 /* test_channel.c — sim/engine/channel.c on its own, without a simulation: service times (bytes /
  * rate + latency), loads before saves, FIFO within a class, the both-ways slowdown of a link, the
  * unit's own done callback after its last hop, the always-on checks (a unit enqueued while
- * queued, a unit freed before its last hop), and runs of layer loads (ch_extend_run). */
+ * queued, a unit freed before its last hop), runs of layer loads (ch_extend_run), and reads and
+ * writes sharing one SSD (taking turns, or slowed by the drive's mixing share). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,95 @@ TEST(channel_both_ways_rates_and_chains)
     CHECK_EQ_I(b.at[2], 1000 + 400 + 100);
     CHECK_NEAR(b.res.ch_bytes[CH_SSD][CH_READ], 200, 0, 0);
     bench_free(&b);
+}
+
+/* One drive (read 2 B/ns + 80 ns, write 1 B/ns + 20 ns) and a unit that reaches it at 300 ns
+ * (a first hop of 300 bytes at 1 B/ns on another channel) while another is in flight there. */
+typedef struct {
+    Bench b;
+    Channel ssd, delay;
+} MixBench;
+
+static void mix_init(MixBench *m, double mixed_eff)
+{
+    bench_init(&m->b);
+    ch_init(&m->ssd, CH_SSD, 0, 2e9, 0, 80);
+    m->ssd.rate_write = 1;
+    m->ssd.latency_write_ns = 20;
+    m->ssd.n_drives = 1;
+    m->ssd.stripe_bytes = 1e12;
+    m->ssd.mixed_eff = mixed_eff;
+    ch_init(&m->delay, CH_D2H, 0, 1e9, 0, 0);
+}
+
+/* a unit of `kind` whose hop on the drive (of `bytes`) comes after 300 ns on the delay channel */
+static Unit *mk_late(MixBench *m, int kind, int id, double bytes)
+{
+    Unit *u = mk(&m->b, &m->delay, kind, id, 300);
+    u->chain[1] = &m->ssd;
+    u->bytes[1] = bytes;
+    u->nhops = 2;
+    return u;
+}
+
+/* Reads and writes on one SSD, closed forms to the ns (each hop's completion is rounded up to a
+ * whole ns: within 2 ns). Taking turns (mixed_eff 1): a load that arrives while a save flushes
+ * waits for it and then runs at the read rate. With the drive's mixing share e, the transfer in
+ * flight runs at e of its rate from the moment one of the other direction waits: the save's work
+ * left at the load's arrival takes 1/e as long, and so the load completes that much later. Two
+ * reads (a load in flight, a spill reading out of the tier) do not mix. */
+TEST(channel_ssd_reads_and_writes_share_the_drive)
+{
+    const double e = 0.85, save = 6000 + 20 * 1.0, load = 4000 + 80 * 2.0; /* bytes, plus latency × rate */
+    for (int k = 0; k < 2; k++) {
+        const double eff = k ? e : 1;
+        /* a save flushing; a load arrives at 300 ns */
+        MixBench m;
+        mix_init(&m, eff);
+        ch_enqueue(&m.b.sm, mk(&m.b, &m.ssd, U_SAVE, 0, 6000));
+        ch_enqueue(&m.b.sm, mk_late(&m, U_LOAD_TOK, 1, 4000));
+        bench_run(&m.b);
+        CHECK_MSG(!m.b.sm.failed, "%s", m.b.e.msg);
+        CHECK_EQ_I(m.b.n, 2);
+        const double save_end = 300 + (save - 300 * 1.0) / (eff * 1.0), load_end = save_end + load / 2.0;
+        if (m.b.n == 2) {
+            CHECK_EQ_I(m.b.order[0], 0);
+            CHECK_NEAR((double)m.b.at[0], save_end, 0, 2);
+            CHECK_NEAR((double)m.b.at[1], load_end, 0, 2);
+        }
+        /* the load's delay from the mixing: (1/e - 1) × the save's work left at its arrival */
+        if (k) CHECK_NEAR((double)m.b.at[1] - (save + load / 2.0), (1 / e - 1) * (save - 300), 0, 2);
+        bench_free(&m.b);
+
+        /* a load reading; a save arrives at 300 ns: the load slows, the save then runs alone */
+        mix_init(&m, eff);
+        ch_enqueue(&m.b.sm, mk(&m.b, &m.ssd, U_LOAD_TOK, 0, 4000));
+        ch_enqueue(&m.b.sm, mk_late(&m, U_SAVE, 1, 6000));
+        bench_run(&m.b);
+        CHECK_EQ_I(m.b.n, 2);
+        const double read_end = 300 + (load - 300 * 2.0) / (eff * 2.0);
+        if (m.b.n == 2) {
+            CHECK_NEAR((double)m.b.at[0], read_end, 0, 2);
+            CHECK_NEAR((double)m.b.at[1], read_end + save / 1.0, 0, 2);
+        }
+        bench_free(&m.b);
+
+        /* a load reading; a spill out of the tier (its hop here reads) arrives: no mixing */
+        mix_init(&m, eff);
+        ch_enqueue(&m.b.sm, mk(&m.b, &m.ssd, U_LOAD_TOK, 0, 4000));
+        Unit *sp = mk_late(&m, U_SPILL, 1, 6000);
+        sp->read_hops = 2;
+        ch_enqueue(&m.b.sm, sp);
+        CHECK_EQ_I(m.ssd.nlo_read, 0); /* still on its first hop */
+        bench_run(&m.b);
+        CHECK_EQ_I(m.b.n, 2);
+        if (m.b.n == 2) {
+            CHECK_NEAR((double)m.b.at[0], load / 2.0, 0, 1);
+            CHECK_NEAR((double)m.b.at[1], load / 2.0 + 6000 / 2.0 + 80, 0, 2);
+        }
+        CHECK_EQ_I(m.ssd.nlo_read, 0);
+        bench_free(&m.b);
+    }
 }
 
 TEST(channel_checks_units_served_once)

@@ -561,6 +561,10 @@ TEST(hw_plausible_ranges_refuse_absurd_values)
         {"\"n_ssd\": 4", "\"n_ssd\": 5000", "platforms[0].n_ssd: 5000 is out of the plausible range [1, 4096]"},
         {"\"stripe_chunk\": \"128 KiB\"", "\"stripe_chunk\": \"1 B\"", "platforms[0].stripe_chunk: \"1 B\""},
         {"\"dram\": \"256 GB\"", "\"dram\": \"256 B\"", "platforms[0].dram: \"256 B\" = 256 B is out of the plausible range [1.00 MB, 10.00 PB] (or 0 for none)"},
+        {"\"capacity\": \"7.68 TB\"", "\"capacity\": \"7.68 TB\", \"mixed_efficiency\": 1.2",
+         "t.json: ssds[0].mixed_efficiency: 1.2 is out of the plausible range [0.05, 1]"},
+        {"\"capacity\": \"7.68 TB\"", "\"capacity\": \"7.68 TB\", \"mixed_efficiency\": 0",
+         "t.json: ssds[0].mixed_efficiency: 0 is out of the plausible range [0.05, 1]"},
     };
     for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
         const char *m = parse_fails(t, catalog_sub(bad[i].from, bad[i].to));
@@ -573,6 +577,13 @@ TEST(hw_plausible_ranges_refuse_absurd_values)
     hw_catalog_free(&c);
     CHECK_MSG(hw_catalog_parse(&c, catalog_sub("\"h2d_bidir\": \"12.5 GB/s\"", "\"h2d_bidir\": \"10 MB/s\""), "t.json", &e) == 0,
               "%s", e.msg);
+    hw_catalog_free(&c);    /* an SSD's mixing share: absent is 0 (taking turns), given it is kept */
+    CHECK_MSG(hw_catalog_parse(&c, catalog(NULL, NULL, NULL, NULL, NULL), "t.json", &e) == 0, "%s", e.msg);
+    if (c.n_ssds == 1) CHECK(c.ssds[0].mixed_efficiency == 0);
+    hw_catalog_free(&c);
+    CHECK_MSG(hw_catalog_parse(&c, catalog(NULL, NULL, SSD_J(", \"mixed_efficiency\": 0.85"), NULL, NULL), "t.json", &e) == 0, "%s",
+              e.msg);
+    if (c.n_ssds == 1) CHECK_NEAR(c.ssds[0].mixed_efficiency, 0.85, 0, 0);
     hw_catalog_free(&c);
 }
 

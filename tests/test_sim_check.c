@@ -23,7 +23,7 @@ typedef struct {
     uint64_t requests, restored; /* requests the run finished, history tokens restored (set by run_hooked) */
 } Hook;
 
-enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY };
+enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY, C_CHANNEL_READS };
 
 static void hook(Sim *sm, void *ctx)
 {
@@ -40,6 +40,7 @@ static void hook(Sim *sm, void *ctx)
         }
         break;
     case C_CHANNEL: rp->ch[CH_H2D][0].nhi++; h->done = 1; break;
+    case C_CHANNEL_READS: rp->ch[CH_SSD][0].nlo_read++; h->done = 1; break; /* a save counted as a read */
     case C_COPY: /* a write-through copy's bytes miscounted */
         if (rp->tier[TIER_SSD].chead) {
             rp->tier[TIER_SSD].copy_bytes += 1e6;
@@ -188,6 +189,17 @@ TEST(sim_check_walker_reports_a_corrupted_channel_count)
     KvErr e = {{0}};
     CHECK_EQ_I(run_hooked(t, "hcache", &h, 1, &e), -1);
     CHECK_CONTAINS(e.msg, "channel h2d/0: load queue counts");
+}
+
+TEST(sim_check_walker_reports_a_corrupted_count_of_queued_reads)
+{
+    /* the save queue's reads (what the SSD array's mixing looks at) against its units */
+    Hook h = {.at = 3, .what = C_CHANNEL_READS};
+    KvErr e = {{0}};
+    CHECK_EQ_I(run_hooked(t, "kv-offload", &h, 1, &e), -1);
+    CHECK(h.done);
+    CHECK_CONTAINS(e.msg, "channel ssd/0: save queue counts ");
+    CHECK_CONTAINS(e.msg, " reading units, its list holds ");
 }
 
 TEST(sim_check_walker_reports_a_corrupted_queued_load_count)

@@ -476,3 +476,52 @@ TEST(tier_prefetch_during_think_time_closed_form)
               (long long)(t_read - lead), (long long)dram);
     sim_result_free(&res);
 }
+
+/* s0's state on the SSD array; s1's first turn ends (its save flushing to the array) just before
+ * s0's second turn restores from it. Returns s0's restore time; the array's bytes read and written
+ * in rd, wr. mixed: the drive's mixed_efficiency (0: not given). */
+static int64_t mix_run(TestCtx *t, double mixed, double *rd, double *wr)
+{
+    SimConfig c;
+    simtest_iso_config(t, &c, 8000, 32, "hcache-a100", "Llama-2-7B");
+    snprintf(c.trace, sizeof c.trace, "%s",
+             test_write_file(t, "mix.csv",
+                             "session_id,turn,arrival_s,new_input_tokens,output_tokens,history_tokens\n"
+                             "s0,0,0,8000,1,0\ns1,0,4.3,8000,1,0\ns0,1,5,32,2,8001\n"));
+    simtest_set(t, &c, "store", "dram+ssd");
+    c.dram_bytes = 1; /* every save spills to the SSD array */
+    SimWorld w;
+    KvErr e;
+    CHECK_MSG(sim_world_open(&w, &c, &e) == 0, "%s", e.msg);
+    w.hw.ssds[w.platform->ssd].mixed_efficiency = mixed;
+    Rows rows;
+    SimResult res;
+    kv_offload_walked(t, &w, &rows, &res);
+    int64_t restore = -1;
+    for (int i = 0; i < rows.n; i++)
+        if (rows.rows[i].turn == 1) {
+            CHECK_STR(rows.rows[i].restore_from, "ssd");
+            restore = rows.rows[i].restore_ns;
+        }
+    *rd = res.ch_bytes[CH_SSD][CH_READ];
+    *wr = res.ch_bytes[CH_SSD][CH_WRITE];
+    sim_result_free(&res);
+    return restore;
+}
+
+/* The drive's mixing share reaches the run: a restore that reads the array while another
+ * session's save flushes there takes longer with mixed_efficiency 0.5 than by taking turns, and
+ * the same as taking turns with 1 (the value that means none); the bytes moved are the same. */
+TEST(tier_ssd_mixing_slows_a_restore_beside_a_save)
+{
+    double rd[3], wr[3];
+    int64_t turns = mix_run(t, 0, &rd[0], &wr[0]), one = mix_run(t, 1, &rd[1], &wr[1]), half = mix_run(t, 0.5, &rd[2], &wr[2]);
+    CHECK(turns > 0);
+    CHECK_EQ_I((long long)one, (long long)turns);
+    CHECK_MSG(half > turns, "restore %lld ns with mixed_efficiency 0.5, %lld ns taking turns", (long long)half, (long long)turns);
+    CHECK(rd[0] > 4e9 && wr[0] > 8e9);
+    for (int k = 1; k < 3; k++) {
+        CHECK_NEAR(rd[k], rd[0], 0, 0);
+        CHECK_NEAR(wr[k], wr[0], 0, 0);
+    }
+}

@@ -86,6 +86,7 @@ typedef struct PlatformRefs {
 #define R_IOPS 1, 1e10
 #define R_DWPD 0.01, 1000        /* drive writes per day */
 #define R_YEARS 0.1, 30
+#define R_MIXED 0.05, 1          /* share of the taking-turns throughput kept while reads and writes mix */
 #define R_NIC 1e5, 1e13          /* 0.8 Mbit/s .. 10 TB/s */
 #define R_COUNT 1, 4096          /* GPUs per node, SSDs per node */
 #define R_CHUNK 512, 1073741824  /* 512 B .. 1 GiB */
@@ -135,6 +136,7 @@ static const FieldDef SSD_FIELDS[] = {
     NUM_FIELD(SsdSpec, "read_iops", F_REAL, read_iops, ZERO_OK, R_IOPS),
     NUM_FIELD(SsdSpec, "dwpd", F_REAL, dwpd, ZERO_OK, R_DWPD),
     NUM_FIELD(SsdSpec, "warranty_years", F_REAL, warranty_years, ZERO_OK, R_YEARS),
+    NUM_FIELD(SsdSpec, "mixed_efficiency", F_REAL, mixed_efficiency, 0, R_MIXED),
     STR_FIELD(SsdSpec, "basis", basis, REQ),
     STR_FIELD(SsdSpec, "source", source, REQ),
     STR_FIELD(SsdSpec, "note", note, 0),

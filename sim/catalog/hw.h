@@ -20,7 +20,8 @@
  *  links: name, theoretical, h2d, d2h, h2d_bidir, d2h_bidir (rates), pageable_factor (number in
  *         (0,1]), latency (duration), basis, source, note?
  *  ssds:  name, full_name?, read, write (rates), read_latency, write_latency (durations),
- *         capacity (size), read_iops? (number), basis, source, note?
+ *         capacity (size), read_iops?, dwpd?, warranty_years?, mixed_efficiency? (numbers), basis,
+ *         source, note?
  *  nics:  name, line, effective (rates, effective <= line), latency (duration), basis, source, note?
  *  cxl:   (one section per memory device, sim/base/memdev.h: its KEY) name, full_name?, read,
  *         write (rates, one module), latency (duration), capacity (size, one module), basis, source, note?
@@ -76,6 +77,9 @@ typedef struct SsdSpec {
     double read_iops;          /* 4 KiB random, 0 if unknown */
     double dwpd;               /* rated endurance: drive writes per day over the warranty (0: not rated) */
     double warranty_years;     /* the period dwpd is rated over (0: not rated) */
+    double mixed_efficiency;   /* in (0, 1]: the drive's throughput while reads and writes are both under way, as a
+                                * share of what taking turns at the read and write rates would give (0: not given,
+                                * taking turns) */
     char source[512];
     char basis[512];
     char note[512];

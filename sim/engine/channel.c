@@ -2,7 +2,7 @@
  *
  * Responsible for: the channel table (kind → name, one per stage or one per replica), queueing,
  * picking the next unit (stalled load, else the policy's io_pick, else FIFO; loads before saves),
- * service at the unit's rate (SSD striping, both-ways slowdown), re-arming on rate changes, moving
+ * service at the unit's rate (SSD striping and mixing, both-ways slowdown), re-arming on rate changes, moving
  * a unit to its next hop and calling its done callback after the last; the unit free list.
  * Not responsible for: what a unit is for (its creator's callback), result counters (metrics.c).
  * Invariants (SIM_CHECK): a unit starts only from US_QUEUED at the channel of its current hop and
@@ -42,6 +42,7 @@ void ch_init(Channel *c, int kind, int stage, double rate_bytes_per_s, double bi
     c->rate = rate_bytes_per_s / 1e9;
     c->rate_bidir = (bidir_bytes_per_s > 0 ? bidir_bytes_per_s : rate_bytes_per_s) / 1e9;
     c->rate_write = c->rate;
+    c->mixed_eff = 1;
     c->latency_ns = c->latency_write_ns = latency_ns;
 }
 
@@ -49,13 +50,22 @@ static int is_load(const Unit *u) { return u->kind == U_LOAD || u->kind == U_LOA
 
 int64_t ch_unit_latency_ns(const Channel *c, const Unit *u) { return ch_unit_reads(u) ? c->latency_ns : c->latency_write_ns; }
 
+/* whether a unit of the other direction than u (u reads: a write; u writes: a read) waits in c's queues */
+static int other_direction_waits(const Channel *c, const Unit *u)
+{
+    return ch_unit_reads(u) ? c->nlo > c->nlo_read : c->nhi + c->nlo_read > 0;
+}
+
 static double unit_rate(const Channel *c, const Unit *u)
 {
     if (c->n_drives > 0) {
         /* a transfer smaller than n stripes keeps only some drives busy */
         double r = ch_unit_reads(u) ? c->rate : c->rate_write;
         double pieces = ceil(u->bytes[u->hop] / (u->stripe_bytes > 0 ? u->stripe_bytes : c->stripe_bytes));
-        return pieces < c->n_drives ? r * pieces / c->n_drives : r;
+        if (pieces < c->n_drives) r = r * pieces / c->n_drives;
+        /* reads and writes mixed on the drives: the measured share of taking turns' throughput */
+        if (c->mixed_eff < 1 && other_direction_waits(c, u)) r *= c->mixed_eff;
+        return r;
     }
     if (c->peer && c->peer->cur) return c->rate_bidir;
     return c->rate;
@@ -160,6 +170,7 @@ static void start(Sim *sm, Channel *c)
         c->lo_head = u->next;
         if (!c->lo_head) c->lo_tail = NULL;
         c->nlo--;
+        if (ch_unit_reads(u)) c->nlo_read--;
     } else {
         return;
     }
@@ -194,6 +205,11 @@ void ch_enqueue(Sim *sm, Unit *u)
         else c->lo_head = u;
         c->lo_tail = u;
         c->nlo++;
+        if (ch_unit_reads(u)) c->nlo_read++;
+    }
+    if (c->cur) { /* busy: a unit of the other direction now waiting slows the one in flight (mixing) */
+        if (c->mixed_eff < 1) rerate(sm, c);
+        return;
     }
     start(sm, c);
 }

@@ -8,6 +8,8 @@
  * direction is busy: the rate of the unit in flight changes and its completion event is re-armed —
  * the channel's event queue timer, so the event it replaces is cancelled, not popped and ignored),
  * the SSD array's striping (a transfer of fewer pieces than drives keeps only some drives busy),
+ * the SSD array's mixing penalty (the unit in flight runs at mixed_eff of its rate while a unit of
+ * the other direction waits: its completion event is re-armed when one arrives),
  * moving a unit along its chain of hops and, after the last hop, calling the unit's own completion
  * callback u->done(sm, u) — the way redis ae calls a time event's timeProc: a channel knows no
  * consumer; busy time and bytes per channel.
@@ -72,10 +74,13 @@ struct Channel {
     double rate, rate_bidir, rate_write; /* bytes per ns */
     int n_drives;                        /* SSD array: drives striped in stripe_bytes pieces */
     double stripe_bytes;
+    double mixed_eff;                    /* SSD array: the share of its rate a transfer keeps while one of the other
+                                          * direction waits (the catalog's mixed_efficiency; 1: taking turns) */
     int64_t latency_ns, latency_write_ns; /* per transfer: loads, and saves and spills (an SSD's write latency) */
     Channel *peer;                       /* the other direction of the same link */
     Unit *hi_head, *hi_tail, *lo_head, *lo_tail;
     int nhi, nlo;
+    int nlo_read;                        /* of the nlo: saves and spills whose hop here reads (a spill out of this tier) */
     Unit *cur;
     double cur_left, cur_rate;
     int64_t cur_since;

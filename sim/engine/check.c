@@ -19,7 +19,8 @@
  *    its write-through copies: copy_bytes = the sum of the copies in its copy list (each session's
  *    copy counted once per tier), each copy strictly below the tier holding its state and no larger;
  *    per session, its copies in flight = its copy units;
- *  - per channel: nhi / nlo = the lengths of its two queues, the tails are the last units, queued
+ *  - per channel: nhi / nlo = the lengths of its two queues, nlo_read = the units of the second that
+ *    read (what the SSD array's mixing looks at), the tails are the last units, queued
  *    units wait at this channel for their current hop (a run: layer loads at their first hop, counted
  *    as the units it stands for), the unit in service is this channel's; over
  *    all channels, the layer loads queued = the admitted and preempted requests' hi_loads, those
@@ -60,8 +61,10 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
                         c->name, c->stage, c->nhi, n, c->hi_tail != last ? " (and the tail is not the last unit)" : "");
     n = 0;
     last = NULL;
+    int nread = 0;
     for (Unit *u = c->lo_head; u; u = u->next, n++) {
         last = u;
+        nread += ch_unit_reads(u);
         if (u->state != US_QUEUED || u->hop >= u->nhops || u->chain[u->hop] != c || (u->kind != U_SAVE && u->kind != U_SPILL))
             return sim_fail(sm, "sim_check: replica %d channel %s/%d: a unit in its save queue is not a save or spill waiting there",
                             replica, c->name, c->stage);
@@ -71,6 +74,9 @@ static int check_channel(Sim *sm, Channel *c, int replica, int64_t loads[2])
     if (n != c->nlo || c->lo_tail != last)
         return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d, its list holds %d%s", replica,
                         c->name, c->stage, c->nlo, n, c->lo_tail != last ? " (and the tail is not the last unit)" : "");
+    if (nread != c->nlo_read)
+        return sim_fail(sm, "sim_check: replica %d channel %s/%d: save queue counts %d reading units, its list holds %d",
+                        replica, c->name, c->stage, c->nlo_read, nread);
     if (c->cur) {
         Unit *u = c->cur;
         if (u->state != US_SERVING || u->hop >= u->nhops || u->chain[u->hop] != c)

@@ -246,6 +246,7 @@ int sim_setup(Sim *sm)
             ch_init(c, CH_SSD, 0, ssd->read_bytes_per_s * n_ssd, 0, ssd->read_latency_ns);
             c->rate_write = ssd->write_bytes_per_s * n_ssd / 1e9;
             c->latency_write_ns = ssd->write_latency_ns;
+            if (ssd->mixed_efficiency > 0) c->mixed_eff = ssd->mixed_efficiency; /* (not given: taking turns) */
             c->n_drives = n_ssd;
             c->stripe_bytes = p->stripe_chunk_bytes > 0 ? (double)p->stripe_chunk_bytes : 131072.0;
             rp->has_ch[CH_SSD] = 1;
