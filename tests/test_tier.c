@@ -188,6 +188,18 @@ TEST(tier_ssd_wear_closed_form_and_absent)
     }
 }
 
+/* the tier tests' box: isolated 8,000-token turns of Llama-2-7B on h200 from `text`, chain `store`,
+ * 6 GB of DRAM (one session's state, 4.2 GB, not two), one SSD, no state_ttl */
+static void one_session_tiers(TestCtx *t, SimConfig *c, const char *file, const char *text, const char *store)
+{
+    simtest_iso_config(t, c, 8000, 32, "h200", "Llama-2-7B");
+    snprintf(c->trace, sizeof c->trace, "%s", test_write_file(t, file, text));
+    simtest_set(t, c, "store", store);
+    c->dram_bytes = 6000000000ULL;
+    c->n_ssd = 1;
+    c->state_ttl_ns = 0;
+}
+
 /* A chain of tiers: K sessions saved one after another, each tier holding one session's state,
  * then each comes back in the same order (a cyclic pattern under LRU). With K = 1 the state is
  * still in DRAM; with K = 2 it was demoted once (SSD, or the remote store when that comes second);
@@ -202,13 +214,8 @@ static const char *chain_run(TestCtx *t, const char *store, int K, int row, int 
     for (int k = 0; k < K; k++)
         len += snprintf(text + len, sizeof text - (size_t)len, "s%d,1,%d,32,1,8001\n", k, 30 * (K + k));
     SimConfig c;
-    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
-    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "chain.csv", text));
-    simtest_set(t, &c, "store", store);
-    c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
-    c.n_ssd = 1;
+    one_session_tiers(t, &c, "chain.csv", text, store);
     c.n_memdev[MEMDEV_CXL] = 1;
-    c.state_ttl_ns = 0;
     c.promote = promote;
     SimWorld w;
     KvErr e;
@@ -307,13 +314,8 @@ static void wt_run(TestCtx *t, const char *store, int K, int again, int write_th
     for (int k = 0; k < K && again; k++)
         len += snprintf(text + len, sizeof text - (size_t)len, "s%d,1,%d,32,1,8001\n", k, 30 * (K + k));
     SimConfig c;
-    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
-    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "wt.csv", text));
-    simtest_set(t, &c, "store", store);
+    one_session_tiers(t, &c, "wt.csv", text, store);
     simtest_set(t, &c, "write_through", write_through ? "true" : "false");
-    c.dram_bytes = 6000000000ULL; /* one session's state (4.2 GB), not two */
-    c.n_ssd = 1;
-    c.state_ttl_ns = 0;
     SimWorld w;
     KvErr e;
     memset(out, 0, sizeof *out);
@@ -409,14 +411,10 @@ static void pf_run(TestCtx *t, int gap_s, int prefetch, int64_t lead_ns, int big
              "s0,0,0,8000,1,0\ns1,0,30,8000,1,0\ns0,1,%d,32,1,8001\n",
              30 + gap_s);
     SimConfig c;
-    simtest_iso_config(t, &c, 8000, 32, "h200", "Llama-2-7B");
-    snprintf(c.trace, sizeof c.trace, "%s", test_write_file(t, "pf.csv", text));
-    simtest_set(t, &c, "store", "dram,ssd");
+    one_session_tiers(t, &c, "pf.csv", text, "dram,ssd");
     c.prefetch = prefetch;
     c.prefetch_lead_ns = lead_ns;
-    c.dram_bytes = big_dram ? 60000000000ULL : 6000000000ULL; /* 6 GB: one session's state (4.2 GB), not two */
-    c.n_ssd = 1;
-    c.state_ttl_ns = 0;
+    if (big_dram) c.dram_bytes = 60000000000ULL;
     SimWorld w;
     KvErr e;
     memset(out, 0, sizeof *out);
