@@ -329,6 +329,25 @@ static cJSON *policy_json(const SimConfig *cfg, const SimResult *r)
         cJSON_AddNumberToObject(pc, "blocks_inserted", (double)r->prefix_inserted);
         cJSON_AddNumberToObject(pc, "blocks_deduplicated", (double)r->prefix_deduplicated);
         cJSON_AddNumberToObject(pc, "blocks_evicted", (double)r->prefix_evicted);
+        /* the tiers' block stores, for a policy that saved named blocks or looked for them below HBM */
+        uint64_t any = r->prefix_tier_asked;
+        for (int t = TIER_DRAM; t < SIM_TIERS; t++) any += r->prefix_tier_stored[t] + r->prefix_tier_dedup[t];
+        if (any) {
+            cJSON *tt = cJSON_AddObjectToObject(pc, "tiers");
+            cJSON_AddNumberToObject(tt, "history_blocks_looked_up", (double)r->prefix_tier_asked);
+            for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
+                if (!r->prefix_tier_stored[t] && !r->prefix_tier_dedup[t] && !r->prefix_tier_found[t]) continue;
+                cJSON *x = cJSON_AddObjectToObject(tt, tier_name((Tier)t));
+                cJSON_AddNumberToObject(x, "blocks_stored", (double)r->prefix_tier_stored[t]);
+                cJSON_AddNumberToObject(x, "blocks_deduplicated", (double)r->prefix_tier_dedup[t]);
+                cJSON_AddNumberToObject(x, "bytes_not_written", r->prefix_tier_unwritten[t]);
+                cJSON_AddNumberToObject(x, "blocks_dropped", (double)r->prefix_tier_dropped[t]);
+                cJSON_AddNumberToObject(x, "blocks_moved", (double)r->prefix_tier_moved[t]);
+                cJSON_AddNumberToObject(x, "history_blocks_found", (double)r->prefix_tier_found[t]);
+                cJSON_AddNumberToObject(x, "history_block_hit_share",
+                                        r->prefix_tier_asked ? (double)r->prefix_tier_found[t] / (double)r->prefix_tier_asked : NAN);
+            }
+        }
         if (cfg->replicas > 1) { /* per replica: the share of the blocks looked up that were cached */
             cJSON *pr = cJSON_AddArrayToObject(pc, "replica_block_hit_share");
             for (int i = 0; i < cfg->replicas && i < 64; i++)
@@ -825,6 +844,26 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
                 (unsigned long long)r->prefix_hit_tokens, r->prefix_lookups ? 100.0 * (double)r->prefix_hits / (double)r->prefix_lookups : 0,
                 (unsigned long long)r->prefix_lookups, (unsigned long long)r->prefix_inserted,
                 (unsigned long long)r->prefix_deduplicated, (unsigned long long)r->prefix_evicted, (unsigned long long)r->prefix_borrowed);
+    }
+    for (int i = 0; i < n; i++) { /* the tiers' block stores: what was stored once, dropped, found */
+        const SimResult *r = &res[i];
+        if (r->prefix_block_tokens <= 0) continue;
+        char line[1024];
+        size_t o = 0;
+        for (int t = TIER_DRAM; t < SIM_TIERS && o < sizeof line; t++) {
+            if (!r->prefix_tier_stored[t] && !r->prefix_tier_dedup[t] && !r->prefix_tier_found[t]) continue;
+            char found[32] = "none looked for";
+            if (r->prefix_tier_asked)
+                snprintf(found, sizeof found, "%.1f%%", 100.0 * (double)r->prefix_tier_found[t] / (double)r->prefix_tier_asked);
+            o += (size_t)snprintf(line + o, sizeof line - o, "%s%s %llu blocks stored, %llu stored once for several states "
+                                  "(%.2f GB not written), %llu dropped, %s found", o ? "; " : "", tier_name((Tier)t),
+                                  (unsigned long long)r->prefix_tier_stored[t], (unsigned long long)r->prefix_tier_dedup[t],
+                                  r->prefix_tier_unwritten[t] / 1e9, (unsigned long long)r->prefix_tier_dropped[t],
+                                  found);
+        }
+        if (o)
+            fprintf(out, "%s: tier block stores: %s (of the %llu named history blocks restorations looked for below HBM)\n",
+                    r->policy, line, (unsigned long long)r->prefix_tier_asked);
     }
     if (named && w->cfg->evict_each_turn)
         fprintf(out, "note: evict_each_turn drops each session's own KV when its turn ends; the blocks the trace names stay in "

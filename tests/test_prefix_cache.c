@@ -539,3 +539,71 @@ TEST(prefix_cache_system_prompt_settings_rules)
         }
     }
 }
+
+/* Sessions A and B (K shared blocks, then one block of their own; 8 output tokens), 20 s apart, kv-offload
+ * saving into DRAM of `dram` bytes ("" : the platform's), the cache on or off */
+static int two_states(TestCtx *t, const char *cache, const char *dram, SimResult *res)
+{
+    enum { K = 16 };
+    SimConfig c;
+    Rows rows;
+    chain_config(t, &c, chain_trace(t, "two_states.csv", "AA", K, 0, 20), cache, NULL);
+    simtest_set(t, &c, "store", "dram");
+    if (*dram) simtest_set(t, &c, "dram", dram);
+    return run_checked(t, &c, "kv-offload", &rows, res);
+}
+
+/* The tiers store a named block once: A's state is saved whole; B's save skips the K blocks DRAM
+ * holds already (they never cross D2H) and its state adds only its own block; the store holds K + 2
+ * blocks, K stored once for both states; DRAM's peak is the two contexts less the shared prefix. The
+ * cache off (no names): both states whole. */
+TEST(prefix_cache_tier_stores_a_shared_block_once)
+{
+    enum { K = 16 };
+    const double ctx = (K + 1) * PB + 8, shared = (double)K * PB;
+    SimResult on, off;
+    if (two_states(t, "true", "", &on) != 0) return;
+    if (two_states(t, "false", "", &off) != 0) return;
+    double bpt = on.saved_bytes_per_token;
+    CHECK(bpt > 0);
+    CHECK_EQ_U(on.prefix_tier_stored[TIER_DRAM], K + 2);
+    CHECK_EQ_U(on.prefix_tier_dedup[TIER_DRAM], K);
+    CHECK_EQ_U(on.prefix_tier_dropped[TIER_DRAM], 0);
+    CHECK_NEAR(on.prefix_tier_unwritten[TIER_DRAM], shared * bpt, 0, 0);
+    CHECK_NEAR((double)on.tier_peak_bytes[TIER_DRAM], (2 * ctx - shared) * bpt, 0, 0);
+    CHECK_NEAR((double)off.tier_peak_bytes[TIER_DRAM], 2 * ctx * bpt, 0, 0);
+    double d2h_on = on.ch_bytes[CH_D2H][CH_READ] + on.ch_bytes[CH_D2H][CH_WRITE];
+    double d2h_off = off.ch_bytes[CH_D2H][CH_READ] + off.ch_bytes[CH_D2H][CH_WRITE];
+    CHECK_MSG(d2h_off - d2h_on == shared * bpt, "D2H: %.0f bytes fewer, expected %.0f", d2h_off - d2h_on, shared * bpt);
+    CHECK_EQ_U(off.prefix_tier_stored[TIER_DRAM] + off.prefix_tier_dedup[TIER_DRAM], 0);
+    sim_result_free(&on);
+    sim_result_free(&off);
+}
+
+/* Capacity counts a shared block once: DRAM between the deduplicated and the whole size of the two
+ * states keeps both with the cache on and drops A's without names. DRAM for one state: B's save
+ * drops A's (least recently used); of A's blocks only its own is dropped — B holds the K shared. */
+TEST(prefix_cache_tier_capacity_counts_a_shared_block_once)
+{
+    enum { K = 16 };
+    const double ctx = (K + 1) * PB + 8, shared = (double)K * PB;
+    SimResult probe;
+    if (two_states(t, "true", "", &probe) != 0) return;
+    double bpt = probe.saved_bytes_per_token;
+    sim_result_free(&probe);
+    char between[64], one[64];
+    snprintf(between, sizeof between, "%.0f B", (2 * ctx - shared / 2) * bpt);
+    snprintf(one, sizeof one, "%.0f B", (ctx + 1) * bpt);
+    SimResult on, off, small;
+    if (two_states(t, "true", between, &on) != 0) return;
+    if (two_states(t, "false", between, &off) != 0) return;
+    if (two_states(t, "true", one, &small) != 0) return;
+    CHECK_EQ_U(on.state_lost_capacity, 0);
+    CHECK_EQ_U(off.state_lost_capacity, 1);
+    CHECK_EQ_U(small.state_lost_capacity, 1);
+    CHECK_EQ_U(small.prefix_tier_dropped[TIER_DRAM], 1);
+    CHECK_EQ_U(small.prefix_tier_dedup[TIER_DRAM], K);
+    sim_result_free(&on);
+    sim_result_free(&off);
+    sim_result_free(&small);
+}

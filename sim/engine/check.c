@@ -13,7 +13,9 @@
  *    the FIFO's count = its turns in memory + the entries in its spill file (those are not walked);
  *    every admitted request is in RESTORING, PREFILL or DECODE, every queued one in QUEUED; a
  *    decoding one has no resume, restoration compute (tw, recompute) or new input left;
- *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes, spilling_bytes =
+ *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes less their named
+ *    blocks held in its block store; that store's references = those blocks and the pins of the
+ *    saves in flight to it, no unreferenced block kept, blk_bytes = its blocks' bytes; spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
  *    session in that tier at that place, and as many listed as the session map has there; likewise
  *    its write-through copies: copy_bytes = the sum of the copies in its copy list (each session's
@@ -96,6 +98,7 @@ typedef struct {
     size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
     size_t in_copy[SIM_TIERS];    /* sessions with a write-through copy in each tier at this place */
     int64_t pfx_refs;             /* prefix-cache blocks held by sessions with resident KV */
+    int64_t tb_refs[SIM_TIERS];   /* references to each tier's block store here: states' named blocks, saves' pins */
 } Agg;
 
 /* a tier's list of write-through copies: each a landed copy of a session held in a tier above, of that
@@ -123,9 +126,9 @@ static int check_copy_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
     return 0;
 }
 
-static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want)
+static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, size_t want, int64_t refs)
 {
-    double sum = 0, spill = 0;
+    double sum = 0, spill = 0, bb = (double)sm->pfx_B * sm->save_bpt;
     size_t n = 0;
     for (Session *s = tl->head; s; s = s->t_next, n++) {
         if (s->tier != t || (!tier_table[t].shared && s->replica != replica))
@@ -133,7 +136,10 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
                             tier_name((Tier)(t)), replica, (unsigned long long)s->id, tier_name((Tier)(s->tier)), s->replica);
         if (!s->t_next && tl->tail != s)
             return sim_fail(sm, "sim_check: tier %s (replica %d): the list's tail is not its last session", tier_name((Tier)(t)), replica);
-        sum += s->saved_bytes;
+        if (s->tb && (s->tb->n > s->tb->known || (int64_t)s->tb->n * sm->pfx_B > s->saved_tokens))
+            return sim_fail(sm, "sim_check: session %llu holds %d named blocks in tier %s (%d known) with %lld tokens saved",
+                            (unsigned long long)s->id, s->tb->n, tier_name(t), s->tb->known, (long long)s->saved_tokens);
+        sum += s->saved_bytes - (double)(s->tb ? s->tb->n : 0) * bb;
         if (s->spilling) spill += s->spill_bytes;
     }
     if (n != want)
@@ -143,6 +149,11 @@ static int check_tier_list(Sim *sm, Tier t, int replica, const TierList *tl, siz
     if (fabs(tl->used_bytes - sum) > tol)
         return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted in use, its sessions hold %.0f",
                         tier_name((Tier)(t)), replica, tl->used_bytes, sum);
+    if (prefix_refs_total(&tl->blk) != refs || tl->blk.n_lru != 0 || fabs(tl->blk_bytes - (double)tl->blk.n_blocks * bb) > tol)
+        return sim_fail(sm, "sim_check: tier %s (replica %d): its block store counts %lld references (%lld unreferenced blocks, "
+                            "%.0f bytes for %lld blocks), its states and saves hold %lld",
+                        tier_name(t), replica, (long long)prefix_refs_total(&tl->blk), (long long)tl->blk.n_lru, tl->blk_bytes,
+                        (long long)tl->blk.n_blocks, (long long)refs);
     if (fabs(tl->spilling_bytes - spill) > tol)
         return sim_fail(sm, "sim_check: tier %s (replica %d): %.0f bytes counted spilling, its spilling sessions hold %.0f",
                         tier_name((Tier)(t)), replica, tl->spilling_bytes, spill);
@@ -224,6 +235,13 @@ static int check_sessions(Sim *sm, Agg *agg)
         if (s->in_hbm_lru) a->in_lru++;
         if (s->in_qkv) a->in_qkv++;
         if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
+        if (s->tb) {
+            if (s->tb->n) (tier_table[s->tier].shared ? &agg[sm->R] : a)->tb_refs[s->tier] += s->tb->n;
+            if (s->tb->pin_n) (tier_table[s->save_dest].shared ? &agg[sm->R] : a)->tb_refs[s->save_dest] += s->tb->pin_n;
+            if (s->tb->pin_n && !s->saving)
+                return sim_fail(sm, "sim_check: session %llu pins %d blocks with no save in flight", (unsigned long long)s->id,
+                                s->tb->pin_n);
+        }
         if (s->cp && s->cp->inflight != s->cp->chk_inflight)
             return sim_fail(sm, "sim_check: session %llu: %d write-through copies counted in flight, %d copy units found",
                             (unsigned long long)s->id, s->cp->inflight, s->cp->chk_inflight);
@@ -274,7 +292,7 @@ static int check_replica(Sim *sm, Replica *rp, const Agg *a)
     if (n != a->in_qkv)
         return sim_fail(sm, "sim_check: replica %d: the qkv list holds %zu sessions, %zu are marked in it", i, n, a->in_qkv);
     for (int t = TIER_DRAM; t < SIM_TIERS; t++)
-        if (!tier_table[t].shared && (check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t]) != 0 ||
+        if (!tier_table[t].shared && (check_tier_list(sm, (Tier)t, i, &rp->tier[t], a->in_tier[t], a->tb_refs[t]) != 0 ||
                                       check_copy_list(sm, (Tier)t, i, &rp->tier[t], a->in_copy[t]) != 0))
             return -1;
     return 0;
@@ -303,7 +321,7 @@ int sim_check(Sim *sm)
     if (rc == 0) rc = check_sessions(sm, agg);
     for (int i = 0; i < sm->R && rc == 0; i++) rc = check_replica(sm, &sm->rep[i], &agg[i]);
     for (int t = TIER_DRAM; t < SIM_TIERS && rc == 0; t++)
-        if (tier_table[t].shared && (rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_tier[t])) == 0)
+        if (tier_table[t].shared && (rc = check_tier_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_tier[t], agg[sm->R].tb_refs[t])) == 0)
             rc = check_copy_list(sm, (Tier)t, -1, &sm->shared[t], agg[sm->R].in_copy[t]);
     free(agg);
     return rc;

@@ -118,8 +118,12 @@ extern const TierInfo tier_table[SIM_TIERS];
 /* a tier's LRU list of sessions at one place (a replica's DRAM, the shared remote store) */
 typedef struct TierList {
     Session *head, *tail;   /* least recently used at the head */
-    double used_bytes;      /* sum of the sessions' saved_bytes */
-    double spilling_bytes;  /* of those, the ones being spilled to the next tier */
+    double used_bytes;      /* sum of the sessions' private bytes (tier_private: saved_bytes less their named blocks here) */
+    double spilling_bytes;  /* of the bytes held here, those being spilled to the next tier */
+    /* the named blocks (traces that name blocks) of the states held here, each stored once however
+     * many sessions' states hold it: reference counts in a block store, blk_bytes = its blocks' bytes */
+    PrefixStore blk;
+    double blk_bytes;
     Session *chead, *ctail; /* write_through=true: sessions with a whole copy here (held above), LRU first */
     double copy_bytes;      /* the sum of those copies' bytes */
 } TierList;
@@ -134,6 +138,17 @@ typedef struct SessCopies {
     int chk_inflight;         /* sim_check's scratch: copy units found */
 } SessCopies;
 
+/* The named blocks of a session's saved state (traces that name blocks, saving policies; tier.c):
+ * names[0, known) the chain of its context's blocks, of which names[0, n) are held in the block
+ * store of the session's tier (TierList.blk; n × Sim.pfx_B <= saved_tokens); pins[0, pin_n) the
+ * blocks the saves in flight skipped because their tier held them, pinned there until they land, and
+ * skip their bytes. */
+typedef struct SessBlocks {
+    uint64_t *names, *pins;
+    int32_t known, n, pin_n, pin_cap;
+    double skip;
+} SessBlocks;
+
 /* A cold session (sess_is_cold) spilled by waitq.c is copied byte for byte: a new pointer field must
  * be NULL whenever sess_is_cold holds (add it to that test). */
 struct Session {
@@ -145,8 +160,9 @@ struct Session {
     uint32_t pend_side_n;      /* waitq.c: of its pending turns, those in its replica's side file (pend_side) */
     Turn *pend_head, *pend_tail;  /* its later turns read from the trace, not released yet, in trace order */
     int64_t resident_tokens;   /* KV tokens in HBM (idle or in use) */
-    int in_hbm_lru;
-    int in_qkv;                /* in its replica's qkv list: resident KV kept for its queued turn */
+    int16_t in_hbm_lru;
+    int16_t in_qkv;            /* in its replica's qkv list: resident KV kept for its queued turn */
+    int32_t pfx_n;             /* (pfx_names below; kept here, where it packs with the flags) */
     Session *hbm_prev, *hbm_next; /* the HBM LRU's links, or the qkv list's */
     Tier tier;
     int lost;                  /* its saved state was dropped: LOST_TTL or LOST_CAPACITY (0: not) */
@@ -163,7 +179,7 @@ struct Session {
     /* the named blocks of its resident KV that it holds in its replica's prefix cache: pfx_names[0, pfx_n)
      * (owned; NULL whenever resident_tokens is 0), the context's first pfx_n × Sim.pfx_B tokens */
     uint64_t *pfx_names;
-    int32_t pfx_n;
+    SessBlocks *tb;            /* the named blocks of its saved state (NULL: none; always NULL when cold) */
     Session *t_prev, *t_next;  /* tier LRU */
     SessCopies *cp;            /* write_through=true: its copies below `tier` (NULL: none; always NULL when tier is TIER_NONE) */
     int64_t last_use_ns;
@@ -418,6 +434,11 @@ typedef struct TierRun {
     Tier spill_to;          /* where LRU victims go when over capacity (TIER_NONE: dropped) */
     uint64_t hits;          /* restorations that loaded from it */
     uint64_t peak_bytes;    /* most used at one place */
+    /* its block stores (summed over places; the stores count blocks stored and stored once): blocks
+     * gone with the last state holding them (dropped: TTL, capacity, or a save's pin; moved: the
+     * state spilled or promoted elsewhere), named history blocks restorations found here */
+    uint64_t blk_dropped, blk_moved, blk_found;
+    double skip_bytes;      /* bytes saves did not write: named blocks the tier held already */
 } TierRun;
 
 /* Load accumulators of a run (metrics_trim.c owns them): the kept requests' window and tokens, an
@@ -482,6 +503,7 @@ struct Sim {
     PrefixNames names;                    /* the block names of turns not admitted yet, by request id */
     PrefixOwners owners;                  /* a named block -> the session that saved it last (saving policies) */
     int64_t pfx_B;                        /* tokens per named block (0: the trace named none so far) */
+    uint64_t tb_asked;                    /* named history blocks restorations looked for below HBM */
     Replica *rep;
     int R, S, L, T;
     int stage_of[SIM_MAX_LAYERS];
@@ -789,6 +811,10 @@ void blocks_resume_done(Sim *sm, Request *r, int64_t tokens);
 /* ------------------------------------------------------------------ tier.c */
 
 TierList *tier_list(Sim *sm, int replica, Tier t);
+/* the chain of named blocks of s's context (a turn admitted; saving policies): what its saved state's
+ * named blocks are (an extension of the chain known; another chain adds no block); -1: out of memory */
+int tier_names_set(Sim *sm, Session *s, const uint64_t *names, int32_t n);
+void tier_blocks_free(Session *s);
 void tier_touch(Sim *sm, Session *s);
 void tier_promote(Sim *sm, Session *s);
 /* prefetch=true: s's next turn arrives at t_ns (known now): its state, if below the first tier then,

@@ -298,7 +298,19 @@ void metrics_on_run_end(Sim *sm)
     for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
         out->hits_tier[t] = sm->tiers[t].hits;
         out->tier_peak_bytes[t] = sm->tiers[t].peak_bytes;
+        const TierRun *tr = &sm->tiers[t];
+        for (int i = 0; i <= sm->R; i++) {
+            if (i == sm->R ? !tier_table[t].shared : tier_table[t].shared) continue;
+            const PrefixStats *bs = &(i == sm->R ? &sm->shared[t] : &sm->rep[i].tier[t])->blk.st;
+            out->prefix_tier_stored[t] += (uint64_t)bs->inserted;
+            out->prefix_tier_dedup[t] += (uint64_t)bs->deduplicated;
+        }
+        out->prefix_tier_dropped[t] = tr->blk_dropped;
+        out->prefix_tier_moved[t] = tr->blk_moved;
+        out->prefix_tier_found[t] = tr->blk_found;
+        out->prefix_tier_unwritten[t] = tr->skip_bytes;
     }
+    out->prefix_tier_asked = sm->tb_asked;
     double T = (double)(out->sim_end_ns > 0 ? out->sim_end_ns : 1);
     for (int s = 0; s < sm->S; s++) {
         double g = 0;

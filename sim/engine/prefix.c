@@ -44,6 +44,12 @@ static uint32_t find(const PrefixStore *p, uint64_t hash)
 
 int prefix_has(const PrefixStore *p, uint64_t hash) { return find(p, hash) != 0; }
 
+int32_t prefix_refs(const PrefixStore *p, uint64_t hash)
+{
+    uint32_t i = find(p, hash);
+    return i ? p->e[i].refs : 0;
+}
+
 static int grow_table(PrefixStore *p)
 {
     size_t n = p->n_slot ? p->n_slot * 2 : 64;

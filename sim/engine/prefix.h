@@ -55,8 +55,9 @@ size_t prefix_match(PrefixStore *p, const uint64_t *h, size_t n);
  * and the count alone: `found` of `asked` leading blocks resident. */
 size_t prefix_longest(const PrefixStore *p, const uint64_t *h, size_t n);
 void prefix_count(PrefixStore *p, size_t found, size_t asked);
-/* Whether one block is resident (not counted). */
+/* Whether one block is resident (not counted); its reference count (0 when absent or unreferenced). */
 int prefix_has(const PrefixStore *p, uint64_t hash);
+int32_t prefix_refs(const PrefixStore *p, uint64_t hash);
 
 /* Pin h[0..n), every one resident (the caller matched them first): refs + 1, out of the LRU. */
 void prefix_acquire(PrefixStore *p, const uint64_t *h, size_t n);

@@ -670,6 +670,13 @@ static int plan_and_start(Sim *sm, Replica *rp, Request *r, int64_t N, int *idea
         r->lw_tokens = R - plan.recompute_tokens;
         if (r->lw_tokens > 0 && start_layerwise(sm, r, &plan) != 0) return -1;
     }
+    if (r->n_names > 0 && sm->save_bpt > 0) { /* its named history blocks below HBM: found where its loads read */
+        int64_t named = N / sm->pfx_B < r->n_names ? N / sm->pfx_B : r->n_names, asked = named - r->held;
+        if (asked > 0) {
+            sm->tb_asked += (uint64_t)asked;
+            if (r->loads_left && r->src != TIER_NONE) sm->tiers[r->src].blk_found += (uint64_t)asked;
+        }
+    }
     if (r->loads_left) {
         r->from = NULL; /* the places its loads read from (src_mask), named when it is done */
     } else {

@@ -114,7 +114,7 @@ int sess_is_cold(const Sim *sm, const Session *s, size_t *pending)
     /* nothing but its own turns refers to it, and none of its pointers but its name and pending list is set */
     return s->busy && s->refs == (int)n + (int)s->pend_side_n + 1 && (!s->name || strlen(s->name) <= WR_NAME) && s->resident_tokens == 0 &&
            !s->in_hbm_lru && !s->in_qkv && !s->hbm_prev && !s->hbm_next && s->tier == TIER_NONE && !s->t_prev && !s->t_next &&
-           !s->cp && !s->saving && !s->spilling && !s->loading && !s->d2h_inflight && !s->parked && !s->conc_next;
+           !s->cp && !s->tb && !s->saving && !s->spilling && !s->loading && !s->d2h_inflight && !s->parked && !s->conc_next;
 }
 
 int sess_spill_reserve(Sim *sm, uint64_t id)
@@ -178,6 +178,7 @@ static void sess_unmap(Sim *sm, Session *s)
     }
     sm->tab_n--;
     sm->sess_bytes -= sess_size(sm) + (s->name ? strlen(s->name) + 1 : 0);
+    tier_blocks_free(s);
     free(s->name);
     free(s);
 }
@@ -221,6 +222,7 @@ void sess_free_all(Sim *sm)
             s->parked = nx;
         }
         free(s->pfx_names);
+        tier_blocks_free(s);
         free(s->cp);
         free(s->name);
         free(s);

@@ -299,6 +299,7 @@ void sim_teardown(Sim *sm)
             free(rp->dr.rb_head);
             free(rp->layer_ns);
             prefix_free(&rp->pfx);
+            for (int t = 0; t < SIM_TIERS; t++) prefix_free(&rp->tier[t].blk);
             for (int k = 0; k < CH_COUNT; k++)
                 for (int s = 0; s < SIM_MAX_STAGES; s++) ch_free_units(&rp->ch[k][s]);
         }
@@ -311,6 +312,7 @@ void sim_teardown(Sim *sm)
     while (sm->q.n && evq_pop(&sm->q, &ev, &e2) == 1)
         if (ev.kind == EV_ARRIVAL || ev.kind == EV_RELEASE) turn_free(sm, ev.obj);
     sess_free_all(sm);
+    for (int t = 0; t < SIM_TIERS; t++) prefix_free(&sm->shared[t].blk);
     pnames_free(&sm->names);
     powners_free(&sm->owners);
     lifecycle_free(sm);

@@ -290,6 +290,14 @@ typedef struct SimResult {
     uint64_t prefix_lookups, prefix_hits, prefix_inserted, prefix_deduplicated, prefix_evicted;
     int64_t prefix_block_tokens;
     uint64_t prefix_rep_lookups[64], prefix_rep_hits[64]; /* per replica (replicas <= 64): blocks looked up, found */
+    /* the tiers' block stores (saving policies; summed over places): the named blocks of saved states
+     * stored, stored once for several states (deduplicated), gone with the last state holding them
+     * (dropped: TTL, capacity; moved: spilled or promoted elsewhere), the bytes saves did not write
+     * because the tier held the block; the named history blocks restorations looked for below HBM
+     * (prefix_tier_asked) and those found in each tier (its state, or another session's, was read) */
+    uint64_t prefix_tier_stored[SIM_TIERS], prefix_tier_dedup[SIM_TIERS], prefix_tier_dropped[SIM_TIERS];
+    uint64_t prefix_tier_moved[SIM_TIERS], prefix_tier_found[SIM_TIERS], prefix_tier_asked;
+    double prefix_tier_unwritten[SIM_TIERS];
     /* restoration windows: time with >= 1 restoration in progress (RQ_RESTORING) summed over replicas,
      * and each resource's busy share inside them */
     double win_ns;
