@@ -42,12 +42,150 @@ TierList *tier_list(Sim *sm, int replica, Tier t)
     return tier_table[t].shared ? &sm->shared[t] : &sm->rep[replica].tier[t];
 }
 
+/* ---- named blocks: a state's blocks that traces name are stored once per place, however many
+ * sessions' states hold them (each place's block store counts the states holding a block) ---- */
+
+/* the bytes of one named block of saved state */
+static double blk_size(const Sim *sm) { return (double)sm->pfx_B * sm->save_bpt; }
+
+static int32_t tb_held(const Session *s) { return s->tb ? s->tb->n : 0; }
+
+/* what s's state adds to its tier's used_bytes: all of it but its named blocks held in the store */
+static double tier_private(const Sim *sm, const Session *s) { return s->saved_bytes - (double)tb_held(s) * blk_size(sm); }
+
+void tier_blocks_free(Session *s)
+{
+    if (!s->tb) return;
+    free(s->tb->names);
+    free(s->tb->pins);
+    free(s->tb);
+    s->tb = NULL;
+}
+
+int tier_names_set(Sim *sm, Session *s, const uint64_t *names, int32_t n)
+{
+    if (!s->tb && !(s->tb = sim_zalloc(sizeof *s->tb))) return sim_fail(sm, "out of memory");
+    SessBlocks *b = s->tb;
+    for (int32_t i = 0; i < b->n; i++)
+        if (i >= n || names[i] != b->names[i]) { /* another context (its history was cut): no block added */
+            b->known = b->n;
+            return 0;
+        }
+    if (n <= b->known) return 0;
+    uint64_t *h = realloc(b->names, (size_t)n * sizeof *h);
+    if (!h) return sim_fail(sm, "out of memory");
+    memcpy(h, names, (size_t)n * sizeof *h);
+    b->names = h;
+    b->known = n;
+    return 0;
+}
+
+/* the unreferenced blocks of a store go at once (a block no state holds is not kept): their bytes
+ * leave the list, counted as moved or dropped in tier t */
+static void tb_sweep(Sim *sm, TierList *tl, Tier t, int moved)
+{
+    int64_t gone = 0;
+    while (tl->blk.n_lru > 0 && prefix_evict_lru(&tl->blk)) gone++;
+    tl->blk_bytes -= (double)gone * blk_size(sm);
+    if (moved) sm->tiers[t].blk_moved += (uint64_t)gone;
+    else sm->tiers[t].blk_dropped += (uint64_t)gone;
+}
+
+/* s's state (unlinked, saved_tokens final) is going into tier t: the named blocks it covers that t's
+ * store does not count for it yet are referenced there, stored once (a block held already is counted
+ * deduplicated by the store) */
+static void tb_acquire(Sim *sm, Session *s, Tier t)
+{
+    SessBlocks *b = s->tb;
+    if (!b || t == TIER_NONE || sm->pfx_B <= 0) return;
+    int64_t k = s->saved_tokens / sm->pfx_B;
+    if (k > b->known) k = b->known;
+    if (k <= b->n) return;
+    TierList *tl = tier_list(sm, s->replica, t);
+    int64_t before = tl->blk.n_blocks;
+    size_t n = (size_t)(k - b->n);
+    if (prefix_insert(&tl->blk, b->names + b->n, n, 1) != (long)n) {
+        sim_fail(sm, "out of memory");
+        return;
+    }
+    tl->blk_bytes += (double)(tl->blk.n_blocks - before) * blk_size(sm);
+    b->n = (int32_t)k;
+}
+
+/* s's state (unlinked) leaves tier t: its references go; a block no other state holds is gone from
+ * t (moved: the state went elsewhere; else dropped) */
+static void tb_release(Sim *sm, Session *s, Tier t, int moved)
+{
+    SessBlocks *b = s->tb;
+    if (!b || t == TIER_NONE || b->n <= 0) return;
+    TierList *tl = tier_list(sm, s->replica, t);
+    prefix_release(&tl->blk, b->names, (size_t)b->n);
+    tb_sweep(sm, tl, t, moved);
+    b->n = 0;
+}
+
+/* the named blocks of s's state whose tokens lie in [from, to), held already by t's store: their
+ * bytes (a write of that range skips them); pin: each is referenced for s until its save lands */
+static double tb_skip(Sim *sm, Session *s, Tier t, int64_t from, int64_t to, int pin)
+{
+    SessBlocks *b = s->tb;
+    int64_t B = sm->pfx_B;
+    if (!b || t == TIER_NONE || B <= 0) return 0;
+    TierList *tl = tier_list(sm, s->replica, t);
+    if (!tl->blk.n_blocks) return 0;
+    int64_t i = (from + B - 1) / B, end = to / B;
+    if (end > b->known) end = b->known;
+    double skipped = 0;
+    for (; i < end; i++) {
+        if (!prefix_has(&tl->blk, b->names[i])) continue;
+        skipped += blk_size(sm);
+        if (!pin) continue;
+        if (b->pin_n == b->pin_cap) {
+            int32_t cap = b->pin_cap ? 2 * b->pin_cap : 8;
+            uint64_t *p = realloc(b->pins, (size_t)cap * sizeof *p);
+            if (!p) {
+                sim_fail(sm, "out of memory");
+                return 0;
+            }
+            b->pins = p;
+            b->pin_cap = cap;
+        }
+        b->pins[b->pin_n++] = b->names[i];
+        prefix_acquire(&tl->blk, &b->names[i], 1);
+    }
+    return skipped;
+}
+
+/* the bytes s's state frees in tier t when it leaves: its private bytes and the named blocks no
+ * other state there holds */
+static double tier_leaving(Sim *sm, const Session *s, Tier t)
+{
+    double bytes = tier_private(sm, s);
+    if (tb_held(s) <= 0) return bytes;
+    const TierList *tl = tier_list(sm, s->replica, t);
+    for (int32_t i = 0; i < s->tb->n; i++)
+        if (prefix_refs(&tl->blk, s->tb->names[i]) == 1) bytes += blk_size(sm);
+    return bytes;
+}
+
+/* the saves in flight of s into tier t landed (its blocks are referenced by its state now): the
+ * pins go */
+static void tb_unpin(Sim *sm, Session *s, Tier t)
+{
+    SessBlocks *b = s->tb;
+    if (!b || !b->pin_n) return;
+    TierList *tl = tier_list(sm, s->replica, t);
+    prefix_release(&tl->blk, b->pins, (size_t)b->pin_n);
+    tb_sweep(sm, tl, t, 0);
+    b->pin_n = 0;
+}
+
 static void tier_unlink(Sim *sm, Session *s)
 {
     if (s->tier == TIER_NONE) return;
     TierList *tl = tier_list(sm, s->replica, s->tier);
     LRU_UNLINK(tl->head, tl->tail, s, t_prev, t_next);
-    tl->used_bytes -= s->saved_bytes;
+    tl->used_bytes -= tier_private(sm, s);
 }
 
 static void tier_link(Sim *sm, Session *s, Tier t)
@@ -57,8 +195,18 @@ static void tier_link(Sim *sm, Session *s, Tier t)
     if (t == TIER_NONE) return;
     TierList *tl = tier_list(sm, s->replica, t);
     LRU_APPEND(tl->head, tl->tail, s, t_prev, t_next);
-    tl->used_bytes += s->saved_bytes;
-    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->copy_bytes);
+    tl->used_bytes += tier_private(sm, s);
+    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->blk_bytes + tl->copy_bytes);
+}
+
+/* s's state (linked in its tier) goes to tier `to`: its named blocks with it */
+static void tier_relink(Sim *sm, Session *s, Tier to)
+{
+    Tier from = s->tier;
+    tier_unlink(sm, s);
+    tb_release(sm, s, from, 1);
+    tb_acquire(sm, s, to);
+    tier_link(sm, s, to);
 }
 
 /* a save, spill, load or write-through copy of s is in flight: its state stays where it is */
@@ -101,7 +249,7 @@ static void copy_done(Sim *sm, Unit *u)
     tl->copy_bytes += bytes;
     LRU_APPEND(tl->chead, tl->ctail, s, cp->prev[t], cp->next[t]);
     metrics_on_tier_written(sm, t, bytes);
-    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->copy_bytes);
+    metrics_on_tier_bytes(sm, t, tl->used_bytes + tl->blk_bytes + tl->copy_bytes);
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
 
@@ -185,8 +333,7 @@ static void tier_unpark(Sim *sm, Session *s, int st)
 static void tier_move_up(Sim *sm, Session *s, Tier to)
 {
     Tier from = s->tier;
-    tier_unlink(sm, s);
-    tier_link(sm, s, to);
+    tier_relink(sm, s, to);
     metrics_on_tier_written(sm, to, s->saved_bytes);
     if (!sm->cfg->write_through || s->saved_bytes <= 0) return;
     if (!s->cp && !(s->cp = sim_zalloc(sizeof *s->cp))) {
@@ -288,6 +435,8 @@ void tier_prefetch_fire(Sim *sm, uint64_t session_id)
 static void tier_drop(Sim *sm, Session *s, int why)
 {
     tier_unlink(sm, s);
+    tb_release(sm, s, s->tier, 0);
+    tier_blocks_free(s);
     if (s->cp) {
         for (int t = TIER_DRAM; t < SIM_TIERS; t++) copy_unlink(sm, s, (Tier)t);
         free(s->cp);
@@ -313,14 +462,13 @@ static void spill_done(Sim *sm, Unit *u)
     s->spilling = 0;
     /* the bytes counted when it started (a save may have grown the session meanwhile) */
     tier_list(sm, s->replica, from)->spilling_bytes -= s->spill_bytes;
-    metrics_on_tier_written(sm, to, s->spill_bytes);
+    metrics_on_tier_written(sm, to, u->nhops ? u->bytes[u->nhops - 1] : s->spill_bytes); /* what crossed into it */
     s->spill_bytes = 0;
     if (s->tier != from) { /* dropped meanwhile */
         sess_maybe_free(sm, s);
     } else {
-        tier_unlink(sm, s);
         copy_unlink(sm, s, to);
-        tier_link(sm, s, to);
+        tier_relink(sm, s, to);
         tier_enforce_capacity(sm, &sm->rep[s->replica]);
     }
     unit_free(sm, u);
@@ -347,11 +495,18 @@ static void save_done(Sim *sm, Unit *u)
     if (t == TIER_NONE) t = sm->save_first;
     tier_unlink(sm, s);
     double old = s->saved_bytes;
-    s->saved_bytes += bytes;
+    double add = bytes; /* the state grew by what was written and the blocks its tier held already */
+    if (s->tb) {
+        add += s->tb->skip;
+        s->tb->skip = 0;
+    }
+    s->saved_bytes += add;
+    tb_acquire(sm, s, t);
+    tb_unpin(sm, s, s->save_dest);
     tier_link(sm, s, t);
     metrics_on_policy_saved(sm, bytes);
     metrics_on_tier_written(sm, t, bytes);
-    copy_down(sm, s, old, bytes);
+    copy_down(sm, s, old, add);
     /* may drop (and free) s itself when the tiers are full: s is not touched after this */
     tier_enforce_capacity(sm, &sm->rep[s->replica]);
 }
@@ -411,7 +566,7 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
         for (int t = TIER_DRAM; t < SIM_TIERS; t++) {
             TierList *tl = tier_list(sm, rp->id, (Tier)t);
             const TierRun *tr = &sm->tiers[t];
-            while (tr->capped && tl->used_bytes + tl->copy_bytes - tl->spilling_bytes > tr->cap_bytes) {
+            while (tr->capped && tl->used_bytes + tl->blk_bytes + tl->copy_bytes - tl->spilling_bytes > tr->cap_bytes) {
                 /* write-through copies go first: the states they copy are still held above */
                 Session *c = tl->chead;
                 while (c && c->cp->inflight) c = c->cp->next[t];
@@ -427,9 +582,8 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
                     continue;
                 }
                 if (copy_whole(v, tr->spill_to)) { /* write-through: the next tier has it already */
-                    tier_unlink(sm, v);
                     copy_unlink(sm, v, tr->spill_to);
-                    tier_link(sm, v, tr->spill_to);
+                    tier_relink(sm, v, tr->spill_to);
                     again = 1;
                     continue;
                 }
@@ -444,13 +598,17 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
                  * written over the target's; the channels of v's replica (a shared tier holds others') */
                 Replica *vr = &sm->rep[v->replica];
                 int h = 0, in = tier_table[t].in_hop, out = tier_table[tr->spill_to].out_hop;
-                if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = v->saved_bytes;
+                /* the named blocks the target holds already are not moved; the bytes leaving are those
+                 * no other state here holds */
+                double held = tb_skip(sm, v, tr->spill_to, 0, v->saved_tokens, 0), move = v->saved_bytes - held;
+                sm->tiers[tr->spill_to].skip_bytes += held;
+                if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = move;
                 u->read_hops = h;
-                if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = v->saved_bytes;
+                if (out >= 0) u->chain[h] = rep_channel(vr, out, 0), u->bytes[h++] = move;
                 u->nhops = h;
                 v->spilling = 1;
-                v->spill_bytes = v->saved_bytes;
-                tl->spilling_bytes += v->saved_bytes;
+                v->spill_bytes = tier_leaving(sm, v, (Tier)t);
+                tl->spilling_bytes += v->spill_bytes;
                 ch_enqueue(sm, u);
             }
         }
@@ -464,8 +622,15 @@ void tier_save_range(Sim *sm, Session *s, int64_t upto)
 {
     if (sm->save_bpt <= 0 || upto <= s->issued_pos) return;
     double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
-    s->issued_pos = upto;
     Tier dest = s->tier != TIER_NONE ? s->tier : sm->save_first;
+    /* named blocks its destination holds already are not written (pinned there until it lands) */
+    double skip = tb_skip(sm, s, dest, s->issued_pos, upto, 1);
+    if (skip > 0) {
+        bytes -= skip;
+        s->tb->skip += skip;
+        sm->tiers[dest].skip_bytes += skip;
+    }
+    s->issued_pos = upto;
     s->save_dest = dest;
     Replica *rp = &sm->rep[s->replica];
     for (int st = 0; st < sm->S; st++) {
@@ -502,6 +667,7 @@ void tier_direct_saved(Sim *sm, Session *s, int64_t upto)
     s->lost = LOST_NONE;
     double old = s->saved_bytes;
     s->saved_bytes += bytes;
+    tb_acquire(sm, s, t);
     tier_link(sm, s, t);
     metrics_on_policy_saved(sm, bytes);
     metrics_on_tier_written(sm, t, bytes);
