@@ -60,6 +60,9 @@ int repl_run_reduce(ReplRun *out, const SimResult *r, const double *pct, int n_p
     out->prefix_named = r->prefix_named;
     out->prefix_hit_requests = r->prefix_hit_requests;
     out->prefix_hit_tokens = r->prefix_hit_tokens;
+    out->prefix_tier_asked = r->prefix_tier_asked;
+    memcpy(out->prefix_tier_found, r->prefix_tier_found, sizeof out->prefix_tier_found);
+    memcpy(out->prefix_tier_dedup, r->prefix_tier_dedup, sizeof out->prefix_tier_dedup);
     if (out->overloaded) {
         char ev[640] = "";
         report_load_warning(ev, sizeof ev, r);
@@ -94,6 +97,18 @@ static void run_prefix(const Replications *r, int i, int64_t *block_tokens, uint
     } else {
         const SimResult *x = &r->res[i];
         *block_tokens = x->prefix_block_tokens, *named = x->prefix_named, *hit_req = x->prefix_hit_requests, *hit_tok = x->prefix_hit_tokens;
+    }
+}
+
+/* run i's named history blocks looked for below HBM, and those found in and stored once by tier t */
+static void run_tier_blocks(const Replications *r, int i, Tier t, uint64_t *asked, uint64_t *found, uint64_t *dedup)
+{
+    if (r->runs) {
+        const ReplRun *x = &r->runs[i];
+        *asked = x->prefix_tier_asked, *found = x->prefix_tier_found[t], *dedup = x->prefix_tier_dedup[t];
+    } else {
+        const SimResult *x = &r->res[i];
+        *asked = x->prefix_tier_asked, *found = x->prefix_tier_found[t], *dedup = x->prefix_tier_dedup[t];
     }
 }
 
@@ -354,6 +369,30 @@ void repl_footer(FILE *out, const Replications *r)
                      "%.0f tokens each on average\n",
                 first ? "\n" : "", r->res[p].policy, 100 * sum / k, k, 100 * lo, 100 * hi, req > 0 ? tok / req : 0);
         first = 0;
+        /* below HBM: the share of the named history blocks looked for there that each tier held */
+        char line[512];
+        size_t o = 0;
+        for (int t = TIER_DRAM; t < SIM_TIERS && o < sizeof line; t++) {
+            double fs = 0, flo = 1, fhi = 0, dd = 0;
+            int kt = 0, any = 0;
+            for (int s = 0; s < r->n_seeds; s++) {
+                uint64_t asked, found, dedup;
+                run_tier_blocks(r, s * r->n_policies + p, (Tier)t, &asked, &found, &dedup);
+                any |= found || dedup;
+                dd += (double)dedup;
+                if (!asked) continue;
+                double sh = (double)found / (double)asked;
+                fs += sh, flo = sh < flo ? sh : flo, fhi = sh > fhi ? sh : fhi, kt++;
+            }
+            if (!any) continue;
+            char hit[96] = "none looked for below HBM";
+            if (kt) snprintf(hit, sizeof hit, "%.1f %% found (%.1f–%.1f %%)", 100 * fs / kt, 100 * flo, 100 * fhi);
+            o += (size_t)snprintf(line + o, sizeof line - o, "%s%s %s, %.0f blocks stored once for several states", o ? "; " : "",
+                                  tier_name((Tier)t), hit, dd / r->n_seeds);
+        }
+        if (o)
+            fprintf(out, "%s: tier block stores (named history blocks looked for below HBM; mean of %d seeds): %s\n", r->res[p].policy,
+                    r->n_seeds, line);
     }
     if (ex) fprintf(out, "\nwarning: %llu cost lookups fell outside the sampled range and were extrapolated\n", (unsigned long long)ex);
     /* nothing restored in any seed by any policy: the rows differ only in what the policies save */

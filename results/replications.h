@@ -35,6 +35,7 @@ typedef struct ReplRun {
     uint64_t extrapolations;
     int64_t prefix_block_tokens;
     uint64_t prefix_named, prefix_hit_requests, prefix_hit_tokens;
+    uint64_t prefix_tier_asked, prefix_tier_found[SIM_TIERS], prefix_tier_dedup[SIM_TIERS]; /* the tiers' block stores */
     char *load_warning;          /* report_load_warning's text when overloaded (malloc'd), else NULL */
     /* what compare's verdict reads of each run: every metric of the metric table (metric_at order,
      * malloc'd) and the TTFT, E2E and TBT percentiles asked for (seconds; NAN without a sample) */

@@ -848,22 +848,24 @@ void report_footer(FILE *out, const SimWorld *w, const SimResult *res, int n)
     for (int i = 0; i < n; i++) { /* the tiers' block stores: what was stored once, dropped, found */
         const SimResult *r = &res[i];
         if (r->prefix_block_tokens <= 0) continue;
-        char line[1024];
-        size_t o = 0;
-        for (int t = TIER_DRAM; t < SIM_TIERS && o < sizeof line; t++) {
+        char line[768], hits[256];
+        size_t o = 0, h = 0;
+        for (int t = TIER_DRAM; t < SIM_TIERS && o < sizeof line && h < sizeof hits; t++) {
             if (!r->prefix_tier_stored[t] && !r->prefix_tier_dedup[t] && !r->prefix_tier_found[t]) continue;
-            char found[32] = "none looked for";
-            if (r->prefix_tier_asked)
-                snprintf(found, sizeof found, "%.1f%%", 100.0 * (double)r->prefix_tier_found[t] / (double)r->prefix_tier_asked);
             o += (size_t)snprintf(line + o, sizeof line - o, "%s%s %llu blocks stored, %llu stored once for several states "
-                                  "(%.2f GB not written), %llu dropped, %s found", o ? "; " : "", tier_name((Tier)t),
+                                  "(%.2f GB not written), %llu dropped", o ? "; " : "", tier_name((Tier)t),
                                   (unsigned long long)r->prefix_tier_stored[t], (unsigned long long)r->prefix_tier_dedup[t],
-                                  r->prefix_tier_unwritten[t] / 1e9, (unsigned long long)r->prefix_tier_dropped[t],
-                                  found);
+                                  r->prefix_tier_unwritten[t] / 1e9, (unsigned long long)r->prefix_tier_dropped[t]);
+            if (r->prefix_tier_asked)
+                h += (size_t)snprintf(hits + h, sizeof hits - h, "%s%.1f%% in %s", h ? ", " : "",
+                                      100.0 * (double)r->prefix_tier_found[t] / (double)r->prefix_tier_asked, tier_name((Tier)t));
         }
-        if (o)
-            fprintf(out, "%s: tier block stores: %s (of the %llu named history blocks restorations looked for below HBM)\n",
-                    r->policy, line, (unsigned long long)r->prefix_tier_asked);
+        if (!o) continue;
+        if (r->prefix_tier_asked)
+            fprintf(out, "%s: tier block stores: %s; of the %llu named history blocks restorations looked for below HBM, found %s\n",
+                    r->policy, line, (unsigned long long)r->prefix_tier_asked, h ? hits : "none");
+        else
+            fprintf(out, "%s: tier block stores: %s; no restoration looked for a named history block below HBM\n", r->policy, line);
     }
     if (named && w->cfg->evict_each_turn)
         fprintf(out, "note: evict_each_turn drops each session's own KV when its turn ends; the blocks the trace names stay in "
