@@ -515,7 +515,7 @@ void admit_queue(Sim *sm, Replica *rp)
             if (asked) prefix_count(&rp->pfx, found, asked);
             r->held = (int32_t)held;
             r->donor = donor;
-            if (sm->save_bpt > 0 && r->n_names > 0 && tier_names_set(sm, s, r->names, r->n_names) != 0) return;
+            if (sm->save_bpt > 0 && sm->cfg->tier_dedup && r->n_names > 0 && tier_names_set(sm, s, r->names, r->n_names) != 0) return;
             /* the session's blocks: the request holds those its names share (above), the rest stay
              * cached, unreferenced (all of them when its names were cut with its context) */
             if (resident_ok && s->pfx_names) {

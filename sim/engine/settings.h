@@ -137,6 +137,9 @@
     X(NUM, "prefix_cache", CT_BOOL, int, prefix_cache, "true", 0, 1, 0, NULL,                                                  \
       "keep the KV blocks a trace names (Mooncake hash_ids) in an HBM prefix cache shared by sessions: a "                     \
       "request takes its longest cached prefix instead of computing it (vLLM's automatic prefix caching)")                     \
+    X(NUM, "tier_dedup", CT_BOOL, int, tier_dedup, "true", 0, 1, 0, NULL,                                                      \
+      "the tiers below HBM store a named block once per place, however many saved states hold it: saves "                      \
+      "and spills skip the blocks a tier holds (false: every saved state is stored whole)")                                    \
     /* storage */                                                                                                              \
     X(ENUM, "store", SimStore, store, "auto", g_store_names,                                                                   \
       "saved-state tiers (auto: SSDs if any, else the remote store if any, else DRAM)")                                        \

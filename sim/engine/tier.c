@@ -9,7 +9,11 @@
  * flight has got to (per stage: crossed D2H, landed), the restoration loads parked on a session
  * until its save has crossed D2H (or landed) far enough (tier_park; sent as the save progresses), and
  * the load chain of a tier (which channels a restoration's load crosses), write_through's copies
- * down the chain and demotions onto them.
+ * down the chain and demotions onto them; the named blocks of the states (traces that name blocks):
+ * each place's block store references them once per state holding them, so a block shared by
+ * several states is stored and counted against the capacity once, a save or spill skips the blocks
+ * its destination holds (a save pins them there until it lands), and a block goes with the last
+ * state holding it. Write-through copies, promotions and prefetches move whole states.
  * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
  * Invariants: a session is in at most one tier list, the one of s->tier at its replica (or the
@@ -17,10 +21,12 @@
  * whole copy of its state (s->cp; a list's copy_bytes the sum of its copies, counted in its
  * capacity; none while s->tier is TIER_NONE); a save in flight is one unit per stage, first over D2H (then its bytes are in host
  * DRAM: d2h_pos, sess_d2h) and on over the tier's link (then in the tier: land_pos, sess_land), so per stage
- * saved_tokens <= land_pos <= d2h_pos <= issued_pos; a list's used_bytes is the sum of its sessions' saved_bytes and spilling_bytes that
- * of its sessions being spilled (sim_check verifies both); sessions with a load, save or spill in
+ * saved_tokens <= land_pos <= d2h_pos <= issued_pos; a list's used_bytes is the sum of its sessions' saved_bytes less
+ * their named blocks held in its block store, blk_bytes that store's blocks' bytes, spilling_bytes what its sessions
+ * being spilled free when they leave (sim_check verifies all three); sessions with a load, save or spill in
  * flight are never dropped nor spilled.
- * Complexity: link/unlink/touch O(1); capacity enforcement O(victims + sessions skipped at the
+ * Complexity: link/unlink/touch O(1), and O(named blocks of the state) when a state enters or leaves a tier or
+ * a save is issued (hash lookups, no scan); capacity enforcement O(victims + sessions skipped at the
  * LRU heads); TTL expiry O(expired); a save O(stages); parking and unparking O(parked).
  */
 #include <math.h>
