@@ -15,7 +15,7 @@
  *    decoding one has no resume, restoration compute (tw, recompute) or new input left;
  *  - per tier and place: used_bytes = the sum of the listed sessions' saved_bytes less their named
  *    blocks held in its block store; that store's references = those blocks and the pins of the
- *    saves in flight to it, no unreferenced block kept, blk_bytes = its blocks' bytes; spilling_bytes =
+ *    saves and spills in flight to it, no unreferenced block kept, blk_bytes = its blocks' bytes; spilling_bytes =
  *    that of the ones being spilled (within rounding: 1e-6 of the tier's peak + 1 byte), every listed
  *    session in that tier at that place, and as many listed as the session map has there; likewise
  *    its write-through copies: copy_bytes = the sum of the copies in its copy list (each session's
@@ -98,7 +98,7 @@ typedef struct {
     size_t in_tier[SIM_TIERS];    /* sessions in each tier at this place */
     size_t in_copy[SIM_TIERS];    /* sessions with a write-through copy in each tier at this place */
     int64_t pfx_refs;             /* prefix-cache blocks held by sessions with resident KV */
-    int64_t tb_refs[SIM_TIERS];   /* references to each tier's block store here: states' named blocks, saves' pins */
+    int64_t tb_refs[SIM_TIERS];   /* references to each tier's block store here: states' named blocks, the pins of saves and spills in flight */
 } Agg;
 
 /* a tier's list of write-through copies: each a landed copy of a session held in a tier above, of that
@@ -237,10 +237,12 @@ static int check_sessions(Sim *sm, Agg *agg)
         if (s->tier != TIER_NONE) (tier_table[s->tier].shared ? &agg[sm->R] : a)->in_tier[s->tier]++;
         if (s->tb) {
             if (s->tb->n) (tier_table[s->tier].shared ? &agg[sm->R] : a)->tb_refs[s->tier] += s->tb->n;
-            if (s->tb->pin_n) (tier_table[s->save_dest].shared ? &agg[sm->R] : a)->tb_refs[s->save_dest] += s->tb->pin_n;
-            if (s->tb->pin_n && !s->saving)
-                return sim_fail(sm, "sim_check: session %llu pins %d blocks with no save in flight", (unsigned long long)s->id,
-                                s->tb->pin_n);
+            const BlockPins *pins[2] = {&s->tb->save, &s->tb->spill};
+            for (int j = 0; j < 2; j++)
+                if (pins[j]->n) (tier_table[pins[j]->tier].shared ? &agg[sm->R] : a)->tb_refs[pins[j]->tier] += pins[j]->n;
+            if ((s->tb->save.n && !s->saving) || (s->tb->spill.n && !s->spilling))
+                return sim_fail(sm, "sim_check: session %llu pins %d blocks for a save and %d for a spill with %d saves and %d spills in flight",
+                                (unsigned long long)s->id, s->tb->save.n, s->tb->spill.n, s->saving, s->spilling);
         }
         if (s->cp && s->cp->inflight != s->cp->chk_inflight)
             return sim_fail(sm, "sim_check: session %llu: %d write-through copies counted in flight, %d copy units found",

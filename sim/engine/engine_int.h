@@ -138,14 +138,23 @@ typedef struct SessCopies {
     int chk_inflight;         /* sim_check's scratch: copy units found */
 } SessCopies;
 
+/* Blocks a write in flight skipped because its destination tier held them: pinned there (a
+ * reference each) until the write lands, so that they cannot go meanwhile (tier.c). */
+typedef struct BlockPins {
+    uint64_t *h;
+    int32_t n, cap;
+    Tier tier;                 /* the tier whose store at the session's place holds the pins */
+} BlockPins;
+
 /* The named blocks of a session's saved state (traces that name blocks, saving policies; tier.c):
  * names[0, known) the chain of its context's blocks, of which names[0, n) are held in the block
- * store of the session's tier (TierList.blk; n × Sim.pfx_B <= saved_tokens); pins[0, pin_n) the
- * blocks the saves in flight skipped because their tier held them, pinned there until they land, and
- * skip their bytes. */
+ * store of the session's tier (TierList.blk; n × Sim.pfx_B <= saved_tokens); the pins of its saves
+ * in flight (in save_dest's store, their bytes in `skip`) and of its spill in flight (in the spill
+ * target's store). */
 typedef struct SessBlocks {
-    uint64_t *names, *pins;
-    int32_t known, n, pin_n, pin_cap;
+    uint64_t *names;
+    int32_t known, n;
+    BlockPins save, spill;
     double skip;
 } SessBlocks;
 

@@ -12,7 +12,7 @@
  * down the chain and demotions onto them; the named blocks of the states (traces that name blocks):
  * each place's block store references them once per state holding them, so a block shared by
  * several states is stored and counted against the capacity once, a save or spill skips the blocks
- * its destination holds (a save pins them there until it lands), and a block goes with the last
+ * its destination holds (pinned there until it lands), and a block goes with the last
  * state holding it. Write-through copies, promotions and prefetches move whole states.
  * Not responsible for: HBM (session.c), what is restored when (restore.c), the byte counters of the
  * results (metrics.c), choosing which tiers are on and their capacities (setup.c).
@@ -63,7 +63,8 @@ void tier_blocks_free(Session *s)
 {
     if (!s->tb) return;
     free(s->tb->names);
-    free(s->tb->pins);
+    free(s->tb->save.h);
+    free(s->tb->spill.h);
     free(s->tb);
     s->tb = NULL;
 }
@@ -131,8 +132,8 @@ static void tb_release(Sim *sm, Session *s, Tier t, int moved)
 }
 
 /* the named blocks of s's state whose tokens lie in [from, to), held already by t's store: their
- * bytes (a write of that range skips them); pin: each is referenced for s until its save lands */
-static double tb_skip(Sim *sm, Session *s, Tier t, int64_t from, int64_t to, int pin)
+ * bytes (a write of that range skips them), each pinned there in `pins` until the write lands */
+static double tb_skip(Sim *sm, Session *s, Tier t, int64_t from, int64_t to, BlockPins *pins)
 {
     SessBlocks *b = s->tb;
     int64_t B = sm->pfx_B;
@@ -145,18 +146,18 @@ static double tb_skip(Sim *sm, Session *s, Tier t, int64_t from, int64_t to, int
     for (; i < end; i++) {
         if (!prefix_has(&tl->blk, b->names[i])) continue;
         skipped += blk_size(sm);
-        if (!pin) continue;
-        if (b->pin_n == b->pin_cap) {
-            int32_t cap = b->pin_cap ? 2 * b->pin_cap : 8;
-            uint64_t *p = realloc(b->pins, (size_t)cap * sizeof *p);
+        if (pins->n == pins->cap) {
+            int32_t cap = pins->cap ? 2 * pins->cap : 8;
+            uint64_t *p = realloc(pins->h, (size_t)cap * sizeof *p);
             if (!p) {
                 sim_fail(sm, "out of memory");
                 return 0;
             }
-            b->pins = p;
-            b->pin_cap = cap;
+            pins->h = p;
+            pins->cap = cap;
         }
-        b->pins[b->pin_n++] = b->names[i];
+        pins->h[pins->n++] = b->names[i];
+        pins->tier = t;
         prefix_acquire(&tl->blk, &b->names[i], 1);
     }
     return skipped;
@@ -174,16 +175,15 @@ static double tier_leaving(Sim *sm, const Session *s, Tier t)
     return bytes;
 }
 
-/* the saves in flight of s into tier t landed (its blocks are referenced by its state now): the
- * pins go */
-static void tb_unpin(Sim *sm, Session *s, Tier t)
+/* the write that pinned them landed (or its state went): the pins go, and a block no state holds
+ * with them */
+static void tb_unpin(Sim *sm, Session *s, BlockPins *pins)
 {
-    SessBlocks *b = s->tb;
-    if (!b || !b->pin_n) return;
-    TierList *tl = tier_list(sm, s->replica, t);
-    prefix_release(&tl->blk, b->pins, (size_t)b->pin_n);
-    tb_sweep(sm, tl, t, 0);
-    b->pin_n = 0;
+    if (!pins->n) return;
+    TierList *tl = tier_list(sm, s->replica, pins->tier);
+    prefix_release(&tl->blk, pins->h, (size_t)pins->n);
+    tb_sweep(sm, tl, pins->tier, 0);
+    pins->n = 0;
 }
 
 static void tier_unlink(Sim *sm, Session *s)
@@ -442,6 +442,10 @@ static void tier_drop(Sim *sm, Session *s, int why)
 {
     tier_unlink(sm, s);
     tb_release(sm, s, s->tier, 0);
+    if (s->tb) {
+        tb_unpin(sm, s, &s->tb->save);
+        tb_unpin(sm, s, &s->tb->spill);
+    }
     tier_blocks_free(s);
     if (s->cp) {
         for (int t = TIER_DRAM; t < SIM_TIERS; t++) copy_unlink(sm, s, (Tier)t);
@@ -475,6 +479,7 @@ static void spill_done(Sim *sm, Unit *u)
     } else {
         copy_unlink(sm, s, to);
         tier_relink(sm, s, to);
+        if (s->tb) tb_unpin(sm, s, &s->tb->spill); /* the skipped blocks are the state's own now */
         tier_enforce_capacity(sm, &sm->rep[s->replica]);
     }
     unit_free(sm, u);
@@ -508,7 +513,7 @@ static void save_done(Sim *sm, Unit *u)
     }
     s->saved_bytes += add;
     tb_acquire(sm, s, t);
-    tb_unpin(sm, s, s->save_dest);
+    if (s->tb) tb_unpin(sm, s, &s->tb->save);
     tier_link(sm, s, t);
     metrics_on_policy_saved(sm, bytes);
     metrics_on_tier_written(sm, t, bytes);
@@ -606,7 +611,8 @@ void tier_enforce_capacity(Sim *sm, Replica *rp)
                 int h = 0, in = tier_table[t].in_hop, out = tier_table[tr->spill_to].out_hop;
                 /* the named blocks the target holds already are not moved; the bytes leaving are those
                  * no other state here holds */
-                double held = tb_skip(sm, v, tr->spill_to, 0, v->saved_tokens, 0), move = v->saved_bytes - held;
+                double held = v->tb ? tb_skip(sm, v, tr->spill_to, 0, v->saved_tokens, &v->tb->spill) : 0;
+                double move = v->saved_bytes - held;
                 sm->tiers[tr->spill_to].skip_bytes += held;
                 if (in >= 0) u->chain[h] = rep_channel(vr, in, 0), u->bytes[h++] = move;
                 u->read_hops = h;
@@ -630,7 +636,7 @@ void tier_save_range(Sim *sm, Session *s, int64_t upto)
     double bytes = (double)(upto - s->issued_pos) * sm->save_bpt;
     Tier dest = s->tier != TIER_NONE ? s->tier : sm->save_first;
     /* named blocks its destination holds already are not written (pinned there until it lands) */
-    double skip = tb_skip(sm, s, dest, s->issued_pos, upto, 1);
+    double skip = s->tb ? tb_skip(sm, s, dest, s->issued_pos, upto, &s->tb->save) : 0;
     if (skip > 0) {
         bytes -= skip;
         s->tb->skip += skip;
