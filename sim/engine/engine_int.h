@@ -736,6 +736,8 @@ static inline void rq_set_in_iter(Sim *sm, Request *r, int on)
 Session *sess_get(Sim *sm, uint64_t id);
 Session *sess_peek(Sim *sm, uint64_t id); /* NULL when not in memory */
 void sess_maybe_free(Sim *sm, Session *s);
+/* the named blocks of s's saved state (tier.c fills them) freed; s->tb NULL */
+void sess_blocks_free(Session *s);
 /* at teardown: every session and the turns pending in them */
 void sess_free_all(Sim *sm);
 /* a turn not admitted (teardown, or made into its Request): freed, its reference on its session dropped */
@@ -823,7 +825,6 @@ TierList *tier_list(Sim *sm, int replica, Tier t);
 /* the chain of named blocks of s's context (a turn admitted; saving policies): what its saved state's
  * named blocks are (an extension of the chain known; another chain adds no block); -1: out of memory */
 int tier_names_set(Sim *sm, Session *s, const uint64_t *names, int32_t n);
-void tier_blocks_free(Session *s);
 void tier_touch(Sim *sm, Session *s);
 void tier_promote(Sim *sm, Session *s);
 /* prefetch=true: s's next turn arrives at t_ns (known now): its state, if below the first tier then,

@@ -178,9 +178,19 @@ static void sess_unmap(Sim *sm, Session *s)
     }
     sm->tab_n--;
     sm->sess_bytes -= sess_size(sm) + (s->name ? strlen(s->name) + 1 : 0);
-    tier_blocks_free(s);
+    sess_blocks_free(s);
     free(s->name);
     free(s);
+}
+
+void sess_blocks_free(Session *s)
+{
+    if (!s->tb) return;
+    free(s->tb->names);
+    free(s->tb->save.h);
+    free(s->tb->spill.h);
+    free(s->tb);
+    s->tb = NULL;
 }
 
 void sess_maybe_free(Sim *sm, Session *s)
@@ -222,7 +232,7 @@ void sess_free_all(Sim *sm)
             s->parked = nx;
         }
         free(s->pfx_names);
-        tier_blocks_free(s);
+        sess_blocks_free(s);
         free(s->cp);
         free(s->name);
         free(s);

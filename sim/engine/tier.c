@@ -59,16 +59,6 @@ static int32_t tb_held(const Session *s) { return s->tb ? s->tb->n : 0; }
 /* what s's state adds to its tier's used_bytes: all of it but its named blocks held in the store */
 static double tier_private(const Sim *sm, const Session *s) { return s->saved_bytes - (double)tb_held(s) * blk_size(sm); }
 
-void tier_blocks_free(Session *s)
-{
-    if (!s->tb) return;
-    free(s->tb->names);
-    free(s->tb->save.h);
-    free(s->tb->spill.h);
-    free(s->tb);
-    s->tb = NULL;
-}
-
 int tier_names_set(Sim *sm, Session *s, const uint64_t *names, int32_t n)
 {
     if (!s->tb && !(s->tb = sim_zalloc(sizeof *s->tb))) return sim_fail(sm, "out of memory");
@@ -446,7 +436,7 @@ static void tier_drop(Sim *sm, Session *s, int why)
         tb_unpin(sm, s, &s->tb->save);
         tb_unpin(sm, s, &s->tb->spill);
     }
-    tier_blocks_free(s);
+    sess_blocks_free(s);
     if (s->cp) {
         for (int t = TIER_DRAM; t < SIM_TIERS; t++) copy_unlink(sm, s, (Tier)t);
         free(s->cp);
