@@ -41,7 +41,8 @@ static double nearest_rank(const double *sorted, size_t n, double q)
     return sorted[k ? k - 1 : 0];
 }
 
-int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, FidelityRow *rows, KvErr *e)
+int fidelity_points(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, SpecStack stack, FidelityPointFn fn,
+                    void *ctx, KvErr *e)
 {
     const ModelSpec *model = NULL;
     const GpuSpec *gpu = NULL;
@@ -49,11 +50,12 @@ int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwC
     if (profile_resolve(m, mc, hw, &model, &gpu, &dt, e) != 0) return -1;
     ModelLayout ly = {model, dt, m->tp, 1};
     if (model_layout_check(&ly, e) != 0) return -1;
+    if (spec_stack_check(gpu, stack, e) != 0) return kv_err_prefix(e, "%s: ", m->origin);
     SpecInputs in;
     memset(&in, 0, sizeof in);
     in.ly = &ly;
     in.gpu = gpu;
-    in.stack = spec_stack_resolve(gpu, SPEC_STACK_AUTO);
+    in.stack = spec_stack_resolve(gpu, stack);
     ProfilePoints pp = {0};
     for (int i = 0; i < m->n_files; i++) {
         size_t len;
@@ -63,14 +65,60 @@ int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwC
         free(text);
         if (rc) return profile_points_free(&pp), -1;
     }
-    double *abs_err = malloc((pp.n ? pp.n : 1) * sizeof *abs_err), *sgn = malloc((pp.n ? pp.n : 1) * sizeof *sgn);
-    if (!abs_err || !sgn) {
-        free(abs_err);
-        free(sgn);
-        profile_points_free(&pp);
-        return kv_err(e, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < pp.n && rc == 0; i++) {
+        const StorePoint *p = &pp.v[i];
+        int f = family_of(p);
+        if (f < 0) continue;
+        FidelityPoint q = {.op = p->op, .family = f, .p1 = p->p1, .p2 = p->p2, .measured_ns = p->median_ns, .gpu = gpu};
+        q.heads = (model->heads + m->tp - 1) / m->tp;
+        /* before the grids a decode point holds the context per request in p2 */
+        if (p->op == OP_ATTN_DECODE) q.p2 = p->p1 * p->p2;
+        q.spec_ns = spec_op_ns(&in, p->op, q.p1, q.p2, 0);
+        q.flops = model_op_flops(&ly, p->op, q.p1, q.p2);
+        q.bytes = model_op_bytes(&ly, p->op, q.p1, q.p2);
+        int64_t M = q.p1, N, K;
+        if (f == FID_GEMM_SMALL || f == FID_GEMM) {
+            if (!model_gemm_shape(&ly, p->op, q.p1, &M, &N, &K)) M = q.p1;
+            q.gemm_shape = spec_gemm_shape(M);
+        }
+        rc = fn(ctx, &q, e);
     }
-    for (int f = 0; f < FID_FAMILIES; f++) {
+    profile_points_free(&pp);
+    return rc;
+}
+
+typedef struct {
+    double *abs_err[FID_FAMILIES], *sgn[FID_FAMILIES];
+    size_t n[FID_FAMILIES], cap[FID_FAMILIES];
+} Errs;
+
+static int collect_err(void *ctx, const FidelityPoint *p, KvErr *e)
+{
+    Errs *c = ctx;
+    int f = p->family;
+    if (c->n[f] == c->cap[f]) {
+        size_t nc = c->cap[f] ? 2 * c->cap[f] : 256;
+        double *a = realloc(c->abs_err[f], nc * sizeof *a);
+        if (a) c->abs_err[f] = a;
+        double *s = a ? realloc(c->sgn[f], nc * sizeof *s) : NULL;
+        if (!s) return kv_err(e, "out of memory");
+        c->sgn[f] = s;
+        c->cap[f] = nc;
+    }
+    double s = p->spec_ns / p->measured_ns - 1;
+    c->abs_err[p->family][c->n[p->family]] = fabs(s);
+    c->sgn[p->family][c->n[p->family]++] = s;
+    return 0;
+}
+
+int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, SpecStack stack, FidelityRow *rows,
+                     KvErr *e)
+{
+    Errs c;
+    memset(&c, 0, sizeof c);
+    int rc = fidelity_points(m, mc, hw, stack, collect_err, &c, e);
+    for (int f = 0; f < FID_FAMILIES && rc == 0; f++) {
         FidelityRow *r = &rows[f];
         memset(r, 0, sizeof *r);
         snprintf(r->device, sizeof r->device, "%s", m->device);
@@ -79,26 +127,19 @@ int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwC
         snprintf(r->source, sizeof r->source, "%s", m->repo);
         r->tp = m->tp;
         r->family = f;
-        size_t n = 0;
-        for (size_t i = 0; i < pp.n; i++) {
-            const StorePoint *p = &pp.v[i];
-            if (family_of(p) != f) continue;
-            /* before the grids a decode point holds the context per request in p2 */
-            int64_t p2 = p->op == OP_ATTN_DECODE ? p->p1 * p->p2 : p->p2;
-            double s = spec_op_ns(&in, p->op, p->p1, p2, 0) / p->median_ns - 1;
-            abs_err[n] = fabs(s);
-            sgn[n++] = s;
-        }
+        r->stack = stack;
+        size_t n = c.n[f];
         r->n = n;
         if (!n) continue;
-        qsort(abs_err, n, sizeof *abs_err, cmp_d);
-        qsort(sgn, n, sizeof *sgn, cmp_d);
-        r->median_abs = nearest_rank(abs_err, n, 0.5);
-        r->p90_abs = nearest_rank(abs_err, n, 0.9);
-        r->median_signed = nearest_rank(sgn, n, 0.5);
+        qsort(c.abs_err[f], n, sizeof(double), cmp_d);
+        qsort(c.sgn[f], n, sizeof(double), cmp_d);
+        r->median_abs = nearest_rank(c.abs_err[f], n, 0.5);
+        r->p90_abs = nearest_rank(c.abs_err[f], n, 0.9);
+        r->median_signed = nearest_rank(c.sgn[f], n, 0.5);
     }
-    free(abs_err);
-    free(sgn);
-    profile_points_free(&pp);
-    return 0;
+    for (int f = 0; f < FID_FAMILIES; f++) {
+        free(c.abs_err[f]);
+        free(c.sgn[f]);
+    }
+    return rc;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "calibrate/import_profile.h"
+#include "sim/cost/spec.h"
 
 enum { FID_GEMM_SMALL = 0, FID_GEMM, FID_ELEMENTWISE, FID_ATTN_PREFILL, FID_ATTN_DECODE, FID_FAMILIES };
 #define FID_SMALL_M 64
@@ -30,11 +31,31 @@ typedef struct FidelityRow {
     int tp;
     char source[128]; /* repository */
     int family;
+    SpecStack stack;  /* the spec model's stack compared (spec_stack_resolve'd per GPU when auto) */
     size_t n;         /* 0: the profile does not measure this family */
     double median_abs, p90_abs, median_signed;
 } FidelityRow;
 
-/* The FID_FAMILIES rows of one profile into rows[0..FID_FAMILIES). */
-int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, FidelityRow *rows, KvErr *e);
+/* One measured row of a profile with what the spec model (the given stack) makes of it: p1, p2 as
+ * spec_op_ns takes them (decode: batch, total context), the op's FLOPs and bytes (model_op_*), and
+ * for GEMMs the shape of the efficiency curve at the GEMM's M (spec_gemm_shape). */
+typedef struct FidelityPoint {
+    CostOp op;
+    int family;
+    int64_t p1, p2;
+    double measured_ns, spec_ns;
+    double flops, bytes, gemm_shape;
+    int heads; /* query heads per GPU */
+    const GpuSpec *gpu;
+} FidelityPoint;
+typedef int (*FidelityPointFn)(void *ctx, const FidelityPoint *p, KvErr *e);
+/* Every measured row of the profile, in the source's order, to fn; -1 (naming the manifest) when
+ * the stack has no fitted row for the profile's GPU (spec_stack_check). */
+int fidelity_points(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, SpecStack stack, FidelityPointFn fn,
+                    void *ctx, KvErr *e);
+
+/* The FID_FAMILIES rows of one profile into rows[0..FID_FAMILIES), the spec model at the given stack. */
+int fidelity_profile(const ProfileManifest *m, const ModelCatalog *mc, const HwCatalog *hw, SpecStack stack, FidelityRow *rows,
+                     KvErr *e);
 
 #endif

@@ -381,6 +381,13 @@ if KVCAL="$B/kvcal" bash tools/regen_measured.sh "$tmp/measured" >/dev/null 2>&1
 else
   bad "tools/regen_measured.sh failed"
 fi
+# the fitted stacks' rows in sim/cost/spec.c are what tools/fit_spec.py fits to data/profiles/
+if python3 tools/fit_spec.py --kvcal "$B/kvcal" --check > "$tmp/fit_spec.out" 2>&1; then ok "sim/cost/spec.c holds the rows tools/fit_spec.py fits"
+else bad "tools/fit_spec.py --check: $(tail -3 "$tmp/fit_spec.out")"; fi
+expect 0 "kvcal fidelity --stack all" "$B"/kvcal fidelity --stack all data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
+expect 1 "kvcal fidelity: a fitted stack on a GPU it has no row for" "$B"/kvcal fidelity --stack vidur data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
+expect 2 "kvcal fidelity: an unknown stack" "$B"/kvcal fidelity --stack fa4 data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
+expect 1 "kvsim run: a fitted stack on a GPU it has no row for" "$B"/kvsim run --policy recompute --platform hcache-a100 --set stack=vllm-0.19 --requests 5 --dry-run
 expect 0 "kvcal import-profile of the fixture bundle" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json
 contains "import-profile says what it read" "run 1: 24 measured points (RTX4090, Llama-3.1-8B, bf16, tp 1) from casys-kaist/LLMServingSim; 23 rows read, 1 skipped (embedding)"
 expect 0 "kvcal import-profile of the same bundle again" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json

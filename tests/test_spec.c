@@ -261,3 +261,61 @@ TEST(spec_attention_by_stack)
     }
     fix_close(&f);
 }
+
+/* The fitted stacks: named, refused on a GPU they have no row for (naming it and the GPUs they
+ * have), and on their GPUs the costs follow SpecFitRow's formulas with the row's constants. */
+TEST(spec_fitted_stacks_by_gpu)
+{
+    Fix f;
+    if (fix_open(t, &f, "Llama-2-7B", "hcache-a100", 1) != 0) return;
+    KvErr e;
+    for (int s = 0; s < SPEC_STACK_COUNT; s++) {
+        SpecStack back;
+        CHECK(spec_stack_parse(spec_stack_name((SpecStack)s), &back, &e) == 0 && back == (SpecStack)s);
+    }
+    SpecStack st;
+    CHECK(spec_stack_parse("vllm", &st, &e) == -1);
+    CHECK(strstr(e.msg, "'vllm'") && strstr(e.msg, "vllm-0.19") && strstr(e.msg, "vidur"));
+    /* Vidur measured an A100 80GB; the platform's A100-40GB has no row */
+    CHECK(spec_stack_check(f.in.gpu, SPEC_STACK_VIDUR, &e) == -1 && strstr(e.msg, "A100-40GB"));
+    const GpuSpec *a100 = hw_find_gpu(&f.hw, "A100-80GB", &e), *h100 = hw_find_gpu(&f.hw, "H100-SXM", &e);
+    const GpuSpec *l40s = hw_find_gpu(&f.hw, "L40S", &e);
+    CHECK(a100 && h100 && l40s);
+    if (!a100 || !h100 || !l40s) return fix_close(&f);
+    f.in.gpu = a100;
+    CHECK(spec_stack_check(a100, SPEC_STACK_VLLM019, &e) == -1);
+    CHECK_MSG(strstr(e.msg, "A100-80GB") && strstr(e.msg, "RTXPRO6000, RTX4090"), "%s", e.msg);
+    CHECK(spec_stack_check(l40s, SPEC_STACK_VIDUR, &e) == -1);
+    CHECK_MSG(strstr(e.msg, "L40S") && strstr(e.msg, "A100-80GB, H100-SXM"), "%s", e.msg);
+    CHECK(spec_stack_check(a100, SPEC_STACK_VIDUR, &e) == 0 && spec_stack_check(h100, SPEC_STACK_VIDUR, &e) == 0);
+    CHECK(spec_stack_resolve(a100, SPEC_STACK_VIDUR) == SPEC_STACK_VIDUR);
+
+    const SpecFitRow *r = spec_fit_row_for(a100, SPEC_STACK_VIDUR);
+    CHECK(r != NULL && spec_fit_row_for(a100, SPEC_STACK_VLLM019) == NULL);
+    if (!r) return fix_close(&f);
+    f.in.stack = SPEC_STACK_VIDUR;
+    double bw = a100->mem_bw_bytes_per_s, peak = a100->fp16_flops;
+    /* a GEMM at M = 4096: compute-bound at the row's ceiling */
+    double fl = model_op_flops(&f.ly, OP_GEMM_FFN_UP, 4096, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_GEMM_FFN_UP, 4096, 0, 0), fl / (peak * r->gemm_ceiling) * 1e9, 1e-9, 0);
+    /* one token: the weights stream at gemm_bw */
+    double by = model_op_bytes(&f.ly, OP_GEMM_FFN_UP, 1, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_GEMM_FFN_UP, 1, 0, 0), by / (bw * r->gemm_bw) * 1e9, 1e-9, 0);
+    /* each elementwise op at its own fraction, never under the minimum kernel time */
+    by = model_op_bytes(&f.ly, OP_ACT, 8192, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_ACT, 8192, 0, 0), by / (bw * r->act_bw) * 1e9, 1e-9, 0);
+    by = model_op_bytes(&f.ly, OP_ROPE, 8192, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_ROPE, 8192, 0, 0), by / (bw * r->rope_bw) * 1e9, 1e-9, 0);
+    CHECK_NEAR(spec_op_ns(&f.in, OP_NORM, 1, 0, 0), r->min_kernel_ns, 1e-9, 0);
+    /* prefill: chunk 16 over 16K context is one wave of 32 thread blocks walking 16,400 keys */
+    CHECK_NEAR(spec_op_ns(&f.in, OP_ATTN_PREFILL, 16, 16384, 0), r->prefill_floor_ns + 16400 * r->prefill_key_ns, 1e-6, 0);
+    /* Vidur's A100 profile has no decode rows: decode costs as under fa2 */
+    double dec = spec_op_ns(&f.in, OP_ATTN_DECODE, 8, 65536, 0);
+    f.in.stack = SPEC_STACK_FA2;
+    CHECK_NEAR(dec, spec_op_ns(&f.in, OP_ATTN_DECODE, 8, 65536, 0), 1e-12, 0);
+    /* the IO ops are the catalog's whatever the stack */
+    double h2d = spec_op_ns(&f.in, OP_H2D, 1 << 30, 0, 0);
+    f.in.stack = SPEC_STACK_VIDUR;
+    CHECK_NEAR(spec_op_ns(&f.in, OP_H2D, 1 << 30, 0, 0), h2d, 1e-12, 0);
+    fix_close(&f);
+}

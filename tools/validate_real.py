@@ -9,7 +9,10 @@ first_token_ts, last_token_ts; meta.json: the model and the engine's settings). 
     input tokens as new input and its output tokens to decode (canonical CSV, docs/formats.md);
   - engine: max_num_batched_tokens and max_num_seqs of meta.json's engine_kwargs, the run's
     tensor-parallel degree and dtype, the recompute policy (nothing to restore: single turns);
-  - costs: the measured store of the run's GPU and model (kvcal import of a committed SQL dump).
+  - costs: the measured store of the run's GPU and model (kvcal import of a committed SQL dump);
+    for comparison also the spec roofline as it is by default, and the spec model refitted to the
+    run's serving stack ("stack" vllm-MAJOR.MINOR from meta.json's vllm_version, sim/cost/spec.h)
+    where kvsim has that stack (fitted to kernel profiles only, never to these runs).
 
 Metrics per request, real and simulated alike: TTFT = first token - arrival; TPOT = (last token -
 first token) / (output tokens - 1), requests with more than one output token; E2E = last token -
@@ -157,7 +160,12 @@ def replay(spec, kvsim, kvcal, work):
                                                 "max_num_seqs": kw["max_num_seqs"], "tp": kw["tensor_parallel_size"],
                                                 "dtype": dtype, "num_gpu_blocks": blocks}}
     per_request = []
-    for label, extra in (("measured", ["--costs", db]), ("spec", [])):
+    labels = [("measured", ["--costs", db]), ("spec", [])]
+    stack = refit_stack(meta, kvsim)
+    if stack:
+        res["refit_stack"] = stack
+        labels.append(("refit", ["--set", f"stack={stack}"]))
+    for label, extra in labels:
         out = os.path.join(work, f"{spec['name']}-{label}")
         run(cmd + extra + ["--out", out])
         sim = read_sim(out, len(reqs), spec["name"])
@@ -170,6 +178,16 @@ def replay(spec, kvsim, kvcal, work):
                 rm = real_metrics(r)
                 per_request.append([spec["name"], i] + [x for m in ("ttft", "tpot", "e2e") for x in (rm[m], sim[i][m])])
     return res, per_request
+
+
+def refit_stack(meta, kvsim):
+    """The fitted stack of the run's vLLM version ("vllm-0.19" for 0.19.x), None when kvsim has none."""
+    v = str(meta.get("vllm_version") or "").split(".")
+    if len(v) < 2:
+        return None
+    name = f"vllm-{v[0]}.{v[1]}"
+    helptext = run([kvsim, "run", "--help"])
+    return name if f"|{name}|" in helptext.replace(")", "|") else None
 
 
 def read_sim(out, n, name):
@@ -216,7 +234,8 @@ def ms(v):
 def markdown(results):
     lines = ["# kvsim against real vLLM runs", "",
              "Each real run replayed with its arrivals, token counts and engine settings (tools/validate_real.py),",
-             "on the measured cost store of its GPU and model and, for comparison, on the spec roofline. Times in ms;",
+             "on the measured cost store of its GPU and model and, for comparison, on the spec roofline and on the",
+             "spec model refitted to the run's serving stack (kernel profiles only). Times in ms;",
              "diff = sim / real - 1; per-request |err| = median and p95 over requests of |sim / real - 1|.", ""]
     for r in results:
         s = r["settings"]
@@ -225,20 +244,21 @@ def markdown(results):
                   f"max_num_batched_tokens {s['max_num_batched_tokens']}, max_num_seqs {s['max_num_seqs']}; "
                   + (f"KV pool num_gpu_blocks {s['num_gpu_blocks']} (the run's metadata)." if s.get("num_gpu_blocks") is not None
                      else "KV pool from mem_util 0.9 (the run's metadata give no num_gpu_blocks)."),
-                  f"Measured: {r['cost_model_measured']} ({r['costs']}). Spec: {r['cost_model_spec']}.", "",
-                  "| metric | stat | real | sim, measured store | diff | sim, spec | diff |", "|---|---|---|---|---|---|---|"]
+                  f"Measured: {r['cost_model_measured']} ({r['costs']}). Spec: {r['cost_model_spec']}."
+                  + (f" Refit: {r['cost_model_refit']}." if "refit" in r else ""), ""]
+        labels = [("measured", "measured store"), ("spec", "spec")] + ([("refit", f"refit, {r['refit_stack']}")] if "refit" in r else [])
+        lines += ["| metric | stat | real | " + " | ".join(f"sim, {t} | diff" for _, t in labels) + " |",
+                  "|---|---|---|" + "---|---|" * len(labels)]
         for m in ("ttft", "tpot", "e2e"):
-            x, y = r["measured"][m], r["spec"][m]
             for k in ("mean", "median", "p90", "p99"):
-                lines.append(f"| {m.upper()} | {k} | {ms(x['real'][k])} | {ms(x['sim'][k])} | {pct(x['diff'][k])} | "
-                             f"{ms(y['sim'][k])} | {pct(y['diff'][k])} |")
-        lines += ["", "| metric | requests | median \\|err\\|, measured | p95 \\|err\\|, measured | median \\|err\\|, spec | p95 \\|err\\|, spec |",
-                  "|---|---|---|---|---|---|"]
+                cells = [f"{ms(r[l][m]['sim'][k])} | {pct(r[l][m]['diff'][k])}" for l, _ in labels]
+                lines.append(f"| {m.upper()} | {k} | {ms(r['measured'][m]['real'][k])} | " + " | ".join(cells) + " |")
+        lines += ["", "| metric | requests | " + " | ".join(f"median \\|err\\|, {t} | p95 \\|err\\|, {t}" for _, t in labels) + " |",
+                  "|---|---|" + "---|---|" * len(labels)]
         for m in ("ttft", "tpot", "e2e"):
-            x, y = r["measured"][m], r["spec"][m]
-            lines.append(f"| {m.upper()} | {x['real']['n']} | {100 * x['request_abs_err']['median']:.1f} % | "
-                         f"{100 * x['request_abs_err']['p95']:.1f} % | {100 * y['request_abs_err']['median']:.1f} % | "
-                         f"{100 * y['request_abs_err']['p95']:.1f} % |")
+            cells = [f"{100 * r[l][m]['request_abs_err']['median']:.1f} % | {100 * r[l][m]['request_abs_err']['p95']:.1f} %"
+                     for l, _ in labels]
+            lines.append(f"| {m.upper()} | {r['measured'][m]['real']['n']} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 

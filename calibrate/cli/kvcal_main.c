@@ -114,6 +114,26 @@ static int explain(const char *gpu_name)
         const SpecConstant *c = spec_constant(i);
         printf("  %s: %g %s\n      source: %s\n", c->name, c->value, c->unit, c->source);
     }
+    printf("\nFitted stacks (--stack vllm-0.19, vidur; each on the GPUs its source measured only; the formulas: sim/cost/spec.h\n"
+           "SpecFitRow). '-': not measured by the source (that attention op costs as under fa2).\n");
+    for (int i = 0; spec_fit_row(i); i++) {
+        const SpecFitRow *r = spec_fit_row(i);
+        if (gpu_name && strcasecmp(gpu_name, r->gpu)) continue;
+        printf("  %s on %s:\n    GEMM ceiling %.3f of peak; HBM fractions: small-M GEMMs %.3f, norm %.3f, activation %.3f, RoPE %.3f;"
+               " minimum kernel %.0f ns\n",
+               spec_stack_name(r->stack), r->gpu, r->gemm_ceiling, r->gemm_bw, r->norm_bw, r->act_bw, r->rope_bw, r->min_kernel_ns);
+        if (r->decode_bw > 0)
+            printf("    decode attention: %.0f ns per layer + %.1f ns per request + KV read at %.3f of HBM\n", r->decode_floor_ns,
+                   r->decode_seq_ns, r->decode_bw);
+        else
+            printf("    decode attention: -\n");
+        if (r->prefill_frac > 0)
+            printf("    prefill attention: %.0f ns per layer + max(FLOPs at %.3f of peak, bytes, %.2f ns per key per thread-block wave)\n",
+                   r->prefill_floor_ns, r->prefill_frac, r->prefill_key_ns);
+        else
+            printf("    prefill attention: -\n");
+        printf("    source: %s\n    %s\n", r->source, r->fit);
+    }
     printf("\nThe roofline: t = max(flops / (peak x eff), bytes / (HBM x %.2f), minimum kernel time); the model is described\n"
            "in docs/model.md (\"The spec cost model\").\n",
            spec_mem_efficiency(NULL));
@@ -129,7 +149,9 @@ static const OptSpec k_spec_opts[] = {
     {"--tp", "N", 0, "tensor-parallel GPUs (default 1)"},
     {"--pp", "N", 0, "pipeline stages (default 1)"},
     {"--dtype", "D", 0, "fp16, bf16, fp8, ... (default fp16)"},
-    {"--stack", "S", 0, "attention kernels: auto (FlashAttention-3 on Hopper, else 2), fa2 (vLLM 0.6), fa3 (Hopper)"},
+    {"--stack", "S", 0,
+     "kernels: auto (FlashAttention-3 on Hopper, else 2), fa2 (vLLM 0.6), fa3 (Hopper); fitted to measured profiles: "
+     "vllm-0.19, vidur (their GPUs only)"},
     {"--explain", NULL, 0, "print the fitted efficiency curves (of --gpu, else every GPU) and their sources"},
 };
 static const OptCmd k_spec = {"kvcal spec",
@@ -176,9 +198,8 @@ static int cmd_spec(int argc, char **argv)
         in.link = g->pcie[0] ? hw_find_link(&hw, g->pcie, &e) : NULL;
     }
     const char *stack = opt_get(&a, "--stack") ? opt_get(&a, "--stack") : "auto";
-    in.stack = !strcmp(stack, "fa2") ? SPEC_STACK_FA2 : !strcmp(stack, "fa3") ? SPEC_STACK_FA3 : SPEC_STACK_AUTO;
-    if (strcmp(stack, "auto") && strcmp(stack, "fa2") && strcmp(stack, "fa3")) {
-        rc = kvcal_cli_usage(&k_spec, "--stack '%s': expected auto, fa2 or fa3", stack);
+    if (spec_stack_parse(stack, &in.stack, &e) != 0) {
+        rc = kvcal_cli_usage(&k_spec, "--stack: %s", e.msg);
         goto done;
     }
     if (spec_stack_check(in.gpu, in.stack, &e) != 0) goto out;

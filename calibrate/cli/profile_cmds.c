@@ -76,6 +76,11 @@ out:
 static const OptSpec k_fid_opts[] = {
     {"--hardware", "FILE", 0, "hardware overlay laid over the catalog (a GPU the catalog lacks)"},
     {"--models", "FILE", 0, "models overlay laid over the catalog (a model the catalog lacks)"},
+    {"--stack", "S", 0,
+     "the spec model's stack (auto, fa2, fa3, vllm-0.19, vidur), or 'all': every stack each profile's GPU runs; "
+     "adds a stack column"},
+    {"--points", NULL, 0, "every compared row instead of the table: tab-separated, with the op's FLOPs and bytes "
+                          "(what tools/fit_spec.py fits)"},
 };
 static const OptCmd k_fid = {"kvcal fidelity",
                              "The spec roofline against each profile's measured rows (the manifests of kvcal import-profile):\n"
@@ -83,30 +88,67 @@ static const OptCmd k_fid = {"kvcal fidelity",
                              "signed error (negative: the spec model is faster than the GPU). A markdown table on stdout.",
                              k_fid_opts, (int)KV_ARRAY_LEN(k_fid_opts), "MANIFEST...", 1, OPT_MAX_ARGS};
 
+typedef struct {
+    const ProfileManifest *m;
+    SpecStack stack;
+} PointOut;
+
+static int print_point(void *ctx, const FidelityPoint *p, KvErr *e)
+{
+    const PointOut *o = ctx;
+    printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%lld\t%lld\t%.6g\t%.6g\t%.9g\t%.9g\t%.6g\t%.9g\t%.9g\t%d\t%d\n", o->m->device, o->m->model,
+           o->m->dtype, o->m->tp, spec_stack_name(o->stack), cost_op_name(p->op), fidelity_family_name(p->family), (long long)p->p1,
+           (long long)p->p2, p->measured_ns, p->spec_ns, p->flops, p->bytes, p->gemm_shape, p->gpu->fp16_flops,
+           p->gpu->mem_bw_bytes_per_s, p->heads, p->gpu->sm_count);
+    return 0;
+}
+
 int kvcal_cmd_fidelity(int argc, char **argv)
 {
     OptArgs a;
     int prc = kvcal_cli_begin(&k_fid, argc, argv, &a);
     if (prc >= 0) return prc;
-    const char *overlay = opt_get(&a, "--hardware"), *models = opt_get(&a, "--models");
+    const char *overlay = opt_get(&a, "--hardware"), *models = opt_get(&a, "--models"), *stack_arg = opt_get(&a, "--stack");
+    int points = opt_count(&a, "--points") > 0, all = stack_arg && !strcmp(stack_arg, "all");
     KvErr e;
+    SpecStack stack = SPEC_STACK_AUTO;
+    if (stack_arg && !all && spec_stack_parse(stack_arg, &stack, &e) != 0) return kvcal_cli_usage(&k_fid, "--stack: %s", e.msg);
     ModelCatalog mc;
     HwCatalog hw;
     if (spec_catalogs_load(&mc, &hw, &e) != 0) return kvcal_cli_fail(&k_fid, &e);
     int rc = KVCAL_FAIL;
     if (overlay && hw_catalog_overlay_file(&hw, overlay, &e) != 0) goto out;
     if (models && model_catalog_overlay_file(&mc, models, &e) != 0) goto out;
-    printf("| GPU | model | dtype | TP | source | op family | points | median \\|err\\| | p90 \\|err\\| | median signed |\n"
-           "|---|---|---|---|---|---|---|---|---|---|\n");
+    if (points)
+        printf("gpu\tmodel\tdtype\ttp\tstack\top\tfamily\tp1\tp2\tmeasured_ns\tspec_ns\tflops\tbytes\tgemm_shape\tpeak_flops\tmem_bw\theads\tsm_count\n");
+    else if (stack_arg)
+        printf("| GPU | model | dtype | TP | source | stack | op family | points | median \\|err\\| | p90 \\|err\\| | median signed |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    else
+        printf("| GPU | model | dtype | TP | source | op family | points | median \\|err\\| | p90 \\|err\\| | median signed |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < a.n_pos; i++) {
         ProfileManifest m;
-        FidelityRow rows[FID_FAMILIES];
-        if (profile_manifest_read(a.pos[i], &m, &e) != 0 || fidelity_profile(&m, &mc, &hw, rows, &e) != 0) goto out;
-        for (int f = 0; f < FID_FAMILIES; f++) {
-            const FidelityRow *r = &rows[f];
-            if (!r->n) continue;
-            printf("| %s | %s | %s | %d | %s | %s | %zu | %.1f %% | %.1f %% | %+.1f %% |\n", r->device, r->model, r->dtype, r->tp, r->source,
-                   fidelity_family_name(r->family), r->n, 100 * r->median_abs, 100 * r->p90_abs, 100 * r->median_signed);
+        if (profile_manifest_read(a.pos[i], &m, &e) != 0) goto out;
+        const GpuSpec *gpu = hw_find_gpu(&hw, m.device, NULL);
+        for (int s = all ? 0 : (int)stack; s <= (all ? SPEC_STACK_COUNT - 1 : (int)stack); s++) {
+            /* all: the stacks the profile's GPU runs (auto included: today's default) */
+            if (all && gpu && spec_stack_check(gpu, (SpecStack)s, NULL) != 0) continue;
+            if (points) {
+                PointOut o = {&m, (SpecStack)s};
+                if (fidelity_points(&m, &mc, &hw, (SpecStack)s, print_point, &o, &e) != 0) goto out;
+                continue;
+            }
+            FidelityRow rows[FID_FAMILIES];
+            if (fidelity_profile(&m, &mc, &hw, (SpecStack)s, rows, &e) != 0) goto out;
+            for (int f = 0; f < FID_FAMILIES; f++) {
+                const FidelityRow *r = &rows[f];
+                if (!r->n) continue;
+                printf("| %s | %s | %s | %d | %s |", r->device, r->model, r->dtype, r->tp, r->source);
+                if (stack_arg) printf(" %s |", spec_stack_name(r->stack));
+                printf(" %s | %zu | %.1f %% | %.1f %% | %+.1f %% |\n", fidelity_family_name(r->family), r->n, 100 * r->median_abs,
+                       100 * r->p90_abs, 100 * r->median_signed);
+            }
         }
     }
     rc = kvcal_cli_flush(&k_fid);

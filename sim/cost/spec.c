@@ -90,11 +90,54 @@ const SpecGpuRow *spec_gpu_row(int i)
 }
 
 const SpecGpuRow *spec_gpu_row_for(const GpuSpec *gpu) { return gpu_eff(gpu); }
-static const char *const g_stack_names[] = {"auto", "fa2", "fa3"};
+static const char *const g_stack_names[] = {"auto", "fa2", "fa3", "vllm-0.19", "vidur"};
+_Static_assert(KV_ARRAY_LEN(g_stack_names) == SPEC_STACK_COUNT, "one name per SpecStack");
 
 const char *spec_stack_name(SpecStack s)
 {
     return s >= 0 && (size_t)s < KV_ARRAY_LEN(g_stack_names) ? g_stack_names[s] : "?";
+}
+
+int spec_stack_parse(const char *name, SpecStack *out, KvErr *e)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(g_stack_names); i++)
+        if (name && !strcmp(name, g_stack_names[i])) {
+            *out = (SpecStack)i;
+            return 0;
+        }
+    return kv_err(e, "stack '%s': expected auto, fa2, fa3, vllm-0.19 or vidur", name ? name : "");
+}
+
+int spec_stack_is_fitted(SpecStack s) { return s == SPEC_STACK_VLLM019 || s == SPEC_STACK_VIDUR; }
+
+/* ---- the fitted stacks (tools/fit_spec.py prints these rows; its --check compares them) ---- */
+
+#define LSS_SRC "casys-kaist/LLMServingSim 5daddb21a545658d5150b535712d0494584b5278 profiler/perf/"
+#define VIDUR_SRC "microsoft/vidur 7d47513363ec447a741ac5e47241580b47724fbf data/profiling/compute/"
+/* fit rows: BEGIN (tools/fit_spec.py) */
+static const SpecFitRow g_fit[] = {
+    {"RTXPRO6000", SPEC_STACK_VLLM019, 0.738, 0.739, 1.164, 2.175, 1.315, 0.801, 12720, 44.6, 0.425, 21.59, 6790, 2610,
+     LSS_SRC "RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp{1,2}/{dense,attention}.csv",
+     "fitted by tools/fit_spec.py on 2936 points (Llama-3.1-8B TP 1 and 2); hold-out: Qwen3-32B TP 1 and 2"},
+    {"RTX4090", SPEC_STACK_VLLM019, 1.022, 0.853, 1.149, 1.190, 1.883, 0.918, 12340, 179.8, 0.696, 31.08, 8260, 2390,
+     LSS_SRC "RTX4090/meta-llama/Llama-3.1-8B/bf16/tp1/{dense,attention}.csv",
+     "fitted by tools/fit_spec.py on 1259 points (Llama-3.1-8B TP 1); hold-out: none (one profile)"},
+    {"A100-80GB", SPEC_STACK_VIDUR, 0.731, 0.737, 0.334, 0.480, 0.434, 0.000, 0, 0.0, 0.282, 43.18, 50520, 5000,
+     VIDUR_SRC "a100/meta-llama/Llama-2-7b-hf/mlp.csv; attention.csv (chunk-512 TP 1 rows, via sw5sh/cs378-assignment3 7ac2fe9f)",
+     "fitted by tools/fit_spec.py on 1901 points (Llama-2-7B TP 1, GEMMs, elementwise and chunk-512 prefill); hold-out: TP 2 and 4"},
+    {"H100-SXM", SPEC_STACK_VIDUR, 0.710, 0.748, 0.348, 0.562, 0.470, 0.000, 0, 0.0, 0.000, 0.00, 0, 4000,
+     VIDUR_SRC "h100/meta-llama/Llama-2-7b-hf/mlp.csv",
+     "fitted by tools/fit_spec.py on 1827 points (Llama-2-7B TP 1, GEMMs and elementwise); hold-out: TP 2 and 4"},
+};
+/* fit rows: END */
+
+const SpecFitRow *spec_fit_row(int i) { return i >= 0 && i < (int)KV_ARRAY_LEN(g_fit) ? &g_fit[i] : NULL; }
+
+const SpecFitRow *spec_fit_row_for(const GpuSpec *gpu, SpecStack s)
+{
+    for (size_t i = 0; gpu && i < KV_ARRAY_LEN(g_fit); i++)
+        if (g_fit[i].stack == s && !strcasecmp(gpu->name, g_fit[i].gpu)) return &g_fit[i];
+    return NULL;
 }
 
 SpecStack spec_stack_resolve(const GpuSpec *gpu, SpecStack s)
@@ -105,6 +148,15 @@ SpecStack spec_stack_resolve(const GpuSpec *gpu, SpecStack s)
 
 int spec_stack_check(const GpuSpec *gpu, SpecStack s, KvErr *e)
 {
+    if (spec_stack_is_fitted(s) && gpu && !spec_fit_row_for(gpu, s)) {
+        char have[256] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < KV_ARRAY_LEN(g_fit); i++)
+            if (g_fit[i].stack == s && len < sizeof have)
+                len += (size_t)snprintf(have + len, sizeof have - len, "%s%s", len ? ", " : "", g_fit[i].gpu);
+        return kv_err(e, "stack %s: no fitted row for GPU %s; the profiles it is fitted to measure %s only (use fa2 or auto)",
+                      spec_stack_name(s), gpu->name, have);
+    }
     if (s == SPEC_STACK_FA3 && gpu && !(gpu_eff(gpu)->attn_fa3 > 0))
         return kv_err(e, "stack fa3: FlashAttention-3 runs on Hopper GPUs only, not on %s (use fa2 or auto)", gpu->name);
     return 0;
@@ -121,6 +173,7 @@ static double attn_fraction(const GpuSpec *gpu, SpecStack s)
 static const double g_gemm_shape[][2] = {{8, 0.417}, {9, 0.651}, {10, 0.747}, {11, 0.762}, {12, 0.792}};
 #define H100_MAMF 0.803
 #define SPEC_ATTN_RAMP_TOKENS 64.0
+#define SPEC_ATTN_TILE_ROWS 128 /* FlashAttention-2's forward query tile at head dim 128 (fitted stacks) */
 #define XLA_SRC "XLA sm_90 cost model, H100 bf16 cuBLAS, N = K = 4096 (fraction of 989 TFLOP/s)"
 
 /* The constants every GPU shares, each with its source (the values are the ones the code uses). */
@@ -142,6 +195,9 @@ static const SpecConstant g_constants[] = {
      "ESTIMATE: GPU-side start-up and tail of a tiny kernel on a busy stream (launches overlap the GPU's work)"},
     {"FlashAttention-2 on Hopper, as a fraction of FlashAttention-3", HOPPER_FA2_OVER_FA3, "fraction",
      "FA2 65.9 vs FA3 107.8 TFLOP/s, hd128, causal, seqlen 2048 (Dao-AILab/flash-attention#1310)"},
+    {"fitted stacks: query rows per attention thread block (prefill waves)", SPEC_ATTN_TILE_ROWS, "rows",
+     "FlashAttention-2 forward, head dim 128: kBlockM = 128 (Dao-AILab/flash-attention csrc/flash_attn/src/"
+     "flash_fwd_launch_template.h, run_mha_fwd_hdim128)"},
     {"TP collective latency (each all-reduce / all-gather)", SPEC_COLLECTIVE_LAT_NS, "ns",
      "ESTIMATE: NCCL latency at these sizes; ring all-reduce moves 2(T-1)/T of the bytes"},
     {"SSD bandwidth at queue depth qd: per-drive rate x qd / (qd + this)", 1, "IOs",
@@ -153,7 +209,7 @@ const SpecConstant *spec_constant(int i)
     return i >= 0 && i < (int)KV_ARRAY_LEN(g_constants) ? &g_constants[i] : NULL;
 }
 
-double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
+double spec_gemm_shape(int64_t M)
 {
     if (M < 1) M = 1;
     double lm = log2((double)M), f;
@@ -168,7 +224,12 @@ double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
         double w = (lm - g_gemm_shape[i][0]) / (g_gemm_shape[i + 1][0] - g_gemm_shape[i][0]);
         f = g_gemm_shape[i][1] + w * (g_gemm_shape[i + 1][1] - g_gemm_shape[i][1]);
     }
-    double mamf = gpu_eff(gpu)->mamf;
+    return f;
+}
+
+double spec_gemm_efficiency(const GpuSpec *gpu, int64_t M)
+{
+    double f = spec_gemm_shape(M), mamf = gpu_eff(gpu)->mamf;
     f *= mamf / H100_MAMF;
     return f < mamf ? f : mamf;
 }
@@ -211,6 +272,56 @@ static double collective_ns(const SpecInputs *in, int64_t tokens, double factor)
     return factor * (double)(T - 1) / T * bytes / bw * 1e9 + SPEC_COLLECTIVE_LAT_NS;
 }
 
+/* An op under a fitted row (SpecFitRow in spec.h gives the formulas); -1 for the ops the row does
+ * not fit (the default's then). */
+static double fit_op_ns(const SpecInputs *in, const SpecFitRow *r, CostOp op, int64_t p1, int64_t p2)
+{
+    const GpuSpec *g = in->gpu;
+    double peak = g->fp16_flops, bw = g->mem_bw_bytes_per_s, t;
+    double flops = model_op_flops(in->ly, op, p1, p2), bytes = model_op_bytes(in->ly, op, p1, p2);
+    switch (op) {
+    case OP_GEMM_QKV:
+    case OP_GEMM_O:
+    case OP_GEMM_FFN_UP:
+    case OP_GEMM_FFN_DOWN:
+    case OP_GEMM_KV_PROJ: {
+        int64_t M, N, K;
+        if (!model_gemm_shape(in->ly, op, p1, &M, &N, &K)) M = p1;
+        double eff = r->gemm_ceiling * spec_gemm_shape(M) / g_gemm_shape[KV_ARRAY_LEN(g_gemm_shape) - 1][1];
+        double tc = flops / (peak * eff), tm = bytes / (bw * r->gemm_bw);
+        t = (tc > tm ? tc : tm) * 1e9;
+        return t > r->min_kernel_ns ? t : r->min_kernel_ns;
+    }
+    case OP_NORM:
+    case OP_ACT:
+    case OP_ROPE:
+    case OP_QUANT:
+    case OP_DEQUANT:
+        t = bytes / (bw * (op == OP_ACT ? r->act_bw : op == OP_ROPE ? r->rope_bw : r->norm_bw)) * 1e9;
+        return t > r->min_kernel_ns ? t : r->min_kernel_ns;
+    case OP_ATTN_DECODE: {
+        if (!(r->decode_bw > 0) || !(r->prefill_frac > 0)) return -1;
+        double tc = flops / (peak * r->prefill_frac), tm = bytes / (bw * r->decode_bw);
+        return r->decode_floor_ns + (double)(p1 < 1 ? 1 : p1) * r->decode_seq_ns + (tc > tm ? tc : tm) * 1e9;
+    }
+    case OP_ATTN_PREFILL: {
+        if (!(r->prefill_frac > 0)) return -1;
+        double tc = flops / (peak * r->prefill_frac), tm = bytes / (bw * (r->decode_bw > 0 ? r->decode_bw : SPEC_MEM_EFF));
+        t = (tc > tm ? tc : tm) * 1e9;
+        if (g->sm_count > 0) {
+            int64_t tp = in->ly->tp > 0 ? in->ly->tp : 1, n = p1 < 1 ? 1 : p1;
+            int64_t heads = (in->ly->m->heads + tp - 1) / tp, tiles = (n + SPEC_ATTN_TILE_ROWS - 1) / SPEC_ATTN_TILE_ROWS;
+            int64_t waves = (heads * tiles + g->sm_count - 1) / g->sm_count;
+            double walk = (double)waves * (double)(p2 + n) * r->prefill_key_ns;
+            if (walk > t) t = walk;
+        }
+        return r->prefill_floor_ns + t;
+    }
+    default:
+        return -1;
+    }
+}
+
 /* the parts of a layer for layer_cost: every compute op exists in the spec backend */
 static double layer_part_ns(void *ctx, CostOp op, int64_t p1, int64_t p2) { return spec_op_ns(ctx, op, p1, p2, 0); }
 static int layer_part_has(void *ctx, CostOp op) { return 1; }
@@ -218,6 +329,11 @@ static int layer_part_has(void *ctx, CostOp op) { return 1; }
 double spec_op_ns(const SpecInputs *in, CostOp op, int64_t p1, int64_t p2, int64_t p3)
 {
     const GpuSpec *g = in->gpu;
+    const SpecFitRow *fit = spec_stack_is_fitted(in->stack) ? spec_fit_row_for(g, in->stack) : NULL;
+    if (fit) {
+        double t = fit_op_ns(in, fit, op, p1, p2);
+        if (t >= 0) return t;
+    }
     switch (op) {
     case OP_GEMM_QKV:
     case OP_GEMM_O:

@@ -115,7 +115,7 @@ int sim_store_has(SimStore s, Tier t)
     return 0;
 }
 static const char *const g_save_names[] = {"policy", "turn", "iteration", "direct", NULL};
-static const char *const g_stack_names[] = {"auto", "fa2", "fa3", NULL}; /* SpecStack order */
+static const char *const g_stack_names[] = {"auto", "fa2", "fa3", "vllm-0.19", "vidur", NULL}; /* SpecStack order */
 static const char *const g_arrival_names[] = {"session", "trace", NULL};   /* SimArrivals order */
 static const char *const g_alloc_names[] = {"ondemand", "reserve", NULL};   /* SimAlloc order */
 static const char *const g_router_names[] = {"least-loaded", "prefix", NULL}; /* SimRouter order */

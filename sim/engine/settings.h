@@ -182,7 +182,7 @@
     X(STR, "cost_device", cost_device, 128, "platform", 0, "platform",                                                         \
       "device name in the cost store ('platform': the platform's GPU)")                                                        \
     X(ENUM, "stack", SpecStack, stack, "auto", g_stack_names,                                                                  \
-      "serving stack of the spec model's attention: fa2 (vLLM 0.6, FlashAttention-2), fa3 (Hopper only), "                     \
-      "auto (fa3 on Hopper, else fa2)")
+      "serving stack of the spec model: fa2 (vLLM 0.6, FlashAttention-2), fa3 (Hopper only), auto (fa3 on Hopper, else "    \
+      "fa2); fitted to measured kernels (kvcal spec --explain): vllm-0.19 (RTXPRO6000, RTX4090), vidur (A100-80GB, H100-SXM)")
 
 #endif
