@@ -116,13 +116,13 @@ int spec_stack_is_fitted(SpecStack s) { return s == SPEC_STACK_VLLM019 || s == S
 #define VIDUR_SRC "microsoft/vidur 7d47513363ec447a741ac5e47241580b47724fbf data/profiling/compute/"
 /* fit rows: BEGIN (tools/fit_spec.py) */
 static const SpecFitRow g_fit[] = {
-    {"RTXPRO6000", SPEC_STACK_VLLM019, 0.738, 0.739, 1.164, 2.175, 1.315, 0.801, 12720, 44.6, 0.425, 21.59, 6790, 2610,
+    {"RTXPRO6000", SPEC_STACK_VLLM019, 0.738, 0.739, 1.163, 2.175, 1.315, 0.801, 12720, 44.6, 0.425, 21.59, 6790, 2610,
      LSS_SRC "RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp{1,2}/{dense,attention}.csv",
      "fitted by tools/fit_spec.py on 2936 points (Llama-3.1-8B TP 1 and 2); hold-out: Qwen3-32B TP 1 and 2"},
-    {"RTX4090", SPEC_STACK_VLLM019, 1.022, 0.853, 1.149, 1.190, 1.883, 0.918, 12340, 179.8, 0.696, 31.08, 8260, 2390,
+    {"RTX4090", SPEC_STACK_VLLM019, 1.022, 0.853, 1.151, 1.190, 1.883, 0.918, 12340, 179.8, 0.696, 31.08, 8260, 2390,
      LSS_SRC "RTX4090/meta-llama/Llama-3.1-8B/bf16/tp1/{dense,attention}.csv",
      "fitted by tools/fit_spec.py on 1259 points (Llama-3.1-8B TP 1); hold-out: none (one profile)"},
-    {"A100-80GB", SPEC_STACK_VIDUR, 0.731, 0.737, 0.334, 0.480, 0.434, 0.000, 0, 0.0, 0.282, 43.18, 50520, 5000,
+    {"A100-80GB", SPEC_STACK_VIDUR, 0.731, 0.737, 0.334, 0.480, 0.434, 0.000, 0, 0.0, 0.357, 34.89, 72800, 5000,
      VIDUR_SRC "a100/meta-llama/Llama-2-7b-hf/mlp.csv; attention.csv (chunk-512 TP 1 rows, via sw5sh/cs378-assignment3 7ac2fe9f)",
      "fitted by tools/fit_spec.py on 1901 points (Llama-2-7B TP 1, GEMMs, elementwise and chunk-512 prefill); hold-out: TP 2 and 4"},
     {"H100-SXM", SPEC_STACK_VIDUR, 0.710, 0.748, 0.348, 0.562, 0.470, 0.000, 0, 0.0, 0.000, 0.00, 0, 4000,
