@@ -144,6 +144,7 @@ int point_spec_warning(const SimWorld *w, char *buf, size_t n)
 {
     if (w->cfg->costs[0] && strcmp(w->cfg->costs, "spec") != 0) return 0;
     const GpuSpec *g = &w->hw.gpus[w->platform->gpu];
+    if (spec_stack_is_fitted(w->cfg->stack) && spec_fit_row_for(g, w->cfg->stack)) return 0; /* a row fitted to its kernels */
     const SpecGpuRow *row = spec_gpu_row_for(g);
     if (!row || row->match[0]) return 0;
     snprintf(buf, n,
