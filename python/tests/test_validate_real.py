@@ -70,6 +70,26 @@ class ValidateRealSmoke(unittest.TestCase):
             json.dump(spec, f)
         return runs
 
+    def test_refit_stack_of_the_vllm_version(self):
+        # vLLM 0.19.x runs are also replayed on the spec model refitted to vLLM 0.19's kernels;
+        # a version kvsim has no fitted stack for gets no such replay
+        p = run_tool(os.path.join(self.tmp, "a"), "tests/fixtures/real/runs.json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "a", "report.json")) as f:
+            run = json.load(f)["runs"][0]
+        self.assertEqual(run["refit_stack"], "vllm-0.19")
+        self.assertIn("attention vllm-0.19", run["cost_model_refit"])
+        self.assertGreater(run["refit"]["tpot"]["sim"]["mean"], 0)
+        self.assertNotEqual(run["refit"]["tpot"]["sim"]["mean"], run["spec"]["tpot"]["sim"]["mean"])
+        with open(os.path.join(self.tmp, "a", "report.md")) as f:
+            self.assertIn("sim, refit, vllm-0.19", f.read())
+        p = run_tool(os.path.join(self.tmp, "b"), self._runs_with_meta(vllm_version="0.6.3"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "b", "report.json")) as f:
+            run = json.load(f)["runs"][0]
+        self.assertNotIn("refit", run)
+        self.assertNotIn("refit_stack", run)
+
     def test_pool_from_num_gpu_blocks(self):
         # the real run's KV pool, when its metadata give it, is the replay's (kvsim's num_gpu_blocks)
         p = run_tool(os.path.join(self.tmp, "out"), self._runs_with_meta(num_gpu_blocks=30000))
