@@ -313,6 +313,19 @@ TEST(spec_fitted_stacks_by_gpu)
     double dec = spec_op_ns(&f.in, OP_ATTN_DECODE, 8, 65536, 0);
     f.in.stack = SPEC_STACK_FA2;
     CHECK_NEAR(dec, spec_op_ns(&f.in, OP_ATTN_DECODE, 8, 65536, 0), 1e-12, 0);
+    /* vLLM 0.19 on the RTX 4090: decode = floor + batch x per-request time + the KV read */
+    const GpuSpec *rtx = hw_find_gpu(&f.hw, "RTX4090", &e);
+    const SpecFitRow *rv = rtx ? spec_fit_row_for(rtx, SPEC_STACK_VLLM019) : NULL;
+    CHECK(rv != NULL && rv->decode_bw > 0 && rv->decode_seq_ns > 0);
+    if (rv) {
+        f.in.gpu = rtx;
+        f.in.stack = SPEC_STACK_VLLM019;
+        double kv = model_op_bytes(&f.ly, OP_ATTN_DECODE, 64, 64 * 4096);
+        CHECK_NEAR(spec_op_ns(&f.in, OP_ATTN_DECODE, 64, 64 * 4096, 0),
+                   rv->decode_floor_ns + 64 * rv->decode_seq_ns + kv / (rtx->mem_bw_bytes_per_s * rv->decode_bw) * 1e9, 1e-6, 0);
+        f.in.gpu = a100;
+        f.in.stack = SPEC_STACK_FA2;
+    }
     /* the IO ops are the catalog's whatever the stack */
     double h2d = spec_op_ns(&f.in, OP_H2D, 1 << 30, 0, 0);
     f.in.stack = SPEC_STACK_VIDUR;
