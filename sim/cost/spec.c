@@ -40,6 +40,9 @@
  * floor, not an addition: a kernel that streams 30 MB of weights pays nothing extra.
  * TP collectives: ring all-reduce 2·(T−1)/T·bytes over the GPU link per direction + 10 µs each
  * (ESTIMATE for NCCL latency at these sizes); two all-reduces per layer (after attention and FFN).
+ * Fitted stacks (vllm-0.19, vidur): per (GPU, stack) rows of constants fitted by tools/fit_spec.py to
+ * the public kernel profiles of data/profiles (SpecFitRow in spec.h gives the formulas); they replace
+ * the efficiencies above for the compute ops on those GPUs only, and leave IO and collectives alone.
  * Host link: measured pinned bandwidth from the catalog + the link's latency. SSD: per-drive
  * sequential bandwidth × qd/(qd + 1) (ESTIMATE: NVMe reaches its sequential rate at queue depth
  * ≥ 8 with large IOs) striped over n drives, + read latency. Network: NIC goodput + latency.
