@@ -386,6 +386,8 @@ if python3 tools/fit_spec.py --kvcal "$B/kvcal" --check > "$tmp/fit_spec.out" 2>
 else bad "tools/fit_spec.py --check: $(tail -3 "$tmp/fit_spec.out")"; fi
 expect 0 "kvcal fidelity --stack all" "$B"/kvcal fidelity --stack all data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
 expect 1 "kvcal fidelity: a fitted stack on a GPU it has no row for" "$B"/kvcal fidelity --stack vidur data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
+contains "kvcal fidelity: the refusal names the GPU and the GPUs the stack has" "no fitted row for GPU RTX4090; the profiles it is fitted to measure A100-80GB, H100-SXM only"
+if [ -s "$tmp/out" ] && ! grep -q '^|' "$tmp/out"; then ok "kvcal fidelity: refused before any table"; else bad "kvcal fidelity: refused before any table"; fi
 expect 2 "kvcal fidelity: an unknown stack" "$B"/kvcal fidelity --stack fa4 data/profiles/llmservingsim/RTX4090/Llama-3.1-8B/bf16/tp1/profile.json
 expect 1 "kvsim run: a fitted stack on a GPU it has no row for" "$B"/kvsim run --policy recompute --platform hcache-a100 --set stack=vllm-0.19 --requests 5 --dry-run
 expect 0 "kvcal import-profile of the fixture bundle" "$B"/kvcal import-profile --db "$tmp/ip.db" tests/fixtures/profiles/lss/profile.json

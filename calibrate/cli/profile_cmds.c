@@ -119,6 +119,16 @@ int kvcal_cmd_fidelity(int argc, char **argv)
     int rc = KVCAL_FAIL;
     if (overlay && hw_catalog_overlay_file(&hw, overlay, &e) != 0) goto out;
     if (models && model_catalog_overlay_file(&mc, models, &e) != 0) goto out;
+    /* one stack for every profile: refused before any output when a profile's GPU has no row for it */
+    for (int i = 0; stack_arg && !all && i < a.n_pos; i++) {
+        ProfileManifest m;
+        const GpuSpec *gpu;
+        if (profile_manifest_read(a.pos[i], &m, &e) != 0) goto out;
+        if ((gpu = hw_find_gpu(&hw, m.device, NULL)) && spec_stack_check(gpu, stack, &e) != 0) {
+            kv_err_prefix(&e, "%s: ", a.pos[i]);
+            goto out;
+        }
+    }
     if (points)
         printf("gpu\tmodel\tdtype\ttp\tstack\top\tfamily\tp1\tp2\tmeasured_ns\tspec_ns\tflops\tbytes\tgemm_shape\tpeak_flops\tmem_bw\theads\tsm_count\n");
     else if (stack_arg)
