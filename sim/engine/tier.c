@@ -68,8 +68,8 @@ int tier_names_set(Sim *sm, Session *s, const uint64_t *names, int32_t n)
             b->known = b->n;
             return 0;
         }
-    if (n <= b->known) return 0;
-    uint64_t *h = realloc(b->names, (size_t)n * sizeof *h);
+    /* this context's chain replaces the one known (the two agree on the blocks held) */
+    uint64_t *h = n > b->known ? realloc(b->names, (size_t)n * sizeof *h) : b->names;
     if (!h) return sim_fail(sm, "out of memory");
     memcpy(h, names, (size_t)n * sizeof *h);
     b->names = h;
