@@ -20,10 +20,11 @@ typedef struct {
     int write_through;   /* the run's write_through */
     int prefetch;        /* the run's prefetch */
     int whole;           /* whole-request loading: the policy's layerwise=false */
+    const char *trace;   /* the run's trace (NULL: the default generator) */
     uint64_t requests, restored; /* requests the run finished, history tokens restored (set by run_hooked) */
 } Hook;
 
-enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY, C_CHANNEL_READS };
+enum { C_POOL, C_TIER, C_CHANNEL, C_POOL_ZERO, C_STATE, C_LOADS, C_COPY, C_CHANNEL_READS, C_BLOCK_REFS };
 
 static void hook(Sim *sm, void *ctx)
 {
@@ -40,6 +41,13 @@ static void hook(Sim *sm, void *ctx)
         }
         break;
     case C_CHANNEL: rp->ch[CH_H2D][0].nhi++; h->done = 1; break;
+    case C_BLOCK_REFS: /* a named block of a state in DRAM referenced once more than its holders */
+        for (Session *s = rp->tier[TIER_DRAM].head; s && !h->done; s = s->t_next)
+            if (s->tb && s->tb->n > 0) {
+                prefix_acquire(&rp->tier[TIER_DRAM].blk, s->tb->names, 1);
+                h->done = 1;
+            }
+        break;
     case C_CHANNEL_READS: rp->ch[CH_SSD][0].nlo_read++; h->done = 1; break; /* a save counted as a read */
     case C_COPY: /* a write-through copy's bytes miscounted */
         if (rp->tier[TIER_SSD].chead) {
@@ -89,6 +97,7 @@ static int run_hooked(TestCtx *t, const char *policy, Hook *h, int check, KvErr 
     c.evict_each_turn = h->evict_each_turn;
     c.write_through = h->write_through;
     c.prefetch = h->prefetch;
+    if (h->trace) snprintf(c.trace, sizeof c.trace, "%s", test_path(h->trace));
     if (h->whole) {
         char key[64];
         snprintf(key, sizeof key, "%s.layerwise", policy);
@@ -181,6 +190,20 @@ TEST(sim_check_walker_reports_corrupted_tier_bytes)
     CHECK(h.done);
     CHECK_CONTAINS(e.msg, "sim_check: tier dram (replica 0)");
     CHECK_CONTAINS(e.msg, "bytes counted in use");
+}
+
+/* the tiers' block stores on a trace that names its blocks: clean, then a reference too many */
+TEST(sim_check_walker_reports_a_corrupted_tier_block_store)
+{
+    Hook clean = {.trace = "traces/data/mooncake_conversation.csv"};
+    KvErr e = {{0}};
+    CHECK_MSG(run_hooked(t, "kv-offload", &clean, 1, &e) == 0, "%s", e.msg);
+    CHECK(clean.restored > 0);
+    Hook h = {.at = 1, .what = C_BLOCK_REFS, .trace = "traces/data/mooncake_conversation.csv"};
+    e.msg[0] = 0;
+    CHECK_EQ_I(run_hooked(t, "kv-offload", &h, 1, &e), -1);
+    CHECK(h.done);
+    CHECK_CONTAINS(e.msg, "sim_check: tier dram (replica 0): its block store counts");
 }
 
 TEST(sim_check_walker_reports_a_corrupted_channel_count)
